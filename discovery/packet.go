@@ -1,0 +1,323 @@
+// Package discovery implements the Jini multicast discovery protocols
+// (versions 1 and 2, plain-text format): the request and announcement
+// packets, encoded byte for byte as the Java reference implementation
+// encodes them, including how it splits a large set of groups over several
+// packets.
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"unicode/utf8"
+
+	"github.com/jinid/jinid/internal/javaio"
+)
+
+// Protocol versions.
+const (
+	ProtocolV1 = 1
+	ProtocolV2 = 2
+)
+
+// Port is the well-known Jini discovery port, for multicast (UDP) and
+// unicast (TCP) alike.
+const Port = 4160
+
+// Packet sizes. The Java implementation refuses a maximum packet size below
+// 512; jinid also refuses one above the largest IPv4 UDP payload.
+const (
+	DefaultMaxPacketSize = 512
+	MinMaxPacketSize     = 512
+	MaxMaxPacketSize     = 65507
+)
+
+// The multicast groups of the discovery protocols.
+var (
+	RequestGroupV4      = netip.AddrFrom4([4]byte{224, 0, 1, 85})
+	AnnouncementGroupV4 = netip.AddrFrom4([4]byte{224, 0, 1, 84})
+	RequestGroupV6      = netip.MustParseAddr("ff05::156")
+	AnnouncementGroupV6 = netip.MustParseAddr("ff05::155")
+)
+
+// Errors callers act on. Decode errors wrap one of them and say what was
+// wrong, where.
+var (
+	// ErrMalformed: the packet does not follow the protocol.
+	ErrMalformed = errors.New("malformed discovery packet")
+	// ErrVersion: the packet is of a protocol version jinid does not speak.
+	ErrVersion = errors.New("unsupported discovery protocol version")
+	// ErrPacketType: a v2 packet of the other kind (a request where an
+	// announcement was expected, or the reverse).
+	ErrPacketType = errors.New("wrong discovery packet type")
+	// ErrEncode: the values cannot be encoded (a group that cannot fit a
+	// packet, a port out of range, text that is not UTF-8).
+	ErrEncode = errors.New("cannot encode discovery packet")
+)
+
+// FormatError reports a v2 packet in a format jinid does not decode. The
+// Java implementation ignores such packets; so should callers.
+type FormatError struct{ ID FormatID }
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("unsupported discovery format %s", e.ID)
+}
+
+// v2 packet header: int version, byte type, long format ID.
+const (
+	v2HeaderLen      = 4 + 1 + 8
+	typeAnnouncement = 0
+	typeRequest      = 1
+	serviceIDLen     = 16
+	maxUshort        = 0xFFFF
+)
+
+// PacketVersion returns the protocol version a multicast packet claims,
+// without decoding the rest.
+func PacketVersion(b []byte) (int, error) {
+	if len(b) < 4 {
+		return 0, fmt.Errorf("%w: %d bytes is too short for the protocol version", ErrMalformed, len(b))
+	}
+	return int(int32(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))), nil
+}
+
+// IsRequest reports whether a v2 packet is a request (true) or an
+// announcement (false). It fails for v1 packets, which do not say: their
+// destination group does.
+func IsRequest(b []byte) (bool, error) {
+	v, err := PacketVersion(b)
+	if err != nil {
+		return false, err
+	}
+	if v != ProtocolV2 {
+		return false, fmt.Errorf("%w: protocol %d packets do not carry their type", ErrVersion, v)
+	}
+	if len(b) < 5 {
+		return false, fmt.Errorf("%w: %d bytes is too short for the packet type", ErrMalformed, len(b))
+	}
+	switch b[4] {
+	case typeRequest:
+		return true, nil
+	case typeAnnouncement:
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: packet type %d is neither announcement (0) nor request (1)", ErrMalformed, b[4])
+}
+
+// decoder reads big-endian fields from a string holding the whole packet,
+// so that every string it returns is a substring of that one allocation.
+type decoder struct {
+	s   string
+	off int
+}
+
+func (d *decoder) remaining() int { return len(d.s) - d.off }
+
+func (d *decoder) short(what string, n int) error {
+	return fmt.Errorf("%w: %s needs %d bytes at offset %d, %d remain", ErrMalformed, what, n, d.off, d.remaining())
+}
+
+func (d *decoder) u16(what string) (int, error) {
+	if d.remaining() < 2 {
+		return 0, d.short(what, 2)
+	}
+	v := int(d.s[d.off])<<8 | int(d.s[d.off+1])
+	d.off += 2
+	return v, nil
+}
+
+func (d *decoder) i32(what string) (int32, error) {
+	if d.remaining() < 4 {
+		return 0, d.short(what, 4)
+	}
+	s := d.s[d.off : d.off+4]
+	d.off += 4
+	return int32(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])), nil
+}
+
+func (d *decoder) u64(what string) (uint64, error) {
+	if d.remaining() < 8 {
+		return 0, d.short(what, 8)
+	}
+	var v uint64
+	for i := range 8 {
+		v = v<<8 | uint64(d.s[d.off+i])
+	}
+	d.off += 8
+	return v, nil
+}
+
+func (d *decoder) serviceID(what string) (ServiceID, error) {
+	var id ServiceID
+	if d.remaining() < serviceIDLen {
+		return id, d.short(what, serviceIDLen)
+	}
+	copy(id[:], d.s[d.off:])
+	d.off += serviceIDLen
+	return id, nil
+}
+
+// utf reads a length-prefixed string. The Java implementation decodes
+// multicast strings with a strict UTF-8 decoder (in both versions, although
+// version 1 encodes with modified UTF-8), so jinid accepts exactly what
+// Java accepts: well-formed UTF-8.
+func (d *decoder) utf(what string) (string, error) {
+	n, err := d.u16(what + " length")
+	if err != nil {
+		return "", err
+	}
+	if n > d.remaining() {
+		return "", fmt.Errorf("%w: %s length %d exceeds remaining %d bytes", ErrMalformed, what, n, d.remaining())
+	}
+	s := d.s[d.off : d.off+n]
+	if !isASCII(s) && !utf8.ValidString(s) {
+		return "", fmt.Errorf("%w: %s at offset %d is not valid UTF-8", ErrMalformed, what, d.off)
+	}
+	d.off += n
+	return s, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// groups reads n length-prefixed group names into dst[:0].
+func (d *decoder) groups(dst []string, n int) ([]string, error) {
+	// Each group takes at least its two length bytes: a count the packet
+	// cannot hold is refused before anything is allocated for it.
+	if n > d.remaining()/2 {
+		return dst[:0], fmt.Errorf("%w: group count %d exceeds remaining %d bytes", ErrMalformed, n, d.remaining())
+	}
+	if cap(dst) < n {
+		dst = make([]string, 0, n)
+	}
+	dst = dst[:0]
+	for i := range n {
+		g, err := d.utf("group")
+		if err != nil {
+			return dst, fmt.Errorf("group %d of %d: %w", i+1, n, err)
+		}
+		dst = append(dst, g)
+	}
+	return dst, nil
+}
+
+func (d *decoder) serviceIDs(dst []ServiceID, n int) ([]ServiceID, error) {
+	if n > d.remaining()/serviceIDLen {
+		return dst[:0], fmt.Errorf("%w: service ID count %d exceeds remaining %d bytes", ErrMalformed, n, d.remaining())
+	}
+	if cap(dst) < n {
+		dst = make([]ServiceID, 0, n)
+	}
+	dst = dst[:0]
+	for range n {
+		id, _ := d.serviceID("service ID") // length checked above
+		dst = append(dst, id)
+	}
+	return dst, nil
+}
+
+// v2Header checks the header of a v2 packet of the wanted type and returns
+// the offset of its payload.
+func (d *decoder) v2Header(wantType byte) error {
+	if d.remaining() < v2HeaderLen {
+		return fmt.Errorf("%w: %d bytes is too short for the %d-byte version 2 header", ErrMalformed, d.remaining(), v2HeaderLen)
+	}
+	d.off += 4
+	if t := d.s[d.off]; t != wantType {
+		return fmt.Errorf("%w: packet type %d, want %d", ErrPacketType, t, wantType)
+	}
+	d.off++
+	fid, _ := d.u64("format ID")
+	if FormatID(fid) != PlaintextFormat {
+		return &FormatError{ID: FormatID(fid)}
+	}
+	return nil
+}
+
+func (d *decoder) version() (int, error) {
+	v, err := d.i32("protocol version")
+	if err != nil {
+		return 0, err
+	}
+	if v != ProtocolV1 && v != ProtocolV2 {
+		return 0, fmt.Errorf("%w: %d", ErrVersion, v)
+	}
+	d.off -= 4 // the v2 header reads it again
+	return int(v), nil
+}
+
+// v1Port checks a port written as a Java int.
+func v1Port(p int32) (int, error) {
+	if p < 0 || p > maxUshort {
+		return 0, fmt.Errorf("%w: port %d out of range 0-65535", ErrMalformed, p)
+	}
+	return int(p), nil
+}
+
+// encoding helpers -------------------------------------------------------
+
+func checkMaxPacketSize(n int) error {
+	if n < MinMaxPacketSize || n > MaxMaxPacketSize {
+		return fmt.Errorf("%w: max packet size %d out of range %d-%d", ErrEncode, n, MinMaxPacketSize, MaxMaxPacketSize)
+	}
+	return nil
+}
+
+func checkPort(p int) error {
+	if p < 0 || p > maxUshort {
+		return fmt.Errorf("%w: port %d out of range 0-65535", ErrEncode, p)
+	}
+	return nil
+}
+
+// checkText refuses strings Java could not hold: a Go string may carry
+// bytes that are not UTF-8.
+func checkText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrEncode, what, s)
+	}
+	return nil
+}
+
+// utfV1 encodes s as DataOutput.writeUTF does (modified UTF-8), which is
+// how version 1 writes every string.
+func utfV1(what, s string) ([]byte, error) {
+	if err := checkText(what, s); err != nil {
+		return nil, err
+	}
+	b, err := javaio.AppendUTF(nil, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrEncode, what, err)
+	}
+	return b, nil
+}
+
+// utfV2Len is the length of s as version 2 writes it: a 16-bit length and
+// standard UTF-8.
+func utfV2Len(s string) int { return 2 + len(s) }
+
+func appendUTFV2(b []byte, s string) []byte {
+	b = append(b, byte(len(s)>>8), byte(len(s)))
+	return append(b, s...)
+}
+
+func appendV2Header(b []byte, typ byte) []byte {
+	b = append(b, 0, 0, 0, ProtocolV2, typ)
+	return appendU64(b, uint64(PlaintextFormat))
+}
+
+func appendU16(b []byte, v int) []byte { return append(b, byte(v>>8), byte(v)) }
+
+func appendU32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+func appendU64(b []byte, v uint64) []byte {
+	return append(b, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
