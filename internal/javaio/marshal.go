@@ -112,7 +112,7 @@ func matchContainer(stream []byte, c Container) (string, bool) {
 	probe := appendContainerPrefix(nil, c, 0, 0)
 	// The prefix holds the hash at a fixed place and the objBytes length
 	// at its end; everything else must match byte for byte.
-	hashAt := bytes.LastIndex(probe, []byte{tcEndBlockData, tcNull}) + 2
+	hashAt := bytes.Index(probe, []byte{tcEndBlockData, tcNull}) + 2
 	if len(stream) < len(probe) ||
 		!bytes.Equal(stream[:hashAt], probe[:hashAt]) ||
 		!bytes.Equal(stream[hashAt+4:len(probe)-4], probe[hashAt+4:len(probe)-4]) {
