@@ -43,25 +43,18 @@ func (a *Announcement) UnmarshalBinary(b []byte) error {
 }
 
 func (a *Announcement) decodeV1(d *decoder) error {
-	d.off += 4
 	var err error
 	if a.Host, err = d.utf("host"); err != nil {
 		return err
 	}
-	p, err := d.i32("port")
-	if err != nil {
+	if err := d.need("port, service ID and group count", 4+serviceIDLen+4); err != nil {
 		return err
 	}
-	if a.Port, err = v1Port(p); err != nil {
+	if a.Port, err = v1Port(d.be32()); err != nil {
 		return err
 	}
-	if a.ServiceID, err = d.serviceID("service ID"); err != nil {
-		return err
-	}
-	n, err := d.i32("group count")
-	if err != nil {
-		return err
-	}
+	a.ServiceID = d.id()
+	n := d.be32()
 	if n < 0 {
 		return fmt.Errorf("%w: group count %d is negative", ErrMalformed, n)
 	}
@@ -74,26 +67,26 @@ func (a *Announcement) decodeV2(d *decoder) error {
 	if err := d.v2Header(typeAnnouncement); err != nil {
 		return err
 	}
-	seq, err := d.u64("sequence number")
-	if err != nil {
+	if err := d.need("sequence number", 8); err != nil {
 		return err
 	}
-	a.Sequence = int64(seq)
+	a.Sequence = int64(d.be64())
+	var err error
 	if a.Host, err = d.utf("host"); err != nil {
 		return err
 	}
-	if a.Port, err = d.u16("port"); err != nil {
+	if err := d.need("port and group count", 4); err != nil {
 		return err
 	}
-	n, err := d.u16("group count")
-	if err != nil {
+	a.Port = d.be16()
+	if a.Groups, err = d.groups(a.Groups, d.be16()); err != nil {
 		return err
 	}
-	if a.Groups, err = d.groups(a.Groups, n); err != nil {
+	if err := d.need("service ID", serviceIDLen); err != nil {
 		return err
 	}
-	a.ServiceID, err = d.serviceID("service ID")
-	return err
+	a.ServiceID = d.id()
+	return nil
 }
 
 // Encode returns the packets that announce a, split over as many packets
@@ -118,40 +111,40 @@ func (a *Announcement) Encode(maxPacketSize int) ([][]byte, error) {
 func (a *Announcement) encodeV1(max int) ([][]byte, error) {
 	// version, port, service ID, group count
 	const fixedLen = 4 + 4 + serviceIDLen + 4
-	host, err := utfV1("host", a.Host)
+	hostLen, err := utfV1Lens("host", []string{a.Host})
 	if err != nil {
 		return nil, err
 	}
-	if fixedLen+len(host) > max {
+	if fixedLen+hostLen[0] > max {
 		return nil, fmt.Errorf("%w: host %q does not fit a %d-byte packet", ErrEncode, a.Host, max)
 	}
-	groups := make([][]byte, len(a.Groups))
-	for i, g := range a.Groups {
-		if groups[i], err = utfV1("group", g); err != nil {
-			return nil, err
-		}
-		if len(groups[i])+len(host)+fixedLen > max {
-			return nil, fmt.Errorf("%w: group %q too long for a %d-byte packet", ErrEncode, g, max)
+	lens, err := utfV1Lens("group", a.Groups)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range lens {
+		if n+hostLen[0]+fixedLen > max {
+			return nil, fmt.Errorf("%w: group %q too long for a %d-byte packet", ErrEncode, a.Groups[i], max)
 		}
 	}
 	var packets [][]byte
-	for {
+	for next := 0; ; {
 		b := make([]byte, 0, max)
 		b = appendU32(b, ProtocolV1)
-		b = append(b, host...)
+		b = appendUTFV1(b, a.Host)
 		b = appendU32(b, uint32(a.Port))
 		b = append(b, a.ServiceID[:]...)
 		countAt := len(b)
 		b = appendU32(b, 0)
 		n := 0
-		for len(groups) > 0 && len(groups[0]) <= max-len(b) {
-			b = append(b, groups[0]...)
-			groups = groups[1:]
+		for next < len(lens) && lens[next] <= max-len(b) {
+			b = appendUTFV1(b, a.Groups[next])
+			next++
 			n++
 		}
 		putU32(b[countAt:], uint32(n))
 		packets = append(packets, b)
-		if len(groups) == 0 {
+		if next == len(lens) {
 			return packets, nil
 		}
 	}

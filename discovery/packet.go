@@ -113,48 +113,57 @@ type decoder struct {
 
 func (d *decoder) remaining() int { return len(d.s) - d.off }
 
+// The error constructors are kept out of the readers so that the readers
+// stay small enough for the compiler to inline on the hot path.
+
+//go:noinline
 func (d *decoder) short(what string, n int) error {
 	return fmt.Errorf("%w: %s needs %d bytes at offset %d, %d remain", ErrMalformed, what, n, d.off, d.remaining())
 }
 
-func (d *decoder) u16(what string) (int, error) {
-	if d.remaining() < 2 {
-		return 0, d.short(what, 2)
+//go:noinline
+func (d *decoder) overrun(what string, n int) error {
+	return fmt.Errorf("%w: %s length %d exceeds remaining %d bytes", ErrMalformed, what, n, d.remaining())
+}
+
+//go:noinline
+func (d *decoder) notUTF8(what string) error {
+	return fmt.Errorf("%w: %s at offset %d is not valid UTF-8", ErrMalformed, what, d.off)
+}
+
+// need checks that n bytes remain for the named fields, so the fields can
+// then be read without further checks.
+func (d *decoder) need(what string, n int) error {
+	if d.remaining() < n {
+		return d.short(what, n)
 	}
+	return nil
+}
+
+func (d *decoder) be16() int {
 	v := int(d.s[d.off])<<8 | int(d.s[d.off+1])
 	d.off += 2
-	return v, nil
+	return v
 }
 
-func (d *decoder) i32(what string) (int32, error) {
-	if d.remaining() < 4 {
-		return 0, d.short(what, 4)
-	}
+func (d *decoder) be32() int32 {
 	s := d.s[d.off : d.off+4]
 	d.off += 4
-	return int32(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])), nil
+	return int32(uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3]))
 }
 
-func (d *decoder) u64(what string) (uint64, error) {
-	if d.remaining() < 8 {
-		return 0, d.short(what, 8)
-	}
-	var v uint64
-	for i := range 8 {
-		v = v<<8 | uint64(d.s[d.off+i])
-	}
+func (d *decoder) be64() uint64 {
+	s := d.s[d.off : d.off+8]
 	d.off += 8
-	return v, nil
+	return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
 }
 
-func (d *decoder) serviceID(what string) (ServiceID, error) {
+func (d *decoder) id() ServiceID {
 	var id ServiceID
-	if d.remaining() < serviceIDLen {
-		return id, d.short(what, serviceIDLen)
-	}
-	copy(id[:], d.s[d.off:])
+	copy(id[:], d.s[d.off:d.off+serviceIDLen])
 	d.off += serviceIDLen
-	return id, nil
+	return id
 }
 
 // utf reads a length-prefixed string. The Java implementation decodes
@@ -162,28 +171,20 @@ func (d *decoder) serviceID(what string) (ServiceID, error) {
 // version 1 encodes with modified UTF-8), so jinid accepts exactly what
 // Java accepts: well-formed UTF-8.
 func (d *decoder) utf(what string) (string, error) {
-	n, err := d.u16(what + " length")
-	if err != nil {
-		return "", err
+	if d.remaining() < 2 {
+		return "", d.short(what+" length", 2)
 	}
+	n := int(d.s[d.off])<<8 | int(d.s[d.off+1])
+	d.off += 2
 	if n > d.remaining() {
-		return "", fmt.Errorf("%w: %s length %d exceeds remaining %d bytes", ErrMalformed, what, n, d.remaining())
+		return "", d.overrun(what, n)
 	}
 	s := d.s[d.off : d.off+n]
-	if !isASCII(s) && !utf8.ValidString(s) {
-		return "", fmt.Errorf("%w: %s at offset %d is not valid UTF-8", ErrMalformed, what, d.off)
+	if !utf8.ValidString(s) {
+		return "", d.notUTF8(what)
 	}
 	d.off += n
 	return s, nil
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 // groups reads n length-prefixed group names into dst[:0].
@@ -216,39 +217,36 @@ func (d *decoder) serviceIDs(dst []ServiceID, n int) ([]ServiceID, error) {
 	}
 	dst = dst[:0]
 	for range n {
-		id, _ := d.serviceID("service ID") // length checked above
-		dst = append(dst, id)
+		dst = append(dst, d.id())
 	}
 	return dst, nil
 }
 
-// v2Header checks the header of a v2 packet of the wanted type and returns
-// the offset of its payload.
+// v2Header checks the rest of a v2 header (after the version) for the
+// wanted packet type and the plain-text format.
 func (d *decoder) v2Header(wantType byte) error {
-	if d.remaining() < v2HeaderLen {
-		return fmt.Errorf("%w: %d bytes is too short for the %d-byte version 2 header", ErrMalformed, d.remaining(), v2HeaderLen)
+	if d.remaining() < v2HeaderLen-4 {
+		return fmt.Errorf("%w: %d bytes is too short for the %d-byte version 2 header", ErrMalformed, len(d.s), v2HeaderLen)
 	}
-	d.off += 4
 	if t := d.s[d.off]; t != wantType {
 		return fmt.Errorf("%w: packet type %d, want %d", ErrPacketType, t, wantType)
 	}
 	d.off++
-	fid, _ := d.u64("format ID")
-	if FormatID(fid) != PlaintextFormat {
+	if fid := d.be64(); FormatID(fid) != PlaintextFormat {
 		return &FormatError{ID: FormatID(fid)}
 	}
 	return nil
 }
 
+// version reads the protocol version and leaves the offset after it.
 func (d *decoder) version() (int, error) {
-	v, err := d.i32("protocol version")
-	if err != nil {
+	if err := d.need("protocol version", 4); err != nil {
 		return 0, err
 	}
+	v := d.be32()
 	if v != ProtocolV1 && v != ProtocolV2 {
 		return 0, fmt.Errorf("%w: %d", ErrVersion, v)
 	}
-	d.off -= 4 // the v2 header reads it again
 	return int(v), nil
 }
 
@@ -285,17 +283,27 @@ func checkText(what, s string) error {
 	return nil
 }
 
-// utfV1 encodes s as DataOutput.writeUTF does (modified UTF-8), which is
-// how version 1 writes every string.
-func utfV1(what, s string) ([]byte, error) {
-	if err := checkText(what, s); err != nil {
-		return nil, err
+// utfV1Lens checks strings for version 1, which writes them as
+// DataOutput.writeUTF does (modified UTF-8), and returns each one's encoded
+// length with its 2-byte prefix.
+func utfV1Lens(what string, ss []string) ([]int, error) {
+	lens := make([]int, len(ss))
+	for i, s := range ss {
+		if err := checkText(what, s); err != nil {
+			return nil, err
+		}
+		n := javaio.ModifiedUTF8Len(s)
+		if n > javaio.MaxUTFLen {
+			return nil, fmt.Errorf("%w: %s of %d encoded bytes is longer than %d", ErrEncode, what, n, javaio.MaxUTFLen)
+		}
+		lens[i] = 2 + n
 	}
-	b, err := javaio.AppendUTF(nil, s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrEncode, what, err)
-	}
-	return b, nil
+	return lens, nil
+}
+
+func appendUTFV1(b []byte, s string) []byte {
+	b, _ = javaio.AppendUTF(b, s) // length checked by utfV1Lens
+	return b
 }
 
 // utfV2Len is the length of s as version 2 writes it: a 16-bit length and

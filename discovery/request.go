@@ -63,29 +63,25 @@ func (r *Request) UnmarshalBinary(b []byte) error {
 }
 
 func (r *Request) decodeV1(d *decoder) error {
-	d.off += 4
 	r.Host = ""
-	p, err := d.i32("port")
-	if err != nil {
+	if err := d.need("port and service ID count", 8); err != nil {
 		return err
 	}
-	if r.Port, err = v1Port(p); err != nil {
+	var err error
+	if r.Port, err = v1Port(d.be32()); err != nil {
 		return err
 	}
-	n, err := d.i32("service ID count")
-	if err != nil {
-		return err
-	}
+	n := d.be32()
 	if n < 0 {
 		return fmt.Errorf("%w: service ID count %d is negative", ErrMalformed, n)
 	}
 	if r.Known, err = d.serviceIDs(r.Known, int(n)); err != nil {
 		return err
 	}
-	g, err := d.i32("group count")
-	if err != nil {
+	if err := d.need("group count", 4); err != nil {
 		return err
 	}
+	g := d.be32()
 	if g < 0 {
 		return fmt.Errorf("%w: group count %d is negative", ErrMalformed, g)
 	}
@@ -101,21 +97,17 @@ func (r *Request) decodeV2(d *decoder) error {
 	if r.Host, err = d.utf("host"); err != nil {
 		return err
 	}
-	if r.Port, err = d.u16("port"); err != nil {
+	if err := d.need("port and group count", 4); err != nil {
 		return err
 	}
-	g, err := d.u16("group count")
-	if err != nil {
+	r.Port = d.be16()
+	if r.Groups, err = d.groups(r.Groups, d.be16()); err != nil {
 		return err
 	}
-	if r.Groups, err = d.groups(r.Groups, g); err != nil {
+	if err := d.need("service ID count", 2); err != nil {
 		return err
 	}
-	n, err := d.u16("service ID count")
-	if err != nil {
-		return err
-	}
-	r.Known, err = d.serviceIDs(r.Known, n)
+	r.Known, err = d.serviceIDs(r.Known, d.be16())
 	return err
 }
 
@@ -142,25 +134,24 @@ func (r *Request) Encode(maxPacketSize int) ([][]byte, error) {
 func (r *Request) encodeV1(max int) ([][]byte, error) {
 	// version, port, service ID count, group count
 	const minDataLen = 16
-	groups := make([][]byte, len(r.Groups))
-	for i, g := range r.Groups {
-		var err error
-		if groups[i], err = utfV1("group", g); err != nil {
-			return nil, err
-		}
-		if len(groups[i])+minDataLen > max {
-			return nil, fmt.Errorf("%w: group %q too long for a %d-byte packet", ErrEncode, g, max)
+	lens, err := utfV1Lens("group", r.Groups)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range lens {
+		if n+minDataLen > max {
+			return nil, fmt.Errorf("%w: group %q too long for a %d-byte packet", ErrEncode, r.Groups[i], max)
 		}
 	}
 	var packets [][]byte
-	for {
+	for next := 0; ; {
 		b := make([]byte, 0, max)
 		b = appendU32(b, ProtocolV1)
 		b = appendU32(b, uint32(r.Port))
 		// Known IDs take what room the first group leaves.
 		room := max - len(b) - 4 - 4
-		if len(groups) > 0 {
-			room -= len(groups[0])
+		if next < len(lens) {
+			room -= lens[next]
 		}
 		nids := min(len(r.Known), room/serviceIDLen)
 		b = appendU32(b, uint32(nids))
@@ -170,14 +161,14 @@ func (r *Request) encodeV1(max int) ([][]byte, error) {
 		countAt := len(b)
 		b = appendU32(b, 0)
 		n := 0
-		for len(groups) > 0 && len(groups[0]) <= max-len(b) {
-			b = append(b, groups[0]...)
-			groups = groups[1:]
+		for next < len(lens) && lens[next] <= max-len(b) {
+			b = appendUTFV1(b, r.Groups[next])
+			next++
 			n++
 		}
 		putU32(b[countAt:], uint32(n))
 		packets = append(packets, b)
-		if len(groups) == 0 {
+		if next == len(lens) {
 			return packets, nil
 		}
 	}
