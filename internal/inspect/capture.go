@@ -1,0 +1,54 @@
+package inspect
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+)
+
+// packetReader is what pcapgo's pcap and pcapng readers have in common.
+type packetReader interface {
+	gopacket.PacketDataSource
+	LinkType() layers.LinkType
+}
+
+// ReadCapture decodes every discovery packet of a pcap or pcapng capture
+// and hands the records to emit, TCP exchanges when they end. A damaged
+// packet becomes a record with an error; a damaged file ends the reading
+// with an error after the records decoded so far.
+func ReadCapture(r io.Reader, emit func(Record)) error {
+	br := bufio.NewReader(r)
+	magic, err := br.Peek(4)
+	if err != nil {
+		return fmt.Errorf("reading capture header: %w", err)
+	}
+	var src packetReader
+	if bytes.Equal(magic, []byte{0x0A, 0x0D, 0x0D, 0x0A}) {
+		src, err = pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+	} else {
+		src, err = pcapgo.NewReader(br)
+	}
+	if err != nil {
+		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
+	}
+	d := NewDecoder(emit)
+	defer d.Flush()
+	ps := gopacket.NewPacketSource(src, src.LinkType())
+	ps.DecodeOptions = gopacket.DecodeOptions{Lazy: true, NoCopy: true}
+	for {
+		p, err := ps.NextPacket()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading capture: %w", err)
+		}
+		d.Packet(p)
+	}
+}

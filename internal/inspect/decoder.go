@@ -1,0 +1,416 @@
+package inspect
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/tcpassembly"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Limits that keep a capture of hostile traffic from holding unbounded
+// memory.
+const (
+	// maxStreamBytes: more than a unicast response may be is not kept.
+	maxStreamBytes = unicast.DefaultMaxResponseSize + 1
+	// maxReplyEndpoints: how many multicast requesters' reply addresses
+	// are remembered, to recognise the lookup services' connect-backs.
+	maxReplyEndpoints = 4096
+	// maxOpenExchanges: TCP exchanges waiting for their other half.
+	maxOpenExchanges = 4096
+)
+
+// Decoder turns packets into Records. It is not safe for concurrent use:
+// feed it from one goroutine.
+type Decoder struct {
+	emit      func(Record)
+	assembler *tcpassembly.Assembler
+	// replyTo holds the host:port that multicast requests asked to be
+	// called back on: TCP connections there are unicast discovery too,
+	// whatever the port.
+	replyTo map[netip.AddrPort]struct{}
+	// exchanges pairs the two directions of each TCP connection.
+	exchanges map[exchangeKey]*exchange
+	// flushing collects exchanges that end during a flush, so they can be
+	// emitted in time order rather than the assembler's.
+	flushing bool
+	flushed  []*exchange
+}
+
+// NewDecoder returns a Decoder that hands every record to emit.
+func NewDecoder(emit func(Record)) *Decoder {
+	d := &Decoder{
+		emit:      emit,
+		replyTo:   make(map[netip.AddrPort]struct{}),
+		exchanges: make(map[exchangeKey]*exchange),
+	}
+	a := tcpassembly.NewAssembler(tcpassembly.NewStreamPool(d))
+	a.MaxBufferedPagesTotal = 4096
+	a.MaxBufferedPagesPerConnection = 64
+	d.assembler = a
+	return d
+}
+
+// Packet decodes one captured packet; packets that are not discovery
+// traffic are ignored.
+func (d *Decoder) Packet(p gopacket.Packet) {
+	nl := p.NetworkLayer()
+	if nl == nil {
+		return
+	}
+	ts := p.Metadata().Timestamp
+	switch tl := p.TransportLayer().(type) {
+	case *layers.UDP:
+		if tl.DstPort == discovery.Port || tl.SrcPort == discovery.Port {
+			d.udp(nl, tl, ts)
+		}
+	case *layers.TCP:
+		if d.isDiscoveryTCP(nl, tl) {
+			d.assembler.AssembleWithTimestamp(nl.NetworkFlow(), tl, ts)
+		}
+	}
+}
+
+// Flush decodes what is left of TCP exchanges, at the end of a capture.
+func (d *Decoder) Flush() {
+	d.flushing = true
+	d.assembler.FlushAll()
+	d.flushing = false
+	d.finishOpen()
+}
+
+// finishOpen emits every exchange still open or collected during a flush,
+// oldest first.
+func (d *Decoder) finishOpen() {
+	xs := d.flushed
+	d.flushed = nil
+	for k, x := range d.exchanges {
+		delete(d.exchanges, k)
+		xs = append(xs, x)
+	}
+	slices.SortFunc(xs, func(a, b *exchange) int { return a.start().Compare(b.start()) })
+	for _, x := range xs {
+		d.finish(x)
+	}
+}
+
+// FlushOlderThan decodes TCP exchanges idle since before t, for live
+// capture.
+func (d *Decoder) FlushOlderThan(t time.Time) {
+	d.assembler.FlushOlderThan(t)
+}
+
+func addrPort(ep gopacket.Endpoint, port uint16) string {
+	return net.JoinHostPort(ep.String(), strconv.Itoa(int(port)))
+}
+
+func (d *Decoder) udp(nl gopacket.NetworkLayer, u *layers.UDP, ts time.Time) {
+	src, dst := nl.NetworkFlow().Endpoints()
+	r := Record{
+		Time:        ts,
+		Source:      addrPort(src, uint16(u.SrcPort)),
+		Destination: addrPort(dst, uint16(u.DstPort)),
+		Transport:   "udp",
+		Length:      len(u.Payload),
+	}
+	dstAddr, _ := netip.AddrFromSlice(dst.Raw())
+	decodeMulticast(&r, u.Payload, src.String(), dstAddr.Unmap())
+	if f, ok := r.Fields.(*RequestFields); ok {
+		d.rememberReplyTo(f.Host, f.Port)
+	}
+	d.emit(r)
+}
+
+// decodeMulticast fills r from a multicast payload. Version 1 packets do
+// not say whether they are requests or announcements: the group they were
+// sent to does.
+func decodeMulticast(r *Record, payload []byte, srcHost string, dst netip.Addr) {
+	isRequest := false
+	v, err := discovery.PacketVersion(payload)
+	switch {
+	case err != nil:
+		r.Kind, r.Error = KindUnknown, err.Error()
+		return
+	case v == discovery.ProtocolV2:
+		isRequest, err = discovery.IsRequest(payload)
+		if err != nil {
+			r.Kind, r.Version, r.Error = KindUnknown, v, err.Error()
+			return
+		}
+		if len(payload) >= 13 {
+			r.FormatID = fmt.Sprintf("%016x", payload[5:13])
+		}
+	case v == discovery.ProtocolV1:
+		isRequest = dst == discovery.RequestGroupV4 || dst == discovery.RequestGroupV6
+		if !isRequest && dst != discovery.AnnouncementGroupV4 && dst != discovery.AnnouncementGroupV6 {
+			// Sent to neither group: whichever decodes.
+			if _, err := discovery.DecodeAnnouncement(payload); err != nil {
+				isRequest = true
+			}
+		}
+	default:
+		r.Kind, r.Error = KindUnknown, fmt.Sprintf("unsupported discovery protocol version %d", v)
+		return
+	}
+	r.Version = v
+	if isRequest {
+		r.Kind = KindMulticastRequest
+		q, err := discovery.DecodeRequest(payload)
+		if err != nil {
+			r.Error = err.Error()
+			return
+		}
+		host := q.Host
+		if v == discovery.ProtocolV1 {
+			host = srcHost
+		}
+		r.Fields = &RequestFields{Host: host, Port: q.Port, Groups: nonNil(q.Groups), KnownServiceIDs: idStrings(q.Known)}
+		return
+	}
+	r.Kind = KindMulticastAnnouncement
+	a, err := discovery.DecodeAnnouncement(payload)
+	if err != nil {
+		r.Error = err.Error()
+		return
+	}
+	f := &AnnouncementFields{Host: a.Host, Port: a.Port, ServiceID: a.ServiceID.String(), Groups: nonNil(a.Groups)}
+	if v == discovery.ProtocolV2 {
+		f.Sequence = &a.Sequence
+	}
+	r.Fields = f
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func idStrings(ids []discovery.ServiceID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+func (d *Decoder) rememberReplyTo(host string, port int) {
+	addr, err := netip.ParseAddr(host)
+	if err != nil || port <= 0 || port > 0xFFFF {
+		return
+	}
+	if len(d.replyTo) >= maxReplyEndpoints {
+		clear(d.replyTo) // a flood of requests: start over rather than grow
+	}
+	d.replyTo[netip.AddrPortFrom(addr.Unmap(), uint16(port))] = struct{}{}
+}
+
+func (d *Decoder) isDiscoveryTCP(nl gopacket.NetworkLayer, t *layers.TCP) bool {
+	if t.SrcPort == discovery.Port || t.DstPort == discovery.Port {
+		return true
+	}
+	src, dst := nl.NetworkFlow().Endpoints()
+	for _, ep := range []struct {
+		ip   gopacket.Endpoint
+		port layers.TCPPort
+	}{{src, t.SrcPort}, {dst, t.DstPort}} {
+		addr, ok := netip.AddrFromSlice(ep.ip.Raw())
+		if !ok {
+			continue
+		}
+		if _, ok := d.replyTo[netip.AddrPortFrom(addr.Unmap(), uint16(ep.port))]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TCP exchanges --------------------------------------------------------
+
+// exchangeKey names a connection the same way from both directions.
+type exchangeKey struct{ a, b string }
+
+func keyOf(src, dst string) exchangeKey {
+	if src < dst {
+		return exchangeKey{src, dst}
+	}
+	return exchangeKey{dst, src}
+}
+
+// exchange is one TCP connection's two halves. The half that speaks first
+// is the unicast client (it sends the request), whichever side connected:
+// when a lookup service answers a multicast request it connects to the
+// requester, and the requester still speaks first.
+type exchange struct {
+	halves   [2]*half
+	finished bool
+}
+
+// start is when the exchange's first byte was seen.
+func (x *exchange) start() time.Time {
+	var t time.Time
+	for _, h := range x.halves {
+		if h != nil && !h.first.IsZero() && (t.IsZero() || h.first.Before(t)) {
+			t = h.first
+		}
+	}
+	return t
+}
+
+type half struct {
+	src, dst  string
+	srcHost   string
+	srcPort   int
+	first     time.Time // when its first byte was seen; zero if none
+	data      bytes.Buffer
+	truncated bool
+	done      bool
+}
+
+// New implements tcpassembly.StreamFactory.
+func (d *Decoder) New(netFlow, tcpFlow gopacket.Flow) tcpassembly.Stream {
+	srcIP, dstIP := netFlow.Endpoints()
+	srcPort, dstPort := tcpFlow.Endpoints()
+	sp, _ := strconv.Atoi(srcPort.String())
+	h := &half{
+		src:     net.JoinHostPort(srcIP.String(), srcPort.String()),
+		dst:     net.JoinHostPort(dstIP.String(), dstPort.String()),
+		srcHost: srcIP.String(),
+		srcPort: sp,
+	}
+	k := keyOf(h.src, h.dst)
+	x := d.exchanges[k]
+	if x == nil || (x.halves[0] != nil && x.halves[1] != nil) {
+		if len(d.exchanges) >= maxOpenExchanges {
+			// Called from inside the assembler: decode what the open
+			// exchanges hold without asking the assembler to flush.
+			d.finishOpen()
+		}
+		x = &exchange{}
+		d.exchanges[k] = x
+	}
+	if x.halves[0] == nil {
+		x.halves[0] = h
+	} else {
+		x.halves[1] = h
+	}
+	return &stream{d: d, x: x, h: h, key: k}
+}
+
+type stream struct {
+	d   *Decoder
+	x   *exchange
+	h   *half
+	key exchangeKey
+}
+
+func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
+	for _, r := range rs {
+		if len(r.Bytes) == 0 {
+			continue
+		}
+		if s.h.first.IsZero() {
+			s.h.first = r.Seen
+		}
+		if room := maxStreamBytes - s.h.data.Len(); len(r.Bytes) > room {
+			s.h.data.Write(r.Bytes[:max(room, 0)])
+			s.h.truncated = true
+			continue
+		}
+		s.h.data.Write(r.Bytes)
+	}
+}
+
+func (s *stream) ReassemblyComplete() {
+	s.h.done = true
+	for _, h := range s.x.halves {
+		if h == nil || !h.done {
+			return
+		}
+	}
+	if s.d.exchanges[s.key] == s.x {
+		delete(s.d.exchanges, s.key)
+	}
+	if s.d.flushing {
+		s.d.flushed = append(s.d.flushed, s.x)
+		return
+	}
+	s.d.finish(s.x)
+}
+
+// finish decodes an exchange and emits its request and response.
+func (d *Decoder) finish(x *exchange) {
+	if x.finished {
+		return
+	}
+	x.finished = true
+	client, server := x.halves[0], x.halves[1]
+	if client == nil || client.first.IsZero() || (server != nil && !server.first.IsZero() && server.first.Before(client.first)) {
+		client, server = server, client
+	}
+	var version int
+	if client != nil && !client.first.IsZero() {
+		r := Record{Time: client.first, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindUnicastRequest, Length: client.data.Len()}
+		q, err := unicast.ReadRequest(bytes.NewReader(client.data.Bytes()))
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Version, version = q.Version, q.Version
+			f := &UnicastRequestFields{}
+			for _, id := range q.Formats {
+				f.ProposedFormats = append(f.ProposedFormats, fmt.Sprintf("%016x", uint64(id)))
+			}
+			r.Fields = f
+		}
+		d.emit(r)
+	}
+	if server != nil && !server.first.IsZero() {
+		d.emit(decodeResponse(server, version))
+	}
+}
+
+func decodeResponse(h *half, requested int) Record {
+	r := Record{Time: h.first, Source: h.src, Destination: h.dst, Transport: "tcp", Kind: KindUnicastResponse, Length: h.data.Len()}
+	p, err := unicast.ReadResponse(bytes.NewReader(h.data.Bytes()), unicast.DefaultMaxResponseSize)
+	if p != nil {
+		r.Version = p.Version
+		if p.Version == discovery.ProtocolV2 {
+			r.FormatID = fmt.Sprintf("%016x", uint64(p.Format))
+		}
+	}
+	switch {
+	case errors.Is(err, unicast.ErrNoFormat):
+		r.Error = "the lookup service accepted none of the proposed formats"
+		return r
+	case err != nil:
+		r.Error = err.Error()
+		if h.truncated {
+			r.Error += fmt.Sprintf(" (stream cut at %d bytes)", maxStreamBytes)
+		}
+		return r
+	}
+	if requested != 0 && requested != p.Version {
+		r.Error = fmt.Sprintf("response is protocol version %d to a version %d request", p.Version, requested)
+	}
+	if p.Version == discovery.ProtocolV1 {
+		p.Host, p.Port = h.srcHost, h.srcPort
+	}
+	f := &UnicastResponseFields{Host: p.Host, Port: p.Port, Groups: nonNil(p.Groups),
+		Registrar: RegistrarField{Kind: "java", Size: len(p.Registrar.Marshalled)}}
+	if d := p.Registrar.Descriptor; d != nil {
+		f.Registrar.Kind, f.Registrar.ServiceID, f.Registrar.APIURL = "jinid", d.ServiceID.String(), d.APIURL
+	}
+	r.Fields = f
+	return r
+}

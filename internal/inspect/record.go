@@ -1,0 +1,147 @@
+// Package inspect decodes Jini discovery traffic from captured packets:
+// multicast requests and announcements (UDP) and unicast discovery
+// exchanges (TCP, reassembled per connection), for people reading a
+// capture or watching an interface.
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Kinds of record.
+const (
+	KindMulticastRequest      = "multicast-request"
+	KindMulticastAnnouncement = "multicast-announcement"
+	KindUnicastRequest        = "unicast-request"
+	KindUnicastResponse       = "unicast-response"
+	// KindUnknown is traffic on a discovery port that could not be told
+	// apart as any of the above.
+	KindUnknown = "unknown"
+)
+
+// Record is one decoded discovery message, or one that failed to decode.
+type Record struct {
+	Time        time.Time `json:"time"`
+	Source      string    `json:"source"`
+	Destination string    `json:"destination"`
+	Transport   string    `json:"transport"` // "udp" or "tcp"
+	Kind        string    `json:"kind"`
+	Version     int       `json:"protocolVersion,omitempty"`
+	FormatID    string    `json:"formatID,omitempty"`
+	Length      int       `json:"length"`
+	// Fields is one of the *Fields types, by Kind; nil when decoding
+	// failed.
+	Fields any    `json:"fields,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// AnnouncementFields are the decoded fields of a multicast announcement.
+type AnnouncementFields struct {
+	Host      string   `json:"host"`
+	Port      int      `json:"port"`
+	ServiceID string   `json:"serviceID"`
+	Groups    []string `json:"groups"`
+	Sequence  *int64   `json:"sequence"` // null in protocol version 1
+}
+
+// RequestFields are the decoded fields of a multicast request. Host is the
+// datagram's source address in protocol version 1, which does not carry
+// one.
+type RequestFields struct {
+	Host            string   `json:"host"`
+	Port            int      `json:"port"`
+	Groups          []string `json:"groups"` // empty: any group
+	KnownServiceIDs []string `json:"knownServiceIDs"`
+}
+
+// UnicastRequestFields are the decoded fields of a unicast request.
+type UnicastRequestFields struct {
+	ProposedFormats []string `json:"proposedFormats,omitempty"`
+}
+
+// UnicastResponseFields are the decoded fields of a unicast response.
+// Host and Port are the responding peer's in protocol version 1.
+type UnicastResponseFields struct {
+	Host      string         `json:"host"`
+	Port      int            `json:"port"`
+	Groups    []string       `json:"groups"`
+	Registrar RegistrarField `json:"registrar"`
+}
+
+// RegistrarField says what kind of registrar proxy a response carried.
+type RegistrarField struct {
+	Kind      string `json:"kind"` // "jinid" or "java"
+	Size      int    `json:"size"` // bytes of the marshalled proxy
+	ServiceID string `json:"serviceID,omitempty"`
+	APIURL    string `json:"apiURL,omitempty"`
+}
+
+// WriteJSON writes r as one line of JSON.
+func WriteJSON(w io.Writer, r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding record: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteText writes r as one line for people.
+func WriteText(w io.Writer, r Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s > %s %s", r.Time.UTC().Format("2006-01-02T15:04:05.000000Z"), r.Transport, r.Source, r.Destination, r.Kind)
+	if r.Version != 0 {
+		fmt.Fprintf(&b, " v%d", r.Version)
+	}
+	switch f := r.Fields.(type) {
+	case *AnnouncementFields:
+		if f.Sequence != nil {
+			fmt.Fprintf(&b, " seq=%d", *f.Sequence)
+		}
+		fmt.Fprintf(&b, " lookup=%s:%d id=%s groups=%s", f.Host, f.Port, f.ServiceID, groupList(f.Groups, "(none)"))
+	case *RequestFields:
+		fmt.Fprintf(&b, " reply-to=%s:%d groups=%s", f.Host, f.Port, groupList(f.Groups, "(any)"))
+		if len(f.KnownServiceIDs) > 0 {
+			fmt.Fprintf(&b, " known=%s", strings.Join(f.KnownServiceIDs, ","))
+		}
+	case *UnicastRequestFields:
+		if len(f.ProposedFormats) > 0 {
+			fmt.Fprintf(&b, " formats=%s", strings.Join(f.ProposedFormats, ","))
+		}
+	case *UnicastResponseFields:
+		fmt.Fprintf(&b, " lookup=%s:%d groups=%s registrar=%s", f.Host, f.Port, groupList(f.Groups, "(none)"), f.Registrar.Kind)
+		if f.Registrar.Kind == "jinid" {
+			fmt.Fprintf(&b, " id=%s api=%s", f.Registrar.ServiceID, f.Registrar.APIURL)
+		} else {
+			fmt.Fprintf(&b, " proxy=%dB", f.Registrar.Size)
+		}
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, " error: %s", r.Error)
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// groupList shows groups for people: the public group "" as "(public)",
+// and an empty list as empty says (any group in a request, none in an
+// announcement).
+func groupList(groups []string, empty string) string {
+	if len(groups) == 0 {
+		return empty
+	}
+	shown := make([]string, len(groups))
+	for i, g := range groups {
+		if g == "" {
+			shown[i] = "(public)"
+		} else {
+			shown[i] = fmt.Sprintf("%q", g)
+		}
+	}
+	return "[" + strings.Join(shown, " ") + "]"
+}
