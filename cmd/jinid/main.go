@@ -1,0 +1,77 @@
+// Command jinid is a Jini discovery appliance: it speaks the Jini discovery
+// protocols on the LAN, runs a lookup service, and serves the Jini helper
+// services to clients in any language over HTTP/JSON.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := newRootCmd(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jinid:", err)
+		os.Exit(1)
+	}
+}
+
+// globalFlags are shared by every command.
+type globalFlags struct {
+	logLevel  string
+	logFormat string
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:   "jinid",
+		Short: "A Jini discovery appliance",
+		Long: `jinid brings the Jini discovery world to LAN gateways, boards and servers.
+
+It speaks the Jini discovery protocols (versions 1 and 2) with Java (Apache
+River) lookup services and clients, and lets you look at discovery traffic
+packet by packet.
+
+Start with:
+  jinid daemon                       run the appliance (API on :4162)
+  jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
+  jinid version                      show what build this is`,
+		SilenceUsage:  true, // a failing command is not a usage mistake
+		SilenceErrors: true, // main prints the error once
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
+	root.AddCommand(newVersionCmd(), newInspectCmd(), newDaemonCmd(&g))
+	return root
+}
+
+// logger builds the process's logger from the global flags; logs go to
+// stderr so that command output on stdout stays clean.
+func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(g.logFormat) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/pcaptest"
+)
+
+// run executes the CLI in-process.
+func run(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := newRootCmd(&out, &errb)
+	cmd.SetArgs(args)
+	if stdin != nil {
+		cmd.SetIn(stdin)
+	}
+	err = cmd.ExecuteContext(t.Context())
+	return out.String(), errb.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := run(t, nil, "version")
+	if err != nil || !regexp.MustCompile(`^jinid \S+ .*go1\.\d+.* linux/`).MatchString(out) {
+		t.Fatalf("version: %q %v", out, err)
+	}
+}
+
+// inspect --pcap prints exactly what the inspect package's golden files
+// hold for the same capture.
+func TestInspectPcap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scenario.pcap")
+	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args   []string
+		golden string
+	}{
+		{[]string{"inspect", "--pcap", path}, "capture.txt"},
+		{[]string{"inspect", "--pcap", path, "--json"}, "capture.jsonl"},
+	} {
+		out, _, err := run(t, nil, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join("..", "..", "internal", "inspect", "testdata", tc.golden))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != string(want) {
+			t.Errorf("%v printed:\n%s\nwant:\n%s", tc.args, out, want)
+		}
+	}
+	// Standard input works the same.
+	out, _, err := run(t, bytes.NewReader(pcaptest.Scenario(t)), "inspect", "--pcap", "-")
+	if err != nil || !strings.Contains(out, "multicast-announcement v2 seq=42") {
+		t.Fatalf("stdin: %v\n%s", err, out)
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	notPcap := filepath.Join(t.TempDir(), "notes.txt")
+	os.WriteFile(notPcap, []byte("hello, this is not a capture"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect"}, "--pcap FILE is required"},
+		{[]string{"inspect", "--pcap", "/nonexistent/x.pcap"}, "opening capture: open /nonexistent/x.pcap"},
+		{[]string{"inspect", "--pcap", notPcap}, "not a pcap or pcapng capture"},
+		{[]string{"daemon", "--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},
+		{[]string{"daemon", "--log-format", "xml"}, `--log-format "xml": want text or json`},
+		{[]string{"daemon", "--api-listen", "4162"}, "want host:port"},
+		{[]string{"version", "extra"}, "unknown command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		_, _, err := run(t, nil, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one saying %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The real binary starts, serves /healthz, and exits 0 on SIGTERM and on
+// SIGINT.
+func TestDaemonStopsOnSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "jinid")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "daemon", "--api-listen", "127.0.0.1:0", "--log-format", "text")
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(stderr)
+			api := ""
+			var logs []string
+			for api == "" && sc.Scan() {
+				logs = append(logs, sc.Text())
+				if m := regexp.MustCompile(`api=(http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+					api = m[1]
+				}
+			}
+			if api == "" {
+				t.Fatalf("daemon never said where it listens; logs:\n%s", strings.Join(logs, "\n"))
+			}
+			resp, err := http.Get(api + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("healthz %d", resp.StatusCode)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+				logs = append(logs, sc.Text())
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("exit after %v: %v; logs:\n%s", sig, err, strings.Join(logs, "\n"))
+			}
+			if !strings.Contains(strings.Join(logs, "\n"), "jinid stopped") {
+				t.Fatalf("no clean stop logged:\n%s", strings.Join(logs, "\n"))
+			}
+		})
+	}
+}
