@@ -93,3 +93,18 @@ func TestReadCapturePcapng(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// BenchmarkReadCapture measures decoding a capture end to end (pcap
+// parsing, gopacket layers, TCP reassembly, discovery decoding).
+func BenchmarkReadCapture(b *testing.B) {
+	pcap := pcaptest.Scenario(b)
+	n := 0
+	b.ReportAllocs()
+	b.SetBytes(int64(len(pcap)))
+	for b.Loop() {
+		if err := ReadCapture(bytes.NewReader(pcap), func(Record) { n++ }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)/float64(b.N), "records/op")
+}

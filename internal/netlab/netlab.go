@@ -1,0 +1,271 @@
+// Package netlab builds virtual LANs from Linux network namespaces for
+// tests: hosts are namespaces, LANs are bridges, and each host's link into
+// a LAN is a veth pair. Real multicast flows between the hosts, and nothing
+// leaves the lab: the lab's addresses (198.18.0.0/15 and 2001:db8::/32,
+// both reserved for testing) exist only inside its namespaces.
+//
+// A lab cleans up after itself when the test ends, failed or not, and
+// removes what crashed earlier runs left behind. Without CAP_NET_ADMIN the
+// test is skipped with one line.
+package netlab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/jinid/jinid/internal/namespace"
+)
+
+// namePrefix marks every namespace netlab creates, followed by the owning
+// process's PID so stale ones can be recognised.
+const namePrefix = "jinidlab"
+
+// Lab is one set of virtual LANs and hosts.
+type Lab struct {
+	t      testing.TB
+	id     string
+	bridge string // the namespace holding every LAN's bridge
+
+	mu    sync.Mutex
+	lans  int
+	ports int
+	hosts []*Host
+}
+
+// LAN is one broadcast domain: a bridge with IGMP snooping off, so
+// multicast floods to every port as on a plain switch.
+type LAN struct {
+	lab    *Lab
+	num    int
+	bridge string
+	hosts  int
+}
+
+// Host is a network namespace with links into LANs.
+type Host struct {
+	Name  string
+	lab   *Lab
+	ns    string
+	h     netns.NsHandle
+	links []*Link
+}
+
+// Link is a host's veth into a LAN.
+type Link struct {
+	Host  *Host
+	LAN   *LAN
+	Name  string // interface name inside the host: eth0, eth1, ...
+	IPv4  netip.Addr
+	IPv6  netip.Addr
+	peer  string // the bridge-side end
+	alive bool
+}
+
+// Privileged reports whether this process may build network namespaces,
+// and why not.
+func Privileged() (bool, string) {
+	if _, err := exec.LookPath("ip"); err != nil {
+		return false, "the ip command (iproute2) is not installed"
+	}
+	capEff, err := effectiveCaps()
+	if err != nil {
+		return false, err.Error()
+	}
+	const capNetAdmin, capSysAdmin = 12, 21
+	if capEff&(1<<capNetAdmin) == 0 || capEff&(1<<capSysAdmin) == 0 {
+		return false, "building network namespaces needs CAP_NET_ADMIN and CAP_SYS_ADMIN (run the tests as root)"
+	}
+	return true, ""
+}
+
+func effectiveCaps() (uint64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("reading capabilities: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, fmt.Errorf("no CapEff line in /proc/self/status")
+}
+
+// New returns an empty lab, or skips the test when the process lacks the
+// privilege to build one.
+func New(t testing.TB) *Lab {
+	t.Helper()
+	if ok, why := Privileged(); !ok {
+		t.Skip("netlab: skipped: " + why)
+	}
+	removeStale(t)
+	l := &Lab{t: t, id: fmt.Sprintf("%s%d-%s", namePrefix, os.Getpid(), shortID(t))}
+	l.bridge = l.id + "-br"
+	l.ip("netns", "add", l.bridge)
+	t.Cleanup(l.close)
+	l.nsShell(l.bridge, "echo 0 > /proc/sys/net/ipv6/conf/all/accept_dad")
+	return l
+}
+
+var labSeq struct {
+	sync.Mutex
+	n int
+}
+
+// shortID keeps names unique across labs of one process.
+func shortID(t testing.TB) string {
+	labSeq.Lock()
+	defer labSeq.Unlock()
+	labSeq.n++
+	return strconv.Itoa(labSeq.n)
+}
+
+// removeStale deletes namespaces left by netlab processes that are gone.
+func removeStale(t testing.TB) {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		rest, ok := strings.CutPrefix(name, namePrefix)
+		if !ok {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == nil {
+			continue // its owner still runs
+		}
+		if err := exec.Command("ip", "netns", "del", name).Run(); err == nil {
+			t.Logf("netlab: removed stale namespace %s", name)
+		}
+	}
+}
+
+func (l *Lab) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, h := range l.hosts {
+		h.h.Close()
+		_ = exec.Command("ip", "netns", "del", h.ns).Run()
+	}
+	_ = exec.Command("ip", "netns", "del", l.bridge).Run()
+}
+
+// ip runs an ip command and fails the test if it fails.
+func (l *Lab) ip(args ...string) {
+	l.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		l.t.Fatalf("netlab: ip %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+}
+
+func (l *Lab) nsShell(ns, script string) {
+	l.t.Helper()
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", script).CombinedOutput(); err != nil {
+		l.t.Fatalf("netlab: in %s: %s: %v: %s", ns, script, err, out)
+	}
+}
+
+// LAN adds a LAN. LAN n gets 198.18.n.0/24 and 2001:db8:n::/64.
+func (l *Lab) LAN() *LAN {
+	l.mu.Lock()
+	l.lans++
+	n := l.lans
+	l.mu.Unlock()
+	lan := &LAN{lab: l, num: n, bridge: fmt.Sprintf("br%d", n)}
+	l.ip("-n", l.bridge, "link", "add", lan.bridge, "type", "bridge", "mcast_snooping", "0")
+	l.ip("-n", l.bridge, "link", "set", lan.bridge, "up")
+	return lan
+}
+
+// Host adds a host with only its loopback up.
+func (l *Lab) Host(name string) *Host {
+	l.t.Helper()
+	h := &Host{Name: name, lab: l, ns: l.id + "-" + name}
+	l.ip("netns", "add", h.ns)
+	handle, err := netns.GetFromName(h.ns)
+	if err != nil {
+		l.t.Fatalf("netlab: opening namespace %s: %v", h.ns, err)
+	}
+	h.h = handle
+	l.mu.Lock()
+	l.hosts = append(l.hosts, h)
+	l.mu.Unlock()
+	l.ip("-n", h.ns, "link", "set", "lo", "up")
+	// Addresses usable at once: no duplicate address detection.
+	l.nsShell(h.ns, "echo 0 > /proc/sys/net/ipv6/conf/all/accept_dad; echo 0 > /proc/sys/net/ipv6/conf/default/accept_dad")
+	return h
+}
+
+// Attach links h into lan as the next ethN, with an IPv4 and an IPv6
+// address, up.
+func (h *Host) Attach(lan *LAN) *Link {
+	l := h.lab
+	l.t.Helper()
+	l.mu.Lock()
+	l.ports++
+	peer := fmt.Sprintf("p%d", l.ports)
+	lan.hosts++
+	hostNum := lan.hosts
+	l.mu.Unlock()
+	link := &Link{
+		Host: h, LAN: lan, peer: peer, alive: true,
+		Name: fmt.Sprintf("eth%d", len(h.links)),
+		IPv4: netip.AddrFrom4([4]byte{198, 18, byte(lan.num), byte(hostNum)}),
+		IPv6: netip.MustParseAddr(fmt.Sprintf("2001:db8:%x::%x", lan.num, hostNum)),
+	}
+	l.ip("link", "add", link.Name, "netns", h.ns, "type", "veth", "peer", "name", peer, "netns", l.bridge)
+	l.ip("-n", l.bridge, "link", "set", peer, "master", lan.bridge, "up")
+	l.ip("-n", h.ns, "addr", "add", link.IPv4.String()+"/24", "dev", link.Name)
+	l.ip("-n", h.ns, "addr", "add", link.IPv6.String()+"/64", "dev", link.Name, "nodad")
+	l.ip("-n", h.ns, "link", "set", link.Name, "up")
+	h.links = append(h.links, link)
+	return link
+}
+
+// Delete removes the link while the test runs, as unplugging a cable and
+// removing the device would.
+func (k *Link) Delete() {
+	k.Host.lab.ip("-n", k.Host.ns, "link", "del", k.Name)
+	k.alive = false
+}
+
+// Down sets the link down without deleting it.
+func (k *Link) Down() { k.Host.lab.ip("-n", k.Host.ns, "link", "set", k.Name, "down") }
+
+// Up sets the link up.
+func (k *Link) Up() { k.Host.lab.ip("-n", k.Host.ns, "link", "set", k.Name, "up") }
+
+// Links returns the host's links in the order they were attached.
+func (h *Host) Links() []*Link { return h.links }
+
+// Namespace is the host's network namespace, for code that opens sockets
+// in it from this process.
+func (h *Host) Namespace() namespace.Namespace { return namespace.FromHandle(h.ns, h.h) }
+
+// NetnsName is the name `ip netns` knows the host by.
+func (h *Host) NetnsName() string { return h.ns }
+
+// Command returns a command that runs inside the host.
+func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.ns, name}, args...)...)
+}
