@@ -35,6 +35,7 @@ func (a *Announcement) UnmarshalBinary(b []byte) error {
 	if err != nil {
 		return err
 	}
+	d.modified = v == ProtocolV1
 	a.Version = v
 	if v == ProtocolV1 {
 		return a.decodeV1(&d)

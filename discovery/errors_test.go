@@ -34,7 +34,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"v1 negative group count", hx("00000001 0000 00001040 0123456789abcdeffedcba9876543210 ffffffff"), false, ErrMalformed, "group count -1 is negative"},
 		{"v1 port out of range", hx("00000001 0000 00011170 0123456789abcdeffedcba9876543210 00000000"), false, ErrMalformed, "port 70000 out of range"},
 		{"v1 host past end", hx("00000001 00ff 41"), false, ErrMalformed, "host length 255 exceeds remaining 1 bytes"},
-		{"v1 bad utf8 group", hx("00000001 0000 00001040 0123456789abcdeffedcba9876543210 00000001 0002 c080"), false, ErrMalformed, "group 1 of 1: malformed discovery packet: group at offset 32 is not valid UTF-8"},
+		{"v1 bad modified utf8 group", hx("00000001 0000 00001040 0123456789abcdeffedcba9876543210 00000001 0002 c041"), false, ErrMalformed, "group 1 of 1: malformed discovery packet: group at offset 32 is not valid modified UTF-8"},
+		{"v2 bad utf8 group", hx("0000000200760f15cb7490ce36 0000000000000001 0000 1040 0001 0002 c080 0123456789abcdeffedcba9876543210"), false, ErrMalformed, "group 1 of 1: malformed discovery packet: group at offset 29 is not valid UTF-8"},
 		{"v2 short header", hx("00000002 00 760f"), false, ErrMalformed, "too short for the 13-byte version 2 header"},
 		{"v2 request as announcement", vectors.Named("v2.request#0").Bytes(), false, ErrPacketType, "packet type 1, want 0"},
 		{"v2 announcement without service ID", v2ann[:len(v2ann)-1], false, ErrMalformed, "service ID needs 16 bytes"},
@@ -149,5 +150,25 @@ func TestRequestWants(t *testing.T) {
 		if got := tc.req.Wants(me, tc.groups); got != tc.want {
 			t.Errorf("%s: Wants = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Version 1 writes strings as Java's writeUTF does; jinid reads back what
+// it (or Java) writes, NUL and characters outside the BMP included.
+func TestV1ModifiedUTF8RoundTrip(t *testing.T) {
+	a := Announcement{Version: 1, Host: "h", Port: 4160, Groups: []string{"nul\x00inside", "emoji-😀", "plain"}}
+	packets, err := a.Encode(DefaultMaxPacketSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(packets[0], []byte{0xC0, 0x80}) || !bytes.Contains(packets[0], []byte{0xED, 0xA0, 0xBD}) {
+		t.Fatalf("not written as modified UTF-8: %x", packets[0])
+	}
+	back, err := DecodeAnnouncement(packets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(back.Groups, "|") != strings.Join(a.Groups, "|") {
+		t.Fatalf("groups %q, want %q", back.Groups, a.Groups)
 	}
 }

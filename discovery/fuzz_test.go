@@ -16,18 +16,6 @@ func seedMulticast(f *testing.F) {
 	}
 }
 
-// hasNUL: version 1 writes NUL as C0 80 (modified UTF-8) while every
-// multicast decoder, Java's included, reads strict UTF-8 and refuses it;
-// such strings cannot round-trip in version 1.
-func hasNUL(ss ...string) bool {
-	for _, s := range ss {
-		if strings.IndexByte(s, 0) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 func FuzzDecodeAnnouncement(f *testing.F) {
 	seedMulticast(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -38,7 +26,7 @@ func FuzzDecodeAnnouncement(f *testing.F) {
 			}
 			return
 		}
-		if len(b) > MaxMaxPacketSize || (a.Version == ProtocolV1 && hasNUL(append(a.Groups, a.Host)...)) {
+		if len(b) > MaxMaxPacketSize {
 			return
 		}
 		packets, err := a.Encode(MaxMaxPacketSize)
@@ -72,7 +60,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		if len(b) > MaxMaxPacketSize || (r.Version == ProtocolV1 && hasNUL(r.Groups...)) {
+		if len(b) > MaxMaxPacketSize {
 			return
 		}
 		packets, err := r.Encode(MaxMaxPacketSize)

@@ -109,6 +109,8 @@ func IsRequest(b []byte) (bool, error) {
 type decoder struct {
 	s   string
 	off int
+	// modified: strings are Java modified UTF-8 (version 1), not UTF-8.
+	modified bool
 }
 
 func (d *decoder) remaining() int { return len(d.s) - d.off }
@@ -124,6 +126,11 @@ func (d *decoder) short(what string, n int) error {
 //go:noinline
 func (d *decoder) overrun(what string, n int) error {
 	return fmt.Errorf("%w: %s length %d exceeds remaining %d bytes", ErrMalformed, what, n, d.remaining())
+}
+
+//go:noinline
+func (d *decoder) notModifiedUTF8(what string, err error) error {
+	return fmt.Errorf("%w: %s at offset %d is not valid modified UTF-8: %w", ErrMalformed, what, d.off, err)
 }
 
 //go:noinline
@@ -166,10 +173,11 @@ func (d *decoder) id() ServiceID {
 	return id
 }
 
-// utf reads a length-prefixed string. The Java implementation decodes
-// multicast strings with a strict UTF-8 decoder (in both versions, although
-// version 1 encodes with modified UTF-8), so jinid accepts exactly what
-// Java accepts: well-formed UTF-8.
+// utf reads a length-prefixed string: UTF-8 in version 2, modified UTF-8
+// in version 1 (WIRE.md). The Java implementation encodes version 1 strings
+// with writeUTF but decodes them as strict UTF-8, so it cannot read its own
+// NUL characters or characters outside the BMP; jinid reads them. Strings
+// that are plain UTF-8, as nearly all are, are returned without copying.
 func (d *decoder) utf(what string) (string, error) {
 	if d.remaining() < 2 {
 		return "", d.short(what+" length", 2)
@@ -181,7 +189,14 @@ func (d *decoder) utf(what string) (string, error) {
 	}
 	s := d.s[d.off : d.off+n]
 	if !utf8.ValidString(s) {
-		return "", d.notUTF8(what)
+		if !d.modified {
+			return "", d.notUTF8(what)
+		}
+		conv, err := javaio.DecodeModifiedUTF8([]byte(s))
+		if err != nil {
+			return "", d.notModifiedUTF8(what, err)
+		}
+		s = conv
 	}
 	d.off += n
 	return s, nil

@@ -55,6 +55,7 @@ func (r *Request) UnmarshalBinary(b []byte) error {
 	if err != nil {
 		return err
 	}
+	d.modified = v == ProtocolV1
 	r.Version = v
 	if v == ProtocolV1 {
 		return r.decodeV1(&d)
