@@ -1,0 +1,280 @@
+// Package netmon follows a host's network interfaces and their addresses.
+// Change notifications are only a hint: whoever watches re-reads the whole
+// state with Snapshot and acts on the difference, so a lost or coalesced
+// notification never leaves it wrong for long.
+package netmon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/jinid/jinid/internal/namespace"
+)
+
+// Interface is one network interface as the monitor last saw it.
+type Interface struct {
+	Index int
+	Name  string
+	Flags net.Flags
+	Addrs []netip.Prefix // sorted
+}
+
+// IsUp reports whether the interface is administratively and
+// operationally up.
+func (i Interface) IsUp() bool { return i.Flags&net.FlagUp != 0 && i.Flags&net.FlagRunning != 0 }
+
+// HasFamily reports whether the interface has an address of the family
+// (4 or 6).
+func (i Interface) HasFamily(family int) bool {
+	return slices.ContainsFunc(i.Addrs, func(p netip.Prefix) bool { return familyOf(p.Addr()) == family })
+}
+
+// Addr returns the interface's preferred address of a family: global
+// before link-local, then the lowest.
+func (i Interface) Addr(family int) (netip.Addr, bool) {
+	var best netip.Addr
+	for _, p := range i.Addrs {
+		a := p.Addr()
+		if familyOf(a) != family {
+			continue
+		}
+		if !best.IsValid() || (best.IsLinkLocalUnicast() && !a.IsLinkLocalUnicast()) {
+			best = a
+		}
+	}
+	return best, best.IsValid()
+}
+
+func familyOf(a netip.Addr) int {
+	if a.Is4() || a.Is4In6() {
+		return 4
+	}
+	return 6
+}
+
+// State is every interface, by index.
+type State map[int]Interface
+
+// Monitor tells when interfaces may have changed and what they are now.
+type Monitor interface {
+	// Snapshot reads the current state of every interface.
+	Snapshot() (State, error)
+	// Changed receives a value when the state may have changed since the
+	// last Snapshot. Signals coalesce: one pending value stands for any
+	// number of changes.
+	Changed() <-chan struct{}
+}
+
+// Netlink follows interfaces through rtnetlink subscriptions in one
+// network namespace.
+type Netlink struct {
+	ns      namespace.Namespace
+	log     *slog.Logger
+	rescan  time.Duration
+	handle  *netlink.Handle
+	changed chan struct{}
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// NewNetlink starts following the interfaces of ns. rescan is the period of
+// a full re-read that backs up the subscriptions (0: every minute). Close
+// stops it.
+func NewNetlink(ns namespace.Namespace, log *slog.Logger, rescan time.Duration) (*Netlink, error) {
+	if rescan <= 0 {
+		rescan = time.Minute
+	}
+	h, err := ns.Netlink()
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink in namespace %s: %w", ns, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Netlink{ns: ns, log: log, rescan: rescan, handle: h, changed: make(chan struct{}, 1), cancel: cancel}
+	m.wg.Add(1)
+	go m.run(ctx)
+	return m, nil
+}
+
+// Changed implements Monitor.
+func (m *Netlink) Changed() <-chan struct{} { return m.changed }
+
+func (m *Netlink) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops following and waits for the monitor's goroutine to end.
+func (m *Netlink) Close() error {
+	m.cancel()
+	m.wg.Wait()
+	m.handle.Close()
+	return nil
+}
+
+// run keeps subscriptions open: vishvananda/netlink closes a subscription
+// channel on any receive error, so a closed channel means subscribe again
+// and resync from a full snapshot.
+func (m *Netlink) run(ctx context.Context) {
+	defer m.wg.Done()
+	rescan := time.NewTicker(m.rescan)
+	defer rescan.Stop()
+	backoff := 100 * time.Millisecond
+	for {
+		err := m.follow(ctx, rescan.C)
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Warn("interface monitor lost its netlink subscription; resubscribing", "namespace", m.ns, "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+var errClosed = errors.New("subscription closed")
+
+func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
+	done := make(chan struct{})
+	defer close(done)
+	links := make(chan netlink.LinkUpdate, 64)
+	addrs := make(chan netlink.AddrUpdate, 64)
+	var subErr error
+	var errMu sync.Mutex
+	onErr := func(err error) {
+		errMu.Lock()
+		subErr = err
+		errMu.Unlock()
+	}
+	lopts := netlink.LinkSubscribeOptions{ErrorCallback: onErr}
+	aopts := netlink.AddrSubscribeOptions{ErrorCallback: onErr}
+	if h, ok := m.ns.Handle(); ok {
+		lopts.Namespace, aopts.Namespace = &h, &h
+	}
+	if err := netlink.LinkSubscribeWithOptions(links, done, lopts); err != nil {
+		return fmt.Errorf("subscribing to link changes: %w", err)
+	}
+	if err := netlink.AddrSubscribeWithOptions(addrs, done, aopts); err != nil {
+		return fmt.Errorf("subscribing to address changes: %w", err)
+	}
+	m.signal() // whatever happened while unsubscribed
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case _, ok := <-links:
+			if !ok {
+				errMu.Lock()
+				defer errMu.Unlock()
+				return errors.Join(errClosed, subErr)
+			}
+			m.signal()
+		case _, ok := <-addrs:
+			if !ok {
+				errMu.Lock()
+				defer errMu.Unlock()
+				return errors.Join(errClosed, subErr)
+			}
+			m.signal()
+		case <-rescan:
+			m.signal()
+		}
+	}
+}
+
+// Snapshot implements Monitor.
+func (m *Netlink) Snapshot() (State, error) {
+	links, err := m.handle.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("listing interfaces: %w", err)
+	}
+	st := make(State, len(links))
+	for _, l := range links {
+		a := l.Attrs()
+		flags := a.Flags
+		// netlink reports the administrative flag; fold in whether the
+		// link is operationally usable, as net.Interface does.
+		if a.RawFlags&unix.IFF_RUNNING != 0 {
+			flags |= net.FlagRunning
+		}
+		st[a.Index] = Interface{Index: a.Index, Name: a.Name, Flags: flags}
+	}
+	addrs, err := m.handle.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses: %w", err)
+	}
+	for _, a := range addrs {
+		ifc, ok := st[a.LinkIndex]
+		if !ok || a.IPNet == nil || a.Flags&unix.IFA_F_TENTATIVE != 0 {
+			continue // a tentative address cannot be sent from yet
+		}
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			continue
+		}
+		ones, _ := a.Mask.Size()
+		ifc.Addrs = append(ifc.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
+		st[a.LinkIndex] = ifc
+	}
+	for i, ifc := range st {
+		slices.SortFunc(ifc.Addrs, func(a, b netip.Prefix) int {
+			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+		})
+		st[i] = ifc
+	}
+	return st, nil
+}
+
+// Static is a Monitor whose state the caller sets, for tests.
+type Static struct {
+	mu      sync.Mutex
+	state   State
+	err     error
+	changed chan struct{}
+}
+
+// NewStatic returns a Static monitor holding st.
+func NewStatic(st State) *Static {
+	return &Static{state: st, changed: make(chan struct{}, 1)}
+}
+
+// Set replaces the state and signals a change.
+func (s *Static) Set(st State, err error) {
+	s.mu.Lock()
+	s.state, s.err = st, err
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Snapshot implements Monitor.
+func (s *Static) Snapshot() (State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(State, len(s.state))
+	for k, v := range s.state {
+		v.Addrs = slices.Clone(v.Addrs)
+		out[k] = v
+	}
+	return out, s.err
+}
+
+// Changed implements Monitor.
+func (s *Static) Changed() <-chan struct{} { return s.changed }

@@ -1,0 +1,83 @@
+package netmon
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/internal/netlab"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func waitFor(t *testing.T, m Monitor, what string, cond func(State) bool) {
+	t.Helper()
+	deadline := time.After(3 * time.Second)
+	for {
+		st, err := m.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(st) {
+			return
+		}
+		select {
+		case <-m.Changed():
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; state %+v", what, st)
+		}
+	}
+}
+
+func byName(st State, name string) (Interface, bool) {
+	for _, i := range st {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return Interface{}, false
+}
+
+func TestNetlinkFollowsInterfaces(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	h := lab.Host("h")
+	m, err := NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	waitFor(t, m, "loopback", func(st State) bool { _, ok := byName(st, "lo"); return ok })
+
+	link := h.Attach(lan)
+	waitFor(t, m, "eth0 up with its addresses", func(st State) bool {
+		i, ok := byName(st, "eth0")
+		a4, ok4 := i.Addr(4)
+		a6, ok6 := i.Addr(6)
+		return ok && i.IsUp() && i.Flags&net.FlagMulticast != 0 && ok4 && a4 == link.IPv4 && ok6 && a6 == link.IPv6
+	})
+	link.Down()
+	waitFor(t, m, "eth0 down", func(st State) bool { i, ok := byName(st, "eth0"); return ok && !i.IsUp() })
+	link.Up()
+	link.Delete()
+	waitFor(t, m, "eth0 gone", func(st State) bool { _, ok := byName(st, "eth0"); return !ok })
+}
+
+func TestStatic(t *testing.T) {
+	s := NewStatic(State{1: {Index: 1, Name: "lo"}})
+	s.Set(State{2: {Index: 2, Name: "eth0", Addrs: []netip.Prefix{netip.MustParsePrefix("fe80::1/64"), netip.MustParsePrefix("2001:db8::1/64")}}}, nil)
+	select {
+	case <-s.Changed():
+	default:
+		t.Fatal("Set did not signal")
+	}
+	st, _ := s.Snapshot()
+	if a, _ := st[2].Addr(6); a != netip.MustParseAddr("2001:db8::1") {
+		t.Fatalf("preferred address %s, want the global one", a)
+	}
+}
