@@ -1,0 +1,179 @@
+package mcast
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+
+	"github.com/jinid/jinid/internal/namespace"
+)
+
+// groupConn is one UDP socket bound to the discovery port, serving one
+// (interface, family): it has joined the discovery groups on that interface
+// only, and sends out of it. The IPv4 and IPv6 sockets differ only in which
+// x/net package drives them.
+type groupConn interface {
+	join(ifi *net.Interface, group netip.Addr) error
+	// setup makes the socket send out of ifi with the given TTL (hop
+	// limit) and multicast loopback.
+	setup(ifi *net.Interface, ttl int, loop bool) error
+	// read returns a datagram with the interface it arrived on and the
+	// address it was sent to.
+	read(b []byte) (n, ifIndex int, dst netip.Addr, src netip.AddrPort, err error)
+	write(b []byte, dst netip.AddrPort) error
+	Close() error
+}
+
+// listen opens a socket on the discovery port in ns. Every socket of the
+// host shares the port (address and port reuse, so other Jini processes on
+// the host can listen too), and IP_MULTICAST_ALL is off so that a socket
+// hears only the groups it joined itself, on the interface it joined them:
+// by default Linux would hand it every group any socket joined.
+func listen(ctx context.Context, ns namespace.Namespace, family, port int) (groupConn, error) {
+	network, level, allOpt := "udp4", unix.IPPROTO_IP, unix.IP_MULTICAST_ALL
+	if family == 6 {
+		network, level, allOpt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			for _, o := range []struct{ level, opt, v int }{
+				{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1},
+				{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1},
+				{level, allOpt, 0},
+			} {
+				if e := unix.SetsockoptInt(int(fd), o.level, o.opt, o.v); e != nil && serr == nil {
+					serr = fmt.Errorf("setsockopt %d/%d: %w", o.level, o.opt, e)
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	var pc net.PacketConn
+	err := ns.Do(func() error {
+		var err error
+		pc, err = lc.ListenPacket(ctx, network, net.JoinHostPort("", strconv.Itoa(port)))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s socket on port %d: %w", network, port, err)
+	}
+	if family == 6 {
+		p := ipv6.NewPacketConn(pc)
+		if err := p.SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true); err != nil {
+			pc.Close()
+			return nil, fmt.Errorf("asking for IPv6 packet info: %w", err)
+		}
+		return &conn6{pc: pc, p: p}, nil
+	}
+	p := ipv4.NewPacketConn(pc)
+	if err := p.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("asking for IPv4 packet info: %w", err)
+	}
+	return &conn4{pc: pc, p: p}, nil
+}
+
+type conn4 struct {
+	pc net.PacketConn
+	p  *ipv4.PacketConn
+}
+
+func (c *conn4) join(ifi *net.Interface, g netip.Addr) error {
+	return c.p.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+}
+
+func (c *conn4) setup(ifi *net.Interface, ttl int, loop bool) error {
+	if err := c.p.SetMulticastInterface(ifi); err != nil {
+		return fmt.Errorf("choosing the sending interface: %w", err)
+	}
+	if err := c.p.SetMulticastTTL(ttl); err != nil {
+		return fmt.Errorf("setting TTL %d: %w", ttl, err)
+	}
+	if err := c.p.SetMulticastLoopback(loop); err != nil {
+		return fmt.Errorf("setting multicast loopback: %w", err)
+	}
+	return nil
+}
+
+func (c *conn4) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
+	n, cm, src, err := c.p.ReadFrom(b)
+	if err != nil {
+		return 0, 0, netip.Addr{}, netip.AddrPort{}, err
+	}
+	var idx int
+	var dst netip.Addr
+	if cm != nil {
+		idx = cm.IfIndex
+		dst, _ = netip.AddrFromSlice(cm.Dst.To4())
+	}
+	return n, idx, dst, udpAddrPort(src), nil
+}
+
+func (c *conn4) write(b []byte, dst netip.AddrPort) error {
+	_, err := c.p.WriteTo(b, nil, net.UDPAddrFromAddrPort(dst))
+	return err
+}
+
+func (c *conn4) Close() error { return c.pc.Close() }
+
+type conn6 struct {
+	pc net.PacketConn
+	p  *ipv6.PacketConn
+}
+
+func (c *conn6) join(ifi *net.Interface, g netip.Addr) error {
+	return c.p.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+}
+
+func (c *conn6) setup(ifi *net.Interface, hops int, loop bool) error {
+	if err := c.p.SetMulticastInterface(ifi); err != nil {
+		return fmt.Errorf("choosing the sending interface: %w", err)
+	}
+	if err := c.p.SetMulticastHopLimit(hops); err != nil {
+		return fmt.Errorf("setting hop limit %d: %w", hops, err)
+	}
+	if err := c.p.SetMulticastLoopback(loop); err != nil {
+		return fmt.Errorf("setting multicast loopback: %w", err)
+	}
+	return nil
+}
+
+func (c *conn6) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
+	n, cm, src, err := c.p.ReadFrom(b)
+	if err != nil {
+		return 0, 0, netip.Addr{}, netip.AddrPort{}, err
+	}
+	var idx int
+	var dst netip.Addr
+	if cm != nil {
+		idx = cm.IfIndex
+		dst, _ = netip.AddrFromSlice(cm.Dst)
+	}
+	return n, idx, dst, udpAddrPort(src), nil
+}
+
+func (c *conn6) write(b []byte, dst netip.AddrPort) error {
+	_, err := c.p.WriteTo(b, nil, net.UDPAddrFromAddrPort(dst))
+	return err
+}
+
+func (c *conn6) Close() error { return c.pc.Close() }
+
+func udpAddrPort(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		ap := u.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}

@@ -1,0 +1,540 @@
+// Package mcast is jinid's multicast transport for the Jini discovery
+// protocols: IPv4 and IPv6 UDP on port 4160, the discovery groups joined on
+// every suitable interface (one socket per interface and family, see
+// shared/design/MULTICAST.md), interfaces followed as they come and go, and
+// every packet reported with the interface it arrived on.
+package mcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
+)
+
+// Group is one of the two discovery multicast groups.
+type Group int
+
+const (
+	// Requests is where discovering entities ask (224.0.1.85, ff05::156).
+	Requests Group = iota
+	// Announcements is where lookup services announce (224.0.1.84,
+	// ff05::155).
+	Announcements
+)
+
+func (g Group) String() string {
+	if g == Requests {
+		return "requests"
+	}
+	return "announcements"
+}
+
+// Addr returns the group's address in a family (4 or 6).
+func (g Group) Addr(family int) netip.Addr {
+	switch {
+	case g == Requests && family == 4:
+		return discovery.RequestGroupV4
+	case g == Requests:
+		return discovery.RequestGroupV6
+	case family == 4:
+		return discovery.AnnouncementGroupV4
+	default:
+		return discovery.AnnouncementGroupV6
+	}
+}
+
+// DefaultExclude are interfaces people rarely want discovery on: container
+// and VPN plumbing. Loopback is never used (it cannot multicast).
+var DefaultExclude = []string{"docker*", "br-*", "veth*", "virbr*", "tun*", "tap*", "wg*", "zt*", "tailscale*"}
+
+// Defaults.
+const (
+	DefaultTTL          = 15
+	DefaultReceiveLimit = 8 << 10
+	DefaultDebounce     = 100 * time.Millisecond
+)
+
+// Packet is one datagram received.
+type Packet struct {
+	Data []byte
+	Src  netip.AddrPort
+	// Dst is the address it was sent to: one of the discovery groups, or
+	// a unicast address of this host.
+	Dst     netip.Addr
+	IfIndex int
+	IfName  string
+	Family  int
+	At      time.Time
+}
+
+// Config configures a Transport.
+type Config struct {
+	// Port defaults to 4160.
+	Port int
+	// NoIPv4 and NoIPv6 turn a family off.
+	NoIPv4, NoIPv6 bool
+	// Include, if not empty, limits the transport to interfaces whose name
+	// matches one of these patterns (path.Match syntax: eth*, wlan0).
+	Include []string
+	// Exclude skips interfaces matching any of these patterns; nil means
+	// DefaultExclude, an empty slice excludes nothing.
+	Exclude []string
+	// TTL (IPv6: hop limit) of packets sent; 0 means 15.
+	TTL int
+	// NoLoopback stops this host's own sockets hearing what it sends.
+	NoLoopback bool
+	// ReceiveLimit drops datagrams longer than this many bytes before
+	// decoding (0 means 8 KiB): a lookup service's packets are 512 bytes
+	// unless configured larger.
+	ReceiveLimit int
+	// Debounce waits this long after an interface change before acting,
+	// to take in bursts of changes at once; 0 means 100 ms.
+	Debounce time.Duration
+
+	// Namespace to open sockets in; the zero value is the process's own.
+	Namespace namespace.Namespace
+	// Monitor reports interface changes in that namespace. Required.
+	Monitor netmon.Monitor
+	// Handler receives every datagram, from one goroutine per socket.
+	// Required. It may keep p.Data.
+	Handler func(p Packet)
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Metrics, if set, counts what the transport does.
+	Metrics *Metrics
+	// Clock: defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.Monitor == nil {
+		return errors.New("mcast: Config.Monitor is required")
+	}
+	if c.Handler == nil {
+		return errors.New("mcast: Config.Handler is required")
+	}
+	if c.Port == 0 {
+		c.Port = discovery.Port
+	}
+	if c.Port < 1 || c.Port > 65535 {
+		return fmt.Errorf("mcast: port %d out of range 1-65535", c.Port)
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.TTL < 1 || c.TTL > 255 {
+		return fmt.Errorf("mcast: TTL %d out of range 1-255", c.TTL)
+	}
+	if c.NoIPv4 && c.NoIPv6 {
+		return errors.New("mcast: both IPv4 and IPv6 are turned off")
+	}
+	if c.Exclude == nil {
+		c.Exclude = DefaultExclude
+	}
+	for _, p := range append(slices.Clone(c.Include), c.Exclude...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("mcast: interface pattern %q: %w", p, err)
+		}
+	}
+	if c.ReceiveLimit == 0 {
+		c.ReceiveLimit = DefaultReceiveLimit
+	}
+	if c.Debounce == 0 {
+		c.Debounce = DefaultDebounce
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Joined describes one (interface, family) the transport serves.
+type Joined struct {
+	Index  int
+	Name   string
+	Family int
+	// Addr is the interface's preferred address of the family: what a
+	// lookup service on this interface puts in its announcements.
+	Addr netip.Addr
+}
+
+type sockKey struct{ index, family int }
+
+type sock struct {
+	key  sockKey
+	ifc  netmon.Interface
+	conn groupConn
+}
+
+// Transport is the multicast presence of one host (or namespace).
+type Transport struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	socks   map[sockKey]*sock
+	reasons map[int]string // why each interface is (not) served, as last logged
+	names   map[int]string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// synced is signalled after every sync, for tests that wait for one.
+	synced chan struct{}
+	// resync asks for a sync without waiting for the monitor, when a send
+	// finds an interface gone.
+	resync chan struct{}
+}
+
+// New checks cfg and returns a Transport ready to Start.
+func New(cfg Config) (*Transport, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Transport{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		socks:   make(map[sockKey]*sock),
+		reasons: make(map[int]string),
+		names:   make(map[int]string),
+		synced:  make(chan struct{}, 1),
+		resync:  make(chan struct{}, 1),
+	}, nil
+}
+
+// Start joins the groups on the current interfaces, then follows changes
+// until Close. An error reading the interfaces at start is returned; later
+// ones are logged and retried on the next change.
+func (t *Transport) Start() error {
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	if err := t.sync(); err != nil {
+		t.cancel()
+		return err
+	}
+	t.wg.Add(1)
+	go t.follow()
+	return nil
+}
+
+// Close leaves every group, closes every socket and waits for the
+// transport's goroutines to end.
+func (t *Transport) Close() error {
+	if t.cancel == nil {
+		return nil
+	}
+	t.cancel()
+	t.mu.Lock()
+	for k, s := range t.socks {
+		s.conn.Close()
+		delete(t.socks, k)
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return nil
+}
+
+// follow re-reads the interfaces after each change signal, debounced.
+func (t *Transport) follow() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-t.cfg.Monitor.Changed():
+		case <-t.resync:
+		}
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(t.cfg.Debounce):
+		}
+		if err := t.sync(); err != nil {
+			t.log.Warn("reading network interfaces failed; will retry on the next change", "err", err)
+		}
+	}
+}
+
+// eligible says whether an interface should be served, and why not.
+func (t *Transport) eligible(ifc netmon.Interface) (bool, string) {
+	switch {
+	case ifc.Flags&net.FlagLoopback != 0:
+		return false, "loopback"
+	case ifc.Flags&net.FlagMulticast == 0:
+		return false, "not multicast-capable"
+	case !ifc.IsUp():
+		return false, "down"
+	}
+	for _, p := range t.cfg.Exclude {
+		if ok, _ := path.Match(p, ifc.Name); ok {
+			return false, "excluded by pattern " + p
+		}
+	}
+	if len(t.cfg.Include) > 0 && !slices.ContainsFunc(t.cfg.Include, func(p string) bool {
+		ok, _ := path.Match(p, ifc.Name)
+		return ok
+	}) {
+		return false, "not matched by --interfaces"
+	}
+	return true, ""
+}
+
+func (t *Transport) families() []int {
+	var f []int
+	if !t.cfg.NoIPv4 {
+		f = append(f, 4)
+	}
+	if !t.cfg.NoIPv6 {
+		f = append(f, 6)
+	}
+	return f
+}
+
+// sync makes the open sockets match the interfaces.
+func (t *Transport) sync() error {
+	st, err := t.cfg.Monitor.Snapshot()
+	if err != nil {
+		return err
+	}
+	want := make(map[sockKey]netmon.Interface)
+	reasons := make(map[int]string)
+	names := make(map[int]string)
+	for _, ifc := range st {
+		names[ifc.Index] = ifc.Name
+		ok, why := t.eligible(ifc)
+		if ok {
+			var fams []string
+			for _, f := range t.families() {
+				if ifc.HasFamily(f) {
+					want[sockKey{ifc.Index, f}] = ifc
+					fams = append(fams, fmt.Sprintf("IPv%d", f))
+				}
+			}
+			if len(fams) == 0 {
+				why = "no address of a served family"
+			} else {
+				why = "served (" + strings.Join(fams, ", ") + ")"
+			}
+		}
+		reasons[ifc.Index] = why
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return nil
+	}
+	t.names = names
+	for idx, why := range reasons {
+		if t.reasons[idx] != why {
+			t.log.Info("interface", "name", names[idx], "index", idx, "discovery", why)
+		}
+	}
+	t.reasons = reasons
+
+	for k, s := range t.socks {
+		if _, ok := want[k]; !ok {
+			s.conn.Close()
+			delete(t.socks, k)
+			t.log.Info("left discovery groups", "interface", s.ifc.Name, "family", k.family)
+		}
+	}
+	for k, ifc := range want {
+		if s, ok := t.socks[k]; ok {
+			if !slices.Equal(s.ifc.Addrs, ifc.Addrs) {
+				t.log.Info("interface addresses changed", "interface", ifc.Name, "addrs", ifc.Addrs)
+			}
+			s.ifc = ifc
+			continue
+		}
+		s, err := t.open(k, ifc)
+		if err != nil {
+			// Not fatal: retried at the next change or rescan.
+			t.log.Warn("cannot join discovery groups", "interface", ifc.Name, "family", k.family, "err", err)
+			continue
+		}
+		t.socks[k] = s
+		t.wg.Add(1)
+		go t.read(s)
+		t.log.Info("joined discovery groups", "interface", ifc.Name, "family", k.family)
+	}
+	t.cfg.Metrics.setJoined(t.socks)
+	select {
+	case t.synced <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
+	c, err := listen(t.ctx, t.cfg.Namespace, k.family, t.cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	ifi := &net.Interface{Index: ifc.Index, Name: ifc.Name}
+	for _, g := range []Group{Requests, Announcements} {
+		if err := c.join(ifi, g.Addr(k.family)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("joining %s on %s: %w", g.Addr(k.family), ifc.Name, err)
+		}
+	}
+	if err := c.setup(ifi, t.cfg.TTL, !t.cfg.NoLoopback); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", ifc.Name, err)
+	}
+	return &sock{key: k, ifc: ifc, conn: c}, nil
+}
+
+// read delivers a socket's datagrams until the socket is closed. A socket
+// that keeps failing is dropped, not spun on: the next sync opens a new one.
+func (t *Transport) read(s *sock) {
+	defer t.wg.Done()
+	buf := make([]byte, 64<<10)
+	failures := 0
+	for {
+		n, idx, dst, src, err := s.conn.read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || t.ctx.Err() != nil {
+				return
+			}
+			t.cfg.Metrics.countDropped("read_error")
+			failures++
+			if failures >= 10 {
+				t.log.Warn("dropping a failing socket; it is reopened on the next interface change", "interface", s.ifc.Name, "err", err)
+				t.drop(s)
+				return
+			}
+			select {
+			case <-t.ctx.Done():
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		failures = 0
+		t.cfg.Metrics.countReceived(s.key.family)
+		if n > t.cfg.ReceiveLimit {
+			t.cfg.Metrics.countDropped("oversized")
+			continue
+		}
+		if idx == 0 {
+			idx = s.key.index
+		}
+		t.mu.Lock()
+		name := t.names[idx]
+		t.mu.Unlock()
+		t.cfg.Handler(Packet{
+			Data: append([]byte(nil), buf[:n]...), Src: src, Dst: dst,
+			IfIndex: idx, IfName: name, Family: s.key.family, At: t.cfg.Now(),
+		})
+	}
+}
+
+func (t *Transport) drop(s *sock) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.socks[s.key] == s {
+		delete(t.socks, s.key)
+		t.cfg.Metrics.setJoined(t.socks)
+	}
+	s.conn.Close()
+}
+
+// Joined lists the interfaces and families served now, by index.
+func (t *Transport) Joined() []Joined {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Joined, 0, len(t.socks))
+	for _, k := range slices.SortedFunc(maps.Keys(t.socks), func(a, b sockKey) int {
+		if a.index != b.index {
+			return a.index - b.index
+		}
+		return a.family - b.family
+	}) {
+		s := t.socks[k]
+		a, _ := s.ifc.Addr(k.family)
+		out = append(out, Joined{Index: k.index, Name: s.ifc.Name, Family: k.family, Addr: a})
+	}
+	return out
+}
+
+// Send sends to group on every served interface. build returns the packets
+// for one interface (so they can carry that interface's address); a nil
+// result skips it. Failures on some interfaces do not stop the others; they
+// are returned together.
+func (t *Transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
+	var errs []error
+	for _, j := range t.Joined() {
+		if err := t.SendOn(j, g, build); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SendOn sends to group on one served interface and family.
+func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, error)) error {
+	t.mu.Lock()
+	s := t.socks[sockKey{j.Index, j.Family}]
+	t.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("interface %s (IPv%d) is not served", j.Name, j.Family)
+	}
+	packets, err := build(j)
+	if err != nil {
+		return fmt.Errorf("building packets for %s: %w", j.Name, err)
+	}
+	dst := netip.AddrPortFrom(g.Addr(j.Family), uint16(t.cfg.Port))
+	for _, p := range packets {
+		if err := s.conn.write(p, dst); err != nil {
+			if interfaceGone(err) {
+				// Removed or downed since the last sync: not served any
+				// more, so nothing failed. Catch up now.
+				t.log.Debug("interface went away while sending", "interface", j.Name, "err", err)
+				select {
+				case t.resync <- struct{}{}:
+				default:
+				}
+				return nil
+			}
+			t.cfg.Metrics.countSendError(j.Family)
+			return fmt.Errorf("sending to %s on %s: %w", dst, j.Name, err)
+		}
+		t.cfg.Metrics.countSent(j.Family)
+	}
+	return nil
+}
+
+// waitSync blocks until the next sync completes or ctx ends; for tests.
+func (t *Transport) waitSync(ctx context.Context) error {
+	select {
+	case <-t.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// interfaceGone tells errors that mean the interface no longer exists or
+// is down.
+func interfaceGone(err error) bool {
+	return errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ENXIO) ||
+		errors.Is(err, syscall.ENETDOWN) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, syscall.EADDRNOTAVAIL)
+}

@@ -1,0 +1,323 @@
+package mcast
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/netmon"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// warnCounter is a slog handler that counts records at Warn and above.
+type warnCounter struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (w *warnCounter) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		w.n.Add(1)
+		w.mu.Lock()
+		w.msgs = append(w.msgs, r.Message)
+		w.mu.Unlock()
+	}
+	return nil
+}
+func (w *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnCounter) WithGroup(string) slog.Handler      { return w }
+
+// node is a Transport running in a lab host, collecting what it receives.
+type node struct {
+	t       *testing.T
+	host    *netlab.Host
+	tr      *Transport
+	metrics *Metrics
+	reg     *prometheus.Registry
+	warns   *warnCounter
+	got     chan Packet
+	pending []Packet
+}
+
+func startNode(t *testing.T, h *netlab.Host, mod func(*Config)) *node {
+	t.Helper()
+	mon, err := netmon.NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, host: h, metrics: m, reg: reg, warns: &warnCounter{}, got: make(chan Packet, 100000)}
+	cfg := Config{
+		Namespace: h.Namespace(), Monitor: mon, Metrics: m,
+		Logger:  slog.New(n.warns),
+		Handler: func(p Packet) { n.got <- p },
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	tr, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.tr = tr
+	t.Cleanup(func() {
+		tr.Close()
+		mon.Close()
+		if w := n.warns.n.Load(); w > 0 {
+			t.Errorf("%s logged %d warnings: %q", h.Name, w, n.warns.msgs)
+		}
+	})
+	return n
+}
+
+func same(payload []byte) func(Joined) ([][]byte, error) {
+	return func(Joined) ([][]byte, error) { return [][]byte{payload}, nil }
+}
+
+// next returns the first packet (kept from earlier or newly arrived)
+// that match accepts, keeping the others for later calls.
+func (n *node) next(match func(Packet) bool, wait time.Duration) (Packet, bool) {
+	for i, p := range n.pending {
+		if match(p) {
+			n.pending = slices.Delete(n.pending, i, i+1)
+			return p, true
+		}
+	}
+	timeout := time.After(wait)
+	for {
+		select {
+		case p := <-n.got:
+			if match(p) {
+				return p, true
+			}
+			n.pending = append(n.pending, p)
+		case <-timeout:
+			return Packet{}, false
+		}
+	}
+}
+
+// expect waits for a packet with the payload over dst's family and checks
+// where it came from and in on.
+func (n *node) expect(payload string, src netip.Addr, ifName string, dst netip.Addr) Packet {
+	n.t.Helper()
+	p, ok := n.next(func(p Packet) bool { return string(p.Data) == payload && p.Dst.Is4() == dst.Is4() }, 5*time.Second)
+	if !ok {
+		n.t.Fatalf("%s: %q from %s never arrived", n.host.Name, payload, src)
+	}
+	if p.Src.Addr() != src || p.IfName != ifName || p.Dst != dst || p.Src.Port() != discovery.Port {
+		n.t.Fatalf("%s: %q from %s on %s to %s; want from %s:4160 on %s to %s", n.host.Name, payload, p.Src, p.IfName, p.Dst, src, ifName, dst)
+	}
+	return p
+}
+
+// expectNone checks that no packet with the payload arrives for a while.
+func (n *node) expectNone(payload string) {
+	n.t.Helper()
+	if p, ok := n.next(func(p Packet) bool { return string(p.Data) == payload }, 300*time.Millisecond); ok {
+		n.t.Fatalf("%s: %q arrived from %s on %s but should not have", n.host.Name, payload, p.Src, p.IfName)
+	}
+}
+
+func TestHostsHearEachOther(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	var hosts []*netlab.Host
+	var nodes []*node
+	for _, name := range []string{"a", "b", "c"} {
+		h := lab.Host(name)
+		h.Attach(lan)
+		hosts = append(hosts, h)
+		nodes = append(nodes, startNode(t, h, nil))
+	}
+	a := hosts[0].Links()[0]
+	if err := nodes[0].tr.Send(Announcements, same([]byte("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		n.expect("hello", a.IPv4, "eth0", discovery.AnnouncementGroupV4)
+		n.expect("hello", a.IPv6, "eth0", discovery.AnnouncementGroupV6)
+	}
+	// Requests go to the other group.
+	if err := nodes[1].tr.Send(Requests, same([]byte("who is there"))); err != nil {
+		t.Fatal(err)
+	}
+	nodes[2].expect("who is there", hosts[1].Links()[0].IPv4, "eth0", discovery.RequestGroupV4)
+	if got := testutil.ToFloat64(nodes[0].metrics.sent.WithLabelValues("ipv4")); got != 1 {
+		t.Errorf("sent ipv4 = %v, want 1", got)
+	}
+	j := nodes[0].tr.Joined()
+	if len(j) != 2 || j[0].Name != "eth0" || j[0].Addr != a.IPv4 || j[1].Addr != a.IPv6 {
+		t.Errorf("Joined = %+v", j)
+	}
+}
+
+func TestGatewayTwoLANs(t *testing.T) {
+	lab := netlab.New(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, x, y := lab.Host("gw"), lab.Host("x"), lab.Host("y")
+	g1, g2 := gw.Attach(lan1), gw.Attach(lan2)
+	lx, ly := x.Attach(lan1), y.Attach(lan2)
+	ngw := startNode(t, gw, func(c *Config) { c.NoIPv6 = true })
+	nx := startNode(t, x, func(c *Config) { c.NoIPv6 = true })
+	ny := startNode(t, y, func(c *Config) { c.NoIPv6 = true })
+
+	// The gateway sends on both LANs, each packet from that LAN's address.
+	err := ngw.tr.Send(Announcements, func(j Joined) ([][]byte, error) {
+		return [][]byte{[]byte("from gw via " + j.Addr.String())}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nx.expect("from gw via "+g1.IPv4.String(), g1.IPv4, "eth0", discovery.AnnouncementGroupV4)
+	ny.expect("from gw via "+g2.IPv4.String(), g2.IPv4, "eth0", discovery.AnnouncementGroupV4)
+	nx.expectNone("from gw via " + g2.IPv4.String())
+
+	// It hears each LAN on its own interface, and the LANs stay apart.
+	nx.tr.Send(Requests, same([]byte("x asks")))
+	ny.tr.Send(Requests, same([]byte("y asks")))
+	ngw.expect("x asks", lx.IPv4, "eth0", discovery.RequestGroupV4)
+	ngw.expect("y asks", ly.IPv4, "eth1", discovery.RequestGroupV4)
+	nx.expectNone("y asks")
+}
+
+// An interface created after start is joined within one second.
+func TestNewInterfaceJoinedWithinOneSecond(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	late, peer := lab.Host("late"), lab.Host("peer")
+	pl := peer.Attach(lan)
+	nl := startNode(t, late, nil)
+	np := startNode(t, peer, nil)
+	if len(nl.tr.Joined()) != 0 {
+		t.Fatalf("joined %+v before any interface exists", nl.tr.Joined())
+	}
+
+	start := time.Now()
+	late.Attach(lan)
+	var joined time.Duration
+	for joined == 0 {
+		if slices.ContainsFunc(nl.tr.Joined(), func(j Joined) bool { return j.Name == "eth0" && j.Family == 4 }) {
+			joined = time.Since(start)
+			break
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Fatal("eth0 not joined after 3 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("new interface joined %v after it was created", joined)
+	if joined > time.Second {
+		t.Fatalf("new interface joined after %v, want within 1 s", joined)
+	}
+	// And it hears on it.
+	np.tr.Send(Announcements, same([]byte("welcome")))
+	nl.expect("welcome", pl.IPv4, "eth0", discovery.AnnouncementGroupV4)
+}
+
+// Deleting an interface while sending causes no errors and leaves the
+// other interfaces working.
+func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
+	lab := netlab.New(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, x := lab.Host("gw"), lab.Host("x")
+	g1 := gw.Attach(lan1)
+	gw.Attach(lan2)
+	x.Attach(lan1)
+	ngw := startNode(t, gw, nil)
+	nx := startNode(t, x, nil)
+
+	stop := make(chan struct{})
+	sendErrs := make(chan error, 1000)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if err := ngw.tr.Send(Announcements, same([]byte("tick"))); err != nil {
+				sendErrs <- err
+			}
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	gw.Links()[1].Delete()
+	deadline := time.Now().Add(3 * time.Second)
+	for len(ngw.tr.Joined()) != 2 { // eth0 for both families only
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted interface still joined: %+v", ngw.tr.Joined())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(sendErrs)
+	for err := range sendErrs {
+		t.Errorf("send error after deleting an interface: %v", err)
+	}
+	ngw.tr.Send(Announcements, same([]byte("still here")))
+	nx.expect("still here", g1.IPv4, "eth0", discovery.AnnouncementGroupV4)
+}
+
+func TestEligibility(t *testing.T) {
+	tr, err := New(Config{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: []string{"eth*", "wlan0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := net.FlagUp | net.FlagRunning | net.FlagMulticast
+	for _, tc := range []struct {
+		ifc  netmon.Interface
+		want string
+	}{
+		{netmon.Interface{Name: "eth0", Flags: up}, ""},
+		{netmon.Interface{Name: "wlan0", Flags: up}, ""},
+		{netmon.Interface{Name: "lo", Flags: up | net.FlagLoopback}, "loopback"},
+		{netmon.Interface{Name: "eth1", Flags: net.FlagUp | net.FlagRunning}, "not multicast-capable"},
+		{netmon.Interface{Name: "eth2", Flags: net.FlagMulticast}, "down"},
+		{netmon.Interface{Name: "docker0", Flags: up}, "excluded by pattern docker*"},
+		{netmon.Interface{Name: "wlan1", Flags: up}, "not matched by --interfaces"},
+	} {
+		ok, why := tr.eligible(tc.ifc)
+		if ok != (tc.want == "") || why != tc.want {
+			t.Errorf("%s: eligible=%v %q, want %q", tc.ifc.Name, ok, why, tc.want)
+		}
+	}
+	for _, bad := range []Config{
+		{Handler: func(Packet) {}},
+		{Monitor: netmon.NewStatic(nil)},
+		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, TTL: 300},
+		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: []string{"eth["}},
+		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, NoIPv4: true, NoIPv6: true},
+	} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%+v) accepted a bad config", bad)
+		}
+	}
+}
