@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/netip"
 	"path"
@@ -456,20 +455,40 @@ func (t *Transport) drop(s *sock) {
 	s.conn.Close()
 }
 
-// Joined lists the interfaces and families served now, by index.
-func (t *Transport) Joined() []Joined {
+// target is an open socket with what it serves, read under the lock.
+type target struct {
+	s *sock
+	j Joined
+}
+
+// served returns the open sockets, ordered by interface and family.
+func (t *Transport) served() []target {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Joined, 0, len(t.socks))
-	for _, k := range slices.SortedFunc(maps.Keys(t.socks), func(a, b sockKey) int {
-		if a.index != b.index {
-			return a.index - b.index
+	out := make([]target, 0, len(t.socks))
+	for _, s := range t.socks {
+		out = append(out, target{s, s.joined()})
+	}
+	slices.SortFunc(out, func(a, b target) int {
+		if a.j.Index != b.j.Index {
+			return a.j.Index - b.j.Index
 		}
-		return a.family - b.family
-	}) {
-		s := t.socks[k]
-		a, _ := s.ifc.Addr(k.family)
-		out = append(out, Joined{Index: k.index, Name: s.ifc.Name, Family: k.family, Addr: a})
+		return a.j.Family - b.j.Family
+	})
+	return out
+}
+
+// joined describes s; call with t.mu held.
+func (s *sock) joined() Joined {
+	a, _ := s.ifc.Addr(s.key.family)
+	return Joined{Index: s.key.index, Name: s.ifc.Name, Family: s.key.family, Addr: a}
+}
+
+// Joined lists the interfaces and families served now, by index.
+func (t *Transport) Joined() []Joined {
+	var out []Joined
+	for _, x := range t.served() {
+		out = append(out, x.j)
 	}
 	return out
 }
@@ -477,11 +496,11 @@ func (t *Transport) Joined() []Joined {
 // Send sends to group on every served interface. build returns the packets
 // for one interface (so they can carry that interface's address); a nil
 // result skips it. Failures on some interfaces do not stop the others; they
-// are returned together.
+// are returned together. An interface that goes away meanwhile is skipped.
 func (t *Transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
 	var errs []error
-	for _, j := range t.Joined() {
-		if err := t.SendOn(j, g, build); err != nil {
+	for _, x := range t.served() {
+		if err := t.send(x, g, build); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -492,10 +511,19 @@ func (t *Transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
 func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, error)) error {
 	t.mu.Lock()
 	s := t.socks[sockKey{j.Index, j.Family}]
+	var x target
+	if s != nil {
+		x = target{s, s.joined()}
+	}
 	t.mu.Unlock()
 	if s == nil {
 		return fmt.Errorf("interface %s (IPv%d) is not served", j.Name, j.Family)
 	}
+	return t.send(x, g, build)
+}
+
+func (t *Transport) send(x target, g Group, build func(Joined) ([][]byte, error)) error {
+	s, j := x.s, x.j
 	packets, err := build(j)
 	if err != nil {
 		return fmt.Errorf("building packets for %s: %w", j.Name, err)
@@ -504,8 +532,8 @@ func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, erro
 	for _, p := range packets {
 		if err := s.conn.write(p, dst); err != nil {
 			if interfaceGone(err) {
-				// Removed or downed since the last sync: not served any
-				// more, so nothing failed. Catch up now.
+				// Removed or downed since the last sync (or its socket
+				// closed by one): not served any more, so nothing failed.
 				t.log.Debug("interface went away while sending", "interface", j.Name, "err", err)
 				select {
 				case t.resync <- struct{}{}:
@@ -534,7 +562,7 @@ func (t *Transport) waitSync(ctx context.Context) error {
 // interfaceGone tells errors that mean the interface no longer exists or
 // is down.
 func interfaceGone(err error) bool {
-	return errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ENXIO) ||
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ENODEV) || errors.Is(err, syscall.ENXIO) ||
 		errors.Is(err, syscall.ENETDOWN) || errors.Is(err, syscall.ENETUNREACH) ||
 		errors.Is(err, syscall.EADDRNOTAVAIL)
 }
