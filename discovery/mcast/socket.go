@@ -19,6 +19,9 @@ import (
 // (interface, family): it has joined the discovery groups on that interface
 // only, and sends out of it. The IPv4 and IPv6 sockets differ only in which
 // x/net package drives them.
+// receiveBuffer is the socket receive buffer asked for.
+const receiveBuffer = 1 << 20
+
 type groupConn interface {
 	join(ifi *net.Interface, group netip.Addr) error
 	// setup makes the socket send out of ifi with the given TTL (hop
@@ -68,6 +71,9 @@ func listen(ctx context.Context, ns namespace.Namespace, family, port int) (grou
 	if err != nil {
 		return nil, fmt.Errorf("opening %s socket on port %d: %w", network, port, err)
 	}
+	// Room for bursts (a round of requests from many hosts at once); the
+	// kernel caps it at net.core.rmem_max, which is fine too.
+	_ = pc.(*net.UDPConn).SetReadBuffer(receiveBuffer)
 	if family == 6 {
 		p := ipv6.NewPacketConn(pc)
 		if err := p.SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true); err != nil {

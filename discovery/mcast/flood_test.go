@@ -1,0 +1,164 @@
+package mcast
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/ipv4"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/vectors"
+)
+
+// A flood of datagrams that are not discovery messages is counted, by
+// reason, and valid announcements sent amid it are all still processed.
+// The flood is bounded (10,000 datagrams, paced) and stays inside the lab.
+func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	victim, attacker := lab.Host("victim"), lab.Host("attacker")
+	victim.Attach(lan)
+	al := attacker.Attach(lan)
+
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	var in *Inbound
+	n := startNode(t, victim, func(c *Config) {
+		c.NoIPv6 = true
+		in = &Inbound{Metrics: c.Metrics, OnAnnouncement: func(a discovery.Announcement, p Packet) {
+			if p.IfName != "eth0" || p.Src.Addr() != al.IPv4 {
+				t.Errorf("announcement from %s on %s", p.Src, p.IfName)
+			}
+			mu.Lock()
+			seen[a.Sequence] = true
+			mu.Unlock()
+		}}
+		c.Handler = func(p Packet) { in.Handle(p) }
+	})
+
+	var conn net.PacketConn
+	if err := attacker.Namespace().Do(func() error {
+		var err error
+		conn, err = net.ListenPacket("udp4", "0.0.0.0:0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p := ipv4.NewPacketConn(conn)
+	if err := p.SetMulticastInterface(&net.Interface{Index: ifIndex(t, attacker, al.Name)}); err != nil {
+		t.Fatal(err)
+	}
+	dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(discovery.AnnouncementGroupV4, discovery.Port))
+
+	v2 := vectors.Named("v2.announcement#0").Bytes()
+	unknownFormat := append([]byte{}, v2...)
+	unknownFormat[5] ^= 0xFF
+	bad := []struct {
+		reason, counter string
+		b               []byte
+	}{
+		{"malformed", "rejected", []byte{0, 0, 0}},
+		{"malformed", "rejected", v2[:40]},
+		{"malformed", "rejected", vectors.Named("v1.announcement#0").Bytes()[:50]},
+		{"version", "rejected", []byte{0x13, 0x37, 0, 0, 1, 2, 3, 4}},
+		{"format", "rejected", unknownFormat},
+		{"oversized", "dropped", make([]byte, 9000)},
+	}
+	const floods, valid = 10000, 200
+	want := map[string]float64{}
+	sent := 0
+	datagrams := 0
+	for i := 0; i < floods; i++ {
+		b := bad[i%len(bad)]
+		if _, err := conn.WriteTo(b.b, dst); err != nil {
+			t.Fatal(err)
+		}
+		datagrams++
+		want[b.counter+"/"+b.reason]++
+		if i%(floods/valid) == 0 {
+			a := discovery.Announcement{Version: 2, Sequence: int64(sent), Host: al.IPv4.String(), Port: 4160, Groups: []string{"lab"}}
+			pk, _ := a.Encode(512)
+			if _, err := conn.WriteTo(pk[0], dst); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+			datagrams++
+		}
+		if i%30 == 29 {
+			// Paced by what the victim has taken in, so that the test
+			// measures jinid's handling, not the kernel's socket buffer.
+			waitReceived(t, n, datagrams)
+		}
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := map[string]float64{}
+		for k := range want {
+			switch k[:len("dropped")] {
+			case "dropped":
+				got[k] = testutil.ToFloat64(n.metrics.dropped.WithLabelValues(k[len("dropped/"):]))
+			default:
+				got[k] = testutil.ToFloat64(n.metrics.rejected.WithLabelValues(k[len("rejected/"):]))
+			}
+		}
+		mu.Lock()
+		nseen := len(seen)
+		mu.Unlock()
+		if nseen == sent && equal(got, want) {
+			t.Logf("flood of %d counted by reason %v; %d/%d valid announcements processed", floods, got, nseen, sent)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood: counted %v, want %v; %d of %d valid announcements processed", got, want, nseen, sent)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v := testutil.ToFloat64(n.metrics.messages.WithLabelValues("announcement", "2")); v != float64(sent) {
+		t.Errorf("announcements counted %v, want %d", v, sent)
+	}
+}
+
+func waitReceived(t *testing.T, n *node, want int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for testutil.ToFloat64(n.metrics.received.WithLabelValues("ipv4")) < float64(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("victim received %v datagrams, %d sent", testutil.ToFloat64(n.metrics.received.WithLabelValues("ipv4")), want)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func equal(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func ifIndex(t *testing.T, h *netlab.Host, name string) int {
+	t.Helper()
+	var idx int
+	if err := h.Namespace().Do(func() error {
+		ifi, err := net.InterfaceByName(name)
+		if err == nil {
+			idx = ifi.Index
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
