@@ -1,0 +1,201 @@
+// Package fakelus is a minimal lookup service for tests, built from
+// jinid's codecs: it answers unicast discovery, announces itself, and
+// answers multicast requests by connecting back, speaking one protocol
+// version. It stands in for a Java (or jinid) lookup service on a netlab
+// LAN until the real lookup service lands.
+package fakelus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Config describes the lookup service.
+type Config struct {
+	Version   int // 1 or 2: the only protocol it speaks
+	ServiceID discovery.ServiceID
+	Groups    []string
+	// Registrar is what it hands out. Defaults to a jinid descriptor.
+	Registrar unicast.Registrar
+	Port      int           // unicast port; 0 means 4160
+	Announce  time.Duration // announcement interval; 0 means 1 s
+	Namespace namespace.Namespace
+	Logger    *slog.Logger
+}
+
+// LUS is a running fake lookup service.
+type LUS struct {
+	cfg Config
+	log *slog.Logger
+	ln  net.Listener
+	mon *netmon.Netlink
+	tr  *mcast.Transport
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	answered int // connect-backs made
+	seq      int64
+}
+
+// Start runs a lookup service until Close.
+func Start(cfg Config) (*LUS, error) {
+	if cfg.Version != 1 && cfg.Version != 2 {
+		return nil, fmt.Errorf("fakelus: version %d", cfg.Version)
+	}
+	if cfg.Port == 0 {
+		cfg.Port = discovery.Port
+	}
+	if cfg.Announce == 0 {
+		cfg.Announce = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registrar.Marshalled == nil && cfg.Registrar.Descriptor == nil {
+		cfg.Registrar.Descriptor = &unicast.Descriptor{ServiceID: cfg.ServiceID, Groups: cfg.Groups, APIURL: "http://lookup.invalid:4162"}
+	}
+	l := &LUS{cfg: cfg, log: cfg.Logger}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	err := cfg.Namespace.Do(func() error {
+		var err error
+		l.ln, err = net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fakelus: listening: %w", err)
+	}
+	if l.mon, err = netmon.NewNetlink(cfg.Namespace, cfg.Logger, time.Minute); err != nil {
+		l.ln.Close()
+		return nil, err
+	}
+	in := &mcast.Inbound{OnRequest: l.onRequest}
+	l.tr, err = mcast.New(mcast.Config{Namespace: cfg.Namespace, Monitor: l.mon, Handler: in.Handle, Logger: cfg.Logger})
+	if err == nil {
+		err = l.tr.Start()
+	}
+	if err != nil {
+		l.ln.Close()
+		l.mon.Close()
+		return nil, err
+	}
+	l.wg.Add(2)
+	go l.serve()
+	go l.announce()
+	return l, nil
+}
+
+// Close stops the lookup service and waits for it.
+func (l *LUS) Close() {
+	l.cancel()
+	l.ln.Close()
+	l.tr.Close()
+	l.mon.Close()
+	l.wg.Wait()
+}
+
+// ConnectBacks reports how many multicast requests it answered.
+func (l *LUS) ConnectBacks() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.answered
+}
+
+func (l *LUS) respond(host string) func(unicast.Request) (*unicast.Response, error) {
+	return func(q unicast.Request) (*unicast.Response, error) {
+		if q.Version != l.cfg.Version {
+			return nil, fmt.Errorf("fakelus speaks only version %d, asked in %d", l.cfg.Version, q.Version)
+		}
+		return &unicast.Response{
+			Version: l.cfg.Version, Format: discovery.PlaintextFormat,
+			Host: host, Port: l.cfg.Port, Groups: l.cfg.Groups, Registrar: l.cfg.Registrar,
+		}, nil
+	}
+}
+
+func (l *LUS) serve() {
+	defer l.wg.Done()
+	for {
+		conn, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			defer conn.Close()
+			host, _, _ := net.SplitHostPort(conn.LocalAddr().String())
+			if err := unicast.Answer(l.ctx, conn, l.respond(host)); err != nil {
+				l.log.Debug("fakelus: unicast", "err", err)
+			}
+		}()
+	}
+}
+
+func (l *LUS) announce() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.Announce)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		l.seq++
+		seq := l.seq
+		l.mu.Unlock()
+		l.tr.Send(mcast.Announcements, func(j mcast.Joined) ([][]byte, error) {
+			a := discovery.Announcement{Version: l.cfg.Version, Sequence: seq, Host: j.Addr.String(),
+				Port: l.cfg.Port, ServiceID: l.cfg.ServiceID, Groups: l.cfg.Groups}
+			return a.Encode(discovery.DefaultMaxPacketSize)
+		})
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (l *LUS) onRequest(r discovery.Request, p mcast.Packet) {
+	if r.Version != l.cfg.Version || !r.Wants(l.cfg.ServiceID, l.cfg.Groups) {
+		return
+	}
+	addr := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
+		defer cancel()
+		var conn net.Conn
+		err := l.cfg.Namespace.Do(func() error {
+			var err error
+			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				l.log.Debug("fakelus: connect-back", "to", addr, "err", err)
+			}
+			return
+		}
+		defer conn.Close()
+		host, _, _ := net.SplitHostPort(conn.LocalAddr().String())
+		if err := unicast.Answer(ctx, conn, l.respond(host)); err == nil {
+			l.mu.Lock()
+			l.answered++
+			l.mu.Unlock()
+		}
+	}()
+}

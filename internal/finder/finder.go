@@ -1,0 +1,402 @@
+// Package finder runs one round of Jini discovery for `jinid discover`:
+// multicast requests (both versions) and listening for announcements on
+// every served interface, unicast discovery of every lookup service that
+// answers or announces, and of each locator given; then it reports every
+// lookup service found, and every one that could not be reached.
+package finder
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/unicast"
+)
+
+// How a lookup service was found.
+const (
+	ViaAnnouncement = "announcement"
+	ViaRequest      = "request-response"
+	ViaLocator      = "locator"
+)
+
+// Java's multicast request schedule: rounds of seven, five seconds apart.
+const (
+	requestRounds   = 7
+	requestInterval = 5 * time.Second
+)
+
+// Config says what to look for and where.
+type Config struct {
+	// Groups of interest; nil means all groups, empty means none (only
+	// locators are tried then).
+	Groups   []string
+	Locators []unicast.Locator
+	// Timeout ends the round; every result is in by then.
+	Timeout time.Duration
+	// Versions of the protocol to use for multicast; nil means both.
+	Versions []int
+	// NoMulticast skips multicast requests and announcements entirely.
+	NoMulticast bool
+	// Transport options: interface patterns, families, TTL.
+	Include, Exclude []string
+	NoIPv4, NoIPv6   bool
+	TTL              int
+	Namespace        namespace.Namespace
+	Logger           *slog.Logger
+}
+
+// Result is one lookup service, found or not.
+type Result struct {
+	ServiceID string   `json:"serviceID,omitempty"`
+	Host      string   `json:"host"`
+	Port      int      `json:"port"`
+	Groups    []string `json:"groups"`
+	Interface string   `json:"interface,omitempty"`
+	How       []string `json:"how"`
+	Version   int      `json:"protocolVersion,omitempty"`
+	Kind      string   `json:"kind,omitempty"` // "jinid" or "java"
+	APIURL    string   `json:"apiURL,omitempty"`
+	ProxySize int      `json:"proxySize,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// finder is one round in progress.
+type finder struct {
+	cfg Config
+	log *slog.Logger
+	ctx context.Context
+	tr  *mcast.Transport
+	wg  sync.WaitGroup
+	// closers end what multicast() opened, after the round.
+	closers []func()
+
+	mu      sync.Mutex
+	results map[string]*Result // by ServiceID, or by host:port until one is known
+	tried   map[string]bool    // host:port already queried from announcements
+}
+
+// Find runs one round and returns what it found, sorted by host and port.
+func Find(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Versions == nil {
+		cfg.Versions = []int{discovery.ProtocolV1, discovery.ProtocolV2}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, results: map[string]*Result{}, tried: map[string]bool{}}
+
+	for _, l := range cfg.Locators {
+		f.wg.Add(1)
+		go f.locator(l)
+	}
+	if !cfg.NoMulticast && (cfg.Groups == nil || len(cfg.Groups) > 0) {
+		if err := f.multicast(); err != nil {
+			cancel()
+			f.wg.Wait()
+			return nil, err
+		}
+	}
+	<-ctx.Done()
+	if f.tr != nil {
+		f.tr.Close() // no announcement handler runs after this
+	}
+	for _, c := range f.closers {
+		c()
+	}
+	f.wg.Wait()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Result
+	for _, r := range f.results {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b Result) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port), cmp.Compare(a.ServiceID, b.ServiceID))
+	})
+	return out, nil
+}
+
+// multicast starts the transport, the connect-back listeners and the
+// request rounds.
+func (f *finder) multicast() error {
+	mon, err := netmon.NewNetlink(f.cfg.Namespace, f.log, time.Minute)
+	if err != nil {
+		return err
+	}
+	f.closers = append(f.closers, func() { mon.Close() })
+	in := &mcast.Inbound{OnAnnouncement: f.onAnnouncement}
+	f.tr, err = mcast.New(mcast.Config{
+		Namespace: f.cfg.Namespace, Monitor: mon, Handler: in.Handle, Logger: f.log,
+		Include: f.cfg.Include, Exclude: f.cfg.Exclude, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL,
+	})
+	if err != nil {
+		return err
+	}
+	if err := f.tr.Start(); err != nil {
+		f.tr = nil
+		return fmt.Errorf("joining the discovery groups: %w", err)
+	}
+	if len(f.tr.Joined()) == 0 {
+		f.log.Warn("no interface to multicast on; only locators will be tried (see --interfaces)")
+	}
+	// One listener per version, so a connect-back tells by its port which
+	// version of request it answers.
+	ports := map[int]int{}
+	for _, v := range f.cfg.Versions {
+		var ln net.Listener
+		if err := f.cfg.Namespace.Do(func() error {
+			var err error
+			ln, err = net.Listen("tcp", ":0")
+			return err
+		}); err != nil {
+			return fmt.Errorf("listening for lookup services' answers: %w", err)
+		}
+		f.closers = append(f.closers, func() { ln.Close() })
+		ports[v] = ln.Addr().(*net.TCPAddr).Port
+		f.wg.Add(1)
+		go f.acceptAnswers(ln, v)
+	}
+	f.wg.Add(1)
+	go f.requestRounds(ports)
+	return nil
+}
+
+func (f *finder) requestRounds(ports map[int]int) {
+	defer f.wg.Done()
+	for round := 0; round < requestRounds; round++ {
+		known := f.knownIDs()
+		for _, v := range f.cfg.Versions {
+			err := f.tr.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
+				r := discovery.Request{Version: v, Host: j.Addr.String(), Port: ports[v], Groups: f.cfg.Groups, Known: known}
+				if v == discovery.ProtocolV1 {
+					r.Host = ""
+				}
+				return r.Encode(discovery.DefaultMaxPacketSize)
+			})
+			if err != nil {
+				f.log.Warn("sending multicast request", "version", v, "err", err)
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(requestInterval):
+		}
+	}
+}
+
+func (f *finder) knownIDs() []discovery.ServiceID {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []discovery.ServiceID
+	for _, r := range f.results {
+		if id, err := discovery.ParseServiceID(r.ServiceID); err == nil && r.Error == "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// acceptAnswers takes lookup services' connect-backs: the requester still
+// speaks first, in the version of the request answered.
+func (f *finder) acceptAnswers(ln net.Listener, version int) {
+	defer f.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			defer conn.Close()
+			resp, err := unicast.Discover(f.ctx, conn, version)
+			peer := addrPort(conn.RemoteAddr())
+			if err != nil {
+				f.fail(peer.Addr().String(), 0, "", ViaRequest, f.ifaceOf(conn.LocalAddr()), err)
+				return
+			}
+			if version == discovery.ProtocolV1 {
+				// The peer's port is the one it connected from, not its
+				// unicast port: a jinid descriptor says that; otherwise it
+				// stays unknown (0) until an announcement tells.
+				resp.Port = 0
+				if d := resp.Registrar.Descriptor; d != nil {
+					if l, err := unicast.ParseLocator(d.Locator); err == nil {
+						resp.Host, resp.Port = l.Host, l.Port
+					}
+				}
+			}
+			f.found(resp, ViaRequest, f.ifaceOf(conn.LocalAddr()))
+		}()
+	}
+}
+
+func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
+	if f.cfg.Groups != nil && !overlaps(a.Groups, f.cfg.Groups) {
+		return
+	}
+	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	f.mu.Lock()
+	seen := f.tried[addr]
+	f.tried[addr] = true
+	if r, ok := f.results[a.ServiceID.String()]; ok && !slices.Contains(r.How, ViaAnnouncement) {
+		r.How = append(r.How, ViaAnnouncement)
+	}
+	f.mu.Unlock()
+	if seen || f.ctx.Err() != nil {
+		return
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		resp, err := f.dial(addr, a.Version)
+		if err != nil {
+			f.fail(a.Host, a.Port, a.ServiceID.String(), ViaAnnouncement, p.IfName, err)
+			return
+		}
+		f.found(resp, ViaAnnouncement, p.IfName)
+	}()
+}
+
+func (f *finder) locator(l unicast.Locator) {
+	defer f.wg.Done()
+	// Version 2 first, as the Java implementation prefers; a lookup
+	// service that speaks only version 1 gets a second try in it.
+	resp, err := f.dial(l.Address(), discovery.ProtocolV2)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !isDialError(err) {
+		if r1, err1 := f.dial(l.Address(), discovery.ProtocolV1); err1 == nil {
+			resp, err = r1, nil
+		}
+	}
+	if err != nil {
+		f.fail(l.Host, l.Port, "", ViaLocator, "", err)
+		return
+	}
+	f.found(resp, ViaLocator, "")
+}
+
+// dial runs unicast discovery against addr from inside the namespace.
+func (f *finder) dial(addr string, version int) (*unicast.Response, error) {
+	var conn net.Conn
+	err := f.cfg.Namespace.Do(func() error {
+		var err error
+		conn, err = (&net.Dialer{}).DialContext(f.ctx, "tcp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return unicast.Discover(f.ctx, conn, version)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (f *finder) found(resp *unicast.Response, how, iface string) {
+	r := Result{Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: []string{how},
+		Version: resp.Version, Kind: "java", ProxySize: len(resp.Registrar.Marshalled)}
+	if d := resp.Registrar.Descriptor; d != nil {
+		r.Kind, r.APIURL, r.ServiceID = "jinid", d.APIURL, d.ServiceID.String()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.results, failKey(r.Host, r.Port))
+	if old := f.match(r); old != nil {
+		if !slices.Contains(old.How, how) {
+			old.How = append(old.How, how)
+		}
+		if old.Interface == "" {
+			old.Interface = iface
+		}
+		if old.Port == 0 {
+			old.Port = r.Port
+		}
+		return
+	}
+	key := r.ServiceID
+	if key == "" {
+		// A Java proxy's ServiceID is inside what jinid does not
+		// unmarshal: its address names it.
+		key = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	}
+	f.results[key] = &r
+}
+
+// match finds the result r repeats: the same ServiceID, or the same
+// address (a port not yet known matching any). Call with f.mu held.
+func (f *finder) match(r Result) *Result {
+	for _, old := range f.results {
+		if old.Error != "" {
+			continue
+		}
+		if r.ServiceID != "" && old.ServiceID == r.ServiceID {
+			return old
+		}
+		if old.Host == r.Host && (old.Port == r.Port || old.Port == 0 || r.Port == 0) && (old.ServiceID == "" || r.ServiceID == "") {
+			return old
+		}
+	}
+	return nil
+}
+
+func failKey(host string, port int) string { return "fail:" + net.JoinHostPort(host, strconv.Itoa(port)) }
+
+func (f *finder) fail(host string, port int, id, how, iface string, err error) {
+	if f.ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.match(Result{Host: host, Port: port}) != nil {
+		return // reached another way
+	}
+	f.results[failKey(host, port)] = &Result{ServiceID: id, Host: host, Port: port, Groups: []string{}, Interface: iface, How: []string{how}, Error: err.Error()}
+}
+
+// ifaceOf names the served interface that has local address a.
+func (f *finder) ifaceOf(a net.Addr) string {
+	ap := addrPort(a)
+	for _, j := range f.tr.Joined() {
+		if j.Addr == ap.Addr() {
+			return j.Name
+		}
+	}
+	return ""
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	ap, _ := netip.ParseAddrPort(a.String())
+	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+}
+
+func overlaps(a, b []string) bool {
+	for _, g := range a {
+		if slices.Contains(b, g) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+package unicast
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+)
+
+// ReadTimeout is how long either side of a unicast exchange waits for the
+// other, as in the Java implementation.
+const ReadTimeout = 60 * time.Second
+
+// Discover runs the client side of unicast discovery over conn: it sends a
+// request of the given version and reads the answer. For version 1, whose
+// response carries no address, Host and Port are the connection's peer. The
+// exchange ends by ctx or after ReadTimeout, whichever is sooner.
+func Discover(ctx context.Context, conn net.Conn, version int) (*Response, error) {
+	stop := deadline(ctx, conn)
+	defer stop()
+	req, err := NewRequest(version).Append(nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write(req); err != nil {
+		return nil, fmt.Errorf("sending unicast request to %s: %w", conn.RemoteAddr(), err)
+	}
+	resp, err := ReadResponse(bufio.NewReader(conn), DefaultMaxResponseSize)
+	if err != nil {
+		return resp, fmt.Errorf("unicast discovery with %s: %w", conn.RemoteAddr(), ctxErr(ctx, err))
+	}
+	if resp.Version != version {
+		return resp, fmt.Errorf("unicast discovery with %s: %w: asked in version %d, answered in %d", conn.RemoteAddr(), ErrVersion, version, resp.Version)
+	}
+	if version == discovery.ProtocolV1 {
+		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil {
+			resp.Host, resp.Port = ap.Addr().Unmap().WithZone("").String(), int(ap.Port())
+		}
+	}
+	return resp, nil
+}
+
+// Answer runs the server side of unicast discovery over conn: it reads the
+// request and writes the response that respond returns for it. A version 2
+// client that proposes no format jinid speaks gets the null format.
+func Answer(ctx context.Context, conn net.Conn, respond func(Request) (*Response, error)) error {
+	stop := deadline(ctx, conn)
+	defer stop()
+	req, err := ReadRequest(bufio.NewReader(io.LimitReader(conn, maxRequestSize)))
+	if err != nil {
+		return fmt.Errorf("unicast request from %s: %w", conn.RemoteAddr(), ctxErr(ctx, err))
+	}
+	var resp *Response
+	if req.Version == discovery.ProtocolV2 && !req.Proposes(discovery.PlaintextFormat) {
+		resp = &Response{Version: 2, Format: discovery.NullFormat}
+	} else if resp, err = respond(req); err != nil {
+		return fmt.Errorf("answering %s: %w", conn.RemoteAddr(), err)
+	}
+	b, err := resp.Append(nil)
+	if err != nil {
+		return fmt.Errorf("encoding the response to %s: %w", conn.RemoteAddr(), err)
+	}
+	if _, err := conn.Write(b); err != nil {
+		return fmt.Errorf("answering %s: %w", conn.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// deadline bounds conn's reads and writes by ReadTimeout and ctx, and
+// unblocks them when ctx ends; the returned func releases the watch.
+func deadline(ctx context.Context, conn net.Conn) func() {
+	d := time.Now().Add(ReadTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	conn.SetDeadline(d)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	return func() { stop() }
+}
+
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return err
+}
