@@ -62,7 +62,10 @@ type Config struct {
 type Result struct {
 	ServiceID string   `json:"serviceID,omitempty"`
 	Host      string   `json:"host"`
-	Port      int      `json:"port"`
+	Port      int      `json:"port"` // 0: not known (a v1 answer to a request, from a Java lookup service)
+	// Addresses lists where else it answered (another family, another
+	// interface), as host:port.
+	Addresses []string `json:"addresses,omitempty"`
 	Groups    []string `json:"groups"`
 	Interface string   `json:"interface,omitempty"`
 	How       []string `json:"how"`
@@ -83,9 +86,9 @@ type finder struct {
 	// closers end what multicast() opened, after the round.
 	closers []func()
 
-	mu      sync.Mutex
-	results map[string]*Result // by ServiceID, or by host:port until one is known
-	tried   map[string]bool    // host:port already queried from announcements
+	mu    sync.Mutex
+	seen  []Result        // every answer and failure, in order; merged at the end
+	tried map[string]bool // host:port already queried from announcements
 }
 
 // Find runs one round and returns what it found, sorted by host and port.
@@ -101,7 +104,7 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, results: map[string]*Result{}, tried: map[string]bool{}}
+	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}}
 
 	for _, l := range cfg.Locators {
 		f.wg.Add(1)
@@ -125,10 +128,7 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []Result
-	for _, r := range f.results {
-		out = append(out, *r)
-	}
+	out := merge(f.seen)
 	slices.SortFunc(out, func(a, b Result) int {
 		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port), cmp.Compare(a.ServiceID, b.ServiceID))
 	})
@@ -208,8 +208,8 @@ func (f *finder) knownIDs() []discovery.ServiceID {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var ids []discovery.ServiceID
-	for _, r := range f.results {
-		if id, err := discovery.ParseServiceID(r.ServiceID); err == nil && r.Error == "" {
+	for _, r := range f.seen {
+		if id, err := discovery.ParseServiceID(r.ServiceID); err == nil && r.Error == "" && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -246,7 +246,7 @@ func (f *finder) acceptAnswers(ln net.Listener, version int) {
 					}
 				}
 			}
-			f.found(resp, ViaRequest, f.ifaceOf(conn.LocalAddr()))
+			f.found(resp, "", ViaRequest, f.ifaceOf(conn.LocalAddr()))
 		}()
 	}
 }
@@ -259,9 +259,6 @@ func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 	f.mu.Lock()
 	seen := f.tried[addr]
 	f.tried[addr] = true
-	if r, ok := f.results[a.ServiceID.String()]; ok && !slices.Contains(r.How, ViaAnnouncement) {
-		r.How = append(r.How, ViaAnnouncement)
-	}
 	f.mu.Unlock()
 	if seen || f.ctx.Err() != nil {
 		return
@@ -274,7 +271,7 @@ func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 			f.fail(a.Host, a.Port, a.ServiceID.String(), ViaAnnouncement, p.IfName, err)
 			return
 		}
-		f.found(resp, ViaAnnouncement, p.IfName)
+		f.found(resp, a.ServiceID.String(), ViaAnnouncement, p.IfName)
 	}()
 }
 
@@ -292,7 +289,7 @@ func (f *finder) locator(l unicast.Locator) {
 		f.fail(l.Host, l.Port, "", ViaLocator, "", err)
 		return
 	}
-	f.found(resp, ViaLocator, "")
+	f.found(resp, "", ViaLocator, "")
 }
 
 // dial runs unicast discovery against addr from inside the namespace.
@@ -315,65 +312,136 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (f *finder) found(resp *unicast.Response, how, iface string) {
-	r := Result{Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: []string{how},
+// found records an answer; id is the ServiceID an announcement gave, if
+// any (a Java proxy's own is inside what jinid does not unmarshal).
+func (f *finder) found(resp *unicast.Response, id, how, iface string) {
+	r := Result{ServiceID: id, Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: []string{how},
 		Version: resp.Version, Kind: "java", ProxySize: len(resp.Registrar.Marshalled)}
 	if d := resp.Registrar.Descriptor; d != nil {
 		r.Kind, r.APIURL, r.ServiceID = "jinid", d.APIURL, d.ServiceID.String()
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.results, failKey(r.Host, r.Port))
-	if old := f.match(r); old != nil {
-		if !slices.Contains(old.How, how) {
-			old.How = append(old.How, how)
-		}
-		if old.Interface == "" {
-			old.Interface = iface
-		}
-		if old.Port == 0 {
-			old.Port = r.Port
-		}
-		return
-	}
-	key := r.ServiceID
-	if key == "" {
-		// A Java proxy's ServiceID is inside what jinid does not
-		// unmarshal: its address names it.
-		key = net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
-	}
-	f.results[key] = &r
+	f.seen = append(f.seen, r)
+	f.mu.Unlock()
 }
-
-// match finds the result r repeats: the same ServiceID, or the same
-// address (a port not yet known matching any). Call with f.mu held.
-func (f *finder) match(r Result) *Result {
-	for _, old := range f.results {
-		if old.Error != "" {
-			continue
-		}
-		if r.ServiceID != "" && old.ServiceID == r.ServiceID {
-			return old
-		}
-		if old.Host == r.Host && (old.Port == r.Port || old.Port == 0 || r.Port == 0) && (old.ServiceID == "" || r.ServiceID == "") {
-			return old
-		}
-	}
-	return nil
-}
-
-func failKey(host string, port int) string { return "fail:" + net.JoinHostPort(host, strconv.Itoa(port)) }
 
 func (f *finder) fail(host string, port int, id, how, iface string, err error) {
 	if f.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.match(Result{Host: host, Port: port}) != nil {
-		return // reached another way
+	f.seen = append(f.seen, Result{ServiceID: id, Host: host, Port: port, Groups: []string{}, Interface: iface, How: []string{how}, Error: err.Error()})
+	f.mu.Unlock()
+}
+
+// merge turns what was seen into one result per lookup service: answers
+// with the same ServiceID are one; answers without one join the result at
+// their address (a port of 0 matching any). A failure is reported only if
+// nothing answered at that address or with that ServiceID.
+func merge(seen []Result) []Result {
+	var out []*Result
+	byID := map[string]*Result{}
+	atAddr := func(host string, port int) *Result {
+		for _, r := range out {
+			if r.Error != "" {
+				continue
+			}
+			for _, a := range append([]string{net.JoinHostPort(r.Host, strconv.Itoa(r.Port))}, r.Addresses...) {
+				h, p, _ := net.SplitHostPort(a)
+				pn, _ := strconv.Atoi(p)
+				if h == host && (pn == port || pn == 0 || port == 0) {
+					return r
+				}
+			}
+		}
+		return nil
 	}
-	f.results[failKey(host, port)] = &Result{ServiceID: id, Host: host, Port: port, Groups: []string{}, Interface: iface, How: []string{how}, Error: err.Error()}
+	add := func(o Result) {
+		var r *Result
+		if o.ServiceID != "" {
+			r = byID[o.ServiceID]
+		}
+		if r == nil {
+			r = atAddr(o.Host, o.Port)
+		}
+		if r == nil {
+			c := o
+			c.How = slices.Clone(o.How)
+			out = append(out, &c)
+			if o.ServiceID != "" {
+				byID[o.ServiceID] = &c
+			}
+			return
+		}
+		absorb(r, o)
+		if r.ServiceID != "" {
+			byID[r.ServiceID] = r
+		}
+	}
+	for _, pass := range []func(Result) bool{
+		func(o Result) bool { return o.Error == "" && o.ServiceID != "" },
+		func(o Result) bool { return o.Error == "" && o.ServiceID == "" },
+	} {
+		for _, o := range seen {
+			if pass(o) {
+				add(o)
+			}
+		}
+	}
+	for _, o := range seen {
+		if o.Error == "" || atAddr(o.Host, o.Port) != nil || (o.ServiceID != "" && byID[o.ServiceID] != nil) {
+			continue
+		}
+		if slices.ContainsFunc(out, func(r *Result) bool { return r.Error != "" && r.Host == o.Host && r.Port == o.Port }) {
+			continue
+		}
+		c := o
+		out = append(out, &c)
+	}
+	res := make([]Result, len(out))
+	for i, r := range out {
+		res[i] = *r
+	}
+	return res
+}
+
+// absorb adds another sighting o of the lookup service r: its way of
+// being found, its ServiceID if r lacked one, and its address. An IPv4
+// address is preferred as the one shown first.
+func absorb(r *Result, o Result) {
+	for _, h := range o.How {
+		if !slices.Contains(r.How, h) {
+			r.How = append(r.How, h)
+		}
+	}
+	if r.ServiceID == "" {
+		r.ServiceID = o.ServiceID
+	}
+	if r.Host == o.Host && r.Port == 0 {
+		r.Port = o.Port
+		return
+	}
+	if r.Host == o.Host && (o.Port == r.Port || o.Port == 0) {
+		return
+	}
+	addr := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
+	if isV6(r.Host) && !isV6(o.Host) {
+		// Show the IPv4 address first.
+		old := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+		r.Host, r.Port, r.Interface = o.Host, o.Port, cmp.Or(o.Interface, r.Interface)
+		addr = old
+	}
+	if !slices.Contains(r.Addresses, addr) {
+		r.Addresses = append(r.Addresses, addr)
+	}
+	if r.Interface == "" {
+		r.Interface = o.Interface
+	}
+}
+
+func isV6(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6() && !a.Is4In6()
 }
 
 // ifaceOf names the served interface that has local address a.

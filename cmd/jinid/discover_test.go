@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/fakelus"
+	"github.com/jinid/jinid/internal/finder"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/unicast"
+)
+
+// jinid discover, run in one namespace, finds a lookup service answering
+// in protocol version 1 and one in version 2 in others, with their groups
+// and the interface they were seen on; one outside the groups asked for is
+// not listed.
+func TestDiscoverOnALAN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	client := lab.Host("client")
+	client.Attach(lan1)
+	client.Attach(lan2)
+	h1, h2, h3 := lab.Host("lus1"), lab.Host("lus2"), lab.Host("lus3")
+	l1, l2 := h1.Attach(lan1), h2.Attach(lan2)
+	h3.Attach(lan1)
+	// lus2 stands in for a Java lookup service: it hands out River's proxy.
+	javaProxy := javaRegistrar(t)
+	for _, c := range []fakelus.Config{
+		{Version: 1, ServiceID: discovery.ServiceID{1}, Groups: []string{"lab"}, Namespace: h1.Namespace()},
+		{Version: 2, ServiceID: discovery.ServiceID{2}, Groups: []string{"lab", "ops"}, Namespace: h2.Namespace(), Registrar: javaProxy},
+		{Version: 2, ServiceID: discovery.ServiceID{3}, Groups: []string{"other"}, Namespace: h3.Namespace()},
+	} {
+		c.Announce = 500 * time.Millisecond
+		l, err := fakelus.Start(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+	}
+
+	out, err := client.Command(t.Context(), bin, "discover", "--groups", "lab", "--timeout", "2s", "--json").Output()
+	if err != nil {
+		t.Fatalf("discover: %v", err)
+	}
+	var rs []finder.Result
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r finder.Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("bad line %q: %v", sc.Text(), err)
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("found %d lookup services, want 2:\n%s", len(rs), out)
+	}
+	v1, v2 := rs[0], rs[1]
+	if v1.Version != 1 {
+		v1, v2 = v2, v1
+	}
+	if v1.Host != l1.IPv4.String() || v1.Port != 4160 || !slices.Equal(v1.Groups, []string{"lab"}) || v1.Interface != "eth0" ||
+		v1.Kind != "jinid" || v1.ServiceID != (discovery.ServiceID{1}).String() {
+		t.Errorf("v1 lookup service: %+v", v1)
+	}
+	if v2.Version != 2 || v2.Host != l2.IPv4.String() || v2.Port != 4160 || !slices.Equal(v2.Groups, []string{"lab", "ops"}) ||
+		v2.Interface != "eth1" || v2.Kind != "java" || v2.ProxySize != len(javaProxy.Marshalled) {
+		t.Errorf("v2 (Java) lookup service: %+v", v2)
+	}
+
+	// The text form, for people.
+	text, err := client.Command(t.Context(), bin, "discover", "--groups", "lab", "--timeout", "2s").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SERVICE ID", l1.IPv4.String() + ":4160", "jinid http://lookup.invalid:4162", "java (proxy"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// javaRegistrar is the registrar proxy from the Java implementation's v2
+// unicast response vector.
+func javaRegistrar(t *testing.T) unicast.Registrar {
+	resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named("v2.unicast.response").Bytes()), unicast.DefaultMaxResponseSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Registrar
+}
