@@ -60,9 +60,9 @@ type Config struct {
 
 // Result is one lookup service, found or not.
 type Result struct {
-	ServiceID string   `json:"serviceID,omitempty"`
-	Host      string   `json:"host"`
-	Port      int      `json:"port"` // 0: not known (a v1 answer to a request, from a Java lookup service)
+	ServiceID string `json:"serviceID,omitempty"`
+	Host      string `json:"host"`
+	Port      int    `json:"port"` // 0: not known (a v1 answer to a request, from a Java lookup service)
 	// Addresses lists where else it answered (another family, another
 	// interface), as host:port.
 	Addresses []string `json:"addresses,omitempty"`
