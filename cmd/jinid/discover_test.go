@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -98,4 +100,40 @@ func javaRegistrar(t *testing.T) unicast.Registrar {
 		t.Fatal(err)
 	}
 	return resp.Registrar
+}
+
+// jinid inspect --iface captures live in a namespace, prints what it
+// decodes, and --write saves a capture that --pcap reads back the same.
+func TestInspectLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
+	sniffer.Attach(lan)
+	ll := lh.Attach(lan)
+	l, err := fakelus.Start(fakelus.Config{Version: 1, ServiceID: discovery.ServiceID{4}, Groups: []string{"lab"},
+		Namespace: lh.Namespace(), Announce: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	saved := filepath.Join(t.TempDir(), "live.pcap")
+	out, err := sniffer.Command(t.Context(), bin, "inspect", "--iface", "eth0", "--duration", "1500ms", "--write", saved).Output()
+	if err != nil {
+		t.Fatalf("inspect --iface: %v", err)
+	}
+	want := "multicast-announcement v1 lookup=" + ll.IPv4.String() + ":4160 id=04000000-0000-0000-0000-000000000000 groups=[\"lab\"]"
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("live output lacks %q:\n%s", want, out)
+	}
+	back, err := exec.Command(bin, "inspect", "--pcap", saved).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(back), want) {
+		t.Fatalf("saved capture decodes to:\n%s", back)
+	}
 }

@@ -2,67 +2,84 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 	"github.com/spf13/cobra"
 
 	"github.com/jinid/jinid/internal/inspect"
 )
 
 func newInspectCmd() *cobra.Command {
-	var pcap string
-	var asJSON bool
+	var (
+		pcap, iface, write string
+		asJSON             bool
+		duration           time.Duration
+	)
 	cmd := &cobra.Command{
-		Use:   "inspect --pcap FILE [--json]",
-		Short: "Decode the Jini discovery traffic of a packet capture",
-		Long: `Decode every Jini discovery message in a pcap or pcapng capture:
-multicast requests and announcements (UDP port 4160, protocol versions 1
-and 2) and unicast discovery exchanges (TCP, reassembled per connection:
-port 4160, and the reply ports that multicast requests name).
+		Use:   "inspect (--pcap FILE | --iface NAME) [--json] [--write FILE]",
+		Short: "Decode Jini discovery traffic from a capture file or a live interface",
+		Long: `Decode every Jini discovery message in a pcap or pcapng capture, or live
+on an interface: multicast requests and announcements (UDP port 4160,
+protocol versions 1 and 2) and unicast discovery exchanges (TCP,
+reassembled per connection: port 4160, and the reply ports that multicast
+requests name).
 
 One line per message: time, transport, source > destination, kind, protocol
 version and the decoded fields. A message that does not decode is one line
 with the error, and the dump carries on. TCP exchanges are printed when they
 end.
 
-Make a capture jinid can read with, for example:
-  tcpdump -i eth0 -w jini.pcap 'port 4160'`,
+Live capture (--iface) uses a Linux packet socket: it needs root (or
+CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
+--write saves the frames it sees (TCP and UDP) as a pcap file.`,
 		Example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcapng --json | jq 'select(.kind == "multicast-announcement")'
-  tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -`,
+  tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -
+  jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pcap == "" {
-				return errors.New("--pcap FILE is required (use - for standard input)")
-			}
-			in := io.Reader(cmd.InOrStdin())
-			if pcap != "-" {
-				f, err := os.Open(pcap)
-				if err != nil {
-					return fmt.Errorf("opening capture: %w", err)
-				}
-				defer f.Close()
-				in = f
+			switch {
+			case pcap == "" && iface == "":
+				return errors.New("give --pcap FILE (use - for standard input) or --iface NAME")
+			case pcap != "" && iface != "":
+				return errors.New("--pcap and --iface cannot be combined")
+			case write != "" && iface == "":
+				return errors.New("--write saves a live capture: it needs --iface")
+			case duration < 0:
+				return fmt.Errorf("--duration %s: must not be negative", duration)
 			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			write := inspect.WriteText
+			write1 := inspect.WriteText
 			if asJSON {
-				write = inspect.WriteJSON
+				write1 = inspect.WriteJSON
 			}
 			var werr error
-			err := inspect.ReadCapture(in, func(r inspect.Record) {
+			emit := func(r inspect.Record) {
 				if werr == nil {
-					werr = write(out, r)
+					werr = write1(out, r)
+					if werr == nil && iface != "" {
+						werr = out.Flush() // live: show each line as it comes
+					}
 				}
-			})
+			}
+			var err error
+			if pcap != "" {
+				err = readPcap(cmd.InOrStdin(), pcap, emit)
+			} else {
+				err = capture(cmd.Context(), iface, write, duration, emit)
+			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", pcap, err)
+				return err
 			}
 			if werr != nil {
 				return fmt.Errorf("writing output: %w", werr)
@@ -70,7 +87,54 @@ Make a capture jinid can read with, for example:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&pcap, "pcap", "", "capture file to read (pcap or pcapng; - for standard input)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per line instead of text")
+	f := cmd.Flags()
+	f.StringVar(&pcap, "pcap", "", "capture file to read (pcap or pcapng; - for standard input)")
+	f.StringVar(&iface, "iface", "", "capture live on this interface")
+	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this pcap file")
+	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per line instead of text")
 	return cmd
+}
+
+func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
+	in := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("opening capture: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	if err := inspect.ReadCapture(in, emit); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func capture(ctx context.Context, iface, write string, duration time.Duration, emit func(inspect.Record)) error {
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	cfg := inspect.LiveConfig{Interface: iface}
+	if write != "" {
+		f, err := os.Create(write)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", write, err)
+		}
+		bw := bufio.NewWriter(f)
+		w := pcapgo.NewWriter(bw)
+		if err := w.WriteFileHeader(inspect.Snaplen, layers.LinkTypeEthernet); err != nil {
+			f.Close()
+			return fmt.Errorf("writing %s: %w", write, err)
+		}
+		defer func() {
+			bw.Flush()
+			f.Close()
+		}()
+		cfg.Write = w
+	}
+	return inspect.Live(ctx, cfg, emit)
 }

@@ -79,7 +79,14 @@ func TestCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"inspect"}, "--pcap FILE is required"},
+		{[]string{"inspect"}, "give --pcap FILE (use - for standard input) or --iface NAME"},
+		{[]string{"inspect", "--pcap", "x", "--iface", "eth0"}, "cannot be combined"},
+		{[]string{"inspect", "--pcap", "x", "--write", "y"}, "it needs --iface"},
+		{[]string{"inspect", "--iface", "no-such-if0", "--duration", "1s"}, `interface "no-such-if0"`},
+		{[]string{"discover", "--all-groups", "--groups", "a"}, "--all-groups cannot be combined"},
+		{[]string{"discover", "--locator", "http://x"}, "--locator: locator \"http://x\""},
+		{[]string{"discover", "--no-multicast"}, "nothing to do without --locator"},
+		{[]string{"discover", "--timeout", "-1s"}, "must be positive"},
 		{[]string{"inspect", "--pcap", "/nonexistent/x.pcap"}, "opening capture: open /nonexistent/x.pcap"},
 		{[]string{"inspect", "--pcap", notPcap}, "not a pcap or pcapng capture"},
 		{[]string{"daemon", "--log-level", "loud"}, `--log-level "loud": want debug, info, warn or error`},

@@ -1,0 +1,133 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+	"golang.org/x/net/bpf"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/fakelus"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Live capture on a lab host sees a lookup service's announcements and
+// the host's own unicast exchange with it, and --write saves frames that
+// decode to the same records.
+func TestLiveCapture(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
+	sniffer.Attach(lan)
+	ll := lh.Attach(lan)
+	lus, err := fakelus.Start(fakelus.Config{Version: 2, ServiceID: discovery.ServiceID{5}, Groups: []string{"lab"},
+		Namespace: lh.Namespace(), Announce: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lus.Close()
+
+	var pcap bytes.Buffer
+	w := pcapgo.NewWriter(&pcap)
+	if err := w.WriteFileHeader(Snaplen, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var live []Record
+	done := make(chan error, 1)
+	go func() {
+		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, func(r Record) { live = append(live, r) })
+	}()
+	time.Sleep(300 * time.Millisecond) // the capture is open
+
+	var conn net.Conn
+	if err := sniffer.Namespace().Do(func() error {
+		var err error
+		conn, err = net.Dial("tcp", netip.AddrPortFrom(ll.IPv4, 4160).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unicast.Discover(t.Context(), conn, 2); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(name string, rs []Record) {
+		t.Helper()
+		kinds := map[string]int{}
+		for _, r := range rs {
+			if r.Error != "" {
+				t.Errorf("%s: %+v", name, r)
+			}
+			kinds[r.Kind]++
+			if r.Kind == KindMulticastAnnouncement && r.Fields.(*AnnouncementFields).Host != ll.IPv4.String() && r.Source[0] != '[' {
+				t.Errorf("%s: announcement %+v", name, r.Fields)
+			}
+		}
+		if kinds[KindMulticastAnnouncement] == 0 || kinds[KindUnicastRequest] != 1 || kinds[KindUnicastResponse] != 1 {
+			t.Errorf("%s: decoded %v; want announcements and one unicast exchange", name, kinds)
+		}
+	}
+	check("live", live)
+	var saved []Record
+	if err := ReadCapture(&pcap, func(r Record) { saved = append(saved, r) }); err != nil {
+		t.Fatal(err)
+	}
+	check("written capture", saved)
+}
+
+func TestLiveErrors(t *testing.T) {
+	err := Live(t.Context(), LiveConfig{Interface: "no-such-if0"}, func(Record) {})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`interface "no-such-if0"`)) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestCaptureFilter(t *testing.T) {
+	vm, err := bpf.NewVM(tcpUDPFilter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(etherType uint16, protoAt int, proto byte) []byte {
+		b := make([]byte, 60)
+		b[12], b[13] = byte(etherType>>8), byte(etherType)
+		if protoAt > 0 {
+			b[protoAt] = proto
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		pass bool
+	}{
+		{"IPv4 UDP", frame(0x0800, 23, 17), true},
+		{"IPv4 TCP", frame(0x0800, 23, 6), true},
+		{"IPv4 ICMP", frame(0x0800, 23, 1), false},
+		{"IPv6 UDP", frame(0x86DD, 20, 17), true},
+		{"IPv6 TCP", frame(0x86DD, 20, 6), true},
+		{"IPv6 ICMPv6", frame(0x86DD, 20, 58), false},
+		{"ARP", frame(0x0806, 0, 0), false},
+	} {
+		n, err := vm.Run(tc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (n > 0) != tc.pass {
+			t.Errorf("%s: filter kept %d bytes, want pass=%v", tc.name, n, tc.pass)
+		}
+	}
+}
