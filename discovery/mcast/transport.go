@@ -566,3 +566,15 @@ func interfaceGone(err error) bool {
 		errors.Is(err, syscall.ENETDOWN) || errors.Is(err, syscall.ENETUNREACH) ||
 		errors.Is(err, syscall.EADDRNOTAVAIL)
 }
+
+// Zoned returns host ready to dial: an IPv6 link-local address without a
+// zone is only meaningful on the link it was heard on, so it gets the
+// packet's arrival interface as its zone. Other hosts are returned as they
+// are.
+func (p Packet) Zoned(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "" || p.IfName == "" {
+		return host
+	}
+	return a.WithZone(p.IfName).String()
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
+	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/netlab"
@@ -82,6 +83,19 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*Config)) *node {
 		t.Fatal(err)
 	}
 	n.tr = tr
+	// A veth's carrier may come up just after it is attached: wait until
+	// every link is joined in every family, as the test means it to be.
+	fams := 2
+	if cfg.NoIPv4 || cfg.NoIPv6 {
+		fams = 1
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for len(tr.Joined()) < fams*len(h.Links()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s joined only %+v", h.Name, tr.Joined())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		tr.Close()
 		mon.Close()
@@ -318,6 +332,69 @@ func TestEligibility(t *testing.T) {
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%+v) accepted a bad config", bad)
+		}
+	}
+}
+
+// An address change is noticed: what the transport reports for the
+// interface (and so what announcements carry) follows it.
+func TestAddressChangeNoticed(t *testing.T) {
+	lab := netlab.New(t)
+	h := lab.Host("h")
+	link := h.Attach(lab.LAN())
+	n := startNode(t, h, func(c *Config) { c.NoIPv6 = true })
+	newAddr := netip.MustParseAddr("198.18.1.200")
+	link.ReplaceIPv4(newAddr)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		j := n.tr.Joined()
+		if len(j) == 1 && j[0].Addr == newAddr {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("joined %+v, want eth0 with %s", j, newAddr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The configured TTL is what goes on the wire.
+func TestTTL(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	a, b := lab.Host("a"), lab.Host("b")
+	a.Attach(lan)
+	b.Attach(lan)
+	na := startNode(t, a, func(c *Config) { c.NoIPv6 = true; c.TTL = 7 })
+	var pc net.PacketConn
+	if err := b.Namespace().Do(func() error {
+		var err error
+		pc, err = net.ListenPacket("udp4", "0.0.0.0:4160")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	p := ipv4.NewPacketConn(pc)
+	if err := p.JoinGroup(&net.Interface{Index: ifIndex(t, b, "eth0")}, &net.UDPAddr{IP: discovery.AnnouncementGroupV4.AsSlice()}); err != nil {
+		t.Fatal(err)
+	}
+	p.SetControlMessage(ipv4.FlagTTL, true)
+	if err := na.tr.Send(Announcements, same([]byte("ttl?"))); err != nil {
+		t.Fatal(err)
+	}
+	p.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 100)
+	for {
+		n, cm, _, err := p.ReadFrom(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(buf[:n]) == "ttl?" {
+			if cm == nil || cm.TTL != 7 {
+				t.Fatalf("TTL on the wire %+v, want 7", cm)
+			}
+			return
 		}
 	}
 }

@@ -172,7 +172,7 @@ func (l *LUS) onRequest(r discovery.Request, p mcast.Packet) {
 	if r.Version != l.cfg.Version || !r.Wants(l.cfg.ServiceID, l.cfg.Groups) {
 		return
 	}
-	addr := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	addr := net.JoinHostPort(p.Zoned(r.Host), strconv.Itoa(r.Port))
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

@@ -255,7 +255,7 @@ func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 	if f.cfg.Groups != nil && !overlaps(a.Groups, f.cfg.Groups) {
 		return
 	}
-	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
+	addr := net.JoinHostPort(p.Zoned(a.Host), strconv.Itoa(a.Port))
 	f.mu.Lock()
 	seen := f.tried[addr]
 	f.tried[addr] = true

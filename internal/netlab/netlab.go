@@ -22,7 +22,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/jinid/jinid/internal/namespace"
@@ -211,8 +213,10 @@ func (l *Lab) Host(name string) *Host {
 	l.hosts = append(l.hosts, h)
 	l.mu.Unlock()
 	l.ip("-n", h.ns, "link", "set", "lo", "up")
-	// Addresses usable at once: no duplicate address detection.
-	l.nsShell(h.ns, "echo 0 > /proc/sys/net/ipv6/conf/all/accept_dad; echo 0 > /proc/sys/net/ipv6/conf/default/accept_dad")
+	// Addresses usable at once (no duplicate address detection), and a
+	// secondary IPv4 address promoted when the primary goes, as most
+	// distributions set it.
+	l.nsShell(h.ns, "for f in all default; do echo 0 > /proc/sys/net/ipv6/conf/$f/accept_dad; echo 1 > /proc/sys/net/ipv4/conf/$f/promote_secondaries; done")
 	return h
 }
 
@@ -239,7 +243,31 @@ func (h *Host) Attach(lan *LAN) *Link {
 	l.ip("-n", h.ns, "addr", "add", link.IPv6.String()+"/64", "dev", link.Name, "nodad")
 	l.ip("-n", h.ns, "link", "set", link.Name, "up")
 	h.links = append(h.links, link)
+	link.waitOperUp()
 	return link
+}
+
+// waitOperUp returns once the link has carrier, as a plugged-in cable
+// would: a veth's comes a moment after it is set up.
+func (k *Link) waitOperUp() {
+	l := k.Host.lab
+	l.t.Helper()
+	nl, err := k.Host.Namespace().Netlink()
+	if err != nil {
+		l.t.Fatalf("netlab: %v", err)
+	}
+	defer nl.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		link, err := nl.LinkByName(k.Name)
+		if err == nil && link.Attrs().OperState == netlink.OperUp {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("netlab: %s in %s has no carrier after 5 s (%v)", k.Name, k.Host.Name, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // Delete removes the link while the test runs, as unplugging a cable and
@@ -252,8 +280,11 @@ func (k *Link) Delete() {
 // Down sets the link down without deleting it.
 func (k *Link) Down() { k.Host.lab.ip("-n", k.Host.ns, "link", "set", k.Name, "down") }
 
-// Up sets the link up.
-func (k *Link) Up() { k.Host.lab.ip("-n", k.Host.ns, "link", "set", k.Name, "up") }
+// Up sets the link up and waits for its carrier.
+func (k *Link) Up() {
+	k.Host.lab.ip("-n", k.Host.ns, "link", "set", k.Name, "up")
+	k.waitOperUp()
+}
 
 // Links returns the host's links in the order they were attached.
 func (h *Host) Links() []*Link { return h.links }
@@ -268,4 +299,13 @@ func (h *Host) NetnsName() string { return h.ns }
 // Command returns a command that runs inside the host.
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.ns, name}, args...)...)
+}
+
+// ReplaceIPv4 gives the link a new IPv4 address in place of its current
+// one, as a DHCP renewal with a new lease would.
+func (k *Link) ReplaceIPv4(a netip.Addr) {
+	l := k.Host.lab
+	l.ip("-n", k.Host.ns, "addr", "add", a.String()+"/24", "dev", k.Name)
+	l.ip("-n", k.Host.ns, "addr", "del", k.IPv4.String()+"/24", "dev", k.Name)
+	k.IPv4 = a
 }
