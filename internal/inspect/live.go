@@ -24,12 +24,12 @@ const Snaplen = 65535
 // tcpUDPFilter passes only IPv4 and IPv6 frames carrying TCP or UDP, so
 // that the rest of a busy link's traffic never reaches user space.
 var tcpUDPFilter = []bpf.Instruction{
-	bpf.LoadAbsolute{Off: 12, Size: 2},                          // EtherType
+	bpf.LoadAbsolute{Off: 12, Size: 2},                         // EtherType
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x0800, SkipFalse: 2}, // IPv4?
-	bpf.LoadAbsolute{Off: 23, Size: 1},                          // IPv4 protocol
+	bpf.LoadAbsolute{Off: 23, Size: 1},                         // IPv4 protocol
 	bpf.Jump{Skip: 2},
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0x86DD, SkipFalse: 4}, // IPv6?
-	bpf.LoadAbsolute{Off: 20, Size: 1},                          // IPv6 next header
+	bpf.LoadAbsolute{Off: 20, Size: 1},                         // IPv6 next header
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 6, SkipTrue: 1},       // TCP
 	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 17, SkipFalse: 1},     // UDP
 	bpf.RetConstant{Val: Snaplen},
