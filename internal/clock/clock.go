@@ -1,0 +1,113 @@
+// Package clock lets protocol timers run on an injected clock, so tests
+// can run hours of lease time in milliseconds.
+package clock
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Clock tells the time and runs functions later.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc runs f in its own goroutine once d has passed.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a pending AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not happened; it reports whether
+	// it stopped it.
+	Stop() bool
+}
+
+// Real is the system clock.
+type Real struct{}
+
+// Now implements Clock.
+func (Real) Now() time.Time { return time.Now() }
+
+// AfterFunc implements Clock.
+func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// Fake is a clock that moves only when told to.
+type Fake struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	seq    int
+}
+
+type fakeTimer struct {
+	c       *Fake
+	at      time.Time
+	seq     int
+	f       func()
+	stopped bool
+}
+
+// NewFake returns a fake clock at t.
+func NewFake(t time.Time) *Fake { return &Fake{now: t} }
+
+// Now implements Clock.
+func (c *Fake) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// AfterFunc implements Clock.
+func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t := &fakeTimer{c: c, at: c.now.Add(d), seq: c.seq, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+// Advance moves the clock forward by d, running every timer that falls
+// due, in order of time, each to completion before the next (unlike the
+// real clock, so tests see a deterministic order).
+func (c *Fake) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		sort.SliceStable(c.timers, func(i, j int) bool {
+			if !c.timers[i].at.Equal(c.timers[j].at) {
+				return c.timers[i].at.Before(c.timers[j].at)
+			}
+			return c.timers[i].seq < c.timers[j].seq
+		})
+		var next *fakeTimer
+		for len(c.timers) > 0 && c.timers[0].stopped {
+			c.timers = c.timers[1:]
+		}
+		if len(c.timers) > 0 && !c.timers[0].at.After(end) {
+			next = c.timers[0]
+			c.timers = c.timers[1:]
+			next.stopped = true
+			if next.at.After(c.now) {
+				c.now = next.at
+			}
+		} else {
+			c.now = end
+		}
+		c.mu.Unlock()
+		if next == nil {
+			return
+		}
+		next.f()
+	}
+}

@@ -1,0 +1,496 @@
+// Package lease is the lease grantor every jinid service shares: it grants
+// durations by per-kind policy, renews and cancels (one by one and in
+// batches with per-lease results, the LeaseMap semantics), keeps every
+// lease in the store with the resource it covers, and frees the resource
+// promptly when a lease ends, from a heap of expirations.
+package lease
+
+import (
+	"container/heap"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/store"
+)
+
+// The Jini duration constants, in milliseconds.
+const (
+	Any     int64 = -1
+	Forever int64 = math.MaxInt64
+)
+
+// Never is the expiration of a lease granted FOREVER without limit.
+const Never int64 = math.MaxInt64
+
+const bucket = "leases"
+
+// Policy is how a kind of resource is leased, in milliseconds.
+type Policy struct {
+	// Default is granted for ANY.
+	Default int64
+	// Max caps every grant, FOREVER included; Forever here means no cap.
+	Max int64
+}
+
+// Grant computes the duration granted for a request.
+func (p Policy) Grant(requested int64) (int64, error) {
+	switch {
+	case requested == Any:
+		return min(p.Default, p.Max), nil
+	case requested == Forever:
+		return p.Max, nil
+	case requested <= 0:
+		return 0, fault.New(fault.InvalidArgument, "lease duration %d: must be positive, -1 (ANY) or %d (FOREVER)", requested, Forever)
+	}
+	return min(requested, p.Max), nil
+}
+
+// Record is a lease as stored and as its holder sees it.
+type Record struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Resource string `json:"resource"`
+	// Expiration in milliseconds since the epoch; Never for an unlimited
+	// FOREVER lease.
+	Expiration int64 `json:"expiration"`
+}
+
+// Release frees the resource a lease covered, in the transaction that
+// deletes the lease, so the two go together.
+type Release func(tx *store.Tx, resource string) error
+
+type kind struct {
+	policy  Policy
+	release Release
+}
+
+type entry struct {
+	rec   Record
+	index int // in the heap; -1 when not in it
+}
+
+// Grantor grants and tracks leases.
+type Grantor struct {
+	clock clock.Clock
+	store *store.Store
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	kinds  map[string]kind
+	leases map[string]*entry
+	heap   expHeap
+	timer  clock.Timer
+	at     int64 // when timer fires, ms; 0 if none
+	closed bool
+	// expiring serialises expiry runs with Close.
+	expiring sync.WaitGroup
+}
+
+// New returns a grantor on st. Register every kind, then Load.
+func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
+	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]kind{}, leases: map[string]*entry{}}
+}
+
+// Register declares a kind of leased resource.
+func (g *Grantor) Register(k string, p Policy, release Release) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.kinds[k] = kind{policy: p, release: release}
+}
+
+// Load reads the stored leases and, in one transaction, releases those
+// that expired while jinid was down. Call it once, after the services have
+// loaded their resources.
+func (g *Grantor) Load() error {
+	var all []Record
+	err := g.store.View(func(tx *store.Tx) error {
+		return tx.ForEach(bucket, func(_ string, raw []byte) error {
+			var r Record
+			if err := decode(raw, &r); err != nil {
+				return err
+			}
+			all = append(all, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("loading leases: %w", err)
+	}
+	now := g.now()
+	var lapsed []Record
+	g.mu.Lock()
+	for _, r := range all {
+		if r.Expiration <= now {
+			lapsed = append(lapsed, r)
+			continue
+		}
+		g.add(r)
+	}
+	g.mu.Unlock()
+	if len(lapsed) > 0 {
+		if err := g.expire(lapsed); err != nil {
+			return err
+		}
+		g.log.Info("leases that lapsed while jinid was down released", "count", len(lapsed))
+	}
+	g.mu.Lock()
+	g.schedule()
+	g.mu.Unlock()
+	return nil
+}
+
+// Close stops expiring leases and waits for an expiry run in progress.
+func (g *Grantor) Close() {
+	g.mu.Lock()
+	g.closed = true
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	g.mu.Unlock()
+	g.expiring.Wait()
+}
+
+func (g *Grantor) now() int64 { return g.clock.Now().UnixMilli() }
+
+// expirationAfter adds a duration to now, saturating instead of
+// overflowing.
+func expirationAfter(now, d int64) int64 {
+	if d >= Never-now {
+		return Never
+	}
+	return now + d
+}
+
+func (g *Grantor) policy(k string) (kind, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	kd, ok := g.kinds[k]
+	if !ok {
+		return kind{}, fmt.Errorf("lease kind %q was never registered", k)
+	}
+	return kd, nil
+}
+
+// Grant leases a new resource within the owner's transaction: the lease is
+// stored with the resource and tracked once both are on disk.
+func (g *Grantor) Grant(tx *store.Tx, k, resource string, requested int64) (Record, error) {
+	kd, err := g.policy(k)
+	if err != nil {
+		return Record{}, err
+	}
+	d, err := kd.policy.Grant(requested)
+	if err != nil {
+		return Record{}, err
+	}
+	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d)}
+	return r, g.put(tx, r)
+}
+
+// Replace renews a lease within the owner's transaction for a resource
+// being registered again (as a lookup registration of an existing
+// ServiceID is).
+func (g *Grantor) Replace(tx *store.Tx, id string, requested int64) (Record, error) {
+	r, err := g.current(id)
+	if err != nil {
+		return Record{}, err
+	}
+	kd, err := g.policy(r.Kind)
+	if err != nil {
+		return Record{}, err
+	}
+	d, err := kd.policy.Grant(requested)
+	if err != nil {
+		return Record{}, err
+	}
+	r.Expiration = expirationAfter(g.now(), d)
+	return r, g.put(tx, r)
+}
+
+func (g *Grantor) put(tx *store.Tx, r Record) error {
+	if err := tx.Put(bucket, r.ID, r); err != nil {
+		return err
+	}
+	tx.OnCommit(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if e, ok := g.leases[r.ID]; ok {
+			e.rec = r
+			if e.index >= 0 {
+				heap.Fix(&g.heap, e.index)
+			}
+		} else {
+			g.add(r)
+		}
+		g.schedule()
+	})
+	return nil
+}
+
+// add tracks r; call with g.mu held.
+func (g *Grantor) add(r Record) {
+	e := &entry{rec: r, index: -1}
+	g.leases[r.ID] = e
+	heap.Push(&g.heap, e)
+}
+
+// current returns a live lease, or UnknownLease for one that is unknown or
+// has already expired (whether or not its expiry has run yet).
+func (g *Grantor) current(id string) (Record, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e, ok := g.leases[id]
+	if !ok || e.rec.Expiration <= g.now() {
+		return Record{}, fault.New(fault.UnknownLease, "lease %q is unknown or has expired", id)
+	}
+	return e.rec, nil
+}
+
+// Get returns a live lease.
+func (g *Grantor) Get(id string) (Record, error) { return g.current(id) }
+
+// Renew renews one lease for a new duration from now.
+func (g *Grantor) Renew(id string, requested int64) (Record, error) {
+	res := g.RenewAll([]Renewal{{ID: id, Duration: requested}})
+	return res[0].Lease, res[0].Err
+}
+
+// Renewal asks for one lease of a batch to be renewed.
+type Renewal struct {
+	ID       string
+	Duration int64
+}
+
+// Result is one lease's outcome in a batch.
+type Result struct {
+	Lease Record
+	Err   error
+}
+
+// RenewAll renews a batch: each lease that can be renewed is, in one
+// transaction; each that cannot gets its own error, and none stops the
+// others (LeaseMap.renewAll).
+func (g *Grantor) RenewAll(rs []Renewal) []Result {
+	out := make([]Result, len(rs))
+	var ok []int
+	for i, rn := range rs {
+		r, err := g.current(rn.ID)
+		if err == nil {
+			var kd kind
+			if kd, err = g.policy(r.Kind); err == nil {
+				var d int64
+				if d, err = kd.policy.Grant(rn.Duration); err == nil {
+					r.Expiration = expirationAfter(g.now(), d)
+					ok = append(ok, i)
+				}
+			}
+		}
+		out[i] = Result{Lease: r, Err: err}
+	}
+	if len(ok) == 0 {
+		return out
+	}
+	err := g.store.Update(func(tx *store.Tx) error {
+		for _, i := range ok {
+			if err := g.put(tx, out[i].Lease); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for _, i := range ok {
+			out[i] = Result{Err: fmt.Errorf("storing the renewal: %w", err)}
+		}
+	}
+	return out
+}
+
+// Cancel ends a lease now, freeing its resource as expiry would.
+func (g *Grantor) Cancel(id string) error { return g.CancelAll([]string{id})[0] }
+
+// CancelAll cancels a batch, each lease independently
+// (LeaseMap.cancelAll): one error per lease, nil where it was cancelled.
+func (g *Grantor) CancelAll(idList []string) []error {
+	errs := make([]error, len(idList))
+	var recs []Record
+	var at []int
+	for i, id := range idList {
+		r, err := g.current(id)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if slicesContainsID(recs, id) {
+			continue // the same lease twice in one batch
+		}
+		recs = append(recs, r)
+		at = append(at, i)
+	}
+	if len(recs) == 0 {
+		return errs
+	}
+	if err := g.expire(recs); err != nil {
+		for _, i := range at {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+func slicesContainsID(rs []Record, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Drop removes a lease within the owner's transaction, when the owner
+// removes the resource itself (a lookup registration replaced by another
+// of the same ServiceID, say). The owner frees the resource.
+func (g *Grantor) Drop(tx *store.Tx, id string) error {
+	if err := tx.Delete(bucket, id); err != nil {
+		return err
+	}
+	tx.OnCommit(func() { g.forget(id) })
+	return nil
+}
+
+func (g *Grantor) forget(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.leases[id]; ok {
+		if e.index >= 0 {
+			heap.Remove(&g.heap, e.index)
+		}
+		delete(g.leases, id)
+	}
+	g.schedule()
+}
+
+// expire deletes leases and releases their resources in one transaction.
+func (g *Grantor) expire(recs []Record) error {
+	return g.store.Update(func(tx *store.Tx) error {
+		for _, r := range recs {
+			kd, err := g.policy(r.Kind)
+			if err != nil {
+				return err
+			}
+			if err := tx.Delete(bucket, r.ID); err != nil {
+				return err
+			}
+			if err := kd.release(tx, r.Resource); err != nil {
+				return fmt.Errorf("releasing %s %s: %w", r.Kind, r.Resource, err)
+			}
+			id := r.ID
+			tx.OnCommit(func() { g.forget(id) })
+		}
+		return nil
+	})
+}
+
+// schedule sets the timer for the earliest expiration; call with g.mu held.
+func (g *Grantor) schedule() {
+	if g.closed {
+		return
+	}
+	if len(g.heap) == 0 {
+		if g.timer != nil {
+			g.timer.Stop()
+			g.timer, g.at = nil, 0
+		}
+		return
+	}
+	next := g.heap[0].rec.Expiration
+	if next == Never || (g.timer != nil && g.at == next) {
+		return
+	}
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	wait := time.Duration(max(next-g.now(), 0)) * time.Millisecond
+	g.at = next
+	g.timer = g.clock.AfterFunc(wait, g.fire)
+}
+
+// fire expires every lease that is due.
+func (g *Grantor) fire() {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return
+	}
+	g.expiring.Add(1)
+	defer g.expiring.Done()
+	g.timer, g.at = nil, 0
+	now := g.now()
+	var due []Record
+	for len(g.heap) > 0 && g.heap[0].rec.Expiration <= now {
+		e := heap.Pop(&g.heap).(*entry)
+		due = append(due, e.rec)
+	}
+	g.mu.Unlock()
+	if len(due) > 0 {
+		if err := g.expire(due); err != nil {
+			// Put them back to try again shortly, rather than lose them.
+			g.log.Error("expiring leases failed; retrying", "count", len(due), "err", err)
+			g.mu.Lock()
+			for _, r := range due {
+				if e, ok := g.leases[r.ID]; ok && e.index < 0 {
+					heap.Push(&g.heap, e)
+				}
+			}
+			g.mu.Unlock()
+			g.clock.AfterFunc(time.Second, g.fire)
+			return
+		}
+	}
+	g.mu.Lock()
+	g.schedule()
+	g.mu.Unlock()
+}
+
+// Count is how many leases are live, for status and tests.
+func (g *Grantor) Count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.leases)
+}
+
+// expHeap orders entries by expiration.
+type expHeap []*entry
+
+func (h expHeap) Len() int           { return len(h) }
+func (h expHeap) Less(i, j int) bool { return h[i].rec.Expiration < h[j].rec.Expiration }
+func (h expHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *expHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *expHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	e.index = -1
+	*h = old[:len(old)-1]
+	return e
+}
+
+func decode(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decoding a stored lease: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package lease
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/store"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// fixture is a grantor with one kind, "thing", whose resources are names
+// in a bucket.
+type fixture struct {
+	t        *testing.T
+	dir      string
+	st       *store.Store
+	clk      *clock.Fake
+	g        *Grantor
+	mu       sync.Mutex
+	released []string
+}
+
+const (
+	minute = int64(60_000)
+	hour   = 60 * minute
+)
+
+func newFixture(t *testing.T, dir string, clk *clock.Fake) *fixture {
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, dir: dir, st: st, clk: clk}
+	f.g = New(st, clk, slog.New(slog.DiscardHandler))
+	f.g.Register("thing", Policy{Default: 5 * minute, Max: hour}, func(tx *store.Tx, res string) error {
+		tx.OnCommit(func() {
+			f.mu.Lock()
+			f.released = append(f.released, res)
+			f.mu.Unlock()
+		})
+		return tx.Delete("things", res)
+	})
+	f.g.Register("forever", Policy{Default: hour, Max: Forever}, func(*store.Tx, string) error { return nil })
+	if err := f.g.Load(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.g.Close(); st.Close() })
+	return f
+}
+
+func (f *fixture) grant(kind, res string, d int64) (Record, error) {
+	var r Record
+	err := f.st.Update(func(tx *store.Tx) error {
+		if err := tx.Put("things", res, true); err != nil {
+			return err
+		}
+		var err error
+		r, err = f.g.Grant(tx, kind, res, d)
+		return err
+	})
+	return r, err
+}
+
+func (f *fixture) releasedList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.released...)
+}
+
+func TestGrantDurations(t *testing.T) {
+	f := newFixture(t, t.TempDir(), clock.NewFake(t0))
+	now := t0.UnixMilli()
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		requested int64
+		want      int64 // expiration; 0: InvalidArgument
+	}{
+		{"less than the maximum", "thing", 30_000, now + 30_000},
+		{"more than the maximum is cut", "thing", 2 * hour, now + hour},
+		{"ANY gets the default", "thing", Any, now + 5*minute},
+		{"FOREVER is capped", "thing", Forever, now + hour},
+		{"FOREVER without a cap never expires", "forever", Forever, Never},
+		{"huge duration saturates", "forever", Forever - 1, Never},
+		{"zero is invalid", "thing", 0, 0},
+		{"negative other than ANY is invalid", "thing", -2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := f.grant(tc.kind, tc.name, tc.requested)
+			if tc.want == 0 {
+				if !fault.Is(err, fault.InvalidArgument) {
+					t.Fatalf("error %v, want InvalidArgument", err)
+				}
+				return
+			}
+			if err != nil || r.Expiration != tc.want {
+				t.Fatalf("expiration %d (%v), want %d", r.Expiration, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenewCancelExpire(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := newFixture(t, t.TempDir(), clk)
+	a, _ := f.grant("thing", "a", minute)
+	b, _ := f.grant("thing", "b", 2*minute)
+
+	clk.Advance(30 * time.Second)
+	r, err := f.g.Renew(a.ID, minute) // a new duration from now, not added
+	if err != nil || r.Expiration != t0.UnixMilli()+90_000 {
+		t.Fatalf("renew: %+v %v", r, err)
+	}
+	if _, err := f.g.Renew(a.ID, 0); !fault.Is(err, fault.InvalidArgument) {
+		t.Fatalf("renew with 0: %v", err)
+	}
+	if got, _ := f.g.Get(a.ID); got.Expiration != r.Expiration {
+		t.Fatal("a failed renewal must leave the lease as it was")
+	}
+	if _, err := f.g.Renew("nope", minute); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("renew unknown: %v", err)
+	}
+
+	clk.Advance(61 * time.Second) // t0+91s: a (t0+90s) expired, b (t0+120s) not
+	if got := f.releasedList(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("released %v, want [a]", got)
+	}
+	if _, err := f.g.Renew(a.ID, minute); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("renewing an expired lease: %v", err)
+	}
+	if err := f.g.Cancel(b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Cancel(b.ID); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("cancelling twice: %v", err)
+	}
+	if got := f.releasedList(); len(got) != 2 || got[1] != "b" {
+		t.Fatalf("released %v, want [a b]", got)
+	}
+	clk.Advance(time.Hour)
+	if len(f.releasedList()) != 2 || f.g.Count() != 0 {
+		t.Fatalf("released %v, %d leases left", f.releasedList(), f.g.Count())
+	}
+	var exists bool
+	f.st.View(func(tx *store.Tx) error { exists, _ = tx.Get("things", "a", new(bool)); return nil })
+	if exists {
+		t.Fatal("expiry did not free the resource in the store")
+	}
+}
+
+func TestBatches(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := newFixture(t, t.TempDir(), clk)
+	a, _ := f.grant("thing", "a", minute)
+	b, _ := f.grant("thing", "b", minute)
+	res := f.g.RenewAll([]Renewal{{a.ID, 10 * minute}, {"unknown", minute}, {b.ID, -5}})
+	if res[0].Err != nil || res[0].Lease.Expiration != t0.UnixMilli()+10*minute {
+		t.Errorf("a: %+v", res[0])
+	}
+	if !fault.Is(res[1].Err, fault.UnknownLease) || !fault.Is(res[2].Err, fault.InvalidArgument) {
+		t.Errorf("failures: %v, %v", res[1].Err, res[2].Err)
+	}
+	if got, _ := f.g.Get(b.ID); got.Expiration != b.Expiration {
+		t.Error("b's failed renewal changed it")
+	}
+	errs := f.g.CancelAll([]string{b.ID, "unknown", b.ID})
+	if errs[0] != nil || !fault.Is(errs[1], fault.UnknownLease) {
+		t.Errorf("cancelAll: %v", errs)
+	}
+	if _, err := f.g.Get(a.ID); err != nil {
+		t.Error("a was not in the cancel batch")
+	}
+}
+
+// Leases survive a restart; those that lapsed while down are released at
+// start.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	f := newFixture(t, dir, clk)
+	short, _ := f.grant("thing", "short", minute)
+	long, _ := f.grant("thing", "long", hour)
+	f.g.Close()
+	f.st.Close()
+
+	clk.Advance(2 * time.Minute) // down for two minutes
+	f2 := newFixture(t, dir, clk)
+	if got := f2.releasedList(); len(got) != 1 || got[0] != "short" {
+		t.Fatalf("released at start %v, want [short]", got)
+	}
+	if _, err := f2.g.Get(short.ID); !fault.Is(err, fault.UnknownLease) {
+		t.Fatal("lapsed lease still known")
+	}
+	if got, err := f2.g.Get(long.ID); err != nil || got.Expiration != long.Expiration {
+		t.Fatalf("long lease after restart: %+v %v", got, err)
+	}
+	clk.Advance(time.Hour)
+	if got := f2.releasedList(); len(got) != 2 {
+		t.Fatalf("released %v after the long lease's end", got)
+	}
+}
