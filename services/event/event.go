@@ -1,0 +1,276 @@
+// Package event delivers remote events to listeners over HTTP (API.md,
+// "Remote events"): each listener has its own ordered queue and worker, so
+// a slow, failing or dead listener delays only its own events. Indefinite
+// failures (5xx, timeouts, refused connections) are retried with capped
+// exponential backoff until the lease covering the registration ends;
+// definite failures and UnknownEvent are reported to the service that sent
+// the event, which applies its own specification's rule.
+package event
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+)
+
+// Source names what an event is about: a service and one of its
+// registrations.
+type Source struct {
+	Service string `json:"service"`
+	ID      string `json:"id"`
+}
+
+// Event is a remote event. Fields holds the type-specific fields, written
+// beside the common ones.
+type Event struct {
+	Source   Source
+	EventID  int64
+	SeqNum   int64
+	Handback []byte
+	Type     string
+	Fields   map[string]any
+}
+
+// MarshalJSON writes the event as API.md shows it.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(e.Fields)+5)
+	for k, v := range e.Fields {
+		m[k] = v
+	}
+	m["source"] = e.Source
+	m["eventID"] = e.EventID
+	m["seqNum"] = e.SeqNum
+	m["type"] = e.Type
+	if e.Handback == nil {
+		m["handback"] = nil
+	} else {
+		m["handback"] = e.Handback // []byte: base64
+	}
+	return json.Marshal(m)
+}
+
+// Outcome is how a delivery ended.
+type Outcome int
+
+const (
+	// Delivered: the listener answered 2xx.
+	Delivered Outcome = iota
+	// UnknownEvent: the listener answered 410 UnknownEvent.
+	UnknownEvent
+	// Definite: a failure retrying cannot mend (404, 400, other 4xx).
+	Definite
+	// GaveUp: the covering lease ended (or the dispatcher closed) while
+	// the listener kept failing indefinitely.
+	GaveUp
+)
+
+func (o Outcome) String() string {
+	return [...]string{"delivered", "unknown event", "definite failure", "gave up"}[o]
+}
+
+// Delivery is one event for one listener.
+type Delivery struct {
+	Listener string // URL
+	Event    Event
+	// Until: retry indefinite failures up to this time (the end of the
+	// covering lease).
+	Until time.Time
+	// Done, if set, hears the outcome once, from the listener's worker.
+	Done func(Outcome, error)
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	Client *http.Client // default: 10 s timeout
+	Clock  clock.Clock  // default: real
+	Logger *slog.Logger
+	// Backoff after the first indefinite failure (default 100 ms),
+	// doubling up to MaxBackoff (default 30 s).
+	Backoff, MaxBackoff time.Duration
+}
+
+// Dispatcher delivers events.
+type Dispatcher struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	queues map[string]*queue
+}
+
+type queue struct {
+	pending []Delivery
+	running bool
+}
+
+// New returns a running dispatcher; Close stops it.
+func New(cfg Config) *Dispatcher {
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Dispatcher{cfg: cfg, ctx: ctx, cancel: cancel, queues: map[string]*queue{}}
+}
+
+// Send queues a delivery behind the listener's earlier ones.
+func (d *Dispatcher) Send(del Delivery) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx.Err() != nil {
+		return
+	}
+	q := d.queues[del.Listener]
+	if q == nil {
+		q = &queue{}
+		d.queues[del.Listener] = q
+	}
+	q.pending = append(q.pending, del)
+	if !q.running {
+		q.running = true
+		d.wg.Add(1)
+		go d.work(del.Listener, q)
+	}
+}
+
+// Pending reports how many deliveries are queued, for status and tests.
+func (d *Dispatcher) Pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, q := range d.queues {
+		n += len(q.pending)
+	}
+	return n
+}
+
+// Close stops delivering and waits for the workers; undelivered events
+// are dropped (their outcome: GaveUp).
+func (d *Dispatcher) Close() {
+	d.cancel()
+	d.wg.Wait()
+}
+
+// work delivers a listener's queue in order until it is empty.
+func (d *Dispatcher) work(url string, q *queue) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		if len(q.pending) == 0 || d.ctx.Err() != nil {
+			for _, del := range q.pending {
+				if del.Done != nil {
+					defer del.Done(GaveUp, d.ctx.Err())
+				}
+			}
+			q.pending = nil
+			q.running = false
+			delete(d.queues, url)
+			d.mu.Unlock()
+			return
+		}
+		del := q.pending[0]
+		d.mu.Unlock()
+
+		out, err := d.deliver(del)
+		d.mu.Lock()
+		q.pending = q.pending[1:]
+		d.mu.Unlock()
+		if out != Delivered {
+			d.cfg.Logger.Debug("event not delivered", "listener", url, "type", del.Event.Type, "seq", del.Event.SeqNum, "outcome", out, "err", err)
+		}
+		if del.Done != nil {
+			del.Done(out, err)
+		}
+	}
+}
+
+// deliver posts one event, retrying indefinite failures.
+func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
+	body, err := json.Marshal(del.Event)
+	if err != nil {
+		return Definite, fmt.Errorf("encoding event: %w", err)
+	}
+	backoff := d.cfg.Backoff
+	for {
+		out, retry, err := d.post(del.Listener, body)
+		if !retry {
+			return out, err
+		}
+		if !d.cfg.Clock.Now().Add(backoff).Before(del.Until) {
+			return GaveUp, fmt.Errorf("lease ended while the listener kept failing: %w", err)
+		}
+		if !d.sleep(backoff) {
+			return GaveUp, d.ctx.Err()
+		}
+		backoff = min(2*backoff, d.cfg.MaxBackoff)
+	}
+}
+
+func (d *Dispatcher) sleep(t time.Duration) bool {
+	done := make(chan struct{})
+	timer := d.cfg.Clock.AfterFunc(t, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-d.ctx.Done():
+		timer.Stop()
+		return false
+	}
+}
+
+// post makes one attempt and classifies its result.
+func (d *Dispatcher) post(url string, body []byte) (out Outcome, retry bool, err error) {
+	req, err := http.NewRequestWithContext(d.ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return Definite, false, fmt.Errorf("listener URL %q: %w", url, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		return GaveUp, d.ctx.Err() == nil, err // refused, timeout, reset: indefinite
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch {
+	case resp.StatusCode/100 == 2:
+		return Delivered, false, nil
+	case resp.StatusCode == http.StatusGone && codeOf(reply) == "UnknownEvent":
+		return UnknownEvent, false, errors.New("listener answered UnknownEvent")
+	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
+		return GaveUp, true, fmt.Errorf("listener answered %s", resp.Status)
+	default:
+		return Definite, false, fmt.Errorf("listener answered %s", resp.Status)
+	}
+}
+
+func codeOf(reply []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(reply, &e)
+	return e.Error.Code
+}

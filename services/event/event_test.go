@@ -1,0 +1,144 @@
+package event
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type recorder struct {
+	mu   sync.Mutex
+	seqs []int64
+}
+
+func (r *recorder) add(req *http.Request) {
+	var ev map[string]any
+	json.NewDecoder(req.Body).Decode(&ev)
+	r.mu.Lock()
+	r.seqs = append(r.seqs, int64(ev["seqNum"].(float64)))
+	r.mu.Unlock()
+}
+
+func (r *recorder) got() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int64(nil), r.seqs...)
+}
+
+func ev(seq int64) Event {
+	return Event{Source: Source{"test", "r1"}, EventID: 7, SeqNum: seq, Type: "TestEvent", Fields: map[string]any{"x": seq}}
+}
+
+func TestEventJSON(t *testing.T) {
+	b, _ := json.Marshal(Event{Source: Source{"lds", "abc"}, EventID: 12, SeqNum: 7, Handback: []byte{1, 2}, Type: "RemoteDiscoveryEvent", Fields: map[string]any{"discarded": false}})
+	want := `{"discarded":false,"eventID":12,"handback":"AQI=","seqNum":7,"source":{"service":"lds","id":"abc"},"type":"RemoteDiscoveryEvent"}`
+	if string(b) != want {
+		t.Fatalf("got %s\nwant %s", b, want)
+	}
+}
+
+// A listener that fails with 500 and then recovers gets every event, in
+// order.
+func TestRetryThenRecover(t *testing.T) {
+	var rec recorder
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 3 {
+			http.Error(w, "busy", http.StatusInternalServerError)
+			return
+		}
+		rec.add(r)
+	}))
+	defer srv.Close()
+	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	defer d.Close()
+	outcomes := make(chan Outcome, 10)
+	for i := int64(1); i <= 5; i++ {
+		d.Send(Delivery{Listener: srv.URL, Event: ev(i), Until: time.Now().Add(time.Minute), Done: func(o Outcome, _ error) { outcomes <- o }})
+	}
+	for range 5 {
+		if o := <-outcomes; o != Delivered {
+			t.Fatalf("outcome %v", o)
+		}
+	}
+	if got := rec.got(); len(got) != 5 || got[0] != 1 || got[4] != 5 {
+		t.Fatalf("delivered %v, want 1..5 in order", got)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/unknown", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusGone)
+		w.Write([]byte(`{"error":{"code":"UnknownEvent","message":"no"}}`))
+	})
+	mux.HandleFunc("/gone", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
+	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	d := New(Config{Backoff: 5 * time.Millisecond})
+	defer d.Close()
+	for _, tc := range []struct {
+		path  string
+		until time.Duration
+		want  Outcome
+	}{
+		{"/unknown", time.Minute, UnknownEvent},
+		{"/gone", time.Minute, Definite},
+		{"/down", 50 * time.Millisecond, GaveUp},
+	} {
+		done := make(chan Outcome, 1)
+		d.Send(Delivery{Listener: srv.URL + tc.path, Event: ev(1), Until: time.Now().Add(tc.until), Done: func(o Outcome, _ error) { done <- o }})
+		if got := <-done; got != tc.want {
+			t.Errorf("%s: outcome %v, want %v", tc.path, got, tc.want)
+		}
+	}
+	done := make(chan Outcome, 1)
+	d.Send(Delivery{Listener: "http://127.0.0.1:1/refused", Event: ev(1), Until: time.Now().Add(50 * time.Millisecond), Done: func(o Outcome, _ error) { done <- o }})
+	if got := <-done; got != GaveUp {
+		t.Errorf("refused connection: %v, want GaveUp after retrying", got)
+	}
+}
+
+// A listener that hangs does not delay another.
+func TestHungListenerDelaysNoOne(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hung.Close()
+	defer close(release)
+	var rec recorder
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rec.add(r) }))
+	defer fast.Close()
+
+	d := New(Config{Client: &http.Client{Timeout: 30 * time.Second}})
+	defer d.Close()
+	start := time.Now()
+	for i := int64(1); i <= 20; i++ {
+		d.Send(Delivery{Listener: hung.URL, Event: ev(i), Until: time.Now().Add(time.Minute)})
+		d.Send(Delivery{Listener: fast.URL, Event: ev(i), Until: time.Now().Add(time.Minute)})
+	}
+	for len(rec.got()) < 20 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("fast listener got %d of 20 events while another hangs", len(rec.got()))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	t.Logf("fast listener got all 20 events in %v while the other hung", took)
+	if took > 2*time.Second {
+		t.Fatalf("fast listener delayed %v by the hung one", took)
+	}
+}
