@@ -384,6 +384,14 @@ func (g *Grantor) expire(recs []Record) error {
 			if err != nil {
 				return err
 			}
+			var cur Record
+			if ok, err := tx.Get(bucket, r.ID, &cur); err != nil || !ok {
+				// Dropped meanwhile (its resource registered again):
+				// nothing of it to release.
+				id := r.ID
+				tx.OnCommit(func() { g.forget(id) })
+				continue
+			}
 			if err := tx.Delete(bucket, r.ID); err != nil {
 				return err
 			}

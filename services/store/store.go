@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +32,9 @@ var ErrNewerSchema = errors.New("store written by a newer jinid")
 type Store struct {
 	db   *bolt.DB
 	path string
+	// wmu serialises writers across the transaction and its on-commit
+	// hooks, so in-memory state follows the store in commit order.
+	wmu sync.Mutex
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -94,8 +98,11 @@ type Tx struct {
 func (t *Tx) OnCommit(f func()) { t.onCommit = append(t.onCommit, f) }
 
 // Update runs fn in a read-write transaction and commits it to disk. If fn
-// fails nothing is written.
+// fails nothing is written. Writers run one at a time, hooks included:
+// never call Update while holding a lock that a hook takes.
 func (s *Store) Update(fn func(*Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	t := &Tx{}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t.tx = tx

@@ -1,0 +1,172 @@
+// Package lookup is jinid's lookup service registrar: leased service
+// registrations with ServiceID assignment, template lookup by the Jini
+// matching rules, attribute changes, and notify registrations that receive
+// the three transition events, all kept in the store.
+package lookup
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+
+	"github.com/jinid/jinid/services/fault"
+)
+
+// Attribute is an entry: a type, the types it extends, and fields. A
+// field that is null (or absent) in a template matches anything.
+type Attribute struct {
+	Type       string         `json:"type"`
+	Supertypes []string       `json:"supertypes,omitempty"`
+	Fields     map[string]any `json:"fields"`
+}
+
+// Item is a registered service.
+type Item struct {
+	ServiceID  string          `json:"serviceID"`
+	Types      []string        `json:"types"`
+	Attributes []Attribute     `json:"attributes"`
+	Endpoint   string          `json:"endpoint,omitempty"`
+	Service    json.RawMessage `json:"service,omitempty"`
+}
+
+// Template selects items: every non-empty part must match.
+type Template struct {
+	ServiceID  string      `json:"serviceID,omitempty"`
+	Types      []string    `json:"types,omitempty"`
+	Attributes []Attribute `json:"attributes,omitempty"`
+}
+
+// Matches applies the Jini matching rules: the ServiceID, if given, is
+// the item's; every template type is among the item's types; and each
+// attribute template matches at least one of the item's attributes.
+func (t *Template) Matches(it *Item) bool {
+	if it == nil {
+		return false
+	}
+	if t.ServiceID != "" && t.ServiceID != it.ServiceID {
+		return false
+	}
+	for _, ty := range t.Types {
+		if !slices.Contains(it.Types, ty) {
+			return false
+		}
+	}
+	for i := range t.Attributes {
+		if !slices.ContainsFunc(it.Attributes, t.Attributes[i].matches) {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reports whether entry a matches template tmpl: a is of tmpl's
+// type or extends it, and every non-null template field equals a's.
+func (tmpl Attribute) matches(a Attribute) bool {
+	if a.Type != tmpl.Type && !slices.Contains(a.Supertypes, tmpl.Type) {
+		return false
+	}
+	for name, want := range tmpl.Fields {
+		if want == nil {
+			continue
+		}
+		got, ok := a.Fields[name]
+		if !ok || !reflect.DeepEqual(normalize(got), normalize(want)) {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize makes JSON values comparable whatever decoded them: numbers
+// as float64.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = normalize(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = normalize(e)
+		}
+		return s
+	}
+	return v
+}
+
+// equalAttr reports whether two entries are the same (for eliminating
+// duplicates, as the Jini registrar does).
+func equalAttr(a, b Attribute) bool {
+	return a.Type == b.Type && slices.Equal(a.Supertypes, b.Supertypes) && reflect.DeepEqual(normalize(a.Fields), normalize(b.Fields))
+}
+
+// dedupe drops entries equal to an earlier one.
+func dedupe(as []Attribute) []Attribute {
+	var out []Attribute
+	for _, a := range as {
+		if !slices.ContainsFunc(out, func(b Attribute) bool { return equalAttr(a, b) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func validateAttrs(what string, as []Attribute) error {
+	for i, a := range as {
+		if a.Type == "" {
+			return fault.New(fault.NullArgument, "%s %d has no type", what, i)
+		}
+	}
+	return nil
+}
+
+// modify applies ServiceRegistration.modifyAttributes: every attribute of
+// the item that matches templates[i] gets the non-null fields of
+// changes[i], or is deleted where changes[i] is null.
+func modify(attrs []Attribute, templates []Attribute, changes []*Attribute) ([]Attribute, error) {
+	if len(templates) != len(changes) {
+		return nil, fault.New(fault.InvalidArgument, "%d attribute templates but %d changes", len(templates), len(changes))
+	}
+	for i, c := range changes {
+		if c != nil && c.Type != templates[i].Type {
+			return nil, fault.New(fault.InvalidArgument, "change %d is of type %q, its template of %q", i, c.Type, templates[i].Type)
+		}
+	}
+	out := make([]Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		keep := true
+		for i, tmpl := range templates {
+			if !tmpl.matches(a) {
+				continue
+			}
+			if changes[i] == nil {
+				keep = false
+				break
+			}
+			fields := make(map[string]any, len(a.Fields))
+			for k, v := range a.Fields {
+				fields[k] = v
+			}
+			for k, v := range changes[i].Fields {
+				if v != nil {
+					fields[k] = v
+				}
+			}
+			a.Fields = fields
+		}
+		if keep {
+			out = append(out, a)
+		}
+	}
+	return dedupe(out), nil
+}

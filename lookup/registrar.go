@@ -1,0 +1,588 @@
+package lookup
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Sender delivers events; *event.Dispatcher is one.
+type Sender interface {
+	Send(event.Delivery)
+}
+
+// Lease kinds and store buckets.
+const (
+	ItemLease   = "lookup.item"
+	NotifyLease = "lookup.notify"
+
+	itemsBucket  = "lookup.items"
+	notifyBucket = "lookup.notify"
+	metaBucket   = "lookup.meta"
+)
+
+// Transitions, by their names in the API.
+const (
+	MatchNoMatch = "MATCH_NOMATCH"
+	NoMatchMatch = "NOMATCH_MATCH"
+	MatchMatch   = "MATCH_MATCH"
+)
+
+// Default lease policies, in milliseconds: the Java registrar's five
+// minutes for service leases, half an hour for event leases.
+var (
+	DefaultItemPolicy   = lease.Policy{Default: 5 * 60_000, Max: 60 * 60_000}
+	DefaultNotifyPolicy = lease.Policy{Default: 30 * 60_000, Max: 60 * 60_000}
+)
+
+type storedItem struct {
+	Item  Item   `json:"item"`
+	Lease string `json:"lease"`
+}
+
+type storedNotify struct {
+	ID          string   `json:"id"`
+	EventID     int64    `json:"eventID"`
+	Seq         int64    `json:"seq"`
+	Template    Template `json:"template"`
+	Transitions []string `json:"transitions"`
+	Listener    string   `json:"listener"`
+	Handback    []byte   `json:"handback"`
+	Lease       string   `json:"lease"`
+}
+
+// Meta is the lookup service's own state.
+type Meta struct {
+	ServiceID   discovery.ServiceID `json:"serviceID"`
+	Groups      []string            `json:"groups"`
+	Locators    []string            `json:"locators"`
+	NextEventID int64               `json:"nextEventID"`
+}
+
+// Config gives the registrar its dependencies.
+type Config struct {
+	Store        *store.Store
+	Grantor      *lease.Grantor
+	Dispatcher   Sender
+	Logger       *slog.Logger
+	ItemPolicy   lease.Policy
+	NotifyPolicy lease.Policy
+}
+
+// Registrar is the lookup service's state and operations.
+type Registrar struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.RWMutex
+	items    map[string]*storedItem
+	notifies map[string]*storedNotify
+	meta     Meta
+}
+
+// New loads the registrar from the store and registers its lease kinds.
+// Call the grantor's Load afterwards.
+func New(cfg Config) (*Registrar, error) {
+	if cfg.ItemPolicy == (lease.Policy{}) {
+		cfg.ItemPolicy = DefaultItemPolicy
+	}
+	if cfg.NotifyPolicy == (lease.Policy{}) {
+		cfg.NotifyPolicy = DefaultNotifyPolicy
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{}}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	cfg.Grantor.Register(ItemLease, cfg.ItemPolicy, r.releaseItem)
+	cfg.Grantor.Register(NotifyLease, cfg.NotifyPolicy, r.releaseNotify)
+	return r, nil
+}
+
+func (r *Registrar) load() error {
+	err := r.cfg.Store.View(func(tx *store.Tx) error {
+		if err := tx.ForEach(itemsBucket, func(k string, raw []byte) error {
+			var si storedItem
+			if err := json.Unmarshal(raw, &si); err != nil {
+				return fmt.Errorf("item %s: %w", k, err)
+			}
+			r.items[k] = &si
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.ForEach(notifyBucket, func(k string, raw []byte) error {
+			var n storedNotify
+			if err := json.Unmarshal(raw, &n); err != nil {
+				return fmt.Errorf("notify registration %s: %w", k, err)
+			}
+			r.notifies[k] = &n
+			return nil
+		}); err != nil {
+			return err
+		}
+		_, err := tx.Get(metaBucket, "meta", &r.meta)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("loading the lookup service: %w", err)
+	}
+	if r.meta.ServiceID.IsZero() {
+		// First start: the lookup service's own identity, kept forever.
+		id, err := discovery.RandomServiceID(rand.Reader)
+		if err != nil {
+			return err
+		}
+		r.meta = Meta{ServiceID: id, Groups: []string{""}, Locators: []string{}, NextEventID: 1}
+		if err := r.cfg.Store.Update(func(tx *store.Tx) error { return tx.Put(metaBucket, "meta", r.meta) }); err != nil {
+			return fmt.Errorf("storing the lookup service's identity: %w", err)
+		}
+	}
+	return nil
+}
+
+// Meta returns the lookup service's identity, groups and locators.
+func (r *Registrar) Meta() Meta {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	m := r.meta
+	m.Groups = slices.Clone(m.Groups)
+	m.Locators = slices.Clone(m.Locators)
+	return m
+}
+
+// SetGroups replaces the member groups.
+func (r *Registrar) SetGroups(groups []string) error {
+	if groups == nil {
+		return fault.New(fault.NullArgument, "groups is required (an empty list means no groups)")
+	}
+	return r.setMeta(func(m *Meta) { m.Groups = slices.Compact(slices.Sorted(slices.Values(groups))) })
+}
+
+// SetLocators replaces the locators the lookup service joins.
+func (r *Registrar) SetLocators(locs []string) error {
+	if locs == nil {
+		return fault.New(fault.NullArgument, "locators is required (an empty list means none)")
+	}
+	for _, l := range locs {
+		if _, err := unicast.ParseLocator(l); err != nil {
+			return fault.New(fault.InvalidArgument, "%v", err)
+		}
+	}
+	return r.setMeta(func(m *Meta) { m.Locators = slices.Clone(locs) })
+}
+
+func (r *Registrar) setMeta(change func(*Meta)) error {
+	return r.cfg.Store.Update(func(tx *store.Tx) error {
+		m := r.Meta()
+		change(&m)
+		if err := tx.Put(metaBucket, "meta", m); err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			r.mu.Lock()
+			r.meta = m
+			r.mu.Unlock()
+		})
+		return nil
+	})
+}
+
+// Registration is what Register returns.
+type Registration struct {
+	ServiceID string       `json:"serviceID"`
+	Lease     lease.Record `json:"-"`
+}
+
+// Register registers an item for a leased time: a new ServiceID if it has
+// none, and a registration of an existing ServiceID replaces that item.
+func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
+	if it.ServiceID == "" {
+		id, err := discovery.RandomServiceID(rand.Reader)
+		if err != nil {
+			return Registration{}, err
+		}
+		it.ServiceID = id.String()
+	} else if id, err := discovery.ParseServiceID(it.ServiceID); err != nil {
+		return Registration{}, fault.New(fault.InvalidArgument, "%v", err)
+	} else {
+		it.ServiceID = id.String()
+	}
+	if err := validateItem(&it); err != nil {
+		return Registration{}, err
+	}
+	var reg Registration
+	err := r.cfg.Store.Update(func(tx *store.Tx) error {
+		r.mu.RLock()
+		old := r.items[it.ServiceID]
+		r.mu.RUnlock()
+		if old != nil {
+			if err := r.cfg.Grantor.Drop(tx, old.Lease); err != nil {
+				return err
+			}
+		}
+		rec, err := r.cfg.Grantor.Grant(tx, ItemLease, it.ServiceID, duration)
+		if err != nil {
+			return err
+		}
+		si := &storedItem{Item: it, Lease: rec.ID}
+		if err := tx.Put(itemsBucket, it.ServiceID, si); err != nil {
+			return err
+		}
+		var before *Item
+		if old != nil {
+			before = &old.Item
+		}
+		send, err := r.transitions(tx, before, &si.Item)
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			r.mu.Lock()
+			r.items[it.ServiceID] = si
+			r.mu.Unlock()
+			send()
+		})
+		reg = Registration{ServiceID: it.ServiceID, Lease: rec}
+		return nil
+	})
+	return reg, err
+}
+
+func validateItem(it *Item) error {
+	for i, t := range it.Types {
+		if t == "" {
+			return fault.New(fault.NullArgument, "type %d is empty", i)
+		}
+	}
+	if err := validateAttrs("attribute", it.Attributes); err != nil {
+		return err
+	}
+	it.Attributes = dedupe(it.Attributes)
+	if it.Types == nil {
+		it.Types = []string{}
+	}
+	if it.Attributes == nil {
+		it.Attributes = []Attribute{}
+	}
+	return nil
+}
+
+// AttributeChange is one of the three ways to change a registration's
+// attributes.
+type AttributeChange struct {
+	Add    []Attribute `json:"add,omitempty"`
+	Modify *struct {
+		Templates []Attribute  `json:"templates"`
+		Changes   []*Attribute `json:"changes"`
+	} `json:"modify,omitempty"`
+	Set []Attribute `json:"set,omitempty"`
+}
+
+// ChangeAttributes adds, modifies or sets the attributes of a live
+// registration.
+func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange) error {
+	n := 0
+	for _, set := range []bool{c.Add != nil, c.Modify != nil, c.Set != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fault.New(fault.InvalidArgument, "give exactly one of add, modify and set")
+	}
+	return r.cfg.Store.Update(func(tx *store.Tx) error {
+		r.mu.RLock()
+		old := r.items[serviceID]
+		r.mu.RUnlock()
+		if old == nil {
+			return fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
+		}
+		if _, err := r.cfg.Grantor.Get(old.Lease); err != nil {
+			return err
+		}
+		it := old.Item
+		var err error
+		switch {
+		case c.Add != nil:
+			if err = validateAttrs("attribute", c.Add); err == nil {
+				it.Attributes = dedupe(append(slices.Clone(it.Attributes), c.Add...))
+			}
+		case c.Set != nil:
+			if err = validateAttrs("attribute", c.Set); err == nil {
+				it.Attributes = dedupe(c.Set)
+			}
+		default:
+			if err = validateAttrs("template", c.Modify.Templates); err == nil {
+				it.Attributes, err = modify(it.Attributes, c.Modify.Templates, c.Modify.Changes)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if it.Attributes == nil {
+			it.Attributes = []Attribute{}
+		}
+		si := &storedItem{Item: it, Lease: old.Lease}
+		if err := tx.Put(itemsBucket, serviceID, si); err != nil {
+			return err
+		}
+		send, err := r.transitions(tx, &old.Item, &si.Item)
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			r.mu.Lock()
+			r.items[serviceID] = si
+			r.mu.Unlock()
+			send()
+		})
+		return nil
+	})
+}
+
+// releaseItem ends a registration whose lease ended.
+func (r *Registrar) releaseItem(tx *store.Tx, serviceID string) error {
+	r.mu.RLock()
+	old := r.items[serviceID]
+	r.mu.RUnlock()
+	if old == nil {
+		return nil
+	}
+	if err := tx.Delete(itemsBucket, serviceID); err != nil {
+		return err
+	}
+	send, err := r.transitions(tx, &old.Item, nil)
+	if err != nil {
+		return err
+	}
+	tx.OnCommit(func() {
+		r.mu.Lock()
+		if r.items[serviceID] == old {
+			delete(r.items, serviceID)
+		}
+		r.mu.Unlock()
+		send()
+	})
+	return nil
+}
+
+// transitions computes the events a change of one item causes, stores
+// the notify registrations' new sequence numbers in tx, and returns what
+// sends them once tx is on disk.
+func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), error) {
+	r.mu.RLock()
+	ns := make([]storedNotify, 0, len(r.notifies))
+	for _, n := range r.notifies {
+		ns = append(ns, *n)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(ns, func(a, b storedNotify) int { return cmp.Compare(a.EventID, b.EventID) })
+	var updated []storedNotify
+	var events []event.Event
+	for _, n := range ns {
+		pre, post := n.Template.Matches(before), n.Template.Matches(after)
+		var tr string
+		switch {
+		case pre && post:
+			tr = MatchMatch
+		case pre:
+			tr = MatchNoMatch
+		case post:
+			tr = NoMatchMatch
+		default:
+			continue
+		}
+		if !slices.Contains(n.Transitions, tr) {
+			continue
+		}
+		n.Seq++
+		if err := tx.Put(notifyBucket, n.ID, n); err != nil {
+			return nil, err
+		}
+		id := ""
+		if after != nil {
+			id = after.ServiceID
+		} else {
+			id = before.ServiceID
+		}
+		var item any
+		if post {
+			item = *after
+		}
+		updated = append(updated, n)
+		events = append(events, event.Event{
+			Source: event.Source{Service: "lookup", ID: n.ID}, EventID: n.EventID, SeqNum: n.Seq,
+			Handback: n.Handback, Type: "ServiceEvent",
+			Fields: map[string]any{"serviceID": id, "transition": tr, "item": item},
+		})
+	}
+	return func() {
+		r.mu.Lock()
+		for i := range updated {
+			if cur, ok := r.notifies[updated[i].ID]; ok {
+				cur.Seq = updated[i].Seq
+			}
+		}
+		r.mu.Unlock()
+		for i, ev := range events {
+			r.deliver(updated[i], ev)
+		}
+	}, nil
+}
+
+// deliver sends one event; a listener that answers UnknownEvent or fails
+// definitely has its registration cancelled, as the event specification
+// allows.
+func (r *Registrar) deliver(n storedNotify, ev event.Event) {
+	until := time.Now()
+	if l, err := r.cfg.Grantor.Get(n.Lease); err == nil {
+		until = time.UnixMilli(min(l.Expiration, lease.Never/2))
+	}
+	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Until: until,
+		Done: func(o event.Outcome, err error) {
+			if o == event.UnknownEvent || o == event.Definite {
+				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
+				if err := r.cfg.Grantor.Cancel(n.Lease); err != nil && !fault.Is(err, fault.UnknownLease) {
+					r.log.Warn("cancelling a notify registration", "registration", n.ID, "err", err)
+				}
+			}
+		}})
+}
+
+// NotifyRequest registers interest in transitions.
+type NotifyRequest struct {
+	Template    Template `json:"template"`
+	Transitions []string `json:"transitions"`
+	Listener    string   `json:"listener"`
+	Handback    []byte   `json:"handback"`
+	Duration    int64    `json:"-"`
+}
+
+// NotifyRegistration is what Notify returns.
+type NotifyRegistration struct {
+	ID      string
+	EventID int64
+	SeqNum  int64
+	Lease   lease.Record
+}
+
+// Notify registers a listener for the transitions of items matching a
+// template.
+func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
+	if len(req.Transitions) == 0 {
+		return NotifyRegistration{}, fault.New(fault.InvalidArgument, "transitions: give at least one of %s, %s, %s", MatchNoMatch, NoMatchMatch, MatchMatch)
+	}
+	for _, t := range req.Transitions {
+		if t != MatchNoMatch && t != NoMatchMatch && t != MatchMatch {
+			return NotifyRegistration{}, fault.New(fault.InvalidArgument, "transition %q: want %s, %s or %s", t, MatchNoMatch, NoMatchMatch, MatchMatch)
+		}
+	}
+	if req.Listener == "" {
+		return NotifyRegistration{}, fault.New(fault.NullArgument, "listener is required")
+	}
+	if u, err := url.Parse(req.Listener); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return NotifyRegistration{}, fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", req.Listener)
+	}
+	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {
+		return NotifyRegistration{}, err
+	}
+	var out NotifyRegistration
+	err := r.cfg.Store.Update(func(tx *store.Tx) error {
+		m := r.Meta()
+		n := &storedNotify{ID: ids.New(), EventID: m.NextEventID, Template: req.Template,
+			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback}
+		m.NextEventID++
+		rec, err := r.cfg.Grantor.Grant(tx, NotifyLease, n.ID, req.Duration)
+		if err != nil {
+			return err
+		}
+		n.Lease = rec.ID
+		if err := tx.Put(notifyBucket, n.ID, n); err != nil {
+			return err
+		}
+		if err := tx.Put(metaBucket, "meta", m); err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			r.mu.Lock()
+			r.notifies[n.ID] = n
+			r.meta.NextEventID = m.NextEventID
+			r.mu.Unlock()
+		})
+		out = NotifyRegistration{ID: n.ID, EventID: n.EventID, SeqNum: n.Seq, Lease: rec}
+		return nil
+	})
+	return out, err
+}
+
+func (r *Registrar) releaseNotify(tx *store.Tx, id string) error {
+	if err := tx.Delete(notifyBucket, id); err != nil {
+		return err
+	}
+	tx.OnCommit(func() {
+		r.mu.Lock()
+		delete(r.notifies, id)
+		r.mu.Unlock()
+	})
+	return nil
+}
+
+// Query returns up to maxMatches items matching the template, ordered by
+// ServiceID, and how many match in all.
+func (r *Registrar) Query(t Template, maxMatches int) ([]Item, int, error) {
+	if maxMatches < 0 {
+		return nil, 0, fault.New(fault.InvalidArgument, "maxMatches %d is negative", maxMatches)
+	}
+	if err := validateAttrs("template attribute", t.Attributes); err != nil {
+		return nil, 0, err
+	}
+	r.mu.RLock()
+	var matched []*Item
+	for _, si := range r.items {
+		if t.Matches(&si.Item) {
+			matched = append(matched, &si.Item)
+		}
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(matched, func(a, b *Item) int { return cmp.Compare(a.ServiceID, b.ServiceID) })
+	out := make([]Item, 0, min(maxMatches, len(matched)))
+	for _, it := range matched[:min(maxMatches, len(matched))] {
+		out = append(out, *it)
+	}
+	return out, len(matched), nil
+}
+
+// Lease returns the lease of a live registration of serviceID.
+func (r *Registrar) Lease(serviceID string) (lease.Record, error) {
+	r.mu.RLock()
+	si := r.items[serviceID]
+	r.mu.RUnlock()
+	if si == nil {
+		return lease.Record{}, fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
+	}
+	return r.cfg.Grantor.Get(si.Lease)
+}
+
+// Count reports how many services and notify registrations there are.
+func (r *Registrar) Count() (items, notifies int) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.items), len(r.notifies)
+}

@@ -1,0 +1,290 @@
+package lookup
+
+import (
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+func attr(typ string, fields map[string]any, supers ...string) Attribute {
+	return Attribute{Type: typ, Fields: fields, Supertypes: supers}
+}
+
+func TestMatchingRules(t *testing.T) {
+	it := &Item{
+		ServiceID: "01234567-89ab-cdef-fedc-ba9876543210",
+		Types:     []string{"com.example.Printer", "java.rmi.Remote"},
+		Attributes: []Attribute{
+			attr("net.jini.lookup.entry.Name", map[string]any{"name": "lobby"}),
+			attr("com.example.Location", map[string]any{"floor": float64(2), "building": "B", "room": nil}, "net.jini.lookup.entry.Location"),
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		t    Template
+		want bool
+	}{
+		{"empty template matches anything", Template{}, true},
+		{"serviceID equal", Template{ServiceID: it.ServiceID}, true},
+		{"serviceID different", Template{ServiceID: "11111111-1111-1111-1111-111111111111"}, false},
+		{"one type", Template{Types: []string{"com.example.Printer"}}, true},
+		{"all types must be among the item's", Template{Types: []string{"com.example.Printer", "com.example.Scanner"}}, false},
+		{"attribute with equal field", Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": "lobby"})}}, true},
+		{"attribute with different field", Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": "attic"})}}, false},
+		{"null field is a wildcard", Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": nil})}}, true},
+		{"no fields: any entry of the type", Template{Attributes: []Attribute{attr("com.example.Location", nil)}}, true},
+		{"field the entry has as null does not match a value", Template{Attributes: []Attribute{attr("com.example.Location", map[string]any{"room": "101"})}}, false},
+		{"numbers compare by value", Template{Attributes: []Attribute{attr("com.example.Location", map[string]any{"floor": 2})}}, true},
+		{"declared supertype matches", Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Location", map[string]any{"building": "B"})}}, true},
+		{"unrelated type", Template{Attributes: []Attribute{attr("com.example.Other", nil)}}, false},
+		{"several templates: each must match some entry", Template{Attributes: []Attribute{
+			attr("net.jini.lookup.entry.Name", map[string]any{"name": "lobby"}),
+			attr("com.example.Location", map[string]any{"floor": 2}),
+		}}, true},
+		{"several templates: one fails", Template{Attributes: []Attribute{
+			attr("net.jini.lookup.entry.Name", map[string]any{"name": "lobby"}),
+			attr("com.example.Location", map[string]any{"floor": 3}),
+		}}, false},
+		{"types and attributes together", Template{Types: []string{"java.rmi.Remote"}, Attributes: []Attribute{attr("net.jini.lookup.entry.Name", nil)}}, true},
+	} {
+		if got := tc.t.Matches(it); got != tc.want {
+			t.Errorf("%s: Matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (&Template{}).Matches(nil) {
+		t.Error("a template matches no item when there is none")
+	}
+}
+
+// capture records deliveries instead of sending them.
+type capture struct {
+	mu  sync.Mutex
+	got []event.Delivery
+}
+
+func (c *capture) Send(d event.Delivery) {
+	c.mu.Lock()
+	c.got = append(c.got, d)
+	c.mu.Unlock()
+}
+
+func (c *capture) events() []event.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []event.Event
+	for _, d := range c.got {
+		out = append(out, d.Event)
+	}
+	return out
+}
+
+type fixture struct {
+	st  *store.Store
+	g   *lease.Grantor
+	r   *Registrar
+	cap *capture
+}
+
+func open(t *testing.T, dir string, clk clock.Clock) *fixture {
+	t.Helper()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lease.New(st, clk, slog.New(slog.DiscardHandler))
+	c := &capture{}
+	r, err := New(Config{Store: st, Grantor: g, Dispatcher: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Load(); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st, g, r, c}
+	t.Cleanup(f.close)
+	return f
+}
+
+func (f *fixture) close() {
+	f.g.Close()
+	f.st.Close()
+}
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func printer(name string) Item {
+	return Item{Types: []string{"com.example.Printer"}, Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": name})}}
+}
+
+func TestTransitionsAndSequence(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := open(t, t.TempDir(), clk)
+	n, err := f.r.Notify(NotifyRequest{
+		Template:    Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": "lobby"})}},
+		Transitions: []string{MatchNoMatch, NoMatchMatch, MatchMatch}, Listener: "http://127.0.0.1:9/l", Duration: lease.Forever,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.SeqNum != 0 || n.EventID == 0 {
+		t.Fatalf("notify registration %+v", n)
+	}
+	reg, err := f.r.Register(printer("lobby"), 60_000) // NOMATCH_MATCH
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}); err != nil { // MATCH_MATCH
+		t.Fatal(err)
+	}
+	mod := &struct {
+		Templates []Attribute  `json:"templates"`
+		Changes   []*Attribute `json:"changes"`
+	}{[]Attribute{attr("net.jini.lookup.entry.Name", nil)}, []*Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "attic"}}}}
+	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Modify: mod}); err != nil { // MATCH_NOMATCH
+		t.Fatal(err)
+	}
+	again := printer("lobby")
+	again.ServiceID = reg.ServiceID
+	if _, err := f.r.Register(again, 60_000); err != nil { // replaces: NOMATCH_MATCH
+		t.Fatal(err)
+	}
+	other, _ := f.r.Register(printer("cellar"), 10_000) // no event
+	clk.Advance(61 * time.Second)                        // both leases end: MATCH_NOMATCH for the lobby printer only
+
+	evs := f.cap.events()
+	wantTr := []string{NoMatchMatch, MatchMatch, MatchNoMatch, NoMatchMatch, MatchNoMatch}
+	if len(evs) != len(wantTr) {
+		t.Fatalf("got %d events, want %d: %+v", len(evs), len(wantTr), evs)
+	}
+	for i, ev := range evs {
+		if ev.Fields["transition"] != wantTr[i] || ev.SeqNum != int64(i+1) || ev.EventID != n.EventID || ev.Fields["serviceID"] != reg.ServiceID {
+			t.Errorf("event %d: %v seq %d, want %s seq %d", i, ev.Fields["transition"], ev.SeqNum, wantTr[i], i+1)
+		}
+		if (ev.Fields["item"] == nil) != (wantTr[i] == MatchNoMatch) {
+			t.Errorf("event %d (%s): item %v", i, wantTr[i], ev.Fields["item"])
+		}
+	}
+	if items, total, _ := f.r.Query(Template{}, 10); total != 0 || len(items) != 0 {
+		t.Errorf("after the leases ended %d items remain", total)
+	}
+	_ = other
+}
+
+func TestQueryMaxMatches(t *testing.T) {
+	f := open(t, t.TempDir(), clock.NewFake(t0))
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := f.r.Register(printer(n), 60_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, total, err := f.r.Query(Template{Types: []string{"com.example.Printer"}}, 2)
+	if err != nil || len(items) != 2 || total != 3 {
+		t.Fatalf("got %d items of %d (%v), want 2 of 3", len(items), total, err)
+	}
+	items, total, _ = f.r.Query(Template{}, 0)
+	if len(items) != 0 || total != 3 {
+		t.Fatalf("maxMatches 0: %d items, total %d", len(items), total)
+	}
+	if _, _, err := f.r.Query(Template{}, -1); !fault.Is(err, fault.InvalidArgument) {
+		t.Fatalf("negative maxMatches: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	f := open(t, t.TempDir(), clock.NewFake(t0))
+	for _, tc := range []struct {
+		name string
+		err  error
+		code fault.Code
+	}{
+		{"bad ServiceID", regErr(f.r.Register(Item{ServiceID: "nope"}, 1000)), fault.InvalidArgument},
+		{"attribute without type", regErr(f.r.Register(Item{Attributes: []Attribute{{}}}, 1000)), fault.NullArgument},
+		{"zero duration", regErr(f.r.Register(printer("x"), 0)), fault.InvalidArgument},
+		{"no transitions", notifyErr(f.r.Notify(NotifyRequest{Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
+		{"bad transition", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{"SOMETIMES"}, Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
+		{"no listener", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Duration: 1000})), fault.NullArgument},
+		{"listener not http", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Listener: "ftp://x/", Duration: 1000})), fault.InvalidArgument},
+		{"change unknown registration", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}}), fault.UnknownLease},
+		{"two changes at once", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}, Set: []Attribute{}}), fault.InvalidArgument},
+		{"nil groups", f.r.SetGroups(nil), fault.NullArgument},
+		{"bad locator", f.r.SetLocators([]string{"http://x"}), fault.InvalidArgument},
+	} {
+		if !fault.Is(tc.err, tc.code) {
+			t.Errorf("%s: error %v, want %s", tc.name, tc.err, tc.code)
+		}
+	}
+	if items, n := f.r.Count(); items != 0 || n != 0 {
+		t.Errorf("bad input changed state: %d items, %d notify registrations", items, n)
+	}
+}
+
+func regErr(_ Registration, err error) error          { return err }
+func notifyErr(_ NotifyRegistration, err error) error { return err }
+
+func TestModifyAttributes(t *testing.T) {
+	attrs := []Attribute{
+		attr("Name", map[string]any{"name": "a"}),
+		attr("Loc", map[string]any{"floor": 1.0, "room": "x"}),
+		attr("Loc", map[string]any{"floor": 2.0, "room": "y"}),
+	}
+	got, err := modify(attrs, []Attribute{attr("Loc", map[string]any{"floor": 1.0}), attr("Name", nil)},
+		[]*Attribute{{Type: "Loc", Fields: map[string]any{"room": "z", "floor": nil}}, nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Attribute{attr("Loc", map[string]any{"floor": 1.0, "room": "z"}), attr("Loc", map[string]any{"floor": 2.0, "room": "y"})}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Fatalf("modified to %s, want %s", gj, wj)
+	}
+	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, nil); !fault.Is(err, fault.InvalidArgument) {
+		t.Fatalf("length mismatch: %v", err)
+	}
+	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, []*Attribute{{Type: "Name"}}); !fault.Is(err, fault.InvalidArgument) {
+		t.Fatalf("type mismatch: %v", err)
+	}
+}
+
+// Registrations, notify registrations and sequence numbers survive a
+// restart; a registration whose lease lapsed while down is gone, with its
+// MATCH_NOMATCH event.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	f := open(t, dir, clk)
+	n, _ := f.r.Notify(NotifyRequest{Transitions: []string{NoMatchMatch, MatchNoMatch}, Listener: "http://127.0.0.1:9/", Duration: lease.Forever})
+	keep, _ := f.r.Register(printer("keep"), 3_600_000)
+	lapse, _ := f.r.Register(printer("lapse"), 60_000)
+	meta := f.r.Meta()
+	f.close()
+
+	clk.Advance(2 * time.Minute)
+	f2 := open(t, dir, clk)
+	if f2.r.Meta().ServiceID != meta.ServiceID {
+		t.Fatal("the lookup service's ServiceID changed across a restart")
+	}
+	items, _, _ := f2.r.Query(Template{}, 10)
+	if len(items) != 1 || items[0].ServiceID != keep.ServiceID {
+		t.Fatalf("after restart: %+v", items)
+	}
+	evs := f2.cap.events()
+	if len(evs) != 1 || evs[0].SeqNum != 3 || evs[0].Fields["serviceID"] != lapse.ServiceID || evs[0].EventID != n.EventID {
+		t.Fatalf("events at restart %+v; want the lapsed registration's MATCH_NOMATCH with seq 3", evs)
+	}
+	if l, err := f2.r.Lease(keep.ServiceID); err != nil || l.Expiration != keep.Lease.Expiration {
+		t.Fatalf("lease after restart %+v %v", l, err)
+	}
+	if !slices.Equal(f2.r.Meta().Groups, []string{""}) {
+		t.Fatalf("default groups %q, want the public group", f2.r.Meta().Groups)
+	}
+}
