@@ -22,10 +22,15 @@ func newDaemonCmd(g *globalFlags) *cobra.Command {
 unless flags say otherwise. It logs to standard error and stops cleanly on
 SIGINT (Ctrl-C) or SIGTERM, letting requests in flight finish.
 
+It runs the lookup service's registrar and the lease grantor, keeping
+every acknowledged change in --data-dir before answering (so a crash
+loses nothing acknowledged).
+
 Endpoints (on --api-listen):
-  GET /healthz   200 while the daemon serves`,
+  GET /healthz   200 while the daemon serves
+  /v1/...        the client API (see docs/api/openapi.yaml)`,
 		Example: `  jinid daemon
-  jinid daemon --api-listen 127.0.0.1:4162 --log-format json`,
+  jinid daemon --api-listen 127.0.0.1:4162 --data-dir /var/lib/jinid --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
@@ -56,5 +61,6 @@ Endpoints (on --api-listen):
 		},
 	}
 	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", daemon.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", daemon.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
 	return cmd
 }

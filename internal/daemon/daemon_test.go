@@ -15,7 +15,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStartServeShutdown(t *testing.T) {
-	d, err := New(Config{APIListen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestConfigErrors(t *testing.T) {
 		{":70000", `port "70000" is not a number`},
 		{"localhost:4162", `host "localhost" is not an IP address`},
 	} {
-		_, err := New(Config{APIListen: tc.listen}, slog.New(slog.DiscardHandler))
+		_, err := New(Config{APIListen: tc.listen, DataDir: "x"}, slog.New(slog.DiscardHandler))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one saying %q", tc.listen, err, tc.want)
 		}
@@ -56,12 +56,12 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestStartBindError(t *testing.T) {
-	a, _ := New(Config{APIListen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	a, _ := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Shutdown(context.Background())
-	b, _ := New(Config{APIListen: a.Addr().String()}, slog.New(slog.DiscardHandler))
+	b, _ := New(Config{APIListen: a.Addr().String(), DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
 	if err := b.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "listening for the API on") {
 		t.Fatalf("second bind: %v", err)
 	}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/fault"
+)
+
+// daemonProc is the real jinid binary running as a daemon.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	api  string
+	logs *strings.Builder
+	mu   *sync.Mutex
+}
+
+// startDaemon runs jinid daemon on a loopback port with its store in dir
+// and waits until it serves.
+func startDaemon(t *testing.T, bin, dir string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`api=(http://\S+)`)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.logs.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+		close(found)
+	}()
+	select {
+	case api, ok := <-found:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("daemon exited before serving:\n%s", d.log())
+		}
+		d.api = api
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("daemon did not start:\n%s", d.log())
+	}
+	return d
+}
+
+func (d *daemonProc) log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+func (d *daemonProc) stop(t *testing.T) {
+	d.cmd.Process.Signal(interruptSignal)
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("daemon exit: %v\n%s", err, d.log())
+		}
+	case <-time.After(15 * time.Second):
+		d.cmd.Process.Kill()
+		t.Errorf("daemon did not stop")
+	}
+}
+
+// listener is a real HTTP listener collecting ServiceEvents.
+type listener struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	evs []map[string]any
+	got chan struct{}
+}
+
+func newListener(t *testing.T) *listener {
+	l := &listener{got: make(chan struct{}, 1000)}
+	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev map[string]any
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Errorf("listener got %q: %v", body, err)
+		}
+		l.mu.Lock()
+		l.evs = append(l.evs, ev)
+		l.mu.Unlock()
+		l.got <- struct{}{}
+	}))
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+func (l *listener) wait(t *testing.T, n int) []map[string]any {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		l.mu.Lock()
+		if len(l.evs) >= n {
+			out := append([]map[string]any(nil), l.evs...)
+			l.mu.Unlock()
+			return out
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.got:
+		case <-deadline:
+			t.Fatalf("listener got %d events, want %d", len(l.evs), n)
+		}
+	}
+}
+
+func TestEndToEndLookup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	d := startDaemon(t, bin, t.TempDir())
+	defer d.stop(t)
+	c, err := client.New(d.api, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	l := newListener(t)
+	name := func(n string) lookup.Attribute {
+		return lookup.Attribute{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": n}}
+	}
+	n, err := c.Notify(ctx, client.NotifyRequest{
+		Template:    lookup.Template{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{name("lobby")}},
+		Transitions: []string{lookup.MatchNoMatch, lookup.NoMatchMatch, lookup.MatchMatch},
+		Listener:    l.srv.URL + "/events", Handback: []byte("hb"), Duration: 60_000,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reg, err := c.Register(ctx, lookup.Item{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{name("lobby")}}, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Lease.Remaining <= 0 || reg.Lease.Remaining > 1500 || reg.Lease.Grantor != d.api {
+		t.Fatalf("lease %+v", reg.Lease)
+	}
+	items, total, err := c.Query(ctx, lookup.Template{Attributes: []lookup.Attribute{name("lobby")}}, 10)
+	if err != nil || total != 1 || items[0].ServiceID != reg.ServiceID {
+		t.Fatalf("query: %+v %d %v", items, total, err)
+	}
+	if err := c.ChangeAttributes(ctx, reg.ServiceID, lookup.AttributeChange{Add: []lookup.Attribute{{Type: "com.example.Color", Fields: map[string]any{"color": "red"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, granted, err := c.Renew(ctx, reg.Lease.ID, 1500); err != nil || granted <= 0 {
+		t.Fatalf("renew: %d %v", granted, err)
+	}
+	// Let the lease lapse: MATCH_NOMATCH.
+	evs := l.wait(t, 3)
+	want := []string{lookup.NoMatchMatch, lookup.MatchMatch, lookup.MatchNoMatch}
+	for i, ev := range evs {
+		if ev["transition"] != want[i] || int64(ev["seqNum"].(float64)) != int64(i+1) || int64(ev["eventID"].(float64)) != n.EventID ||
+			ev["handback"] != "aGI=" || ev["serviceID"] != reg.ServiceID || ev["type"] != "ServiceEvent" {
+			t.Errorf("event %d: %v; want %s with seqNum %d", i, ev, want[i], i+1)
+		}
+	}
+	if _, total, _ := c.Query(ctx, lookup.Template{}, 10); total != 0 {
+		t.Errorf("%d items after the lease lapsed", total)
+	}
+	if _, _, err := c.Renew(ctx, reg.Lease.ID, 1000); !fault.Is(err, fault.UnknownLease) {
+		t.Errorf("renewing a lapsed lease: %v", err)
+	}
+	if err := c.Cancel(ctx, n.Lease.ID); err != nil {
+		t.Errorf("cancelling the notify registration: %v", err)
+	}
+	_ = context.Background
+}

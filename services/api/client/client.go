@@ -1,0 +1,205 @@
+// Package client is the Go client of jinid's HTTP API, used by the jinid
+// CLI and the tests; clients in other languages speak the same JSON.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/fault"
+)
+
+// Client talks to one jinid.
+type Client struct {
+	base string
+	hc   *http.Client
+}
+
+// New returns a client of the jinid at base (http://host:port). A nil hc
+// means a client with a 30 s timeout.
+func New(base string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q: want http://host:port", base)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}, nil
+}
+
+// Error is an error the server answered; errors.As to *fault.Error (or
+// fault.Is) tells its code.
+type Error struct {
+	Status int
+	Err    fault.Error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Err.Error(), e.Status) }
+
+// Unwrap exposes the fault for fault.Is and errors.As.
+func (e *Error) Unwrap() error { return &e.Err }
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var eb api.ErrorBody
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		if json.Unmarshal(raw, &eb) != nil || eb.Error.Code == "" {
+			eb.Error = fault.Error{Code: fault.Internal, Message: strings.TrimSpace(string(raw))}
+		}
+		return &Error{Status: resp.StatusCode, Err: eb.Error}
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// LookupInfo describes the lookup service.
+type LookupInfo struct {
+	ServiceID string   `json:"serviceID"`
+	Groups    []string `json:"groups"`
+	Locator   string   `json:"locator"`
+}
+
+// Lookup describes the server's lookup service.
+func (c *Client) Lookup(ctx context.Context) (LookupInfo, error) {
+	var out LookupInfo
+	return out, c.do(ctx, http.MethodGet, "/v1/lookup", nil, &out)
+}
+
+// Registered is the answer to Register.
+type Registered struct {
+	ServiceID string    `json:"serviceID"`
+	Lease     api.Lease `json:"lease"`
+}
+
+// Register registers an item for a leased time (milliseconds; -1 ANY).
+func (c *Client) Register(ctx context.Context, it lookup.Item, duration int64) (Registered, error) {
+	var out Registered
+	in := map[string]any{"item": it, "leaseDuration": duration}
+	return out, c.do(ctx, http.MethodPost, "/v1/lookup/services", in, &out)
+}
+
+// Query returns up to max matching items and how many match.
+func (c *Client) Query(ctx context.Context, t lookup.Template, max int) ([]lookup.Item, int, error) {
+	var out struct {
+		Items []lookup.Item `json:"items"`
+		Total int           `json:"totalMatches"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/lookup/query", map[string]any{"template": t, "maxMatches": max}, &out)
+	return out.Items, out.Total, err
+}
+
+// List returns every registered item.
+func (c *Client) List(ctx context.Context) ([]lookup.Item, error) {
+	var out struct {
+		Items []lookup.Item `json:"items"`
+	}
+	return out.Items, c.do(ctx, http.MethodGet, "/v1/lookup/services", nil, &out)
+}
+
+// NotifyRequest registers a listener.
+type NotifyRequest struct {
+	Template    lookup.Template
+	Transitions []string
+	Listener    string
+	Handback    []byte
+	Duration    int64
+}
+
+// NotifyRegistration is the answer to Notify.
+type NotifyRegistration struct {
+	ID      string    `json:"id"`
+	EventID int64     `json:"eventID"`
+	SeqNum  int64     `json:"seqNum"`
+	Lease   api.Lease `json:"lease"`
+}
+
+// Notify registers a listener for transitions.
+func (c *Client) Notify(ctx context.Context, n NotifyRequest) (NotifyRegistration, error) {
+	var out NotifyRegistration
+	in := map[string]any{"template": n.Template, "transitions": n.Transitions, "listener": map[string]string{"url": n.Listener},
+		"handback": n.Handback, "leaseDuration": n.Duration}
+	return out, c.do(ctx, http.MethodPost, "/v1/lookup/notify", in, &out)
+}
+
+// ChangeAttributes adds, modifies or sets a registration's attributes.
+func (c *Client) ChangeAttributes(ctx context.Context, serviceID string, ch lookup.AttributeChange) error {
+	return c.do(ctx, http.MethodPost, "/v1/lookup/services/"+url.PathEscape(serviceID)+"/attributes", ch, nil)
+}
+
+// Renew renews a lease; it returns the new expiration and the duration
+// granted.
+func (c *Client) Renew(ctx context.Context, leaseID string, duration int64) (expiration, granted int64, err error) {
+	var out struct {
+		Expiration int64 `json:"expiration"`
+		Granted    int64 `json:"granted"`
+	}
+	err = c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(leaseID)+"/renew", map[string]int64{"duration": duration}, &out)
+	return out.Expiration, out.Granted, err
+}
+
+// Cancel cancels a lease.
+func (c *Client) Cancel(ctx context.Context, leaseID string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/leases/"+url.PathEscape(leaseID), nil, nil)
+}
+
+// Renewal is one lease of a batch renewal.
+type Renewal struct {
+	ID       string `json:"id"`
+	Duration int64  `json:"duration"`
+}
+
+// RenewAll renews a batch, with one result per lease.
+func (c *Client) RenewAll(ctx context.Context, rs []Renewal) ([]api.BatchResult, error) {
+	var out struct {
+		Results []api.BatchResult `json:"results"`
+	}
+	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out)
+}
+
+// CancelAll cancels a batch, with one result per lease.
+func (c *Client) CancelAll(ctx context.Context, ids []string) ([]api.BatchResult, error) {
+	var out struct {
+		Results []api.BatchResult `json:"results"`
+	}
+	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/cancel", map[string]any{"ids": ids}, &out)
+}
+
+// SetGroups replaces the lookup service's member groups.
+func (c *Client) SetGroups(ctx context.Context, groups []string) error {
+	return c.do(ctx, http.MethodPut, "/v1/lookup/groups", map[string]any{"groups": groups}, nil)
+}
