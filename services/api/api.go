@@ -61,6 +61,7 @@ func Register(mux *http.ServeMux, cfg Config) {
 	mux.HandleFunc("GET /v1/lookup", s.lookupInfo)
 	mux.HandleFunc("POST /v1/lookup/services", s.register)
 	mux.HandleFunc("GET /v1/lookup/services", s.list)
+	mux.HandleFunc("GET /v1/lookup/services/{serviceID}", s.get)
 	mux.HandleFunc("POST /v1/lookup/query", s.query)
 	mux.HandleFunc("POST /v1/lookup/notify", s.notify)
 	mux.HandleFunc("POST /v1/lookup/services/{serviceID}/attributes", s.attributes)
@@ -288,6 +289,25 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items, "totalMatches": total})
+}
+
+// get returns one item and when its registration's lease ends (not the
+// lease itself: ServiceIDs are public, lease IDs are capabilities).
+func (s *server) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("serviceID")
+	items, _, err := s.cfg.Registrar.Query(lookup.Template{ServiceID: id}, 1)
+	if err == nil && len(items) == 0 {
+		err = fault.New(fault.NoSuchObject, "no service %q is registered", id)
+	}
+	var rec lease.Record
+	if err == nil {
+		rec, err = s.cfg.Registrar.Lease(id)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"item": items[0], "expiration": rec.Expiration})
 }
 
 func (s *server) query(w http.ResponseWriter, r *http.Request) {

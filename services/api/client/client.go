@@ -131,6 +131,18 @@ func (c *Client) List(ctx context.Context) ([]lookup.Item, error) {
 	return out.Items, c.do(ctx, http.MethodGet, "/v1/lookup/services", nil, &out)
 }
 
+// Service is one registered item with the end of its lease.
+type Service struct {
+	Item       lookup.Item `json:"item"`
+	Expiration int64       `json:"expiration"`
+}
+
+// Get returns one registered item.
+func (c *Client) Get(ctx context.Context, serviceID string) (Service, error) {
+	var out Service
+	return out, c.do(ctx, http.MethodGet, "/v1/lookup/services/"+url.PathEscape(serviceID), nil, &out)
+}
+
 // NotifyRequest registers a listener.
 type NotifyRequest struct {
 	Template    lookup.Template
