@@ -198,3 +198,50 @@ func TestEndToEndLookup(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// The client commands against a running daemon.
+func TestClientCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	d := startDaemon(t, bin, t.TempDir())
+	defer d.stop(t)
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "--server", d.api)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("jinid %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor=2", "--duration", "10m")
+	m := regexp.MustCompile(`serviceID (\S+)\nlease\s+(\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("register printed %q", out)
+	}
+	sid, leaseID := m[1], m[2]
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=2"); !strings.Contains(q, sid) {
+		t.Fatalf("query printed %q", q)
+	}
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=3"); strings.Contains(q, sid) {
+		t.Fatalf("query for another floor printed %q", q)
+	}
+	if l := run("lookup", "list", "--json"); !strings.Contains(l, `"totalMatches": 1`) {
+		t.Fatalf("list printed %q", l)
+	}
+	if r := run("lease", "renew", leaseID, "--duration", "1h"); !strings.Contains(r, "renewed") {
+		t.Fatalf("renew printed %q", r)
+	}
+	if r := run("lease", "cancel", leaseID); !strings.Contains(r, "cancelled") {
+		t.Fatalf("cancel printed %q", r)
+	}
+	out2, err := exec.Command(bin, "lease", "cancel", leaseID, "--server", d.api).CombinedOutput()
+	if err == nil || !strings.Contains(string(out2), "UnknownLease") {
+		t.Fatalf("cancelling again: %v %s", err, out2)
+	}
+	out3, err := exec.Command(bin, "lookup", "register", "--duration", "0s", "--server", d.api).CombinedOutput()
+	if err == nil || !strings.Contains(string(out3), "want a positive duration") {
+		t.Fatalf("bad duration: %v %s", err, out3)
+	}
+}

@@ -46,6 +46,7 @@ packet by packet.
 Start with:
   jinid daemon                       run the appliance (API on :4162)
   jinid discover                     find the lookup services on the LAN
+  jinid lookup register|query|list   use the lookup service of a running jinid
   jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
   jinid version                      show what build this is`,
 		SilenceUsage:  true, // a failing command is not a usage mistake
@@ -56,7 +57,7 @@ Start with:
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
-	root.AddCommand(newVersionCmd(), newInspectCmd(), newDiscoverCmd(&g), newDaemonCmd(&g))
+	root.AddCommand(newVersionCmd(), newInspectCmd(), newDiscoverCmd(&g), newDaemonCmd(&g), newLookupCmd(), newLeaseCmd())
 	return root
 }
 

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/lease"
+)
+
+const defaultServer = "http://127.0.0.1:4162"
+
+// leaseFlag parses a lease duration: a Go duration, "any" or "forever".
+func leaseFlag(s string) (int64, error) {
+	switch strings.ToLower(s) {
+	case "any":
+		return lease.Any, nil
+	case "forever":
+		return lease.Forever, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--duration %q: want a positive duration (30s, 10m, 2h), any or forever", s)
+	}
+	return d.Milliseconds(), nil
+}
+
+// parseAttr reads TYPE or TYPE:field=value,field=value. Values are JSON
+// where they parse as JSON (numbers, true, null, "quoted"), text otherwise.
+func parseAttr(s string) (lookup.Attribute, error) {
+	typ, fields, _ := strings.Cut(s, ":")
+	if typ == "" {
+		return lookup.Attribute{}, fmt.Errorf("--attr %q: want TYPE or TYPE:field=value,...", s)
+	}
+	a := lookup.Attribute{Type: typ, Fields: map[string]any{}}
+	if fields == "" {
+		return a, nil
+	}
+	for _, kv := range strings.Split(fields, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return lookup.Attribute{}, fmt.Errorf("--attr %q: %q is not field=value", s, kv)
+		}
+		var val any
+		if json.Unmarshal([]byte(v), &val) != nil {
+			val = v
+		}
+		a.Fields[k] = val
+	}
+	return a, nil
+}
+
+// templateFlags are the flags that build a template or an item.
+type templateFlags struct {
+	serviceID string
+	types     []string
+	attrs     []string
+}
+
+func (f *templateFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.serviceID, "service-id", "", "ServiceID (UUID form)")
+	cmd.Flags().StringSliceVar(&f.types, "type", nil, "type name, e.g. com.example.Printer (repeatable)")
+	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby (repeatable)")
+}
+
+func (f *templateFlags) attributes() ([]lookup.Attribute, error) {
+	var out []lookup.Attribute
+	for _, s := range f.attrs {
+		a, err := parseAttr(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (f *templateFlags) template() (lookup.Template, error) {
+	attrs, err := f.attributes()
+	return lookup.Template{ServiceID: f.serviceID, Types: f.types, Attributes: attrs}, err
+}
+
+func newLookupCmd() *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "lookup",
+		Short: "Register, find and watch services in a jinid lookup service",
+		Long: `Client commands for the lookup service of a running jinid (--server).
+Types and attributes follow the Jini matching rules: a template matches an
+item when every type it names is among the item's, and each attribute
+template matches one of the item's attributes (fields left out match
+anything).`,
+	}
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
+	connect := func() (*client.Client, error) { return client.New(server, nil) }
+
+	var reg templateFlags
+	var endpoint, dur string
+	register := &cobra.Command{
+		Use:   "register --type T [--attr A ...] [--duration 5m]",
+		Short: "Register a service; prints its ServiceID and lease",
+		Example: `  jinid lookup register --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby --duration 10m
+  jinid lookup register --service-id 01234567-89ab-cdef-fedc-ba9876543210 --type com.example.Printer --duration forever`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := leaseFlag(dur)
+			if err != nil {
+				return err
+			}
+			attrs, err := reg.attributes()
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			r, err := c.Register(cmd.Context(), lookup.Item{ServiceID: reg.serviceID, Types: reg.types, Attributes: attrs, Endpoint: endpoint}, d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "serviceID %s\nlease     %s (expires %s)\n", r.ServiceID, r.Lease.ID, expires(r.Lease.Expiration))
+			return nil
+		},
+	}
+	reg.add(register)
+	register.Flags().StringVar(&endpoint, "endpoint", "", "where clients reach the service (any text, e.g. a URL)")
+	register.Flags().StringVar(&dur, "duration", "5m", "lease duration: a duration, any or forever")
+
+	var q templateFlags
+	var max int
+	var asJSON bool
+	query := &cobra.Command{
+		Use:     "query [--type T] [--attr A ...] [--max N]",
+		Short:   "Find services matching a template",
+		Example: `  jinid lookup query --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := q.template()
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			items, total, err := c.Query(cmd.Context(), t, max)
+			if err != nil {
+				return err
+			}
+			return printItems(cmd.OutOrStdout(), items, total, asJSON)
+		},
+	}
+	q.add(query)
+	query.Flags().IntVar(&max, "max", 100, "most items to return")
+	query.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
+
+	var listJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every registered service",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			items, err := c.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printItems(cmd.OutOrStdout(), items, len(items), listJSON)
+		},
+	}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the items as JSON")
+
+	var nt templateFlags
+	var transitions []string
+	var listenerURL, ndur string
+	notify := &cobra.Command{
+		Use:   "notify --listener URL [--type T] [--attr A ...]",
+		Short: "Have ServiceEvents POSTed to a listener when matching services come, change or go",
+		Example: `  jinid lookup notify --listener http://127.0.0.1:8080/events --type com.example.Printer --duration 30m
+  jinid lookup notify --listener http://10.0.0.5/hook --transitions NOMATCH_MATCH`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if listenerURL == "" {
+				return errors.New("--listener URL is required")
+			}
+			d, err := leaseFlag(ndur)
+			if err != nil {
+				return err
+			}
+			t, err := nt.template()
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			n, err := c.Notify(cmd.Context(), client.NotifyRequest{Template: t, Transitions: transitions, Listener: listenerURL, Duration: d})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
+				n.ID, n.EventID, n.SeqNum, n.Lease.ID, expires(n.Lease.Expiration))
+			return nil
+		},
+	}
+	nt.add(notify)
+	notify.Flags().StringSliceVar(&transitions, "transitions", []string{lookup.MatchNoMatch, lookup.NoMatchMatch, lookup.MatchMatch}, "transitions to hear of")
+	notify.Flags().StringVar(&listenerURL, "listener", "", "URL that events are POSTed to")
+	notify.Flags().StringVar(&ndur, "duration", "30m", "lease duration: a duration, any or forever")
+
+	cmd.AddCommand(register, query, list, notify)
+	return cmd
+}
+
+func expires(ms int64) string {
+	if ms == lease.Never {
+		return "never"
+	}
+	return time.UnixMilli(ms).Format(time.RFC3339)
+}
+
+func printItems(w io.Writer, items []lookup.Item, total int, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"items": items, "totalMatches": total})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE ID\tTYPES\tATTRIBUTES")
+	for _, it := range items {
+		var attrs []string
+		for _, a := range it.Attributes {
+			f, _ := json.Marshal(a.Fields)
+			attrs = append(attrs, a.Type+string(f))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", it.ServiceID, strings.Join(it.Types, ","), strings.Join(attrs, " "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if total > len(items) {
+		fmt.Fprintf(w, "(%d of %d matches shown)\n", len(items), total)
+	}
+	return nil
+}
+
+func newLeaseCmd() *cobra.Command {
+	var server, dur string
+	cmd := &cobra.Command{
+		Use:   "lease",
+		Short: "Renew or cancel leases granted by a jinid",
+	}
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
+	renew := &cobra.Command{
+		Use:     "renew LEASE-ID... [--duration 5m]",
+		Short:   "Renew leases for a new duration from now (several: one batch)",
+		Example: `  jinid lease renew 3f2a... --duration 10m`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := leaseFlag(dur)
+			if err != nil {
+				return err
+			}
+			c, err := client.New(server, nil)
+			if err != nil {
+				return err
+			}
+			var rs []client.Renewal
+			for _, id := range args {
+				rs = append(rs, client.Renewal{ID: id, Duration: d})
+			}
+			res, err := c.RenewAll(cmd.Context(), rs)
+			if err != nil {
+				return err
+			}
+			failed := 0
+			for _, r := range res {
+				if r.Error != nil {
+					failed++
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.ID, r.Error.Error())
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: renewed, expires %s\n", r.ID, expires(r.Expiration))
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d leases not renewed", failed, len(res))
+			}
+			return nil
+		},
+	}
+	renew.Flags().StringVar(&dur, "duration", "5m", "new duration: a duration, any or forever")
+	cancel := &cobra.Command{
+		Use:   "cancel LEASE-ID...",
+		Short: "Cancel leases now (their resources go, as at expiry)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := client.New(server, nil)
+			if err != nil {
+				return err
+			}
+			res, err := c.CancelAll(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			failed := 0
+			for _, r := range res {
+				if r.Error != nil {
+					failed++
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.ID, r.Error.Error())
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: cancelled\n", r.ID)
+				}
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d leases not cancelled", failed, len(res))
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(renew, cancel)
+	return cmd
+}

@@ -1,0 +1,71 @@
+package lookup
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+// A listener that answers UnknownEvent stops getting that event: the
+// registrar cancels its notify registration; another listener goes on.
+func TestUnknownEventCancelsRegistration(t *testing.T) {
+	var refused, fine atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("/refuses", func(w http.ResponseWriter, r *http.Request) {
+		refused.Add(1)
+		w.WriteHeader(http.StatusGone)
+		w.Write([]byte(`{"error":{"code":"UnknownEvent","message":"not interested"}}`))
+	})
+	mux.HandleFunc("/fine", func(w http.ResponseWriter, r *http.Request) { fine.Add(1) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+	defer g.Close()
+	d := event.New(event.Config{})
+	defer d.Close()
+	r, err := New(Config{Store: st, Grantor: g, Dispatcher: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Load(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/refuses", "/fine"} {
+		if _, err := r.Notify(NotifyRequest{Transitions: []string{NoMatchMatch}, Listener: srv.URL + path, Duration: lease.Forever}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Register(printer("one"), 60_000)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, n := r.Count(); n == 1 && fine.Load() == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, n := r.Count()
+			t.Fatalf("%d notify registrations left, fine listener got %d", n, fine.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.Register(printer("two"), 60_000)
+	for fine.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if refused.Load() != 1 || fine.Load() != 2 {
+		t.Fatalf("refusing listener got %d events (want 1), the other %d (want 2)", refused.Load(), fine.Load())
+	}
+}
