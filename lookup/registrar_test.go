@@ -94,7 +94,7 @@ type fixture struct {
 	cap *capture
 }
 
-func open(t *testing.T, dir string, clk clock.Clock) *fixture {
+func open(t testing.TB, dir string, clk clock.Clock) *fixture {
 	t.Helper()
 	st, err := store.Open(dir)
 	if err != nil {

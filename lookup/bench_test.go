@@ -1,0 +1,47 @@
+package lookup
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/jinid/jinid/internal/clock"
+)
+
+// BenchmarkMemory100k registers 100,000 services and reports the heap
+// they hold and the store's size, per registration. Run it alone:
+//
+//	go test -run=NONE -bench=Memory100k -benchtime=1x ./lookup/
+func BenchmarkMemory100k(b *testing.B) {
+	dir := b.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		// tmpfs: measure memory, not 100,000 fsyncs.
+		d, err := os.MkdirTemp("/dev/shm", "jinid-bench")
+		if err == nil {
+			dir = d
+			defer os.RemoveAll(d)
+		}
+	}
+	const n = 100_000
+	for b.Loop() {
+		f := open(b, dir, clock.Real{})
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range n {
+			it := printer(fmt.Sprintf("printer-%d", i))
+			if _, err := f.r.Register(it, 3_600_000); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		fi, _ := os.Stat(f.st.Path())
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/registration")
+		b.ReportMetric(float64(fi.Size())/n, "disk-B/registration")
+		f.close()
+		os.Remove(f.st.Path())
+	}
+}

@@ -1,0 +1,111 @@
+package api_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+type env struct {
+	srv *httptest.Server
+	c   *client.Client
+	r   *lookup.Registrar
+	g   *lease.Grantor
+}
+
+func newEnv(t testing.TB) *env {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+	d := event.New(event.Config{})
+	r, err := lookup.New(lookup.Config{Store: st, Grantor: g, Dispatcher: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Load(); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	api.Register(mux, api.Config{Grantor: g, Registrar: r, UnicastPort: 4160})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { srv.Close(); d.Close(); g.Close(); st.Close() })
+	c, _ := client.New(srv.URL, nil)
+	return &env{srv: srv, c: c, r: r, g: g}
+}
+
+func TestBadRequests(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		code, says               string
+	}{
+		{"not JSON", "POST", "/v1/lookup/services", `{"item":`, 400, "InvalidArgument", "request body"},
+		{"unknown field", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":1000,"colour":"red"}`, 400, "InvalidArgument", `unknown field \"colour\"`},
+		{"empty body", "POST", "/v1/lookup/query", ``, 400, "NullArgument", "request body is empty"},
+		{"missing duration", "POST", "/v1/lookup/services", `{"item":{}}`, 400, "NullArgument", "leaseDuration is required"},
+		{"zero duration", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":0}`, 400, "InvalidArgument", "must be positive"},
+		{"missing template", "POST", "/v1/lookup/query", `{"maxMatches":1}`, 400, "NullArgument", "template is required"},
+		{"trailing data", "POST", "/v1/lookup/query", `{"template":{},"maxMatches":1} {}`, 400, "InvalidArgument", "unexpected data"},
+		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", api.MaxBody) + `"},"leaseDuration":1}`, 400, "InvalidArgument", "larger than"},
+		{"unknown lease", "POST", "/v1/leases/nope/renew", `{"duration":1000}`, 404, "UnknownLease", "unknown"},
+		{"unknown route", "GET", "/v1/nothing", ``, 404, "UnsupportedOperation", "not part of the API"},
+		{"batch without leases", "POST", "/v1/leases/renew", `{}`, 400, "NullArgument", "leases is required"},
+		{"no such service", "GET", "/v1/lookup/services/01234567-89ab-cdef-fedc-ba9876543210", ``, 404, "NoSuchObject", "no service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, e.srv.URL+tc.path, strings.NewReader(tc.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body strings.Builder
+			buf := make([]byte, 4096)
+			n, _ := resp.Body.Read(buf)
+			body.Write(buf[:n])
+			if resp.StatusCode != tc.status || !strings.Contains(body.String(), `"code":"`+tc.code+`"`) || !strings.Contains(body.String(), tc.says) {
+				t.Fatalf("%d %s; want %d %s saying %q", resp.StatusCode, body.String(), tc.status, tc.code, tc.says)
+			}
+		})
+	}
+	if items, n := e.r.Count(); items != 0 || n != 0 {
+		t.Fatalf("bad requests changed state: %d items, %d notify registrations", items, n)
+	}
+}
+
+func TestLeaseBatchesOverHTTP(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	a, err := e.c.Register(ctx, lookup.Item{}, 60_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.c.RenewAll(ctx, []client.Renewal{{ID: a.Lease.ID, Duration: 120_000}, {ID: "gone", Duration: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Error != nil || res[0].Expiration <= a.Lease.Expiration || res[1].Error == nil || res[1].Error.Code != fault.UnknownLease {
+		t.Fatalf("renewAll results %+v", res)
+	}
+	res, err = e.c.CancelAll(ctx, []string{"gone", a.Lease.ID})
+	if err != nil || res[0].Error == nil || res[1].Error != nil {
+		t.Fatalf("cancelAll results %+v %v", res, err)
+	}
+	if _, total, _ := e.c.Query(ctx, lookup.Template{}, 10); total != 0 {
+		t.Fatal("cancelled registration still there")
+	}
+}

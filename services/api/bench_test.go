@@ -1,0 +1,72 @@
+package api_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+func item(i int) lookup.Item {
+	return lookup.Item{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{
+		{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}}}
+}
+
+// BenchmarkRegister: registrations through the API on loopback, each on
+// disk (fsync) before it is answered.
+func BenchmarkRegister(b *testing.B) {
+	e := newEnv(b)
+	ctx := b.Context()
+	i := 0
+	for b.Loop() {
+		if _, err := e.c.Register(ctx, item(i), 3_600_000); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
+}
+
+// BenchmarkQuery: template lookups through the API among 1,000
+// registrations, one match each.
+func BenchmarkQuery(b *testing.B) {
+	e := newEnv(b)
+	ctx := b.Context()
+	for i := range 1000 {
+		if _, err := e.c.Register(ctx, item(i), 3_600_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		_, total, err := e.c.Query(ctx, lookup.Template{Attributes: []lookup.Attribute{item(i % 1000).Attributes[0]}}, 10)
+		if err != nil || total != 1 {
+			b.Fatal(total, err)
+		}
+		i++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+}
+
+// BenchmarkRenewBatch: lease renewals in batches of 1,000 (one request,
+// one transaction each).
+func BenchmarkRenewBatch(b *testing.B) {
+	e := newEnv(b)
+	ctx := b.Context()
+	var rs []client.Renewal
+	for i := range 1000 {
+		r, err := e.c.Register(ctx, item(i), 3_600_000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, client.Renewal{ID: r.Lease.ID, Duration: 3_600_000})
+	}
+	for b.Loop() {
+		res, err := e.c.RenewAll(ctx, rs)
+		if err != nil || res[999].Error != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(rs))/b.Elapsed().Seconds(), "renewals/s")
+}
