@@ -54,24 +54,46 @@ func Register(mux *http.ServeMux, cfg Config) {
 		cfg.Now = time.Now
 	}
 	s := &server{cfg: cfg, log: cfg.Logger}
-	mux.HandleFunc("POST /v1/leases/{id}/renew", s.renew)
-	mux.HandleFunc("DELETE /v1/leases/{id}", s.cancel)
-	mux.HandleFunc("POST /v1/leases/renew", s.renewAll)
-	mux.HandleFunc("POST /v1/leases/cancel", s.cancelAll)
-	mux.HandleFunc("GET /v1/lookup", s.lookupInfo)
-	mux.HandleFunc("POST /v1/lookup/services", s.register)
-	mux.HandleFunc("GET /v1/lookup/services", s.list)
-	mux.HandleFunc("GET /v1/lookup/services/{serviceID}", s.get)
-	mux.HandleFunc("POST /v1/lookup/query", s.query)
-	mux.HandleFunc("POST /v1/lookup/notify", s.notify)
-	mux.HandleFunc("POST /v1/lookup/services/{serviceID}/attributes", s.attributes)
-	mux.HandleFunc("GET /v1/lookup/groups", s.getGroups)
-	mux.HandleFunc("PUT /v1/lookup/groups", s.putGroups)
-	mux.HandleFunc("GET /v1/lookup/locators", s.getLocators)
-	mux.HandleFunc("PUT /v1/lookup/locators", s.putLocators)
+	for _, rt := range s.routes() {
+		mux.HandleFunc(rt.pattern, rt.h)
+	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.New(fault.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
 	})
+}
+
+type route struct {
+	pattern string
+	h       http.HandlerFunc
+}
+
+func (s *server) routes() []route {
+	return []route{
+		{"POST /v1/leases/{id}/renew", s.renew},
+		{"DELETE /v1/leases/{id}", s.cancel},
+		{"POST /v1/leases/renew", s.renewAll},
+		{"POST /v1/leases/cancel", s.cancelAll},
+		{"GET /v1/lookup", s.lookupInfo},
+		{"POST /v1/lookup/services", s.register},
+		{"GET /v1/lookup/services", s.list},
+		{"GET /v1/lookup/services/{serviceID}", s.get},
+		{"POST /v1/lookup/query", s.query},
+		{"POST /v1/lookup/notify", s.notify},
+		{"POST /v1/lookup/services/{serviceID}/attributes", s.attributes},
+		{"GET /v1/lookup/groups", s.getGroups},
+		{"PUT /v1/lookup/groups", s.putGroups},
+		{"GET /v1/lookup/locators", s.getLocators},
+		{"PUT /v1/lookup/locators", s.putLocators},
+	}
+}
+
+// Routes lists the API's "METHOD /path" patterns, for documentation tests.
+func Routes() []string {
+	var out []string
+	for _, r := range (&server{}).routes() {
+		out = append(out, r.pattern)
+	}
+	return out
 }
 
 // ErrorBody is the error model of the API.

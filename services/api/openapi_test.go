@@ -1,0 +1,44 @@
+package api_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jinid/jinid/services/api"
+)
+
+// docs/api/openapi.yaml documents every route the API serves, with its
+// method.
+func TestOpenAPIInStep(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(doc), "\n")
+	for _, r := range api.Routes() {
+		method, path, _ := strings.Cut(r, " ")
+		at := -1
+		for i, l := range lines {
+			if l == "  "+path+":" {
+				at = i
+			}
+		}
+		if at < 0 {
+			t.Errorf("%s is not documented in docs/api/openapi.yaml", path)
+			continue
+		}
+		found := false
+		for _, l := range lines[at+1:] {
+			if strings.HasPrefix(l, "  /") {
+				break
+			}
+			if strings.HasPrefix(l, "    "+strings.ToLower(method)+":") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s %s is not documented in docs/api/openapi.yaml", method, path)
+		}
+	}
+}
