@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jinid/jinid/lookup"
+	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/lease"
 )
@@ -286,19 +287,7 @@ func newLeaseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			failed := 0
-			for _, r := range res {
-				if r.Error != nil {
-					failed++
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.ID, r.Error.Error())
-					continue
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: renewed, expires %s\n", r.ID, expires(r.Expiration))
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d leases not renewed", failed, len(res))
-			}
-			return nil
+			return printBatch(cmd.OutOrStdout(), res, "renewed")
 		},
 	}
 	renew.Flags().StringVar(&dur, "duration", "5m", "new duration: a duration, any or forever")
@@ -315,21 +304,29 @@ func newLeaseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			failed := 0
-			for _, r := range res {
-				if r.Error != nil {
-					failed++
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.ID, r.Error.Error())
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: cancelled\n", r.ID)
-				}
-			}
-			if failed > 0 {
-				return fmt.Errorf("%d of %d leases not cancelled", failed, len(res))
-			}
-			return nil
+			return printBatch(cmd.OutOrStdout(), res, "cancelled")
 		},
 	}
 	cmd.AddCommand(renew, cancel)
 	return cmd
+}
+
+// printBatch prints one line per lease of a batch and fails if any did.
+func printBatch(w io.Writer, res []api.BatchResult, done string) error {
+	failed := 0
+	for _, r := range res {
+		switch {
+		case r.Error != nil:
+			failed++
+			fmt.Fprintf(w, "%s: %s\n", r.ID, r.Error.Error())
+		case r.Expiration != 0:
+			fmt.Fprintf(w, "%s: %s, expires %s\n", r.ID, done, expires(r.Expiration))
+		default:
+			fmt.Fprintf(w, "%s: %s\n", r.ID, done)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d leases not %s", failed, len(res), done)
+	}
+	return nil
 }

@@ -51,7 +51,7 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 	}
 	defer conn.Close()
 	p := ipv4.NewPacketConn(conn)
-	if err := p.SetMulticastInterface(&net.Interface{Index: ifIndex(t, attacker, al.Name)}); err != nil {
+	if err := p.SetMulticastInterface(&net.Interface{Index: attacker.IfIndex(al.Name)}); err != nil {
 		t.Fatal(err)
 	}
 	dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(discovery.AnnouncementGroupV4, discovery.Port))
@@ -146,19 +146,4 @@ func equal(a, b map[string]float64) bool {
 		}
 	}
 	return true
-}
-
-func ifIndex(t *testing.T, h *netlab.Host, name string) int {
-	t.Helper()
-	var idx int
-	if err := h.Namespace().Do(func() error {
-		ifi, err := net.InterfaceByName(name)
-		if err == nil {
-			idx = ifi.Index
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return idx
 }

@@ -376,7 +376,7 @@ func TestTTL(t *testing.T) {
 	}
 	defer pc.Close()
 	p := ipv4.NewPacketConn(pc)
-	if err := p.JoinGroup(&net.Interface{Index: ifIndex(t, b, "eth0")}, &net.UDPAddr{IP: discovery.AnnouncementGroupV4.AsSlice()}); err != nil {
+	if err := p.JoinGroup(&net.Interface{Index: b.IfIndex("eth0")}, &net.UDPAddr{IP: discovery.AnnouncementGroupV4.AsSlice()}); err != nil {
 		t.Fatal(err)
 	}
 	p.SetControlMessage(ipv4.FlagTTL, true)

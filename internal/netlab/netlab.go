@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -308,4 +309,21 @@ func (k *Link) ReplaceIPv4(a netip.Addr) {
 	l.ip("-n", k.Host.ns, "addr", "add", a.String()+"/24", "dev", k.Name)
 	l.ip("-n", k.Host.ns, "addr", "del", k.IPv4.String()+"/24", "dev", k.Name)
 	k.IPv4 = a
+}
+
+// IfIndex returns the index of the host's interface name.
+func (h *Host) IfIndex(name string) int {
+	h.lab.t.Helper()
+	var idx int
+	err := h.Namespace().Do(func() error {
+		ifi, err := net.InterfaceByName(name)
+		if err == nil {
+			idx = ifi.Index
+		}
+		return err
+	})
+	if err != nil {
+		h.lab.t.Fatalf("netlab: %s in %s: %v", name, h.Name, err)
+	}
+	return idx
 }

@@ -26,7 +26,7 @@ func listen(t *testing.T, h *Host, group netip.Addr) *ipv4.PacketConn {
 	}
 	t.Cleanup(func() { pc.Close() })
 	p := ipv4.NewPacketConn(pc)
-	ifi := &net.Interface{Index: index(t, h, h.Links()[0].Name), Name: h.Links()[0].Name}
+	ifi := &net.Interface{Index: h.IfIndex(h.Links()[0].Name), Name: h.Links()[0].Name}
 	if err := p.JoinGroup(ifi, &net.UDPAddr{IP: group.AsSlice()}); err != nil {
 		t.Fatal(err)
 	}
@@ -34,22 +34,6 @@ func listen(t *testing.T, h *Host, group netip.Addr) *ipv4.PacketConn {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func index(t *testing.T, h *Host, name string) int {
-	t.Helper()
-	var idx int
-	err := h.Namespace().Do(func() error {
-		ifi, err := net.InterfaceByName(name)
-		if err == nil {
-			idx = ifi.Index
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return idx
 }
 
 func TestMulticastBetweenHosts(t *testing.T) {
@@ -70,7 +54,7 @@ func TestMulticastBetweenHosts(t *testing.T) {
 	}
 	defer tx.Close()
 	ptx := ipv4.NewPacketConn(tx)
-	if err := ptx.SetMulticastInterface(&net.Interface{Index: index(t, a, la.Name)}); err != nil {
+	if err := ptx.SetMulticastInterface(&net.Interface{Index: a.IfIndex(la.Name)}); err != nil {
 		t.Fatal(err)
 	}
 	dst := &net.UDPAddr{IP: group.AsSlice(), Port: 4160}
@@ -84,7 +68,7 @@ func TestMulticastBetweenHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(buf[:n]) != "hello" || src.(*net.UDPAddr).IP.String() != la.IPv4.String() ||
-		cm.IfIndex != index(t, b, lb.Name) || cm.Dst.String() != group.String() {
+		cm.IfIndex != b.IfIndex(lb.Name) || cm.Dst.String() != group.String() {
 		t.Fatalf("got %q from %v on if %d to %v", buf[:n], src, cm.IfIndex, cm.Dst)
 	}
 }
