@@ -45,3 +45,21 @@ func BenchmarkMemory100k(b *testing.B) {
 		os.Remove(f.st.Path())
 	}
 }
+
+// BenchmarkQuery1000 is a template lookup among 1,000 registrations, in
+// the registrar (no HTTP).
+func BenchmarkQuery1000(b *testing.B) {
+	f := open(b, b.TempDir(), clock.Real{})
+	for i := range 1000 {
+		if _, err := f.r.Register(printer(fmt.Sprintf("printer-%d", i)), 3_600_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tmpl := Template{Attributes: []Attribute{attr("net.jini.lookup.entry.Name", map[string]any{"name": "printer-500"})}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, total, _ := f.r.Query(tmpl, 10); total != 1 {
+			b.Fatal(total)
+		}
+	}
+}

@@ -70,11 +70,29 @@ func (tmpl Attribute) matches(a Attribute) bool {
 			continue
 		}
 		got, ok := a.Fields[name]
-		if !ok || !reflect.DeepEqual(normalize(got), normalize(want)) {
+		if !ok || !valueEqual(got, want) {
 			return false
 		}
 	}
 	return true
+}
+
+// valueEqual compares two JSON values: scalars directly (the common case,
+// and the hot path of every lookup), anything else structurally.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		if y, ok := b.(float64); ok {
+			return x == y
+		}
+	}
+	return reflect.DeepEqual(normalize(a), normalize(b))
 }
 
 // normalize makes JSON values comparable whatever decoded them: numbers
