@@ -81,6 +81,9 @@ type Config struct {
 	Logger       *slog.Logger
 	ItemPolicy   lease.Policy
 	NotifyPolicy lease.Policy
+	// OnMetaChange, if set, hears that groups or locators changed (the
+	// lookup service announces at once then).
+	OnMetaChange func()
 }
 
 // Registrar is the lookup service's state and operations.
@@ -199,6 +202,9 @@ func (r *Registrar) setMeta(change func(*Meta)) error {
 			r.mu.Lock()
 			r.meta = m
 			r.mu.Unlock()
+			if r.cfg.OnMetaChange != nil {
+				r.cfg.OnMetaChange()
+			}
 		})
 		return nil
 	})

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/daemon"
 )
 
@@ -14,7 +18,12 @@ import (
 const shutdownGrace = 10 * time.Second
 
 func newDaemonCmd(g *globalFlags) *cobra.Command {
-	var cfg daemon.Config
+	var (
+		cfg      daemon.Config
+		groups   []string
+		public   bool
+		interval time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the jinid appliance until SIGINT or SIGTERM",
@@ -22,20 +31,37 @@ func newDaemonCmd(g *globalFlags) *cobra.Command {
 unless flags say otherwise. It logs to standard error and stops cleanly on
 SIGINT (Ctrl-C) or SIGTERM, letting requests in flight finish.
 
-It runs the lookup service's registrar and the lease grantor, keeping
+It runs the lookup service: its registrar and the lease grantor, keeping
 every acknowledged change in --data-dir before answering (so a crash
-loses nothing acknowledged).
+loses nothing acknowledged); unicast discovery on --discovery-port; and,
+unless --no-multicast, announcements on every suitable interface (each
+carrying that interface's address) and answers to multicast requests.
+It logs one line per interface saying whether and why it is served.
 
 Endpoints (on --api-listen):
   GET /healthz   200 while the daemon serves
   /v1/...        the client API (see docs/api/openapi.yaml)`,
 		Example: `  jinid daemon
-  jinid daemon --api-listen 127.0.0.1:4162 --data-dir /var/lib/jinid --log-format json`,
+  jinid daemon --groups lab,ops --interfaces 'eth*' --data-dir /var/lib/jinid
+  jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("groups") || cmd.Flags().Changed("public-group") {
+				cfg.Groups = slices.Clone(groups)
+				if public {
+					cfg.Groups = append(cfg.Groups, "")
+				}
+				if slices.Contains(groups, "") {
+					return errors.New(`--groups: an empty group name; the public group is --public-group`)
+				}
+			}
+			cfg.AnnounceInterval = interval
+			if !cmd.Flags().Changed("exclude-interfaces") {
+				cfg.Exclude = nil
 			}
 			d, err := daemon.New(cfg, log)
 			if err != nil {
@@ -61,6 +87,14 @@ Endpoints (on --api-listen):
 		},
 	}
 	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", daemon.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
-	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", daemon.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", daemon.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
+	f.StringSliceVar(&groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
+	f.BoolVar(&public, "public-group", true, `with --groups: also be a member of the public group ("")`)
+	f.DurationVar(&interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
+	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable)")
+	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
+	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
+	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	return cmd
 }

@@ -31,7 +31,7 @@ type daemonProc struct {
 // and waits until it serves.
 func startDaemon(t *testing.T, bin, dir string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir)
+	cmd := exec.Command(bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -148,7 +148,7 @@ func TestDaemonStopsOnSignal(t *testing.T) {
 		t.Run(sig.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-format", "text")
+			cmd := exec.CommandContext(ctx, bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-multicast", "--discovery-port", "0", "--log-format", "text")
 			stderr, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -117,6 +117,9 @@ type Config struct {
 	Metrics *Metrics
 	// Clock: defaults to time.Now.
 	Now func() time.Time
+	// OnChange, if set, is called after the served interfaces or their
+	// addresses changed (a lookup service announces at once then).
+	OnChange func()
 }
 
 func (c *Config) setDefaults() error {
@@ -307,9 +310,17 @@ func (t *Transport) families() []int {
 
 // sync makes the open sockets match the interfaces.
 func (t *Transport) sync() error {
+	changed, err := t.syncSockets()
+	if changed && t.cfg.OnChange != nil {
+		t.cfg.OnChange()
+	}
+	return err
+}
+
+func (t *Transport) syncSockets() (changed bool, err error) {
 	st, err := t.cfg.Monitor.Snapshot()
 	if err != nil {
-		return err
+		return false, err
 	}
 	want := make(map[sockKey]netmon.Interface)
 	reasons := make(map[int]string)
@@ -337,7 +348,7 @@ func (t *Transport) sync() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ctx.Err() != nil {
-		return nil
+		return false, nil
 	}
 	t.names = names
 	for idx, why := range reasons {
@@ -349,6 +360,7 @@ func (t *Transport) sync() error {
 
 	for k, s := range t.socks {
 		if _, ok := want[k]; !ok {
+			changed = true
 			s.conn.Close()
 			delete(t.socks, k)
 			t.log.Info("left discovery groups", "interface", s.ifc.Name, "family", k.family)
@@ -357,6 +369,7 @@ func (t *Transport) sync() error {
 	for k, ifc := range want {
 		if s, ok := t.socks[k]; ok {
 			if !slices.Equal(s.ifc.Addrs, ifc.Addrs) {
+				changed = true
 				t.log.Info("interface addresses changed", "interface", ifc.Name, "addrs", ifc.Addrs)
 			}
 			s.ifc = ifc
@@ -369,6 +382,7 @@ func (t *Transport) sync() error {
 			continue
 		}
 		t.socks[k] = s
+		changed = true
 		t.wg.Add(1)
 		go t.read(s)
 		t.log.Info("joined discovery groups", "interface", ifc.Name, "family", k.family)
@@ -378,7 +392,7 @@ func (t *Transport) sync() error {
 	case t.synced <- struct{}{}:
 	default:
 	}
-	return nil
+	return changed, nil
 }
 
 func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {

@@ -10,19 +10,26 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/unicast"
 )
 
 // DefaultAPIListen is where the client API and the operations endpoints
@@ -35,6 +42,23 @@ type Config struct {
 	APIListen string
 	// DataDir holds the store.
 	DataDir string
+
+	// Groups, if not nil, replaces the lookup service's member groups at
+	// start; nil keeps what the store holds (the public group at first).
+	Groups []string
+	// AnnounceInterval between announcements; 0 means 120 s.
+	AnnounceInterval time.Duration
+	// Include and Exclude are interface name patterns for multicast; a
+	// nil Exclude means the transport's defaults.
+	Include, Exclude []string
+	// NoMulticast: no announcements, no answers to multicast requests;
+	// unicast discovery only.
+	NoMulticast bool
+	// DiscoveryPort is the unicast discovery port (TCP); 0 picks a free
+	// one (for tests).
+	DiscoveryPort int
+	// Namespace to run the network side in (tests); zero: the process's.
+	Namespace namespace.Namespace
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -67,6 +91,17 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("data directory: none given")
 	}
+	if c.AnnounceInterval != 0 && c.AnnounceInterval < announce.MinInterval {
+		return fmt.Errorf("announcement interval %s is below the minimum %s", c.AnnounceInterval, announce.MinInterval)
+	}
+	if c.DiscoveryPort < 0 || c.DiscoveryPort > 65535 {
+		return fmt.Errorf("discovery port %d out of range 0-65535", c.DiscoveryPort)
+	}
+	for _, p := range append(slices.Clone(c.Include), c.Exclude...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("interface pattern %q: %w", p, err)
+		}
+	}
 	return nil
 }
 
@@ -79,10 +114,17 @@ type Daemon struct {
 	ln         net.Listener
 	wg         sync.WaitGroup
 	errc       chan error
+	mu         sync.Mutex // guards announcer, which hooks reach from other goroutines
 	store      *store.Store
 	grantor    *lease.Grantor
 	dispatcher *event.Dispatcher
 	registrar  *lookup.Registrar
+
+	unicast   *unicast.Server
+	monitor   *netmon.Netlink
+	transport *mcast.Transport
+	announcer *announce.Announcer
+	responder *announce.Responder
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -107,7 +149,8 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.ln = ln
 	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, Logger: d.log, UnicastPort: discovery.Port})
+	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, Logger: d.log,
+		UnicastPort: func() int { return d.unicastPort() }})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -120,6 +163,13 @@ func (d *Daemon) Start(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
+	// The network side first: the API reports its unicast port.
+	if err := d.startDiscovery(ctx); err != nil {
+		ln.Close()
+		d.stopDiscovery()
+		d.closeServices()
+		return err
+	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -129,8 +179,107 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}()
 	items, notifies := d.registrar.Count()
 	d.log.Info("jinid started", "api", "http://"+ln.Addr().String(), "data", d.store.Path(),
-		"lookup", d.registrar.Meta().ServiceID, "registrations", items, "notify_registrations", notifies)
+		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
+		"multicast", !d.cfg.NoMulticast, "registrations", items, "notify_registrations", notifies)
 	return nil
+}
+
+// startDiscovery puts the lookup service on the network: the unicast
+// discovery server, and unless NoMulticast, the multicast transport with
+// the announcer and the answers to multicast requests.
+func (d *Daemon) startDiscovery(ctx context.Context) error {
+	var ln net.Listener
+	err := d.cfg.Namespace.Do(func() error {
+		var err error
+		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("", strconv.Itoa(d.cfg.DiscoveryPort)))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("listening for unicast discovery on port %d: %w", d.cfg.DiscoveryPort, err)
+	}
+	d.unicast = unicast.Serve(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log})
+	if d.cfg.NoMulticast {
+		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests")
+		return nil
+	}
+	if d.monitor, err = netmon.NewNetlink(d.cfg.Namespace, d.log, time.Minute); err != nil {
+		return err
+	}
+	id := d.registrar.Meta().ServiceID
+	groups := func() []string { return d.registrar.Meta().Groups }
+	d.responder = announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
+		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log})
+	in := &mcast.Inbound{OnRequest: d.responder.OnRequest}
+	d.transport, err = mcast.New(mcast.Config{Namespace: d.cfg.Namespace, Monitor: d.monitor, Handler: in.Handle,
+		Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log, OnChange: d.announceNow})
+	if err != nil {
+		return err
+	}
+	d.announcer, err = announce.NewAnnouncer(announce.Config{Transport: d.transport, ServiceID: id, Port: d.unicastPort(),
+		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(d.store), Logger: d.log})
+	if err != nil {
+		return err
+	}
+	if err := d.transport.Start(); err != nil {
+		d.transport = nil
+		return fmt.Errorf("joining the discovery groups: %w", err)
+	}
+	d.announcer.Start()
+	return nil
+}
+
+// announceNow announces at once (groups or addresses changed).
+func (d *Daemon) announceNow() {
+	d.mu.Lock()
+	a := d.announcer
+	d.mu.Unlock()
+	if a != nil {
+		a.Trigger()
+	}
+}
+
+func (d *Daemon) stopDiscovery() {
+	d.mu.Lock()
+	a := d.announcer
+	d.announcer = nil
+	d.mu.Unlock()
+	if a != nil {
+		a.Close() // with a last announcement of no groups
+	}
+	if d.transport != nil {
+		d.transport.Close()
+	}
+	if d.monitor != nil {
+		d.monitor.Close()
+	}
+	if d.responder != nil {
+		d.responder.Close()
+	}
+	if d.unicast != nil {
+		d.unicast.Close()
+	}
+}
+
+func (d *Daemon) unicastPort() int { return d.unicast.Addr().(*net.TCPAddr).Port }
+
+// respond answers unicast discovery: the host is the address the client
+// reached us on, so it is one the client can reach again.
+func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, error) {
+	ap, err := netip.ParseAddrPort(local.String())
+	if err != nil {
+		return nil, err
+	}
+	host := ap.Addr().Unmap().WithZone("").String()
+	port := d.unicastPort()
+	m := d.registrar.Meta()
+	apiHost, apiPort, _ := net.SplitHostPort(d.ln.Addr().String())
+	if a, err := netip.ParseAddr(apiHost); err != nil || a.IsUnspecified() {
+		apiHost = host
+	}
+	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{
+		ServiceID: m.ServiceID, APIURL: "http://" + net.JoinHostPort(apiHost, apiPort), Groups: m.Groups,
+		Locator: unicast.Locator{Host: host, Port: port}.String(),
+	}}}, nil
 }
 
 // openServices opens the store and the services on it, in dependency
@@ -143,9 +292,15 @@ func (d *Daemon) openServices() error {
 	d.store = st
 	d.grantor = lease.New(st, clock.Real{}, d.log)
 	d.dispatcher = event.New(event.Config{Logger: d.log})
-	d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log})
+	d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log,
+		OnMetaChange: d.announceNow})
 	if err != nil {
 		return err
+	}
+	if d.cfg.Groups != nil {
+		if err := d.registrar.SetGroups(d.cfg.Groups); err != nil {
+			return fmt.Errorf("member groups: %w", err)
+		}
 	}
 	return d.grantor.Load()
 }
@@ -177,6 +332,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 	}
 	err := d.srv.Shutdown(ctx)
 	d.wg.Wait()
+	d.stopDiscovery()
 	d.closeServices()
 	if err != nil {
 		return fmt.Errorf("stopping the API server: %w", err)

@@ -15,7 +15,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStartServeShutdown(t *testing.T) {
-	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir(), NoMulticast: true}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +56,12 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestStartBindError(t *testing.T) {
-	a, _ := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	a, _ := New(Config{APIListen: "127.0.0.1:0", DataDir: t.TempDir(), NoMulticast: true}, slog.New(slog.DiscardHandler))
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer a.Shutdown(context.Background())
-	b, _ := New(Config{APIListen: a.Addr().String(), DataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	b, _ := New(Config{APIListen: a.Addr().String(), DataDir: t.TempDir(), NoMulticast: true}, slog.New(slog.DiscardHandler))
 	if err := b.Start(t.Context()); err == nil || !strings.Contains(err.Error(), "listening for the API on") {
 		t.Fatalf("second bind: %v", err)
 	}

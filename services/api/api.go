@@ -28,8 +28,9 @@ type Config struct {
 	Logger    *slog.Logger
 	// Now is the clock for "remaining" in leases; default time.Now.
 	Now func() time.Time
-	// UnicastPort is where the lookup service answers unicast discovery.
-	UnicastPort int
+	// UnicastPort tells where the lookup service answers unicast
+	// discovery.
+	UnicastPort func() int
 }
 
 // Lease is a lease as the API shows it.
@@ -52,6 +53,9 @@ func Register(mux *http.ServeMux, cfg Config) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.UnicastPort == nil {
+		cfg.UnicastPort = func() int { return 4160 }
 	}
 	s := &server{cfg: cfg, log: cfg.Logger}
 	for _, rt := range s.routes() {
@@ -275,7 +279,7 @@ func (s *server) lookupInfo(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"serviceID": m.ServiceID, "groups": m.Groups,
-		"locator": fmt.Sprintf("jini://%s:%d", host, s.cfg.UnicastPort),
+		"locator": fmt.Sprintf("jini://%s:%d", host, s.cfg.UnicastPort()),
 	})
 }
 

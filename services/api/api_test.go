@@ -39,7 +39,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: g, Registrar: r, UnicastPort: 4160})
+	api.Register(mux, api.Config{Grantor: g, Registrar: r})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(func() { srv.Close(); d.Close(); g.Close(); st.Close() })
 	c, _ := client.New(srv.URL, nil)
