@@ -429,6 +429,7 @@ func absorb(r *Result, o Result) {
 		// Show the IPv4 address first.
 		old := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 		r.Host, r.Port, r.Interface = o.Host, o.Port, cmp.Or(o.Interface, r.Interface)
+		r.APIURL = cmp.Or(o.APIURL, r.APIURL) // the API at the address shown
 		addr = old
 	}
 	if !slices.Contains(r.Addresses, addr) {

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/finder"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+// labDaemon runs the jinid binary as a daemon inside a lab host.
+func labDaemon(t *testing.T, bin string, h *netlab.Host, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := h.Command(context.Background(), bin, append([]string{"daemon", "--api-listen", ":4162", "--data-dir", t.TempDir()}, args...)...)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan bool, 1)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			logs.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "jinid started") {
+				started <- true
+			}
+		}
+		started <- false
+	}()
+	if ok := <-started; !ok {
+		cmd.Wait()
+		t.Fatalf("daemon in %s did not start:\n%s", h.Name, logs.String())
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// discoverIn runs jinid discover in a lab host and returns its results.
+func discoverIn(t *testing.T, bin string, h *netlab.Host, args ...string) []finder.Result {
+	t.Helper()
+	out, err := h.Command(t.Context(), bin, append([]string{"discover", "--json"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("discover in %s: %v", h.Name, err)
+	}
+	var rs []finder.Result
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var r finder.Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func atHost(rs []finder.Result, host string) (finder.Result, bool) {
+	for _, r := range rs {
+		if r.Host == host {
+			return r, true
+		}
+	}
+	return finder.Result{}, false
+}
+
+// Two jinid daemons on a LAN discover each other with jinid discover.
+func TestDaemonsDiscoverEachOther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	a, b := lab.Host("a"), lab.Host("b")
+	la, lb := a.Attach(lan), b.Attach(lan)
+	labDaemon(t, bin, a, "--announce-interval", "500ms")
+	labDaemon(t, bin, b, "--announce-interval", "500ms", "--groups", "lab")
+
+	for _, c := range []struct {
+		from  *netlab.Host
+		other *netlab.Link
+		grp   []string
+	}{{a, lb, []string{"", "lab"}}, {b, la, []string{""}}} {
+		rs := discoverIn(t, bin, c.from, "--timeout", "2s")
+		r, ok := atHost(rs, c.other.IPv4.String())
+		if !ok {
+			t.Fatalf("from %s: %s not found in %+v", c.from.Name, c.other.IPv4, rs)
+		}
+		slices.Sort(r.Groups)
+		if r.Kind != "jinid" || r.Port != 4160 || r.APIURL != "http://"+c.other.IPv4.String()+":4162" || r.Interface != "eth0" ||
+			!slices.Equal(r.Groups, c.grp) || !slices.Contains(r.How, finder.ViaAnnouncement) || !slices.Contains(r.How, finder.ViaRequest) {
+			t.Errorf("from %s: %+v", c.from.Name, r)
+		}
+	}
+}
+
+// A gateway daemon on two LANs is found on each at its address on that
+// LAN; a daemon on the far LAN is not found from the near one.
+func TestGatewayDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, x, far := lab.Host("gw"), lab.Host("x"), lab.Host("far")
+	g1, g2 := gw.Attach(lan1), gw.Attach(lan2)
+	x.Attach(lan1)
+	lf := far.Attach(lan2)
+	labDaemon(t, bin, gw, "--announce-interval", "500ms")
+	labDaemon(t, bin, far, "--announce-interval", "500ms")
+
+	rs := discoverIn(t, bin, x, "--timeout", "2s", "--exclude-interfaces", "")
+	r, ok := atHost(rs, g1.IPv4.String())
+	if !ok {
+		t.Fatalf("gateway not found at %s from LAN 1: %+v", g1.IPv4, rs)
+	}
+	for _, a := range r.Addresses {
+		if strings.Contains(a, g2.IPv4.String()) {
+			t.Errorf("from LAN 1 the gateway was also reached at its LAN 2 address: %+v", r)
+		}
+	}
+	if r.APIURL != "http://"+g1.IPv4.String()+":4162" {
+		t.Errorf("gateway's API URL on LAN 1: %s", r.APIURL)
+	}
+	if _, ok := atHost(rs, lf.IPv4.String()); ok {
+		t.Errorf("the daemon on LAN 2 was found from LAN 1: %+v", rs)
+	}
+	rs = discoverIn(t, bin, far, "--timeout", "2s")
+	if _, ok := atHost(rs, g2.IPv4.String()); !ok {
+		t.Errorf("gateway not found at %s from LAN 2: %+v", g2.IPv4, rs)
+	}
+}
+
+// Group changes through the API are announced at once, and a daemon that
+// stops says so with an announcement of no groups.
+func TestGroupChangeAnnounced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	lus, watcher := lab.Host("lus"), lab.Host("watcher")
+	ll := lus.Attach(lan)
+	watcher.Attach(lan)
+	cmd := labDaemon(t, bin, lus, "--announce-interval", "10s")
+
+	// A listener on the LAN records every announcement from the daemon.
+	type heard struct {
+		at     time.Time
+		groups []string
+	}
+	var mu sync.Mutex
+	var got []heard
+	mon, err := netmon.NewNetlink(watcher.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	in := &mcast.Inbound{OnAnnouncement: func(a discovery.Announcement, p mcast.Packet) {
+		if a.Version == 2 && a.Host == ll.IPv4.String() {
+			mu.Lock()
+			got = append(got, heard{time.Now(), slices.Clone(a.Groups)})
+			mu.Unlock()
+		}
+	}}
+	tr, err := mcast.New(mcast.Config{Namespace: watcher.Namespace(), Monitor: mon, Handler: in.Handle, NoIPv6: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	// Change the groups through the API, from inside the lab.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := watcher.Namespace().Do(func() error {
+			var err error
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}}
+	c, _ := client.New("http://"+ll.IPv4.String()+":4162", hc)
+	time.Sleep(300 * time.Millisecond)
+	changed := time.Now()
+	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	var after time.Duration
+	for after == 0 {
+		mu.Lock()
+		for _, h := range got {
+			if h.at.After(changed) && slices.Equal(h.groups, []string{"moved"}) {
+				after = h.at.Sub(changed)
+			}
+		}
+		mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no announcement of the new groups within 3 s (interval 10 s): %+v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("new groups announced %v after the change", after)
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	deadline = time.Now().Add(3 * time.Second)
+	for {
+		mu.Lock()
+		last := got[len(got)-1]
+		mu.Unlock()
+		if len(last.groups) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no final announcement without groups after the daemon stopped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
