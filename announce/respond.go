@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,11 @@ import (
 
 // Defaults for answering multicast requests.
 const (
-	DefaultMaxAnswers  = 16
+	DefaultMaxAnswers  = 32
+	// DefaultMaxPerSource caps answers in progress for requests from one
+	// source address, so one flooding host (whatever reply addresses it
+	// writes in its requests) cannot take every slot from the others.
+	DefaultMaxPerSource = 4
 	DefaultDialTimeout = 5 * time.Second
 	// DefaultDupWindow: a requester repeats its request (seven times, five
 	// seconds apart, and on every interface); one answer per window is
@@ -33,8 +38,9 @@ type ResponderConfig struct {
 	// the requester (unicast.Server.Handle).
 	Answer      func(net.Conn)
 	Namespace   namespace.Namespace
-	MaxAnswers  int
-	DialTimeout time.Duration
+	MaxAnswers   int
+	MaxPerSource int
+	DialTimeout  time.Duration
 	DupWindow   time.Duration
 	Logger      *slog.Logger
 }
@@ -47,8 +53,9 @@ type Responder struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	recent map[string]time.Time
+	mu       sync.Mutex
+	recent   map[string]time.Time
+	bySource map[netip.Addr]int // answers in progress per request source
 
 	// Counts, for status and tests.
 	Answered, Duplicates, Busy, Failed atomic.Int64
@@ -58,6 +65,9 @@ type Responder struct {
 func NewResponder(cfg ResponderConfig) *Responder {
 	if cfg.MaxAnswers <= 0 {
 		cfg.MaxAnswers = DefaultMaxAnswers
+	}
+	if cfg.MaxPerSource <= 0 {
+		cfg.MaxPerSource = DefaultMaxPerSource
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
@@ -69,7 +79,8 @@ func NewResponder(cfg ResponderConfig) *Responder {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Responder{cfg: cfg, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.MaxAnswers), recent: map[string]time.Time{}}
+	return &Responder{cfg: cfg, ctx: ctx, cancel: cancel, sem: make(chan struct{}, cfg.MaxAnswers),
+		recent: map[string]time.Time{}, bySource: map[netip.Addr]int{}}
 }
 
 // Close stops answering and waits for answers in progress.
@@ -101,6 +112,12 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 			clear(r.recent) // a flood of distinct requesters: forget, don't grow
 		}
 	}
+	src := p.Src.Addr()
+	if r.bySource[src] >= r.cfg.MaxPerSource {
+		r.mu.Unlock()
+		r.Busy.Add(1)
+		return
+	}
 	r.recent[addr] = now
 	r.mu.Unlock()
 
@@ -112,10 +129,20 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 		r.Busy.Add(1)
 		return
 	}
+	r.mu.Lock()
+	r.bySource[src]++
+	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer func() { <-r.sem }()
+		defer func() {
+			r.mu.Lock()
+			if r.bySource[src]--; r.bySource[src] <= 0 {
+				delete(r.bySource, src)
+			}
+			r.mu.Unlock()
+			<-r.sem
+		}()
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.DialTimeout)
 		defer cancel()
 		var conn net.Conn

@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,5 +247,88 @@ func TestGroupChangeAnnounced(t *testing.T) {
 			t.Fatalf("no final announcement without groups after the daemon stopped")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// A flood of multicast requests (bounded: 20,000, paced, inside the lab)
+// naming unreachable and refusing reply addresses does not stop the daemon
+// answering a legitimate requester, and its memory stays flat.
+func TestRequestFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
+	ll := lus.Attach(lan)
+	la := attacker.Attach(lan)
+	legit.Attach(lan)
+	cmd := labDaemon(t, bin, lus, "--announce-interval", "30s")
+	time.Sleep(200 * time.Millisecond)
+	before := rssKiB(t, cmd.Process.Pid)
+
+	mon, err := netmon.NewNetlink(attacker.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	tr, err := mcast.New(mcast.Config{Namespace: attacker.Namespace(), Monitor: mon, Handler: func(mcast.Packet) {}, NoIPv6: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	flood := func(n int) {
+		for i := 0; i < n; i++ {
+			host := fmt.Sprintf("198.18.1.%d", 200+i%50) // nobody there: connects hang until they fail
+			if i%2 == 1 {
+				host = la.IPv4.String() // the attacker itself, port closed: refused at once
+			}
+			req := discovery.Request{Version: 2, Host: host, Port: 20000 + i%40000}
+			if err := tr.Send(mcast.Requests, func(mcast.Joined) ([][]byte, error) { return req.Encode(512) }); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%200 == 199 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { flood(20000); close(done) }()
+	time.Sleep(200 * time.Millisecond) // the flood is on
+	rs := discoverIn(t, bin, legit, "--timeout", "3s")
+	<-done
+	r, ok := atHost(rs, ll.IPv4.String())
+	if !ok || !slices.Contains(r.How, finder.ViaRequest) {
+		t.Fatalf("during the flood the legitimate request went unanswered: %+v", rs)
+	}
+	after := rssKiB(t, cmd.Process.Pid)
+	flood(20000)
+	time.Sleep(500 * time.Millisecond)
+	again := rssKiB(t, cmd.Process.Pid)
+	t.Logf("daemon RSS: %d KiB before, %d KiB after 20,000 requests, %d KiB after 20,000 more", before, after, again)
+	if after-before > 16<<10 || again-after > 4<<10 {
+		t.Fatalf("memory grew under the flood: %d -> %d -> %d KiB", before, after, again)
 	}
 }
