@@ -107,8 +107,10 @@ var built struct {
 	path string
 }
 
+func buildBinaryB(b *testing.B) string { return buildBinary(b) }
+
 // buildBinary builds the static jinid binary once per test run.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	built.Lock()
 	defer built.Unlock()

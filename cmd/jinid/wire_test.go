@@ -25,10 +25,15 @@ import (
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/unicast"
 )
 
 // labDaemon runs the jinid binary as a daemon inside a lab host.
-func labDaemon(t *testing.T, bin string, h *netlab.Host, args ...string) *exec.Cmd {
+func labDaemonB(b *testing.B, bin string, h *netlab.Host, args ...string) *exec.Cmd {
+	return labDaemon(b, bin, h, args...)
+}
+
+func labDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := h.Command(context.Background(), bin, append([]string{"daemon", "--api-listen", ":4162", "--data-dir", t.TempDir()}, args...)...)
 	stderr, _ := cmd.StderrPipe()
@@ -330,5 +335,67 @@ func TestRequestFlood(t *testing.T) {
 	t.Logf("daemon RSS: %d KiB before, %d KiB after 20,000 requests, %d KiB after 20,000 more", before, after, again)
 	if after-before > 16<<10 || again-after > 4<<10 {
 		t.Fatalf("memory grew under the flood: %d -> %d -> %d KiB", before, after, again)
+	}
+}
+
+// BenchmarkRequestToResponse measures, in the lab, the time from a
+// multicast request leaving the requester to the unicast response being
+// read, over 1000 requests; it reports the median and the 99th percentile.
+//
+//	go test -run=NONE -bench=RequestToResponse -benchtime=1x ./cmd/jinid/
+func BenchmarkRequestToResponse(b *testing.B) {
+	lab := netlab.New(b)
+	bin := buildBinaryB(b)
+	lan := lab.LAN()
+	lus, req := lab.Host("lus"), lab.Host("req")
+	lus.Attach(lan)
+	lr := req.Attach(lan)
+	labDaemonB(b, bin, lus)
+	mon, err := netmon.NewNetlink(req.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mon.Close()
+	tr, err := mcast.New(mcast.Config{Namespace: req.Namespace(), Monitor: mon, Handler: func(mcast.Packet) {}, NoIPv6: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	for b.Loop() {
+		var lat []time.Duration
+		var open []net.Listener // kept open: each request names a port of its own
+		defer func() {
+			for _, ln := range open {
+				ln.Close()
+			}
+		}()
+		for range 1000 {
+			var ln net.Listener
+			if err := req.Namespace().Do(func() error { var err error; ln, err = net.Listen("tcp4", ":0"); return err }); err != nil {
+				b.Fatal(err)
+			}
+			open = append(open, ln)
+			ln.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
+			r := discovery.Request{Version: 2, Host: lr.IPv4.String(), Port: ln.Addr().(*net.TCPAddr).Port}
+			start := time.Now()
+			if err := tr.Send(mcast.Requests, func(mcast.Joined) ([][]byte, error) { return r.Encode(512) }); err != nil {
+				b.Fatal(err)
+			}
+			conn, err := ln.Accept()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := unicast.Discover(b.Context(), conn, 2); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+			conn.Close()
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	}
 }
