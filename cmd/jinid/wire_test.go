@@ -399,3 +399,49 @@ func BenchmarkRequestToResponse(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	}
 }
+
+// jinid discover --locator jini://DOMAIN finds the lookup services that
+// the domain's _jini._tcp SRV records list, served by a real DNS server
+// (dnsmasq) in the lab.
+func TestLocatorBySRV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dnsmasq, err := exec.LookPath("dnsmasq")
+	if err != nil {
+		t.Skip("dnsmasq is not installed (.ci/run installs dnsmasq-base)")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	dns, l1h, l2h, client := lab.Host("dns"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("client")
+	ld := dns.Attach(lan)
+	l1, l2 := l1h.Attach(lan), l2h.Attach(lan)
+	client.Attach(lan)
+	labDaemon(t, bin, l1h, "--no-multicast")
+	labDaemon(t, bin, l2h, "--no-multicast", "--discovery-port", "4170")
+
+	srv := dns.Command(context.Background(), dnsmasq, "--no-daemon", "--no-resolv", "--no-hosts", "--bind-interfaces",
+		"--listen-address="+ld.IPv4.String(), "--port=53", "--log-facility=-",
+		"--srv-host=_jini._tcp.lab.test,lus1.lab.test,4160,0,10",
+		"--srv-host=_jini._tcp.lab.test,lus2.lab.test,4170,0,10",
+		"--host-record=lus1.lab.test,"+l1.IPv4.String(),
+		"--host-record=lus2.lab.test,"+l2.IPv4.String())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	client.SetResolver(ld.IPv4)
+	time.Sleep(300 * time.Millisecond) // dnsmasq is listening
+
+	rs := discoverIn(t, bin, client, "--no-multicast", "--locator", "jini://lab.test", "--timeout", "2s")
+	for _, want := range []struct {
+		host string
+		port int
+	}{{l1.IPv4.String(), 4160}, {l2.IPv4.String(), 4170}} {
+		r, ok := atHost(rs, want.host)
+		if !ok || r.Port != want.port || r.Kind != "jinid" || !slices.Contains(r.How, finder.ViaSRV) {
+			t.Errorf("lookup service at %s:%d by SRV: %+v (all: %+v)", want.host, want.port, r, rs)
+		}
+	}
+}

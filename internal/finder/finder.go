@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	ViaAnnouncement = "announcement"
 	ViaRequest      = "request-response"
 	ViaLocator      = "locator"
+	// ViaSRV: a locator naming a domain whose _jini._tcp SRV records list
+	// the lookup services.
+	ViaSRV = "dns-srv"
 )
 
 // Java's multicast request schedule: rounds of seven, five seconds apart.
@@ -246,7 +250,7 @@ func (f *finder) acceptAnswers(ln net.Listener, version int) {
 					}
 				}
 			}
-			f.found(resp, "", ViaRequest, f.ifaceOf(conn.LocalAddr()))
+			f.found(resp, "", []string{ViaRequest}, f.ifaceOf(conn.LocalAddr()))
 		}()
 	}
 }
@@ -271,12 +275,33 @@ func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 			f.fail(a.Host, a.Port, a.ServiceID.String(), ViaAnnouncement, p.IfName, err)
 			return
 		}
-		f.found(resp, a.ServiceID.String(), ViaAnnouncement, p.IfName)
+		f.found(resp, a.ServiceID.String(), []string{ViaAnnouncement}, p.IfName)
 	}()
 }
 
 func (f *finder) locator(l unicast.Locator) {
 	defer f.wg.Done()
+	// A name may be a domain whose SRV records list lookup services. (The
+	// lookup runs in the process's namespace.)
+	if _, err := netip.ParseAddr(l.Host); err != nil {
+		_, srvs, err := net.DefaultResolver.LookupSRV(f.ctx, "jini", "tcp", l.Host)
+		if err == nil && len(srvs) > 0 {
+			for _, srv := range srvs {
+				target := unicast.Locator{Host: strings.TrimSuffix(srv.Target, "."), Port: int(srv.Port)}
+				f.wg.Add(1)
+				go func() {
+					defer f.wg.Done()
+					f.unicastLocator(target, []string{ViaLocator, ViaSRV})
+				}()
+			}
+			return
+		}
+		f.log.Debug("no _jini._tcp SRV records; trying the name itself", "locator", l, "err", err)
+	}
+	f.unicastLocator(l, []string{ViaLocator})
+}
+
+func (f *finder) unicastLocator(l unicast.Locator, how []string) {
 	// Version 2 first, as the Java implementation prefers; a lookup
 	// service that speaks only version 1 gets a second try in it.
 	resp, err := f.dial(l.Address(), discovery.ProtocolV2)
@@ -289,7 +314,7 @@ func (f *finder) locator(l unicast.Locator) {
 		f.fail(l.Host, l.Port, "", ViaLocator, "", err)
 		return
 	}
-	f.found(resp, "", ViaLocator, "")
+	f.found(resp, "", how, "")
 }
 
 // dial runs unicast discovery against addr from inside the namespace.
@@ -314,8 +339,8 @@ func isDialError(err error) bool {
 
 // found records an answer; id is the ServiceID an announcement gave, if
 // any (a Java proxy's own is inside what jinid does not unmarshal).
-func (f *finder) found(resp *unicast.Response, id, how, iface string) {
-	r := Result{ServiceID: id, Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: []string{how},
+func (f *finder) found(resp *unicast.Response, id string, how []string, iface string) {
+	r := Result{ServiceID: id, Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: how,
 		Version: resp.Version, Kind: "java", ProxySize: len(resp.Registrar.Marshalled)}
 	if d := resp.Registrar.Descriptor; d != nil {
 		r.Kind, r.APIURL, r.ServiceID = "jinid", d.APIURL, d.ServiceID.String()

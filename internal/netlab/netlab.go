@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,6 +170,7 @@ func (l *Lab) close() {
 	for _, h := range l.hosts {
 		h.h.Close()
 		_ = exec.Command("ip", "netns", "del", h.ns).Run()
+		_ = os.RemoveAll(filepath.Join("/etc/netns", h.ns))
 	}
 	_ = exec.Command("ip", "netns", "del", l.bridge).Run()
 }
@@ -326,4 +328,17 @@ func (h *Host) IfIndex(name string) int {
 		h.lab.t.Fatalf("netlab: %s in %s: %v", name, h.Name, err)
 	}
 	return idx
+}
+
+// SetResolver makes programs run with Command resolve names through the
+// DNS server at addr: ip netns exec mounts /etc/netns/NAME/resolv.conf
+// over /etc/resolv.conf. Removed with the lab.
+func (h *Host) SetResolver(addr netip.Addr) {
+	dir := filepath.Join("/etc/netns", h.ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.lab.t.Fatalf("netlab: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver "+addr.String()+"\n"), 0o644); err != nil {
+		h.lab.t.Fatalf("netlab: %v", err)
+	}
 }
