@@ -96,5 +96,6 @@ Endpoints (on --api-listen):
 	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
+	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
 	return cmd
 }

@@ -445,3 +445,83 @@ func TestLocatorBySRV(t *testing.T) {
 		}
 	}
 }
+
+// Avahi, a real mDNS implementation running in a lab namespace, sees the
+// daemon's DNS-SD advertisement: avahi-browse -rpt _jini._tcp resolves it
+// to the daemon's address, unicast port and TXT record.
+func TestAvahiSeesAdvertisement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	for _, tool := range []string{"avahi-daemon", "avahi-browse", "dbus-daemon"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (.ci/run installs avahi-daemon, avahi-utils and dbus)", tool)
+		}
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	lus, observer := lab.Host("lus"), lab.Host("observer")
+	ll := lus.Attach(lan)
+	observer.Attach(lan)
+	labDaemon(t, bin, lus, "--announce-interval", "30s")
+
+	// A private system bus for avahi in the observer, so nothing outside
+	// the lab is touched.
+	dir, err := os.MkdirTemp("", "jinid-avahi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777) // dbus-daemon runs as messagebus
+	bus := "unix:path=" + dir + "/system_bus_socket"
+	env := append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
+	dbusd := observer.Command(context.Background(), "dbus-daemon", "--nofork", "--nopidfile",
+		"--config-file=/usr/share/dbus-1/system.conf", "--address="+bus)
+	if err := dbusd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { dbusd.Process.Kill(); dbusd.Wait() }()
+	conf := dir + "/avahi-daemon.conf"
+	os.WriteFile(conf, []byte("[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=eth0\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\ndisable-publishing=yes\n"), 0o644)
+	for range 50 { // the bus socket appears
+		if _, err := os.Stat(dir + "/system_bus_socket"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	avahi := observer.Command(context.Background(), "avahi-daemon", "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title", "-f", conf)
+	avahi.Env = env
+	var avahiLog bytes.Buffer
+	avahi.Stderr, avahi.Stdout = &avahiLog, &avahiLog
+	if err := avahi.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { avahi.Process.Signal(syscall.SIGTERM); avahi.Wait() }()
+
+	var out []byte
+	deadline := time.Now().Add(10 * time.Second)
+	want := fmt.Sprintf(";%s;4160;", ll.IPv4)
+	for {
+		browse := observer.Command(t.Context(), "avahi-browse", "-rpt", "_jini._tcp")
+		browse.Env = env
+		out, _ = browse.Output()
+		if strings.Contains(string(out), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("avahi-browse did not resolve the advertisement to %s:4160; it printed:\n%s\navahi-daemon said:\n%s", ll.IPv4, out, avahiLog.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "=") && strings.Contains(l, want) {
+			if !strings.Contains(l, `"serviceID=`) || !strings.Contains(l, `"api=http://`+ll.IPv4.String()+`:4162/"`) {
+				t.Errorf("resolved record lacks the TXT fields: %s", l)
+			}
+			t.Logf("avahi-browse: %s", l)
+			return
+		}
+	}
+	t.Fatalf("no resolved line in:\n%s", out)
+}

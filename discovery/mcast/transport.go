@@ -84,6 +84,9 @@ type Packet struct {
 type Config struct {
 	// Port defaults to 4160.
 	Port int
+	// Groups to join on every interface; nil means the four Jini
+	// discovery groups. (mDNS uses the transport with its own.)
+	Groups []netip.Addr
 	// NoIPv4 and NoIPv6 turn a family off.
 	NoIPv4, NoIPv6 bool
 	// Include, if not empty, limits the transport to interfaces whose name
@@ -401,10 +404,10 @@ func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 		return nil, err
 	}
 	ifi := &net.Interface{Index: ifc.Index, Name: ifc.Name}
-	for _, g := range []Group{Requests, Announcements} {
-		if err := c.join(ifi, g.Addr(k.family)); err != nil {
+	for _, g := range t.groups(k.family) {
+		if err := c.join(ifi, g); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("joining %s on %s: %w", g.Addr(k.family), ifc.Name, err)
+			return nil, fmt.Errorf("joining %s on %s: %w", g, ifc.Name, err)
 		}
 	}
 	if err := c.setup(ifi, t.cfg.TTL, !t.cfg.NoLoopback); err != nil {
@@ -412,6 +415,20 @@ func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 		return nil, fmt.Errorf("%s: %w", ifc.Name, err)
 	}
 	return &sock{key: k, ifc: ifc, conn: c}, nil
+}
+
+// groups returns the groups to join in a family.
+func (t *Transport) groups(family int) []netip.Addr {
+	if t.cfg.Groups == nil {
+		return []netip.Addr{Requests.Addr(family), Announcements.Addr(family)}
+	}
+	var out []netip.Addr
+	for _, g := range t.cfg.Groups {
+		if (family == 4) == g.Is4() {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // read delivers a socket's datagrams until the socket is closed. A socket
@@ -512,9 +529,18 @@ func (t *Transport) Joined() []Joined {
 // result skips it. Failures on some interfaces do not stop the others; they
 // are returned together. An interface that goes away meanwhile is skipped.
 func (t *Transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
+	return t.SendTo(func(family int) netip.Addr { return g.Addr(family) }, build)
+}
+
+// SendTo is Send to any group: dst gives the group's address in a family
+// (an invalid address skips that family).
+func (t *Transport) SendTo(dst func(family int) netip.Addr, build func(Joined) ([][]byte, error)) error {
 	var errs []error
 	for _, x := range t.served() {
-		if err := t.send(x, g, build); err != nil {
+		if !dst(x.j.Family).IsValid() {
+			continue
+		}
+		if err := t.send(x, dst(x.j.Family), build); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -533,16 +559,28 @@ func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, erro
 	if s == nil {
 		return fmt.Errorf("interface %s (IPv%d) is not served", j.Name, j.Family)
 	}
-	return t.send(x, g, build)
+	return t.send(x, g.Addr(j.Family), build)
 }
 
-func (t *Transport) send(x target, g Group, build func(Joined) ([][]byte, error)) error {
+// SendReply sends packets to one address (a unicast reply) out of the
+// socket of an interface and family.
+func (t *Transport) SendReply(ifIndex, family int, dst netip.AddrPort, p []byte) error {
+	t.mu.Lock()
+	s := t.socks[sockKey{ifIndex, family}]
+	t.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("interface %d (IPv%d) is not served", ifIndex, family)
+	}
+	return s.conn.write(p, dst)
+}
+
+func (t *Transport) send(x target, group netip.Addr, build func(Joined) ([][]byte, error)) error {
 	s, j := x.s, x.j
 	packets, err := build(j)
 	if err != nil {
 		return fmt.Errorf("building packets for %s: %w", j.Name, err)
 	}
-	dst := netip.AddrPortFrom(g.Addr(j.Family), uint16(t.cfg.Port))
+	dst := netip.AddrPortFrom(group, uint16(t.cfg.Port))
 	for _, p := range packets {
 		if err := s.conn.write(p, dst); err != nil {
 			if interfaceGone(err) {

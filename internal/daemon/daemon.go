@@ -57,6 +57,8 @@ type Config struct {
 	// DiscoveryPort is the unicast discovery port (TCP); 0 picks a free
 	// one (for tests).
 	DiscoveryPort int
+	// NoDNSSD turns off the DNS-SD (mDNS) advertisement.
+	NoDNSSD bool
 	// Namespace to run the network side in (tests); zero: the process's.
 	Namespace namespace.Namespace
 }
@@ -125,6 +127,7 @@ type Daemon struct {
 	transport *mcast.Transport
 	announcer *announce.Announcer
 	responder *announce.Responder
+	dnssd     *announce.Advertiser
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -225,6 +228,22 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
 	d.announcer.Start()
+	if d.cfg.NoDNSSD {
+		return nil
+	}
+	_, apiPort, _ := net.SplitHostPort(d.ln.Addr().String())
+	ap, _ := strconv.Atoi(apiPort)
+	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: id, Port: d.unicastPort, APIPort: func() int { return ap },
+		Groups: groups, Namespace: d.cfg.Namespace, Monitor: d.monitor, Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log})
+	if err == nil {
+		err = adv.Start()
+	}
+	if err != nil {
+		// DNS-SD is a convenience: Jini discovery works without it.
+		d.log.Warn("DNS-SD advertisement off", "err", err)
+		return nil
+	}
+	d.dnssd = adv
 	return nil
 }
 
@@ -245,6 +264,9 @@ func (d *Daemon) stopDiscovery() {
 	d.mu.Unlock()
 	if a != nil {
 		a.Close() // with a last announcement of no groups
+	}
+	if d.dnssd != nil {
+		d.dnssd.Close()
 	}
 	if d.transport != nil {
 		d.transport.Close()
