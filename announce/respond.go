@@ -17,12 +17,12 @@ import (
 
 // Defaults for answering multicast requests.
 const (
-	DefaultMaxAnswers  = 32
+	DefaultMaxAnswers = 32
 	// DefaultMaxPerSource caps answers in progress for requests from one
 	// source address, so one flooding host (whatever reply addresses it
 	// writes in its requests) cannot take every slot from the others.
 	DefaultMaxPerSource = 4
-	DefaultDialTimeout = 5 * time.Second
+	DefaultDialTimeout  = 5 * time.Second
 	// DefaultDupWindow: a requester repeats its request (seven times, five
 	// seconds apart, and on every interface); one answer per window is
 	// enough.
@@ -36,13 +36,13 @@ type ResponderConfig struct {
 	Groups    func() []string
 	// Answer runs the unicast exchange as the server on a connection to
 	// the requester (unicast.Server.Handle).
-	Answer      func(net.Conn)
-	Namespace   namespace.Namespace
+	Answer       func(net.Conn)
+	Namespace    namespace.Namespace
 	MaxAnswers   int
 	MaxPerSource int
 	DialTimeout  time.Duration
-	DupWindow   time.Duration
-	Logger      *slog.Logger
+	DupWindow    time.Duration
+	Logger       *slog.Logger
 }
 
 // Responder answers multicast requests by connecting back.

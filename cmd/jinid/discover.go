@@ -30,6 +30,7 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 		noMulticast bool
 		ttl         int
 		asJSON      bool
+		dnssd       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
@@ -49,14 +50,18 @@ it with --public.`,
 		Example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
   jinid discover --locator jini://lookup.example.org --no-multicast --json
-  jinid discover --interfaces 'eth*'`,
+  jinid discover --interfaces 'eth*'
+  jinid discover --dns-sd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			cfg := finder.Config{Timeout: timeout, Include: include, NoMulticast: noMulticast, TTL: ttl, Logger: log}
+			cfg := finder.Config{Timeout: timeout, Include: include, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
+			if dnssd && noMulticast {
+				return errors.New("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
+			}
 			if cmd.Flags().Changed("exclude-interfaces") {
 				cfg.Exclude = exclude
 			}
@@ -114,6 +119,7 @@ it with --public.`,
 	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per lookup service")
+	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
 	return cmd
 }
 

@@ -525,3 +525,23 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 	}
 	t.Fatalf("no resolved line in:\n%s", out)
 }
+
+// jinid discover --dns-sd finds a daemon by browsing _jini._tcp.local.
+func TestDiscoverDNSSD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	lus, client := lab.Host("lus"), lab.Host("client")
+	ll := lus.Attach(lan)
+	client.Attach(lan)
+	labDaemon(t, bin, lus, "--announce-interval", "30s")
+	// Groups no lookup service has: only DNS-SD can find it.
+	rs := discoverIn(t, bin, client, "--dns-sd", "--groups", "nobody-here", "--timeout", "2s")
+	r, ok := atHost(rs, ll.IPv4.String())
+	if !ok || !slices.Contains(r.How, finder.ViaDNSSD) || r.Kind != "jinid" || r.ServiceID == "" {
+		t.Fatalf("not found by DNS-SD: %+v", rs)
+	}
+}

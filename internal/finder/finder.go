@@ -54,6 +54,8 @@ type Config struct {
 	Versions []int
 	// NoMulticast skips multicast requests and announcements entirely.
 	NoMulticast bool
+	// DNSSD also browses _jini._tcp.local over mDNS.
+	DNSSD bool
 	// Transport options: interface patterns, families, TTL.
 	Include, Exclude []string
 	NoIPv4, NoIPv6   bool
@@ -114,9 +116,16 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 		f.wg.Add(1)
 		go f.locator(l)
 	}
-	if !cfg.NoMulticast && (cfg.Groups == nil || len(cfg.Groups) > 0) {
-		if err := f.multicast(); err != nil {
+	if !cfg.NoMulticast && (cfg.Groups == nil || len(cfg.Groups) > 0 || cfg.DNSSD) {
+		err := f.multicast()
+		if err == nil && cfg.DNSSD {
+			err = f.browse()
+		}
+		if err != nil {
 			cancel()
+			for _, c := range f.closers {
+				c()
+			}
 			f.wg.Wait()
 			return nil, err
 		}
