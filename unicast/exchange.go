@@ -3,10 +3,12 @@ package unicast
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -83,9 +85,15 @@ func deadline(ctx context.Context, conn net.Conn) func() {
 	return func() { stop() }
 }
 
+// ctxErr says when an exchange failed because its context ended. The
+// connection's deadline is the context's, and may fire a moment before the
+// context itself says so.
 func ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	if d, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(d) {
+		return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 	}
 	return err
 }
