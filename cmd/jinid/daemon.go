@@ -19,10 +19,11 @@ const shutdownGrace = 10 * time.Second
 
 func newDaemonCmd(g *globalFlags) *cobra.Command {
 	var (
-		cfg      daemon.Config
-		groups   []string
-		public   bool
-		interval time.Duration
+		configPath string
+		cfg        daemon.Config
+		groups     []string
+		public     bool
+		interval   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -38,6 +39,14 @@ unless --no-multicast, announcements on every suitable interface (each
 carrying that interface's address) and answers to multicast requests.
 It logs one line per interface saying whether and why it is served.
 
+Settings come from the flags and, under them, a JSON config file
+(--config, or /etc/jinid/jinid.json when it exists), for example:
+
+  {"schemaVersion": 1, "groups": ["", "lab"], "announceInterval": "120s",
+   "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
+   "apiListen": ":4162", "discoveryPort": 4160, "multicast": true,
+   "dnsSD": true, "logLevel": "info", "logFormat": "text"}
+
 Endpoints (on --api-listen):
   GET /healthz   200 while the daemon serves
   /v1/...        the client API (see docs/api/openapi.yaml)`,
@@ -46,9 +55,21 @@ Endpoints (on --api-listen):
   jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc, path, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if fc != nil {
+				if err := fc.apply(cmd.Flags(), path); err != nil {
+					return err
+				}
+			}
 			log, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if fc != nil {
+				log.Info("configuration read", "file", path)
 			}
 			if cmd.Flags().Changed("groups") || cmd.Flags().Changed("public-group") {
 				cfg.Groups = slices.Clone(groups)
@@ -88,6 +109,7 @@ Endpoints (on --api-listen):
 	}
 	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", daemon.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
 	f := cmd.Flags()
+	f.StringVar(&configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", daemon.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
 	f.StringSliceVar(&groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
 	f.BoolVar(&public, "public-group", true, `with --groups: also be a member of the public group ("")`)
