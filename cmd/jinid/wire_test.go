@@ -66,6 +66,26 @@ func labDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.C
 	return cmd
 }
 
+// labTransport runs an IPv4 discovery transport in a lab host, for tests
+// that send or watch multicast there themselves.
+func labTransport(t testing.TB, h *netlab.Host, handler func(mcast.Packet)) *mcast.Transport {
+	t.Helper()
+	mon, err := netmon.NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := mcast.New(mcast.Config{Namespace: h.Namespace(), Monitor: mon, Handler: handler, NoIPv6: true})
+	if err == nil {
+		err = tr.Start()
+	}
+	if err != nil {
+		mon.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close(); mon.Close() })
+	return tr
+}
+
 // discoverIn runs jinid discover in a lab host and returns its results.
 func discoverIn(t *testing.T, bin string, h *netlab.Host, args ...string) []finder.Result {
 	t.Helper()
@@ -184,11 +204,6 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []heard
-	mon, err := netmon.NewNetlink(watcher.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close()
 	in := &mcast.Inbound{OnAnnouncement: func(a discovery.Announcement, p mcast.Packet) {
 		if a.Version == 2 && a.Host == ll.IPv4.String() {
 			mu.Lock()
@@ -196,14 +211,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 			mu.Unlock()
 		}
 	}}
-	tr, err := mcast.New(mcast.Config{Namespace: watcher.Namespace(), Monitor: mon, Handler: in.Handle, NoIPv6: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	labTransport(t, watcher, in.Handle)
 
 	// Change the groups through the API, from inside the lab.
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -289,19 +297,7 @@ func TestRequestFlood(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	before := rssKiB(t, cmd.Process.Pid)
 
-	mon, err := netmon.NewNetlink(attacker.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mon.Close()
-	tr, err := mcast.New(mcast.Config{Namespace: attacker.Namespace(), Monitor: mon, Handler: func(mcast.Packet) {}, NoIPv6: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := labTransport(t, attacker, func(mcast.Packet) {})
 
 	flood := func(n int) {
 		for i := 0; i < n; i++ {
@@ -351,19 +347,7 @@ func BenchmarkRequestToResponse(b *testing.B) {
 	lus.Attach(lan)
 	lr := req.Attach(lan)
 	labDaemonB(b, bin, lus)
-	mon, err := netmon.NewNetlink(req.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mon.Close()
-	tr, err := mcast.New(mcast.Config{Namespace: req.Namespace(), Monitor: mon, Handler: func(mcast.Packet) {}, NoIPv6: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := tr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer tr.Close()
+	tr := labTransport(b, req, func(mcast.Packet) {})
 	for b.Loop() {
 		var lat []time.Duration
 		var open []net.Listener // kept open: each request names a port of its own
