@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/fakelus"
-	"github.com/jinid/jinid/internal/finder"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/vectors"
 	"github.com/jinid/jinid/unicast"
@@ -51,21 +48,9 @@ func TestDiscoverOnALAN(t *testing.T) {
 		defer l.Close()
 	}
 
-	out, err := client.Command(t.Context(), bin, "discover", "--groups", "lab", "--timeout", "2s", "--json").Output()
-	if err != nil {
-		t.Fatalf("discover: %v", err)
-	}
-	var rs []finder.Result
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var r finder.Result
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("bad line %q: %v", sc.Text(), err)
-		}
-		rs = append(rs, r)
-	}
+	rs := discoverIn(t, bin, client, "--groups", "lab", "--timeout", "2s")
 	if len(rs) != 2 {
-		t.Fatalf("found %d lookup services, want 2:\n%s", len(rs), out)
+		t.Fatalf("found %d lookup services, want 2: %+v", len(rs), rs)
 	}
 	v1, v2 := rs[0], rs[1]
 	if v1.Version != 1 {

@@ -80,36 +80,63 @@ func listen(ctx context.Context, ns namespace.Namespace, family, port int) (grou
 			pc.Close()
 			return nil, fmt.Errorf("asking for IPv6 packet info: %w", err)
 		}
-		return &conn6{pc: pc, p: p}, nil
+		return newConn6(pc, p), nil
 	}
 	p := ipv4.NewPacketConn(pc)
 	if err := p.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("asking for IPv4 packet info: %w", err)
 	}
-	return &conn4{pc: pc, p: p}, nil
+	return newConn4(pc, p), nil
 }
 
-type conn4 struct {
-	pc net.PacketConn
-	p  *ipv4.PacketConn
+// mcastOpts are the multicast options ipv4.PacketConn and
+// ipv6.PacketConn share.
+type mcastOpts interface {
+	JoinGroup(ifi *net.Interface, group net.Addr) error
+	SetMulticastInterface(ifi *net.Interface) error
+	SetMulticastLoopback(on bool) error
 }
 
-func (c *conn4) join(ifi *net.Interface, g netip.Addr) error {
-	return c.p.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+// conn is what both families share; only reading (whose control
+// messages are family types) differs.
+type conn struct {
+	pc     net.PacketConn
+	opts   mcastOpts
+	setTTL func(int) error // TTL (IPv4) or hop limit (IPv6)
 }
 
-func (c *conn4) setup(ifi *net.Interface, ttl int, loop bool) error {
-	if err := c.p.SetMulticastInterface(ifi); err != nil {
+func (c *conn) join(ifi *net.Interface, g netip.Addr) error {
+	return c.opts.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+}
+
+func (c *conn) setup(ifi *net.Interface, ttl int, loop bool) error {
+	if err := c.opts.SetMulticastInterface(ifi); err != nil {
 		return fmt.Errorf("choosing the sending interface: %w", err)
 	}
-	if err := c.p.SetMulticastTTL(ttl); err != nil {
-		return fmt.Errorf("setting TTL %d: %w", ttl, err)
+	if err := c.setTTL(ttl); err != nil {
+		return fmt.Errorf("setting TTL (hop limit) %d: %w", ttl, err)
 	}
-	if err := c.p.SetMulticastLoopback(loop); err != nil {
+	if err := c.opts.SetMulticastLoopback(loop); err != nil {
 		return fmt.Errorf("setting multicast loopback: %w", err)
 	}
 	return nil
+}
+
+func (c *conn) write(b []byte, dst netip.AddrPort) error {
+	_, err := c.pc.WriteTo(b, net.UDPAddrFromAddrPort(dst))
+	return err
+}
+
+func (c *conn) Close() error { return c.pc.Close() }
+
+type conn4 struct {
+	conn
+	p *ipv4.PacketConn
+}
+
+func newConn4(pc net.PacketConn, p *ipv4.PacketConn) *conn4 {
+	return &conn4{conn: conn{pc: pc, opts: p, setTTL: p.SetMulticastTTL}, p: p}
 }
 
 func (c *conn4) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
@@ -126,33 +153,13 @@ func (c *conn4) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
 	return n, idx, dst, udpAddrPort(src), nil
 }
 
-func (c *conn4) write(b []byte, dst netip.AddrPort) error {
-	_, err := c.p.WriteTo(b, nil, net.UDPAddrFromAddrPort(dst))
-	return err
-}
-
-func (c *conn4) Close() error { return c.pc.Close() }
-
 type conn6 struct {
-	pc net.PacketConn
-	p  *ipv6.PacketConn
+	conn
+	p *ipv6.PacketConn
 }
 
-func (c *conn6) join(ifi *net.Interface, g netip.Addr) error {
-	return c.p.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
-}
-
-func (c *conn6) setup(ifi *net.Interface, hops int, loop bool) error {
-	if err := c.p.SetMulticastInterface(ifi); err != nil {
-		return fmt.Errorf("choosing the sending interface: %w", err)
-	}
-	if err := c.p.SetMulticastHopLimit(hops); err != nil {
-		return fmt.Errorf("setting hop limit %d: %w", hops, err)
-	}
-	if err := c.p.SetMulticastLoopback(loop); err != nil {
-		return fmt.Errorf("setting multicast loopback: %w", err)
-	}
-	return nil
+func newConn6(pc net.PacketConn, p *ipv6.PacketConn) *conn6 {
+	return &conn6{conn: conn{pc: pc, opts: p, setTTL: p.SetMulticastHopLimit}, p: p}
 }
 
 func (c *conn6) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
@@ -168,13 +175,6 @@ func (c *conn6) read(b []byte) (int, int, netip.Addr, netip.AddrPort, error) {
 	}
 	return n, idx, dst, udpAddrPort(src), nil
 }
-
-func (c *conn6) write(b []byte, dst netip.AddrPort) error {
-	_, err := c.p.WriteTo(b, nil, net.UDPAddrFromAddrPort(dst))
-	return err
-}
-
-func (c *conn6) Close() error { return c.pc.Close() }
 
 func udpAddrPort(a net.Addr) netip.AddrPort {
 	if u, ok := a.(*net.UDPAddr); ok {
