@@ -1,0 +1,630 @@
+// Package group is group discovery, the equivalent of Java's
+// LookupDiscovery: a long-running engine that keeps the set of lookup
+// services that are members of the groups of interest, from multicast
+// requests, announcements and unicast discovery, and reports every change
+// to it as a discovered, discarded or changed event, in order.
+//
+// The rules are those of shared/design/WIRE.md ("Behaviour"): requests in
+// rounds of seven five seconds apart at start and whenever groups are
+// added, then one every two minutes; an announcement from an unknown
+// lookup service of interest leads to unicast discovery with it; a
+// discovered one that falls silent for more than three announcement
+// intervals is probed by unicast discovery and discarded if unreachable;
+// a change of its groups seen in an announcement is a changed event, or
+// a discard when no group of interest remains.
+//
+// The engine does no I/O of its own: a Network sends requests and runs
+// unicast discovery (Multicast is the real one), and whoever receives
+// announcements and answers to requests hands them to HandleAnnouncement
+// and HandleResponse. Time comes from an injected clock.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ordered"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Network is what group discovery needs of the network.
+type Network interface {
+	// Request multicasts a discovery request for groups (empty: any
+	// group) naming the lookup services already discovered, which need
+	// not answer.
+	Request(groups []string, known []discovery.ServiceID) error
+	// Unicast runs unicast discovery, in the given protocol version, with
+	// the lookup service at host:port.
+	Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error)
+}
+
+// Defaults, those of the Java implementation.
+const (
+	DefaultRequestCount         = 7
+	DefaultRequestInterval      = 5 * time.Second
+	DefaultFinalRequestInterval = 2 * time.Minute
+	DefaultAnnouncementInterval = 2 * time.Minute
+	DefaultDiscardMultiple      = 3
+	DefaultMaxContacts          = 64
+)
+
+// ErrAllGroups is returned when groups are added to or removed from an
+// interest in all groups, which has no list to change (Java throws
+// UnsupportedOperationException there).
+var ErrAllGroups = errors.New("the groups of interest are all groups; set a list of groups first")
+
+// Config configures a Discovery.
+type Config struct {
+	// Groups of interest: nil means all groups (ALL_GROUPS), an empty
+	// slice none (NO_GROUPS). The public group is "".
+	Groups []string
+	// Network sends requests and runs unicast discovery. Required.
+	Network Network
+	// OnEvent receives every event, in order, from one goroutine. It
+	// must not block for long: events queue behind it.
+	OnEvent func(unicast.Event)
+
+	// RequestCount requests are sent RequestInterval apart at start and
+	// whenever groups are added, then one every FinalRequestInterval.
+	RequestCount         int
+	RequestInterval      time.Duration
+	FinalRequestInterval time.Duration
+	// AnnouncementInterval is how often lookup services are expected to
+	// announce; one silent for DiscardMultiple of them is probed and, if
+	// unreachable, discarded.
+	AnnouncementInterval time.Duration
+	DiscardMultiple      int
+	// MaxContacts bounds the unicast discoveries run at once.
+	MaxContacts int
+
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	if c.Network == nil {
+		return errors.New("group: Config.Network is required")
+	}
+	if c.OnEvent == nil {
+		c.OnEvent = func(unicast.Event) {}
+	}
+	for _, d := range []struct {
+		what string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"request interval", &c.RequestInterval, DefaultRequestInterval},
+		{"final request interval", &c.FinalRequestInterval, DefaultFinalRequestInterval},
+		{"announcement interval", &c.AnnouncementInterval, DefaultAnnouncementInterval},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return fmt.Errorf("group: %s %s is negative", d.what, *d.v)
+		}
+	}
+	for _, d := range []struct {
+		what string
+		v    *int
+		def  int
+	}{
+		{"request count", &c.RequestCount, DefaultRequestCount},
+		{"discard multiple", &c.DiscardMultiple, DefaultDiscardMultiple},
+		{"max contacts", &c.MaxContacts, DefaultMaxContacts},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return fmt.Errorf("group: %s %d is negative", d.what, *d.v)
+		}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Discovery is one group discovery engine.
+type Discovery struct {
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.Clock
+	window time.Duration
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	events *ordered.Queue[unicast.Event]
+	// contacts bounds concurrent unicast discoveries.
+	contacts chan struct{}
+
+	mu         sync.Mutex
+	closed     bool
+	started    bool
+	all        bool
+	groups     []string
+	discovered map[discovery.ServiceID]*entry
+	proxyIDs   int // entries whose ID is a stand-in (see LookupService.IDFromProxy)
+	contacting map[discovery.ServiceID]bool
+	reqTimer   clock.Timer
+	burstLeft  int
+}
+
+// entry is one discovered lookup service.
+type entry struct {
+	ls       unicast.LookupService
+	lastSeen time.Time
+	seq      int64
+	hasSeq   bool
+	timer    clock.Timer
+}
+
+// New returns an engine; Start begins its requests.
+func New(cfg Config) (*Discovery, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Discovery{
+		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
+		window: time.Duration(cfg.DiscardMultiple) * cfg.AnnouncementInterval,
+		ctx:    ctx, cancel: cancel,
+		events:     ordered.New(cfg.OnEvent),
+		contacts:   make(chan struct{}, cfg.MaxContacts),
+		discovered: map[discovery.ServiceID]*entry{},
+		contacting: map[discovery.ServiceID]bool{},
+	}
+	d.setInterest(cfg.Groups)
+	return d, nil
+}
+
+// Start sends the first round of requests (if there are groups of
+// interest).
+func (d *Discovery) Start() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.closed {
+		return
+	}
+	d.started = true
+	d.burst()
+}
+
+// Close stops the engine: no more requests, contacts or events. It waits
+// for work in progress and for the last event to be delivered.
+func (d *Discovery) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	if d.reqTimer != nil {
+		d.reqTimer.Stop()
+	}
+	for _, e := range d.discovered {
+		e.timer.Stop()
+	}
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+	d.events.Close()
+	return nil
+}
+
+// Groups returns the groups of interest; all is true for ALL_GROUPS.
+func (d *Discovery) Groups() (groups []string, all bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.all {
+		return nil, true
+	}
+	return slices.Clone(d.groups), false
+}
+
+// SetGroups replaces the groups of interest (nil: all groups). Discovered
+// lookup services of no remaining interest are discarded; new groups
+// start a round of requests.
+func (d *Discovery) SetGroups(groups []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.changeInterest(groups)
+}
+
+// AddGroups adds groups of interest.
+func (d *Discovery) AddGroups(groups ...string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.all {
+		return ErrAllGroups
+	}
+	d.changeInterest(union(d.groups, groups))
+	return nil
+}
+
+// RemoveGroups removes groups of interest.
+func (d *Discovery) RemoveGroups(groups ...string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.all {
+		return ErrAllGroups
+	}
+	d.changeInterest(slices.DeleteFunc(slices.Clone(d.groups), func(g string) bool { return slices.Contains(groups, g) }))
+	return nil
+}
+
+// Discovered returns the lookup services discovered now.
+func (d *Discovery) Discovered() []unicast.LookupService {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]unicast.LookupService, 0, len(d.discovered))
+	for _, e := range d.discovered {
+		out = append(out, e.ls.Clone())
+	}
+	return out
+}
+
+// Discard removes a lookup service from the discovered set, as a client
+// does when it finds it unreachable, and reports it discarded. It is
+// discovered again on its next announcement or answer to a request. It
+// reports whether the lookup service was discovered.
+func (d *Discovery) Discard(id discovery.ServiceID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.discovered[id]
+	if e == nil || d.closed {
+		return false
+	}
+	d.remove(e)
+	d.emit(unicast.Discarded, e.ls, unicast.ReasonRequested)
+	return true
+}
+
+// HandleAnnouncement takes an announcement heard on interface iface. Its
+// host must be usable for dialing (an IPv6 link-local one zoned).
+func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
+	if a.ServiceID.IsZero() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	e := d.discovered[a.ServiceID]
+	if e == nil && d.proxyIDs > 0 {
+		e = d.adopt(a)
+	}
+	if e == nil {
+		if d.contacting[a.ServiceID] || !d.interested(a.Groups) {
+			return
+		}
+		d.contacting[a.ServiceID] = true
+		a.Groups = slices.Clone(a.Groups) // the caller may reuse them
+		d.wg.Add(1)
+		go d.contact(a, iface)
+		return
+	}
+	e.lastSeen = d.clock.Now()
+	if a.Version == discovery.ProtocolV2 {
+		// Sequence numbers only grow: a lower or equal one is a stale or
+		// repeated announcement (or the same one heard on another
+		// interface), which says nothing new about groups.
+		if e.hasSeq && a.Sequence <= e.seq {
+			return
+		}
+		e.seq, e.hasSeq = a.Sequence, true
+	}
+	d.regroup(e, a.Groups)
+}
+
+// HandleResponse takes the answer of a lookup service that contacted
+// this host in reply to a request, heard on interface iface. A version 1
+// answer from a Java lookup service does not say its port: 0 then.
+func (d *Discovery) HandleResponse(resp *unicast.Response, iface string) {
+	ls := unicast.NewLookupService(resp, discovery.ServiceID{})
+	ls.Interface = iface
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.found(ls)
+}
+
+// adopt finds a lookup service discovered under a stand-in ID at the
+// address an announcement comes from, and files it under the real ID.
+func (d *Discovery) adopt(a discovery.Announcement) *entry {
+	for id, e := range d.discovered {
+		if !e.ls.IDFromProxy || e.ls.Host != a.Host || (e.ls.Port != a.Port && e.ls.Port != 0) {
+			continue
+		}
+		delete(d.discovered, id)
+		d.proxyIDs--
+		e.ls.ID, e.ls.IDFromProxy, e.ls.Port = a.ServiceID, false, a.Port
+		d.discovered[a.ServiceID] = e
+		return e
+	}
+	return nil
+}
+
+// contact runs unicast discovery with a lookup service that announced.
+func (d *Discovery) contact(a discovery.Announcement, iface string) {
+	defer d.wg.Done()
+	var resp *unicast.Response
+	err := d.ctx.Err()
+	select {
+	case d.contacts <- struct{}{}:
+		resp, err = d.cfg.Network.Unicast(d.ctx, a.Host, a.Port, a.Version)
+		<-d.contacts
+	case <-d.ctx.Done():
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.contacting, a.ServiceID)
+	if err != nil {
+		if d.ctx.Err() == nil {
+			d.log.Info("lookup service announced but unicast discovery failed; will retry on its next announcement",
+				"serviceID", a.ServiceID, "host", a.Host, "port", a.Port, "err", err)
+		}
+		return
+	}
+	ls := unicast.NewLookupService(resp, a.ServiceID)
+	ls.ID, ls.IDFromProxy, ls.Interface = a.ServiceID, false, iface
+	d.found(ls)
+}
+
+// found takes a lookup service reached by unicast discovery.
+func (d *Discovery) found(ls unicast.LookupService) {
+	if d.closed {
+		return
+	}
+	if e := d.lookup(ls); e != nil {
+		if e.ls.IDFromProxy && !ls.IDFromProxy {
+			delete(d.discovered, e.ls.ID)
+			d.proxyIDs--
+			e.ls.ID, e.ls.IDFromProxy = ls.ID, false
+			d.discovered[ls.ID] = e
+		}
+		e.lastSeen = d.clock.Now()
+		d.regroup(e, ls.Groups)
+		return
+	}
+	if !d.interested(ls.Groups) {
+		return
+	}
+	e := &entry{ls: ls, lastSeen: d.clock.Now()}
+	d.discovered[ls.ID] = e
+	if ls.IDFromProxy {
+		d.proxyIDs++
+	}
+	e.timer = d.after(d.window, func() { d.check(e) })
+	d.log.Debug("lookup service discovered", "serviceID", ls.ID, "address", ls.Address(), "groups", ls.Groups)
+	d.emit(unicast.Discovered, ls, "")
+}
+
+func (d *Discovery) lookup(ls unicast.LookupService) *entry {
+	if e := d.discovered[ls.ID]; e != nil {
+		return e
+	}
+	if ls.IDFromProxy || d.proxyIDs > 0 {
+		for _, e := range d.discovered {
+			if e.ls.Same(ls) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// regroup applies a lookup service's current groups.
+func (d *Discovery) regroup(e *entry, groups []string) {
+	if sameSet(e.ls.Groups, groups) {
+		return
+	}
+	e.ls.Groups = slices.Clone(groups)
+	if d.interested(groups) {
+		d.emit(unicast.Changed, e.ls, "")
+		return
+	}
+	d.remove(e)
+	d.emit(unicast.Discarded, e.ls, unicast.ReasonNoInterest)
+}
+
+// check runs when a lookup service may have been silent for the whole
+// window: if it has, it is probed by unicast discovery.
+func (d *Discovery) check(e *entry) {
+	d.mu.Lock()
+	if d.discovered[e.ls.ID] != e {
+		d.mu.Unlock()
+		return
+	}
+	if silent := d.clock.Now().Sub(e.lastSeen); silent < d.window {
+		// Announcements arrived meanwhile: look again when the window
+		// after the last one ends. (Resetting a timer per announcement
+		// would cost more than this.)
+		e.timer = d.after(d.window-silent, func() { d.check(e) })
+		d.mu.Unlock()
+		return
+	}
+	ls := e.ls
+	d.mu.Unlock()
+
+	port := ls.Port
+	if port == 0 {
+		port = discovery.Port // a Java lookup service that answered in version 1
+	}
+	resp, err := d.cfg.Network.Unicast(d.ctx, ls.Host, port, ls.Version)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.discovered[e.ls.ID] != e || d.closed {
+		return
+	}
+	if err != nil {
+		d.log.Info("lookup service silent and unreachable; discarded", "serviceID", ls.ID, "address", ls.Address(),
+			"silentFor", d.clock.Now().Sub(e.lastSeen).Round(time.Millisecond), "err", err)
+		d.remove(e)
+		d.emit(unicast.Discarded, e.ls, unicast.ReasonCommunication)
+		return
+	}
+	e.lastSeen = d.clock.Now()
+	e.timer = d.after(d.window, func() { d.check(e) })
+	d.regroup(e, resp.Groups)
+}
+
+func (d *Discovery) remove(e *entry) {
+	delete(d.discovered, e.ls.ID)
+	if e.ls.IDFromProxy {
+		d.proxyIDs--
+	}
+	e.timer.Stop()
+}
+
+func (d *Discovery) emit(kind unicast.EventKind, ls unicast.LookupService, reason string) {
+	d.events.Push(unicast.Event{Kind: kind, At: d.clock.Now(), LookupService: ls.Clone(), Reason: reason})
+}
+
+// setInterest sets the groups of interest; the caller holds mu.
+func (d *Discovery) setInterest(groups []string) {
+	d.all = groups == nil
+	d.groups = nil
+	if !d.all {
+		d.groups = union(nil, groups)
+	}
+}
+
+// changeInterest applies a new interest: discards what no longer meets
+// it, and starts a round of requests if anything was added.
+func (d *Discovery) changeInterest(groups []string) {
+	wasAll, old := d.all, d.groups
+	d.setInterest(groups)
+	added := d.all && !wasAll
+	if !d.all && !wasAll {
+		for _, g := range d.groups {
+			if !slices.Contains(old, g) {
+				added = true
+			}
+		}
+	}
+	for _, e := range d.discovered {
+		if !d.interested(e.ls.Groups) {
+			d.remove(e)
+			d.emit(unicast.Discarded, e.ls, unicast.ReasonNoInterest)
+		}
+	}
+	if added && d.started {
+		d.burst()
+	}
+	if !d.all && len(d.groups) == 0 && d.reqTimer != nil {
+		d.reqTimer.Stop()
+		d.reqTimer = nil
+	}
+}
+
+func (d *Discovery) interested(groups []string) bool {
+	if d.all {
+		return true
+	}
+	for _, g := range groups {
+		if slices.Contains(d.groups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// burst starts a round of requests at once.
+func (d *Discovery) burst() {
+	if !d.all && len(d.groups) == 0 {
+		return
+	}
+	if d.reqTimer != nil {
+		d.reqTimer.Stop()
+	}
+	d.burstLeft = d.cfg.RequestCount
+	d.reqTimer = d.after(0, d.request)
+}
+
+// request sends one request and schedules the next.
+func (d *Discovery) request() {
+	d.mu.Lock()
+	if !d.all && len(d.groups) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	groups := slices.Clone(d.groups)
+	known := make([]discovery.ServiceID, 0, len(d.discovered))
+	for id, e := range d.discovered {
+		if !e.ls.IDFromProxy {
+			known = append(known, id)
+		}
+	}
+	next := d.cfg.FinalRequestInterval
+	if d.burstLeft > 0 {
+		d.burstLeft--
+		if d.burstLeft > 0 {
+			next = d.cfg.RequestInterval
+		}
+	}
+	d.reqTimer = d.after(next, d.request)
+	d.mu.Unlock()
+
+	if err := d.cfg.Network.Request(groups, known); err != nil {
+		d.log.Warn("sending a multicast request", "groups", groups, "err", err)
+	}
+}
+
+// after runs f after dur unless the engine has closed by then; Close
+// waits for f.
+func (d *Discovery) after(dur time.Duration, f func()) clock.Timer {
+	return d.clock.AfterFunc(dur, func() {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return
+		}
+		d.wg.Add(1)
+		d.mu.Unlock()
+		defer d.wg.Done()
+		f()
+	})
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, g := range b {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, g := range a {
+		if !slices.Contains(b, g) {
+			return false
+		}
+	}
+	for _, g := range b {
+		if !slices.Contains(a, g) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,368 @@
+package group
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lusim"
+	"github.com/jinid/jinid/unicast"
+)
+
+const interval = DefaultAnnouncementInterval
+
+// rig is an engine on a simulated LAN with a fake clock.
+type rig struct {
+	t      *testing.T
+	clk    *clock.Fake
+	lan    *lusim.Net
+	d      *Discovery
+	events chan unicast.Event
+}
+
+func newRig(t *testing.T, groups []string) *rig {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan unicast.Event, 10000)}
+	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e unicast.Event) { r.events <- e }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d = d
+	r.lan.OnResponse(d.HandleResponse)
+	t.Cleanup(func() { d.Close() })
+	return r
+}
+
+// next waits for the next event and checks its kind, lookup service and
+// reason.
+func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unicast.Event {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		if e.Kind != kind || e.ID != l.ID || e.Reason != reason {
+			r.t.Fatalf("event %s %s (reason %q, groups %q), want %s %s (reason %q)", e.Kind, e.ID, e.Reason, e.Groups, kind, l.ID, reason)
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		r.t.Fatalf("no event; want %s %s", kind, l.ID)
+	}
+	return unicast.Event{}
+}
+
+// none checks that no event comes. Whatever a synchronous step caused is
+// queued by the time it returns, and delivery takes microseconds.
+func (r *rig) none() {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		r.t.Fatalf("unexpected event %s %s (reason %q, groups %q)", e.Kind, e.ID, e.Reason, e.Groups)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func (r *rig) announce(l *lusim.LUS) {
+	r.d.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
+}
+
+func TestRequestSchedule(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	r.d.Start()
+	r.clk.Advance(0)
+	if n := r.lan.RequestCount(); n != 1 {
+		t.Fatalf("%d requests at start, want 1", n)
+	}
+	for i := 2; i <= DefaultRequestCount; i++ {
+		r.clk.Advance(DefaultRequestInterval - time.Millisecond)
+		if n := r.lan.RequestCount(); n != i-1 {
+			t.Fatalf("%d requests before the interval passed, want %d", n, i-1)
+		}
+		r.clk.Advance(time.Millisecond)
+		if n := r.lan.RequestCount(); n != i {
+			t.Fatalf("%d requests, want %d", n, i)
+		}
+	}
+	// Then the slow interval.
+	r.clk.Advance(DefaultFinalRequestInterval - time.Millisecond)
+	if n := r.lan.RequestCount(); n != DefaultRequestCount {
+		t.Fatalf("%d requests before the slow interval passed, want %d", n, DefaultRequestCount)
+	}
+	r.clk.Advance(time.Millisecond)
+	if n := r.lan.RequestCount(); n != DefaultRequestCount+1 {
+		t.Fatalf("%d requests after the slow interval, want %d", n, DefaultRequestCount+1)
+	}
+	if got := r.lan.LastRequest().Groups; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("request groups %q", got)
+	}
+
+	// Adding a group starts a new round at once, with every group.
+	if err := r.d.AddGroups("b"); err != nil {
+		t.Fatal(err)
+	}
+	before := r.lan.RequestCount()
+	r.clk.Advance(0)
+	r.clk.Advance(DefaultRequestInterval * (DefaultRequestCount - 1))
+	if n := r.lan.RequestCount() - before; n != DefaultRequestCount {
+		t.Fatalf("%d requests in the round after adding a group, want %d", n, DefaultRequestCount)
+	}
+	if got := r.lan.LastRequest().Groups; !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("request groups %q", got)
+	}
+	// Removing one does not.
+	if err := r.d.RemoveGroups("a"); err != nil {
+		t.Fatal(err)
+	}
+	before = r.lan.RequestCount()
+	r.clk.Advance(DefaultRequestInterval)
+	if n := r.lan.RequestCount() - before; n != 0 {
+		t.Fatalf("%d requests after removing a group", n)
+	}
+
+	// NO_GROUPS sends none; ALL_GROUPS sends an empty list.
+	r.d.SetGroups([]string{})
+	before = r.lan.RequestCount()
+	r.clk.Advance(10 * DefaultFinalRequestInterval)
+	if n := r.lan.RequestCount() - before; n != 0 {
+		t.Fatalf("%d requests with no groups of interest", n)
+	}
+	r.d.SetGroups(nil)
+	r.clk.Advance(0)
+	if n := r.lan.RequestCount() - before; n != 1 {
+		t.Fatalf("%d requests after setting all groups, want 1", n)
+	}
+	if got := r.lan.LastRequest().Groups; len(got) != 0 {
+		t.Fatalf("ALL_GROUPS request names groups %q", got)
+	}
+	if err := r.d.AddGroups("x"); err != ErrAllGroups {
+		t.Fatalf("AddGroups with all groups: %v, want ErrAllGroups", err)
+	}
+	r.none()
+}
+
+func TestDiscoveredByRequestThenKnown(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	in := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a", "b"}})
+	r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"c"}})
+	r.d.Start()
+	r.clk.Advance(0)
+	e := r.next(unicast.Discovered, in, "")
+	if e.Host != "10.0.0.1" || e.Port != 4160 || !slices.Equal(e.Groups, []string{"a", "b"}) || e.IDFromProxy {
+		t.Fatalf("discovered %+v", e.LookupService)
+	}
+	r.clk.Advance(DefaultRequestInterval)
+	if known := r.lan.LastRequest().Known; !slices.Equal(known, []discovery.ServiceID{in.ID}) {
+		t.Fatalf("next request names known %v, want %v", known, in.ID)
+	}
+	r.none() // the other is in no group of interest; the known one stays quiet
+	if got := r.d.Discovered(); len(got) != 1 || got[0].ID != in.ID {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+}
+
+func TestLateJoinerByAnnouncement(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	r.d.Start()
+	r.clk.Advance(time.Hour) // all rounds over
+	late := r.lan.Add(lusim.LUS{Host: "10.0.0.9", Groups: []string{"a"}})
+	other := r.lan.Add(lusim.LUS{Host: "10.0.0.8", Groups: []string{"z"}})
+	r.announce(other)
+	r.announce(late)
+	r.next(unicast.Discovered, late, "")
+	r.announce(late)
+	r.none()
+	if n := r.lan.DialCount("10.0.0.9:4160"); n != 1 {
+		t.Fatalf("contacted %d times, want 1", n)
+	}
+	if n := r.lan.DialCount("10.0.0.8:4160"); n != 0 {
+		t.Fatalf("a lookup service of no interest contacted %d times", n)
+	}
+}
+
+func TestGroupsInAndOutOfInterest(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
+	r.announce(l)
+	if e := r.next(unicast.Changed, l, ""); !slices.Equal(e.Groups, []string{"a", "b"}) {
+		t.Fatalf("changed groups %q", e.Groups)
+	}
+	r.announce(l) // nothing new
+	r.none()
+
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
+	r.announce(l)
+	if e := r.next(unicast.Discarded, l, unicast.ReasonNoInterest); !slices.Equal(e.Groups, []string{"b"}) {
+		t.Fatalf("discarded with groups %q, want the new ones", e.Groups)
+	}
+	r.announce(l) // still of no interest
+	r.none()
+
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b", "a"} })
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+}
+
+func TestStaleAnnouncementIgnored(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	old := r.lan.Announcement(l, discovery.ProtocolV2)
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
+	r.announce(l)
+	r.next(unicast.Changed, l, "")
+	r.d.HandleAnnouncement(old, "sim0") // a late copy with the old groups
+	r.none()
+}
+
+func TestSetGroupsDiscardsWhatLeavesInterest(t *testing.T) {
+	r := newRig(t, []string{"a", "b"})
+	la := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	lb := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"b", "c"}})
+	r.announce(la)
+	r.next(unicast.Discovered, la, "")
+	r.announce(lb)
+	r.next(unicast.Discovered, lb, "")
+	if err := r.d.RemoveGroups("b"); err != nil {
+		t.Fatal(err)
+	}
+	r.next(unicast.Discarded, lb, unicast.ReasonNoInterest)
+	r.d.SetGroups([]string{"c"})
+	r.next(unicast.Discarded, la, unicast.ReasonNoInterest)
+	r.none()
+	// lb is a member of c: back on its next announcement.
+	r.announce(lb)
+	r.next(unicast.Discovered, lb, "")
+}
+
+func TestFlappingAnnouncementsKeepIt(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+	// Irregular gaps, each shorter than the window (3 intervals), for a
+	// long time: never discarded, never probed.
+	window := DefaultDiscardMultiple * interval
+	for _, gap := range []time.Duration{window - time.Second, time.Second, 2 * interval, window - time.Millisecond, interval / 2, window - time.Second} {
+		r.clk.Advance(gap)
+		r.announce(l)
+	}
+	r.none()
+	if n := r.lan.DialCount("10.0.0.1:4160"); n != 1 {
+		t.Fatalf("contacted %d times, want only the first", n)
+	}
+
+	// Then it stops (and is down): discarded exactly when the window after
+	// its last announcement ends.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	last := r.clk.Now()
+	r.clk.Advance(window - time.Millisecond)
+	r.none()
+	r.clk.Advance(time.Millisecond)
+	e := r.next(unicast.Discarded, l, unicast.ReasonCommunication)
+	if got := e.At.Sub(last); got != window {
+		t.Fatalf("discarded %s after the last announcement, want %s", got, window)
+	}
+	if !slices.Equal(e.Groups, []string{"a"}) {
+		t.Fatalf("discarded with groups %q, want the last known", e.Groups)
+	}
+	// Back: rediscovered on its next announcement.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+}
+
+func TestSilentButReachableIsKept(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+	window := DefaultDiscardMultiple * interval
+	r.clk.Advance(window) // silent, but answers the probe
+	r.none()
+	if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
+		t.Fatalf("contacted %d times, want 2 (discovery, probe)", n)
+	}
+	// Its groups changed while silent: the next probe tells.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "x"} })
+	r.clk.Advance(window)
+	r.next(unicast.Changed, l, "")
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"x"} })
+	r.clk.Advance(window)
+	r.next(unicast.Discarded, l, unicast.ReasonNoInterest)
+}
+
+func TestDiscardThenRediscovery(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+	if !r.d.Discard(l.ID) {
+		t.Fatal("Discard of a discovered lookup service reported false")
+	}
+	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+	if r.d.Discard(l.ID) {
+		t.Fatal("second Discard reported true")
+	}
+	r.none()
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+
+	// By request response too: a discarded one is not named as known, so
+	// it answers the next request.
+	r.d.Discard(l.ID)
+	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+	r.d.Start()
+	r.clk.Advance(0)
+	if known := r.lan.LastRequest().Known; len(known) != 0 {
+		t.Fatalf("request names discarded %v as known", known)
+	}
+	r.next(unicast.Discovered, l, "")
+}
+
+func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
+	r := newRig(t, nil)
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
+	r.d.Start()
+	r.clk.Advance(0)
+	var e unicast.Event
+	select {
+	case e = <-r.events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	if e.Kind != unicast.Discovered || !e.IDFromProxy || e.ID == l.ID {
+		t.Fatalf("first event %s, ID %s from proxy %v", e.Kind, e.ID, e.IDFromProxy)
+	}
+	// Its announcement tells the real ID: the same lookup service, not a
+	// second one.
+	r.announce(l)
+	r.none()
+	got := r.d.Discovered()
+	if len(got) != 1 || got[0].ID != l.ID || got[0].IDFromProxy {
+		t.Fatalf("Discovered() = %+v, want one with the announced ID", got)
+	}
+	if !r.d.Discard(l.ID) {
+		t.Fatal("Discard by the announced ID failed")
+	}
+	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []Config{
+		{},
+		{Network: lusim.New(), RequestInterval: -time.Second},
+		{Network: lusim.New(), DiscardMultiple: -1},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) succeeded", c)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+// Package lusim is an in-memory LAN of simulated lookup services, so the
+// discovery engines can be tested without sockets: it answers multicast
+// requests (by calling the responder the test wires in), unicast
+// discovery, and DNS SRV lookups, and makes the announcements a lookup
+// service would send.
+package lusim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/unicast"
+)
+
+// ErrUnreachable is what contacting a lookup service that is down gives.
+var ErrUnreachable = errors.New("lusim: connection refused")
+
+// LUS is one simulated lookup service.
+type LUS struct {
+	ID     discovery.ServiceID
+	Host   string
+	Port   int
+	Groups []string
+	// Java lookup services hand out an opaque proxy; others a jinid
+	// descriptor (which carries the ServiceID).
+	Java bool
+	// Down ones answer nothing.
+	Down bool
+	seq  int64
+}
+
+// Net is the simulated LAN.
+type Net struct {
+	mu       sync.Mutex
+	services []*LUS
+	srv      map[string][]*net.SRV
+	// Respond receives the answers to multicast requests (a Discovery's
+	// HandleResponse).
+	respond func(*unicast.Response, string)
+
+	Requests []Request // every request sent, in order
+	Dials    map[string]int
+}
+
+// Request is a multicast request as the network saw it.
+type Request struct {
+	Groups []string
+	Known  []discovery.ServiceID
+}
+
+// New returns an empty LAN.
+func New() *Net { return &Net{srv: map[string][]*net.SRV{}, Dials: map[string]int{}} }
+
+// OnResponse sets where answers to requests go.
+func (n *Net) OnResponse(f func(*unicast.Response, string)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.respond = f
+}
+
+// Add puts a lookup service on the LAN; a zero ID gets one from its
+// position.
+func (n *Net) Add(l LUS) *LUS {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if l.ID.IsZero() {
+		l.ID[0], l.ID[15] = 0xaa, byte(len(n.services)+1)
+		l.ID[14] = byte((len(n.services) + 1) >> 8)
+	}
+	if l.Port == 0 {
+		l.Port = discovery.Port
+	}
+	p := &l
+	n.services = append(n.services, p)
+	return p
+}
+
+// Set changes a lookup service under the network's lock.
+func (n *Net) Set(l *LUS, f func(*LUS)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(l)
+}
+
+// SetSRV makes name's _jini._tcp SRV records point at addrs (host:port).
+func (n *Net) SetSRV(name string, addrs ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var recs []*net.SRV
+	for _, a := range addrs {
+		h, p, _ := net.SplitHostPort(a)
+		port, _ := strconv.Atoi(p)
+		recs = append(recs, &net.SRV{Target: h + ".", Port: uint16(port)})
+	}
+	n.srv[name] = recs
+}
+
+// Announcement returns the announcement l would send now (version 2,
+// with a growing sequence number, or version 1).
+func (n *Net) Announcement(l *LUS, version int) discovery.Announcement {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l.seq++
+	a := discovery.Announcement{Version: version, Host: l.Host, Port: l.Port, ServiceID: l.ID, Groups: slices.Clone(l.Groups)}
+	if version == discovery.ProtocolV2 {
+		a.Sequence = l.seq
+	}
+	return a
+}
+
+// Request implements group.Network: every lookup service up that the
+// request wants answers.
+func (n *Net) Request(groups []string, known []discovery.ServiceID) error {
+	n.mu.Lock()
+	n.Requests = append(n.Requests, Request{Groups: slices.Clone(groups), Known: slices.Clone(known)})
+	r := discovery.Request{Groups: groups, Known: known}
+	var answers []*unicast.Response
+	for _, l := range n.services {
+		if !l.Down && r.Wants(l.ID, l.Groups) {
+			answers = append(answers, l.response(discovery.ProtocolV2))
+		}
+	}
+	respond := n.respond
+	n.mu.Unlock()
+	if respond != nil {
+		for _, a := range answers {
+			respond(a, "sim0")
+		}
+	}
+	return nil
+}
+
+// RequestCount is how many requests were sent.
+func (n *Net) RequestCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.Requests)
+}
+
+// LastRequest is the latest request sent.
+func (n *Net) LastRequest() Request {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.Requests) == 0 {
+		return Request{}
+	}
+	return n.Requests[len(n.Requests)-1]
+}
+
+// DialCount is how often host:port was contacted.
+func (n *Net) DialCount(addr string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.Dials[addr]
+}
+
+// Unicast implements group.Network.
+func (n *Net) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	n.Dials[addr]++
+	for _, l := range n.services {
+		if strings.EqualFold(l.Host, host) && l.Port == port {
+			if l.Down {
+				return nil, fmt.Errorf("dialing %s: %w", addr, ErrUnreachable)
+			}
+			return l.response(version), nil
+		}
+	}
+	return nil, fmt.Errorf("dialing %s: %w", addr, ErrUnreachable)
+}
+
+// Dial is a locator discovery dialer.
+func (n *Net) Dial(ctx context.Context, l unicast.Locator) (*unicast.Response, error) {
+	return n.Unicast(ctx, l.Host, l.Port, discovery.ProtocolV2)
+}
+
+// LookupSRV is a locator discovery resolver.
+func (n *Net) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	recs, ok := n.srv[name]
+	if !ok {
+		return "", nil, &net.DNSError{Err: "no such host", Name: "_" + service + "._" + proto + "." + name, IsNotFound: true}
+	}
+	return "", recs, nil
+}
+
+// response is l's answer to unicast discovery; the caller holds n.mu.
+func (l *LUS) response(version int) *unicast.Response {
+	r := &unicast.Response{Version: version, Host: l.Host, Port: l.Port, Groups: slices.Clone(l.Groups)}
+	if r.Groups == nil {
+		r.Groups = []string{}
+	}
+	if l.Java {
+		r.Registrar.Marshalled = []byte("java proxy of " + l.ID.String())
+	} else {
+		r.Registrar.Marshalled = []byte("jinid descriptor of " + l.ID.String())
+		r.Registrar.Descriptor = &unicast.Descriptor{ServiceID: l.ID, Groups: r.Groups,
+			Locator: unicast.Locator{Host: l.Host, Port: l.Port}.String()}
+	}
+	return r
+}

@@ -1,0 +1,128 @@
+package unicast
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+)
+
+// LookupService is a lookup service as the discovery engines know it:
+// what its unicast discovery answered, and its ServiceID.
+type LookupService struct {
+	ID discovery.ServiceID
+	// IDFromProxy says ID stands in for one jinid could not read: a Java
+	// lookup service found by request or locator keeps its ServiceID
+	// inside the proxy, which jinid does not unmarshal, so until an
+	// announcement tells the real one the ID is a hash of the proxy (the
+	// same proxy always gives the same ID).
+	IDFromProxy bool
+	Host        string
+	Port        int
+	Groups      []string
+	// Version of the protocol its unicast discovery spoke.
+	Version int
+	// Interface it was heard on, for group discovery.
+	Interface string
+	Registrar Registrar
+}
+
+// NewLookupService describes the lookup service that gave resp. id is
+// the ServiceID an announcement gave, if any; a jinid registrar's
+// descriptor gives its own.
+func NewLookupService(resp *Response, id discovery.ServiceID) LookupService {
+	ls := LookupService{ID: id, Host: resp.Host, Port: resp.Port, Groups: slices.Clone(resp.Groups),
+		Version: resp.Version, Registrar: resp.Registrar}
+	if ls.Groups == nil {
+		ls.Groups = []string{}
+	}
+	if d := resp.Registrar.Descriptor; d != nil && !d.ServiceID.IsZero() {
+		ls.ID = d.ServiceID
+	}
+	if ls.ID.IsZero() {
+		sum := sha256.Sum256(resp.Registrar.Marshalled)
+		copy(ls.ID[:], sum[:])
+		ls.IDFromProxy = true
+	}
+	return ls
+}
+
+// Address is host:port.
+func (ls LookupService) Address() string { return Locator{Host: ls.Host, Port: ls.Port}.Address() }
+
+// Same reports whether two descriptions are of one lookup service: the
+// same ServiceID, or (for Java proxies, whose ServiceID may be unknown)
+// the same proxy.
+func (ls LookupService) Same(o LookupService) bool {
+	if ls.ID == o.ID {
+		return true
+	}
+	if (ls.IDFromProxy || o.IDFromProxy) && ls.Registrar.Descriptor == nil && o.Registrar.Descriptor == nil {
+		return len(ls.Registrar.Marshalled) > 0 && bytes.Equal(ls.Registrar.Marshalled, o.Registrar.Marshalled)
+	}
+	return false
+}
+
+// Clone returns a copy that shares nothing mutable with ls.
+func (ls LookupService) Clone() LookupService {
+	ls.Groups = slices.Clone(ls.Groups)
+	return ls
+}
+
+// EventKind says what happened to a lookup service.
+type EventKind int
+
+// The kinds of discovery event, as in the Java discovery utilities.
+const (
+	// Discovered: found for the first time, or again after a discard.
+	Discovered EventKind = iota + 1
+	// Discarded: no longer in the discovered set (see Event.Reason).
+	Discarded
+	// Changed: its member groups changed and it is still of interest.
+	Changed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case Discovered:
+		return "discovered"
+	case Discarded:
+		return "discarded"
+	case Changed:
+		return "changed"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Why a lookup service was discarded.
+const (
+	// ReasonCommunication: its announcements stopped and it did not
+	// answer unicast discovery (a passive communication discard).
+	ReasonCommunication = "communication"
+	// ReasonNoInterest: its groups no longer meet the groups of interest,
+	// because it changed them or the interest changed (a passive
+	// no-interest discard).
+	ReasonNoInterest = "no-interest"
+	// ReasonRequested: Discard was called.
+	ReasonRequested = "requested"
+	// ReasonLocatorRemoved: its locator left the set of locators.
+	ReasonLocatorRemoved = "locator-removed"
+)
+
+// Event is one discovery event. For a discard, Groups are the last known
+// ones (or the new ones a no-interest discard was caused by).
+type Event struct {
+	Kind EventKind
+	At   time.Time
+	LookupService
+	// Reason is set for discards.
+	Reason string
+	// Locator is set when the lookup service was found by locator.
+	Locator *Locator
+}
