@@ -144,7 +144,7 @@ type Discovery struct {
 	window time.Duration
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	run    *clock.Runner
 	events *ordered.Queue[unicast.Event]
 	// contacts bounds concurrent unicast discoveries.
 	contacts chan struct{}
@@ -179,7 +179,7 @@ func New(cfg Config) (*Discovery, error) {
 	d := &Discovery{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		window: time.Duration(cfg.DiscardMultiple) * cfg.AnnouncementInterval,
-		ctx:    ctx, cancel: cancel,
+		ctx:    ctx, cancel: cancel, run: clock.NewRunner(cfg.Clock),
 		events:     ordered.New(cfg.OnEvent),
 		contacts:   make(chan struct{}, cfg.MaxContacts),
 		discovered: map[discovery.ServiceID]*entry{},
@@ -218,7 +218,7 @@ func (d *Discovery) Close() error {
 	}
 	d.mu.Unlock()
 	d.cancel()
-	d.wg.Wait()
+	d.run.Stop()
 	d.events.Close()
 	return nil
 }
@@ -312,8 +312,7 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		}
 		d.contacting[a.ServiceID] = true
 		a.Groups = slices.Clone(a.Groups) // the caller may reuse them
-		d.wg.Add(1)
-		go d.contact(a, iface)
+		go d.run.Go(func() { d.contact(a, iface) })
 		return
 	}
 	e.lastSeen = d.clock.Now()
@@ -358,7 +357,6 @@ func (d *Discovery) adopt(a discovery.Announcement) *entry {
 
 // contact runs unicast discovery with a lookup service that announced.
 func (d *Discovery) contact(a discovery.Announcement, iface string) {
-	defer d.wg.Done()
 	var resp *unicast.Response
 	err := d.ctx.Err()
 	select {
@@ -557,7 +555,7 @@ func (d *Discovery) burst() {
 // request sends one request and schedules the next.
 func (d *Discovery) request() {
 	d.mu.Lock()
-	if !d.all && len(d.groups) == 0 {
+	if d.closed || !d.all && len(d.groups) == 0 {
 		d.mu.Unlock()
 		return
 	}
@@ -585,19 +583,7 @@ func (d *Discovery) request() {
 
 // after runs f after dur unless the engine has closed by then; Close
 // waits for f.
-func (d *Discovery) after(dur time.Duration, f func()) clock.Timer {
-	return d.clock.AfterFunc(dur, func() {
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			return
-		}
-		d.wg.Add(1)
-		d.mu.Unlock()
-		defer d.wg.Done()
-		f()
-	})
-}
+func (d *Discovery) after(dur time.Duration, f func()) clock.Timer { return d.run.AfterFunc(dur, f) }
 
 func union(a, b []string) []string {
 	out := slices.Clone(a)

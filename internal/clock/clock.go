@@ -111,3 +111,45 @@ func (c *Fake) Advance(d time.Duration) {
 		next.f()
 	}
 }
+
+// Runner runs timed callbacks and goroutines on behalf of an owner whose
+// Close must wait for them: once Stop is called none starts any more, and
+// Stop returns when those running have returned.
+type Runner struct {
+	c       Clock
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// NewRunner returns a Runner on c.
+func NewRunner(c Clock) *Runner { return &Runner{c: c} }
+
+// AfterFunc runs f after d unless the runner has stopped by then.
+func (r *Runner) AfterFunc(d time.Duration, f func()) Timer {
+	return r.c.AfterFunc(d, func() { r.Go(f) })
+}
+
+// Go runs f now, in the calling goroutine's stead only if the runner has
+// not stopped: it reports whether f ran. (It runs f synchronously; callers
+// wanting a new goroutine wrap it in one, as `go r.Go(f)`.)
+func (r *Runner) Go(f func()) bool {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return false
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	f()
+	return true
+}
+
+// Stop starts nothing more and waits for what runs.
+func (r *Runner) Stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}

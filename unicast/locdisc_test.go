@@ -1,0 +1,233 @@
+package unicast_test
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lusim"
+	"github.com/jinid/jinid/unicast"
+)
+
+type locRig struct {
+	t      *testing.T
+	clk    *clock.Fake
+	lan    *lusim.Net
+	d      *unicast.LocatorDiscovery
+	events chan unicast.Event
+}
+
+func newLocRig(t *testing.T, cfg unicast.LocatorConfig) *locRig {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r := &locRig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan unicast.Event, 1000)}
+	cfg.Clock, cfg.Dial, cfg.LookupSRV = r.clk, r.lan.Dial, r.lan.LookupSRV
+	cfg.OnEvent = func(e unicast.Event) { r.events <- e }
+	if cfg.Jitter == 0 {
+		cfg.Jitter = -1
+	}
+	d, err := unicast.NewLocatorDiscovery(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d = d
+	t.Cleanup(func() { d.Close() })
+	return r
+}
+
+func (r *locRig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unicast.Event {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		if e.Kind != kind || e.ID != l.ID || e.Reason != reason {
+			r.t.Fatalf("event %s %s (reason %q), want %s %s (reason %q)", e.Kind, e.ID, e.Reason, kind, l.ID, reason)
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		r.t.Fatalf("no event; want %s %s", kind, l.ID)
+	}
+	return unicast.Event{}
+}
+
+func (r *locRig) none() {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		r.t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func mustLocator(t *testing.T, s string) unicast.Locator {
+	t.Helper()
+	l, err := unicast.ParseLocator(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLocatorUnreachableThenAppears(t *testing.T) {
+	loc := mustLocator(t, "jini://10.0.0.1")
+	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{loc}})
+	const addr = "10.0.0.1:4160"
+	r.clk.Advance(0)
+	if n := r.lan.DialCount(addr); n != 1 {
+		t.Fatalf("%d tries at once, want 1", n)
+	}
+	// Each wait of the schedule, to the millisecond; the last repeats.
+	waits := append(unicast.DefaultBackoff[1:], 15*time.Minute, 15*time.Minute)
+	for i, w := range waits {
+		r.clk.Advance(w - time.Millisecond)
+		if n := r.lan.DialCount(addr); n != i+1 {
+			t.Fatalf("try %d came before its wait of %s", i+2, w)
+		}
+		r.clk.Advance(time.Millisecond)
+		if n := r.lan.DialCount(addr); n != i+2 {
+			t.Fatalf("after a wait of %s: %d tries, want %d", w, n, i+2)
+		}
+	}
+	r.none()
+
+	// It appears: found on the next try, and then left alone.
+	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.clk.Advance(15 * time.Minute)
+	e := r.next(unicast.Discovered, lus, "")
+	if e.Locator == nil || !e.Locator.Equal(loc) || e.Address() != addr {
+		t.Fatalf("discovered %s via locator %v", e.Address(), e.Locator)
+	}
+	before := r.lan.DialCount(addr)
+	r.clk.Advance(time.Hour)
+	if n := r.lan.DialCount(addr); n != before {
+		t.Fatalf("found locator tried %d more times", n-before)
+	}
+	if got := r.d.Discovered(); len(got) != 1 || got[0].ID != lus.ID {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+}
+
+func TestLocatorJitter(t *testing.T) {
+	for _, c := range []struct {
+		rand float64
+		wait time.Duration // the first retry, nominally 5 s
+	}{
+		{0, 4500 * time.Millisecond},
+		{0.5, 5 * time.Second},
+		{0.9999, 5500 * time.Millisecond},
+	} {
+		r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{mustLocator(t, "jini://10.0.0.1")},
+			Jitter: 0.1, Rand: func() float64 { return c.rand }})
+		r.clk.Advance(0)
+		r.clk.Advance(c.wait - time.Millisecond)
+		if n := r.lan.DialCount("10.0.0.1:4160"); n != 1 {
+			t.Fatalf("rand %g: retried before %s", c.rand, c.wait)
+		}
+		r.clk.Advance(time.Millisecond)
+		if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
+			t.Fatalf("rand %g: not retried at %s", c.rand, c.wait)
+		}
+		r.d.Close()
+	}
+}
+
+func TestLocatorSRV(t *testing.T) {
+	r := newLocRig(t, unicast.LocatorConfig{})
+	a := r.lan.Add(lusim.LUS{Host: "lus1.lab.test", Port: 4160})
+	b := r.lan.Add(lusim.LUS{Host: "lus2.lab.test", Port: 4170, Down: true})
+	r.lan.SetSRV("lab.test", "lus1.lab.test:4160", "lus2.lab.test:4170")
+	r.d.Add(mustLocator(t, "jini://lab.test"))
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, a, "")
+	r.none()
+	// Only the missing one is tried again.
+	r.lan.Set(b, func(l *lusim.LUS) { l.Down = false })
+	r.clk.Advance(5 * time.Second)
+	r.next(unicast.Discovered, b, "")
+	if n := r.lan.DialCount("lus1.lab.test:4160"); n != 1 {
+		t.Fatalf("found target tried %d times", n)
+	}
+	// A name without SRV records is tried as a host.
+	c := r.lan.Add(lusim.LUS{Host: "plain.test"})
+	r.d.Add(mustLocator(t, "jini://plain.test"))
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, c, "")
+}
+
+func TestLocatorDiscardAndRediscovery(t *testing.T) {
+	loc := mustLocator(t, "jini://10.0.0.1")
+	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{loc}})
+	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, lus, "")
+	if !r.d.Discard(lus.ID) {
+		t.Fatal("Discard reported false")
+	}
+	r.next(unicast.Discarded, lus, unicast.ReasonRequested)
+	// Down for the first retry: not before 15 s, then the backoff resumes
+	// (20 s).
+	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(unicast.DefaultRediscoverDelay - time.Millisecond)
+	if n := r.lan.DialCount("10.0.0.1:4160"); n != 1 {
+		t.Fatalf("retried before %s", unicast.DefaultRediscoverDelay)
+	}
+	r.clk.Advance(time.Millisecond)
+	if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
+		t.Fatalf("not retried at %s", unicast.DefaultRediscoverDelay)
+	}
+	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = false })
+	r.clk.Advance(20*time.Second - time.Millisecond)
+	r.none()
+	r.clk.Advance(time.Millisecond)
+	r.next(unicast.Discovered, lus, "")
+	if r.d.Discard([16]byte{1}) {
+		t.Fatal("Discard of an unknown lookup service reported true")
+	}
+}
+
+func TestLocatorRemove(t *testing.T) {
+	byIP := mustLocator(t, "jini://10.0.0.1")
+	byName := mustLocator(t, "jini://LUS.test")
+	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{byIP, byName}})
+	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
+	r.lan.Add(lusim.LUS{Host: "lus.test", ID: lus.ID}) // the same one, by name
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, lus, "") // once, though two locators reach it
+	r.none()
+
+	r.d.Remove(mustLocator(t, "jini://lus.test")) // case does not matter
+	r.none()                                       // still held by the other
+	r.d.Set(nil)
+	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); e.Locator == nil || !e.Locator.Equal(byIP) {
+		t.Fatalf("discarded via %v", e.Locator)
+	}
+	if len(r.d.Locators()) != 0 || len(r.d.Discovered()) != 0 {
+		t.Fatalf("after Set(nil): %v, %v", r.d.Locators(), r.d.Discovered())
+	}
+
+	// A removed locator is not tried again.
+	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = true })
+	r.d.Add(byIP)
+	r.clk.Advance(0)
+	n := r.lan.DialCount("10.0.0.1:4160")
+	r.d.Remove(byIP)
+	r.clk.Advance(time.Hour)
+	if m := r.lan.DialCount("10.0.0.1:4160"); m != n {
+		t.Fatalf("removed locator tried %d more times", m-n)
+	}
+}
+
+func TestLocatorConfigErrors(t *testing.T) {
+	for _, c := range []unicast.LocatorConfig{
+		{Backoff: []time.Duration{}},
+		{Backoff: []time.Duration{-time.Second}},
+		{RediscoverDelay: -1},
+		{Jitter: 1},
+	} {
+		if d, err := unicast.NewLocatorDiscovery(c); err == nil {
+			d.Close()
+			t.Errorf("NewLocatorDiscovery(%+v) succeeded", c)
+		}
+	}
+}
