@@ -197,7 +197,7 @@ func TestLocatorRemove(t *testing.T) {
 	r.none()
 
 	r.d.Remove(mustLocator(t, "jini://lus.test")) // case does not matter
-	r.none()                                       // still held by the other
+	r.none()                                      // still held by the other
 	r.d.Set(nil)
 	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); e.Locator == nil || !e.Locator.Equal(byIP) {
 		t.Fatalf("discarded via %v", e.Locator)
