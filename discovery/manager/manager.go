@@ -1,0 +1,331 @@
+// Package manager combines group discovery and locator discovery into one
+// set of discovered lookup services, the equivalent of Java's
+// LookupDiscoveryManager. It remembers for each lookup service whether it
+// is of interest by group, by locator or both, and applies the rule of
+// the lookup discovery service specification (LD.3.1): a lookup service
+// wanted by locator is never passively discarded (not for silence, not
+// for its groups), and removing a locator discards only what no group
+// still wants.
+package manager
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ordered"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Groups of interest: nil means all groups, empty none.
+	Groups   []string
+	Locators []unicast.Locator
+	// OnEvent receives every event, in order, from one goroutine.
+	OnEvent func(Event)
+	// Group configures group discovery; its Groups, OnEvent, Clock and
+	// Logger are the manager's. Group.Network is required.
+	Group group.Config
+	// Locator configures locator discovery; its Locators, OnEvent, Clock
+	// and Logger are the manager's.
+	Locator unicast.LocatorConfig
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Event is a discovery event with how the lookup service is wanted after
+// it.
+type Event struct {
+	unicast.Event
+	ByGroup   bool
+	ByLocator bool
+}
+
+// Discovered is a lookup service in the managed set.
+type Discovered struct {
+	unicast.LookupService
+	ByGroup   bool
+	ByLocator bool
+	Locator   *unicast.Locator
+}
+
+// Manager is one combined discovery.
+type Manager struct {
+	g      *group.Discovery
+	l      *unicast.LocatorDiscovery
+	log    *slog.Logger
+	clock  clock.Clock
+	events *ordered.Queue[Event]
+
+	mu      sync.Mutex
+	entries []*entry
+	ids     map[discovery.ServiceID]*entry // by every ID an entry is known by
+	proxies int                            // entries with a stand-in ID
+	closed  bool
+}
+
+type entry struct {
+	Discovered
+	// The IDs each engine knows it by: a Java lookup service may be known
+	// to one by its announced ServiceID and to the other by a stand-in.
+	gid, lid discovery.ServiceID
+	keys     []discovery.ServiceID // its keys in Manager.ids
+	proxied  bool                  // counted in Manager.proxies
+}
+
+// New starts locator discovery; Start starts group discovery's requests.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Group.Network == nil {
+		return nil, errors.New("manager: Config.Group.Network is required")
+	}
+	if cfg.OnEvent == nil {
+		cfg.OnEvent = func(Event) {}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{log: cfg.Logger, clock: cfg.Clock, events: ordered.New(cfg.OnEvent), ids: map[discovery.ServiceID]*entry{}}
+	gc := cfg.Group
+	gc.Groups, gc.OnEvent, gc.Clock, gc.Logger = cfg.Groups, m.fromGroup, cfg.Clock, cfg.Logger.With("engine", "group")
+	g, err := group.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	lc := cfg.Locator
+	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = cfg.Locators, m.fromLocator, cfg.Clock, cfg.Logger.With("engine", "locator")
+	l, err := unicast.NewLocatorDiscovery(lc)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	m.g, m.l = g, l
+	return m, nil
+}
+
+// Start begins group discovery's requests.
+func (m *Manager) Start() { m.g.Start() }
+
+// Close stops both engines and waits for the last event to be delivered.
+func (m *Manager) Close() error {
+	m.g.Close()
+	m.l.Close()
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.events.Close()
+	return nil
+}
+
+// HandleAnnouncement hands an announcement to group discovery.
+func (m *Manager) HandleAnnouncement(a discovery.Announcement, iface string) {
+	m.g.HandleAnnouncement(a, iface)
+}
+
+// HandleResponse hands an answer to a multicast request to group
+// discovery.
+func (m *Manager) HandleResponse(resp *unicast.Response, iface string) { m.g.HandleResponse(resp, iface) }
+
+// Groups returns the groups of interest; all is true for all groups.
+func (m *Manager) Groups() ([]string, bool) { return m.g.Groups() }
+
+// SetGroups replaces the groups of interest (nil: all groups).
+func (m *Manager) SetGroups(groups []string) { m.g.SetGroups(groups) }
+
+// AddGroups adds groups of interest.
+func (m *Manager) AddGroups(groups ...string) error { return m.g.AddGroups(groups...) }
+
+// RemoveGroups removes groups of interest.
+func (m *Manager) RemoveGroups(groups ...string) error { return m.g.RemoveGroups(groups...) }
+
+// Locators returns the locators of interest.
+func (m *Manager) Locators() []unicast.Locator { return m.l.Locators() }
+
+// SetLocators replaces the locators of interest.
+func (m *Manager) SetLocators(locs []unicast.Locator) { m.l.Set(locs) }
+
+// AddLocators adds locators of interest.
+func (m *Manager) AddLocators(locs ...unicast.Locator) { m.l.Add(locs...) }
+
+// RemoveLocators removes locators of interest.
+func (m *Manager) RemoveLocators(locs ...unicast.Locator) { m.l.Remove(locs...) }
+
+// Discovered returns the managed set.
+func (m *Manager) Discovered() []Discovered {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Discovered, len(m.entries))
+	for i, e := range m.entries {
+		out[i] = e.Discovered
+		out[i].LookupService = e.LookupService.Clone()
+	}
+	return out
+}
+
+// Discard removes a lookup service from the managed set and makes it
+// eligible for rediscovery by either engine; one discarded event
+// reports it. It reports whether the lookup service was discovered.
+func (m *Manager) Discard(id discovery.ServiceID) bool {
+	m.mu.Lock()
+	e := m.ids[id]
+	if e == nil || m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	m.remove(e)
+	m.reindex(e)
+	e.ByGroup, e.ByLocator = false, false
+	m.emit(unicast.Discarded, e, unicast.ReasonRequested)
+	m.mu.Unlock()
+	// The engines report their own discards, which fromGroup and
+	// fromLocator drop: this one is already told.
+	if !e.gid.IsZero() {
+		m.g.Discard(e.gid)
+	}
+	if !e.lid.IsZero() {
+		m.l.Discard(e.lid)
+	}
+	return true
+}
+
+func (m *Manager) fromGroup(ev unicast.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.find(ev.LookupService)
+	defer func() { m.reindex(e) }()
+	switch ev.Kind {
+	case unicast.Discovered:
+		if e == nil {
+			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
+			m.entries = append(m.entries, e)
+			e.gid, e.ByGroup = ev.ID, true
+			m.emit(unicast.Discovered, e, "")
+			return
+		}
+		e.gid, e.ByGroup = ev.ID, true
+		m.regroup(e, ev.LookupService)
+	case unicast.Changed:
+		if e != nil {
+			e.gid = ev.ID
+			m.regroup(e, ev.LookupService)
+		}
+	case unicast.Discarded:
+		if e == nil || ev.Reason == unicast.ReasonRequested {
+			return
+		}
+		e.ByGroup, e.gid = false, discovery.ServiceID{}
+		if e.ByLocator {
+			// Wanted by locator: never passively discarded (LD.3.1).
+			m.regroup(e, ev.LookupService)
+			return
+		}
+		e.Groups = ev.Groups
+		m.remove(e)
+		m.emit(unicast.Discarded, e, ev.Reason)
+	}
+}
+
+func (m *Manager) fromLocator(ev unicast.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.find(ev.LookupService)
+	defer func() { m.reindex(e) }()
+	switch ev.Kind {
+	case unicast.Discovered:
+		if e == nil {
+			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
+			m.entries = append(m.entries, e)
+			e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
+			m.emit(unicast.Discovered, e, "")
+			return
+		}
+		e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
+		m.regroup(e, ev.LookupService)
+	case unicast.Discarded:
+		if e == nil || ev.Reason == unicast.ReasonRequested {
+			return
+		}
+		e.ByLocator, e.lid, e.Locator = false, discovery.ServiceID{}, nil
+		if e.ByGroup {
+			return // a group still wants it
+		}
+		m.remove(e)
+		m.emit(unicast.Discarded, e, ev.Reason)
+	}
+}
+
+// regroup takes what an engine says of a lookup service now: its groups
+// (a changed event if they differ) and, from an announcement, its real
+// ServiceID in place of a stand-in.
+func (m *Manager) regroup(e *entry, ls unicast.LookupService) {
+	if e.IDFromProxy && !ls.IDFromProxy {
+		e.ID, e.IDFromProxy = ls.ID, false
+	}
+	if slices.Equal(e.Groups, ls.Groups) {
+		return
+	}
+	e.Groups = slices.Clone(ls.Groups)
+	m.emit(unicast.Changed, e, "")
+}
+
+// find looks a lookup service up by ID, or for Java proxies (whose
+// ServiceID one engine may know and the other not) by proxy.
+func (m *Manager) find(ls unicast.LookupService) *entry {
+	if e := m.ids[ls.ID]; e != nil {
+		return e
+	}
+	if ls.IDFromProxy || m.proxies > 0 {
+		for _, e := range m.entries {
+			if e.LookupService.Same(ls) {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// reindex files e under the IDs it is known by now (none once removed).
+func (m *Manager) reindex(e *entry) {
+	if e == nil {
+		return
+	}
+	for _, k := range e.keys {
+		delete(m.ids, k)
+	}
+	if e.proxied {
+		m.proxies--
+		e.proxied = false
+	}
+	e.keys = e.keys[:0]
+	if !slices.Contains(m.entries, e) {
+		return
+	}
+	for _, k := range []discovery.ServiceID{e.ID, e.gid, e.lid} {
+		if !k.IsZero() && !slices.Contains(e.keys, k) {
+			e.keys = append(e.keys, k)
+			m.ids[k] = e
+		}
+	}
+	if e.IDFromProxy {
+		m.proxies++
+		e.proxied = true
+	}
+}
+
+func (m *Manager) remove(e *entry) {
+	m.entries = slices.DeleteFunc(m.entries, func(o *entry) bool { return o == e })
+}
+
+func (m *Manager) emit(kind unicast.EventKind, e *entry, reason string) {
+	ev := Event{Event: unicast.Event{Kind: kind, LookupService: e.LookupService.Clone(), Reason: reason, Locator: e.Locator},
+		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
+	ev.At = m.clock.Now()
+	m.events.Push(ev)
+}

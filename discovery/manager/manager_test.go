@@ -1,0 +1,239 @@
+package manager
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lusim"
+	"github.com/jinid/jinid/unicast"
+)
+
+type rig struct {
+	t      *testing.T
+	clk    *clock.Fake
+	lan    *lusim.Net
+	m      *Manager
+	events chan Event
+}
+
+func newRig(t *testing.T, groups []string, locs ...string) *rig {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan Event, 1000)}
+	var ls []unicast.Locator
+	for _, s := range locs {
+		ls = append(ls, r.locator(s))
+	}
+	m, err := New(Config{
+		Groups: groups, Locators: ls, Clock: r.clk,
+		OnEvent: func(e Event) { r.events <- e },
+		Group:   group.Config{Network: r.lan},
+		Locator: unicast.LocatorConfig{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m = m
+	r.lan.OnResponse(m.HandleResponse)
+	t.Cleanup(func() { m.Close() })
+	return r
+}
+
+func (r *rig) locator(s string) unicast.Locator {
+	l, err := unicast.ParseLocator(s)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return l
+}
+
+func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string, byGroup, byLocator bool) Event {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		if e.Kind != kind || e.ID != l.ID || e.Reason != reason || e.ByGroup != byGroup || e.ByLocator != byLocator {
+			r.t.Fatalf("event %s %s (reason %q, by group %v, by locator %v), want %s %s (reason %q, by group %v, by locator %v)",
+				e.Kind, e.ID, e.Reason, e.ByGroup, e.ByLocator, kind, l.ID, reason, byGroup, byLocator)
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		r.t.Fatalf("no event; want %s %s", kind, l.ID)
+	}
+	return Event{}
+}
+
+func (r *rig) none() {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		r.t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func (r *rig) announce(l *lusim.LUS) {
+	r.m.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
+}
+
+const window = group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval
+
+func TestFoundByBothIsOneLookupService(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, l, "", false, true)
+	r.announce(l)
+	r.none() // already discovered: now by group too
+	got := r.m.Discovered()
+	if len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+}
+
+func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "", true, false)
+	r.clk.Advance(0) // locator discovery finds it too
+	r.none()
+
+	// Silent and unreachable: group discovery discards it, the manager
+	// keeps it.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(window)
+	r.none()
+	if got := r.m.Discovered(); len(got) != 1 || got[0].ByGroup || !got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v, want it kept by locator only", got)
+	}
+	// Back: group discovery has it again, quietly.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.announce(l)
+	r.none()
+	if got := r.m.Discovered(); len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v, want it by both again", got)
+	}
+	// Its groups leave the interest: still kept, and the change told.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"z"} })
+	r.announce(l)
+	if e := r.next(unicast.Changed, l, "", false, true); !slices.Equal(e.Groups, []string{"z"}) {
+		t.Fatalf("changed to %q", e.Groups)
+	}
+}
+
+func TestRemoveGroupWhileWantedByLocator(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	other := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"a"}})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, l, "", false, true)
+	r.announce(l)
+	r.announce(other)
+	r.next(unicast.Discovered, other, "", true, false)
+
+	if err := r.m.RemoveGroups("a"); err != nil {
+		t.Fatal(err)
+	}
+	// Only the one no locator wants is discarded.
+	r.next(unicast.Discarded, other, unicast.ReasonNoInterest, false, false)
+	r.none()
+	// Then removing the locator discards it.
+	r.m.RemoveLocators(r.locator("jini://10.0.0.1"))
+	r.next(unicast.Discarded, l, unicast.ReasonLocatorRemoved, false, false)
+	if got := r.m.Discovered(); len(got) != 0 {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+}
+
+func TestRemoveLocatorWhileWantedByGroup(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, l, "", false, true)
+	r.announce(l)
+	r.none()
+	r.m.SetLocators(nil)
+	r.none() // a group still wants it
+	if got := r.m.Discovered(); len(got) != 1 || !got[0].ByGroup || got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+	// Now group discovery's rules apply to it again.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(window)
+	r.next(unicast.Discarded, l, unicast.ReasonCommunication, false, false)
+}
+
+func TestDiscardAndRediscovery(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, l, "", false, true)
+	r.announce(l)
+	r.none()
+	if !r.m.Discard(l.ID) {
+		t.Fatal("Discard reported false")
+	}
+	r.next(unicast.Discarded, l, unicast.ReasonRequested, false, false)
+	r.none() // one discarded event, not one per engine
+	// Its next announcement brings it back.
+	r.announce(l)
+	r.next(unicast.Discovered, l, "", true, false)
+	// And locator discovery, not before 15 s, adds itself.
+	r.clk.Advance(unicast.DefaultRediscoverDelay)
+	r.none()
+	if got := r.m.Discovered(); len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+	if r.m.Discard([16]byte{9}) {
+		t.Fatal("Discard of an unknown ServiceID reported true")
+	}
+}
+
+func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
+	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
+	r.clk.Advance(0)
+	var first Event
+	select {
+	case first = <-r.events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	if first.Kind != unicast.Discovered || !first.IDFromProxy {
+		t.Fatalf("first event %s, ID from proxy %v", first.Kind, first.IDFromProxy)
+	}
+	// Its announcement gives the real ServiceID: the same lookup service.
+	r.announce(l)
+	r.none()
+	got := r.m.Discovered()
+	if len(got) != 1 || got[0].ID != l.ID || !got[0].ByGroup || !got[0].ByLocator {
+		t.Fatalf("Discovered() = %+v", got)
+	}
+	// Discard by the real ID reaches both engines.
+	if !r.m.Discard(l.ID) {
+		t.Fatal("Discard reported false")
+	}
+	r.next(unicast.Discarded, l, unicast.ReasonRequested, false, false)
+	r.none()
+}
+
+func TestLateJoinerAndGroupChanges(t *testing.T) {
+	r := newRig(t, []string{"a", "b"})
+	r.m.Start()
+	r.clk.Advance(time.Hour)
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.3", Groups: []string{"a"}})
+	r.announce(l)
+	r.next(unicast.Discovered, l, "", true, false)
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
+	r.announce(l)
+	r.next(unicast.Changed, l, "", true, false)
+	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"c"} })
+	r.announce(l)
+	r.next(unicast.Discarded, l, unicast.ReasonNoInterest, false, false)
+}
