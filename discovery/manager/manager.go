@@ -131,7 +131,9 @@ func (m *Manager) HandleAnnouncement(a discovery.Announcement, iface string) {
 
 // HandleResponse hands an answer to a multicast request to group
 // discovery.
-func (m *Manager) HandleResponse(resp *unicast.Response, iface string) { m.g.HandleResponse(resp, iface) }
+func (m *Manager) HandleResponse(resp *unicast.Response, iface string) {
+	m.g.HandleResponse(resp, iface)
+}
 
 // Groups returns the groups of interest; all is true for all groups.
 func (m *Manager) Groups() ([]string, bool) { return m.g.Groups() }
