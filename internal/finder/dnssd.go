@@ -3,7 +3,6 @@ package finder
 import (
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +37,7 @@ func (f *finder) browse() error {
 		return err
 	}
 	ask := func() {
-		for _, j := range f.tr.Joined() {
+		for _, j := range f.mc.Joined() {
 			if j.Family != 4 {
 				continue
 			}
@@ -103,12 +102,11 @@ func (f *finder) browse() error {
 					continue
 				}
 				tried[inst] = true
-				target := net.JoinHostPort(a.String(), strconv.Itoa(int(s.Port)))
 				id := ids[inst]
 				f.wg.Add(1)
 				go func() {
 					defer f.wg.Done()
-					resp, err := f.dial(target, discovery.ProtocolV2)
+					resp, err := f.mc.Unicast(f.ctx, a.String(), int(s.Port), discovery.ProtocolV2)
 					if err != nil {
 						f.fail(a.String(), int(s.Port), id, ViaDNSSD, "", err)
 						return

@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -20,7 +19,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/unicast"
@@ -87,7 +86,7 @@ type finder struct {
 	cfg Config
 	log *slog.Logger
 	ctx context.Context
-	tr  *mcast.Transport
+	mc  *group.Multicast
 	wg  sync.WaitGroup
 	// closers end what multicast() opened, after the round.
 	closers []func()
@@ -131,11 +130,8 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 		}
 	}
 	<-ctx.Done()
-	if f.tr != nil {
-		f.tr.Close() // no announcement handler runs after this
-	}
 	for _, c := range f.closers {
-		c()
+		c() // the network first: no announcement handler runs after this
 	}
 	f.wg.Wait()
 
@@ -148,66 +144,44 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 	return out, nil
 }
 
-// multicast starts the transport, the connect-back listeners and the
-// request rounds.
+// multicast opens the network of group discovery and starts the request
+// rounds.
 func (f *finder) multicast() error {
 	mon, err := netmon.NewNetlink(f.cfg.Namespace, f.log, time.Minute)
 	if err != nil {
 		return err
 	}
-	f.closers = append(f.closers, func() { mon.Close() })
-	in := &mcast.Inbound{OnAnnouncement: f.onAnnouncement}
-	f.tr, err = mcast.New(mcast.Config{
-		Namespace: f.cfg.Namespace, Monitor: mon, Handler: in.Handle, Logger: f.log,
+	f.mc, err = group.NewMulticast(group.MulticastConfig{
+		Monitor: mon, Namespace: f.cfg.Namespace, Versions: f.cfg.Versions, Logger: f.log,
 		Include: f.cfg.Include, Exclude: f.cfg.Exclude, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL,
 	})
 	if err != nil {
+		mon.Close()
 		return err
 	}
-	if err := f.tr.Start(); err != nil {
-		f.tr = nil
-		return fmt.Errorf("joining the discovery groups: %w", err)
-	}
-	if len(f.tr.Joined()) == 0 {
-		f.log.Warn("no interface to multicast on; only locators will be tried (see --interfaces)")
-	}
-	// One listener per version, so a connect-back tells by its port which
-	// version of request it answers.
-	ports := map[int]int{}
-	for _, v := range f.cfg.Versions {
-		var ln net.Listener
-		if err := f.cfg.Namespace.Do(func() error {
-			var err error
-			ln, err = net.Listen("tcp", ":0")
-			return err
-		}); err != nil {
-			return fmt.Errorf("listening for lookup services' answers: %w", err)
-		}
-		f.closers = append(f.closers, func() { ln.Close() })
-		ports[v] = ln.Addr().(*net.TCPAddr).Port
-		f.wg.Add(1)
-		go f.acceptAnswers(ln, v)
+	f.closers = append(f.closers, func() { f.mc.Close(); mon.Close() })
+	if err := f.mc.Start(sink{f}); err != nil {
+		return err
 	}
 	f.wg.Add(1)
-	go f.requestRounds(ports)
+	go f.requestRounds()
 	return nil
 }
 
-func (f *finder) requestRounds(ports map[int]int) {
+// sink takes what the network hears for the finder.
+type sink struct{ f *finder }
+
+func (s sink) HandleAnnouncement(a discovery.Announcement, iface string) { s.f.onAnnouncement(a, iface) }
+
+func (s sink) HandleResponse(resp *unicast.Response, iface string) {
+	s.f.found(resp, "", []string{ViaRequest}, iface)
+}
+
+func (f *finder) requestRounds() {
 	defer f.wg.Done()
 	for round := 0; round < requestRounds; round++ {
-		known := f.knownIDs()
-		for _, v := range f.cfg.Versions {
-			err := f.tr.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
-				r := discovery.Request{Version: v, Host: j.Addr.String(), Port: ports[v], Groups: f.cfg.Groups, Known: known}
-				if v == discovery.ProtocolV1 {
-					r.Host = ""
-				}
-				return r.Encode(discovery.DefaultMaxPacketSize)
-			})
-			if err != nil {
-				f.log.Warn("sending multicast request", "version", v, "err", err)
-			}
+		if err := f.mc.Request(f.cfg.Groups, f.knownIDs()); err != nil {
+			f.log.Warn("sending multicast request", "err", err)
 		}
 		select {
 		case <-f.ctx.Done():
@@ -229,46 +203,13 @@ func (f *finder) knownIDs() []discovery.ServiceID {
 	return ids
 }
 
-// acceptAnswers takes lookup services' connect-backs: the requester still
-// speaks first, in the version of the request answered.
-func (f *finder) acceptAnswers(ln net.Listener, version int) {
-	defer f.wg.Done()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			defer conn.Close()
-			resp, err := unicast.Discover(f.ctx, conn, version)
-			peer := addrPort(conn.RemoteAddr())
-			if err != nil {
-				f.fail(peer.Addr().String(), 0, "", ViaRequest, f.ifaceOf(conn.LocalAddr()), err)
-				return
-			}
-			if version == discovery.ProtocolV1 {
-				// The peer's port is the one it connected from, not its
-				// unicast port: a jinid descriptor says that; otherwise it
-				// stays unknown (0) until an announcement tells.
-				resp.Port = 0
-				if d := resp.Registrar.Descriptor; d != nil {
-					if l, err := unicast.ParseLocator(d.Locator); err == nil {
-						resp.Host, resp.Port = l.Host, l.Port
-					}
-				}
-			}
-			f.found(resp, "", []string{ViaRequest}, f.ifaceOf(conn.LocalAddr()))
-		}()
-	}
-}
-
-func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
+// onAnnouncement runs unicast discovery with each lookup service of
+// interest that announces, once per address. Its host may carry a zone.
+func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	if f.cfg.Groups != nil && !overlaps(a.Groups, f.cfg.Groups) {
 		return
 	}
-	addr := net.JoinHostPort(p.Zoned(a.Host), strconv.Itoa(a.Port))
+	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 	f.mu.Lock()
 	seen := f.tried[addr]
 	f.tried[addr] = true
@@ -276,15 +217,16 @@ func (f *finder) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 	if seen || f.ctx.Err() != nil {
 		return
 	}
+	host, _, _ := strings.Cut(a.Host, "%")
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		resp, err := f.dial(addr, a.Version)
+		resp, err := f.mc.Unicast(f.ctx, a.Host, a.Port, a.Version)
 		if err != nil {
-			f.fail(a.Host, a.Port, a.ServiceID.String(), ViaAnnouncement, p.IfName, err)
+			f.fail(host, a.Port, a.ServiceID.String(), ViaAnnouncement, iface, err)
 			return
 		}
-		f.found(resp, a.ServiceID.String(), []string{ViaAnnouncement}, p.IfName)
+		f.found(resp, a.ServiceID.String(), []string{ViaAnnouncement}, iface)
 	}()
 }
 
@@ -311,14 +253,7 @@ func (f *finder) locator(l unicast.Locator) {
 }
 
 func (f *finder) unicastLocator(l unicast.Locator, how []string) {
-	// Version 2 first, as the Java implementation prefers; a lookup
-	// service that speaks only version 1 gets a second try in it.
-	resp, err := f.dial(l.Address(), discovery.ProtocolV2)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !isDialError(err) {
-		if r1, err1 := f.dial(l.Address(), discovery.ProtocolV1); err1 == nil {
-			resp, err = r1, nil
-		}
-	}
+	resp, err := unicast.DialLocator(f.ctx, f.dialContext, l)
 	if err != nil {
 		f.fail(l.Host, l.Port, "", ViaLocator, "", err)
 		return
@@ -326,24 +261,15 @@ func (f *finder) unicastLocator(l unicast.Locator, how []string) {
 	f.found(resp, "", how, "")
 }
 
-// dial runs unicast discovery against addr from inside the namespace.
-func (f *finder) dial(addr string, version int) (*unicast.Response, error) {
+// dialContext dials from inside the namespace.
+func (f *finder) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	var conn net.Conn
 	err := f.cfg.Namespace.Do(func() error {
 		var err error
-		conn, err = (&net.Dialer{}).DialContext(f.ctx, "tcp", addr)
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return unicast.Discover(f.ctx, conn, version)
-}
-
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return conn, err
 }
 
 // found records an answer; id is the ServiceID an announcement gave, if
@@ -477,22 +403,6 @@ func absorb(r *Result, o Result) {
 func isV6(host string) bool {
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Is6() && !a.Is4In6()
-}
-
-// ifaceOf names the served interface that has local address a.
-func (f *finder) ifaceOf(a net.Addr) string {
-	ap := addrPort(a)
-	for _, j := range f.tr.Joined() {
-		if j.Addr == ap.Addr() {
-			return j.Name
-		}
-	}
-	return ""
-}
-
-func addrPort(a net.Addr) netip.AddrPort {
-	ap, _ := netip.ParseAddrPort(a.String())
-	return netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
 }
 
 func overlaps(a, b []string) bool {

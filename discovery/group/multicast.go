@@ -1,0 +1,242 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/unicast"
+)
+
+// Sink takes what the network hears: announcements, and lookup services'
+// answers to requests. A Discovery (or a Manager) is one.
+type Sink interface {
+	HandleAnnouncement(a discovery.Announcement, iface string)
+	HandleResponse(resp *unicast.Response, iface string)
+}
+
+// MulticastConfig configures Multicast.
+type MulticastConfig struct {
+	// Monitor reports interface changes in Namespace. Required.
+	Monitor   netmon.Monitor
+	Namespace namespace.Namespace
+	// Versions of multicast request to send; nil means both.
+	Versions []int
+	// Transport options: interface patterns (nil Exclude means
+	// mcast.DefaultExclude), families, TTL.
+	Include, Exclude []string
+	NoIPv4, NoIPv6   bool
+	TTL              int
+	Metrics          *mcast.Metrics
+	Logger           *slog.Logger
+}
+
+// Multicast is group discovery's Network on a real host: requests and
+// announcements on every served interface through an mcast.Transport,
+// one TCP listener per protocol version for lookup services answering
+// requests (so a connection's port tells which version it answers), and
+// unicast discovery dialed from the configured namespace.
+type Multicast struct {
+	cfg    MulticastConfig
+	log    *slog.Logger
+	tr     *mcast.Transport
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	sink  Sink
+	lns   []net.Listener
+	ports map[int]int
+}
+
+// NewMulticast prepares the network; Start opens it.
+func NewMulticast(cfg MulticastConfig) (*Multicast, error) {
+	if cfg.Versions == nil {
+		cfg.Versions = []int{discovery.ProtocolV2, discovery.ProtocolV1}
+	}
+	for _, v := range cfg.Versions {
+		if v != discovery.ProtocolV1 && v != discovery.ProtocolV2 {
+			return nil, fmt.Errorf("group: protocol version %d: want 1 or 2", v)
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Multicast{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, ports: map[int]int{}}
+	in := &mcast.Inbound{Metrics: cfg.Metrics, OnAnnouncement: m.onAnnouncement}
+	tr, err := mcast.New(mcast.Config{
+		Namespace: cfg.Namespace, Monitor: cfg.Monitor, Handler: in.Handle, Logger: cfg.Logger, Metrics: cfg.Metrics,
+		Include: cfg.Include, Exclude: cfg.Exclude, NoIPv4: cfg.NoIPv4, NoIPv6: cfg.NoIPv6, TTL: cfg.TTL,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	m.tr = tr
+	return m, nil
+}
+
+// Start joins the discovery groups and listens for answers, handing all
+// it hears to sink.
+func (m *Multicast) Start(sink Sink) error {
+	m.mu.Lock()
+	m.sink = sink
+	m.mu.Unlock()
+	for _, v := range m.cfg.Versions {
+		var ln net.Listener
+		if err := m.cfg.Namespace.Do(func() error {
+			var err error
+			ln, err = net.Listen("tcp", ":0")
+			return err
+		}); err != nil {
+			m.Close()
+			return fmt.Errorf("listening for lookup services' answers: %w", err)
+		}
+		m.mu.Lock()
+		m.lns = append(m.lns, ln)
+		m.ports[v] = ln.Addr().(*net.TCPAddr).Port
+		m.mu.Unlock()
+		m.wg.Add(1)
+		go m.accept(ln, v)
+	}
+	if err := m.tr.Start(); err != nil {
+		m.Close()
+		return fmt.Errorf("joining the discovery groups: %w", err)
+	}
+	if len(m.tr.Joined()) == 0 {
+		m.log.Warn("no interface to multicast on yet; waiting for one (see --interfaces)")
+	}
+	return nil
+}
+
+// Close leaves the groups, stops listening and waits for answers being
+// read.
+func (m *Multicast) Close() error {
+	m.cancel()
+	err := m.tr.Close()
+	m.mu.Lock()
+	for _, ln := range m.lns {
+		ln.Close()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return err
+}
+
+// Joined lists the interfaces served.
+func (m *Multicast) Joined() []mcast.Joined { return m.tr.Joined() }
+
+// Request implements Network: one request per version on every served
+// interface, each naming that interface's address to answer to.
+func (m *Multicast) Request(groups []string, known []discovery.ServiceID) error {
+	m.mu.Lock()
+	ports := maps.Clone(m.ports)
+	m.mu.Unlock()
+	var errs []error
+	for _, v := range m.cfg.Versions {
+		err := m.tr.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
+			r := discovery.Request{Version: v, Host: j.Addr.String(), Port: ports[v], Groups: groups, Known: known}
+			if v == discovery.ProtocolV1 {
+				r.Host = "" // the datagram's source says it
+			}
+			return r.Encode(discovery.DefaultMaxPacketSize)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("version %d request: %w", v, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Unicast implements Network: TCP from the namespace.
+func (m *Multicast) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+	var conn net.Conn
+	addr := unicast.Locator{Host: host, Port: port}.Address()
+	err := m.cfg.Namespace.Do(func() error {
+		var err error
+		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return unicast.Discover(ctx, conn, version)
+}
+
+func (m *Multicast) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
+	m.mu.Lock()
+	sink := m.sink
+	m.mu.Unlock()
+	if sink == nil {
+		return
+	}
+	a.Host = p.Zoned(a.Host)
+	sink.HandleAnnouncement(a, p.IfName)
+}
+
+// accept takes lookup services' connect-backs: the requester still speaks
+// first, in the version of the request answered.
+func (m *Multicast) accept(ln net.Listener, version int) {
+	defer m.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer conn.Close()
+			m.answered(conn, version)
+		}()
+	}
+}
+
+func (m *Multicast) answered(conn net.Conn, version int) {
+	resp, err := unicast.Discover(m.ctx, conn, version)
+	if err != nil {
+		if m.ctx.Err() == nil {
+			m.log.Info("a lookup service answered a request but unicast discovery failed", "peer", conn.RemoteAddr(), "err", err)
+		}
+		return
+	}
+	if version == discovery.ProtocolV1 {
+		// The peer's port is the one it connected from, not its unicast
+		// port: a jinid descriptor says that; otherwise it stays unknown
+		// (0) until an announcement tells.
+		resp.Port = 0
+		if d := resp.Registrar.Descriptor; d != nil {
+			if l, err := unicast.ParseLocator(d.Locator); err == nil {
+				resp.Host, resp.Port = l.Host, l.Port
+			}
+		}
+	}
+	m.mu.Lock()
+	sink := m.sink
+	m.mu.Unlock()
+	sink.HandleResponse(resp, m.ifaceOf(conn.LocalAddr()))
+}
+
+// ifaceOf names the served interface that has local address a.
+func (m *Multicast) ifaceOf(a net.Addr) string {
+	ap, _ := netip.ParseAddrPort(a.String())
+	addr := ap.Addr().Unmap().WithZone("")
+	for _, j := range m.tr.Joined() {
+		if j.Addr == addr {
+			return j.Name
+		}
+	}
+	return ""
+}
