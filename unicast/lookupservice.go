@@ -100,6 +100,17 @@ func (k EventKind) String() string {
 // MarshalText implements encoding.TextMarshaler.
 func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (k *EventKind) UnmarshalText(b []byte) error {
+	for _, c := range []EventKind{Discovered, Discarded, Changed} {
+		if string(b) == c.String() {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("event kind %q: want discovered, discarded or changed", b)
+}
+
 // Why a lookup service was discarded.
 const (
 	// ReasonCommunication: its announcements stopped and it did not

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/finder"
 	"github.com/jinid/jinid/unicast"
@@ -31,6 +33,8 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 		ttl         int
 		asJSON      bool
 		dnssd       bool
+		watchMode   bool
+		announce    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
@@ -46,12 +50,26 @@ version, and the registrar: a jinid one with its API URL, or a Java one
 reached is listed with the error.
 
 Groups: by default all groups. The public group is the empty name; ask for
-it with --public.`,
+it with --public.
+
+With --watch it keeps discovering until interrupted (or --timeout) and
+prints each change as it happens, with a timestamp: "discovered" when a
+lookup service is found (or found again), "changed" when its groups change
+and it is still of interest, "discarded" when it leaves (with the reason:
+communication when its announcements stopped for 3 announcement intervals
+and it no longer answers, no-interest when its groups left the groups of
+interest, locator-removed). Lookup services found by --locator are never
+discarded for silence: only the announcements of those found by group are
+watched. --announce-interval says how often lookup services are expected
+to announce (120s, the Java default), from which the discard window
+follows.`,
 		Example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
   jinid discover --locator jini://lookup.example.org --no-multicast --json
   jinid discover --interfaces 'eth*'
-  jinid discover --dns-sd`,
+  jinid discover --dns-sd
+  jinid discover --watch --groups lab --announce-interval 10s
+  jinid discover --watch --locator jini://lookup.example.org --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
@@ -87,6 +105,26 @@ it with --public.`,
 			if noMulticast && len(cfg.Locators) == 0 {
 				return errors.New("--no-multicast leaves nothing to do without --locator")
 			}
+			if announce <= 0 {
+				return fmt.Errorf("--announce-interval %s: must be positive", announce)
+			}
+			if cmd.Flags().Changed("announce-interval") && !watchMode {
+				return errors.New("--announce-interval applies to --watch only")
+			}
+			if watchMode {
+				if dnssd {
+					return errors.New("--dns-sd cannot be combined with --watch")
+				}
+				ctx := cmd.Context()
+				if cmd.Flags().Changed("timeout") {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
+				return watch(ctx, cmd.OutOrStdout(), watchOptions{groups: cfg.Groups, locators: cfg.Locators,
+					announcementInterval: announce, noMulticast: noMulticast, include: include, exclude: cfg.Exclude,
+					ttl: ttl, json: asJSON, log: log})
+			}
 			results, err := finder.Find(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -113,13 +151,15 @@ it with --public.`,
 	f.BoolVar(&public, "public", false, `include the public group ("")`)
 	f.BoolVar(&allGroups, "all-groups", false, "look for lookup services of any group (the default)")
 	f.StringArrayVar(&locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable)")
-	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to listen before printing the results")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to listen before printing the results (with --watch: stop after this; default never)")
 	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable)")
 	f.StringSliceVar(&exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per lookup service")
 	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
+	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed or discarded event as it happens")
+	f.DurationVar(&announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
 	return cmd
 }
 

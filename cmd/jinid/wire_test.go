@@ -66,6 +66,25 @@ func labDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.C
 	return cmd
 }
 
+// labClient is an API client that connects from inside lab host h.
+func labClient(t testing.TB, h *netlab.Host, url string) *client.Client {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := h.Namespace().Do(func() error {
+			var err error
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}}}
+	c, err := client.New(url, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // labTransport runs an IPv4 discovery transport in a lab host, for tests
 // that send or watch multicast there themselves.
 func labTransport(t testing.TB, h *netlab.Host, handler func(mcast.Packet)) *mcast.Transport {
@@ -214,16 +233,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	labTransport(t, watcher, in.Handle)
 
 	// Change the groups through the API, from inside the lab.
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := watcher.Namespace().Do(func() error {
-			var err error
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}}
-	c, _ := client.New("http://"+ll.IPv4.String()+":4162", hc)
+	c := labClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
 	time.Sleep(300 * time.Millisecond)
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {

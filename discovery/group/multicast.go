@@ -161,18 +161,17 @@ func (m *Multicast) Request(groups []string, known []discovery.ServiceID) error 
 
 // Unicast implements Network: TCP from the namespace.
 func (m *Multicast) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+	return unicast.DiscoverAt(ctx, m.dial, unicast.Locator{Host: host, Port: port}.Address(), version)
+}
+
+func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var conn net.Conn
-	addr := unicast.Locator{Host: host, Port: port}.Address()
 	err := m.cfg.Namespace.Do(func() error {
 		var err error
-		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return unicast.Discover(ctx, conn, version)
+	return conn, err
 }
 
 func (m *Multicast) onAnnouncement(a discovery.Announcement, p mcast.Packet) {

@@ -171,7 +171,9 @@ func (f *finder) multicast() error {
 // sink takes what the network hears for the finder.
 type sink struct{ f *finder }
 
-func (s sink) HandleAnnouncement(a discovery.Announcement, iface string) { s.f.onAnnouncement(a, iface) }
+func (s sink) HandleAnnouncement(a discovery.Announcement, iface string) {
+	s.f.onAnnouncement(a, iface)
+}
 
 func (s sink) HandleResponse(resp *unicast.Response, iface string) {
 	s.f.found(resp, "", []string{ViaRequest}, iface)

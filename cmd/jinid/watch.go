@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/manager"
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/unicast"
+)
+
+// watchOptions are what `jinid discover --watch` runs with.
+type watchOptions struct {
+	groups               []string // nil: all
+	locators             []unicast.Locator
+	announcementInterval time.Duration
+	noMulticast          bool
+	include, exclude     []string
+	ttl                  int
+	json                 bool
+	log                  *slog.Logger
+}
+
+// watch runs the discovery manager until ctx ends, printing each event.
+func watch(ctx context.Context, w io.Writer, o watchOptions) error {
+	p := &eventPrinter{w: w, json: o.json}
+	cfg := manager.Config{
+		Groups: o.groups, Locators: o.locators, OnEvent: p.print, Logger: o.log,
+		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: unicastOnly{}},
+	}
+	if o.noMulticast {
+		cfg.Groups = []string{}
+		return runManager(ctx, cfg, nil)
+	}
+	mon, err := netmon.NewNetlink(namespace.Namespace{}, o.log, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer mon.Close()
+	mc, err := group.NewMulticast(group.MulticastConfig{Monitor: mon, Logger: o.log,
+		Include: o.include, Exclude: o.exclude, TTL: o.ttl})
+	if err != nil {
+		return err
+	}
+	cfg.Group.Network = mc
+	return runManager(ctx, cfg, mc)
+}
+
+func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) error {
+	m, err := manager.New(cfg)
+	if err != nil {
+		return err
+	}
+	if mc != nil {
+		if err := mc.Start(m); err != nil {
+			m.Close()
+			return err
+		}
+	}
+	m.Start()
+	<-ctx.Done()
+	if mc != nil {
+		mc.Close() // nothing more heard
+	}
+	return m.Close()
+}
+
+// unicastOnly is group discovery's network when multicast is off: no
+// requests (there are no groups then) and plain TCP.
+type unicastOnly struct{}
+
+func (unicastOnly) Request([]string, []discovery.ServiceID) error { return nil }
+
+func (unicastOnly) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+	return unicast.DiscoverAt(ctx, (&net.Dialer{}).DialContext, unicast.Locator{Host: host, Port: port}.Address(), version)
+}
+
+// watchEvent is one event as --watch --json prints it.
+type watchEvent struct {
+	Time      time.Time         `json:"time"`
+	Event     unicast.EventKind `json:"event"`
+	Reason    string            `json:"reason,omitempty"`
+	ServiceID string            `json:"serviceID"`
+	// IDFromProxy: the ServiceID stands in for a Java lookup service's,
+	// which only its announcements tell.
+	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
+	Host        string   `json:"host"`
+	Port        int      `json:"port"`
+	Groups      []string `json:"groups"`
+	Interface   string   `json:"interface,omitempty"`
+	ByGroup     bool     `json:"byGroup"`
+	ByLocator   bool     `json:"byLocator"`
+	Locator     string   `json:"locator,omitempty"`
+	Version     int      `json:"protocolVersion,omitempty"`
+	Kind        string   `json:"kind"`
+	APIURL      string   `json:"apiURL,omitempty"`
+	ProxySize   int      `json:"proxySize,omitempty"`
+}
+
+type eventPrinter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+}
+
+func (p *eventPrinter) print(e manager.Event) {
+	we := watchEvent{Time: e.At.UTC(), Event: e.Kind, Reason: e.Reason, ServiceID: e.ID.String(), IDFromProxy: e.IDFromProxy,
+		Host: e.Host, Port: e.Port, Groups: e.Groups, Interface: e.Interface, ByGroup: e.ByGroup, ByLocator: e.ByLocator,
+		Version: e.Version, Kind: "java", ProxySize: len(e.Registrar.Marshalled)}
+	if e.Locator != nil {
+		we.Locator = e.Locator.String()
+	}
+	if d := e.Registrar.Descriptor; d != nil {
+		we.Kind, we.APIURL, we.ProxySize = "jinid", d.APIURL, 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(we) // plain data: cannot fail
+		p.w.Write(append(b, '\n'))
+		return
+	}
+	var by []string
+	if we.ByGroup {
+		by = append(by, "group")
+	}
+	if we.ByLocator {
+		by = append(by, "locator")
+	}
+	port := strconv.Itoa(we.Port)
+	if we.Port == 0 {
+		port = "?"
+	}
+	line := fmt.Sprintf("%s  %-10s  %s  %s  groups=%s", we.Time.Format(time.RFC3339Nano), we.Event, we.ServiceID,
+		net.JoinHostPort(we.Host, port), groupsText(we.Groups))
+	if we.Interface != "" {
+		line += "  interface=" + we.Interface
+	}
+	if len(by) > 0 {
+		line += "  by=" + strings.Join(by, ",")
+	}
+	if we.Reason != "" {
+		line += "  reason=" + we.Reason
+	}
+	if we.Kind == "jinid" {
+		line += "  jinid " + we.APIURL
+	} else {
+		line += fmt.Sprintf("  java (proxy %d bytes)", we.ProxySize)
+	}
+	fmt.Fprintln(p.w, line)
+}
