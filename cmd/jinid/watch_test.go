@@ -4,13 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/unicast"
 )
 
 // watched is one line of `jinid discover --watch --json`, with when it
@@ -190,4 +195,71 @@ func sorted(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
+}
+
+func TestWatchFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"discover", "--announce-interval", "5s", "--no-multicast", "--locator", "jini://127.0.0.1:1"}, "--announce-interval applies to --watch only"},
+		{[]string{"discover", "--watch", "--announce-interval", "0s"}, "--announce-interval 0s: must be positive"},
+		{[]string{"discover", "--watch", "--dns-sd"}, "--dns-sd cannot be combined with --watch"},
+		{[]string{"discover", "--watch", "--no-multicast"}, "--no-multicast leaves nothing to do without --locator"},
+		{[]string{"discover", "--watch", "--timeout", "-1s", "--no-multicast", "--locator", "jini://127.0.0.1:1"}, "--timeout -1s: must be positive"},
+	} {
+		_, _, err := run(t, nil, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestWatchPrinter checks the text line of each kind of event.
+func TestWatchPrinter(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)
+	loc := unicast.Locator{Host: "10.0.0.2", Port: 4160}
+	jinid := unicast.LookupService{ID: discovery.ServiceID{1}, Host: "10.0.0.1", Port: 4160, Groups: []string{"", "lab"}, Interface: "eth0",
+		Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{APIURL: "http://10.0.0.1:4162"}}}
+	java := unicast.LookupService{ID: discovery.ServiceID{2}, Host: "10.0.0.2", Port: 4160, Groups: []string{},
+		Registrar: unicast.Registrar{Marshalled: make([]byte, 377)}}
+	var b strings.Builder
+	p := &eventPrinter{w: &b}
+	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discovered, At: at, LookupService: jinid}, ByGroup: true})
+	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
+	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discarded, At: at, LookupService: jinid, Reason: unicast.ReasonCommunication}})
+	want := `2026-11-21T10:00:00.123Z  discovered  01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
+2026-11-21T10:00:00.123Z  changed     02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
+2026-11-21T10:00:00.123Z  discarded   01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  reason=communication  jinid http://10.0.0.1:4162
+`
+	if b.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestWatchLocatorOnly runs the binary against a daemon on loopback, by
+// locator alone (no multicast), until --timeout.
+func TestWatchLocatorOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	d := startDaemon(t, bin, t.TempDir())
+	m := regexp.MustCompile(`unicast=\S*:(\d+)`).FindStringSubmatch(d.log())
+	if m == nil {
+		t.Fatalf("no unicast port in the daemon's log:\n%s", d.log())
+	}
+	start := time.Now()
+	out, err := exec.Command(bin, "discover", "--watch", "--no-multicast", "--locator", "jini://127.0.0.1:"+m[1], "--timeout", "2s").Output()
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("--timeout 2s took %v", took)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "  discovered  ") || !strings.Contains(lines[0], "127.0.0.1:"+m[1]) ||
+		!strings.Contains(lines[0], "by=locator") || !strings.Contains(lines[0], "jinid "+d.api) {
+		t.Fatalf("watch printed:\n%s", out)
+	}
 }
