@@ -1,0 +1,125 @@
+package group
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/fakelus"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/netmon"
+	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/unicast"
+)
+
+// javaRegistrar is the proxy River's lookup service hands out in a
+// protocol version, as the Java implementation encoded it.
+func javaRegistrar(t *testing.T, version int) unicast.Registrar {
+	t.Helper()
+	name := map[int]string{1: "v1.unicast.response", 2: "v2.unicast.response"}[version]
+	resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), unicast.DefaultMaxResponseSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Registrar
+}
+
+// TestMulticastJavaLookupServices runs group discovery on a real LAN of
+// namespaces against Java-style lookup services (River's proxies, which
+// jinid cannot read the ServiceID from) of both versions: each is
+// discovered once, under the ServiceID its announcements give, and one
+// that stops is discarded within the window.
+func TestMulticastJavaLookupServices(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	client, h1, h2, h3 := lab.Host("client"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("lus3")
+	for _, h := range []*netlab.Host{client, h1, h2, h3} {
+		h.Attach(lan)
+	}
+	const every = 300 * time.Millisecond
+	start := func(h *netlab.Host, version int, id byte, groups ...string) *fakelus.LUS {
+		l, err := fakelus.Start(fakelus.Config{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
+			Registrar: javaRegistrar(t, version), Namespace: h.Namespace(), Announce: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Close)
+		return l
+	}
+	start(h1, 1, 1, "lab")
+	l2 := start(h2, 2, 2, "lab", "x")
+	start(h3, 2, 3, "other")
+
+	mon, err := netmon.NewNetlink(client.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mon.Close()
+	mc, err := NewMulticast(MulticastConfig{Monitor: mon, Namespace: client.Namespace(), NoIPv6: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan unicast.Event, 100)
+	d, err := New(Config{Groups: []string{"lab"}, Network: mc, AnnouncementInterval: every,
+		OnEvent: func(e unicast.Event) { events <- e }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Start(d); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mc.Close(); d.Close() }()
+	d.Start()
+
+	found := map[discovery.ServiceID]int{}
+	deadline := time.After(5 * time.Second)
+	for len(found) < 2 {
+		select {
+		case e := <-events:
+			if e.Kind != unicast.Discovered {
+				t.Fatalf("event %s %s before both were discovered", e.Kind, e.ID)
+			}
+			found[e.ID]++
+		case <-deadline:
+			t.Fatalf("discovered only %v", found)
+		}
+	}
+	// Whichever way each was found first (a request's answer, under a
+	// stand-in ID, or an announcement), announcements settle it: two
+	// lookup services, under their real ServiceIDs.
+	time.Sleep(3 * every)
+	var ids []discovery.ServiceID
+	for _, ls := range d.Discovered() {
+		if ls.IDFromProxy || ls.Registrar.Descriptor != nil {
+			t.Errorf("%s: ID from proxy %v, descriptor %v", ls.ID, ls.IDFromProxy, ls.Registrar.Descriptor)
+		}
+		ids = append(ids, ls.ID)
+	}
+	slices.SortFunc(ids, func(a, b discovery.ServiceID) int { return bytes.Compare(a[:], b[:]) })
+	if !slices.Equal(ids, []discovery.ServiceID{{1}, {2}}) {
+		t.Fatalf("discovered %v, want lus1 and lus2", ids)
+	}
+	select {
+	case e := <-events:
+		t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
+	default:
+	}
+
+	// lus2 stops: discarded once the window (3 × 300 ms) has passed.
+	l2.Close()
+	stopped := time.Now()
+	select {
+	case e := <-events:
+		if e.Kind != unicast.Discarded || e.ID != (discovery.ServiceID{2}) || e.Reason != unicast.ReasonCommunication {
+			t.Fatalf("event %s %s (reason %q), want lus2 discarded for communication", e.Kind, e.ID, e.Reason)
+		}
+		if after := time.Since(stopped); after < 2*every || after > 3*every+time.Second {
+			t.Fatalf("discarded %v after it stopped; window %v", after, 3*every)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("lus2 not discarded")
+	}
+}
