@@ -1,11 +1,14 @@
 package unicast_test
 
 import (
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
 	"github.com/jinid/jinid/unicast"
@@ -229,5 +232,47 @@ func TestLocatorConfigErrors(t *testing.T) {
 			d.Close()
 			t.Errorf("NewLocatorDiscovery(%+v) succeeded", c)
 		}
+	}
+}
+
+// TestLocatorRealDial finds a lookup service on loopback by host name,
+// with the default dialer (the name resolved by the system resolver on
+// each try), and counts tries until it starts listening.
+func TestLocatorRealDial(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing there at first
+	id := discovery.ServiceID{7}
+	events := make(chan unicast.Event, 10)
+	d, err := unicast.NewLocatorDiscovery(unicast.LocatorConfig{
+		Locators: []unicast.Locator{{Host: "localhost", Port: port}},
+		Backoff:  []time.Duration{0, 50 * time.Millisecond}, Jitter: -1,
+		OnEvent: func(e unicast.Event) { events <- e },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	time.Sleep(200 * time.Millisecond) // a few failed tries
+	ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Skipf("port %d taken meanwhile: %v", port, err)
+	}
+	srv := unicast.Serve(ln, unicast.ServerConfig{Respond: func(q unicast.Request, _ net.Addr) (*unicast.Response, error) {
+		return &unicast.Response{Version: q.Version, Format: discovery.PlaintextFormat, Host: "127.0.0.1", Port: port,
+			Groups: []string{"a"}, Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{ServiceID: id}}}, nil
+	}})
+	defer srv.Close()
+	select {
+	case e := <-events:
+		if e.Kind != unicast.Discovered || e.ID != id || e.Version != discovery.ProtocolV2 || e.Locator.Host != "localhost" {
+			t.Fatalf("event %s %s v%d via %v", e.Kind, e.ID, e.Version, e.Locator)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not discovered")
 	}
 }
