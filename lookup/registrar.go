@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/ids"
@@ -457,11 +456,7 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 // definitely has its registration cancelled, as the event specification
 // allows.
 func (r *Registrar) deliver(n storedNotify, ev event.Event) {
-	until := time.Now()
-	if l, err := r.cfg.Grantor.Get(n.Lease); err == nil {
-		until = time.UnixMilli(min(l.Expiration, lease.Never/2))
-	}
-	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Until: until,
+	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: r.cfg.Grantor.EndOf(n.Lease),
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)

@@ -67,7 +67,9 @@ type LocatorConfig struct {
 // LocatorDiscovery is locator discovery, the equivalent of Java's
 // LookupLocatorDiscovery: it runs unicast discovery with each locator of
 // a managed set until it answers, retrying with a growing, capped,
-// jittered backoff, and reports each lookup service found as discovered.
+// jittered backoff, and reports each lookup service found as discovered,
+// once per locator that found it (Event.Locator says which: one lookup
+// service reachable by two locators is reported for each).
 // A locator that names a domain with _jini._tcp SRV records stands for
 // the lookup services those list; host names are resolved on each try.
 // Found lookup services are never discarded for silence (locator
@@ -85,9 +87,6 @@ type LocatorDiscovery struct {
 	mu       sync.Mutex
 	closed   bool
 	locators []*locEntry
-	// held counts the (locator, target) pairs holding each lookup
-	// service, so one reachable by two locators is one lookup service.
-	held map[discovery.ServiceID]int
 }
 
 type locEntry struct {
@@ -149,7 +148,7 @@ func NewLocatorDiscovery(cfg LocatorConfig) (*LocatorDiscovery, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &LocatorDiscovery{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock),
-		ctx: ctx, cancel: cancel, events: ordered.New(cfg.OnEvent), held: map[discovery.ServiceID]int{}}
+		ctx: ctx, cancel: cancel, events: ordered.New(cfg.OnEvent)}
 	d.Add(cfg.Locators...)
 	return d, nil
 }
@@ -243,24 +242,23 @@ func (d *LocatorDiscovery) Discovered() []LookupService {
 }
 
 // Discard makes a lookup service found by locator eligible for
-// rediscovery: it is reported discarded, and its locator is tried again
-// after RediscoverDelay, then with the backoff. It reports whether the
-// lookup service had been found.
+// rediscovery: it is reported discarded (for each locator that had found
+// it), and those locators are tried again after RediscoverDelay, then
+// with the backoff. It reports whether the lookup service had been found.
 func (d *LocatorDiscovery) Discard(id discovery.ServiceID) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return false
 	}
-	var ls *LookupService
+	found := false
 	for _, e := range d.locators {
 		for target, f := range e.found {
 			if f.ID != id {
 				continue
 			}
+			found = true
 			delete(e.found, target)
-			d.held[id]--
-			ls = &f
 			if e.timer != nil {
 				e.timer.Stop()
 			}
@@ -269,14 +267,10 @@ func (d *LocatorDiscovery) Discard(id discovery.ServiceID) bool {
 				e.attempt = len(d.cfg.Backoff) - 1
 			}
 			e.timer = d.run.AfterFunc(d.cfg.RediscoverDelay, func() { d.try(e) })
+			d.emit(Discarded, f, ReasonRequested, &e.loc)
 		}
 	}
-	if ls == nil {
-		return false
-	}
-	delete(d.held, id)
-	d.emit(Discarded, *ls, ReasonRequested, nil)
-	return true
+	return found
 }
 
 func (d *LocatorDiscovery) find(l Locator) *locEntry {
@@ -296,20 +290,9 @@ func (d *LocatorDiscovery) drop(e *locEntry) {
 	}
 	d.locators = slices.DeleteFunc(d.locators, func(o *locEntry) bool { return o == e })
 	for _, ls := range e.found {
-		d.release(ls, ReasonLocatorRemoved, &e.loc)
+		d.emit(Discarded, ls, ReasonLocatorRemoved, &e.loc)
 	}
 	e.found = nil
-}
-
-// release lets go of one hold on a lookup service, discarding it with the
-// last.
-func (d *LocatorDiscovery) release(ls LookupService, reason string, loc *Locator) {
-	d.held[ls.ID]--
-	if d.held[ls.ID] > 0 {
-		return
-	}
-	delete(d.held, ls.ID)
-	d.emit(Discarded, ls, reason, loc)
 }
 
 // schedule arranges the next try after the backoff step at attempt, with
@@ -371,11 +354,8 @@ func (d *LocatorDiscovery) try(e *locEntry) {
 			continue
 		}
 		e.found[r.target.Address()] = ls
-		d.held[ls.ID]++
-		if d.held[ls.ID] == 1 {
-			d.log.Debug("locator discovered", "locator", e.loc, "target", r.target, "serviceID", ls.ID)
-			d.emit(Discovered, ls, "", &e.loc)
-		}
+		d.log.Debug("locator discovered", "locator", e.loc, "target", r.target, "serviceID", ls.ID)
+		d.emit(Discovered, ls, "", &e.loc)
 	}
 	if failed && e.timer == nil {
 		d.schedule(e, e.attempt)

@@ -196,11 +196,20 @@ func TestLocatorRemove(t *testing.T) {
 	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
 	r.lan.Add(lusim.LUS{Host: "lus.test", ID: lus.ID}) // the same one, by name
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, lus, "") // once, though two locators reach it
-	r.none()
+	// Once per locator that reaches it.
+	for _, want := range []unicast.Locator{byIP, byName} {
+		if e := r.next(unicast.Discovered, lus, ""); !e.Locator.Equal(want) {
+			t.Fatalf("discovered via %v, want %v", e.Locator, want)
+		}
+	}
+	if got := r.d.Discovered(); len(got) != 1 {
+		t.Fatalf("Discovered() lists %d, want the one lookup service", len(got))
+	}
 
 	r.d.Remove(mustLocator(t, "jini://lus.test")) // case does not matter
-	r.none()                                      // still held by the other
+	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); !e.Locator.Equal(byName) {
+		t.Fatalf("discarded via %v", e.Locator)
+	}
 	r.d.Set(nil)
 	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); e.Locator == nil || !e.Locator.Equal(byIP) {
 		t.Fatalf("discarded via %v", e.Locator)

@@ -75,6 +75,7 @@ type entry struct {
 	// to one by its announced ServiceID and to the other by a stand-in.
 	gid, lid discovery.ServiceID
 	keys     []discovery.ServiceID // its keys in Manager.ids
+	locs     []unicast.Locator     // the locators that found it
 	proxied  bool                  // counted in Manager.proxies
 }
 
@@ -244,15 +245,24 @@ func (m *Manager) fromLocator(ev unicast.Event) {
 		if e == nil {
 			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
 			m.entries = append(m.entries, e)
-			e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
+			e.lid, e.ByLocator, e.Locator, e.locs = ev.ID, true, ev.Locator, []unicast.Locator{*ev.Locator}
 			m.emit(unicast.Discovered, e, "")
 			return
 		}
 		e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
+		if !slices.ContainsFunc(e.locs, ev.Locator.Equal) {
+			e.locs = append(e.locs, *ev.Locator)
+		}
 		m.regroup(e, ev.LookupService)
 	case unicast.Discarded:
 		if e == nil || ev.Reason == unicast.ReasonRequested {
 			return
+		}
+		e.locs = slices.DeleteFunc(e.locs, ev.Locator.Equal)
+		if len(e.locs) > 0 {
+			l := e.locs[0]
+			e.Locator = &l
+			return // another locator still wants it
 		}
 		e.ByLocator, e.lid, e.Locator = false, discovery.ServiceID{}, nil
 		if e.ByGroup {

@@ -83,6 +83,19 @@ func (r *rig) announce(l *lusim.LUS) {
 
 const window = group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval
 
+func TestTwoLocatorsOneLookupService(t *testing.T) {
+	r := newRig(t, []string{}, "jini://10.0.0.1", "jini://lus.test")
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
+	r.lan.Add(lusim.LUS{Host: "lus.test", ID: l.ID})
+	r.clk.Advance(0)
+	r.next(unicast.Discovered, l, "", false, true)
+	r.none() // the second locator finds the same one
+	r.m.RemoveLocators(r.locator("jini://10.0.0.1"))
+	r.none() // the other locator still wants it
+	r.m.RemoveLocators(r.locator("jini://lus.test"))
+	r.next(unicast.Discarded, l, unicast.ReasonLocatorRemoved, false, false)
+}
+
 func TestFoundByBothIsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})

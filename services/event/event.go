@@ -84,6 +84,9 @@ type Delivery struct {
 	// Until: retry indefinite failures up to this time (the end of the
 	// covering lease).
 	Until time.Time
+	// Deadline, if set, is asked before each retry instead of Until, so a
+	// lease renewed meanwhile keeps the delivery going.
+	Deadline func() time.Time
 	// Done, if set, hears the outcome once, from the listener's worker.
 	Done func(Outcome, error)
 }
@@ -218,7 +221,11 @@ func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 		if !retry {
 			return out, err
 		}
-		if !d.cfg.Clock.Now().Add(backoff).Before(del.Until) {
+		until := del.Until
+		if del.Deadline != nil {
+			until = del.Deadline()
+		}
+		if !d.cfg.Clock.Now().Add(backoff).Before(until) {
 			return GaveUp, fmt.Errorf("lease ended while the listener kept failing: %w", err)
 		}
 		if !d.sleep(backoff) {

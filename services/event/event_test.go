@@ -142,3 +142,30 @@ func TestHungListenerDelaysNoOne(t *testing.T) {
 		t.Fatalf("fast listener delayed %v by the hung one", took)
 	}
 }
+
+// TestDeadlineFollowsRenewal: a delivery retried against a deadline that
+// moves (a lease renewed meanwhile) keeps going past the first one.
+func TestDeadlineFollowsRenewal(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) < 20 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	defer d.Close()
+	end := time.Now().Add(30 * time.Millisecond)
+	var mu sync.Mutex
+	deadline := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		end = end.Add(10 * time.Millisecond) // renewed at every look
+		return end
+	}
+	done := make(chan Outcome, 1)
+	d.Send(Delivery{Listener: srv.URL, Event: ev(1), Deadline: deadline, Done: func(o Outcome, _ error) { done <- o }})
+	if got := <-done; got != Delivered {
+		t.Fatalf("outcome %v after %d tries, want delivered", got, calls.Load())
+	}
+}

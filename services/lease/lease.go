@@ -253,6 +253,19 @@ func (g *Grantor) current(id string) (Record, error) {
 }
 
 // Get returns a live lease.
+// EndOf returns a func telling when lease id ends, as it stands at each
+// call (the past once it is gone): how long an event covered by it may
+// be retried.
+func (g *Grantor) EndOf(id string) func() time.Time {
+	return func() time.Time {
+		r, err := g.current(id)
+		if err != nil {
+			return time.Time{}
+		}
+		return time.UnixMilli(min(r.Expiration, Never/2))
+	}
+}
+
 func (g *Grantor) Get(id string) (Record, error) { return g.current(id) }
 
 // Renew renews one lease for a new duration from now.
