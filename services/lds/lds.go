@@ -1,0 +1,1029 @@
+// Package lds is the lookup discovery service (the LD specification,
+// shared/specs 001): clients register groups and locators of interest and
+// a listener, and jinid discovers lookup services on their behalf and
+// sends each registration RemoteDiscoveryEvents.
+//
+// The service sits on one group discovery engine and one locator
+// discovery engine shared by every registration (their interest is the
+// union of the registrations'), not on the discovery manager: the
+// manager merges the two views into one, while the LD rules need both
+// per registration (a lookup service kept by one registration's locator
+// is still passively discarded for another that wanted it by group).
+//
+// For each registration R and lookup service L, R wants L when
+//
+//	group discovery holds L and R's groups (or ALL_GROUPS) meet L's, or
+//	locator discovery found L through one of R's locators.
+//
+// Every change (an engine event, a mutator, a registration, a lease
+// ending) recomputes that for the registrations it concerns, found
+// through indexes by group and locator rather than a scan of all. A
+// wanted lookup service not in R's managed set is added with a
+// discovered event; one in it no longer wanted is removed with a
+// discarded event. Discard makes an exception: the lookup service is
+// "pending" until an engine finds it again, and then only the
+// registrations that discarded it (and those it newly concerns) hear.
+//
+// State lives in the store; every change is on disk before its events
+// are sent, sequence numbers included, so a crash can leave a gap in a
+// registration's sequence numbers but never a repeated one. Memory is
+// changed under mu inside the store's write transaction (the store's
+// lock first, then mu, as everywhere in jinid); a failed transaction
+// reloads memory from the store.
+package lds
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/unicast"
+)
+
+// LeaseKind is the grantor's kind for registrations.
+const LeaseKind = "lds.registration"
+
+const (
+	regBucket       = "lds.registrations"
+	registrarBucket = "lds.registrars"
+	metaBucket      = "lds.meta"
+)
+
+// EventType is the type of the events the service sends.
+const EventType = "RemoteDiscoveryEvent"
+
+// DefaultPolicy: registrations are leased for 30 minutes unless asked
+// otherwise, an hour at most.
+var DefaultPolicy = lease.Policy{Default: 30 * 60_000, Max: 60 * 60_000}
+
+// Sender delivers events; *event.Dispatcher is one.
+type Sender interface {
+	Send(event.Delivery)
+}
+
+// Config gives the service its dependencies.
+type Config struct {
+	Store      *store.Store
+	Grantor    *lease.Grantor
+	Dispatcher Sender
+	Policy     lease.Policy
+	// Group configures the group discovery engine; Network is required.
+	// Groups, OnEvent, Clock and Logger are the service's.
+	Group group.Config
+	// Locator configures the locator discovery engine. Locators,
+	// OnEvent, Clock and Logger are the service's.
+	Locator unicast.LocatorConfig
+	Clock   clock.Clock
+	Logger  *slog.Logger
+}
+
+// Service is the lookup discovery service.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	g     *group.Discovery
+	l     *unicast.LocatorDiscovery
+	run   *clock.Runner
+
+	mu      sync.Mutex
+	regs    map[string]*reg
+	lus     map[discovery.ServiceID]*lookupService
+	byGroup map[string]map[string]*reg // registrations interested in each group
+	all     map[string]*reg            // registrations interested in all groups
+	byLoc   map[string]map[string]*reg // registrations by locator (its String form)
+	meta    meta
+	// unconfirmed: lookup services known from before a restart that group
+	// discovery has not found again yet.
+	unconfirmed bool
+	closed      bool
+}
+
+type meta struct {
+	NextEventID int64 `json:"nextEventID"`
+}
+
+// reg is one registration, as stored.
+type reg struct {
+	ID        string   `json:"id"`
+	EventID   int64    `json:"eventID"`
+	Seq       int64    `json:"seq"`
+	AllGroups bool     `json:"allGroups"`
+	Groups    []string `json:"groups"`
+	Locators  []string `json:"locators"`
+	Listener  string   `json:"listener"`
+	Handback  []byte   `json:"handback"`
+	Lease     string   `json:"lease"`
+	// Discovered is the managed set of lookup services.
+	Discovered []discovery.ServiceID `json:"discovered"`
+
+	locs []unicast.Locator // Locators parsed
+}
+
+// lookupService is what the service knows of one lookup service.
+type lookupService struct {
+	LS unicast.LookupService `json:"ls"`
+	// ByGroup: group discovery holds it.
+	ByGroup bool `json:"byGroup"`
+	// Locs: the locators locator discovery found it through.
+	Locs []string `json:"locs"`
+	// Pending: discarded by a registration, not yet found again;
+	// DiscardedBy hear when it is.
+	Pending     bool     `json:"pending"`
+	DiscardedBy []string `json:"discardedBy"`
+
+	holders  map[string]*reg // registrations whose managed set has it
+	storedAs string          // its key in registrarBucket, if stored
+	rekeyed  bool            // its ID changed: holders must be stored again
+}
+
+// New loads the service from the store, registers its lease kind and
+// creates its discovery engines. Call the grantor's Load afterwards, then
+// Start.
+func New(cfg Config) (*Service, error) {
+	if cfg.Policy == (lease.Policy{}) {
+		cfg.Policy = DefaultPolicy
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock)}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	gc := cfg.Group
+	gc.Groups, gc.OnEvent, gc.Clock, gc.Logger = s.groupInterest(), s.onGroupEvent, cfg.Clock, cfg.Logger.With("engine", "group")
+	g, err := group.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	lc := cfg.Locator
+	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = nil, s.onLocatorEvent, cfg.Clock, cfg.Logger.With("engine", "locator")
+	l, err := unicast.NewLocatorDiscovery(lc)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	s.g, s.l = g, l
+	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
+	return s, nil
+}
+
+// Start begins discovery. Lookup services known from before a restart
+// that group discovery does not find again within its discard window are
+// then discarded as if their announcements had stopped.
+func (s *Service) Start() {
+	s.mu.Lock()
+	locs := s.locatorInterest()
+	window := time.Duration(max(s.cfg.Group.DiscardMultiple, group.DefaultDiscardMultiple)) *
+		cmpOr(s.cfg.Group.AnnouncementInterval, group.DefaultAnnouncementInterval)
+	s.mu.Unlock()
+	s.l.Set(locs)
+	s.g.Start()
+	if s.unconfirmed {
+		s.run.AfterFunc(window, s.confirm)
+	}
+}
+
+// Close stops discovery and event generation.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.run.Stop()
+	s.g.Close()
+	s.l.Close()
+	return nil
+}
+
+// HandleAnnouncement and HandleResponse take what the network hears
+// (the service is a group.Sink).
+func (s *Service) HandleAnnouncement(a discovery.Announcement, iface string) {
+	s.g.HandleAnnouncement(a, iface)
+}
+
+// HandleResponse: see HandleAnnouncement.
+func (s *Service) HandleResponse(resp *unicast.Response, iface string) { s.g.HandleResponse(resp, iface) }
+
+func (s *Service) load() error {
+	s.regs = map[string]*reg{}
+	s.lus = map[discovery.ServiceID]*lookupService{}
+	s.byGroup = map[string]map[string]*reg{}
+	s.all = map[string]*reg{}
+	s.byLoc = map[string]map[string]*reg{}
+	s.meta = meta{NextEventID: 1}
+	err := s.cfg.Store.View(func(tx *store.Tx) error {
+		if _, err := tx.Get(metaBucket, "meta", &s.meta); err != nil {
+			return err
+		}
+		if err := tx.ForEach(registrarBucket, func(k string, raw []byte) error {
+			var l lookupService
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return fmt.Errorf("lookup service %s: %w", k, err)
+			}
+			l.holders, l.storedAs = map[string]*reg{}, k
+			s.lus[l.LS.ID] = &l
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.ForEach(regBucket, func(k string, raw []byte) error {
+			var r reg
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("registration %s: %w", k, err)
+			}
+			for _, ls := range r.Locators {
+				l, err := unicast.ParseLocator(ls)
+				if err != nil {
+					return fmt.Errorf("registration %s: %w", k, err)
+				}
+				r.locs = append(r.locs, l)
+			}
+			s.index(&r)
+			for _, id := range r.Discovered {
+				if l := s.lus[id]; l != nil {
+					l.holders[r.ID] = &r
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("loading the lookup discovery service: %w", err)
+	}
+	// What group discovery held before the restart it must find again.
+	for _, l := range s.lus {
+		if l.ByGroup {
+			s.unconfirmed = true
+		}
+	}
+	return nil
+}
+
+// update runs one change: fn changes memory (under mu) and writes the
+// store in the same transaction; the events it returns are sent once the
+// transaction is on disk. If the transaction fails, memory is reloaded.
+func (s *Service) update(fn func(tx *store.Tx) ([]event.Delivery, error)) error {
+	var out []event.Delivery
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return errors.New("the lookup discovery service is closed")
+		}
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	if err != nil {
+		if c := fault.CodeOf(err); c != fault.Internal {
+			return err // refused before anything changed
+		}
+		s.mu.Lock()
+		if lerr := s.load(); lerr != nil {
+			s.log.Error("reloading the lookup discovery service after a failed change", "err", lerr)
+		}
+		s.mu.Unlock()
+		return err
+	}
+	for _, d := range out {
+		s.cfg.Dispatcher.Send(d)
+	}
+	return nil
+}
+
+// --- registrations ---------------------------------------------------------
+
+// RegisterRequest asks for a registration.
+type RegisterRequest struct {
+	// Groups of interest: nil means ALL_GROUPS, empty NO_GROUPS.
+	Groups   []string
+	Locators []unicast.Locator
+	Listener string
+	Handback []byte
+	Duration int64
+}
+
+// Registration is what Register returns.
+type Registration struct {
+	ID      string
+	EventID int64
+	SeqNum  int64
+	Lease   lease.Record
+}
+
+// Register creates a registration. Lookup services already discovered
+// that it wants are reported at once, in one discovered event.
+func (s *Service) Register(req RegisterRequest) (Registration, error) {
+	if req.Listener == "" {
+		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+	}
+	if u, err := url.Parse(req.Listener); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Registration{}, fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", req.Listener)
+	}
+	var out Registration
+	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback,
+			Discovered: []discovery.ServiceID{}}
+		r.setGroups(req.Groups)
+		r.setLocators(req.Locators)
+		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, req.Duration)
+		if err != nil {
+			return nil, err
+		}
+		r.Lease = rec.ID
+		s.meta.NextEventID++
+		if err := tx.Put(metaBucket, "meta", s.meta); err != nil {
+			return nil, err
+		}
+		s.index(r)
+		out = Registration{ID: r.ID, EventID: r.EventID, SeqNum: r.Seq, Lease: rec}
+		evs, err := s.reconcile(tx, []*reg{r}, s.allLookupServices())
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Put(regBucket, r.ID, r); err != nil { // reconcile stored it only if it changed
+			return nil, err
+		}
+		tx.OnCommit(s.interestChanged)
+		return evs, nil
+	})
+	return out, err
+}
+
+// Info is a registration's state.
+type Info struct {
+	ID        string
+	EventID   int64
+	SeqNum    int64
+	AllGroups bool
+	Groups    []string
+	Locators  []unicast.Locator
+	Lease     string
+}
+
+// Get returns a registration.
+func (s *Service) Get(id string) (Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.regs[id]
+	if r == nil {
+		return Info{}, noSuch(id)
+	}
+	return Info{ID: r.ID, EventID: r.EventID, SeqNum: r.Seq, AllGroups: r.AllGroups, Groups: slices.Clone(r.Groups),
+		Locators: slices.Clone(r.locs), Lease: r.Lease}, nil
+}
+
+// Registrars returns a registration's managed set of lookup services
+// (getRegistrars), ordered by ServiceID.
+func (s *Service) Registrars(id string) ([]unicast.LookupService, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.regs[id]
+	if r == nil {
+		return nil, noSuch(id)
+	}
+	out := make([]unicast.LookupService, 0, len(r.Discovered))
+	for _, sid := range r.Discovered {
+		if l := s.lus[sid]; l != nil {
+			out = append(out, l.LS.Clone())
+		}
+	}
+	return out, nil
+}
+
+// Count reports the registrations.
+func (s *Service) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.regs)
+}
+
+// Mutation is one of the group and locator mutators.
+type Mutation int
+
+// The mutators of LookupDiscoveryRegistration.
+const (
+	Add Mutation = iota
+	Set
+	Remove
+)
+
+// MutateGroups adds, sets or removes groups (for Set, nil means
+// ALL_GROUPS). Adding to or removing from ALL_GROUPS is
+// UnsupportedOperation, as the specification says.
+func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
+	if m != Set && groups == nil {
+		return fault.New(fault.NullArgument, "groups is required")
+	}
+	return s.mutate(id, func(r *reg) error {
+		switch m {
+		case Add:
+			if r.AllGroups {
+				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to add to (set groups first)")
+			}
+			r.setGroups(union(r.Groups, groups))
+		case Remove:
+			if r.AllGroups {
+				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to remove from")
+			}
+			r.setGroups(slices.DeleteFunc(slices.Clone(r.Groups), func(g string) bool { return slices.Contains(groups, g) }))
+		default:
+			r.setGroups(groups)
+		}
+		return nil
+	})
+}
+
+// MutateLocators adds, sets or removes locators.
+func (s *Service) MutateLocators(id string, m Mutation, locs []unicast.Locator) error {
+	if locs == nil {
+		return fault.New(fault.NullArgument, "locators is required")
+	}
+	return s.mutate(id, func(r *reg) error {
+		switch m {
+		case Add:
+			r.setLocators(append(slices.Clone(r.locs), locs...))
+		case Remove:
+			r.setLocators(slices.DeleteFunc(slices.Clone(r.locs), func(l unicast.Locator) bool {
+				return slices.ContainsFunc(locs, l.Equal)
+			}))
+		default:
+			r.setLocators(locs)
+		}
+		return nil
+	})
+}
+
+// mutate changes a registration's interest and sends the events the
+// change calls for.
+func (s *Service) mutate(id string, change func(*reg) error) error {
+	return s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		r := s.regs[id]
+		if r == nil {
+			return nil, noSuch(id)
+		}
+		s.unindex(r)
+		if err := change(r); err != nil {
+			s.index(r)
+			return nil, err
+		}
+		s.index(r)
+		evs, err := s.reconcile(tx, []*reg{r}, s.allLookupServices())
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.Put(regBucket, r.ID, r); err != nil {
+			return nil, err
+		}
+		tx.OnCommit(s.interestChanged)
+		return evs, nil
+	})
+}
+
+// Discard removes a lookup service from a registration's managed set and
+// makes it eligible for rediscovery (LD.4.1, "Discarding Lookup
+// Services"). The first registration to discard it starts its
+// rediscovery; each that discards it before then is sent a discarded
+// event and hears when it is found again. Discarding one not in the
+// managed set does nothing.
+func (s *Service) Discard(id string, serviceID discovery.ServiceID) error {
+	var first bool
+	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		r := s.regs[id]
+		if r == nil {
+			return nil, noSuch(id)
+		}
+		l := s.lus[serviceID]
+		if l == nil || !slices.Contains(r.Discovered, serviceID) {
+			return nil, nil
+		}
+		first = !l.Pending
+		l.Pending = true
+		if !slices.Contains(l.DiscardedBy, r.ID) {
+			l.DiscardedBy = append(l.DiscardedBy, r.ID)
+		}
+		ev := s.drop(r, l)
+		if err := s.putReg(tx, r); err != nil {
+			return nil, err
+		}
+		if err := s.putLookupService(tx, l); err != nil {
+			return nil, err
+		}
+		return []event.Delivery{ev}, nil
+	})
+	if err == nil && first {
+		// Outside the transaction: the engines report their own discards,
+		// which onGroupEvent and onLocatorEvent take as this one.
+		s.g.Discard(serviceID)
+		s.l.Discard(serviceID)
+	}
+	return err
+}
+
+func (r *reg) setGroups(groups []string) {
+	r.AllGroups = groups == nil
+	r.Groups = []string{}
+	if !r.AllGroups {
+		r.Groups = union(nil, groups)
+	}
+}
+
+func (r *reg) setLocators(locs []unicast.Locator) {
+	r.locs, r.Locators = nil, []string{}
+	for _, l := range locs {
+		if !slices.ContainsFunc(r.locs, l.Equal) {
+			r.locs = append(r.locs, l)
+			r.Locators = append(r.Locators, l.String())
+		}
+	}
+}
+
+// release ends a registration whose lease ended or was cancelled; it runs
+// inside the grantor's transaction.
+func (s *Service) release(tx *store.Tx, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.regs[id]
+	if r == nil {
+		return tx.Delete(regBucket, id)
+	}
+	if err := tx.Delete(regBucket, id); err != nil {
+		return err
+	}
+	s.unindex(r)
+	delete(s.regs, id)
+	for _, sid := range r.Discovered {
+		if l := s.lus[sid]; l != nil {
+			delete(l.holders, r.ID)
+			if err := s.putLookupService(tx, l); err != nil {
+				return err
+			}
+		}
+	}
+	tx.OnCommit(s.interestChanged)
+	return nil
+}
+
+// --- engine events ---------------------------------------------------------
+
+func (s *Service) onGroupEvent(ev unicast.Event) {
+	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		l := s.lookupService(ev.LookupService)
+		oldGroups := slices.Clone(l.LS.Groups)
+		switch ev.Kind {
+		case unicast.Discovered:
+			l.ByGroup = true
+			s.refresh(l, ev.LookupService)
+			if l.Pending {
+				return s.rediscovered(tx, l, oldGroups)
+			}
+		case unicast.Changed:
+			l.ByGroup = true
+			s.refresh(l, ev.LookupService)
+		case unicast.Discarded:
+			l.ByGroup = false
+			if ev.Reason == unicast.ReasonRequested || l.Pending {
+				// Our own Discard: others keep it until it is found again.
+				return nil, s.putLookupService(tx, l)
+			}
+			l.LS.Groups = slices.Clone(ev.Groups)
+		}
+		return s.changed(tx, l, oldGroups)
+	})
+	if err != nil {
+		s.log.Error("applying a group discovery event", "event", ev.Kind, "serviceID", ev.ID, "err", err)
+	}
+}
+
+func (s *Service) onLocatorEvent(ev unicast.Event) {
+	loc := ev.Locator.String()
+	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		l := s.lookupService(ev.LookupService)
+		oldGroups := slices.Clone(l.LS.Groups)
+		switch ev.Kind {
+		case unicast.Discovered:
+			if !slices.Contains(l.Locs, loc) {
+				l.Locs = append(l.Locs, loc)
+			}
+			if !l.ByGroup {
+				s.refresh(l, ev.LookupService)
+			}
+			if l.Pending {
+				return s.rediscovered(tx, l, oldGroups)
+			}
+		case unicast.Discarded:
+			l.Locs = slices.DeleteFunc(l.Locs, func(x string) bool { return x == loc })
+			if ev.Reason == unicast.ReasonRequested || l.Pending {
+				return nil, s.putLookupService(tx, l)
+			}
+		}
+		return s.changed(tx, l, oldGroups)
+	})
+	if err != nil {
+		s.log.Error("applying a locator discovery event", "event", ev.Kind, "serviceID", ev.ID, "err", err)
+	}
+}
+
+// confirm ends the grace after a restart: lookup services held by group
+// discovery before it and not found again are discarded as silent.
+func (s *Service) confirm() {
+	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		var out []event.Delivery
+		held := map[discovery.ServiceID]bool{}
+		for _, ls := range s.g.Discovered() {
+			held[ls.ID] = true
+		}
+		for _, l := range s.allLookupServices() {
+			if !l.ByGroup || held[l.LS.ID] {
+				continue
+			}
+			l.ByGroup = false
+			evs, err := s.changed(tx, l, l.LS.Groups)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, evs...)
+		}
+		s.unconfirmed = false
+		return out, nil
+	})
+	if err != nil {
+		s.log.Error("discarding lookup services not seen since the restart", "err", err)
+	}
+}
+
+// lookupService finds or creates the entry for ls.
+func (s *Service) lookupService(ls unicast.LookupService) *lookupService {
+	if l := s.lus[ls.ID]; l != nil {
+		return l
+	}
+	if ls.IDFromProxy || ls.Registrar.Descriptor == nil {
+		// A Java proxy may be known under a stand-in ID and its real one.
+		for _, l := range s.lus {
+			if l.LS.Same(ls) {
+				return l
+			}
+		}
+	}
+	l := &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}}
+	s.lus[ls.ID] = l
+	return l
+}
+
+// refresh takes an engine's newer description: groups, address, and a
+// real ServiceID in place of a stand-in.
+func (s *Service) refresh(l *lookupService, ls unicast.LookupService) {
+	if l.LS.IDFromProxy && !ls.IDFromProxy {
+		delete(s.lus, l.LS.ID)
+		for _, r := range l.holders {
+			for i, id := range r.Discovered {
+				if id == l.LS.ID {
+					r.Discovered[i] = ls.ID
+				}
+			}
+		}
+		s.lus[ls.ID] = l
+		l.rekeyed = true
+	}
+	l.LS = ls.Clone()
+}
+
+// rediscovered: a pending lookup service was found again.
+func (s *Service) rediscovered(tx *store.Tx, l *lookupService, oldGroups []string) ([]event.Delivery, error) {
+	l.Pending, l.DiscardedBy = false, nil
+	return s.changed(tx, l, oldGroups)
+}
+
+// changed reconciles the registrations a change of l concerns: those
+// interested in its old or new groups, in all groups, in its locators,
+// and those holding it.
+func (s *Service) changed(tx *store.Tx, l *lookupService, oldGroups []string) ([]event.Delivery, error) {
+	seen := map[string]*reg{}
+	add := func(m map[string]*reg) {
+		for id, r := range m {
+			seen[id] = r
+		}
+	}
+	add(s.all)
+	add(l.holders)
+	for _, g := range oldGroups {
+		add(s.byGroup[g])
+	}
+	for _, g := range l.LS.Groups {
+		add(s.byGroup[g])
+	}
+	for _, loc := range l.Locs {
+		add(s.byLoc[loc])
+	}
+	regs := make([]*reg, 0, len(seen))
+	for _, r := range seen {
+		regs = append(regs, r)
+	}
+	sort.Slice(regs, func(i, j int) bool { return regs[i].EventID < regs[j].EventID })
+	evs, err := s.reconcile(tx, regs, []*lookupService{l})
+	if err != nil {
+		return nil, err
+	}
+	return evs, s.putLookupService(tx, l)
+}
+
+// wants reports whether r wants l.
+func (s *Service) wants(r *reg, l *lookupService) bool {
+	if l.ByGroup && (r.AllGroups || overlaps(r.Groups, l.LS.Groups)) {
+		return true
+	}
+	for _, loc := range r.Locators {
+		if slices.Contains(l.Locs, loc) {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile brings each registration's managed set in line with what it
+// wants among ls, and returns the events: per registration at most one
+// discovered event (batching what it newly has) and one discarded event.
+func (s *Service) reconcile(tx *store.Tx, regs []*reg, ls []*lookupService) ([]event.Delivery, error) {
+	var out []event.Delivery
+	for _, r := range regs {
+		var found, lost []*lookupService
+		for _, l := range ls {
+			has := slices.Contains(r.Discovered, l.LS.ID)
+			switch want := s.wants(r, l); {
+			case want && !has && !l.Pending:
+				r.Discovered = append(r.Discovered, l.LS.ID)
+				l.holders[r.ID] = r
+				found = append(found, l)
+			case !want && has && !l.Pending:
+				r.Discovered = slices.DeleteFunc(r.Discovered, func(id discovery.ServiceID) bool { return id == l.LS.ID })
+				delete(l.holders, r.ID)
+				lost = append(lost, l)
+			}
+		}
+		if len(found) == 0 && len(lost) == 0 {
+			continue
+		}
+		if len(found) > 0 {
+			out = append(out, s.event(r, false, found))
+		}
+		if len(lost) > 0 {
+			out = append(out, s.event(r, true, lost))
+		}
+		if err := s.putReg(tx, r); err != nil {
+			return nil, err
+		}
+		for _, l := range append(found, lost...) {
+			if err := s.putLookupService(tx, l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// drop removes l from r's managed set with a discarded event.
+func (s *Service) drop(r *reg, l *lookupService) event.Delivery {
+	r.Discovered = slices.DeleteFunc(r.Discovered, func(id discovery.ServiceID) bool { return id == l.LS.ID })
+	delete(l.holders, r.ID)
+	return s.event(r, true, []*lookupService{l})
+}
+
+// event builds the next event of r (its sequence number taken now, and
+// stored with r by the caller).
+func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Delivery {
+	r.Seq++
+	regs := make([]Registrar, len(ls))
+	groups := make(map[string][]string, len(ls))
+	for i, l := range ls {
+		regs[i] = RegistrarOf(l.LS)
+		groups[l.LS.ID.String()] = regs[i].Groups
+	}
+	ev := event.Event{Source: event.Source{Service: "lds", ID: r.ID}, EventID: r.EventID, SeqNum: r.Seq,
+		Handback: r.Handback, Type: EventType,
+		Fields: map[string]any{"discarded": discarded, "registrars": regs, "groups": groups}}
+	id, leaseID := r.ID, r.Lease
+	return event.Delivery{Listener: r.Listener, Event: ev, Deadline: s.cfg.Grantor.EndOf(leaseID),
+		Done: func(o event.Outcome, err error) {
+			if o == event.UnknownEvent || o == event.Definite {
+				// LD.3.1: the client is in an unknown state; its
+				// registration is cancelled and cleared.
+				s.log.Info("cancelling a discovery registration its listener refused", "registration", id, "outcome", o, "err", err)
+				if err := s.cfg.Grantor.Cancel(leaseID); err != nil && !fault.Is(err, fault.UnknownLease) {
+					s.log.Warn("cancelling a discovery registration", "registration", id, "err", err)
+				}
+			}
+		}}
+}
+
+func (s *Service) putReg(tx *store.Tx, r *reg) error {
+	if s.regs[r.ID] == nil {
+		return nil // released meanwhile
+	}
+	return tx.Put(regBucket, r.ID, r)
+}
+
+// putLookupService keeps a lookup service on disk while a registration
+// holds it or waits for it, and forgets it otherwise (memory too, unless
+// an engine still holds it).
+func (s *Service) putLookupService(tx *store.Tx, l *lookupService) error {
+	key := l.LS.ID.String()
+	if l.rekeyed {
+		l.rekeyed = false
+		for _, r := range l.holders {
+			if err := s.putReg(tx, r); err != nil {
+				return err
+			}
+		}
+	}
+	if l.storedAs != "" && l.storedAs != key || l.storedAs != "" && len(l.holders) == 0 && !l.Pending {
+		if err := tx.Delete(registrarBucket, l.storedAs); err != nil {
+			return err
+		}
+		l.storedAs = ""
+	}
+	if len(l.holders) > 0 || l.Pending {
+		l.storedAs = key
+		return tx.Put(registrarBucket, key, l)
+	}
+	if !l.ByGroup && len(l.Locs) == 0 {
+		delete(s.lus, l.LS.ID)
+	}
+	return nil
+}
+
+func (s *Service) allLookupServices() []*lookupService {
+	out := make([]*lookupService, 0, len(s.lus))
+	for _, l := range s.lus {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].LS.ID[:], out[j].LS.ID[:]) < 0 })
+	return out
+}
+
+// --- indexes and engine interest -----------------------------------------
+
+func (s *Service) index(r *reg) {
+	s.regs[r.ID] = r
+	if r.AllGroups {
+		s.all[r.ID] = r
+	}
+	for _, g := range r.Groups {
+		if s.byGroup[g] == nil {
+			s.byGroup[g] = map[string]*reg{}
+		}
+		s.byGroup[g][r.ID] = r
+	}
+	for _, l := range r.Locators {
+		if s.byLoc[l] == nil {
+			s.byLoc[l] = map[string]*reg{}
+		}
+		s.byLoc[l][r.ID] = r
+	}
+}
+
+func (s *Service) unindex(r *reg) {
+	delete(s.all, r.ID)
+	for _, g := range r.Groups {
+		delete(s.byGroup[g], r.ID)
+		if len(s.byGroup[g]) == 0 {
+			delete(s.byGroup, g)
+		}
+	}
+	for _, l := range r.Locators {
+		delete(s.byLoc[l], r.ID)
+		if len(s.byLoc[l]) == 0 {
+			delete(s.byLoc, l)
+		}
+	}
+}
+
+// groupInterest is the union of the registrations' groups (nil: all).
+func (s *Service) groupInterest() []string {
+	if len(s.all) > 0 {
+		return nil
+	}
+	out := make([]string, 0, len(s.byGroup))
+	for g := range s.byGroup {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *Service) locatorInterest() []unicast.Locator {
+	out := make([]unicast.Locator, 0, len(s.byLoc))
+	for l := range s.byLoc {
+		loc, err := unicast.ParseLocator(l)
+		if err == nil {
+			out = append(out, loc)
+		}
+	}
+	return out
+}
+
+// interestChanged hands the engines the union of the registrations'
+// interest. It runs after a commit, holding the store's lock but not mu.
+func (s *Service) interestChanged() {
+	if s.g == nil {
+		return
+	}
+	s.mu.Lock()
+	groups, locs := s.groupInterest(), s.locatorInterest()
+	s.mu.Unlock()
+	if cur, all := s.g.Groups(); all != (groups == nil) || !slices.Equal(sortedCopy(cur), groups) {
+		s.g.SetGroups(groups)
+	}
+	s.l.Set(locs)
+}
+
+// --- helpers ---------------------------------------------------------------
+
+// Registrar is a lookup service as the API shows it (API.md).
+type Registrar struct {
+	ServiceID  string   `json:"serviceID"`
+	Host       string   `json:"host"`
+	Port       int      `json:"port"`
+	Groups     []string `json:"groups"`
+	Locator    string   `json:"locator"`
+	Kind       string   `json:"kind"`
+	APIURL     *string  `json:"apiURL"`
+	Marshalled []byte   `json:"marshalled"`
+}
+
+// RegistrarOf describes a lookup service for the API.
+func RegistrarOf(ls unicast.LookupService) Registrar {
+	r := Registrar{ServiceID: ls.ID.String(), Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
+		Locator: unicast.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
+	if r.Groups == nil {
+		r.Groups = []string{}
+	}
+	if d := ls.Registrar.Descriptor; d != nil {
+		u := d.APIURL
+		r.Kind, r.APIURL = "jinid", &u
+	} else {
+		r.Marshalled = ls.Registrar.Marshalled
+	}
+	return r
+}
+
+func noSuch(id string) error {
+	return fault.New(fault.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", id)
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, g := range b {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func overlaps(a, b []string) bool {
+	for _, g := range a {
+		if slices.Contains(b, g) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedCopy(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
