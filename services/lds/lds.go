@@ -221,7 +221,9 @@ func (s *Service) HandleAnnouncement(a discovery.Announcement, iface string) {
 }
 
 // HandleResponse: see HandleAnnouncement.
-func (s *Service) HandleResponse(resp *unicast.Response, iface string) { s.g.HandleResponse(resp, iface) }
+func (s *Service) HandleResponse(resp *unicast.Response, iface string) {
+	s.g.HandleResponse(resp, iface)
+}
 
 func (s *Service) load() error {
 	s.regs = map[string]*reg{}
