@@ -26,6 +26,7 @@ type fileConfig struct {
 	DataDir           *string   `json:"dataDir"`
 	Groups            *[]string `json:"groups"` // "" is the public group
 	AnnounceInterval  *string   `json:"announceInterval"`
+	LDSAnnounce       *string   `json:"ldsAnnounceInterval"`
 	Interfaces        *[]string `json:"interfaces"`
 	ExcludeInterfaces *[]string `json:"excludeInterfaces"`
 	Multicast         *bool     `json:"multicast"`
@@ -111,6 +112,13 @@ func (c *fileConfig) apply(fs *pflag.FlagSet, path string) error {
 			errs = append(errs, fmt.Errorf("config %s: announceInterval %q: want a duration such as 120s", path, *c.AnnounceInterval))
 		} else {
 			errs = append(errs, set("announce-interval", *c.AnnounceInterval))
+		}
+	}
+	if c.LDSAnnounce != nil {
+		if _, err := time.ParseDuration(*c.LDSAnnounce); err != nil {
+			errs = append(errs, fmt.Errorf("config %s: ldsAnnounceInterval %q: want a duration such as 120s", path, *c.LDSAnnounce))
+		} else {
+			errs = append(errs, set("lds-announce-interval", *c.LDSAnnounce))
 		}
 	}
 	if c.Interfaces != nil {

@@ -39,13 +39,19 @@ unless --no-multicast, announcements on every suitable interface (each
 carrying that interface's address) and answers to multicast requests.
 It logs one line per interface saying whether and why it is served.
 
+It also runs the lookup discovery service (/v1/lds/...): clients register
+groups and locators of interest and a listener URL, and jinid discovers
+lookup services for them and POSTs RemoteDiscoveryEvents (see
+"jinid lds --help").
+
 Settings come from the flags and, under them, a JSON config file
 (--config, or /etc/jinid/jinid.json when it exists), for example:
 
   {"schemaVersion": 1, "groups": ["", "lab"], "announceInterval": "120s",
    "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
    "apiListen": ":4162", "discoveryPort": 4160, "multicast": true,
-   "dnsSD": true, "logLevel": "info", "logFormat": "text"}
+   "dnsSD": true, "ldsAnnounceInterval": "120s",
+   "logLevel": "info", "logFormat": "text"}
 
 Endpoints (on --api-listen):
   GET /healthz   200 while the daemon serves
@@ -119,5 +125,7 @@ Endpoints (on --api-listen):
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
+	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,
+		"how often the lookup discovery service expects lookup services to announce; silent for 3 intervals and unreachable means discarded")
 	return cmd
 }

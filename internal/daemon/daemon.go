@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/namespace"
@@ -27,6 +29,7 @@ import (
 	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/unicast"
@@ -59,6 +62,10 @@ type Config struct {
 	DiscoveryPort int
 	// NoDNSSD turns off the DNS-SD (mDNS) advertisement.
 	NoDNSSD bool
+	// LDSAnnounceInterval is how often the lookup discovery service
+	// expects lookup services to announce (three silent intervals and a
+	// failed probe discard one); 0 means 120 s.
+	LDSAnnounceInterval time.Duration
 	// Namespace to run the network side in (tests); zero: the process's.
 	Namespace namespace.Namespace
 }
@@ -96,6 +103,9 @@ func (c Config) Validate() error {
 	if c.AnnounceInterval != 0 && c.AnnounceInterval < announce.MinInterval {
 		return fmt.Errorf("announcement interval %s is below the minimum %s", c.AnnounceInterval, announce.MinInterval)
 	}
+	if c.LDSAnnounceInterval < 0 || c.LDSAnnounceInterval != 0 && c.LDSAnnounceInterval < announce.MinInterval {
+		return fmt.Errorf("the lookup discovery service's expected announcement interval %s is below the minimum %s", c.LDSAnnounceInterval, announce.MinInterval)
+	}
 	if c.DiscoveryPort < 0 || c.DiscoveryPort > 65535 {
 		return fmt.Errorf("discovery port %d out of range 0-65535", c.DiscoveryPort)
 	}
@@ -128,6 +138,54 @@ type Daemon struct {
 	announcer *announce.Announcer
 	responder *announce.Responder
 	dnssd     *announce.Advertiser
+	lds       *lds.Service
+	ldsNet    *ldsNetwork
+}
+
+// ldsNetwork is the lookup discovery service's group discovery network:
+// multicast once the daemon's network side is up (none before, or with
+// multicast off), unicast from the daemon's namespace always.
+type ldsNetwork struct {
+	ns namespace.Namespace
+	mu sync.Mutex
+	mc *group.Multicast
+}
+
+// set swaps the multicast network, returning the old one.
+func (n *ldsNetwork) set(mc *group.Multicast) *group.Multicast {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	old := n.mc
+	n.mc = mc
+	return old
+}
+
+func (n *ldsNetwork) Request(groups []string, known []discovery.ServiceID) error {
+	n.mu.Lock()
+	mc := n.mc
+	n.mu.Unlock()
+	if mc == nil {
+		return nil
+	}
+	return mc.Request(groups, known)
+}
+
+func (n *ldsNetwork) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+	return unicast.DiscoverAt(ctx, n.dial, unicast.Locator{Host: host, Port: port}.Address(), version)
+}
+
+func (n *ldsNetwork) dialLocator(ctx context.Context, l unicast.Locator) (*unicast.Response, error) {
+	return unicast.DialLocator(ctx, n.dial, l)
+}
+
+func (n *ldsNetwork) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := n.ns.Do(func() error {
+		var err error
+		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -152,7 +210,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.ln = ln
 	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, Logger: d.log,
+	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Logger: d.log,
 		UnicastPort: func() int { return d.unicastPort() }})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -202,7 +260,8 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 	}
 	d.unicast = unicast.Serve(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log})
 	if d.cfg.NoMulticast {
-		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests")
+		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")
+		d.lds.Start()
 		return nil
 	}
 	if d.monitor, err = netmon.NewNetlink(d.cfg.Namespace, d.log, time.Minute); err != nil {
@@ -228,6 +287,18 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
 	d.announcer.Start()
+	// The lookup discovery service's own discovery: sockets of its own on
+	// the same interfaces.
+	mc, err := group.NewMulticast(group.MulticastConfig{Monitor: d.monitor, Namespace: d.cfg.Namespace,
+		Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log.With("service", "lds")})
+	if err != nil {
+		return err
+	}
+	if err := mc.Start(d.lds); err != nil {
+		return fmt.Errorf("the lookup discovery service's multicast: %w", err)
+	}
+	d.ldsNet.set(mc)
+	d.lds.Start()
 	if d.cfg.NoDNSSD {
 		return nil
 	}
@@ -267,6 +338,10 @@ func (d *Daemon) stopDiscovery() {
 	}
 	if d.dnssd != nil {
 		d.dnssd.Close()
+	}
+	if d.ldsNet == nil {
+	} else if mc := d.ldsNet.set(nil); mc != nil {
+		mc.Close()
 	}
 	if d.transport != nil {
 		d.transport.Close()
@@ -324,10 +399,20 @@ func (d *Daemon) openServices() error {
 			return fmt.Errorf("member groups: %w", err)
 		}
 	}
+	d.ldsNet = &ldsNetwork{ns: d.cfg.Namespace}
+	d.lds, err = lds.New(lds.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log.With("service", "lds"),
+		Group:   group.Config{Network: d.ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
+		Locator: unicast.LocatorConfig{Dial: d.ldsNet.dialLocator}})
+	if err != nil {
+		return err
+	}
 	return d.grantor.Load()
 }
 
 func (d *Daemon) closeServices() {
+	if d.lds != nil {
+		d.lds.Close()
+	}
 	if d.grantor != nil {
 		d.grantor.Close()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 )
 
@@ -25,7 +26,9 @@ const MaxBody = 1 << 20
 type Config struct {
 	Grantor   *lease.Grantor
 	Registrar *lookup.Registrar
-	Logger    *slog.Logger
+	// LDS is the lookup discovery service; nil serves none.
+	LDS    *lds.Service
+	Logger *slog.Logger
 	// Now is the clock for "remaining" in leases; default time.Now.
 	Now func() time.Time
 	// UnicastPort tells where the lookup service answers unicast
@@ -72,7 +75,7 @@ type route struct {
 }
 
 func (s *server) routes() []route {
-	return []route{
+	return append([]route{
 		{"POST /v1/leases/{id}/renew", s.renew},
 		{"DELETE /v1/leases/{id}", s.cancel},
 		{"POST /v1/leases/renew", s.renewAll},
@@ -88,7 +91,7 @@ func (s *server) routes() []route {
 		{"PUT /v1/lookup/groups", s.putGroups},
 		{"GET /v1/lookup/locators", s.getLocators},
 		{"PUT /v1/lookup/locators", s.putLocators},
-	}
+	}, s.ldsRoutes()...)
 }
 
 // Routes lists the API's "METHOD /path" patterns, for documentation tests.
