@@ -42,6 +42,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -112,6 +113,8 @@ type Service struct {
 	// discovery has not found again yet.
 	unconfirmed bool
 	closed      bool
+	// examined counts registrations reconciled, for tests of the fan-out.
+	examined atomic.Int64
 }
 
 type meta struct {
@@ -766,6 +769,7 @@ func (s *Service) wants(r *reg, l *lookupService) bool {
 // discovered event (batching what it newly has) and one discarded event.
 func (s *Service) reconcile(tx *store.Tx, regs []*reg, ls []*lookupService) ([]event.Delivery, error) {
 	var out []event.Delivery
+	s.examined.Add(int64(len(regs)))
 	for _, r := range regs {
 		var found, lost []*lookupService
 		for _, l := range ls {
