@@ -69,6 +69,7 @@ type Release func(tx *store.Tx, resource string) error
 type kind struct {
 	policy  Policy
 	release Release
+	renewed func(Record)
 }
 
 type entry struct {
@@ -252,7 +253,6 @@ func (g *Grantor) current(id string) (Record, error) {
 	return e.rec, nil
 }
 
-// Get returns a live lease.
 // EndOf returns a func telling when lease id ends, as it stands at each
 // call (the past once it is gone): how long an event covered by it may
 // be retried.
@@ -266,6 +266,7 @@ func (g *Grantor) EndOf(id string) func() time.Time {
 	}
 }
 
+// Get returns a live lease.
 func (g *Grantor) Get(id string) (Record, error) { return g.current(id) }
 
 // Renew renews one lease for a new duration from now.
@@ -321,8 +322,25 @@ func (g *Grantor) RenewAll(rs []Renewal) []Result {
 		for _, i := range ok {
 			out[i] = Result{Err: fmt.Errorf("storing the renewal: %w", err)}
 		}
+		return out
+	}
+	for _, i := range ok {
+		if kd, _ := g.policy(out[i].Lease.Kind); kd.renewed != nil {
+			kd.renewed(out[i].Lease)
+		}
 	}
 	return out
+}
+
+// OnRenew has f told of every renewal of a lease of kind k, once it is
+// stored (a renewal service re-arms its expiration warnings so). Register
+// the kind first.
+func (g *Grantor) OnRenew(k string, f func(Record)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	kd := g.kinds[k]
+	kd.renewed = f
+	g.kinds[k] = kd
 }
 
 // Cancel ends a lease now, freeing its resource as expiry would.

@@ -1,0 +1,968 @@
+// Package renewal is the lease renewal service (the LR specification,
+// shared/specs 000 and 003): clients put their leases, from any grantor
+// that speaks API.md's lease endpoints, in leased renewal sets, and jinid
+// renews them until their desired expiration.
+//
+// Each client lease is renewed, for min(renew duration, what is left of
+// its desired duration), a safety margin before its actual expiration;
+// the margin grows with the grantor's round-trip time and never exceeds
+// half the lease's current period. Leases of one grantor due within a
+// batch window of each other go in one renewAll call. Indefinite failures
+// are retried until the actual expiration (then a renewal failure event
+// carries the last error); definite ones (UnknownLease, LeaseDenied, 404,
+// 400) end the lease at once with a renewal failure event.
+//
+// Every set, client lease (desired and last recorded expiration),
+// listener registration and sequence number is in the store; a renewal's
+// result is stored before it counts. After a restart renewals resume
+// where they were: a lease whose renewal fell due while jinid was down is
+// renewed at once.
+package renewal
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+// SetLease is the grantor's kind for renewal sets.
+const SetLease = "renewal.set"
+
+// Event IDs of the LR specification.
+const (
+	FailureEventID = 0 // RENEWAL_FAILURE_EVENT_ID
+	WarningEventID = 1 // EXPIRATION_WARNING_EVENT_ID
+)
+
+// Event types.
+const (
+	FailureEvent = "RenewalFailureEvent"
+	WarningEvent = "ExpirationWarningEvent"
+)
+
+const (
+	setsBucket   = "renewal.sets"
+	leasesBucket = "renewal.leases"
+)
+
+// DefaultPolicy leases sets for an hour unless asked otherwise, a day at
+// most: the service is for clients that sleep.
+var DefaultPolicy = lease.Policy{Default: 60 * 60_000, Max: 24 * 60 * 60_000}
+
+// Defaults of the renewal engine.
+const (
+	DefaultSafetyMargin = 30 * time.Second
+	DefaultRetry        = time.Second
+	DefaultMaxRetry     = time.Minute
+)
+
+// Sender delivers events; *event.Dispatcher is one.
+type Sender interface {
+	Send(event.Delivery)
+}
+
+// Result is one lease's outcome of a renewAll call: its new expiration,
+// or the error its grantor answered.
+type Result struct {
+	Expiration int64
+	Err        *fault.Error
+}
+
+// Renewer renews leases at their grantor: one renewAll call. An error
+// means the call as a whole failed (unreachable grantor, 5xx): an
+// indefinite failure for every lease in it.
+type Renewer interface {
+	RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error)
+}
+
+// Config gives the service its dependencies.
+type Config struct {
+	Store      *store.Store
+	Grantor    *lease.Grantor
+	Dispatcher Sender
+	Renewer    Renewer
+	Policy     lease.Policy
+	// SafetyMargin: leases are renewed this long (plus twice the
+	// grantor's round trip) before they expire; 0 means 30 s.
+	SafetyMargin time.Duration
+	// BatchWindow: leases of one grantor due within this of the first are
+	// renewed with it; 0 means a quarter of the safety margin.
+	BatchWindow time.Duration
+	// Retry is the first wait after an indefinite failure, doubling up to
+	// MaxRetry.
+	Retry, MaxRetry time.Duration
+	Clock           clock.Clock
+	Logger          *slog.Logger
+}
+
+// ClientLease is a lease held in a set, as the API shows it.
+type ClientLease struct {
+	Grantor    string `json:"grantor"`
+	ID         string `json:"id"`
+	Expiration int64  `json:"expiration"`
+}
+
+func (l ClientLease) key() string { return normalizeGrantor(l.Grantor) + "|" + l.ID }
+
+// normalizeGrantor makes equal grantor URLs compare equal.
+func normalizeGrantor(g string) string {
+	u, err := url.Parse(g)
+	if err != nil {
+		return g
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimSuffix(u.Path, "/")
+}
+
+// member is a client lease in a set.
+type member struct {
+	ClientLease
+	Set           string       `json:"set"`
+	Desired       int64        `json:"desired"`
+	RenewDuration int64        `json:"renewDuration"`
+	LastErr       *fault.Error `json:"lastError,omitempty"`
+
+	due      int64 // next action, ms
+	failures int   // indefinite failures in a row
+	period   int64 // length of the current lease period, ms
+	index    int   // in its grantor's heap; -1 when out
+	busy     bool  // in a renewal call now
+}
+
+// listenerReg is a set's registration for one kind of event.
+type listenerReg struct {
+	URL        string `json:"url"`
+	Handback   []byte `json:"handback"`
+	MinWarning int64  `json:"minWarning,omitempty"`
+}
+
+type set struct {
+	ID        string       `json:"id"`
+	Lease     string       `json:"lease"`
+	Warning   *listenerReg `json:"warning,omitempty"`
+	Failure   *listenerReg `json:"failure,omitempty"`
+	WarnSeq   int64        `json:"warnSeq"`
+	FailSeq   int64        `json:"failSeq"`
+	WarnedFor int64        `json:"warnedFor"` // the set expiration the last warning was for
+
+	members   map[string]*member
+	warnTimer clock.Timer
+}
+
+// grantorQueue holds one grantor's client leases by due time.
+type grantorQueue struct {
+	url   string
+	heap  memberHeap
+	busy  bool
+	rtt   time.Duration
+	timer clock.Timer
+	at    int64 // when timer fires; 0 if none
+}
+
+// Service is the lease renewal service.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	run   *clock.Runner
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	mu       sync.Mutex
+	sets     map[string]*set
+	members  map[string]*member // by key
+	grantors map[string]*grantorQueue
+	closed   bool
+}
+
+// New loads the service and registers its lease kind; call the grantor's
+// Load afterwards, then Start.
+func New(cfg Config) (*Service, error) {
+	if cfg.Renewer == nil {
+		return nil, errors.New("renewal: Config.Renewer is required")
+	}
+	if cfg.Policy == (lease.Policy{}) {
+		cfg.Policy = DefaultPolicy
+	}
+	if cfg.SafetyMargin == 0 {
+		cfg.SafetyMargin = DefaultSafetyMargin
+	}
+	if cfg.BatchWindow == 0 {
+		cfg.BatchWindow = cfg.SafetyMargin / 4
+	}
+	if cfg.Retry == 0 {
+		cfg.Retry = DefaultRetry
+	}
+	if cfg.MaxRetry == 0 {
+		cfg.MaxRetry = DefaultMaxRetry
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock), ctx: ctx, stop: cancel,
+		sets: map[string]*set{}, members: map[string]*member{}, grantors: map[string]*grantorQueue{}}
+	if err := s.load(); err != nil {
+		cancel()
+		return nil, err
+	}
+	cfg.Grantor.Register(SetLease, cfg.Policy, s.release)
+	cfg.Grantor.OnRenew(SetLease, func(r lease.Record) { s.setRenewed(r.Resource) })
+	return s, nil
+}
+
+func (s *Service) load() error {
+	return s.cfg.Store.View(func(tx *store.Tx) error {
+		if err := tx.ForEach(setsBucket, func(k string, raw []byte) error {
+			var st set
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("renewal set %s: %w", k, err)
+			}
+			st.members = map[string]*member{}
+			s.sets[st.ID] = &st
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.ForEach(leasesBucket, func(k string, raw []byte) error {
+			var m member
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return fmt.Errorf("client lease %s: %w", k, err)
+			}
+			if st := s.sets[m.Set]; st != nil {
+				m.index = -1
+				st.members[m.key()] = &m
+				s.members[m.key()] = &m
+			}
+			return nil
+		})
+	})
+}
+
+// Start schedules every client lease (those due while jinid was down at
+// once) and every expiration warning.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, m := range s.members {
+		s.schedule(m, now)
+	}
+	for _, st := range s.sets {
+		s.armWarning(st)
+	}
+}
+
+// Close stops renewing; leases in flight are abandoned (their state on
+// disk is as before the call).
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, g := range s.grantors {
+		if g.timer != nil {
+			g.timer.Stop()
+		}
+	}
+	for _, st := range s.sets {
+		if st.warnTimer != nil {
+			st.warnTimer.Stop()
+		}
+	}
+	s.mu.Unlock()
+	s.stop()
+	s.run.Stop()
+	return nil
+}
+
+func (s *Service) now() int64 { return s.clock.Now().UnixMilli() }
+
+// --- sets ----------------------------------------------------------------
+
+// Created is a new set.
+type Created struct {
+	ID    string
+	Lease lease.Record
+}
+
+// Create makes a renewal set leased for duration (createLeaseRenewalSet).
+func (s *Service) Create(duration int64) (Created, error) {
+	var out Created
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		st := &set{ID: ids.New(), members: map[string]*member{}}
+		rec, err := s.cfg.Grantor.Grant(tx, SetLease, st.ID, duration)
+		if err != nil {
+			return err
+		}
+		st.Lease = rec.ID
+		if err := tx.Put(setsBucket, st.ID, st); err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			s.sets[st.ID] = st
+			s.mu.Unlock()
+		})
+		out = Created{ID: st.ID, Lease: rec}
+		return nil
+	})
+	return out, err
+}
+
+// SetInfo describes a set.
+type SetInfo struct {
+	ID      string
+	Lease   string
+	Warning *listenerReg
+	Failure *listenerReg
+	Leases  int
+}
+
+// Get describes a set.
+func (s *Service) Get(id string) (SetInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sets[id]
+	if st == nil {
+		return SetInfo{}, noSuchSet(id)
+	}
+	return SetInfo{ID: st.ID, Lease: st.Lease, Warning: st.Warning, Failure: st.Failure, Leases: len(st.members)}, nil
+}
+
+func noSuchSet(id string) error {
+	return fault.New(fault.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", id)
+}
+
+// release destroys a set whose lease ended: its client leases are let go
+// (not cancelled). It runs inside the grantor's transaction.
+func (s *Service) release(tx *store.Tx, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := tx.Delete(setsBucket, id); err != nil {
+		return err
+	}
+	st := s.sets[id]
+	if st == nil {
+		return nil
+	}
+	for k, m := range st.members {
+		if err := tx.Delete(leasesBucket, k); err != nil {
+			return err
+		}
+		s.unschedule(m)
+		delete(s.members, k)
+	}
+	if st.warnTimer != nil {
+		st.warnTimer.Stop()
+	}
+	delete(s.sets, id)
+	return nil
+}
+
+// --- renewFor, remove, getLeases -------------------------------------------
+
+// RenewFor puts a client lease in a set (both forms of renewFor: the
+// two-argument one is renewDuration FOREVER). The rules are LR.2's.
+func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDuration int64) error {
+	if l.Grantor == "" || l.ID == "" {
+		return fault.New(fault.NullArgument, "lease: grantor and id are required")
+	}
+	if u, err := url.Parse(l.Grantor); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fault.New(fault.InvalidArgument, "lease grantor %q: want http://host:port", l.Grantor)
+	}
+	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
+		return fault.New(fault.InvalidArgument, "renewDuration %d: must be positive (or -1, ANY, when desiredDuration is FOREVER)", renewDuration)
+	}
+	now := s.now()
+	if rec, err := s.cfg.Grantor.Get(l.ID); err == nil && rec.Kind == SetLease && l.Expiration > now {
+		return fault.New(fault.InvalidArgument, "lease %s is a renewal set's lease granted by this renewal service; it cannot be renewed by it", l.ID)
+	}
+	desired := saturatingAdd(now, desiredDuration)
+	var evs []event.Delivery
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.sets[setID]
+		if st == nil {
+			return noSuchSet(setID)
+		}
+		key := l.key()
+		if m := s.members[key]; m != nil && m.Set != setID {
+			return fault.New(fault.InvalidArgument, "lease %s is in another renewal set of this service", l.ID)
+		}
+		if m := st.members[key]; m != nil {
+			// Already in the set: new durations, the lease itself kept.
+			m.Desired, m.RenewDuration = desired, renewDuration
+			if desired <= now || m.Expiration <= now {
+				evs = append(evs, s.drop(tx, st, m, nil, now)...)
+				return nil
+			}
+			if err := tx.Put(leasesBucket, key, m); err != nil {
+				return err
+			}
+			tx.OnCommit(func() {
+				s.mu.Lock()
+				s.schedule(m, s.now())
+				s.mu.Unlock()
+			})
+			return nil
+		}
+		m := &member{ClientLease: l, Set: setID, Desired: desired, RenewDuration: renewDuration, index: -1, period: l.Expiration - now}
+		if desired <= now || l.Expiration <= now {
+			// Dropped at once; an event only if it ended before its
+			// desired expiration.
+			if l.Expiration < desired && l.Expiration <= now {
+				evs = append(evs, s.failureEvent(st, m, nil))
+				return tx.Put(setsBucket, st.ID, st)
+			}
+			return nil
+		}
+		if err := tx.Put(leasesBucket, key, m); err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			st.members[key] = m
+			s.members[key] = m
+			s.schedule(m, s.now())
+			s.mu.Unlock()
+		})
+		return nil
+	})
+	s.send(evs)
+	return err
+}
+
+// send delivers events that have a listener.
+func (s *Service) send(evs []event.Delivery) {
+	for _, e := range evs {
+		if e.Listener != "" {
+			s.cfg.Dispatcher.Send(e)
+		}
+	}
+}
+
+// Remove takes a client lease out of a set without cancelling it and
+// returns it (nil if it was not there). key is "grantor|id", or the
+// lease ID alone.
+func (s *Service) Remove(setID, key string) (*ClientLease, error) {
+	var out *ClientLease
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.sets[setID]
+		if st == nil {
+			return noSuchSet(setID)
+		}
+		m := st.find(key)
+		if m == nil {
+			return nil
+		}
+		if err := tx.Delete(leasesBucket, m.key()); err != nil {
+			return err
+		}
+		s.forget(st, m)
+		l := m.ClientLease
+		out = &l
+		return nil
+	})
+	return out, err
+}
+
+func (st *set) find(key string) *member {
+	if m := st.members[key]; m != nil {
+		return m
+	}
+	if g, id, ok := strings.Cut(key, "|"); ok {
+		return st.members[ClientLease{Grantor: g, ID: id}.key()]
+	}
+	for _, m := range st.members {
+		if m.ID == key {
+			return m
+		}
+	}
+	return nil
+}
+
+// Member is a client lease as getLeases shows it.
+type Member struct {
+	ClientLease
+	Desired       int64
+	RenewDuration int64
+}
+
+// Leases lists a set's client leases with their last recorded
+// expirations (getLeases).
+func (s *Service) Leases(setID string) ([]Member, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.sets[setID]
+	if st == nil {
+		return nil, noSuchSet(setID)
+	}
+	out := make([]Member, 0, len(st.members))
+	for _, m := range st.members {
+		out = append(out, Member{ClientLease: m.ClientLease, Desired: m.Desired, RenewDuration: m.RenewDuration})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.key(), b.key()) })
+	return out, nil
+}
+
+// --- listeners -------------------------------------------------------------
+
+// Registration is an event registration on a set.
+type Registration struct {
+	EventID int64
+	SeqNum  int64
+	Lease   string
+}
+
+// SetWarningListener registers (or replaces) the expiration warning
+// listener: one event minWarning before the set's lease ends, at once if
+// that is already past.
+func (s *Service) SetWarningListener(setID, listener string, minWarning int64, handback []byte) (Registration, error) {
+	if listener == "" {
+		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+	}
+	if err := checkURL(listener); err != nil {
+		return Registration{}, err
+	}
+	if minWarning < 0 {
+		return Registration{}, fault.New(fault.InvalidArgument, "minWarning %d: must be zero or positive", minWarning)
+	}
+	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
+		st.Warning = &listenerReg{URL: listener, Handback: handback, MinWarning: minWarning}
+		st.WarnedFor = 0
+		return st.Warning, WarningEventID, st.WarnSeq
+	})
+}
+
+// SetFailureListener registers (or replaces) the renewal failure
+// listener.
+func (s *Service) SetFailureListener(setID, listener string, handback []byte) (Registration, error) {
+	if listener == "" {
+		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+	}
+	if err := checkURL(listener); err != nil {
+		return Registration{}, err
+	}
+	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
+		st.Failure = &listenerReg{URL: listener, Handback: handback}
+		return st.Failure, FailureEventID, st.FailSeq
+	})
+}
+
+// ClearWarningListener and ClearFailureListener remove a registration;
+// clearing none is fine.
+func (s *Service) ClearWarningListener(setID string) error {
+	_, err := s.setListener(setID, func(st *set) (*listenerReg, int64, int64) { st.Warning = nil; return nil, 0, 0 })
+	return err
+}
+
+// ClearFailureListener: see ClearWarningListener.
+func (s *Service) ClearFailureListener(setID string) error {
+	_, err := s.setListener(setID, func(st *set) (*listenerReg, int64, int64) { st.Failure = nil; return nil, 0, 0 })
+	return err
+}
+
+func (s *Service) setListener(setID string, change func(*set) (*listenerReg, int64, int64)) (Registration, error) {
+	var out Registration
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.sets[setID]
+		if st == nil {
+			return noSuchSet(setID)
+		}
+		before := *st
+		_, id, seq := change(st)
+		if err := tx.Put(setsBucket, st.ID, st); err != nil {
+			st.Warning, st.Failure, st.WarnedFor = before.Warning, before.Failure, before.WarnedFor
+			return err
+		}
+		out = Registration{EventID: id, SeqNum: seq, Lease: st.Lease}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			s.armWarning(st)
+			s.mu.Unlock()
+		})
+		return nil
+	})
+	return out, err
+}
+
+func checkURL(l string) error {
+	if u, err := url.Parse(l); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", l)
+	}
+	return nil
+}
+
+// setRenewed re-arms the warning of a set whose lease was renewed.
+func (s *Service) setRenewed(setID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.sets[setID]; st != nil {
+		s.armWarning(st)
+	}
+}
+
+// armWarning schedules the set's expiration warning; the caller holds mu.
+func (s *Service) armWarning(st *set) {
+	if st.warnTimer != nil {
+		st.warnTimer.Stop()
+		st.warnTimer = nil
+	}
+	if st.Warning == nil || s.closed {
+		return
+	}
+	rec, err := s.cfg.Grantor.Get(st.Lease)
+	if err != nil || rec.Expiration == lease.Never || st.WarnedFor == rec.Expiration {
+		return
+	}
+	at := rec.Expiration - st.Warning.MinWarning
+	wait := time.Duration(max(0, at-s.now())) * time.Millisecond
+	st.warnTimer = s.run.AfterFunc(wait, func() { s.warn(st.ID) })
+}
+
+func (s *Service) warn(setID string) {
+	var ev *event.Delivery
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.sets[setID]
+		if st == nil || st.Warning == nil {
+			return nil
+		}
+		rec, err := s.cfg.Grantor.Get(st.Lease)
+		if err != nil || st.WarnedFor == rec.Expiration {
+			return nil
+		}
+		if s.now() < rec.Expiration-st.Warning.MinWarning {
+			s.armWarning(st) // renewed meanwhile
+			return nil
+		}
+		st.WarnSeq++
+		st.WarnedFor = rec.Expiration
+		if err := tx.Put(setsBucket, st.ID, st); err != nil {
+			return err
+		}
+		d := s.delivery(st, st.Warning, WarningEventID, st.WarnSeq, WarningEvent, map[string]any{"lease": rec.ID, "expiration": rec.Expiration})
+		ev = &d
+		return nil
+	})
+	if err != nil {
+		s.log.Error("sending an expiration warning", "set", setID, "err", err)
+	}
+	if ev != nil {
+		s.send([]event.Delivery{*ev})
+	}
+}
+
+// failureEvent builds a renewal failure event (its sequence number taken
+// now, and stored with the set by the caller). Without a listener there
+// is nothing to send, but the number is used all the same.
+func (s *Service) failureEvent(st *set, m *member, cause *fault.Error) event.Delivery {
+	st.FailSeq++
+	var errField any
+	if cause != nil {
+		errField = cause
+	}
+	return s.delivery(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent, map[string]any{"lease": m.ClientLease, "error": errField})
+}
+
+func (s *Service) delivery(st *set, reg *listenerReg, eventID, seq int64, typ string, fields map[string]any) event.Delivery {
+	if reg == nil {
+		return event.Delivery{}
+	}
+	setID, which := st.ID, eventID
+	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease),
+		Event: event.Event{Source: event.Source{Service: "renewal", ID: st.ID}, EventID: eventID, SeqNum: seq,
+			Handback: reg.Handback, Type: typ, Fields: fields},
+		Done: func(o event.Outcome, err error) {
+			if o == event.UnknownEvent || o == event.Definite {
+				// LR.2.1: only that registration is cleared.
+				s.log.Info("clearing a renewal set listener that refused an event", "set", setID, "eventID", which, "outcome", o, "err", err)
+				if which == WarningEventID {
+					s.ClearWarningListener(setID)
+				} else {
+					s.ClearFailureListener(setID)
+				}
+			}
+		}}
+}
+
+// --- the renewal engine -------------------------------------------------------
+
+// schedule works out a client lease's next action and queues it; the
+// caller holds mu.
+func (s *Service) schedule(m *member, now int64) {
+	g := s.grantors[normalizeGrantor(m.Grantor)]
+	if g == nil {
+		g = &grantorQueue{url: normalizeGrantor(m.Grantor)}
+		s.grantors[g.url] = g
+	}
+	switch {
+	case m.Desired <= m.Expiration:
+		m.due = m.Desired // nothing more to renew: leave the set then
+	case m.failures > 0:
+		backoff := min(s.cfg.Retry<<min(m.failures-1, 20), s.cfg.MaxRetry)
+		m.due = min(now+backoff.Milliseconds(), m.Expiration)
+	default:
+		margin := (s.cfg.SafetyMargin + 2*g.rtt).Milliseconds()
+		if m.period > 0 {
+			margin = min(margin, m.period/2)
+		}
+		m.due = m.Expiration - margin
+	}
+	if m.index >= 0 {
+		heap.Fix(&g.heap, m.index)
+	} else {
+		heap.Push(&g.heap, m)
+	}
+	s.arm(g)
+}
+
+func (s *Service) unschedule(m *member) {
+	g := s.grantors[normalizeGrantor(m.Grantor)]
+	if g != nil && m.index >= 0 {
+		heap.Remove(&g.heap, m.index)
+	}
+}
+
+// arm sets the grantor's timer for its earliest due lease.
+func (s *Service) arm(g *grantorQueue) {
+	if s.closed || g.busy || len(g.heap) == 0 {
+		return
+	}
+	at := g.heap[0].due
+	if g.timer != nil && g.at == at {
+		return
+	}
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	g.at = at
+	wait := time.Duration(max(0, at-s.now())) * time.Millisecond
+	g.timer = s.run.AfterFunc(wait, func() { s.fire(g) })
+}
+
+// fire handles a grantor's due leases: those past their desired
+// expiration leave, those expired fail, and the rest due within the batch
+// window are renewed in one call.
+func (s *Service) fire(g *grantorQueue) {
+	var batch []*member
+	var evs []event.Delivery
+	var now int64
+	// The store's lock first, then mu, as everywhere.
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		g.timer, g.at = nil, 0
+		if s.closed || g.busy {
+			return nil
+		}
+		now = s.now()
+		for len(g.heap) > 0 && g.heap[0].due <= now+s.cfg.BatchWindow.Milliseconds() {
+			m := g.heap[0]
+			st := s.sets[m.Set]
+			switch {
+			case m.Desired <= now || m.Expiration <= now:
+				heap.Pop(&g.heap)
+				evs = append(evs, s.drop(tx, st, m, m.LastErr, now)...)
+			case m.due > now && len(batch) == 0:
+				// The earliest is not due yet (the timer fired early).
+				return nil
+			case m.Desired <= m.Expiration:
+				if m.due > now {
+					return nil
+				}
+				heap.Pop(&g.heap)
+				evs = append(evs, s.drop(tx, st, m, nil, now)...)
+			default:
+				heap.Pop(&g.heap)
+				m.busy = true
+				batch = append(batch, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("renewal bookkeeping", "grantor", g.url, "err", err)
+	}
+	s.mu.Lock()
+	if len(batch) > 0 {
+		g.busy = true
+	} else {
+		s.arm(g)
+	}
+	s.mu.Unlock()
+	s.send(evs)
+	if len(batch) > 0 {
+		s.renew(g, batch, now)
+	}
+}
+
+// drop takes a client lease out of its set; if it ended before its desired
+// expiration, with a renewal failure event. The caller holds mu, in tx.
+func (s *Service) drop(tx *store.Tx, st *set, m *member, cause *fault.Error, now int64) []event.Delivery {
+	if err := tx.Delete(leasesBucket, m.key()); err != nil {
+		s.log.Error("dropping a client lease", "lease", m.ID, "err", err)
+	}
+	s.forget(st, m)
+	if m.Expiration <= now && m.Expiration < m.Desired {
+		ev := s.failureEvent(st, m, cause)
+		if err := tx.Put(setsBucket, st.ID, st); err != nil {
+			s.log.Error("storing a set's sequence number", "set", st.ID, "err", err)
+		}
+		return []event.Delivery{ev}
+	}
+	return nil
+}
+
+func (s *Service) forget(st *set, m *member) {
+	s.unschedule(m)
+	delete(st.members, m.key())
+	delete(s.members, m.key())
+	m.index = -1
+}
+
+// renew makes one renewAll call and records what it answered.
+func (s *Service) renew(g *grantorQueue, batch []*member, now int64) {
+	rs := make([]lease.Renewal, len(batch))
+	for i, m := range batch {
+		d := m.RenewDuration
+		if m.Desired != math.MaxInt64 && d != lease.Any {
+			d = min(d, m.Desired-now)
+		}
+		rs[i] = lease.Renewal{ID: m.ID, Duration: d}
+	}
+	s.run.Go(func() {
+		start := s.clock.Now()
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		results, err := s.cfg.Renewer.RenewAll(ctx, batch[0].Grantor, rs)
+		cancel()
+		rtt := s.clock.Now().Sub(start)
+		var evs []event.Delivery
+		uerr := s.cfg.Store.Update(func(tx *store.Tx) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if err == nil {
+				g.rtt = (3*g.rtt + rtt) / 4
+			}
+			done := s.now()
+			for i, m := range batch {
+				m.busy = false
+				st := s.sets[m.Set]
+				if st == nil || st.members[m.key()] != m {
+					continue // removed meanwhile
+				}
+				switch {
+				case err != nil || i >= len(results):
+					m.failures++
+					m.LastErr = &fault.Error{Code: fault.Internal, Message: errString(err, "no result for this lease")}
+				case results[i].Err == nil:
+					m.period = results[i].Expiration - done
+					m.Expiration, m.LastErr, m.failures = results[i].Expiration, nil, 0
+					if err := tx.Put(leasesBucket, m.key(), m); err != nil {
+						return err
+					}
+				case definite(results[i].Err.Code):
+					m.Expiration = min(m.Expiration, done) // it will not be renewed: ended for the set
+					evs = append(evs, s.dropDefinite(tx, st, m, results[i].Err)...)
+					continue
+				default:
+					m.failures++
+					m.LastErr = results[i].Err
+				}
+				s.schedule(m, done)
+			}
+			return nil
+		})
+		if uerr != nil {
+			s.log.Error("recording renewals", "grantor", g.url, "err", uerr)
+		}
+		s.mu.Lock()
+		g.busy = false
+		s.arm(g)
+		s.mu.Unlock()
+		s.send(evs)
+	})
+}
+
+// dropDefinite ends a client lease its grantor refused for good.
+func (s *Service) dropDefinite(tx *store.Tx, st *set, m *member, cause *fault.Error) []event.Delivery {
+	if err := tx.Delete(leasesBucket, m.key()); err != nil {
+		s.log.Error("dropping a client lease", "lease", m.ID, "err", err)
+	}
+	s.forget(st, m)
+	ev := s.failureEvent(st, m, cause)
+	if err := tx.Put(setsBucket, st.ID, st); err != nil {
+		s.log.Error("storing a set's sequence number", "set", st.ID, "err", err)
+	}
+	return []event.Delivery{ev}
+}
+
+// definite tells failures that retrying cannot mend.
+func definite(c fault.Code) bool {
+	switch c {
+	case fault.UnknownLease, fault.LeaseDenied, fault.NoSuchObject, fault.InvalidArgument, fault.NullArgument:
+		return true
+	}
+	return false
+}
+
+func errString(err error, def string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return def
+}
+
+func saturatingAdd(now, d int64) int64 {
+	if d > 0 && now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
+}
+
+// memberHeap orders client leases by due time.
+type memberHeap []*member
+
+func (h memberHeap) Len() int           { return len(h) }
+func (h memberHeap) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h memberHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *memberHeap) Push(x any) {
+	m := x.(*member)
+	m.index = len(*h)
+	*h = append(*h, m)
+}
+func (h *memberHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.index = -1
+	return m
+}
