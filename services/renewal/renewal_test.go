@@ -1,0 +1,664 @@
+package renewal
+
+// The conformance suite of the lease renewal service: one named case per
+// rule of the LR specification (shared/specs 000, 003) and of issue 8, on
+// an injected clock and a fake grantor.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+const (
+	g1 = "http://grantor1:4162"
+	g2 = "http://grantor2:4162"
+)
+
+// fakeGrantors answers renewAll for any grantor; leases are known by ID.
+type fakeGrantors struct {
+	mu    sync.Mutex
+	clk   *clock.Fake
+	exp   map[string]int64  // lease → expiration
+	mode  map[string]string // lease → "unknown", "denied" or "fail"
+	down  map[string]bool   // grantor → unreachable
+	max   int64             // the most a renewal grants
+	calls []call
+}
+
+type call struct {
+	grantor string
+	at      int64
+	rs      []lease.Renewal
+}
+
+func (f *fakeGrantors) RenewAll(_ context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clk.Now().UnixMilli()
+	f.calls = append(f.calls, call{grantor, now, slices.Clone(rs)})
+	if f.down[grantor] {
+		return nil, errors.New("connection refused")
+	}
+	out := make([]Result, len(rs))
+	for i, r := range rs {
+		switch f.mode[r.ID] {
+		case "unknown":
+			out[i].Err = &fault.Error{Code: fault.UnknownLease, Message: "gone"}
+		case "denied":
+			out[i].Err = &fault.Error{Code: fault.LeaseDenied, Message: "no more"}
+		case "fail":
+			out[i].Err = &fault.Error{Code: fault.Internal, Message: "try later"}
+		default:
+			d := r.Duration
+			if d == lease.Any || d == lease.Forever || d > f.max {
+				d = f.max
+			}
+			f.exp[r.ID] = now + d
+			out[i].Expiration = now + d
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeGrantors) set(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
+}
+
+func (f *fakeGrantors) callsTo(grantor string) []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []call
+	for _, c := range f.calls {
+		if c.grantor == grantor {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type sent struct{ ch chan event.Delivery }
+
+func (s *sent) Send(d event.Delivery) { s.ch <- d }
+
+type rig struct {
+	t    *testing.T
+	clk  *clock.Fake
+	dir  string
+	st   *store.Store
+	g    *lease.Grantor
+	s    *Service
+	fake *fakeGrantors
+	ev   *sent
+}
+
+const margin = 10 * time.Second
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	r := &rig{t: t, clk: clk, dir: t.TempDir(), ev: &sent{ch: make(chan event.Delivery, 100)},
+		fake: &fakeGrantors{clk: clk, exp: map[string]int64{}, mode: map[string]string{}, down: map[string]bool{}, max: 60_000}}
+	r.open()
+	t.Cleanup(r.close)
+	return r
+}
+
+func (r *rig) open() {
+	st, err := store.Open(r.dir)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.st = st
+	r.g = lease.New(st, r.clk, slog.New(slog.DiscardHandler))
+	r.s, err = New(Config{Store: st, Grantor: r.g, Dispatcher: r.ev, Renewer: r.fake, Clock: r.clk, SafetyMargin: margin})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.g.Load(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.s.Start()
+}
+
+func (r *rig) close() {
+	if r.s == nil {
+		return
+	}
+	r.s.Close()
+	r.g.Close()
+	r.st.Close()
+	r.s = nil
+}
+
+func (r *rig) now() int64 { return r.clk.Now().UnixMilli() }
+
+func (r *rig) create(d int64) Created {
+	r.t.Helper()
+	c, err := r.s.Create(d)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c
+}
+
+// clientLease makes a lease at a grantor, expiring in d.
+func (r *rig) clientLease(grantor, id string, d time.Duration) ClientLease {
+	exp := r.now() + d.Milliseconds()
+	r.fake.set(func() { r.fake.exp[id] = exp })
+	return ClientLease{Grantor: grantor, ID: id, Expiration: exp}
+}
+
+func (r *rig) event() event.Delivery {
+	r.t.Helper()
+	select {
+	case d := <-r.ev.ch:
+		return d
+	case <-time.After(5 * time.Second):
+		r.t.Fatal("no event")
+	}
+	return event.Delivery{}
+}
+
+func (r *rig) noEvent() {
+	r.t.Helper()
+	select {
+	case d := <-r.ev.ch:
+		r.t.Fatalf("unexpected event %s seq %d %v", d.Event.Type, d.Event.SeqNum, d.Event.Fields)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func codeOf(err error) fault.Code { return fault.CodeOf(err) }
+
+func TestConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, r *rig)
+	}{
+		// createLeaseRenewalSet
+		{"create/positive-duration-granted", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if c.Lease.Expiration != r.now()+60_000 {
+				t.Fatalf("expiration %d", c.Lease.Expiration-r.now())
+			}
+		}},
+		{"create/ANY-gets-the-default", func(t *testing.T, r *rig) {
+			if c := r.create(lease.Any); c.Lease.Expiration-r.now() != DefaultPolicy.Default {
+				t.Fatalf("granted %d", c.Lease.Expiration-r.now())
+			}
+		}},
+		{"create/FOREVER-capped-at-the-maximum", func(t *testing.T, r *rig) {
+			if c := r.create(lease.Forever); c.Lease.Expiration-r.now() != DefaultPolicy.Max {
+				t.Fatalf("granted %d", c.Lease.Expiration-r.now())
+			}
+		}},
+		{"create/zero-or-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
+			for _, d := range []int64{0, -2, math.MinInt64} {
+				if _, err := r.s.Create(d); codeOf(err) != fault.InvalidArgument {
+					t.Errorf("Create(%d): %v", d, err)
+				}
+			}
+		}},
+		{"create/sets-never-equal", func(t *testing.T, r *rig) {
+			a, b := r.create(60_000), r.create(60_000)
+			if a.ID == b.ID || a.Lease.ID == b.Lease.ID {
+				t.Fatal("two sets share an ID or a lease")
+			}
+		}},
+		// renewFor arguments
+		{"renewFor/null-lease-is-NullArgument", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.s.RenewFor(c.ID, ClientLease{}, 1000, 1000); codeOf(err) != fault.NullArgument {
+				t.Fatal(err)
+			}
+		}},
+		{"renewFor/bad-grantor-is-InvalidArgument", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.s.RenewFor(c.ID, ClientLease{Grantor: "ftp://x", ID: "a", Expiration: r.now() + 1000}, 1000, 1000); codeOf(err) != fault.InvalidArgument {
+				t.Fatal(err)
+			}
+		}},
+		{"renewFor/renewDuration-must-be-positive", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			for _, d := range []int64{0, -5} {
+				if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, d); codeOf(err) != fault.InvalidArgument {
+					t.Errorf("renewDuration %d: %v", d, err)
+				}
+			}
+		}},
+		{"renewFor/renewDuration-ANY-only-with-desired-FOREVER", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, lease.Any); codeOf(err) != fault.InvalidArgument {
+				t.Fatalf("ANY with a finite desired duration: %v", err)
+			}
+			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, lease.Any); err != nil {
+				t.Fatalf("ANY with FOREVER: %v", err)
+			}
+		}},
+		{"renewFor/unknown-set-is-NoSuchObject", func(t *testing.T, r *rig) {
+			if err := r.s.RenewFor("nope", r.clientLease(g1, "a", time.Minute), 1000, 1000); codeOf(err) != fault.NoSuchObject {
+				t.Fatal(err)
+			}
+		}},
+		{"renewFor/desired-saturates-at-the-maximum", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), math.MaxInt64-1, lease.Forever); err != nil {
+				t.Fatal(err)
+			}
+			ls, _ := r.s.Leases(c.ID)
+			if ls[0].Desired != math.MaxInt64 {
+				t.Fatalf("desired %d", ls[0].Desired)
+			}
+		}},
+		{"renewFor/negative-desired-drops-at-once-without-event", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Any, 1000); err != nil {
+				t.Fatalf("no exception: %v", err)
+			}
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatalf("kept %v", ls)
+			}
+			r.noEvent() // its actual expiration is after the desired one
+		}},
+		{"renewFor/own-set-lease-refused-while-unexpired", func(t *testing.T, r *rig) {
+			a, b := r.create(60_000), r.create(60_000)
+			own := ClientLease{Grantor: "http://me:4162", ID: b.Lease.ID, Expiration: b.Lease.Expiration}
+			if err := r.s.RenewFor(a.ID, own, 10_000, 1000); codeOf(err) != fault.InvalidArgument {
+				t.Fatal(err)
+			}
+		}},
+		{"renewFor/lease-in-another-set-refused", func(t *testing.T, r *rig) {
+			a, b := r.create(60_000), r.create(60_000)
+			l := r.clientLease(g1, "a", time.Minute)
+			if err := r.s.RenewFor(a.ID, l, 10_000, 1000); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.s.RenewFor(b.ID, l, 10_000, 1000); codeOf(err) != fault.InvalidArgument {
+				t.Fatalf("in another set: %v", err)
+			}
+		}},
+		{"renewFor/again-takes-the-new-durations", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			l := r.clientLease(g1, "a", time.Minute)
+			r.s.RenewFor(c.ID, l, 10_000, 1000)
+			l.Expiration += 999 // another copy of it: the set keeps its own
+			if err := r.s.RenewFor(c.ID, l, 20_000, 2000); err != nil {
+				t.Fatal(err)
+			}
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Desired != r.now()+20_000 || ls[0].RenewDuration != 2000 || ls[0].Expiration == l.Expiration {
+				t.Fatalf("leases %+v", ls)
+			}
+		}},
+		{"renewFor/expired-lease-dropped-with-event-when-before-desired", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			l := ClientLease{Grantor: g1, ID: "old", Expiration: r.now() - 1}
+			if err := r.s.RenewFor(c.ID, l, 60_000, 1000); err != nil {
+				t.Fatal(err)
+			}
+			e := r.event()
+			if e.Event.Type != FailureEvent || e.Event.EventID != FailureEventID || e.Event.Fields["lease"].(ClientLease).ID != "old" {
+				t.Fatalf("event %+v", e.Event)
+			}
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatalf("kept %v", ls)
+			}
+		}},
+		// renewals
+		{"renew/a-safety-margin-before-expiration", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.clk.Advance(time.Minute - margin - time.Millisecond)
+			if n := len(r.fake.callsTo(g1)); n != 0 {
+				t.Fatalf("%d calls before the margin", n)
+			}
+			r.clk.Advance(time.Millisecond)
+			if n := len(r.fake.callsTo(g1)); n != 1 {
+				t.Fatalf("%d calls at the margin", n)
+			}
+		}},
+		{"renew/for-the-renew-duration-capped-by-what-is-left-of-desired", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 75_000, 40_000)
+			r.clk.Advance(50 * time.Second) // renewed for 40 s (25 s left of desired > 40 s? no: 25 s)
+			calls := r.fake.callsTo(g1)
+			if len(calls) != 1 || calls[0].rs[0].Duration != 25_000 {
+				t.Fatalf("calls %+v", calls)
+			}
+		}},
+		{"renew/until-desired-then-leaves-without-event", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 30*time.Second), 45_000, 60_000)
+			r.clk.Advance(time.Minute)
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatalf("still in the set: %v", ls)
+			}
+			r.noEvent()
+		}},
+		{"renew/batch-for-one-grantor-due-close-together", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			for i, d := range []time.Duration{60 * time.Second, 61 * time.Second, 62 * time.Second} {
+				r.s.RenewFor(c.ID, r.clientLease(g1, string(rune('a'+i)), d), lease.Forever, 60_000)
+			}
+			r.clk.Advance(51 * time.Second)
+			calls := r.fake.callsTo(g1)
+			if len(calls) != 1 || len(calls[0].rs) != 3 {
+				t.Fatalf("calls %+v, want one with 3 leases", calls)
+			}
+		}},
+		{"renew/far-apart-due-times-separate-calls", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 60*time.Second), lease.Forever, 60_000)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "b", 90*time.Second), lease.Forever, 60_000)
+			r.clk.Advance(81 * time.Second)
+			if calls := r.fake.callsTo(g1); len(calls) != 2 || len(calls[0].rs) != 1 {
+				t.Fatalf("calls %+v", calls)
+			}
+		}},
+		{"renew/one-call-per-grantor", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.s.RenewFor(c.ID, r.clientLease(g2, "b", time.Minute), lease.Forever, 60_000)
+			r.clk.Advance(51 * time.Second)
+			if len(r.fake.callsTo(g1)) != 1 || len(r.fake.callsTo(g2)) != 1 {
+				t.Fatalf("calls %+v", r.fake.calls)
+			}
+		}},
+		{"renew/margin-at-most-half-the-period", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 4*time.Second), lease.Forever, 4000)
+			r.clk.Advance(2*time.Second - time.Millisecond)
+			if n := len(r.fake.callsTo(g1)); n != 0 {
+				t.Fatal("renewed before half its period")
+			}
+			r.clk.Advance(time.Millisecond)
+			if n := len(r.fake.callsTo(g1)); n != 1 {
+				t.Fatal("not renewed at half its period")
+			}
+		}},
+		{"renew/keeps-a-lease-alive-for-long", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			for range 60 { // an hour, a minute at a time
+				r.clk.Advance(time.Minute)
+			}
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Expiration <= r.now() {
+				t.Fatalf("leases %+v", ls)
+			}
+		}},
+		{"renew/indefinite-failure-retried-until-success", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.fake.set(func() { r.fake.down[g1] = true })
+			r.clk.Advance(55 * time.Second)
+			r.fake.set(func() { r.fake.down[g1] = false })
+			r.clk.Advance(4 * time.Second)
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Expiration <= r.now()+30_000 || len(r.fake.callsTo(g1)) < 3 {
+				t.Fatalf("leases %+v after %d calls", ls, len(r.fake.callsTo(g1)))
+			}
+			r.noEvent()
+		}},
+		{"renew/indefinite-until-expiration-then-event-with-last-error", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.fake.set(func() { r.fake.mode["a"] = "fail" })
+			r.clk.Advance(time.Minute)
+			e := r.event()
+			if e.Event.Type != FailureEvent || e.Event.Fields["error"].(*fault.Error).Message != "try later" {
+				t.Fatalf("event %+v", e.Event.Fields)
+			}
+			r.noEvent()
+		}},
+		{"renew/UnknownLease-ends-it-with-event", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
+			r.clk.Advance(51 * time.Second)
+			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.UnknownLease {
+				t.Fatalf("event %+v", e.Event.Fields)
+			}
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatal("kept after a definite failure")
+			}
+		}},
+		{"renew/LeaseDenied-gives-exactly-one-event", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.fake.set(func() { r.fake.mode["a"] = "denied" })
+			r.clk.Advance(2 * time.Minute)
+			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.LeaseDenied || e.Event.SeqNum != 1 {
+				t.Fatalf("event %+v", e.Event)
+			}
+			r.noEvent()
+			if n := len(r.fake.callsTo(g1)); n != 1 {
+				t.Fatalf("%d calls after a denial", n)
+			}
+		}},
+		// remove, getLeases
+		{"remove/returns-the-lease-and-renewals-stop", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			got, err := r.s.Remove(c.ID, g1+"|a")
+			if err != nil || got == nil || got.ID != "a" {
+				t.Fatalf("Remove: %v, %v", got, err)
+			}
+			r.clk.Advance(2 * time.Minute)
+			if n := len(r.fake.callsTo(g1)); n != 0 {
+				t.Fatalf("%d renewals after removal", n)
+			}
+		}},
+		{"remove/absent-returns-null", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			if got, err := r.s.Remove(c.ID, "nope"); err != nil || got != nil {
+				t.Fatalf("Remove: %v, %v", got, err)
+			}
+		}},
+		{"getLeases/last-recorded-expiration", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			l := r.clientLease(g1, "a", time.Minute)
+			r.s.RenewFor(c.ID, l, lease.Forever, 60_000)
+			ls, _ := r.s.Leases(c.ID)
+			if ls[0].Expiration != l.Expiration {
+				t.Fatal("before any renewal: not the original expiration")
+			}
+			r.clk.Advance(50 * time.Second) // renewed now, for a minute
+			ls, _ = r.s.Leases(c.ID)
+			if ls[0].Expiration != r.now()+60_000 {
+				t.Fatalf("after a renewal: %d", ls[0].Expiration-r.now())
+			}
+		}},
+		// listeners
+		{"warning/minWarning-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if _, err := r.s.SetWarningListener(c.ID, "http://l/", -1, nil); codeOf(err) != fault.InvalidArgument {
+				t.Fatal(err)
+			}
+		}},
+		{"warning/null-listener-is-NullArgument", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if _, err := r.s.SetWarningListener(c.ID, "", 1000, nil); codeOf(err) != fault.NullArgument {
+				t.Fatal(err)
+			}
+			if _, err := r.s.SetFailureListener(c.ID, "", nil); codeOf(err) != fault.NullArgument {
+				t.Fatal(err)
+			}
+		}},
+		{"warning/event-ID-1-failure-event-ID-0", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			w, _ := r.s.SetWarningListener(c.ID, "http://l/", 1000, nil)
+			f, _ := r.s.SetFailureListener(c.ID, "http://l/", nil)
+			if w.EventID != 1 || f.EventID != 0 || w.Lease != c.Lease.ID || f.Lease != c.Lease.ID {
+				t.Fatalf("registrations %+v %+v", w, f)
+			}
+		}},
+		{"warning/once-minWarning-before-the-set-expires", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetWarningListener(c.ID, "http://l/", 10_000, []byte("hb"))
+			r.clk.Advance(50*time.Second - time.Millisecond)
+			r.noEvent()
+			r.clk.Advance(time.Millisecond)
+			e := r.event()
+			if e.Event.Type != WarningEvent || e.Event.EventID != WarningEventID || string(e.Event.Handback) != "hb" || e.Event.Source.ID != c.ID {
+				t.Fatalf("event %+v", e.Event)
+			}
+			r.clk.Advance(5 * time.Second)
+			r.noEvent()
+		}},
+		{"warning/at-once-when-already-inside-the-window", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetWarningListener(c.ID, "http://l/", 120_000, nil)
+			r.clk.Advance(0)
+			if e := r.event(); e.Event.Type != WarningEvent {
+				t.Fatalf("event %+v", e.Event)
+			}
+		}},
+		{"warning/again-after-the-set-lease-is-renewed", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
+			r.clk.Advance(50 * time.Second)
+			r.event()
+			if _, err := r.g.Renew(c.Lease.ID, 60_000); err != nil {
+				t.Fatal(err)
+			}
+			r.clk.Advance(50*time.Second - time.Millisecond)
+			r.noEvent()
+			r.clk.Advance(time.Millisecond)
+			if e := r.event(); e.Event.SeqNum != 2 {
+				t.Fatalf("second warning seq %d", e.Event.SeqNum)
+			}
+		}},
+		{"listeners/sequence-continues-across-replacement", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l1/", nil)
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1", Expiration: r.now() - 1}, 60_000, 1000)
+			if e := r.event(); e.Listener != "http://l1/" || e.Event.SeqNum != 1 {
+				t.Fatalf("first %+v", e)
+			}
+			reg, _ := r.s.SetFailureListener(c.ID, "http://l2/", nil)
+			if reg.SeqNum != 1 {
+				t.Fatalf("new registration's seqNum %d", reg.SeqNum)
+			}
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x2", Expiration: r.now() - 1}, 60_000, 1000)
+			if e := r.event(); e.Listener != "http://l2/" || e.Event.SeqNum != 2 {
+				t.Fatalf("second %+v", e)
+			}
+		}},
+		{"listeners/clear-without-registration-is-fine", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.s.ClearWarningListener(c.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.s.ClearFailureListener(c.ID); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"listeners/cleared-warning-sends-nothing", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
+			r.s.ClearWarningListener(c.ID)
+			r.clk.Advance(55 * time.Second)
+			r.noEvent()
+		}},
+		{"listeners/UnknownEvent-clears-only-that-registration", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			r.s.SetFailureListener(c.ID, "http://f/", nil)
+			r.s.SetWarningListener(c.ID, "http://w/", 120_000, nil)
+			r.clk.Advance(0)
+			e := r.event()
+			e.Done(event.UnknownEvent, errors.New("UnknownEvent"))
+			info, err := r.s.Get(c.ID)
+			if err != nil || info.Warning != nil || info.Failure == nil {
+				t.Fatalf("after UnknownEvent: %+v, %v", info, err)
+			}
+			if _, err := r.g.Get(c.Lease.ID); err != nil {
+				t.Fatal("the set's lease was cancelled")
+			}
+		}},
+		// the set's lease
+		{"set/lease-end-destroys-the-set-not-the-leases", func(t *testing.T, r *rig) {
+			c := r.create(30_000)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Hour), lease.Forever, 60_000)
+			r.clk.Advance(31 * time.Second)
+			if _, err := r.s.Leases(c.ID); codeOf(err) != fault.NoSuchObject {
+				t.Fatalf("set after its lease ended: %v", err)
+			}
+			r.clk.Advance(2 * time.Hour)
+			if n := len(r.fake.callsTo(g1)); n != 0 {
+				t.Fatalf("%d renewals for a destroyed set", n)
+			}
+		}},
+		{"set/cancel-destroys-the-set", func(t *testing.T, r *rig) {
+			c := r.create(60_000)
+			if err := r.g.Cancel(c.Lease.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.s.Get(c.ID); codeOf(err) != fault.NoSuchObject {
+				t.Fatal(err)
+			}
+		}},
+		// persistence
+		{"restart/renewals-resume-and-a-due-one-is-renewed-at-once", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.close()
+			r.clk.Advance(55 * time.Second) // down across its renewal time, back before it expires
+			r.open()
+			r.clk.Advance(0)
+			if calls := r.fake.callsTo(g1); len(calls) != 1 || calls[0].at != r.now() {
+				t.Fatalf("calls %+v", calls)
+			}
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Expiration != r.now()+60_000 {
+				t.Fatalf("leases %+v", ls)
+			}
+		}},
+		{"restart/sets-listeners-and-sequence-numbers-persist", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", []byte("x"))
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1", Expiration: r.now() - 1}, 60_000, 1000)
+			r.event()
+			r.close()
+			r.open()
+			info, err := r.s.Get(c.ID)
+			if err != nil || info.Failure == nil || info.Failure.URL != "http://l/" {
+				t.Fatalf("after restart: %+v, %v", info, err)
+			}
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x2", Expiration: r.now() - 1}, 60_000, 1000)
+			if e := r.event(); e.Event.SeqNum != 2 {
+				t.Fatalf("sequence after restart %d", e.Event.SeqNum)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newRig(t)) })
+	}
+	if len(cases) < 30 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+}
