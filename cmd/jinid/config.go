@@ -27,6 +27,7 @@ type fileConfig struct {
 	Groups            *[]string `json:"groups"` // "" is the public group
 	AnnounceInterval  *string   `json:"announceInterval"`
 	LDSAnnounce       *string   `json:"ldsAnnounceInterval"`
+	RenewalMargin     *string   `json:"renewalMargin"`
 	Interfaces        *[]string `json:"interfaces"`
 	ExcludeInterfaces *[]string `json:"excludeInterfaces"`
 	Multicast         *bool     `json:"multicast"`
@@ -112,6 +113,13 @@ func (c *fileConfig) apply(fs *pflag.FlagSet, path string) error {
 			errs = append(errs, fmt.Errorf("config %s: announceInterval %q: want a duration such as 120s", path, *c.AnnounceInterval))
 		} else {
 			errs = append(errs, set("announce-interval", *c.AnnounceInterval))
+		}
+	}
+	if c.RenewalMargin != nil {
+		if _, err := time.ParseDuration(*c.RenewalMargin); err != nil {
+			errs = append(errs, fmt.Errorf("config %s: renewalMargin %q: want a duration such as 30s", path, *c.RenewalMargin))
+		} else {
+			errs = append(errs, set("renewal-margin", *c.RenewalMargin))
 		}
 	}
 	if c.LDSAnnounce != nil {

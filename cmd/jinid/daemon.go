@@ -42,7 +42,9 @@ It logs one line per interface saying whether and why it is served.
 It also runs the lookup discovery service (/v1/lds/...): clients register
 groups and locators of interest and a listener URL, and jinid discovers
 lookup services for them and POSTs RemoteDiscoveryEvents (see
-"jinid lds --help").
+"jinid lds --help"), and the lease renewal service (/v1/renewal/...):
+clients hand it their leases and it renews them until a desired
+expiration (see "jinid renewal --help").
 
 Settings come from the flags and, under them, a JSON config file
 (--config, or /etc/jinid/jinid.json when it exists), for example:
@@ -50,7 +52,7 @@ Settings come from the flags and, under them, a JSON config file
   {"schemaVersion": 1, "groups": ["", "lab"], "announceInterval": "120s",
    "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
    "apiListen": ":4162", "discoveryPort": 4160, "multicast": true,
-   "dnsSD": true, "ldsAnnounceInterval": "120s",
+   "dnsSD": true, "ldsAnnounceInterval": "120s", "renewalMargin": "30s",
    "logLevel": "info", "logFormat": "text"}
 
 Endpoints (on --api-listen):
@@ -125,6 +127,8 @@ Endpoints (on --api-listen):
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
+	f.DurationVar(&cfg.RenewalMargin, "renewal-margin", 30*time.Second,
+		"the lease renewal service renews client leases this long (plus twice the grantor's round trip) before they expire")
 	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,
 		"how often the lookup discovery service expects lookup services to announce; silent for 3 intervals and unreachable means discarded")
 	return cmd

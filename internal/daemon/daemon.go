@@ -31,6 +31,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/unicast"
 )
@@ -66,6 +67,10 @@ type Config struct {
 	// expects lookup services to announce (three silent intervals and a
 	// failed probe discard one); 0 means 120 s.
 	LDSAnnounceInterval time.Duration
+	// RenewalMargin is how long before a client lease expires the lease
+	// renewal service renews it (plus twice the grantor's round trip); 0
+	// means 30 s.
+	RenewalMargin time.Duration
 	// Namespace to run the network side in (tests); zero: the process's.
 	Namespace namespace.Namespace
 }
@@ -102,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if c.AnnounceInterval != 0 && c.AnnounceInterval < announce.MinInterval {
 		return fmt.Errorf("announcement interval %s is below the minimum %s", c.AnnounceInterval, announce.MinInterval)
+	}
+	if c.RenewalMargin < 0 {
+		return fmt.Errorf("renewal margin %s is negative", c.RenewalMargin)
 	}
 	if c.LDSAnnounceInterval < 0 || c.LDSAnnounceInterval != 0 && c.LDSAnnounceInterval < announce.MinInterval {
 		return fmt.Errorf("the lookup discovery service's expected announcement interval %s is below the minimum %s", c.LDSAnnounceInterval, announce.MinInterval)
@@ -140,6 +148,7 @@ type Daemon struct {
 	dnssd     *announce.Advertiser
 	lds       *lds.Service
 	ldsNet    *ldsNetwork
+	renewal   *renewal.Service
 }
 
 // ldsNetwork is the lookup discovery service's group discovery network:
@@ -210,7 +219,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.ln = ln
 	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Logger: d.log,
+	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Renewal: d.renewal, Logger: d.log,
 		UnicastPort: func() int { return d.unicastPort() }})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -406,10 +415,23 @@ func (d *Daemon) openServices() error {
 	if err != nil {
 		return err
 	}
-	return d.grantor.Load()
+	d.renewal, err = renewal.New(renewal.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher,
+		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
+		Renewer: renewal.HTTPRenewer{Client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.ldsNet.dial}}}})
+	if err != nil {
+		return err
+	}
+	if err := d.grantor.Load(); err != nil {
+		return err
+	}
+	d.renewal.Start()
+	return nil
 }
 
 func (d *Daemon) closeServices() {
+	if d.renewal != nil {
+		d.renewal.Close()
+	}
 	if d.lds != nil {
 		d.lds.Close()
 	}

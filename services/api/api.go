@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/renewal"
 )
 
 // MaxBody bounds a request body.
@@ -27,8 +28,10 @@ type Config struct {
 	Grantor   *lease.Grantor
 	Registrar *lookup.Registrar
 	// LDS is the lookup discovery service; nil serves none.
-	LDS    *lds.Service
-	Logger *slog.Logger
+	LDS *lds.Service
+	// Renewal is the lease renewal service; nil serves none.
+	Renewal *renewal.Service
+	Logger  *slog.Logger
 	// Now is the clock for "remaining" in leases; default time.Now.
 	Now func() time.Time
 	// UnicastPort tells where the lookup service answers unicast
@@ -91,7 +94,7 @@ func (s *server) routes() []route {
 		{"PUT /v1/lookup/groups", s.putGroups},
 		{"GET /v1/lookup/locators", s.getLocators},
 		{"PUT /v1/lookup/locators", s.putLocators},
-	}, s.ldsRoutes()...)
+	}, append(s.ldsRoutes(), s.renewalRoutes()...)...)
 }
 
 // Routes lists the API's "METHOD /path" patterns, for documentation tests.

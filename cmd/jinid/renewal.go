@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+func newRenewalCmd() *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "renewal",
+		Short: "Hand leases to jinid to renew (the lease renewal service)",
+		Long: `Client commands for the lease renewal service of a running jinid
+(--server). Create a set (itself leased), add leases to it, each with how
+long you want it kept (--desired); jinid renews them at their grantor
+(any jinid, or anything that speaks the API's lease endpoints) until then.
+A failure listener hears of each lease that could not be kept; a warning
+listener hears before the set's own lease ends.
+
+  jinid renewal create --duration 1h
+  jinid renewal add SET --grantor http://10.0.0.7:4162 --lease LEASE-ID --desired 24h
+  jinid renewal failures SET --listener http://10.0.0.5:9000/`,
+	}
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
+	connect := func() (*client.Client, error) { return client.New(server, nil) }
+
+	var dur string
+	create := &cobra.Command{
+		Use:   "create [--duration 1h]",
+		Short: "Create a renewal set; prints its ID and lease",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := leaseFlag(dur)
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			s, err := c.RenewalCreate(cmd.Context(), d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
+			return nil
+		},
+	}
+	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")
+
+	var (
+		grantor, leaseID   string
+		desired, renewFlag string
+		remaining          time.Duration
+	)
+	add := &cobra.Command{
+		Use:   "add SET --grantor URL --lease ID --remaining D --desired D [--renew D]",
+		Short: "Put a lease in a set (renewFor)",
+		Long: `Put a lease in a set: jinid renews it at --grantor until --desired from
+now ("forever" for as long as possible), each time for --renew (default
+forever: as long as the grantor gives). --remaining is how long the lease
+has left now (as jinid lease or lookup register printed it).`,
+		Example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if grantor == "" || leaseID == "" {
+				return errors.New("--grantor and --lease are required")
+			}
+			if remaining <= 0 {
+				return fmt.Errorf("--remaining %s: how long the lease has left, positive", remaining)
+			}
+			want, err := leaseFlag(desired)
+			if err != nil {
+				return fmt.Errorf("--desired: %w", err)
+			}
+			var renew *int64
+			if renewFlag != "" {
+				r, err := leaseFlag(renewFlag)
+				if err != nil {
+					return fmt.Errorf("--renew: %w", err)
+				}
+				renew = &r
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			rem := remaining.Milliseconds()
+			return c.RenewFor(cmd.Context(), args[0], api.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
+				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
+		},
+	}
+	add.Flags().StringVar(&grantor, "grantor", "", "URL of the lease's grantor, e.g. http://10.0.0.7:4162")
+	add.Flags().StringVar(&leaseID, "lease", "", "the lease ID")
+	add.Flags().DurationVar(&remaining, "remaining", 0, "how long the lease has left now")
+	add.Flags().StringVar(&desired, "desired", "forever", "keep it this long from now: a duration or forever")
+	add.Flags().StringVar(&renewFlag, "renew", "", "renew it each time for this long (default forever: what the grantor gives)")
+
+	remove := &cobra.Command{
+		Use:   "remove SET LEASE-ID",
+		Short: "Take a lease out of a set (it is not cancelled)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			l, err := c.RenewalRemove(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if l == nil {
+				fmt.Fprintln(cmd.OutOrStdout(), "not in the set")
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
+			return nil
+		},
+	}
+
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list SET",
+		Short: "List a set's leases with their last recorded expirations",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			ls, err := c.RenewalLeases(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"leases": ls})
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "LEASE\tGRANTOR\tEXPIRES\tKEPT UNTIL")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Grantor, expires(l.Expiration), expires(l.DesiredExpiration))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+
+	var (
+		listener, handback string
+		minWarning         time.Duration
+		clear              bool
+	)
+	listenerCmd := func(use, short string, warning bool) *cobra.Command {
+		c := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				c, err := connect()
+				if err != nil {
+					return err
+				}
+				if clear {
+					return c.RenewalClear(cmd.Context(), args[0], warning)
+				}
+				if listener == "" {
+					return errors.New("--listener is required (or --clear)")
+				}
+				var reg client.ListenerRegistration
+				if warning {
+					if minWarning < 0 {
+						return fmt.Errorf("--min-warning %s: must not be negative", minWarning)
+					}
+					reg, err = c.RenewalWarning(cmd.Context(), args[0], listener, minWarning.Milliseconds(), []byte(handback))
+				} else {
+					reg, err = c.RenewalFailures(cmd.Context(), args[0], listener, []byte(handback))
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "eventID %d\nseqNum  %d\n", reg.EventID, reg.SeqNum)
+				return nil
+			},
+		}
+		c.Flags().StringVar(&listener, "listener", "", "URL events are POSTed to")
+		c.Flags().StringVar(&handback, "handback", "", "text handed back in every event")
+		c.Flags().BoolVar(&clear, "clear", false, "remove the registration")
+		if warning {
+			c.Flags().DurationVar(&minWarning, "min-warning", time.Minute, "warn this long before the set's lease ends")
+		}
+		return c
+	}
+	warn := listenerCmd("warn SET --listener URL [--min-warning 5m] | --clear", "Be warned before the set's own lease ends (ExpirationWarningEvent)", true)
+	failures := listenerCmd("failures SET --listener URL | --clear", "Hear of each lease that could not be kept (RenewalFailureEvent)", false)
+
+	cmd.AddCommand(create, add, remove, list, warn, failures)
+	return cmd
+}
