@@ -29,9 +29,9 @@ type daemonProc struct {
 
 // startDaemon runs jinid daemon on a loopback port with its store in dir
 // and waits until it serves.
-func startDaemon(t *testing.T, bin, dir string) *daemonProc {
+func startDaemon(t *testing.T, bin, dir string, args ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0")
+	cmd := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
