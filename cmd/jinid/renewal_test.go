@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +220,57 @@ func TestRenewalCrash(t *testing.T) {
 	if !strings.Contains(renewer.log(), "jinid started") || kills < 5 {
 		t.Fatalf("only %d kills", kills)
 	}
+}
+
+// TestRenewalCommands runs every `jinid renewal` command against one
+// daemon that is both the grantor and the renewal service.
+func TestRenewalCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	d := startDaemon(t, bin, t.TempDir())
+	defer d.stop(t)
+	sink := newRawSink(t, nil, "127.0.0.1")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "--server", d.api)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("jinid %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	m := regexp.MustCompile(`set\s+(\S+)\nlease\s+(\S+)`).FindStringSubmatch(run("renewal", "create", "--duration", "10m"))
+	if m == nil {
+		t.Fatal("create printed no set")
+	}
+	set, setLease := m[1], m[2]
+	lm := regexp.MustCompile(`lease\s+(\S+)`).FindStringSubmatch(run("lookup", "register", "--type", "com.example.Kept", "--duration", "5m"))
+	if lm == nil {
+		t.Fatal("lookup register printed no lease")
+	}
+	leaseID := lm[1]
+	run("renewal", "add", set, "--grantor", d.api, "--lease", leaseID, "--remaining", "5m", "--desired", "1h", "--renew", "10m")
+	if l := run("renewal", "list", set); !strings.Contains(l, leaseID) || !strings.Contains(l, d.api) {
+		t.Fatalf("list printed %q", l)
+	}
+	if w := run("renewal", "warn", set, "--listener", sink.base+"/w", "--min-warning", "1m"); !strings.Contains(w, "eventID 1") {
+		t.Fatalf("warn printed %q", w)
+	}
+	if f := run("renewal", "failures", set, "--listener", sink.base+"/f"); !strings.Contains(f, "eventID 0") {
+		t.Fatalf("failures printed %q", f)
+	}
+	// The set's own lease is refused, with the specification's error.
+	out, err := exec.Command(bin, "renewal", "add", set, "--grantor", d.api, "--lease", setLease, "--remaining", "5m", "--server", d.api).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "InvalidArgument") {
+		t.Fatalf("adding the set's own lease: %v %s", err, out)
+	}
+	if r := run("renewal", "remove", set, leaseID); !strings.Contains(r, "removed "+leaseID) {
+		t.Fatalf("remove printed %q", r)
+	}
+	if r := run("renewal", "remove", set, leaseID); !strings.Contains(r, "not in the set") {
+		t.Fatalf("second remove printed %q", r)
+	}
+	run("renewal", "failures", set, "--clear")
+	run("renewal", "warn", set, "--clear")
 }
