@@ -1,0 +1,834 @@
+// Package mailbox is the event mailbox service (the EM specification,
+// version 2: push and pull; shared/specs 000 and 003). A registration has
+// a mailbox listener — a URL jinid serves, which any event generator can
+// be given — and jinid stores what is sent there until the client takes
+// it: pushed to a target listener (enableDelivery) or pulled through an
+// iterator (getRemoteEvents, next).
+//
+// An event is acknowledged to its generator only once it is on disk.
+// Arrivals are group-committed: concurrent events share one transaction
+// and one fsync. Push delivery keeps the order of receipt per registration
+// (one delivery at a time) and deletes an event once the target took it;
+// a pulled event is deleted when the iterator's next call (or its close)
+// acknowledges it, so each iterator returns an event at most once and a
+// crash cannot lose one a client did not get.
+package mailbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/store"
+)
+
+// LeaseKind is the grantor's kind for mailbox registrations.
+const LeaseKind = "mailbox.registration"
+
+const (
+	regBucket   = "mailbox.registrations"
+	eventPrefix = "mailbox.events."
+)
+
+// ListenerPath is where a registration's mailbox listener is served:
+// ListenerPath + registration ID.
+const ListenerPath = "/v1/mailbox/listeners/"
+
+// DefaultPolicy: registrations are leased for an hour unless asked
+// otherwise, a day at most.
+var DefaultPolicy = lease.Policy{Default: 60 * 60_000, Max: 24 * 60 * 60_000}
+
+// Default quotas.
+const (
+	DefaultMaxPerRegistration = 100_000
+	DefaultMaxEvents          = 1_000_000
+	// MaxEventSize bounds one stored event.
+	MaxEventSize = 64 << 10
+)
+
+// ErrFull is the indefinite refusal of an event at the quota: the
+// generator retries later.
+var ErrFull = errors.New("mailbox full")
+
+// Config gives the service its dependencies.
+type Config struct {
+	Store   *store.Store
+	Grantor *lease.Grantor
+	Policy  lease.Policy
+	// MaxPerRegistration and MaxEvents are the quotas (events stored for
+	// one registration, and for the daemon); 0 means the defaults.
+	MaxPerRegistration, MaxEvents int
+	// Client posts events to targets; nil means a 10 s timeout.
+	Client *http.Client
+	// Backoff after an indefinite delivery failure, doubling up to
+	// MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	Clock               clock.Clock
+	Logger              *slog.Logger
+}
+
+// Key names a kind of event: its source and event ID (the unknown-event
+// list holds these).
+type Key struct {
+	Source  json.RawMessage `json:"source"`
+	EventID int64           `json:"eventID"`
+}
+
+func (k Key) id() string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, k.Source) != nil {
+		buf.Write(k.Source)
+	}
+	return fmt.Sprintf("%s#%d", buf.String(), k.EventID)
+}
+
+type reg struct {
+	ID       string   `json:"id"`
+	Lease    string   `json:"lease"`
+	Pull     bool     `json:"pull"`
+	Target   string   `json:"target,omitempty"`
+	Unknown  []Key    `json:"unknown,omitempty"`
+	Iterator string   `json:"iterator,omitempty"`
+	NextSeq  uint64   `json:"nextSeq"`
+	pending  []queued // stored events, in order
+	unknown  map[string]bool
+	changed  chan struct{} // closed and replaced when an event arrives or state changes
+	pushing  bool
+	returned uint64 // seq the current iterator returned last, unacknowledged
+}
+
+type queued struct {
+	seq  uint64
+	key  string
+	size int
+}
+
+type storedEvent struct {
+	Seq  uint64          `json:"seq"`
+	Key  string          `json:"key"`
+	Body json.RawMessage `json:"body"`
+}
+
+// Service is the event mailbox.
+type Service struct {
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.Clock
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	commit chan *arrival
+
+	mu     sync.Mutex
+	regs   map[string]*reg
+	total  int
+	closed bool
+}
+
+type arrival struct {
+	reg  string
+	key  Key
+	body []byte
+	done chan error
+}
+
+// New loads the service and registers its lease kind; call the grantor's
+// Load afterwards, then Start.
+func New(cfg Config) (*Service, error) {
+	if cfg.Policy == (lease.Policy{}) {
+		cfg.Policy = DefaultPolicy
+	}
+	if cfg.MaxPerRegistration == 0 {
+		cfg.MaxPerRegistration = DefaultMaxPerRegistration
+	}
+	if cfg.MaxEvents == 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.MaxPerRegistration < 0 || cfg.MaxEvents < 0 {
+		return nil, errors.New("mailbox: negative quota")
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctx: ctx, cancel: cancel,
+		commit: make(chan *arrival, 4096), regs: map[string]*reg{}}
+	if err := s.load(); err != nil {
+		cancel()
+		return nil, err
+	}
+	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
+	return s, nil
+}
+
+func (s *Service) load() error {
+	return s.cfg.Store.View(func(tx *store.Tx) error {
+		if err := tx.ForEach(regBucket, func(k string, raw []byte) error {
+			var r reg
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("mailbox registration %s: %w", k, err)
+			}
+			r.unknown = map[string]bool{}
+			for _, u := range r.Unknown {
+				r.unknown[u.id()] = true
+			}
+			r.changed = make(chan struct{})
+			s.regs[r.ID] = &r
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range s.regs {
+			if err := tx.ForEach(eventPrefix+r.ID, func(k string, raw []byte) error {
+				var e storedEvent
+				if err := json.Unmarshal(raw, &e); err != nil {
+					return fmt.Errorf("mailbox event %s/%s: %w", r.ID, k, err)
+				}
+				r.pending = append(r.pending, queued{seq: e.Seq, key: e.Key, size: len(e.Body)})
+				s.total++
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Start begins group commits and push deliveries.
+func (s *Service) Start() {
+	s.wg.Add(1)
+	go s.committer()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.regs {
+		s.kick(r)
+	}
+}
+
+// Close stops delivery and waits for it; events not yet acknowledged to
+// generators are refused.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, r := range s.regs {
+		s.wake(r)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// --- registrations --------------------------------------------------------
+
+// Registered is a new registration.
+type Registered struct {
+	ID    string
+	Lease lease.Record
+}
+
+// Register creates a registration; pull makes it a pull registration
+// (pullRegister), whose events can also be taken by iterator.
+func (s *Service) Register(duration int64, pull bool) (Registered, error) {
+	var out Registered
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		r := &reg{ID: ids.New(), Pull: pull, NextSeq: 1}
+		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, duration)
+		if err != nil {
+			return err
+		}
+		r.Lease = rec.ID
+		if err := tx.Put(regBucket, r.ID, r); err != nil {
+			return err
+		}
+		r.unknown, r.changed = map[string]bool{}, make(chan struct{})
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			s.regs[r.ID] = r
+			s.mu.Unlock()
+		})
+		out = Registered{ID: r.ID, Lease: rec}
+		return nil
+	})
+	return out, err
+}
+
+// Info describes a registration.
+type Info struct {
+	ID       string
+	Lease    string
+	Pull     bool
+	Target   string
+	Iterator bool
+	Pending  int
+	Unknown  []Key
+}
+
+// Get describes a registration.
+func (s *Service) Get(id string) (Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.regs[id]
+	if r == nil {
+		return Info{}, noSuch(id)
+	}
+	return Info{ID: r.ID, Lease: r.Lease, Pull: r.Pull, Target: r.Target, Iterator: r.Iterator != "",
+		Pending: len(r.pending), Unknown: slices.Clone(r.Unknown)}, nil
+}
+
+func noSuch(id string) error {
+	return fault.New(fault.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", id)
+}
+
+// release ends a registration: its events go with it. It runs in the
+// grantor's transaction.
+func (s *Service) release(tx *store.Tx, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := tx.Delete(regBucket, id); err != nil {
+		return err
+	}
+	r := s.regs[id]
+	if r == nil {
+		return nil
+	}
+	for _, q := range r.pending {
+		if err := tx.Delete(eventPrefix+id, seqKey(q.seq)); err != nil {
+			return err
+		}
+	}
+	s.total -= len(r.pending)
+	r.pending = nil
+	delete(s.regs, id)
+	s.wake(r)
+	return nil
+}
+
+// --- receiving ---------------------------------------------------------------
+
+// Notify stores an event sent to a registration's mailbox listener; it
+// returns once the event is on disk. The errors are those a generator
+// acts on: NoSuchObject (the registration ended: stop sending),
+// UnknownEvent (the client wants no more of these), ErrFull (retry
+// later), InvalidArgument (not an event).
+func (s *Service) Notify(id string, body []byte) error {
+	if len(body) > MaxEventSize {
+		return fault.New(fault.InvalidArgument, "event of %d bytes is larger than %d", len(body), MaxEventSize)
+	}
+	var ev struct {
+		Source  json.RawMessage `json:"source"`
+		EventID *int64          `json:"eventID"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return fault.New(fault.InvalidArgument, "event: %v", err)
+	}
+	if len(ev.Source) == 0 || string(ev.Source) == "null" || ev.EventID == nil {
+		return fault.New(fault.InvalidArgument, "event: source and eventID are required")
+	}
+	k := Key{Source: ev.Source, EventID: *ev.EventID}
+	s.mu.Lock()
+	r := s.regs[id]
+	switch {
+	case r == nil:
+		s.mu.Unlock()
+		return noSuch(id)
+	case r.unknown[k.id()]:
+		s.mu.Unlock()
+		return fault.New(fault.UnknownEvent, "the client of this mailbox does not want events %s", k.id())
+	case len(r.pending) >= s.cfg.MaxPerRegistration || s.total >= s.cfg.MaxEvents:
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %d events stored for this registration, %d in all", ErrFull, len(r.pending), s.total)
+	case s.closed:
+		s.mu.Unlock()
+		return fmt.Errorf("%w: shutting down", ErrFull)
+	}
+	s.mu.Unlock()
+	a := &arrival{reg: id, key: k, body: body, done: make(chan error, 1)}
+	select {
+	case s.commit <- a:
+	case <-s.ctx.Done():
+		return fmt.Errorf("%w: shutting down", ErrFull)
+	}
+	return <-a.done
+}
+
+// committer group-commits arrivals: whatever is waiting when a
+// transaction starts goes in it, up to 2,000.
+func (s *Service) committer() {
+	defer s.wg.Done()
+	for {
+		var batch []*arrival
+		select {
+		case a := <-s.commit:
+			batch = append(batch, a)
+		case <-s.ctx.Done():
+			for {
+				select {
+				case a := <-s.commit:
+					a.done <- fmt.Errorf("%w: shutting down", ErrFull)
+				default:
+					return
+				}
+			}
+		}
+	drain:
+		for len(batch) < 2000 {
+			select {
+			case a := <-s.commit:
+				batch = append(batch, a)
+			default:
+				break drain
+			}
+		}
+		s.store(batch)
+	}
+}
+
+func (s *Service) store(batch []*arrival) {
+	results := make([]error, len(batch))
+	var woken []*reg
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var added []func()
+		touched := map[*reg]bool{}
+		for i, a := range batch {
+			r := s.regs[a.reg]
+			if r == nil {
+				results[i] = noSuch(a.reg)
+				continue
+			}
+			seq := r.NextSeq
+			r.NextSeq++
+			touched[r] = true
+			key := a.key.id()
+			if err := tx.Put(eventPrefix+r.ID, seqKey(seq), storedEvent{Seq: seq, Key: key, Body: a.body}); err != nil {
+				return err
+			}
+			size := len(a.body)
+			added = append(added, func() { r.pending = append(r.pending, queued{seq: seq, key: key, size: size}); s.total++ })
+		}
+		for r := range touched {
+			if err := tx.Put(regBucket, r.ID, r); err != nil {
+				return err
+			}
+			woken = append(woken, r)
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, f := range added {
+				f()
+			}
+			for _, r := range woken {
+				s.wake(r)
+				s.kick(r)
+			}
+		})
+		return nil
+	})
+	for i, a := range batch {
+		if err != nil && results[i] == nil {
+			results[i] = fmt.Errorf("storing the event: %w", err)
+		}
+		a.done <- results[i]
+	}
+}
+
+func seqKey(seq uint64) string { return fmt.Sprintf("%016x", seq) }
+
+// wake tells waiting pulls and the pusher that something changed; the
+// caller holds mu.
+func (s *Service) wake(r *reg) {
+	if r.changed != nil {
+		close(r.changed)
+	}
+	r.changed = make(chan struct{})
+}
+
+// --- push ----------------------------------------------------------------------
+
+// EnableDelivery sets the target events are pushed to (replacing any; an
+// empty target disables delivery). It invalidates iterators and clears
+// the unknown-event list. A mailbox listener of this service is refused.
+func (s *Service) EnableDelivery(id, target string) error {
+	if target != "" {
+		u, err := url.Parse(target)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fault.New(fault.InvalidArgument, "target %q: want an http or https URL", target)
+		}
+		if s.IsOwnListener(u) {
+			return fault.New(fault.InvalidArgument, "target %q is a mailbox listener of this service: events would loop", target)
+		}
+	}
+	return s.change(id, func(r *reg) {
+		r.Target = target
+		if target != "" {
+			r.Iterator, r.returned = "", 0
+			r.Unknown, r.unknown = nil, map[string]bool{}
+		}
+	})
+}
+
+// IsOwnListener reports whether u is a mailbox listener this service
+// handed out (any host: the service may be reached by several names).
+func (s *Service) IsOwnListener(u *url.URL) bool {
+	id, ok := strings.CutPrefix(u.Path, ListenerPath)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, known := s.regs[strings.TrimSuffix(id, "/")]
+	return known
+}
+
+// change applies a change to a registration's stored state.
+func (s *Service) change(id string, f func(*reg)) error {
+	return s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r := s.regs[id]
+		if r == nil {
+			return noSuch(id)
+		}
+		f(r)
+		if err := tx.Put(regBucket, r.ID, r); err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.wake(r)
+			s.kick(r)
+		})
+		return nil
+	})
+}
+
+// kick starts the registration's pusher if it should run; the caller
+// holds mu.
+func (s *Service) kick(r *reg) {
+	if r.pushing || r.Target == "" || len(r.pending) == 0 || s.closed {
+		return
+	}
+	r.pushing = true
+	s.wg.Add(1)
+	go s.push(r)
+}
+
+// push delivers a registration's events to its target in order, one at a
+// time, until there are none, delivery is disabled, or the service stops.
+func (s *Service) push(r *reg) {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		s.mu.Lock()
+		if s.closed || s.regs[r.ID] != r || r.Target == "" || len(r.pending) == 0 {
+			r.pushing = false
+			s.mu.Unlock()
+			return
+		}
+		q, target, changed := r.pending[0], r.Target, r.changed
+		skip := r.unknown[q.key]
+		s.mu.Unlock()
+		if skip {
+			s.remove(r, q.seq)
+			continue
+		}
+		body, err := s.body(r.ID, q.seq)
+		if err != nil {
+			s.log.Error("reading a stored event", "registration", r.ID, "seq", q.seq, "err", err)
+			s.remove(r, q.seq)
+			continue
+		}
+		switch out, err := s.post(target, body); out {
+		case delivered:
+			s.remove(r, q.seq)
+			backoff = 0
+		case unknownEvent:
+			s.addUnknown(r.ID, []string{q.key}, nil)
+		case definite:
+			s.log.Info("mailbox delivery disabled: the target refused an event", "registration", r.ID, "target", target, "err", err)
+			s.change(r.ID, func(r *reg) {
+				if r.Target == target {
+					r.Target = ""
+				}
+			})
+		default:
+			backoff = min(max(2*backoff, s.cfg.Backoff), s.cfg.MaxBackoff)
+			s.log.Debug("mailbox delivery failed; retrying", "registration", r.ID, "in", backoff, "err", err)
+			if !s.leaseLive(r) {
+				// The lease has ended: wait for its release (which wakes
+				// this) instead of retrying.
+				select {
+				case <-changed:
+				case <-s.ctx.Done():
+				}
+				continue
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-changed: // retarget, disable, or a new event: look again
+			case <-s.ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+}
+
+type outcome int
+
+const (
+	delivered outcome = iota
+	unknownEvent
+	definite
+	indefinite
+)
+
+func (s *Service) post(target string, body []byte) (outcome, error) {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return definite, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return indefinite, err
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch {
+	case resp.StatusCode/100 == 2:
+		return delivered, nil
+	case resp.StatusCode == http.StatusGone && bytes.Contains(reply, []byte(`"UnknownEvent"`)):
+		return unknownEvent, errors.New("target answered UnknownEvent")
+	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
+		return indefinite, fmt.Errorf("target answered %s", resp.Status)
+	}
+	return definite, fmt.Errorf("target answered %s", resp.Status)
+}
+
+func (s *Service) body(id string, seq uint64) ([]byte, error) {
+	var e storedEvent
+	err := s.cfg.Store.View(func(tx *store.Tx) error {
+		ok, err := tx.Get(eventPrefix+id, seqKey(seq), &e)
+		if err == nil && !ok {
+			err = errors.New("gone")
+		}
+		return err
+	})
+	return e.Body, err
+}
+
+// remove deletes delivered (or skipped) events.
+func (s *Service) remove(r *reg, seqs ...uint64) {
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		for _, seq := range seqs {
+			if err := tx.Delete(eventPrefix+r.ID, seqKey(seq)); err != nil {
+				return err
+			}
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n := len(r.pending)
+			r.pending = slices.DeleteFunc(r.pending, func(q queued) bool { return slices.Contains(seqs, q.seq) })
+			s.total -= n - len(r.pending)
+		})
+		return nil
+	})
+	if err != nil {
+		s.log.Error("deleting delivered events", "registration", r.ID, "err", err)
+	}
+}
+
+// --- unknown events -----------------------------------------------------------
+
+// AddUnknownEvents adds kinds of event the client wants no more of
+// (addUnknownEvents); stored ones of those kinds are dropped.
+func (s *Service) AddUnknownEvents(id string, keys []Key) error {
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		if len(k.Source) == 0 {
+			return fault.New(fault.NullArgument, "unknown event %d: source is required", i)
+		}
+		ks[i] = k.id()
+	}
+	return s.addUnknown(id, ks, keys)
+}
+
+func (s *Service) addUnknown(id string, ks []string, keys []Key) error {
+	var drop []uint64
+	var r *reg
+	err := s.change(id, func(x *reg) {
+		r = x
+		for i, k := range ks {
+			if x.unknown[k] {
+				continue
+			}
+			x.unknown[k] = true
+			if keys != nil {
+				x.Unknown = append(x.Unknown, keys[i])
+			} else {
+				src, eid := splitKey(k)
+				x.Unknown = append(x.Unknown, Key{Source: src, EventID: eid})
+			}
+		}
+		for _, q := range x.pending {
+			if x.unknown[q.key] && q.seq != x.returned {
+				drop = append(drop, q.seq)
+			}
+		}
+	})
+	if err == nil && len(drop) > 0 {
+		s.remove(r, drop...)
+	}
+	return err
+}
+
+func splitKey(k string) (json.RawMessage, int64) {
+	i := strings.LastIndexByte(k, '#')
+	var eid int64
+	fmt.Sscanf(k[i+1:], "%d", &eid)
+	return json.RawMessage(k[:i]), eid
+}
+
+// --- pull ------------------------------------------------------------------------
+
+// Iterator starts a new iterator (getRemoteEvents): earlier ones become
+// invalid, push delivery is disabled, and the unknown-event list cleared.
+func (s *Service) Iterator(id string) (string, error) {
+	s.mu.Lock()
+	r := s.regs[id]
+	s.mu.Unlock()
+	if r == nil {
+		return "", noSuch(id)
+	}
+	if !r.Pull {
+		return "", fault.New(fault.UnsupportedOperation, "registration %s was not made for pull (register with pull: true)", id)
+	}
+	it := ids.New()
+	err := s.change(id, func(r *reg) {
+		r.Iterator, r.returned, r.Target = it, 0, ""
+		r.Unknown, r.unknown = nil, map[string]bool{}
+	})
+	return it, err
+}
+
+// Next returns the registration's next event through iterator it,
+// waiting up to timeout for one (nil if none came). Calling it
+// acknowledges the event the iterator returned before, which is deleted.
+func (s *Service) Next(ctx context.Context, id, it string, timeout time.Duration) (json.RawMessage, error) {
+	if timeout < 0 {
+		return nil, fault.New(fault.InvalidArgument, "timeout %s is negative", timeout)
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	acked := false
+	for {
+		s.mu.Lock()
+		r := s.regs[id]
+		if r == nil {
+			s.mu.Unlock()
+			return nil, noSuch(id)
+		}
+		if r.Iterator == "" || r.Iterator != it {
+			s.mu.Unlock()
+			return nil, fault.New(fault.InvalidIterator, "iterator %s is no longer valid (closed, replaced, or delivery enabled)", it)
+		}
+		if !acked && r.returned != 0 {
+			prev := r.returned
+			r.returned = 0
+			s.mu.Unlock()
+			s.remove(r, prev)
+			acked = true
+			continue
+		}
+		acked = true
+		var next *queued
+		for i := range r.pending {
+			if !r.unknown[r.pending[i].key] {
+				next = &r.pending[i]
+				break
+			}
+		}
+		if next != nil {
+			r.returned = next.seq
+			seq := next.seq
+			s.mu.Unlock()
+			return s.body(id, seq)
+		}
+		changed := r.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+// CloseIterator ends an iterator, acknowledging what it returned last.
+// Closing one that is no longer valid is InvalidIterator.
+func (s *Service) CloseIterator(id, it string) error {
+	var prev uint64
+	var r *reg
+	valid := false
+	err := s.change(id, func(x *reg) {
+		r = x
+		if x.Iterator != "" && x.Iterator == it {
+			valid, prev = true, x.returned
+			x.Iterator, x.returned = "", 0
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if !valid {
+		return fault.New(fault.InvalidIterator, "iterator %s is no longer valid", it)
+	}
+	if prev != 0 {
+		s.remove(r, prev)
+	}
+	return nil
+}
+
+// leaseLive reports whether the registration's lease still runs: an
+// indefinite failure is retried until it ends.
+func (s *Service) leaseLive(r *reg) bool {
+	_, err := s.cfg.Grantor.Get(r.Lease)
+	return err == nil
+}
