@@ -127,6 +127,8 @@ Endpoints (on --api-listen):
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
+	f.IntVar(&cfg.MailboxMaxPerRegistration, "mailbox-quota", 0, "events the event mailbox stores for one registration (0: 100000); beyond, senders are told to retry")
+	f.IntVar(&cfg.MailboxMaxEvents, "mailbox-total-quota", 0, "events the event mailbox stores in all (0: 1000000)")
 	f.DurationVar(&cfg.RenewalMargin, "renewal-margin", 30*time.Second,
 		"the lease renewal service renews client leases this long (plus twice the grantor's round trip) before they expire")
 	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,

@@ -31,6 +31,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/unicast"
@@ -71,6 +72,9 @@ type Config struct {
 	// renewal service renews it (plus twice the grantor's round trip); 0
 	// means 30 s.
 	RenewalMargin time.Duration
+	// MailboxMaxPerRegistration and MailboxMaxEvents are the event
+	// mailbox's quotas; 0 means its defaults.
+	MailboxMaxPerRegistration, MailboxMaxEvents int
 	// Namespace to run the network side in (tests); zero: the process's.
 	Namespace namespace.Namespace
 }
@@ -149,6 +153,7 @@ type Daemon struct {
 	lds       *lds.Service
 	ldsNet    *ldsNetwork
 	renewal   *renewal.Service
+	mailbox   *mailbox.Service
 }
 
 // ldsNetwork is the lookup discovery service's group discovery network:
@@ -219,7 +224,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.ln = ln
 	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Renewal: d.renewal, Logger: d.log,
+	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Renewal: d.renewal, Mailbox: d.mailbox, Logger: d.log,
 		UnicastPort: func() int { return d.unicastPort() }})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -421,14 +426,24 @@ func (d *Daemon) openServices() error {
 	if err != nil {
 		return err
 	}
+	d.mailbox, err = mailbox.New(mailbox.Config{Store: st, Grantor: d.grantor, Logger: d.log.With("service", "mailbox"),
+		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
+		Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.ldsNet.dial}}})
+	if err != nil {
+		return err
+	}
 	if err := d.grantor.Load(); err != nil {
 		return err
 	}
 	d.renewal.Start()
+	d.mailbox.Start()
 	return nil
 }
 
 func (d *Daemon) closeServices() {
+	if d.mailbox != nil {
+		d.mailbox.Close()
+	}
 	if d.renewal != nil {
 		d.renewal.Close()
 	}

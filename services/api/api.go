@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 )
 
@@ -31,6 +33,8 @@ type Config struct {
 	LDS *lds.Service
 	// Renewal is the lease renewal service; nil serves none.
 	Renewal *renewal.Service
+	// Mailbox is the event mailbox; nil serves none.
+	Mailbox *mailbox.Service
 	Logger  *slog.Logger
 	// Now is the clock for "remaining" in leases; default time.Now.
 	Now func() time.Time
@@ -94,7 +98,7 @@ func (s *server) routes() []route {
 		{"PUT /v1/lookup/groups", s.putGroups},
 		{"GET /v1/lookup/locators", s.getLocators},
 		{"PUT /v1/lookup/locators", s.putLocators},
-	}, append(s.ldsRoutes(), s.renewalRoutes()...)...)
+	}, slices.Concat(s.ldsRoutes(), s.renewalRoutes(), s.mailboxRoutes())...)
 }
 
 // Routes lists the API's "METHOD /path" patterns, for documentation tests.
