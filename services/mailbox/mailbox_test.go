@@ -547,7 +547,7 @@ func TestConformance(t *testing.T) {
 			r.mustPost(reg, ev("a", 1, 1), ev("a", 1, 2))
 			a := r.iterator(reg)
 			r.next(reg, a, 0)
-			r.next(reg, a, 0) // acknowledges 1
+			r.next(reg, a, 0)                                                             // acknowledges 1
 			r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+a, nil, nil) // acknowledges 2
 			b := r.iterator(reg)
 			if g, status, _ := r.next(reg, b, 0); g != nil || status != 204 {
