@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jinid/jinid/services/api/client"
+)
+
+func newMailboxCmd() *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "mailbox",
+		Short: "Have jinid keep events for you while you are away (the event mailbox)",
+		Long: `Client commands for the event mailbox of a running jinid (--server). A
+registration has a mailbox listener URL: give it to any event generator
+(jinid lookup notify, jinid lds register, ... --listener URL) and jinid
+stores the events, on disk, until you take them: pushed to a target
+(enable), or pulled (pull).
+
+  jinid mailbox register --pull
+  jinid lookup notify --type com.example.Printer --listener MAILBOX-LISTENER-URL
+  jinid mailbox pull REGISTRATION --wait 10s`,
+	}
+	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
+	connect := func() (*client.Client, error) { return client.New(server, nil) }
+
+	var (
+		dur  string
+		pull bool
+	)
+	register := &cobra.Command{
+		Use:   "register [--pull] [--duration 1h]",
+		Short: "Register; prints the registration, its lease and its mailbox listener",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := leaseFlag(dur)
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			r, err := c.MailboxRegister(cmd.Context(), d, pull)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "registration %s\nlistener     %s\nlease        %s (expires %s)\n", r.ID, r.Listener.URL, r.Lease.ID, expires(r.Lease.Expiration))
+			return nil
+		},
+	}
+	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")
+	register.Flags().BoolVar(&pull, "pull", false, "a pull registration: events can be pulled with jinid mailbox pull")
+
+	listener := &cobra.Command{
+		Use:   "listener REGISTRATION",
+		Short: "Print the registration's mailbox listener URL (give it to event generators)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			info, err := c.MailboxGet(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			l, _ := info["listener"].(map[string]any)
+			fmt.Fprintln(cmd.OutOrStdout(), l["url"])
+			return nil
+		},
+	}
+
+	enable := &cobra.Command{
+		Use:   "enable REGISTRATION TARGET-URL",
+		Short: "Push stored and new events to a target listener, in the order they came",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			return c.MailboxEnable(cmd.Context(), args[0], args[1])
+		},
+	}
+	disable := &cobra.Command{
+		Use:   "disable REGISTRATION",
+		Short: "Stop pushing; events are kept",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			return c.MailboxDisable(cmd.Context(), args[0])
+		},
+	}
+
+	var (
+		wait time.Duration
+		max  int
+	)
+	pullCmd := &cobra.Command{
+		Use:   "pull REGISTRATION [--wait 10s] [--max N]",
+		Short: "Take the stored events (one JSON object per line); waits up to --wait for more",
+		Long: `Open an iterator (which disables push delivery), print every stored event,
+then wait up to --wait for more; stop after --max events if given. Events
+printed are acknowledged and deleted from the mailbox.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wait < 0 {
+				return fmt.Errorf("--wait %s: must not be negative", wait)
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			it, err := c.MailboxIterator(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			n := 0
+			for max <= 0 || n < max {
+				ev, err := c.MailboxNext(cmd.Context(), args[0], it, wait.Milliseconds())
+				if err != nil {
+					return err
+				}
+				if ev == nil {
+					break
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(ev))
+				n++
+			}
+			// Closing acknowledges the last one printed.
+			if err := c.MailboxClose(cmd.Context(), args[0], it); err != nil {
+				return errors.Join(fmt.Errorf("acknowledging the last event"), err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d events\n", n)
+			return nil
+		},
+	}
+	pullCmd.Flags().DurationVar(&wait, "wait", 0, "after the stored events, wait this long for more")
+	pullCmd.Flags().IntVar(&max, "max", 0, "stop after this many events (0: no limit)")
+
+	cmd.AddCommand(register, listener, enable, disable, pullCmd)
+	return cmd
+}
