@@ -549,7 +549,22 @@ func (s *Service) kick(r *reg) {
 func (s *Service) push(r *reg) {
 	defer s.wg.Done()
 	var backoff time.Duration
+	// Delivered events leave memory at once and the store in batches: one
+	// transaction per 256, or whenever the pusher would wait. (A crash in
+	// between delivers those again: push is at least once across crashes,
+	// as an HTTP push cannot be otherwise.)
+	var delivered []uint64
+	flush := func() {
+		if len(delivered) > 0 {
+			s.deleteStored(r, delivered)
+			delivered = nil
+		}
+	}
+	defer flush()
 	for {
+		if len(delivered) >= 256 {
+			flush()
+		}
 		s.mu.Lock()
 		if s.closed || s.regs[r.ID] != r || r.Target == "" || len(r.pending) == 0 {
 			r.pushing = false
@@ -570,12 +585,15 @@ func (s *Service) push(r *reg) {
 			continue
 		}
 		switch out, err := s.post(target, body); out {
-		case delivered:
-			s.remove(r, q.seq)
+		case delivered0:
+			s.forget(r, q.seq)
+			delivered = append(delivered, q.seq)
 			backoff = 0
 		case unknownEvent:
+			flush()
 			s.addUnknown(r.ID, []string{q.key}, nil)
 		case definite:
+			flush()
 			s.log.Info("mailbox delivery disabled: the target refused an event", "registration", r.ID, "target", target, "err", err)
 			s.change(r.ID, func(r *reg) {
 				if r.Target == target {
@@ -583,6 +601,7 @@ func (s *Service) push(r *reg) {
 				}
 			})
 		default:
+			flush()
 			backoff = min(max(2*backoff, s.cfg.Backoff), s.cfg.MaxBackoff)
 			s.log.Debug("mailbox delivery failed; retrying", "registration", r.ID, "in", backoff, "err", err)
 			if !s.leaseLive(r) {
@@ -608,7 +627,7 @@ func (s *Service) push(r *reg) {
 type outcome int
 
 const (
-	delivered outcome = iota
+	delivered0 outcome = iota
 	unknownEvent
 	definite
 	indefinite
@@ -628,7 +647,7 @@ func (s *Service) post(target string, body []byte) (outcome, error) {
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch {
 	case resp.StatusCode/100 == 2:
-		return delivered, nil
+		return delivered0, nil
 	case resp.StatusCode == http.StatusGone && bytes.Contains(reply, []byte(`"UnknownEvent"`)):
 		return unknownEvent, errors.New("target answered UnknownEvent")
 	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
@@ -649,26 +668,36 @@ func (s *Service) body(id string, seq uint64) ([]byte, error) {
 	return e.Body, err
 }
 
-// remove deletes delivered (or skipped) events.
+// remove deletes events (skipped, or acknowledged by a pull) from the
+// store, then from memory.
 func (s *Service) remove(r *reg, seqs ...uint64) {
+	if s.deleteStored(r, seqs) == nil {
+		s.forget(r, seqs...)
+	}
+}
+
+// forget drops events from the registration's queue in memory.
+func (s *Service) forget(r *reg, seqs ...uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(r.pending)
+	r.pending = slices.DeleteFunc(r.pending, func(q queued) bool { return slices.Contains(seqs, q.seq) })
+	s.total -= n - len(r.pending)
+}
+
+func (s *Service) deleteStored(r *reg, seqs []uint64) error {
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		for _, seq := range seqs {
 			if err := tx.Delete(eventPrefix+r.ID, seqKey(seq)); err != nil {
 				return err
 			}
 		}
-		tx.OnCommit(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			n := len(r.pending)
-			r.pending = slices.DeleteFunc(r.pending, func(q queued) bool { return slices.Contains(seqs, q.seq) })
-			s.total -= n - len(r.pending)
-		})
 		return nil
 	})
 	if err != nil {
 		s.log.Error("deleting delivered events", "registration", r.ID, "err", err)
 	}
+	return err
 }
 
 // --- unknown events -----------------------------------------------------------
