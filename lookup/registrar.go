@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"sync"
 
@@ -498,8 +497,8 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	if req.Listener == "" {
 		return NotifyRegistration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if u, err := url.Parse(req.Listener); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return NotifyRegistration{}, fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", req.Listener)
+	if err := event.CheckURL("listener", req.Listener); err != nil {
+		return NotifyRegistration{}, err
 	}
 	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {
 		return NotifyRegistration{}, err

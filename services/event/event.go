@@ -16,10 +16,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/fault"
 )
 
 // Source names what an event is about: a service and one of its
@@ -56,6 +58,16 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		m["handback"] = e.Handback // []byte: base64
 	}
 	return json.Marshal(m)
+}
+
+// CheckURL checks that s, the URL of a listener (or of another endpoint
+// events go to, named by what), is one the dispatcher can post to: http or
+// https with a host. Otherwise it is the specifications' invalid argument.
+func CheckURL(what, s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fault.New(fault.InvalidArgument, "%s %q: want an http or https URL", what, s)
+	}
+	return nil
 }
 
 // Outcome is how a delivery ended.

@@ -38,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"sort"
 	"sync"
@@ -341,8 +340,8 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if req.Listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if u, err := url.Parse(req.Listener); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Registration{}, fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", req.Listener)
+	if err := event.CheckURL("listener", req.Listener); err != nil {
+		return Registration{}, err
 	}
 	var out Registration
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {

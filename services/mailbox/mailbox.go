@@ -31,6 +31,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
@@ -480,11 +481,10 @@ func (s *Service) wake(r *reg) {
 // the unknown-event list. A mailbox listener of this service is refused.
 func (s *Service) EnableDelivery(id, target string) error {
 	if target != "" {
-		u, err := url.Parse(target)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fault.New(fault.InvalidArgument, "target %q: want an http or https URL", target)
+		if err := event.CheckURL("target", target); err != nil {
+			return err
 		}
-		if s.IsOwnListener(u) {
+		if u, _ := url.Parse(target); s.IsOwnListener(u) {
 			return fault.New(fault.InvalidArgument, "target %q is a mailbox listener of this service: events would loop", target)
 		}
 	}

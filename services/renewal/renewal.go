@@ -385,8 +385,8 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 	if l.Grantor == "" || l.ID == "" {
 		return fault.New(fault.NullArgument, "lease: grantor and id are required")
 	}
-	if u, err := url.Parse(l.Grantor); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fault.New(fault.InvalidArgument, "lease grantor %q: want http://host:port", l.Grantor)
+	if err := event.CheckURL("lease grantor", l.Grantor); err != nil {
+		return err
 	}
 	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
 		return fault.New(fault.InvalidArgument, "renewDuration %d: must be positive (or -1, ANY, when desiredDuration is FOREVER)", renewDuration)
@@ -542,7 +542,7 @@ func (s *Service) SetWarningListener(setID, listener string, minWarning int64, h
 	if listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := checkURL(listener); err != nil {
+	if err := event.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
 	}
 	if minWarning < 0 {
@@ -561,7 +561,7 @@ func (s *Service) SetFailureListener(setID, listener string, handback []byte) (R
 	if listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := checkURL(listener); err != nil {
+	if err := event.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
@@ -607,13 +607,6 @@ func (s *Service) setListener(setID string, change func(*set) (*listenerReg, int
 		return nil
 	})
 	return out, err
-}
-
-func checkURL(l string) error {
-	if u, err := url.Parse(l); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fault.New(fault.InvalidArgument, "listener %q: want an http or https URL", l)
-	}
-	return nil
 }
 
 // setRenewed re-arms the warning of a set whose lease was renewed.
