@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,6 +70,20 @@ func Register(mux *http.ServeMux, cfg Config) {
 	for _, rt := range s.routes() {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
+	// A service the daemon does not run has no routes, only an answer
+	// saying so; the handlers of those it runs can rely on them.
+	for _, svc := range s.services() {
+		if svc.on {
+			for _, rt := range svc.routes {
+				mux.HandleFunc(rt.pattern, rt.h)
+			}
+			continue
+		}
+		name := svc.name
+		mux.HandleFunc(svc.prefix, func(w http.ResponseWriter, _ *http.Request) {
+			writeError(w, fault.New(fault.UnsupportedOperation, "this jinid runs no %s", name), http.StatusNotFound)
+		})
+	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.New(fault.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
 	})
@@ -82,7 +95,7 @@ type route struct {
 }
 
 func (s *server) routes() []route {
-	return append([]route{
+	return []route{
 		{"POST /v1/leases/{id}/renew", s.renew},
 		{"DELETE /v1/leases/{id}", s.cancel},
 		{"POST /v1/leases/renew", s.renewAll},
@@ -98,13 +111,33 @@ func (s *server) routes() []route {
 		{"PUT /v1/lookup/groups", s.putGroups},
 		{"GET /v1/lookup/locators", s.getLocators},
 		{"PUT /v1/lookup/locators", s.putLocators},
-	}, slices.Concat(s.ldsRoutes(), s.renewalRoutes(), s.mailboxRoutes())...)
+	}
+}
+
+// service is an optional service's routes, under one prefix.
+type service struct {
+	prefix, name string
+	on           bool
+	routes       []route
+}
+
+func (s *server) services() []service {
+	return []service{
+		{"/v1/lds/", "lookup discovery service", s.cfg.LDS != nil, s.ldsRoutes()},
+		{"/v1/renewal/", "lease renewal service", s.cfg.Renewal != nil, s.renewalRoutes()},
+		{"/v1/mailbox/", "event mailbox", s.cfg.Mailbox != nil, s.mailboxRoutes()},
+	}
 }
 
 // Routes lists the API's "METHOD /path" patterns, for documentation tests.
 func Routes() []string {
 	var out []string
-	for _, r := range (&server{}).routes() {
+	s := &server{}
+	rs := s.routes()
+	for _, svc := range s.services() {
+		rs = append(rs, svc.routes...)
+	}
+	for _, r := range rs {
 		out = append(out, r.pattern)
 	}
 	return out

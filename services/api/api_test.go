@@ -63,6 +63,8 @@ func TestBadRequests(t *testing.T) {
 		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", api.MaxBody) + `"},"leaseDuration":1}`, 400, "InvalidArgument", "larger than"},
 		{"unknown lease", "POST", "/v1/leases/nope/renew", `{"duration":1000}`, 404, "UnknownLease", "unknown"},
 		{"unknown route", "GET", "/v1/nothing", ``, 404, "UnsupportedOperation", "not part of the API"},
+		{"service not run", "POST", "/v1/lds/registrations", `{}`, 404, "UnsupportedOperation", "runs no lookup discovery service"},
+		{"mailbox not run", "POST", "/v1/mailbox/listeners/x", `{}`, 404, "UnsupportedOperation", "runs no event mailbox"},
 		{"batch without leases", "POST", "/v1/leases/renew", `{}`, 400, "NullArgument", "leases is required"},
 		{"no such service", "GET", "/v1/lookup/services/01234567-89ab-cdef-fedc-ba9876543210", ``, 404, "NoSuchObject", "no service"},
 	} {

@@ -37,13 +37,6 @@ type LDSRegistration struct {
 	Lease    Lease    `json:"lease"`
 }
 
-func (s *server) ldsService(w http.ResponseWriter) *lds.Service {
-	if s.cfg.LDS == nil {
-		writeError(w, fault.New(fault.UnsupportedOperation, "this jinid runs no lookup discovery service"), http.StatusNotFound)
-	}
-	return s.cfg.LDS
-}
-
 // stringSet checks a JSON array of strings that may be null and must not
 // hold nulls (the specification's NullPointerException cases). It
 // returns nil for a null array.
@@ -100,10 +93,7 @@ func decodeRequired(w http.ResponseWriter, r *http.Request, v any, field string)
 }
 
 func (s *server) ldsRegister(w http.ResponseWriter, r *http.Request) {
-	svc := s.ldsService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.LDS
 	var req struct {
 		Groups   *[]*string `json:"groups"`
 		Locators *[]*string `json:"locators"`
@@ -145,10 +135,7 @@ func (s *server) ldsRegister(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) ldsGet(w http.ResponseWriter, r *http.Request) {
-	svc := s.ldsService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.LDS
 	s.writeRegistration(w, r, svc, r.PathValue("id"))
 }
 
@@ -179,10 +166,7 @@ func noSuchRegistration(id string) error {
 }
 
 func (s *server) ldsRegistrars(w http.ResponseWriter, r *http.Request) {
-	svc := s.ldsService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.LDS
 	ls, err := svc.Registrars(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -198,10 +182,7 @@ func (s *server) ldsRegistrars(w http.ResponseWriter, r *http.Request) {
 // ldsGroups: POST adds, PUT sets (null: all groups), DELETE removes.
 func (s *server) ldsGroups(m lds.Mutation) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		svc := s.ldsService(w)
-		if svc == nil {
-			return
-		}
+		svc := s.cfg.LDS
 		var req struct {
 			Groups *[]*string `json:"groups"`
 		}
@@ -224,10 +205,7 @@ func (s *server) ldsGroups(m lds.Mutation) http.HandlerFunc {
 // ldsLocators: POST adds, PUT sets, DELETE removes.
 func (s *server) ldsLocators(m lds.Mutation) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		svc := s.ldsService(w)
-		if svc == nil {
-			return
-		}
+		svc := s.cfg.LDS
 		var req struct {
 			Locators *[]*string `json:"locators"`
 		}
@@ -252,10 +230,7 @@ func (s *server) ldsLocators(m lds.Mutation) http.HandlerFunc {
 }
 
 func (s *server) ldsDiscard(w http.ResponseWriter, r *http.Request) {
-	svc := s.ldsService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.LDS
 	var req struct {
 		ServiceID *string `json:"serviceID"`
 	}

@@ -30,22 +30,12 @@ func (s *server) mailboxRoutes() []route {
 	}
 }
 
-func (s *server) mailboxService(w http.ResponseWriter) *mailbox.Service {
-	if s.cfg.Mailbox == nil {
-		writeError(w, fault.New(fault.UnsupportedOperation, "this jinid runs no event mailbox"), http.StatusNotFound)
-	}
-	return s.cfg.Mailbox
-}
-
 func listenerURL(r *http.Request, id string) map[string]string {
 	return map[string]string{"url": "http://" + r.Host + mailbox.ListenerPath + id}
 }
 
 func (s *server) mailboxRegister(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	var req struct {
 		LeaseDuration *int64 `json:"leaseDuration"`
 		Pull          bool   `json:"pull"`
@@ -67,10 +57,7 @@ func (s *server) mailboxRegister(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxGet(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	info, err := svc.Get(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -94,10 +81,7 @@ func (s *server) mailboxGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxEnable(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	var req struct {
 		Target *struct {
 			URL string `json:"url"`
@@ -123,10 +107,7 @@ func (s *server) mailboxEnable(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxDisable(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	if err := svc.EnableDelivery(r.PathValue("id"), ""); err != nil {
 		writeError(w, err)
 		return
@@ -135,10 +116,7 @@ func (s *server) mailboxDisable(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxIterator(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	it, err := svc.Iterator(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -149,10 +127,7 @@ func (s *server) mailboxIterator(w http.ResponseWriter, r *http.Request) {
 
 // mailboxNext long-polls: ?timeout=ms (default 0: do not wait).
 func (s *server) mailboxNext(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	var timeout time.Duration
 	if v := r.URL.Query().Get("timeout"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -180,10 +155,7 @@ func (s *server) mailboxNext(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxCloseIterator(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	if err := svc.CloseIterator(r.PathValue("id"), r.PathValue("it")); err != nil {
 		writeError(w, err)
 		return
@@ -192,10 +164,7 @@ func (s *server) mailboxCloseIterator(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) mailboxUnknown(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	var req struct {
 		Events *[]mailbox.Key `json:"events"`
 	}
@@ -216,10 +185,7 @@ func (s *server) mailboxUnknown(w http.ResponseWriter, r *http.Request) {
 
 // mailboxNotify is a mailbox listener: events from any generator.
 func (s *server) mailboxNotify(w http.ResponseWriter, r *http.Request) {
-	svc := s.mailboxService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Mailbox
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mailbox.MaxEventSize+1))
 	if err != nil {
 		writeError(w, fault.New(fault.InvalidArgument, "event larger than %d bytes", mailbox.MaxEventSize))

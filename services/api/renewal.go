@@ -22,13 +22,6 @@ func (s *server) renewalRoutes() []route {
 	}
 }
 
-func (s *server) renewalService(w http.ResponseWriter) *renewal.Service {
-	if s.cfg.Renewal == nil {
-		writeError(w, fault.New(fault.UnsupportedOperation, "this jinid runs no lease renewal service"), http.StatusNotFound)
-	}
-	return s.cfg.Renewal
-}
-
 // ClientLeaseJSON is a client lease as the API shows it: a lease of
 // API.md, with what the set wants of it.
 type ClientLeaseJSON struct {
@@ -48,10 +41,7 @@ func (s *server) clientLease(l renewal.ClientLease) Lease {
 }
 
 func (s *server) renewalCreate(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	var req struct {
 		LeaseDuration *int64 `json:"leaseDuration"`
 	}
@@ -72,10 +62,7 @@ func (s *server) renewalCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) renewalGet(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	info, err := svc.Get(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -100,10 +87,7 @@ func (s *server) renewalGet(w http.ResponseWriter, r *http.Request) {
 // renewalRenewFor is renewFor: renewDuration left out means FOREVER (the
 // two-argument form).
 func (s *server) renewalRenewFor(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	var req struct {
 		Lease *struct {
 			Grantor    string `json:"grantor"`
@@ -152,10 +136,7 @@ func (s *server) renewalRenewFor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) renewalLeases(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	ms, err := svc.Leases(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -171,10 +152,7 @@ func (s *server) renewalLeases(w http.ResponseWriter, r *http.Request) {
 // renewalRemove is remove: the lease, or null. {key} is "grantor|id" or
 // the lease ID alone.
 func (s *server) renewalRemove(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	l, err := svc.Remove(r.PathValue("id"), r.PathValue("key"))
 	if err != nil {
 		writeError(w, err)
@@ -196,10 +174,7 @@ type listenerBody struct {
 }
 
 func (s *server) renewalSetWarning(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	var req listenerBody
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, err)
@@ -218,10 +193,7 @@ func (s *server) renewalSetWarning(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) renewalSetFailure(w http.ResponseWriter, r *http.Request) {
-	svc := s.renewalService(w)
-	if svc == nil {
-		return
-	}
+	svc := s.cfg.Renewal
 	var req listenerBody
 	if err := decode(w, r, &req); err != nil {
 		writeError(w, err)
@@ -254,10 +226,7 @@ func (s *server) writeListenerReg(w http.ResponseWriter, r *http.Request, reg re
 
 func (s *server) renewalClear(warning bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		svc := s.renewalService(w)
-		if svc == nil {
-			return
-		}
+		svc := s.cfg.Renewal
 		var err error
 		if warning {
 			err = svc.ClearWarningListener(r.PathValue("id"))
