@@ -83,30 +83,15 @@ func BenchmarkToPush(b *testing.B) {
 	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{MaxPerRegistration: 10_000_000, MaxEvents: 10_000_000}}
 	r.open()
 	defer r.close()
-	var mu sync.Mutex
-	var lat []time.Duration
-	got := make(chan struct{}, 1<<20)
-	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var e struct {
-			Sent int64 `json:"sent"`
-		}
-		json.NewDecoder(req.Body).Decode(&e)
-		mu.Lock()
-		lat = append(lat, time.Since(time.Unix(0, e.Sent)))
-		mu.Unlock()
-		got <- struct{}{}
-	}))
-	defer tg.Close()
+	tg := newLatencyTarget(b)
 	reg := r.registerB(b, false)
-	r.do("PUT", "/v1/mailbox/registrations/"+reg.ID+"/delivery", map[string]any{"target": map[string]string{"url": tg.URL}}, nil)
+	r.do("PUT", "/v1/mailbox/registrations/"+reg.ID+"/delivery", map[string]any{"target": map[string]string{"url": tg.srv.URL}}, nil)
 	const n = 20_000
 	for b.Loop() {
 		benchEvents(b, r, reg, n)
-		for range n {
-			<-got
-		}
+		tg.await(n)
 	}
-	med, p := p99(lat)
+	med, p := p99(tg.latencies())
 	b.ReportMetric(float64(med.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p.Microseconds())/1000, "p99-ms")
 }
@@ -172,22 +157,9 @@ func BenchmarkToPushPaced(b *testing.B) {
 	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{}}
 	r.open()
 	defer r.close()
-	var mu sync.Mutex
-	var lat []time.Duration
-	got := make(chan struct{}, 1<<16)
-	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var e struct {
-			Sent int64 `json:"sent"`
-		}
-		json.NewDecoder(req.Body).Decode(&e)
-		mu.Lock()
-		lat = append(lat, time.Since(time.Unix(0, e.Sent)))
-		mu.Unlock()
-		got <- struct{}{}
-	}))
-	defer tg.Close()
+	tg := newLatencyTarget(b)
 	reg := r.registerB(b, false)
-	r.do("PUT", "/v1/mailbox/registrations/"+reg.ID+"/delivery", map[string]any{"target": map[string]string{"url": tg.URL}}, nil)
+	r.do("PUT", "/v1/mailbox/registrations/"+reg.ID+"/delivery", map[string]any{"target": map[string]string{"url": tg.srv.URL}}, nil)
 	const n = 1000
 	for b.Loop() {
 		for i := range n {
@@ -199,11 +171,47 @@ func BenchmarkToPushPaced(b *testing.B) {
 			}
 			resp.Body.Close()
 		}
-		for range n {
-			<-got
-		}
+		tg.await(n)
 	}
-	med, p := p99(lat)
+	med, p := p99(tg.latencies())
 	b.ReportMetric(float64(med.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p.Microseconds())/1000, "p99-ms")
+}
+
+// latencyTarget is a push target recording, for each event, the time
+// from its "sent" stamp to its arrival.
+type latencyTarget struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	lat []time.Duration
+	got chan struct{}
+}
+
+func newLatencyTarget(b *testing.B) *latencyTarget {
+	tg := &latencyTarget{got: make(chan struct{}, 1<<20)}
+	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var e struct {
+			Sent int64 `json:"sent"`
+		}
+		json.NewDecoder(req.Body).Decode(&e)
+		tg.mu.Lock()
+		tg.lat = append(tg.lat, time.Since(time.Unix(0, e.Sent)))
+		tg.mu.Unlock()
+		tg.got <- struct{}{}
+	}))
+	b.Cleanup(tg.srv.Close)
+	return tg
+}
+
+// await waits for n deliveries.
+func (tg *latencyTarget) await(n int) {
+	for range n {
+		<-tg.got
+	}
+}
+
+func (tg *latencyTarget) latencies() []time.Duration {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return slices.Clone(tg.lat)
 }
