@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -20,6 +21,25 @@ type Timer interface {
 	// Stop prevents the call if it has not happened; it reports whether
 	// it stopped it.
 	Stop() bool
+}
+
+// UntilMilli is the wait from now until at, both in milliseconds since
+// the epoch, for a timer (zero when at has passed). ok is false when at
+// is further away than a time.Duration reaches (about 292 years): for
+// protocol time that is "never", and no timer must be set, since the
+// overflowed wait would be negative and fire at once.
+func UntilMilli(now, at int64) (d time.Duration, ok bool) {
+	if at <= now {
+		return 0, true
+	}
+	if now < 0 && at > math.MaxInt64+now {
+		return 0, false // at-now itself would overflow
+	}
+	diff := at - now
+	if diff > math.MaxInt64/int64(time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(diff) * time.Millisecond, true
 }
 
 // Real is the system clock.
@@ -75,10 +95,31 @@ func (t *fakeTimer) Stop() bool {
 	return was
 }
 
+// Pending lists when the timers not yet run or stopped are due, earliest
+// first: tests check that nothing is armed that should not be.
+func (c *Fake) Pending() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Time
+	for _, t := range c.timers {
+		if !t.stopped {
+			out = append(out, t.at)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
 // Advance moves the clock forward by d, running every timer that falls
 // due, in order of time, each to completion before the next (unlike the
 // real clock, so tests see a deterministic order).
-func (c *Fake) Advance(d time.Duration) {
+func (c *Fake) Advance(d time.Duration) { c.AdvanceSettling(d, nil) }
+
+// AdvanceSettling is Advance calling settle (when not nil) after each
+// timer's function returns, before the next is looked for: a test passes
+// a function that waits for the work a timer handed to other goroutines,
+// so that the timers that work sets are run in the same advance.
+func (c *Fake) AdvanceSettling(d time.Duration, settle func()) {
 	c.mu.Lock()
 	end := c.now.Add(d)
 	c.mu.Unlock()
@@ -109,6 +150,9 @@ func (c *Fake) Advance(d time.Duration) {
 			return
 		}
 		next.f()
+		if settle != nil {
+			settle()
+		}
 	}
 }
 

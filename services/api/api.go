@@ -188,13 +188,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 func (s *server) leaseOf(r *http.Request, rec lease.Record) Lease {
-	now := s.cfg.Now().UnixMilli()
-	rem := int64(0)
-	if rec.Expiration == lease.Never {
-		rem = lease.Never
-	} else if rec.Expiration > now {
-		rem = rec.Expiration - now
-	}
+	rem := lease.Remaining(rec.Expiration, s.cfg.Now().UnixMilli())
 	return Lease{Grantor: "http://" + r.Host, ID: rec.ID, Expiration: rec.Expiration, Remaining: rem}
 }
 

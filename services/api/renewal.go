@@ -31,13 +31,7 @@ type ClientLeaseJSON struct {
 }
 
 func (s *server) clientLease(l renewal.ClientLease) Lease {
-	rem := int64(0)
-	if now := s.cfg.Now().UnixMilli(); l.Expiration == lease.Never {
-		rem = lease.Never
-	} else if l.Expiration > now {
-		rem = l.Expiration - now
-	}
-	return Lease{Grantor: l.Grantor, ID: l.ID, Expiration: l.Expiration, Remaining: rem}
+	return Lease{Grantor: l.Grantor, ID: l.ID, Expiration: l.Expiration, Remaining: lease.Remaining(l.Expiration, s.cfg.Now().UnixMilli())}
 }
 
 func (s *server) renewalCreate(w http.ResponseWriter, r *http.Request) {

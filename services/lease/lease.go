@@ -62,6 +62,19 @@ type Record struct {
 	Expiration int64 `json:"expiration"`
 }
 
+// Remaining is the DURATION form of an expiration (API.md's lease
+// "remaining"): the milliseconds left at now, 0 once it has passed, Never
+// for a lease that never ends.
+func Remaining(expiration, now int64) int64 {
+	switch {
+	case expiration == Never:
+		return Never
+	case expiration > now:
+		return expiration - now
+	}
+	return 0
+}
+
 // Release frees the resource a lease covered, in the transaction that
 // deletes the lease, so the two go together.
 type Release func(tx *store.Tx, resource string) error
@@ -449,13 +462,17 @@ func (g *Grantor) schedule() {
 		return
 	}
 	next := g.heap[0].rec.Expiration
-	if next == Never || (g.timer != nil && g.at == next) {
+	if g.timer != nil && g.at == next {
 		return
 	}
 	if g.timer != nil {
 		g.timer.Stop()
+		g.timer, g.at = nil, 0
 	}
-	wait := time.Duration(max(next-g.now(), 0)) * time.Millisecond
+	wait, ok := clock.UntilMilli(g.now(), next)
+	if !ok {
+		return // nothing ends within a timer's reach (FOREVER leases)
+	}
 	g.at = next
 	g.timer = g.clock.AfterFunc(wait, g.fire)
 }

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
@@ -138,15 +139,20 @@ type member struct {
 	RenewDuration int64        `json:"renewDuration"`
 	LastErr       *fault.Error `json:"lastError,omitempty"`
 
-	due      int64 // next action, ms
+	due      int64 // next renewal call, ms, while in its grantor's queue
+	end      int64 // when it leaves the set: min(Expiration, Desired)
 	failures int   // indefinite failures in a row
 	period   int64 // length of the current lease period, ms
-	index    int   // in its grantor's heap; -1 when out
+	dueIndex int   // in its grantor's queue; -1 when out
+	endIndex int   // in the service's end queue; -1 when out
 	busy     bool  // in a renewal call now
 }
 
 // listenerReg is a set's registration for one kind of event.
 type listenerReg struct {
+	// ID tells this registration from the one that replaces it, so that
+	// a refusal by a replaced listener clears only its own (LR.2.1).
+	ID         string `json:"id,omitempty"`
 	URL        string `json:"url"`
 	Handback   []byte `json:"handback"`
 	MinWarning int64  `json:"minWarning,omitempty"`
@@ -168,8 +174,8 @@ type set struct {
 // grantorQueue holds one grantor's client leases by due time.
 type grantorQueue struct {
 	url   string
-	heap  memberHeap
-	busy  bool
+	queue dueQueue
+	busy  bool // a renewal call is in flight
 	rtt   time.Duration
 	timer clock.Timer
 	at    int64 // when timer fires; 0 if none
@@ -184,10 +190,17 @@ type Service struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 
+	// inflight counts renewal calls started and not yet recorded (tests
+	// wait for it).
+	inflight atomic.Int64
+
 	mu       sync.Mutex
 	sets     map[string]*set
 	members  map[string]*member // by key
 	grantors map[string]*grantorQueue
+	ends     endQueue
+	endTimer clock.Timer
+	endAt    int64 // when endTimer fires; 0 if none
 	closed   bool
 }
 
@@ -249,7 +262,7 @@ func (s *Service) load() error {
 				return fmt.Errorf("client lease %s: %w", k, err)
 			}
 			if st := s.sets[m.Set]; st != nil {
-				m.index = -1
+				m.dueIndex, m.endIndex = -1, -1
 				st.members[m.key()] = &m
 				s.members[m.key()] = &m
 			}
@@ -286,6 +299,9 @@ func (s *Service) Close() error {
 		if st.warnTimer != nil {
 			st.warnTimer.Stop()
 		}
+	}
+	if s.endTimer != nil {
+		s.endTimer.Stop()
 	}
 	s.mu.Unlock()
 	s.stop()
@@ -425,13 +441,12 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 			})
 			return nil
 		}
-		m := &member{ClientLease: l, Set: setID, Desired: desired, RenewDuration: renewDuration, index: -1, period: l.Expiration - now}
+		m := &member{ClientLease: l, Set: setID, Desired: desired, RenewDuration: renewDuration, dueIndex: -1, endIndex: -1, period: l.Expiration - now}
 		if desired <= now || l.Expiration <= now {
 			// Dropped at once; an event only if it ended before its
 			// desired expiration.
 			if l.Expiration < desired && l.Expiration <= now {
-				evs = append(evs, s.failureEvent(st, m, nil))
-				return tx.Put(setsBucket, st.ID, st)
+				evs = append(evs, s.failed(tx, st, m, nil, now)...)
 			}
 			return nil
 		}
@@ -519,7 +534,11 @@ func (s *Service) Leases(setID string) ([]Member, error) {
 		return nil, noSuchSet(setID)
 	}
 	out := make([]Member, 0, len(st.members))
+	now := s.now()
 	for _, m := range st.members {
+		if m.end <= now {
+			continue // ended: on its way out of the set
+		}
 		out = append(out, Member{ClientLease: m.ClientLease, Desired: m.Desired, RenewDuration: m.RenewDuration})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.key(), b.key()) })
@@ -549,7 +568,7 @@ func (s *Service) SetWarningListener(setID, listener string, minWarning int64, h
 		return Registration{}, fault.New(fault.InvalidArgument, "minWarning %d: must be zero or positive", minWarning)
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
-		st.Warning = &listenerReg{URL: listener, Handback: handback, MinWarning: minWarning}
+		st.Warning = &listenerReg{ID: ids.New(), URL: listener, Handback: handback, MinWarning: minWarning}
 		st.WarnedFor = 0
 		return st.Warning, WarningEventID, st.WarnSeq
 	})
@@ -565,7 +584,7 @@ func (s *Service) SetFailureListener(setID, listener string, handback []byte) (R
 		return Registration{}, err
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
-		st.Failure = &listenerReg{URL: listener, Handback: handback}
+		st.Failure = &listenerReg{ID: ids.New(), URL: listener, Handback: handback}
 		return st.Failure, FailureEventID, st.FailSeq
 	})
 }
@@ -631,8 +650,10 @@ func (s *Service) armWarning(st *set) {
 	if err != nil || rec.Expiration == lease.Never || st.WarnedFor == rec.Expiration {
 		return
 	}
-	at := rec.Expiration - st.Warning.MinWarning
-	wait := time.Duration(max(0, at-s.now())) * time.Millisecond
+	wait, ok := clock.UntilMilli(s.now(), rec.Expiration-st.Warning.MinWarning)
+	if !ok {
+		return
+	}
 	st.warnTimer = s.run.AfterFunc(wait, func() { s.warn(st.ID) })
 }
 
@@ -672,173 +693,286 @@ func (s *Service) warn(setID string) {
 
 // failureEvent builds a renewal failure event (its sequence number taken
 // now, and stored with the set by the caller). Without a listener there
-// is nothing to send, but the number is used all the same.
-func (s *Service) failureEvent(st *set, m *member, cause *fault.Error) event.Delivery {
+// is nothing to send, but the number is used all the same. The lease in
+// it carries the last expiration recorded: that of its last successful
+// renewal, else the one it was added with (LR.2).
+func (s *Service) failureEvent(st *set, m *member, cause *fault.Error, now int64) event.Delivery {
 	st.FailSeq++
 	var errField any
 	if cause != nil {
 		errField = cause
 	}
-	return s.delivery(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent, map[string]any{"lease": m.ClientLease, "error": errField})
+	l := EventLease{ClientLease: m.ClientLease, Remaining: lease.Remaining(m.Expiration, now)}
+	return s.delivery(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent, map[string]any{"lease": l, "error": errField})
+}
+
+// EventLease is a client lease as an event carries it: API.md's lease,
+// with the milliseconds it had left when the event was made.
+type EventLease struct {
+	ClientLease
+	Remaining int64 `json:"remaining"`
 }
 
 func (s *Service) delivery(st *set, reg *listenerReg, eventID, seq int64, typ string, fields map[string]any) event.Delivery {
 	if reg == nil {
 		return event.Delivery{}
 	}
-	setID, which := st.ID, eventID
+	setID, regID := st.ID, reg.ID
 	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease),
 		Event: event.Event{Source: event.Source{Service: "renewal", ID: st.ID}, EventID: eventID, SeqNum: seq,
 			Handback: reg.Handback, Type: typ, Fields: fields},
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
-				// LR.2.1: only that registration is cleared.
-				s.log.Info("clearing a renewal set listener that refused an event", "set", setID, "eventID", which, "outcome", o, "err", err)
-				if which == WarningEventID {
-					s.ClearWarningListener(setID)
-				} else {
-					s.ClearFailureListener(setID)
-				}
+				s.clearRefused(setID, eventID, regID, o, err)
 			}
 		}}
 }
 
-// --- the renewal engine -------------------------------------------------------
-
-// schedule works out a client lease's next action and queues it; the
-// caller holds mu.
-func (s *Service) schedule(m *member, now int64) {
-	g := s.grantors[normalizeGrantor(m.Grantor)]
-	if g == nil {
-		g = &grantorQueue{url: normalizeGrantor(m.Grantor)}
-		s.grantors[g.url] = g
-	}
-	switch {
-	case m.Desired <= m.Expiration:
-		m.due = m.Desired // nothing more to renew: leave the set then
-	case m.failures > 0:
-		backoff := min(s.cfg.Retry<<min(m.failures-1, 20), s.cfg.MaxRetry)
-		m.due = min(now+backoff.Milliseconds(), m.Expiration)
-	default:
-		margin := (s.cfg.SafetyMargin + 2*g.rtt).Milliseconds()
-		if m.period > 0 {
-			margin = min(margin, m.period/2)
+// clearRefused clears the registration whose listener refused an event:
+// that registration only (LR.2.1), not one that has replaced it since.
+func (s *Service) clearRefused(setID string, eventID int64, regID string, o event.Outcome, cause error) {
+	cleared := false
+	_, err := s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
+		reg := &st.Failure
+		if eventID == WarningEventID {
+			reg = &st.Warning
 		}
-		m.due = m.Expiration - margin
+		if *reg != nil && (*reg).ID == regID {
+			*reg, cleared = nil, true
+		}
+		return nil, 0, 0
+	})
+	switch {
+	case err != nil && fault.CodeOf(err) != fault.NoSuchObject:
+		s.log.Error("clearing a renewal set listener that refused an event", "set", setID, "eventID", eventID, "err", err)
+	case cleared:
+		s.log.Info("cleared a renewal set listener that refused an event", "set", setID, "eventID", eventID, "outcome", o, "err", cause)
+	default:
+		s.log.Debug("a replaced renewal set listener refused an event; its replacement stays", "set", setID, "eventID", eventID, "outcome", o)
 	}
-	if m.index >= 0 {
-		heap.Fix(&g.heap, m.index)
+}
+
+// --- the renewal engine -------------------------------------------------------
+//
+// A client lease is in up to two queues. Its grantor's renewal queue
+// holds it, by due time, while a renewal is wanted and no call for it is
+// in flight; one renewal call at a time per grantor takes every lease due
+// within the batch window. The service's end queue holds every client
+// lease by the time it leaves the set, min(actual, desired expiration),
+// so a lease leaves on time whatever its grantor does (LR.2): one whose
+// call hangs is dropped at its actual expiration, with its event. A
+// queue whose earliest time is out of a timer's reach (FOREVER) has no
+// timer at all.
+
+// schedule files a client lease in the queues for what it needs next;
+// the caller holds mu.
+func (s *Service) schedule(m *member, now int64) {
+	m.end = min(m.Expiration, m.Desired)
+	if m.endIndex >= 0 {
+		heap.Fix(&s.ends, m.endIndex)
 	} else {
-		heap.Push(&g.heap, m)
+		heap.Push(&s.ends, m)
+	}
+	s.armEnd()
+	if m.busy {
+		return // the call in flight schedules it when it returns
+	}
+	g := s.grantor(m.Grantor)
+	due, ok := s.nextRenewal(g, m, now)
+	if !ok {
+		if m.dueIndex >= 0 {
+			heap.Remove(&g.queue, m.dueIndex)
+		}
+		return
+	}
+	m.due = due
+	if m.dueIndex >= 0 {
+		heap.Fix(&g.queue, m.dueIndex)
+	} else {
+		heap.Push(&g.queue, m)
 	}
 	s.arm(g)
 }
 
+// nextRenewal is when a client lease should next be renewed; ok is false
+// when it needs no renewal: its lease already reaches its desired
+// expiration, or the next retry would come after its actual expiration.
+func (s *Service) nextRenewal(g *grantorQueue, m *member, now int64) (int64, bool) {
+	if m.Desired <= m.Expiration {
+		return 0, false
+	}
+	if m.failures > 0 {
+		backoff := min(s.cfg.Retry<<min(m.failures-1, 20), s.cfg.MaxRetry)
+		at := now + backoff.Milliseconds()
+		return at, at < m.Expiration
+	}
+	margin := (s.cfg.SafetyMargin + 2*g.rtt).Milliseconds()
+	if m.period > 0 {
+		margin = min(margin, m.period/2)
+	}
+	return m.Expiration - margin, true
+}
+
+func (s *Service) grantor(url string) *grantorQueue {
+	key := normalizeGrantor(url)
+	g := s.grantors[key]
+	if g == nil {
+		g = &grantorQueue{url: key}
+		s.grantors[key] = g
+	}
+	return g
+}
+
+// unschedule takes a client lease out of both queues; the caller holds
+// mu. The timers stay: one that finds nothing due re-arms for what is.
 func (s *Service) unschedule(m *member) {
-	g := s.grantors[normalizeGrantor(m.Grantor)]
-	if g != nil && m.index >= 0 {
-		heap.Remove(&g.heap, m.index)
+	if g := s.grantors[normalizeGrantor(m.Grantor)]; g != nil && m.dueIndex >= 0 {
+		heap.Remove(&g.queue, m.dueIndex)
+		s.dropIdle(g)
+	}
+	if m.endIndex >= 0 {
+		heap.Remove(&s.ends, m.endIndex)
 	}
 }
 
-// arm sets the grantor's timer for its earliest due lease.
-func (s *Service) arm(g *grantorQueue) {
-	if s.closed || g.busy || len(g.heap) == 0 {
-		return
-	}
-	at := g.heap[0].due
-	if g.timer != nil && g.at == at {
+// dropIdle forgets a grantor with nothing queued and no call in flight,
+// so grantors come and go with their leases; the caller holds mu.
+func (s *Service) dropIdle(g *grantorQueue) {
+	if len(g.queue) > 0 || g.busy {
 		return
 	}
 	if g.timer != nil {
 		g.timer.Stop()
+		g.timer, g.at = nil, 0
 	}
-	g.at = at
-	wait := time.Duration(max(0, at-s.now())) * time.Millisecond
-	g.timer = s.run.AfterFunc(wait, func() { s.fire(g) })
+	delete(s.grantors, g.url)
 }
 
-// fire handles a grantor's due leases: those past their desired
-// expiration leave, those expired fail, and the rest due within the batch
-// window are renewed in one call.
+// arm sets the grantor's timer for its earliest due lease; the caller
+// holds mu.
+func (s *Service) arm(g *grantorQueue) {
+	if s.closed || g.busy || len(g.queue) == 0 {
+		return
+	}
+	g.timer, g.at = s.rearm(g.timer, g.at, g.queue[0].due, func() { s.fire(g) })
+}
+
+// armEnd sets the end timer for the earliest end; the caller holds mu.
+func (s *Service) armEnd() {
+	if s.closed || len(s.ends) == 0 {
+		return
+	}
+	s.endTimer, s.endAt = s.rearm(s.endTimer, s.endAt, s.ends[0].end, s.fireEnds)
+}
+
+// rearm moves a timer armed for when (nil: none) to at; no timer at all
+// when at is out of a timer's reach.
+func (s *Service) rearm(t clock.Timer, when, at int64, f func()) (clock.Timer, int64) {
+	if t != nil && when == at {
+		return t, when
+	}
+	if t != nil {
+		t.Stop()
+	}
+	wait, ok := clock.UntilMilli(s.now(), at)
+	if !ok {
+		return nil, 0
+	}
+	return s.run.AfterFunc(wait, f), at
+}
+
+// fire starts a renewal call for the grantor's due leases: the earliest,
+// and every other due within the batch window.
 func (s *Service) fire(g *grantorQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g.timer, g.at = nil, 0
+	if s.closed || g.busy {
+		return
+	}
+	now := s.now()
+	if len(g.queue) == 0 || g.queue[0].due > now {
+		s.arm(g) // fired early, or what it was set for has gone
+		return
+	}
 	var batch []*member
+	for len(g.queue) > 0 && g.queue[0].due <= now+s.cfg.BatchWindow.Milliseconds() {
+		m := heap.Pop(&g.queue).(*member)
+		m.busy = true
+		batch = append(batch, m)
+	}
+	g.busy = true
+	s.renew(g, batch, now)
+}
+
+// fireEnds takes the client leases whose end has come out of their sets:
+// with a renewal failure event when the lease expired before its desired
+// expiration, silently when it reached it.
+func (s *Service) fireEnds() {
+	s.mu.Lock()
+	s.endTimer, s.endAt = nil, 0
+	due := !s.closed && len(s.ends) > 0 && s.ends[0].end <= s.now()
+	if !due {
+		s.armEnd()
+	}
+	s.mu.Unlock()
+	if !due {
+		return // no transaction for nothing
+	}
 	var evs []event.Delivery
-	var now int64
 	// The store's lock first, then mu, as everywhere.
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		g.timer, g.at = nil, 0
-		if s.closed || g.busy {
-			return nil
-		}
-		now = s.now()
-		for len(g.heap) > 0 && g.heap[0].due <= now+s.cfg.BatchWindow.Milliseconds() {
-			m := g.heap[0]
-			st := s.sets[m.Set]
-			switch {
-			case m.Desired <= now || m.Expiration <= now:
-				heap.Pop(&g.heap)
-				evs = append(evs, s.drop(tx, st, m, m.LastErr, now)...)
-			case m.due > now && len(batch) == 0:
-				// The earliest is not due yet (the timer fired early).
-				return nil
-			case m.Desired <= m.Expiration:
-				if m.due > now {
-					return nil
-				}
-				heap.Pop(&g.heap)
-				evs = append(evs, s.drop(tx, st, m, nil, now)...)
-			default:
-				heap.Pop(&g.heap)
-				m.busy = true
-				batch = append(batch, m)
-			}
+		now := s.now()
+		for len(s.ends) > 0 && s.ends[0].end <= now {
+			m := s.ends[0]
+			evs = append(evs, s.drop(tx, s.sets[m.Set], m, m.LastErr, now)...)
 		}
 		return nil
 	})
 	if err != nil {
-		s.log.Error("renewal bookkeeping", "grantor", g.url, "err", err)
+		s.log.Error("taking ended client leases out of their sets", "err", err)
 	}
 	s.mu.Lock()
-	if len(batch) > 0 {
-		g.busy = true
-	} else {
-		s.arm(g)
-	}
+	s.armEnd()
 	s.mu.Unlock()
 	s.send(evs)
-	if len(batch) > 0 {
-		s.renew(g, batch, now)
-	}
 }
 
 // drop takes a client lease out of its set; if it ended before its desired
-// expiration, with a renewal failure event. The caller holds mu, in tx.
+// expiration, with a renewal failure event carrying cause (the last
+// recorded failure, if any). The caller holds mu, in tx.
 func (s *Service) drop(tx *store.Tx, st *set, m *member, cause *fault.Error, now int64) []event.Delivery {
 	if err := tx.Delete(leasesBucket, m.key()); err != nil {
 		s.log.Error("dropping a client lease", "lease", m.ID, "err", err)
 	}
 	s.forget(st, m)
 	if m.Expiration <= now && m.Expiration < m.Desired {
-		ev := s.failureEvent(st, m, cause)
-		if err := tx.Put(setsBucket, st.ID, st); err != nil {
-			s.log.Error("storing a set's sequence number", "set", st.ID, "err", err)
-		}
-		return []event.Delivery{ev}
+		return s.failed(tx, st, m, cause, now)
 	}
 	return nil
+}
+
+// failed builds a client lease's renewal failure event and stores the
+// set's sequence number it took.
+func (s *Service) failed(tx *store.Tx, st *set, m *member, cause *fault.Error, now int64) []event.Delivery {
+	ev := s.failureEvent(st, m, cause, now)
+	if err := tx.Put(setsBucket, st.ID, st); err != nil {
+		s.log.Error("storing a set's sequence number", "set", st.ID, "err", err)
+	}
+	return []event.Delivery{ev}
 }
 
 func (s *Service) forget(st *set, m *member) {
 	s.unschedule(m)
 	delete(st.members, m.key())
 	delete(s.members, m.key())
-	m.index = -1
 }
 
-// renew makes one renewAll call and records what it answered.
+// renew makes one renewAll call, in its own goroutine so that a hung
+// grantor holds up nothing else, and records what it answered. The
+// caller holds mu.
 func (s *Service) renew(g *grantorQueue, batch []*member, now int64) {
 	rs := make([]lease.Renewal, len(batch))
 	for i, m := range batch {
@@ -848,70 +982,70 @@ func (s *Service) renew(g *grantorQueue, batch []*member, now int64) {
 		}
 		rs[i] = lease.Renewal{ID: m.ID, Duration: d}
 	}
-	s.run.Go(func() {
-		start := s.clock.Now()
-		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-		results, err := s.cfg.Renewer.RenewAll(ctx, batch[0].Grantor, rs)
-		cancel()
-		rtt := s.clock.Now().Sub(start)
-		var evs []event.Delivery
-		uerr := s.cfg.Store.Update(func(tx *store.Tx) error {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if err == nil {
-				g.rtt = (3*g.rtt + rtt) / 4
-			}
-			done := s.now()
-			for i, m := range batch {
-				m.busy = false
-				st := s.sets[m.Set]
-				if st == nil || st.members[m.key()] != m {
-					continue // removed meanwhile
-				}
-				switch {
-				case err != nil || i >= len(results):
-					m.failures++
-					m.LastErr = &fault.Error{Code: fault.Internal, Message: errString(err, "no result for this lease")}
-				case results[i].Err == nil:
-					m.period = results[i].Expiration - done
-					m.Expiration, m.LastErr, m.failures = results[i].Expiration, nil, 0
-					if err := tx.Put(leasesBucket, m.key(), m); err != nil {
-						return err
-					}
-				case definite(results[i].Err.Code):
-					m.Expiration = min(m.Expiration, done) // it will not be renewed: ended for the set
-					evs = append(evs, s.dropDefinite(tx, st, m, results[i].Err)...)
-					continue
-				default:
-					m.failures++
-					m.LastErr = results[i].Err
-				}
-				s.schedule(m, done)
-			}
-			return nil
-		})
-		if uerr != nil {
-			s.log.Error("recording renewals", "grantor", g.url, "err", uerr)
-		}
-		s.mu.Lock()
-		g.busy = false
-		s.arm(g)
-		s.mu.Unlock()
-		s.send(evs)
-	})
+	grantorURL := batch[0].Grantor
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Add(-1)
+		s.run.Go(func() { s.call(g, grantorURL, batch, rs) }) // false once closed: nothing more to do
+	}()
 }
 
-// dropDefinite ends a client lease its grantor refused for good.
-func (s *Service) dropDefinite(tx *store.Tx, st *set, m *member, cause *fault.Error) []event.Delivery {
-	if err := tx.Delete(leasesBucket, m.key()); err != nil {
-		s.log.Error("dropping a client lease", "lease", m.ID, "err", err)
+func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs []lease.Renewal) {
+	start := s.clock.Now()
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	results, err := s.cfg.Renewer.RenewAll(ctx, grantorURL, rs)
+	cancel()
+	rtt := s.clock.Now().Sub(start)
+	var evs []event.Delivery
+	uerr := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err == nil {
+			g.rtt = (3*g.rtt + rtt) / 4
+		}
+		done := s.now()
+		for i, m := range batch {
+			m.busy = false
+			st := s.sets[m.Set]
+			if st == nil || st.members[m.key()] != m {
+				continue // removed, or ended, meanwhile
+			}
+			switch {
+			case err != nil || i >= len(results):
+				m.failures++
+				m.LastErr = &fault.Error{Code: fault.Internal, Message: errString(err, "no result for this lease")}
+			case results[i].Err == nil:
+				m.period = results[i].Expiration - done
+				m.Expiration, m.LastErr, m.failures = results[i].Expiration, nil, 0
+			case definite(results[i].Err.Code):
+				// It will not be renewed: out of the set now, its
+				// expiration the last one recorded (LR.2).
+				if err := tx.Delete(leasesBucket, m.key()); err != nil {
+					return err
+				}
+				s.forget(st, m)
+				evs = append(evs, s.failed(tx, st, m, results[i].Err, done)...)
+				continue
+			default:
+				m.failures++
+				m.LastErr = results[i].Err
+			}
+			if err := tx.Put(leasesBucket, m.key(), m); err != nil {
+				return err
+			}
+			s.schedule(m, done)
+		}
+		return nil
+	})
+	if uerr != nil {
+		s.log.Error("recording renewals", "grantor", g.url, "err", uerr)
 	}
-	s.forget(st, m)
-	ev := s.failureEvent(st, m, cause)
-	if err := tx.Put(setsBucket, st.ID, st); err != nil {
-		s.log.Error("storing a set's sequence number", "set", st.ID, "err", err)
-	}
-	return []event.Delivery{ev}
+	s.mu.Lock()
+	g.busy = false
+	s.arm(g)
+	s.dropIdle(g)
+	s.mu.Unlock()
+	s.send(evs)
 }
 
 // definite tells failures that retrying cannot mend.
@@ -937,25 +1071,48 @@ func saturatingAdd(now, d int64) int64 {
 	return now + d
 }
 
-// memberHeap orders client leases by due time.
-type memberHeap []*member
+// dueQueue orders a grantor's client leases by due time.
+type dueQueue []*member
 
-func (h memberHeap) Len() int           { return len(h) }
-func (h memberHeap) Less(i, j int) bool { return h[i].due < h[j].due }
-func (h memberHeap) Swap(i, j int) {
+func (h dueQueue) Len() int           { return len(h) }
+func (h dueQueue) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h dueQueue) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].dueIndex, h[j].dueIndex = i, j
 }
-func (h *memberHeap) Push(x any) {
+func (h *dueQueue) Push(x any) {
 	m := x.(*member)
-	m.index = len(*h)
+	m.dueIndex = len(*h)
 	*h = append(*h, m)
 }
-func (h *memberHeap) Pop() any {
+func (h *dueQueue) Pop() any {
 	old := *h
 	m := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	m.index = -1
+	m.dueIndex = -1
+	return m
+}
+
+// endQueue orders every client lease by the time it leaves its set.
+type endQueue []*member
+
+func (h endQueue) Len() int           { return len(h) }
+func (h endQueue) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h endQueue) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].endIndex, h[j].endIndex = i, j
+}
+func (h *endQueue) Push(x any) {
+	m := x.(*member)
+	m.endIndex = len(*h)
+	*h = append(*h, m)
+}
+func (h *endQueue) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	m.endIndex = -1
 	return m
 }

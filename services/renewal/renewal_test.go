@@ -6,7 +6,9 @@ package renewal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -37,6 +39,16 @@ type fakeGrantors struct {
 	down  map[string]bool   // grantor → unreachable
 	max   int64             // the most a renewal grants
 	calls []call
+	// hold makes calls to a grantor wait until it is closed (or the
+	// call's context ends): a hung grantor.
+	hold    map[string]chan struct{}
+	waiting int // calls waiting in hold
+}
+
+func (f *fakeGrantors) hanging() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting
 }
 
 type call struct {
@@ -45,11 +57,24 @@ type call struct {
 	rs      []lease.Renewal
 }
 
-func (f *fakeGrantors) RenewAll(_ context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
+func (f *fakeGrantors) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clk.Now().UnixMilli()
 	f.calls = append(f.calls, call{grantor, now, slices.Clone(rs)})
+	if hold := f.hold[grantor]; hold != nil {
+		f.waiting++
+		f.mu.Unlock()
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+		f.mu.Lock()
+		f.waiting--
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
 	if f.down[grantor] {
 		return nil, errors.New("connection refused")
 	}
@@ -67,8 +92,12 @@ func (f *fakeGrantors) RenewAll(_ context.Context, grantor string, rs []lease.Re
 			if d == lease.Any || d == lease.Forever || d > f.max {
 				d = f.max
 			}
-			f.exp[r.ID] = now + d
-			out[i].Expiration = now + d
+			exp := now + d
+			if d >= lease.Never-now {
+				exp = lease.Never
+			}
+			f.exp[r.ID] = exp
+			out[i].Expiration = exp
 		}
 	}
 	return out, nil
@@ -149,6 +178,25 @@ func (r *rig) close() {
 
 func (r *rig) now() int64 { return r.clk.Now().UnixMilli() }
 
+// advance moves the fake clock, letting each renewal call a timer starts
+// finish (and set its own timers) before the clock moves on; calls to a
+// grantor the test holds (hang) are not waited for.
+func (r *rig) advance(d time.Duration) {
+	r.t.Helper()
+	r.clk.AdvanceSettling(d, r.settle)
+}
+
+func (r *rig) settle() {
+	deadline := time.Now().Add(5 * time.Second)
+	for r.s != nil && r.s.inflight.Load() > int64(r.fake.hanging()) {
+		if time.Now().After(deadline) {
+			r.t.Errorf("renewal calls still in flight after 5 s")
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 func (r *rig) create(d int64) Created {
 	r.t.Helper()
 	c, err := r.s.Create(d)
@@ -163,6 +211,18 @@ func (r *rig) clientLease(grantor, id string, d time.Duration) ClientLease {
 	exp := r.now() + d.Milliseconds()
 	r.fake.set(func() { r.fake.exp[id] = exp })
 	return ClientLease{Grantor: grantor, ID: id, Expiration: exp}
+}
+
+// noTimerWithin fails if the service armed a timer due within d, but for
+// the set leases' own expiration (a day at most).
+func (r *rig) noTimerWithin(d time.Duration) {
+	r.t.Helper()
+	limit := r.clk.Now().Add(d)
+	for _, at := range r.clk.Pending() {
+		if !at.After(limit) {
+			r.t.Fatalf("a timer is armed for %v from now, with nothing due", at.Sub(r.clk.Now()))
+		}
+	}
 }
 
 func (r *rig) event() event.Delivery {
@@ -316,7 +376,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := r.event()
-			if e.Event.Type != FailureEvent || e.Event.EventID != FailureEventID || e.Event.Fields["lease"].(ClientLease).ID != "old" {
+			if e.Event.Type != FailureEvent || e.Event.EventID != FailureEventID || e.Event.Fields["lease"].(EventLease).ID != "old" {
 				t.Fatalf("event %+v", e.Event)
 			}
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
@@ -327,11 +387,11 @@ func TestConformance(t *testing.T) {
 		{"renew/a-safety-margin-before-expiration", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
-			r.clk.Advance(time.Minute - margin - time.Millisecond)
+			r.advance(time.Minute - margin - time.Millisecond)
 			if n := len(r.fake.callsTo(g1)); n != 0 {
 				t.Fatalf("%d calls before the margin", n)
 			}
-			r.clk.Advance(time.Millisecond)
+			r.advance(time.Millisecond)
 			if n := len(r.fake.callsTo(g1)); n != 1 {
 				t.Fatalf("%d calls at the margin", n)
 			}
@@ -339,7 +399,7 @@ func TestConformance(t *testing.T) {
 		{"renew/for-the-renew-duration-capped-by-what-is-left-of-desired", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 75_000, 40_000)
-			r.clk.Advance(50 * time.Second) // renewed for 40 s (25 s left of desired > 40 s? no: 25 s)
+			r.advance(50 * time.Second) // renewed for 40 s (25 s left of desired > 40 s? no: 25 s)
 			calls := r.fake.callsTo(g1)
 			if len(calls) != 1 || calls[0].rs[0].Duration != 25_000 {
 				t.Fatalf("calls %+v", calls)
@@ -349,7 +409,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 30*time.Second), 45_000, 60_000)
-			r.clk.Advance(time.Minute)
+			r.advance(time.Minute)
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
 				t.Fatalf("still in the set: %v", ls)
 			}
@@ -360,7 +420,7 @@ func TestConformance(t *testing.T) {
 			for i, d := range []time.Duration{60 * time.Second, 61 * time.Second, 62 * time.Second} {
 				r.s.RenewFor(c.ID, r.clientLease(g1, string(rune('a'+i)), d), lease.Forever, 60_000)
 			}
-			r.clk.Advance(51 * time.Second)
+			r.advance(51 * time.Second)
 			calls := r.fake.callsTo(g1)
 			if len(calls) != 1 || len(calls[0].rs) != 3 {
 				t.Fatalf("calls %+v, want one with 3 leases", calls)
@@ -370,7 +430,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 60*time.Second), lease.Forever, 60_000)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "b", 90*time.Second), lease.Forever, 60_000)
-			r.clk.Advance(81 * time.Second)
+			r.advance(81 * time.Second)
 			if calls := r.fake.callsTo(g1); len(calls) != 2 || len(calls[0].rs) != 1 {
 				t.Fatalf("calls %+v", calls)
 			}
@@ -379,7 +439,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.s.RenewFor(c.ID, r.clientLease(g2, "b", time.Minute), lease.Forever, 60_000)
-			r.clk.Advance(51 * time.Second)
+			r.advance(51 * time.Second)
 			if len(r.fake.callsTo(g1)) != 1 || len(r.fake.callsTo(g2)) != 1 {
 				t.Fatalf("calls %+v", r.fake.calls)
 			}
@@ -387,11 +447,11 @@ func TestConformance(t *testing.T) {
 		{"renew/margin-at-most-half-the-period", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 4*time.Second), lease.Forever, 4000)
-			r.clk.Advance(2*time.Second - time.Millisecond)
+			r.advance(2*time.Second - time.Millisecond)
 			if n := len(r.fake.callsTo(g1)); n != 0 {
 				t.Fatal("renewed before half its period")
 			}
-			r.clk.Advance(time.Millisecond)
+			r.advance(time.Millisecond)
 			if n := len(r.fake.callsTo(g1)); n != 1 {
 				t.Fatal("not renewed at half its period")
 			}
@@ -400,7 +460,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			for range 60 { // an hour, a minute at a time
-				r.clk.Advance(time.Minute)
+				r.advance(time.Minute)
 			}
 			ls, _ := r.s.Leases(c.ID)
 			if len(ls) != 1 || ls[0].Expiration <= r.now() {
@@ -412,9 +472,9 @@ func TestConformance(t *testing.T) {
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.down[g1] = true })
-			r.clk.Advance(55 * time.Second)
+			r.advance(55 * time.Second)
 			r.fake.set(func() { r.fake.down[g1] = false })
-			r.clk.Advance(4 * time.Second)
+			r.advance(4 * time.Second)
 			ls, _ := r.s.Leases(c.ID)
 			if len(ls) != 1 || ls[0].Expiration <= r.now()+30_000 || len(r.fake.callsTo(g1)) < 3 {
 				t.Fatalf("leases %+v after %d calls", ls, len(r.fake.callsTo(g1)))
@@ -426,7 +486,7 @@ func TestConformance(t *testing.T) {
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "fail" })
-			r.clk.Advance(time.Minute)
+			r.advance(time.Minute)
 			e := r.event()
 			if e.Event.Type != FailureEvent || e.Event.Fields["error"].(*fault.Error).Message != "try later" {
 				t.Fatalf("event %+v", e.Event.Fields)
@@ -438,7 +498,7 @@ func TestConformance(t *testing.T) {
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
-			r.clk.Advance(51 * time.Second)
+			r.advance(51 * time.Second)
 			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.UnknownLease {
 				t.Fatalf("event %+v", e.Event.Fields)
 			}
@@ -451,13 +511,151 @@ func TestConformance(t *testing.T) {
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "denied" })
-			r.clk.Advance(2 * time.Minute)
+			r.advance(2 * time.Minute)
 			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.LeaseDenied || e.Event.SeqNum != 1 {
 				t.Fatalf("event %+v", e.Event)
 			}
 			r.noEvent()
 			if n := len(r.fake.callsTo(g1)); n != 1 {
 				t.Fatalf("%d calls after a denial", n)
+			}
+		}},
+		// nothing due, no timer (issue 13.1)
+		{"renew/FOREVER-lease-arms-no-timer", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever) // the set's lease: a day at most
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "f", Expiration: lease.Never}, lease.Forever, 60_000)
+			r.noTimerWithin(time.Hour)
+			r.advance(time.Hour)
+			if n := len(r.fake.callsTo(g1)); n != 0 {
+				t.Fatalf("%d renewal calls for a FOREVER lease", n)
+			}
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
+				t.Fatalf("leases %+v", ls)
+			}
+			r.close()
+			r.open() // and after a restart
+			r.noTimerWithin(time.Hour)
+		}},
+		{"renew/renewed-to-FOREVER-arms-no-timer", func(t *testing.T, r *rig) {
+			r.fake.set(func() { r.fake.max = lease.Forever })
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, lease.Forever)
+			r.advance(time.Minute) // renewed once, for ever
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 || ls[0].Expiration != lease.Never {
+				t.Fatalf("leases %+v", ls)
+			}
+			r.noTimerWithin(time.Hour)
+		}},
+		{"renew/FOREVER-lease-with-a-desired-end-leaves-then", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "f", Expiration: lease.Never}, 60_000, 60_000)
+			r.advance(time.Minute - time.Millisecond)
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
+				t.Fatal("left before its desired expiration")
+			}
+			r.advance(time.Millisecond)
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatal("kept past its desired expiration")
+			}
+			r.noEvent()
+			r.noTimerWithin(time.Hour)
+		}},
+		// a hung grantor holds up nothing (issue 13.3)
+		{"renew/hung-call-lease-leaves-at-its-expiration-with-event", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			l := r.clientLease(g1, "a", time.Minute)
+			r.s.RenewFor(c.ID, l, lease.Forever, 60_000)
+			hold := make(chan struct{})
+			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
+			r.advance(50 * time.Second) // the renewal call starts and hangs
+			if n := len(r.fake.callsTo(g1)); n != 1 {
+				t.Fatalf("%d calls", n)
+			}
+			r.advance(10*time.Second - time.Millisecond)
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
+				t.Fatalf("left before its expiration: %+v", ls)
+			}
+			r.noEvent()
+			r.advance(time.Millisecond) // its actual expiration
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatalf("still listed at its expiration: %+v", ls)
+			}
+			e := r.event()
+			el := e.Event.Fields["lease"].(EventLease)
+			if e.Event.Type != FailureEvent || el.ID != "a" || el.Expiration != l.Expiration || el.Remaining != 0 || e.Event.Fields["error"] != nil {
+				t.Fatalf("event %+v", e.Event)
+			}
+			close(hold) // the call returns late: it changes nothing
+			r.settle()
+			r.noEvent()
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
+				t.Fatalf("back after the late answer: %+v", ls)
+			}
+		}},
+		{"renew/hung-call-other-leases-of-that-grantor-leave-on-time", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			b := r.clientLease(g1, "b", 70*time.Second) // due at 60 s, while the call for a hangs
+			r.s.RenewFor(c.ID, b, lease.Forever, 60_000)
+			r.s.RenewFor(c.ID, r.clientLease(g2, "c", time.Minute), lease.Forever, 60_000)
+			hold := make(chan struct{})
+			defer close(hold)
+			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
+			r.advance(60 * time.Second)
+			if e := r.event(); e.Event.Fields["lease"].(EventLease).ID != "a" {
+				t.Fatalf("first event %+v", e.Event)
+			}
+			r.advance(10 * time.Second)
+			e := r.event()
+			if el := e.Event.Fields["lease"].(EventLease); el.ID != "b" || el.Expiration != b.Expiration || e.Event.SeqNum != 2 {
+				t.Fatalf("second event %+v", e.Event)
+			}
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].ID != "c" || ls[0].Expiration <= r.now() {
+				t.Fatalf("another grantor's lease not renewed meanwhile: %+v", ls)
+			}
+		}},
+		// the lease in a failure event (issue 13.4)
+		{"events/failure-lease-carries-the-original-expiration", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			l := r.clientLease(g1, "a", time.Minute)
+			r.s.RenewFor(c.ID, l, lease.Forever, 60_000)
+			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
+			r.advance(50 * time.Second)
+			e := r.event()
+			el := e.Event.Fields["lease"].(EventLease)
+			if el.Expiration != l.Expiration || el.Remaining != 10_000 || el.Grantor != g1 {
+				t.Fatalf("event lease %+v, want expiration %d (the original) and 10000 remaining", el, l.Expiration)
+			}
+		}},
+		{"events/failure-lease-carries-the-last-renewal", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.advance(50 * time.Second) // renewed: now + 60 s
+			renewed := r.now() + 60_000
+			r.fake.set(func() { r.fake.mode["a"] = "denied" })
+			r.advance(50 * time.Second)
+			el := r.event().Event.Fields["lease"].(EventLease)
+			if el.Expiration != renewed || el.Remaining != renewed-r.now() {
+				t.Fatalf("event lease %+v, want expiration %d (the last renewal)", el, renewed)
+			}
+		}},
+		{"events/failure-lease-JSON-has-remaining", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x", Expiration: r.now() - 1}, 60_000, 1000)
+			b, err := json.Marshal(r.event().Event.Fields["lease"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf(`{"grantor":%q,"id":"x","expiration":%d,"remaining":0}`, g1, r.now()-1)
+			if string(b) != want {
+				t.Fatalf("lease JSON %s, want %s", b, want)
 			}
 		}},
 		// remove, getLeases
@@ -468,7 +666,7 @@ func TestConformance(t *testing.T) {
 			if err != nil || got == nil || got.ID != "a" {
 				t.Fatalf("Remove: %v, %v", got, err)
 			}
-			r.clk.Advance(2 * time.Minute)
+			r.advance(2 * time.Minute)
 			if n := len(r.fake.callsTo(g1)); n != 0 {
 				t.Fatalf("%d renewals after removal", n)
 			}
@@ -487,7 +685,7 @@ func TestConformance(t *testing.T) {
 			if ls[0].Expiration != l.Expiration {
 				t.Fatal("before any renewal: not the original expiration")
 			}
-			r.clk.Advance(50 * time.Second) // renewed now, for a minute
+			r.advance(50 * time.Second) // renewed now, for a minute
 			ls, _ = r.s.Leases(c.ID)
 			if ls[0].Expiration != r.now()+60_000 {
 				t.Fatalf("after a renewal: %d", ls[0].Expiration-r.now())
@@ -520,20 +718,20 @@ func TestConformance(t *testing.T) {
 		{"warning/once-minWarning-before-the-set-expires", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			r.s.SetWarningListener(c.ID, "http://l/", 10_000, []byte("hb"))
-			r.clk.Advance(50*time.Second - time.Millisecond)
+			r.advance(50*time.Second - time.Millisecond)
 			r.noEvent()
-			r.clk.Advance(time.Millisecond)
+			r.advance(time.Millisecond)
 			e := r.event()
 			if e.Event.Type != WarningEvent || e.Event.EventID != WarningEventID || string(e.Event.Handback) != "hb" || e.Event.Source.ID != c.ID {
 				t.Fatalf("event %+v", e.Event)
 			}
-			r.clk.Advance(5 * time.Second)
+			r.advance(5 * time.Second)
 			r.noEvent()
 		}},
 		{"warning/at-once-when-already-inside-the-window", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			r.s.SetWarningListener(c.ID, "http://l/", 120_000, nil)
-			r.clk.Advance(0)
+			r.advance(0)
 			if e := r.event(); e.Event.Type != WarningEvent {
 				t.Fatalf("event %+v", e.Event)
 			}
@@ -541,14 +739,14 @@ func TestConformance(t *testing.T) {
 		{"warning/again-after-the-set-lease-is-renewed", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
-			r.clk.Advance(50 * time.Second)
+			r.advance(50 * time.Second)
 			r.event()
 			if _, err := r.g.Renew(c.Lease.ID, 60_000); err != nil {
 				t.Fatal(err)
 			}
-			r.clk.Advance(50*time.Second - time.Millisecond)
+			r.advance(50*time.Second - time.Millisecond)
 			r.noEvent()
-			r.clk.Advance(time.Millisecond)
+			r.advance(time.Millisecond)
 			if e := r.event(); e.Event.SeqNum != 2 {
 				t.Fatalf("second warning seq %d", e.Event.SeqNum)
 			}
@@ -569,6 +767,31 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("second %+v", e)
 			}
 		}},
+		{"listeners/refusal-by-a-replaced-listener-keeps-its-replacement", func(t *testing.T, r *rig) {
+			for _, o := range []event.Outcome{event.UnknownEvent, event.Definite} {
+				c := r.create(lease.Forever)
+				r.s.SetFailureListener(c.ID, "http://l1/", nil)
+				r.s.SetWarningListener(c.ID, "http://w1/", lease.Forever, nil) // inside the window: at once
+				r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1-" + c.ID, Expiration: r.now() - 1}, 60_000, 1000)
+				old := r.event()
+				r.advance(0)
+				oldWarning := r.event()
+				r.s.SetFailureListener(c.ID, "http://l2/", nil)
+				r.s.SetWarningListener(c.ID, "http://w2/", 1000, nil)
+				old.Done(o, errors.New("refused"))
+				oldWarning.Done(o, errors.New("refused"))
+				info, err := r.s.Get(c.ID)
+				if err != nil || info.Failure == nil || info.Failure.URL != "http://l2/" || info.Warning == nil || info.Warning.URL != "http://w2/" {
+					t.Fatalf("%v from replaced listeners cleared their replacements: %+v, %v", o, info, err)
+				}
+				// The replacement's own refusal clears it.
+				r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x2-" + c.ID, Expiration: r.now() - 1}, 60_000, 1000)
+				r.event().Done(o, errors.New("refused"))
+				if info, _ := r.s.Get(c.ID); info.Failure != nil || info.Warning == nil {
+					t.Fatalf("%v from the current failure listener: %+v", o, info)
+				}
+			}
+		}},
 		{"listeners/clear-without-registration-is-fine", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			if err := r.s.ClearWarningListener(c.ID); err != nil {
@@ -582,14 +805,14 @@ func TestConformance(t *testing.T) {
 			c := r.create(60_000)
 			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
 			r.s.ClearWarningListener(c.ID)
-			r.clk.Advance(55 * time.Second)
+			r.advance(55 * time.Second)
 			r.noEvent()
 		}},
 		{"listeners/UnknownEvent-clears-only-that-registration", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			r.s.SetFailureListener(c.ID, "http://f/", nil)
 			r.s.SetWarningListener(c.ID, "http://w/", 120_000, nil)
-			r.clk.Advance(0)
+			r.advance(0)
 			e := r.event()
 			e.Done(event.UnknownEvent, errors.New("UnknownEvent"))
 			info, err := r.s.Get(c.ID)
@@ -604,11 +827,11 @@ func TestConformance(t *testing.T) {
 		{"set/lease-end-destroys-the-set-not-the-leases", func(t *testing.T, r *rig) {
 			c := r.create(30_000)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Hour), lease.Forever, 60_000)
-			r.clk.Advance(31 * time.Second)
+			r.advance(31 * time.Second)
 			if _, err := r.s.Leases(c.ID); codeOf(err) != fault.NoSuchObject {
 				t.Fatalf("set after its lease ended: %v", err)
 			}
-			r.clk.Advance(2 * time.Hour)
+			r.advance(2 * time.Hour)
 			if n := len(r.fake.callsTo(g1)); n != 0 {
 				t.Fatalf("%d renewals for a destroyed set", n)
 			}
@@ -627,9 +850,9 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.close()
-			r.clk.Advance(55 * time.Second) // down across its renewal time, back before it expires
+			r.advance(55 * time.Second) // down across its renewal time, back before it expires
 			r.open()
-			r.clk.Advance(0)
+			r.advance(0)
 			if calls := r.fake.callsTo(g1); len(calls) != 1 || calls[0].at != r.now() {
 				t.Fatalf("calls %+v", calls)
 			}
