@@ -113,8 +113,7 @@ func TestCrashSafety(t *testing.T) {
 		}()
 		wait, _ := rand.Int(rand.Reader, big.NewInt(250))
 		time.Sleep(time.Duration(50+wait.Int64()) * time.Millisecond)
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
+		d.kill()
 		close(stop)
 		wg.Wait()
 	}

@@ -25,11 +25,17 @@ type daemonProc struct {
 	api  string
 	logs *strings.Builder
 	mu   *sync.Mutex
+	// exited is closed once the process has exited and been waited for
+	// (by the goroutine reading its log, after the last line); err is
+	// then how it ended.
+	exited chan struct{}
+	err    error
 }
 
 // startDaemon runs jinid daemon on a loopback port with its store in dir
-// and waits until it serves.
-func startDaemon(t *testing.T, bin, dir string, args ...string) *daemonProc {
+// and waits until it serves. A daemon the test leaves running is killed
+// when it ends.
+func startDaemon(t testing.TB, bin, dir string, args ...string) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -39,7 +45,8 @@ func startDaemon(t *testing.T, bin, dir string, args ...string) *daemonProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}}
+	d := &daemonProc{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
+	t.Cleanup(d.kill)
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -49,20 +56,23 @@ func startDaemon(t *testing.T, bin, dir string, args ...string) *daemonProc {
 			d.logs.WriteString(sc.Text() + "\n")
 			d.mu.Unlock()
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+				select {
+				case found <- m[1]:
+				default:
+				}
 			}
 		}
-		close(found)
+		// Wait only once the log is read to its end: Wait closes the pipe.
+		d.err = cmd.Wait()
+		close(d.exited)
 	}()
 	select {
-	case api, ok := <-found:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("daemon exited before serving:\n%s", d.log())
-		}
+	case api := <-found:
 		d.api = api
+	case <-d.exited:
+		t.Fatalf("daemon exited before serving (%v):\n%s", d.err, d.log())
 	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
+		d.kill()
 		t.Fatalf("daemon did not start:\n%s", d.log())
 	}
 	return d
@@ -74,18 +84,29 @@ func (d *daemonProc) log() string {
 	return d.logs.String()
 }
 
-func (d *daemonProc) stop(t *testing.T) {
-	d.cmd.Process.Signal(interruptSignal)
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
+// kill stops the daemon with SIGKILL (if it still runs) and waits for it.
+func (d *daemonProc) kill() {
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("daemon exit: %v\n%s", err, d.log())
+	case <-d.exited:
+		return
+	default:
+	}
+	d.cmd.Process.Kill()
+	<-d.exited
+}
+
+// stop asks the daemon to stop (SIGINT) and waits for it to exit cleanly.
+func (d *daemonProc) stop(t testing.TB) {
+	t.Helper()
+	d.cmd.Process.Signal(interruptSignal)
+	select {
+	case <-d.exited:
+		if d.err != nil {
+			t.Errorf("daemon exit: %v\n%s", d.err, d.log())
 		}
 	case <-time.After(15 * time.Second):
-		d.cmd.Process.Kill()
-		t.Errorf("daemon did not stop")
+		d.kill()
+		t.Errorf("daemon did not stop within 15 s:\n%s", d.log())
 	}
 }
 

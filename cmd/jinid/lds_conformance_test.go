@@ -947,7 +947,7 @@ func TestLDSCommands(t *testing.T) {
 	run("lds", "discard", id, lusInfo.ServiceID) // not in the set: nothing happens
 }
 
-func mustClient(t *testing.T, url string) *client.Client {
+func mustClient(t testing.TB, url string) *client.Client {
 	t.Helper()
 	c, err := client.New(url, nil)
 	if err != nil {

@@ -152,8 +152,7 @@ func TestMailboxCrash(t *testing.T) {
 	const kills = 20
 	for range kills {
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
-		d.cmd.Process.Kill()
-		d.cmd.Wait()
+		d.kill()
 		d = startDaemon(t, bin, dir, "--api-listen", addr)
 	}
 	time.Sleep(200 * time.Millisecond)

@@ -109,9 +109,14 @@ var built struct {
 
 func buildBinaryB(b *testing.B) string { return buildBinary(b) }
 
-// buildBinary builds the static jinid binary once per test run.
+// buildBinary builds the static jinid binary once per test run, or
+// returns JINID_TEST_BIN when set (to measure another build, such as an
+// earlier commit's, with the same benchmarks).
 func buildBinary(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv("JINID_TEST_BIN"); bin != "" {
+		return bin
+	}
 	built.Lock()
 	defer built.Unlock()
 	if built.path != "" {

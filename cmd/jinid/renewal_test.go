@@ -205,8 +205,7 @@ func TestRenewalCrash(t *testing.T) {
 	kills := 0
 	for time.Now().Before(deadline) {
 		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
-		renewer.cmd.Process.Kill()
-		renewer.cmd.Wait()
+		renewer.kill()
 		kills++
 		renewer = startDaemon(t, bin, dir, "--renewal-margin", "3s")
 		for _, id := range ids {

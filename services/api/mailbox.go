@@ -26,12 +26,13 @@ func (s *server) mailboxRoutes() []route {
 		{"GET /v1/mailbox/registrations/{id}/iterators/{it}/next", s.mailboxNext},
 		{"DELETE /v1/mailbox/registrations/{id}/iterators/{it}", s.mailboxCloseIterator},
 		{"POST /v1/mailbox/registrations/{id}/unknown-events", s.mailboxUnknown},
-		{"POST " + mailbox.ListenerPath + "{id}", s.mailboxNotify},
+		{"POST " + mailbox.ListenerPath + "{listener}", s.mailboxNotify},
 	}
 }
 
-func listenerURL(r *http.Request, id string) map[string]string {
-	return map[string]string{"url": "http://" + r.Host + mailbox.ListenerPath + id}
+// listenerURL is the URL of the mailbox listener named listener.
+func listenerURL(r *http.Request, listener string) map[string]string {
+	return map[string]string{"url": "http://" + r.Host + mailbox.ListenerPath + listener}
 }
 
 func (s *server) mailboxRegister(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +54,7 @@ func (s *server) mailboxRegister(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": reg.ID, "lease": s.leaseOf(r, reg.Lease), "listener": listenerURL(r, reg.ID)})
+	writeJSON(w, http.StatusOK, map[string]any{"id": reg.ID, "lease": s.leaseOf(r, reg.Lease), "listener": listenerURL(r, reg.Listener)})
 }
 
 func (s *server) mailboxGet(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +77,7 @@ func (s *server) mailboxGet(w http.ResponseWriter, r *http.Request) {
 	if unknown == nil {
 		unknown = []mailbox.Key{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": info.ID, "lease": s.leaseOf(r, rec), "listener": listenerURL(r, info.ID),
+	writeJSON(w, http.StatusOK, map[string]any{"id": info.ID, "lease": s.leaseOf(r, rec), "listener": listenerURL(r, info.Listener),
 		"pull": info.Pull, "target": target, "iterator": info.Iterator, "pending": info.Pending, "unknownEvents": unknown})
 }
 
@@ -191,7 +192,7 @@ func (s *server) mailboxNotify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fault.New(fault.InvalidArgument, "event larger than %d bytes", mailbox.MaxEventSize))
 		return
 	}
-	if err := svc.Notify(r.PathValue("id"), body); err != nil {
+	if err := svc.Notify(r.PathValue("listener"), body); err != nil {
 		if errors.Is(err, mailbox.ErrFull) {
 			// Indefinite: the generator retries later.
 			w.Header().Set("Retry-After", "1")

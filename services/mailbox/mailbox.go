@@ -16,6 +16,7 @@ package mailbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +46,16 @@ const LeaseKind = "mailbox.registration"
 const (
 	regBucket   = "mailbox.registrations"
 	eventPrefix = "mailbox.events."
+	metaBucket  = "mailbox.meta"
+	// endedBucket holds the iterators that were valid when their
+	// registration ended, so that closing one still succeeds once.
+	endedBucket = "mailbox.ended-iterators"
 )
+
+// maxEndedIterators bounds the iterators remembered after their
+// registration ended; the oldest are forgotten first (their close then
+// answers InvalidIterator).
+const maxEndedIterators = 10_000
 
 // ListenerPath is where a registration's mailbox listener is served:
 // ListenerPath + registration ID.
@@ -89,27 +101,60 @@ type Key struct {
 	EventID int64           `json:"eventID"`
 }
 
+// id is the key's identity: its source in canonical JSON (members in
+// sorted order, no insignificant space), so one source compares equal
+// however a generator orders its members (EM.7.1 compares sources, and
+// JSON objects are unordered), then its event ID.
 func (k Key) id() string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, k.Source) != nil {
-		buf.Write(k.Source)
+	return canonicalJSON(k.Source) + "#" + strconv.FormatInt(k.EventID, 10)
+}
+
+// canonicalJSON re-encodes a JSON value with object members sorted by
+// name; numbers keep their text. Text that is not JSON is kept as it is.
+func canonicalJSON(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
 	}
-	return fmt.Sprintf("%s#%d", buf.String(), k.EventID)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 type reg struct {
-	ID       string   `json:"id"`
-	Lease    string   `json:"lease"`
-	Pull     bool     `json:"pull"`
-	Target   string   `json:"target,omitempty"`
-	Unknown  []Key    `json:"unknown,omitempty"`
-	Iterator string   `json:"iterator,omitempty"`
+	ID    string `json:"id"`
+	Lease string `json:"lease"`
+	// Listener names the mailbox listener: ListenerPath + Listener. It
+	// differs from ID (holding the listener is no capability over the
+	// registration) and begins with the service's listener tag.
+	// Registrations stored before it existed use their ID.
+	Listener string `json:"listener,omitempty"`
+	Pull     bool   `json:"pull"`
+	Target   string `json:"target,omitempty"`
+	Unknown  []Key  `json:"unknown,omitempty"`
+	Iterator string `json:"iterator,omitempty"`
+	// Returned is the event the current iterator returned last and is
+	// not yet acknowledged: stored before the event is, so an iterator
+	// never returns an event twice, across restarts too (EM.7.1).
+	Returned uint64   `json:"returned,omitempty"`
 	NextSeq  uint64   `json:"nextSeq"`
 	pending  []queued // stored events, in order
 	unknown  map[string]bool
 	changed  chan struct{} // closed and replaced when an event arrives or state changes
 	pushing  bool
-	returned uint64 // seq the current iterator returned last, unacknowledged
+}
+
+// endedIterator is an iterator that was valid when its registration
+// ended.
+type endedIterator struct {
+	Reg string `json:"reg"`
+	At  int64  `json:"at"` // when the registration ended, ms
 }
 
 type queued struct {
@@ -134,10 +179,17 @@ type Service struct {
 	wg     sync.WaitGroup
 	commit chan *arrival
 
-	mu     sync.Mutex
-	regs   map[string]*reg
-	total  int
-	closed bool
+	// tag begins every listener ID this service makes (EM.4.1: it must
+	// know the listeners it generated, those of ended registrations too).
+	tag string
+
+	mu         sync.Mutex
+	regs       map[string]*reg
+	byListener map[string]*reg
+	ended      map[string]endedIterator // by iterator ID
+	endedOrder []string                 // oldest first
+	total      int
+	closed     bool
 }
 
 type arrival struct {
@@ -179,13 +231,30 @@ func New(cfg Config) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctx: ctx, cancel: cancel,
-		commit: make(chan *arrival, 4096), regs: map[string]*reg{}}
+		commit: make(chan *arrival, 4096), regs: map[string]*reg{}, byListener: map[string]*reg{},
+		ended: map[string]endedIterator{}}
+	if err := s.loadTag(); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := s.load(); err != nil {
 		cancel()
 		return nil, err
 	}
 	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
 	return s, nil
+}
+
+// loadTag reads the service's listener tag, making it on first start.
+func (s *Service) loadTag() error {
+	return s.cfg.Store.Update(func(tx *store.Tx) error {
+		ok, err := tx.Get(metaBucket, "listenerTag", &s.tag)
+		if err != nil || ok {
+			return err
+		}
+		s.tag = ids.New()[:16]
+		return tx.Put(metaBucket, "listenerTag", s.tag)
+	})
 }
 
 func (s *Service) load() error {
@@ -195,29 +264,55 @@ func (s *Service) load() error {
 			if err := json.Unmarshal(raw, &r); err != nil {
 				return fmt.Errorf("mailbox registration %s: %w", k, err)
 			}
+			if r.Listener == "" {
+				r.Listener = r.ID
+			}
 			r.unknown = map[string]bool{}
 			for _, u := range r.Unknown {
 				r.unknown[u.id()] = true
 			}
 			r.changed = make(chan struct{})
 			s.regs[r.ID] = &r
+			s.byListener[r.Listener] = &r
 			return nil
 		}); err != nil {
 			return err
 		}
+		// Keys of stored events are made canonical again: an event stored
+		// by an earlier version may have its source's members in another
+		// order. Most events share a few sources, hence the memo.
+		canon := map[string]string{}
 		for _, r := range s.regs {
 			if err := tx.ForEach(eventPrefix+r.ID, func(k string, raw []byte) error {
 				var e storedEvent
 				if err := json.Unmarshal(raw, &e); err != nil {
 					return fmt.Errorf("mailbox event %s/%s: %w", r.ID, k, err)
 				}
-				r.pending = append(r.pending, queued{seq: e.Seq, key: e.Key, size: len(e.Body)})
+				key, ok := canon[e.Key]
+				if !ok {
+					src, eid := splitKey(e.Key)
+					key = Key{Source: src, EventID: eid}.id()
+					canon[e.Key] = key
+				}
+				r.pending = append(r.pending, queued{seq: e.Seq, key: key, size: len(e.Body)})
 				s.total++
 				return nil
 			}); err != nil {
 				return err
 			}
 		}
+		if err := tx.ForEach(endedBucket, func(k string, raw []byte) error {
+			var e endedIterator
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("ended iterator %s: %w", k, err)
+			}
+			s.ended[k] = e
+			s.endedOrder = append(s.endedOrder, k)
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.SortFunc(s.endedOrder, func(a, b string) int { return cmp.Compare(s.ended[a].At, s.ended[b].At) })
 		return nil
 	})
 }
@@ -251,8 +346,10 @@ func (s *Service) Close() error {
 
 // Registered is a new registration.
 type Registered struct {
-	ID    string
-	Lease lease.Record
+	ID string
+	// Listener names its mailbox listener: ListenerPath + Listener.
+	Listener string
+	Lease    lease.Record
 }
 
 // Register creates a registration; pull makes it a pull registration
@@ -260,7 +357,7 @@ type Registered struct {
 func (s *Service) Register(duration int64, pull bool) (Registered, error) {
 	var out Registered
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
-		r := &reg{ID: ids.New(), Pull: pull, NextSeq: 1}
+		r := &reg{ID: ids.New(), Listener: s.tag + ids.New(), Pull: pull, NextSeq: 1}
 		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, duration)
 		if err != nil {
 			return err
@@ -273,9 +370,10 @@ func (s *Service) Register(duration int64, pull bool) (Registered, error) {
 		tx.OnCommit(func() {
 			s.mu.Lock()
 			s.regs[r.ID] = r
+			s.byListener[r.Listener] = r
 			s.mu.Unlock()
 		})
-		out = Registered{ID: r.ID, Lease: rec}
+		out = Registered{ID: r.ID, Listener: r.Listener, Lease: rec}
 		return nil
 	})
 	return out, err
@@ -284,6 +382,7 @@ func (s *Service) Register(duration int64, pull bool) (Registered, error) {
 // Info describes a registration.
 type Info struct {
 	ID       string
+	Listener string // ListenerPath + Listener is its mailbox listener
 	Lease    string
 	Pull     bool
 	Target   string
@@ -300,7 +399,7 @@ func (s *Service) Get(id string) (Info, error) {
 	if r == nil {
 		return Info{}, noSuch(id)
 	}
-	return Info{ID: r.ID, Lease: r.Lease, Pull: r.Pull, Target: r.Target, Iterator: r.Iterator != "",
+	return Info{ID: r.ID, Listener: r.Listener, Lease: r.Lease, Pull: r.Pull, Target: r.Target, Iterator: r.Iterator != "",
 		Pending: len(r.pending), Unknown: slices.Clone(r.Unknown)}, nil
 }
 
@@ -328,18 +427,43 @@ func (s *Service) release(tx *store.Tx, id string) error {
 	s.total -= len(r.pending)
 	r.pending = nil
 	delete(s.regs, id)
+	delete(s.byListener, r.Listener)
 	s.wake(r)
+	if r.Iterator != "" {
+		return s.rememberEnded(tx, r)
+	}
+	return nil
+}
+
+// rememberEnded keeps the valid iterator of an ending registration, so
+// its first close succeeds (RemoteEventIterator.close throws nothing but
+// InvalidIteratorException); the caller holds mu, in tx.
+func (s *Service) rememberEnded(tx *store.Tx, r *reg) error {
+	e := endedIterator{Reg: r.ID, At: s.clock.Now().UnixMilli()}
+	if err := tx.Put(endedBucket, r.Iterator, e); err != nil {
+		return err
+	}
+	for len(s.endedOrder) >= maxEndedIterators {
+		oldest := s.endedOrder[0]
+		if err := tx.Delete(endedBucket, oldest); err != nil {
+			return err
+		}
+		s.endedOrder = s.endedOrder[1:]
+		delete(s.ended, oldest)
+	}
+	s.ended[r.Iterator] = e
+	s.endedOrder = append(s.endedOrder, r.Iterator)
 	return nil
 }
 
 // --- receiving ---------------------------------------------------------------
 
-// Notify stores an event sent to a registration's mailbox listener; it
+// Notify stores an event sent to the mailbox listener named listener; it
 // returns once the event is on disk. The errors are those a generator
 // acts on: NoSuchObject (the registration ended: stop sending),
 // UnknownEvent (the client wants no more of these), ErrFull (retry
 // later), InvalidArgument (not an event).
-func (s *Service) Notify(id string, body []byte) error {
+func (s *Service) Notify(listener string, body []byte) error {
 	if len(body) > MaxEventSize {
 		return fault.New(fault.InvalidArgument, "event of %d bytes is larger than %d", len(body), MaxEventSize)
 	}
@@ -355,11 +479,11 @@ func (s *Service) Notify(id string, body []byte) error {
 	}
 	k := Key{Source: ev.Source, EventID: *ev.EventID}
 	s.mu.Lock()
-	r := s.regs[id]
+	r := s.byListener[listener]
 	switch {
 	case r == nil:
 		s.mu.Unlock()
-		return noSuch(id)
+		return fault.New(fault.NoSuchObject, "no mailbox listener %q (its registration ended, or it never existed)", listener)
 	case r.unknown[k.id()]:
 		s.mu.Unlock()
 		return fault.New(fault.UnknownEvent, "the client of this mailbox does not want events %s", k.id())
@@ -371,7 +495,7 @@ func (s *Service) Notify(id string, body []byte) error {
 		return fmt.Errorf("%w: shutting down", ErrFull)
 	}
 	s.mu.Unlock()
-	a := &arrival{reg: id, key: k, body: body, done: make(chan error, 1)}
+	a := &arrival{reg: r.ID, key: k, body: body, done: make(chan error, 1)}
 	select {
 	case s.commit <- a:
 	case <-s.ctx.Done():
@@ -491,23 +615,27 @@ func (s *Service) EnableDelivery(id, target string) error {
 	return s.change(id, func(r *reg) {
 		r.Target = target
 		if target != "" {
-			r.Iterator, r.returned = "", 0
+			r.Iterator, r.Returned = "", 0
 			r.Unknown, r.unknown = nil, map[string]bool{}
 		}
 	})
 }
 
 // IsOwnListener reports whether u is a mailbox listener this service
-// handed out (any host: the service may be reached by several names).
+// handed out, whether or not its registration still exists (EM.4.1),
+// under any host name: the service may be reached by several.
 func (s *Service) IsOwnListener(u *url.URL) bool {
-	id, ok := strings.CutPrefix(u.Path, ListenerPath)
+	// The path as the server routes it: decoded and cleaned.
+	id, ok := strings.CutPrefix(path.Clean(u.Path), ListenerPath)
 	if !ok {
 		return false
 	}
+	if strings.HasPrefix(id, s.tag) {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, known := s.regs[strings.TrimSuffix(id, "/")]
-	return known
+	return s.byListener[id] != nil // one made before listener tags
 }
 
 // change applies a change to a registration's stored state.
@@ -733,7 +861,7 @@ func (s *Service) addUnknown(id string, ks []string, keys []Key) error {
 			}
 		}
 		for _, q := range x.pending {
-			if x.unknown[q.key] && q.seq != x.returned {
+			if x.unknown[q.key] && q.seq != x.Returned {
 				drop = append(drop, q.seq)
 			}
 		}
@@ -767,7 +895,7 @@ func (s *Service) Iterator(id string) (string, error) {
 	}
 	it := ids.New()
 	err := s.change(id, func(r *reg) {
-		r.Iterator, r.returned, r.Target = it, 0, ""
+		r.Iterator, r.Returned, r.Target = it, 0, ""
 		r.Unknown, r.unknown = nil, map[string]bool{}
 	})
 	return it, err
@@ -775,49 +903,48 @@ func (s *Service) Iterator(id string) (string, error) {
 
 // Next returns the registration's next event through iterator it,
 // waiting up to timeout for one (nil if none came). Calling it
-// acknowledges the event the iterator returned before, which is deleted.
+// acknowledges the event the iterator returned before, which is deleted;
+// the event it returns is recorded as returned, in the same transaction,
+// before it is: an iterator never returns an event twice.
 func (s *Service) Next(ctx context.Context, id, it string, timeout time.Duration) (json.RawMessage, error) {
 	if timeout < 0 {
 		return nil, fault.New(fault.InvalidArgument, "timeout %s is negative", timeout)
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	acked := false
 	for {
 		s.mu.Lock()
 		r := s.regs[id]
-		if r == nil {
+		if err := s.checkIterator(r, id, it); err != nil {
 			s.mu.Unlock()
-			return nil, noSuch(id)
+			return nil, err
 		}
-		if r.Iterator == "" || r.Iterator != it {
-			s.mu.Unlock()
-			return nil, fault.New(fault.InvalidIterator, "iterator %s is no longer valid (closed, replaced, or delivery enabled)", it)
-		}
-		if !acked && r.returned != 0 {
-			prev := r.returned
-			r.returned = 0
-			s.mu.Unlock()
-			s.remove(r, prev)
-			acked = true
-			continue
-		}
-		acked = true
-		var next *queued
-		for i := range r.pending {
-			if !r.unknown[r.pending[i].key] {
-				next = &r.pending[i]
+		prev, next := r.Returned, uint64(0)
+		for _, q := range r.pending {
+			if q.seq != prev && !r.unknown[q.key] {
+				next = q.seq
 				break
 			}
 		}
-		if next != nil {
-			r.returned = next.seq
-			seq := next.seq
-			s.mu.Unlock()
-			return s.body(id, seq)
-		}
 		changed := r.changed
 		s.mu.Unlock()
+		if prev != 0 || next != 0 {
+			moved, err := s.advance(r, it, prev, next)
+			if err != nil {
+				return nil, err
+			}
+			if !moved {
+				continue // another call on this iterator came first: look again
+			}
+			if next != 0 {
+				body, err := s.body(id, next)
+				if err != nil && s.gone(r) {
+					return nil, noSuch(id)
+				}
+				return body, err
+			}
+			continue // acknowledged the last one; wait for a new one
+		}
 		select {
 		case <-changed:
 		case <-deadline.C:
@@ -830,29 +957,122 @@ func (s *Service) Next(ctx context.Context, id, it string, timeout time.Duration
 	}
 }
 
+// checkIterator says why it is not r's valid iterator, if it is not; the
+// caller holds mu.
+func (s *Service) checkIterator(r *reg, id, it string) error {
+	switch {
+	case r == nil:
+		return noSuch(id)
+	case r.Iterator == "" || r.Iterator != it:
+		return fault.New(fault.InvalidIterator, "iterator %s is no longer valid (closed, replaced, or delivery enabled)", it)
+	}
+	return nil
+}
+
+// advance moves iterator it from having returned prev (0: nothing) to
+// having returned next (0: nothing), deleting prev, in one transaction.
+// moved is false, and nothing changed, if prev is no longer what it
+// returned last.
+func (s *Service) advance(r *reg, it string, prev, next uint64) (moved bool, err error) {
+	err = s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.checkIterator(s.regs[r.ID], r.ID, it); err != nil {
+			return err
+		}
+		if r.Returned != prev {
+			return nil
+		}
+		if prev != 0 {
+			if err := tx.Delete(eventPrefix+r.ID, seqKey(prev)); err != nil {
+				return err
+			}
+		}
+		// Stored as it will be; in memory once it is on disk.
+		r.Returned = next
+		err := tx.Put(regBucket, r.ID, r)
+		r.Returned = prev
+		if err != nil {
+			return err
+		}
+		moved = true
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			r.Returned = next
+			s.mu.Unlock()
+			if prev != 0 {
+				s.forget(r, prev)
+			}
+		})
+		return nil
+	})
+	return moved, err
+}
+
+// gone reports whether a registration has ended.
+func (s *Service) gone(r *reg) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.regs[r.ID] != r
+}
+
 // CloseIterator ends an iterator, acknowledging what it returned last.
-// Closing one that is no longer valid is InvalidIterator.
+// Closing one that is no longer valid is InvalidIterator (the only error
+// RemoteEventIterator.close has); closing the valid iterator of a
+// registration that has ended since succeeds, once.
 func (s *Service) CloseIterator(id, it string) error {
 	var prev uint64
 	var r *reg
-	valid := false
-	err := s.change(id, func(x *reg) {
-		r = x
-		if x.Iterator != "" && x.Iterator == it {
-			valid, prev = true, x.returned
-			x.Iterator, x.returned = "", 0
+	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r = s.regs[id]
+		if r == nil {
+			if e, ok := s.ended[it]; ok && e.Reg == id {
+				if err := tx.Delete(endedBucket, it); err != nil {
+					return err
+				}
+				tx.OnCommit(func() { s.forgetEnded(it) })
+				return nil
+			}
+			return fault.New(fault.InvalidIterator, "iterator %s is not valid (its registration %s has ended, or it never existed)", it, id)
 		}
+		if err := s.checkIterator(r, id, it); err != nil {
+			return err
+		}
+		prev = r.Returned
+		if prev != 0 {
+			if err := tx.Delete(eventPrefix+r.ID, seqKey(prev)); err != nil {
+				return err
+			}
+		}
+		r.Iterator, r.Returned = "", 0
+		err := tx.Put(regBucket, r.ID, r)
+		r.Iterator, r.Returned = it, prev // in memory once it is on disk
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() {
+			s.mu.Lock()
+			if r.Iterator == it {
+				r.Iterator, r.Returned = "", 0
+			}
+			s.wake(r)
+			s.mu.Unlock()
+			if prev != 0 {
+				s.forget(r, prev)
+			}
+		})
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if !valid {
-		return fault.New(fault.InvalidIterator, "iterator %s is no longer valid", it)
-	}
-	if prev != 0 {
-		s.remove(r, prev)
-	}
-	return nil
+	return err
+}
+
+func (s *Service) forgetEnded(it string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ended, it)
+	s.endedOrder = slices.DeleteFunc(s.endedOrder, func(x string) bool { return x == it })
 }
 
 // leaseLive reports whether the registration's lease still runs: an

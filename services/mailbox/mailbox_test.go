@@ -148,6 +148,14 @@ func (r *rig) post(reg registration, e map[string]any) (int, string) {
 	return r.do("POST", "/"+path, e, nil)
 }
 
+// postRaw sends an event as exactly these bytes (a map would be encoded
+// with its members sorted).
+func (r *rig) postRaw(reg registration, body string) (int, string) {
+	r.t.Helper()
+	_, path, _ := strings.Cut(strings.TrimPrefix(reg.Listener.URL, "http://"), "/")
+	return r.do("POST", "/"+path, body, nil)
+}
+
 func (r *rig) mustPost(reg registration, events ...map[string]any) {
 	r.t.Helper()
 	for _, e := range events {
@@ -554,6 +562,125 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("acknowledged event again: %+v", g)
 			}
 		}},
+		// issue 13, items 5 to 8
+		{name: "pull/iterator-never-returns-an-event-twice-across-a-restart", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			r.mustPost(reg, ev("a", 1, 1), ev("a", 1, 2), ev("a", 1, 3))
+			it := r.iterator(reg)
+			if g, _, _ := r.next(reg, it, 0); g == nil || g.SeqNum != 1 {
+				t.Fatalf("first %+v", g)
+			}
+			r.restart() // the iterator stays valid, and remembers what it returned
+			for want := int64(2); want <= 3; want++ {
+				if g, _, code := r.next(reg, it, 0); g == nil || g.SeqNum != want {
+					t.Fatalf("after the restart: %+v %s, want seq %d", g, code, want)
+				}
+			}
+			r.restart()
+			if g, status, code := r.next(reg, it, 0); g != nil || status != 204 {
+				t.Fatalf("after the last and a restart: %+v HTTP %d %s", g, status, code)
+			}
+			if g, _, _ := r.next(reg, r.iterator(reg), 0); g != nil {
+				t.Fatalf("acknowledged event returned again by a new iterator: %+v", g)
+			}
+		}},
+		{name: "pull/unacknowledged-event-survives-a-restart-for-the-next-iterator", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			r.mustPost(reg, ev("a", 1, 1))
+			r.next(reg, r.iterator(reg), 0)
+			r.restart()
+			if g, _, _ := r.next(reg, r.iterator(reg), 0); g == nil || g.SeqNum != 1 {
+				t.Fatalf("unacknowledged event after a restart: %+v", g)
+			}
+		}},
+		{name: "unknown/sources-compare-as-JSON-values", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			// The same source, its members in another order and spaced
+			// differently, for the list and for the event.
+			if status, code := r.do("POST", "/v1/mailbox/registrations/"+reg.ID+"/unknown-events",
+				`{"events":[{"source":{"service":"test","id":"a","n":1.50},"eventID":7}]}`, nil); status != 204 {
+				t.Fatalf("addUnknownEvents: HTTP %d %s", status, code)
+			}
+			if status, code := r.postRaw(reg, `{"source": {"n":1.50, "id":"a", "service":"test"}, "eventID":7, "seqNum":1}`); status != 410 || code != "UnknownEvent" {
+				t.Fatalf("the same source reordered: HTTP %d %s, want 410 UnknownEvent", status, code)
+			}
+			if status, code := r.postRaw(reg, `{"source":{"id":"b","service":"test","n":1.50},"eventID":7,"seqNum":1}`); status != 204 {
+				t.Fatalf("another source: HTTP %d %s", status, code)
+			}
+		}},
+		{name: "unknown/target-refusal-matches-the-source-reordered", run: func(t *testing.T, r *rig) {
+			reg, tg := r.register(false), newTarget(t)
+			tg.set(func() { tg.mode = "unknown" })
+			r.enable(reg, tg.srv.URL)
+			r.postRaw(reg, `{"source":{"service":"test","id":"a"},"eventID":7,"seqNum":1}`)
+			waitFor(t, func() bool { // the target's refusal is recorded
+				var info struct {
+					Unknown []any `json:"unknownEvents"`
+				}
+				r.do("GET", "/v1/mailbox/registrations/"+reg.ID, nil, &info)
+				return len(info.Unknown) == 1
+			})
+			if status, code := r.postRaw(reg, `{"source":{"id":"a","service":"test"},"eventID":7,"seqNum":2}`); status != 410 {
+				t.Fatalf("the refused source reordered: HTTP %d %s, want 410 UnknownEvent", status, code)
+			}
+		}},
+		{name: "pull/close-after-the-registration-ended-succeeds-once", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			it := r.iterator(reg)
+			if status, _ := r.do("DELETE", "/v1/leases/"+reg.Lease.ID, nil, nil); status != 204 {
+				t.Fatalf("cancel: HTTP %d", status)
+			}
+			if status, code := r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+it, nil, nil); status != 204 {
+				t.Fatalf("first close: HTTP %d %s, want 204", status, code)
+			}
+			if _, code := r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+it, nil, nil); code != "InvalidIterator" {
+				t.Fatalf("second close: %s, want InvalidIterator", code)
+			}
+		}},
+		{name: "pull/close-after-the-registration-ended-and-a-restart", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			it := r.iterator(reg)
+			r.do("DELETE", "/v1/leases/"+reg.Lease.ID, nil, nil)
+			r.restart()
+			if status, code := r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+it, nil, nil); status != 204 {
+				t.Fatalf("first close: HTTP %d %s, want 204", status, code)
+			}
+			r.restart()
+			if _, code := r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+it, nil, nil); code != "InvalidIterator" {
+				t.Fatalf("second close: %s, want InvalidIterator", code)
+			}
+		}},
+		{name: "pull/close-of-an-ended-registration's-replaced-iterator-is-InvalidIterator", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			old := r.iterator(reg)
+			r.iterator(reg)
+			r.do("DELETE", "/v1/leases/"+reg.Lease.ID, nil, nil)
+			if _, code := r.do("DELETE", "/v1/mailbox/registrations/"+reg.ID+"/iterators/"+old, nil, nil); code != "InvalidIterator" {
+				t.Fatal(code)
+			}
+		}},
+		{name: "push/listener-of-an-ended-registration-refused-as-target", run: func(t *testing.T, r *rig) {
+			a, b := r.register(false), r.register(false)
+			r.do("DELETE", "/v1/leases/"+a.Lease.ID, nil, nil)
+			if _, code := r.enable(b, a.Listener.URL); code != "InvalidArgument" {
+				t.Fatalf("an ended registration's listener as target: %q, want InvalidArgument", code)
+			}
+			r.restart()
+			// Under another name for this host, and after a restart.
+			other := strings.Replace(a.Listener.URL, "127.0.0.1", "localhost", 1)
+			if _, code := r.enable(b, other); code != "InvalidArgument" {
+				t.Fatalf("%s as target: %q, want InvalidArgument", other, code)
+			}
+		}},
+		{name: "listener/is-not-the-registration-ID", run: func(t *testing.T, r *rig) {
+			reg := r.register(true)
+			if strings.Contains(reg.Listener.URL, reg.ID) {
+				t.Fatalf("listener %s names registration %s: holding it would be a capability over the registration", reg.Listener.URL, reg.ID)
+			}
+			if _, code := r.do("POST", mailbox.ListenerPath+reg.ID, ev("a", 1, 1), nil); code != "NoSuchObject" {
+				t.Fatalf("events to the registration ID: %q, want NoSuchObject", code)
+			}
+		}},
 		{name: "quota/full-registration-refuses-indefinitely-keeping-what-it-has", cfg: mailbox.Config{MaxPerRegistration: 3}, run: func(t *testing.T, r *rig) {
 			reg := r.register(true)
 			r.mustPost(reg, ev("a", 1, 1), ev("a", 1, 2), ev("a", 1, 3))
@@ -592,10 +719,7 @@ func TestConformance(t *testing.T) {
 			var reg registration
 			r.do("POST", "/v1/mailbox/registrations", map[string]any{"leaseDuration": 300, "pull": true}, &reg)
 			r.mustPost(reg, ev("a", 1, 1))
-			time.Sleep(500 * time.Millisecond)
-			if _, code := r.post(reg, ev("a", 1, 2)); code != "NoSuchObject" {
-				t.Fatal(code)
-			}
+			waitFor(t, func() bool { _, code := r.post(reg, ev("a", 1, 2)); return code == "NoSuchObject" })
 			if _, code := r.do("GET", "/v1/mailbox/registrations/"+reg.ID, nil, nil); code != "NoSuchObject" {
 				t.Fatal(code)
 			}
