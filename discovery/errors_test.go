@@ -172,3 +172,19 @@ func TestV1ModifiedUTF8RoundTrip(t *testing.T) {
 		t.Fatalf("groups %q, want %q", back.Groups, a.Groups)
 	}
 }
+
+func TestSameGroups(t *testing.T) {
+	for _, c := range []struct {
+		a, b []string
+		want bool
+	}{
+		{nil, []string{}, true},
+		{[]string{"", "lab"}, []string{"lab", ""}, true},
+		{[]string{"lab"}, []string{"lab", ""}, false},
+		{[]string{"a", "a"}, []string{"a", "b"}, false},
+	} {
+		if got := SameGroups(c.a, c.b); got != c.want {
+			t.Errorf("SameGroups(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}

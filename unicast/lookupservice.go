@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"iter"
+	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -53,17 +56,75 @@ func NewLookupService(resp *Response, id discovery.ServiceID) LookupService {
 // Address is host:port.
 func (ls LookupService) Address() string { return Locator{Host: ls.Host, Port: ls.Port}.Address() }
 
-// Same reports whether two descriptions are of one lookup service: the
-// same ServiceID, or (for Java proxies, whose ServiceID may be unknown)
-// the same proxy.
+// Same reports whether two descriptions are of one lookup service. With
+// both ServiceIDs known, that is the same ServiceID. A Java lookup
+// service hides its ServiceID in its proxy (jinid stands a hash of the
+// proxy in for it until an announcement tells it), and it answers in
+// both protocol versions with proxies that differ byte for byte (a
+// MarshalledObject in version 1, a MarshalledInstance in version 2). So
+// when either ServiceID is a stand-in, two descriptions of Java lookup
+// services are one when their proxies are equal, or when both give their
+// port and host and port are the same.
 func (ls LookupService) Same(o LookupService) bool {
 	if ls.ID == o.ID {
 		return true
 	}
-	if (ls.IDFromProxy || o.IDFromProxy) && ls.Registrar.Descriptor == nil && o.Registrar.Descriptor == nil {
-		return len(ls.Registrar.Marshalled) > 0 && bytes.Equal(ls.Registrar.Marshalled, o.Registrar.Marshalled)
+	if !ls.IDFromProxy && !o.IDFromProxy || ls.Registrar.Descriptor != nil || o.Registrar.Descriptor != nil {
+		return false
 	}
-	return false
+	if len(ls.Registrar.Marshalled) > 0 && bytes.Equal(ls.Registrar.Marshalled, o.Registrar.Marshalled) {
+		return true
+	}
+	return ls.Port != 0 && ls.Port == o.Port && SameHost(ls.Host, o.Host)
+}
+
+// Likely reports whether two descriptions not known to be of one lookup
+// service may be: Java lookup services, one with a stand-in ServiceID, at
+// one host, one of them not telling its port (a version 1 answer), with
+// the same groups. (If a host runs several Java lookup services with the
+// same groups, a version 1 answer may be taken for the wrong one; it then
+// tells nothing new.)
+func (ls LookupService) Likely(o LookupService) bool {
+	if !ls.IDFromProxy && !o.IDFromProxy || ls.Registrar.Descriptor != nil || o.Registrar.Descriptor != nil {
+		return false
+	}
+	return (ls.Port == 0 || o.Port == 0) && SameHost(ls.Host, o.Host) && discovery.SameGroups(ls.Groups, o.Groups)
+}
+
+// Lookup finds the lookup service ls describes among known (described by
+// describe): the first that is the Same, else the only one that is
+// Likely the same.
+func Lookup[T any](known iter.Seq[T], describe func(T) LookupService, ls LookupService) (T, bool) {
+	var likely []T
+	for k := range known {
+		d := describe(k)
+		if d.Same(ls) {
+			return k, true
+		}
+		if d.Likely(ls) {
+			likely = append(likely, k)
+		}
+	}
+	if len(likely) == 1 {
+		return likely[0], true
+	}
+	var zero T
+	return zero, false
+}
+
+// SameHost reports whether two host strings name one host as written:
+// equal IP addresses (an IPv4-mapped IPv6 address equals its IPv4 one;
+// zones compared only when both have one), or names equal but for case.
+func SameHost(a, b string) bool {
+	x, errA := netip.ParseAddr(a)
+	y, errB := netip.ParseAddr(b)
+	if errA != nil || errB != nil {
+		return errA != nil && errB != nil && strings.EqualFold(a, b)
+	}
+	if x.Zone() == "" || y.Zone() == "" {
+		x, y = x.WithZone(""), y.WithZone("")
+	}
+	return x.Unmap() == y.Unmap()
 }
 
 // Clone returns a copy that shares nothing mutable with ls.
@@ -83,6 +144,10 @@ const (
 	Discarded
 	// Changed: its member groups changed and it is still of interest.
 	Changed
+	// Identified: a Java lookup service known under a stand-in ServiceID
+	// (see LookupService.IDFromProxy) announced its real one; Event.StandIn
+	// is the ID it was known by. Nothing else changed.
+	Identified
 )
 
 func (k EventKind) String() string {
@@ -93,6 +158,8 @@ func (k EventKind) String() string {
 		return "discarded"
 	case Changed:
 		return "changed"
+	case Identified:
+		return "identified"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -102,13 +169,13 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (k *EventKind) UnmarshalText(b []byte) error {
-	for _, c := range []EventKind{Discovered, Discarded, Changed} {
+	for _, c := range []EventKind{Discovered, Discarded, Changed, Identified} {
 		if string(b) == c.String() {
 			*k = c
 			return nil
 		}
 	}
-	return fmt.Errorf("event kind %q: want discovered, discarded or changed", b)
+	return fmt.Errorf("event kind %q: want discovered, discarded, changed or identified", b)
 }
 
 // Why a lookup service was discarded.
@@ -136,4 +203,7 @@ type Event struct {
 	Reason string
 	// Locator is set when the lookup service was found by locator.
 	Locator *Locator
+	// StandIn is set for Identified: the stand-in ServiceID it was known
+	// by until now.
+	StandIn discovery.ServiceID
 }

@@ -58,7 +58,10 @@ lookup service is found (or found again), "changed" when its groups change
 and it is still of interest, "discarded" when it leaves (with the reason:
 communication when its announcements stopped for 3 announcement intervals
 and it no longer answers, no-interest when its groups left the groups of
-interest, locator-removed). Lookup services found by --locator are never
+interest, locator-removed), and "identified" when a Java lookup service,
+listed until then under a stand-in ServiceID (a Java proxy hides its own;
+--json marks it serviceIDFromProxy), announces its real one (the line
+gives the stand-in it replaces). Lookup services found by --locator are never
 discarded for silence: only the announcements of those found by group are
 watched. --announce-interval says how often lookup services are expected
 to announce (120s, the Java default), from which the discard window
@@ -158,7 +161,7 @@ follows.`,
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per lookup service")
 	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
-	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed or discarded event as it happens")
+	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or identified event as it happens")
 	f.DurationVar(&announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
 	return cmd
 }

@@ -94,18 +94,21 @@ type watchEvent struct {
 	ServiceID string            `json:"serviceID"`
 	// IDFromProxy: the ServiceID stands in for a Java lookup service's,
 	// which only its announcements tell.
-	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
-	Host        string   `json:"host"`
-	Port        int      `json:"port"`
-	Groups      []string `json:"groups"`
-	Interface   string   `json:"interface,omitempty"`
-	ByGroup     bool     `json:"byGroup"`
-	ByLocator   bool     `json:"byLocator"`
-	Locator     string   `json:"locator,omitempty"`
-	Version     int      `json:"protocolVersion,omitempty"`
-	Kind        string   `json:"kind"`
-	APIURL      string   `json:"apiURL,omitempty"`
-	ProxySize   int      `json:"proxySize,omitempty"`
+	IDFromProxy bool `json:"serviceIDFromProxy,omitempty"`
+	// StandIn, for "identified", is the stand-in ServiceID it was known
+	// by until its announcement told the real one.
+	StandIn   string   `json:"standIn,omitempty"`
+	Host      string   `json:"host"`
+	Port      int      `json:"port"`
+	Groups    []string `json:"groups"`
+	Interface string   `json:"interface,omitempty"`
+	ByGroup   bool     `json:"byGroup"`
+	ByLocator bool     `json:"byLocator"`
+	Locator   string   `json:"locator,omitempty"`
+	Version   int      `json:"protocolVersion,omitempty"`
+	Kind      string   `json:"kind"`
+	APIURL    string   `json:"apiURL,omitempty"`
+	ProxySize int      `json:"proxySize,omitempty"`
 }
 
 type eventPrinter struct {
@@ -120,6 +123,9 @@ func (p *eventPrinter) print(e manager.Event) {
 		Version: e.Version, Kind: "java", ProxySize: len(e.Registrar.Marshalled)}
 	if e.Locator != nil {
 		we.Locator = e.Locator.String()
+	}
+	if e.Kind == unicast.Identified {
+		we.StandIn = e.StandIn.String()
 	}
 	if d := e.Registrar.Descriptor; d != nil {
 		we.Kind, we.APIURL, we.ProxySize = "jinid", d.APIURL, 0
@@ -152,6 +158,9 @@ func (p *eventPrinter) print(e manager.Event) {
 	}
 	if we.Reason != "" {
 		line += "  reason=" + we.Reason
+	}
+	if we.StandIn != "" {
+		line += "  stand-in=" + we.StandIn
 	}
 	if we.Kind == "jinid" {
 		line += "  jinid " + we.APIURL

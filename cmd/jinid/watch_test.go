@@ -228,9 +228,11 @@ func TestWatchPrinter(t *testing.T) {
 	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discovered, At: at, LookupService: jinid}, ByGroup: true})
 	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
 	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discarded, At: at, LookupService: jinid, Reason: unicast.ReasonCommunication}})
+	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Identified, At: at, LookupService: java, StandIn: discovery.ServiceID{0xa5}}, ByGroup: true})
 	want := `2026-11-21T10:00:00.123Z  discovered  01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
 2026-11-21T10:00:00.123Z  changed     02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
 2026-11-21T10:00:00.123Z  discarded   01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  reason=communication  jinid http://10.0.0.1:4162
+2026-11-21T10:00:00.123Z  identified  02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=group  stand-in=a5000000-0000-0000-0000-000000000000  java (proxy 377 bytes)
 `
 	if b.String() != want {
 		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)

@@ -20,10 +20,12 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -168,6 +170,9 @@ type entry struct {
 	seq      int64
 	hasSeq   bool
 	timer    clock.Timer
+	// proxies a Java lookup service handed out (one per version), by
+	// which its later answers are known.
+	proxies [][]byte
 }
 
 // New returns an engine; Start begins its requests.
@@ -339,20 +344,58 @@ func (d *Discovery) HandleResponse(resp *unicast.Response, iface string) {
 	d.found(ls)
 }
 
-// adopt finds a lookup service discovered under a stand-in ID at the
-// address an announcement comes from, and files it under the real ID.
+// adopt finds the lookup service discovered under a stand-in ID at the
+// address an announcement comes from, files it under the announced ID
+// and reports it identified. (Its answers in both versions were merged
+// into one entry as they came: see lookup.)
 func (d *Discovery) adopt(a discovery.Announcement) *entry {
-	for id, e := range d.discovered {
-		if !e.ls.IDFromProxy || e.ls.Host != a.Host || (e.ls.Port != a.Port && e.ls.Port != 0) {
-			continue
+	var sure, loose []*entry
+	for _, e := range d.discovered {
+		switch {
+		case !e.ls.IDFromProxy || e.ls.Registrar.Descriptor != nil || !unicast.SameHost(e.ls.Host, a.Host):
+		case e.ls.Port == a.Port:
+			sure = append(sure, e)
+		case e.ls.Port == 0:
+			loose = append(loose, e)
 		}
-		delete(d.discovered, id)
-		d.proxyIDs--
-		e.ls.ID, e.ls.IDFromProxy, e.ls.Port = a.ServiceID, false, a.Port
-		d.discovered[a.ServiceID] = e
-		return e
+	}
+	e := only(sure)
+	if e == nil && len(sure) == 0 {
+		e = only(loose)
+		if e == nil { // several on one host, none telling its port: the one with these groups
+			e = only(slices.DeleteFunc(loose, func(e *entry) bool { return !discovery.SameGroups(e.ls.Groups, a.Groups) }))
+		}
+	}
+	if e != nil {
+		d.identify(e, a.ServiceID)
+		if e.ls.Port == 0 {
+			e.ls.Port = a.Port
+		}
+	}
+	return e
+}
+
+// only returns the one entry of es, or nil if there are none or more.
+func only(es []*entry) *entry {
+	if len(es) == 1 {
+		return es[0]
 	}
 	return nil
+}
+
+// identify files an entry known under a stand-in ID under its real one
+// and reports it; the caller holds mu.
+func (d *Discovery) identify(e *entry, id discovery.ServiceID) {
+	if other := d.discovered[id]; other != nil && other != e {
+		return // cannot happen: lookup and adopt look the real ID up first
+	}
+	was := e.ls.ID
+	delete(d.discovered, was)
+	d.proxyIDs--
+	e.ls.ID, e.ls.IDFromProxy = id, false
+	d.discovered[id] = e
+	d.log.Debug("Java lookup service identified by its ServiceID", "serviceID", id, "standIn", was, "address", e.ls.Address())
+	d.events.Push(unicast.Event{Kind: unicast.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
 }
 
 // contact runs unicast discovery with a lookup service that announced.
@@ -386,12 +429,7 @@ func (d *Discovery) found(ls unicast.LookupService) {
 		return
 	}
 	if e := d.lookup(ls); e != nil {
-		if e.ls.IDFromProxy && !ls.IDFromProxy {
-			delete(d.discovered, e.ls.ID)
-			d.proxyIDs--
-			e.ls.ID, e.ls.IDFromProxy = ls.ID, false
-			d.discovered[ls.ID] = e
-		}
+		d.merge(e, ls)
 		e.lastSeen = d.clock.Now()
 		d.regroup(e, ls.Groups)
 		return
@@ -400,6 +438,9 @@ func (d *Discovery) found(ls unicast.LookupService) {
 		return
 	}
 	e := &entry{ls: ls, lastSeen: d.clock.Now()}
+	if ls.Registrar.Descriptor == nil {
+		e.addProxy(ls.Registrar.Marshalled)
+	}
 	d.discovered[ls.ID] = e
 	if ls.IDFromProxy {
 		d.proxyIDs++
@@ -409,23 +450,66 @@ func (d *Discovery) found(ls unicast.LookupService) {
 	d.emit(unicast.Discovered, ls, "")
 }
 
+// lookup finds the entry of the lookup service ls describes: by its
+// ServiceID, or, when a stand-in ID is involved, the entry of the same
+// Java lookup service. A Java lookup service answers requests in both
+// versions with different proxies, and its version 1 answer lacks its
+// port: both answers must make one entry, not two. An entry is it when
+// it has had ls's proxy before; else as unicast.Lookup says (the same
+// proxy, or host and port; else the one entry likely to be it).
 func (d *Discovery) lookup(ls unicast.LookupService) *entry {
 	if e := d.discovered[ls.ID]; e != nil {
 		return e
 	}
-	if ls.IDFromProxy || d.proxyIDs > 0 {
-		for _, e := range d.discovered {
-			if e.ls.Same(ls) {
-				return e
-			}
+	if !ls.IDFromProxy && d.proxyIDs == 0 || ls.Registrar.Descriptor != nil {
+		return nil
+	}
+	for _, e := range d.discovered {
+		if e.hadProxy(ls.Registrar.Marshalled) {
+			return e
 		}
 	}
-	return nil
+	e, _ := unicast.Lookup(maps.Values(d.discovered), func(e *entry) unicast.LookupService { return e.ls }, ls)
+	return e
+}
+
+// hadProxy reports whether the entry's lookup service handed out proxy.
+func (e *entry) hadProxy(proxy []byte) bool {
+	return len(proxy) > 0 && slices.ContainsFunc(e.proxies, func(p []byte) bool { return bytes.Equal(p, proxy) })
+}
+
+// maxProxies bounds the proxies an entry remembers: a Java lookup
+// service hands out one per protocol version.
+const maxProxies = 4
+
+func (e *entry) addProxy(proxy []byte) {
+	if len(proxy) > 0 && !e.hadProxy(proxy) && len(e.proxies) < maxProxies {
+		e.proxies = append(e.proxies, proxy)
+	}
+}
+
+// merge takes what another answer says of a known lookup service: its
+// real ServiceID in place of a stand-in, the port a version 1 answer did
+// not give, and the newer protocol's answer (the version it is probed in,
+// with its proxy).
+func (d *Discovery) merge(e *entry, ls unicast.LookupService) {
+	if ls.Registrar.Descriptor == nil {
+		e.addProxy(ls.Registrar.Marshalled)
+	}
+	if e.ls.IDFromProxy && !ls.IDFromProxy {
+		d.identify(e, ls.ID)
+	}
+	if ls.Port != 0 && (e.ls.Port == 0 || ls.Version > e.ls.Version) {
+		e.ls.Host, e.ls.Port = ls.Host, ls.Port
+	}
+	if ls.Version > e.ls.Version {
+		e.ls.Version, e.ls.Registrar = ls.Version, ls.Registrar
+	}
 }
 
 // regroup applies a lookup service's current groups.
 func (d *Discovery) regroup(e *entry, groups []string) {
-	if sameSet(e.ls.Groups, groups) {
+	if discovery.SameGroups(e.ls.Groups, groups) {
 		return
 	}
 	e.ls.Groups = slices.Clone(groups)
@@ -596,21 +680,4 @@ func union(a, b []string) []string {
 		out = []string{}
 	}
 	return out
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, g := range a {
-		if !slices.Contains(b, g) {
-			return false
-		}
-	}
-	for _, g := range b {
-		if !slices.Contains(a, g) {
-			return false
-		}
-	}
-	return true
 }

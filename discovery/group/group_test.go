@@ -342,8 +342,11 @@ func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 		t.Fatalf("first event %s, ID %s from proxy %v", e.Kind, e.ID, e.IDFromProxy)
 	}
 	// Its announcement tells the real ID: the same lookup service, not a
-	// second one.
+	// second one, reported identified.
 	r.announce(l)
+	if id := r.next(unicast.Identified, l, ""); id.StandIn != e.ID || id.IDFromProxy {
+		t.Fatalf("identified: stand-in %s (want %s), ID from proxy %v", id.StandIn, e.ID, id.IDFromProxy)
+	}
 	r.none()
 	got := r.d.Discovered()
 	if len(got) != 1 || got[0].ID != l.ID || got[0].IDFromProxy {
@@ -353,6 +356,124 @@ func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 		t.Fatal("Discard by the announced ID failed")
 	}
 	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+}
+
+// nextEvent waits for the next event, whatever it is.
+func (r *rig) nextEvent() unicast.Event {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		return e
+	case <-time.After(5 * time.Second):
+		r.t.Fatal("no event")
+	}
+	return unicast.Event{}
+}
+
+// A Java lookup service that answers requests in both versions with
+// different proxies (and without its port in version 1) and announces
+// in version 2 only, always with sequence number 0, is one lookup
+// service: discovered once, identified by its first announcement, kept
+// while it announces, discarded once when it stops (issue 13, item 9).
+func TestReggieIsOneLookupService(t *testing.T) {
+	r := newRig(t, []string{"lab"})
+	l := r.lan.Add(lusim.Reggie("10.0.0.9", "", "lab"))
+	r.d.Start()
+	r.clk.Advance(0) // the first request: answers in version 1 and 2
+	first := r.nextEvent()
+	if first.Kind != unicast.Discovered || !first.IDFromProxy {
+		t.Fatalf("first event %s %s (ID from proxy %v), want discovered under a stand-in", first.Kind, first.ID, first.IDFromProxy)
+	}
+	r.none()
+	if got := r.d.Discovered(); len(got) != 1 || got[0].Port != l.Port || got[0].Version != discovery.ProtocolV2 {
+		t.Fatalf("after both answers: %+v, want one lookup service at port %d, probed in version 2", got, l.Port)
+	}
+
+	r.announce(l)
+	if e := r.next(unicast.Identified, l, ""); e.StandIn != first.ID {
+		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
+	}
+	// Announcing every interval, always with sequence 0: kept, never
+	// probed, nothing reported; the requests of the rounds name it.
+	for range 10 {
+		r.clk.Advance(interval)
+		r.announce(l)
+	}
+	r.none()
+	if n := r.lan.DialCount(l.Host + ":4160"); n != 0 {
+		t.Fatalf("probed %d times while it announced", n)
+	}
+	if known := r.lan.LastRequest().Known; !slices.Contains(known, l.ID) {
+		t.Fatalf("requests name %v as known, not %s", known, l.ID)
+	}
+	got := r.d.Discovered()
+	if len(got) != 1 || got[0].ID != l.ID || got[0].IDFromProxy {
+		t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
+	}
+
+	// It stops: discarded once, under its real ID, when the window after
+	// its last announcement has passed and the probe fails.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(3 * interval)
+	r.next(unicast.Discarded, l, unicast.ReasonCommunication)
+	r.none()
+}
+
+// Announced first, then the answers to requests sent before it was known
+// arrive: still one lookup service, no event.
+func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
+	r := newRig(t, []string{"lab"})
+	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	r.announce(l)
+	r.next(unicast.Discovered, l, "")
+	for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
+		resp, err := r.lan.Unicast(t.Context(), l.Host, l.Port, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == discovery.ProtocolV1 {
+			resp.Port = 0 // as a connect-back gives it
+		}
+		r.d.HandleResponse(resp, "sim0")
+	}
+	r.none()
+	if got := r.d.Discovered(); len(got) != 1 || got[0].ID != l.ID {
+		t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
+	}
+}
+
+// Two Java lookup services on one host: a version 1 answer, which lacks
+// its port, is not pinned on the wrong one.
+func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
+	r := newRig(t, []string{"lab"})
+	a := lusim.Reggie("10.0.0.9", "lab")
+	b := lusim.Reggie("10.0.0.9", "lab", "b")
+	b.Port = 4170
+	b.Proxies = map[int][]byte{discovery.ProtocolV1: []byte("b v1 proxy"), discovery.ProtocolV2: []byte("b v2 proxy")}
+	la, lb := r.lan.Add(a), r.lan.Add(b)
+	r.d.Start()
+	r.clk.Advance(0)
+	seen := map[discovery.ServiceID]bool{}
+	for range 2 {
+		e := r.nextEvent()
+		if e.Kind != unicast.Discovered {
+			t.Fatalf("event %s %s", e.Kind, e.ID)
+		}
+		seen[e.ID] = true
+	}
+	r.none()
+	if len(seen) != 2 || len(r.d.Discovered()) != 2 {
+		t.Fatalf("discovered %v, now %+v; want two", seen, r.d.Discovered())
+	}
+	r.announce(la)
+	r.announce(lb)
+	for _, l := range []*lusim.LUS{la, lb} {
+		e := r.next(unicast.Identified, l, "")
+		if !seen[e.StandIn] || slices.Compare(e.Groups, l.Groups) != 0 {
+			t.Fatalf("%s identified from %s with groups %q", l.ID, e.StandIn, e.Groups)
+		}
+	}
+	r.none()
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -89,23 +89,40 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	}
 	// Whichever way each was found first (a request's answer, under a
 	// stand-in ID, or an announcement), announcements settle it: two
-	// lookup services, under their real ServiceIDs.
-	time.Sleep(3 * every)
-	var ids []discovery.ServiceID
-	for _, ls := range d.Discovered() {
-		if ls.IDFromProxy || ls.Registrar.Descriptor != nil {
-			t.Errorf("%s: ID from proxy %v, descriptor %v", ls.ID, ls.IDFromProxy, ls.Registrar.Descriptor)
+	// lookup services, under their real ServiceIDs, each stand-in
+	// reported identified and nothing else.
+	realIDs := func() []discovery.ServiceID {
+		var ids []discovery.ServiceID
+		for _, ls := range d.Discovered() {
+			if ls.Registrar.Descriptor != nil {
+				t.Errorf("%s: a descriptor from a Java proxy", ls.ID)
+			}
+			if !ls.IDFromProxy {
+				ids = append(ids, ls.ID)
+			}
 		}
-		ids = append(ids, ls.ID)
+		slices.SortFunc(ids, func(a, b discovery.ServiceID) int { return bytes.Compare(a[:], b[:]) })
+		return ids
 	}
-	slices.SortFunc(ids, func(a, b discovery.ServiceID) int { return bytes.Compare(a[:], b[:]) })
-	if !slices.Equal(ids, []discovery.ServiceID{{1}, {2}}) {
-		t.Fatalf("discovered %v, want lus1 and lus2", ids)
+	for settled := time.After(10 * every); !slices.Equal(realIDs(), []discovery.ServiceID{{1}, {2}}); {
+		select {
+		case e := <-events:
+			if e.Kind != unicast.Identified || found[e.StandIn] != 1 {
+				t.Fatalf("unexpected event %s %s (reason %q, stand-in %s)", e.Kind, e.ID, e.Reason, e.StandIn)
+			}
+		case <-settled:
+			t.Fatalf("discovered %v, want lus1 and lus2 under their real IDs", d.Discovered())
+		}
 	}
-	select {
-	case e := <-events:
-		t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
-	default:
+	for drained := false; !drained; {
+		select {
+		case e := <-events:
+			if e.Kind != unicast.Identified {
+				t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
+			}
+		default:
+			drained = true
+		}
 	}
 
 	// lus2 stops: discarded once the window (3 × 300 ms) has passed.

@@ -219,6 +219,22 @@ func (m *Manager) fromGroup(ev unicast.Event) {
 			e.gid = ev.ID
 			m.regroup(e, ev.LookupService)
 		}
+	case unicast.Identified:
+		if e == nil {
+			e = m.ids[ev.StandIn]
+		}
+		if e == nil {
+			return
+		}
+		e.gid = ev.ID
+		if e.Port == 0 { // known from a version 1 answer, which lacks it
+			e.Host, e.Port = ev.Host, ev.Port
+		}
+		if e.IDFromProxy {
+			was := e.ID
+			e.ID, e.IDFromProxy = ev.ID, false
+			m.emitIdentified(e, was)
+		}
 	case unicast.Discarded:
 		if e == nil || ev.Reason == unicast.ReasonRequested {
 			return
@@ -274,11 +290,13 @@ func (m *Manager) fromLocator(ev unicast.Event) {
 }
 
 // regroup takes what an engine says of a lookup service now: its groups
-// (a changed event if they differ) and, from an announcement, its real
-// ServiceID in place of a stand-in.
+// (a changed event if they differ) and its real ServiceID in place of a
+// stand-in (an identified event).
 func (m *Manager) regroup(e *entry, ls unicast.LookupService) {
 	if e.IDFromProxy && !ls.IDFromProxy {
+		was := e.ID
 		e.ID, e.IDFromProxy = ls.ID, false
+		m.emitIdentified(e, was)
 	}
 	if slices.Equal(e.Groups, ls.Groups) {
 		return
@@ -287,20 +305,18 @@ func (m *Manager) regroup(e *entry, ls unicast.LookupService) {
 	m.emit(unicast.Changed, e, "")
 }
 
-// find looks a lookup service up by ID, or for Java proxies (whose
-// ServiceID one engine may know and the other not) by proxy.
+// find looks a lookup service up by any ID it is known by, or, for a Java
+// lookup service (whose ServiceID one engine may know and the other not),
+// as unicast.Lookup says: by proxy or address.
 func (m *Manager) find(ls unicast.LookupService) *entry {
 	if e := m.ids[ls.ID]; e != nil {
 		return e
 	}
-	if ls.IDFromProxy || m.proxies > 0 {
-		for _, e := range m.entries {
-			if e.LookupService.Same(ls) {
-				return e
-			}
-		}
+	if !ls.IDFromProxy && m.proxies == 0 {
+		return nil
 	}
-	return nil
+	e, _ := unicast.Lookup(slices.Values(m.entries), func(e *entry) unicast.LookupService { return e.LookupService }, ls)
+	return e
 }
 
 // reindex files e under the IDs it is known by now (none once removed).
@@ -333,6 +349,13 @@ func (m *Manager) reindex(e *entry) {
 
 func (m *Manager) remove(e *entry) {
 	m.entries = slices.DeleteFunc(m.entries, func(o *entry) bool { return o == e })
+}
+
+func (m *Manager) emitIdentified(e *entry, standIn discovery.ServiceID) {
+	ev := Event{Event: unicast.Event{Kind: unicast.Identified, LookupService: e.LookupService.Clone(), Locator: e.Locator, StandIn: standIn},
+		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
+	ev.At = m.clock.Now()
+	m.events.Push(ev)
 }
 
 func (m *Manager) emit(kind unicast.EventKind, e *entry, reason string) {

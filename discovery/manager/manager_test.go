@@ -221,8 +221,12 @@ func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 	if first.Kind != unicast.Discovered || !first.IDFromProxy {
 		t.Fatalf("first event %s, ID from proxy %v", first.Kind, first.IDFromProxy)
 	}
-	// Its announcement gives the real ServiceID: the same lookup service.
+	// Its announcement gives the real ServiceID: the same lookup service,
+	// reported identified.
 	r.announce(l)
+	if e := r.next(unicast.Identified, l, "", true, true); e.StandIn != first.ID {
+		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
+	}
 	r.none()
 	got := r.m.Discovered()
 	if len(got) != 1 || got[0].ID != l.ID || !got[0].ByGroup || !got[0].ByLocator {
@@ -249,4 +253,90 @@ func TestLateJoinerAndGroupChanges(t *testing.T) {
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"c"} })
 	r.announce(l)
 	r.next(unicast.Discarded, l, unicast.ReasonNoInterest, false, false)
+}
+
+// A Java lookup service answering in both versions and announcing with
+// sequence 0 (as Reggie does), wanted by group and by locator: one lookup
+// service, discovered once, identified once; discarded once when it
+// stops, by group (LD.3.1: the locator still wants it, so it stays).
+func TestReggieByGroupAndLocator(t *testing.T) {
+	for _, byLocator := range []bool{false, true} {
+		var locs []string
+		if byLocator {
+			locs = append(locs, "jini://10.0.0.9")
+		}
+		r := newRig(t, []string{"lab"}, locs...)
+		l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+		r.m.Start()
+		r.clk.Advance(0)
+		var first Event
+		select {
+		case first = <-r.events:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event")
+		}
+		if first.Kind != unicast.Discovered || !first.IDFromProxy {
+			t.Fatalf("first event %s %s (ID from proxy %v)", first.Kind, first.ID, first.IDFromProxy)
+		}
+		r.clk.Advance(time.Minute) // the rest of the round of requests, answered in both versions
+		// Locator discovery dials in its own goroutine: wait until it has
+		// found it too (one lookup service, wanted both ways).
+		for deadline := time.Now().Add(5 * time.Second); byLocator; time.Sleep(time.Millisecond) {
+			if got := r.m.Discovered(); len(got) == 1 && got[0].ByGroup && got[0].ByLocator {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not found by both: %+v", r.m.Discovered())
+			}
+		}
+		r.announce(l)
+		if e := r.next(unicast.Identified, l, "", true, byLocator); e.StandIn != first.ID {
+			t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
+		}
+		for range 5 {
+			r.clk.Advance(group.DefaultAnnouncementInterval)
+			r.announce(l)
+		}
+		r.none()
+		if got := r.m.Discovered(); len(got) != 1 || got[0].ID != l.ID || got[0].ByLocator != byLocator {
+			t.Fatalf("Discovered() = %+v", got)
+		}
+		r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+		r.clk.Advance(window)
+		if byLocator {
+			r.none() // wanted by locator: never passively discarded
+		} else {
+			r.next(unicast.Discarded, l, unicast.ReasonCommunication, false, false)
+		}
+		r.none()
+	}
+}
+
+// Identified by its announcement first, then found by a locator added
+// later: the same lookup service, no new event.
+func TestReggieIdentifiedThenByLocator(t *testing.T) {
+	r := newRig(t, []string{"lab"})
+	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	r.m.Start()
+	r.clk.Advance(0)
+	first := <-r.events
+	r.announce(l)
+	if e := r.next(unicast.Identified, l, "", true, false); e.StandIn != first.ID {
+		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
+	}
+	r.m.AddLocators(r.locator("jini://10.0.0.9"))
+	r.clk.Advance(0)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		got := r.m.Discovered()
+		if len(got) != 1 {
+			t.Fatalf("Discovered() = %+v, want one", got)
+		}
+		if got[0].ByLocator {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the locator did not find it")
+		}
+	}
+	r.none()
 }

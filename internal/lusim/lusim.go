@@ -6,6 +6,7 @@
 package lusim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/vectors"
 	"github.com/jinid/jinid/unicast"
 )
 
@@ -31,6 +33,19 @@ type LUS struct {
 	// Java lookup services hand out an opaque proxy; others a jinid
 	// descriptor (which carries the ServiceID).
 	Java bool
+	// Proxies are the bytes a Java lookup service hands out, by protocol
+	// version; by default one made up from its ID, the same for both. (A
+	// real one's differ: a MarshalledObject in version 1, a
+	// MarshalledInstance in version 2.)
+	Proxies map[int][]byte
+	// AnswerVersions are the versions it answers multicast requests in;
+	// by default 2 only. A Java lookup service answers both, and its
+	// version 1 answer does not say its port (group.Multicast hands it on
+	// with port 0), as here.
+	AnswerVersions []int
+	// FixedSequence: its version 2 announcements all carry sequence
+	// number 0, as JGDMS's do until something changes.
+	FixedSequence bool
 	// Down ones answer nothing.
 	Down bool
 	seq  int64
@@ -109,7 +124,7 @@ func (n *Net) Announcement(l *LUS, version int) discovery.Announcement {
 	defer n.mu.Unlock()
 	l.seq++
 	a := discovery.Announcement{Version: version, Host: l.Host, Port: l.Port, ServiceID: l.ID, Groups: slices.Clone(l.Groups)}
-	if version == discovery.ProtocolV2 {
+	if version == discovery.ProtocolV2 && !l.FixedSequence {
 		a.Sequence = l.seq
 	}
 	return a
@@ -123,8 +138,19 @@ func (n *Net) Request(groups []string, known []discovery.ServiceID) error {
 	r := discovery.Request{Groups: groups, Known: known}
 	var answers []*unicast.Response
 	for _, l := range n.services {
-		if !l.Down && r.Wants(l.ID, l.Groups) {
-			answers = append(answers, l.response(discovery.ProtocolV2))
+		if l.Down || !r.Wants(l.ID, l.Groups) {
+			continue
+		}
+		versions := l.AnswerVersions
+		if versions == nil {
+			versions = []int{discovery.ProtocolV2}
+		}
+		for _, v := range versions {
+			a := l.response(v)
+			if v == discovery.ProtocolV1 && l.Java {
+				a.Port = 0
+			}
+			answers = append(answers, a)
 		}
 	}
 	respond := n.respond
@@ -204,11 +230,33 @@ func (l *LUS) response(version int) *unicast.Response {
 		r.Groups = []string{}
 	}
 	if l.Java {
-		r.Registrar.Marshalled = []byte("java proxy of " + l.ID.String())
+		r.Registrar.Marshalled = l.Proxies[version]
+		if r.Registrar.Marshalled == nil {
+			r.Registrar.Marshalled = []byte("java proxy of " + l.ID.String())
+		}
 	} else {
 		r.Registrar.Marshalled = []byte("jinid descriptor of " + l.ID.String())
 		r.Registrar.Descriptor = &unicast.Descriptor{ServiceID: l.ID, Groups: r.Groups,
 			Locator: unicast.Locator{Host: l.Host, Port: l.Port}.String()}
 	}
 	return r
+}
+
+// Reggie is a Java lookup service at host that behaves on the wire as
+// JGDMS's Reggie does: it answers requests in both protocol versions,
+// handing out the proxies the Java implementation encoded in the test
+// vectors (a version 1 MarshalledObject and a version 2 MarshalledInstance
+// of one registrar: different bytes), and it announces in version 2 only,
+// every time with sequence number 0.
+func Reggie(host string, groups ...string) LUS {
+	proxies := map[int][]byte{}
+	for v, name := range map[int]string{discovery.ProtocolV1: "v1.unicast.response", discovery.ProtocolV2: "v2.unicast.response"} {
+		resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), 1<<20)
+		if err != nil {
+			panic(fmt.Sprintf("lusim: vector %s: %v", name, err))
+		}
+		proxies[v] = resp.Registrar.Marshalled
+	}
+	return LUS{Host: host, Groups: groups, Java: true, Proxies: proxies,
+		AnswerVersions: []int{discovery.ProtocolV1, discovery.ProtocolV2}, FixedSequence: true}
 }

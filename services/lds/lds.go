@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -591,9 +592,18 @@ func (s *Service) release(tx *store.Tx, id string) error {
 
 func (s *Service) onGroupEvent(ev unicast.Event) {
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		l := s.lookupService(ev.LookupService)
+		l := s.lus[ev.StandIn]
+		if ev.Kind != unicast.Identified || l == nil {
+			l = s.lookupService(ev.LookupService)
+		}
 		oldGroups := slices.Clone(l.LS.Groups)
 		switch ev.Kind {
+		case unicast.Identified:
+			// Its real ServiceID: the registrations holding it hold it
+			// under that from now on; nothing to tell them (LD has no
+			// such event, and nothing they want changed).
+			l.ByGroup = true
+			s.refresh(l, ev.LookupService)
 		case unicast.Discovered:
 			l.ByGroup = true
 			s.refresh(l, ev.LookupService)
@@ -680,12 +690,12 @@ func (s *Service) lookupService(ls unicast.LookupService) *lookupService {
 	if l := s.lus[ls.ID]; l != nil {
 		return l
 	}
-	if ls.IDFromProxy || ls.Registrar.Descriptor == nil {
-		// A Java proxy may be known under a stand-in ID and its real one.
-		for _, l := range s.lus {
-			if l.LS.Same(ls) {
-				return l
-			}
+	if ls.Registrar.Descriptor == nil {
+		// A Java lookup service may be known under a stand-in ID and its
+		// real one, by one engine and the other.
+		l, ok := unicast.Lookup(maps.Values(s.lus), func(l *lookupService) unicast.LookupService { return l.LS }, ls)
+		if ok {
+			return l
 		}
 	}
 	l := &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}}
@@ -964,19 +974,22 @@ func (s *Service) interestChanged() {
 
 // Registrar is a lookup service as the API shows it (API.md).
 type Registrar struct {
-	ServiceID  string   `json:"serviceID"`
-	Host       string   `json:"host"`
-	Port       int      `json:"port"`
-	Groups     []string `json:"groups"`
-	Locator    string   `json:"locator"`
-	Kind       string   `json:"kind"`
-	APIURL     *string  `json:"apiURL"`
-	Marshalled []byte   `json:"marshalled"`
+	ServiceID string `json:"serviceID"`
+	// IDFromProxy: ServiceID stands in for a Java lookup service's own
+	// (see unicast.LookupService.IDFromProxy).
+	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
+	Host        string   `json:"host"`
+	Port        int      `json:"port"`
+	Groups      []string `json:"groups"`
+	Locator     string   `json:"locator"`
+	Kind        string   `json:"kind"`
+	APIURL      *string  `json:"apiURL"`
+	Marshalled  []byte   `json:"marshalled"`
 }
 
 // RegistrarOf describes a lookup service for the API.
 func RegistrarOf(ls unicast.LookupService) Registrar {
-	r := Registrar{ServiceID: ls.ID.String(), Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
+	r := Registrar{ServiceID: ls.ID.String(), IDFromProxy: ls.IDFromProxy, Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
 		Locator: unicast.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
 	if r.Groups == nil {
 		r.Groups = []string{}

@@ -498,3 +498,41 @@ func TestRestartKeepsStateAndSequence(t *testing.T) {
 		t.Fatalf("registrars after restart: %v", regs)
 	}
 }
+
+// A Java lookup service that answers requests in both versions with
+// different proxies and announces with sequence number 0 (as Reggie
+// does) is one lookup service for a registration: one discovered event;
+// getRegistrars shows it under its announced ServiceID once it has
+// announced; no event while it announces; one discarded event, under
+// that ID, when it stops (issue 13, item 9).
+func TestReggieIsOneLookupService(t *testing.T) {
+	r := newRig(t)
+	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	reg := r.register([]string{"lab"})
+	r.clk.Advance(0) // the first request: answers in version 1 and 2
+	var first got
+	select {
+	case first = <-r.rec.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+	if first.reg != reg.ID || first.discarded || len(first.ids) != 1 {
+		t.Fatalf("first event: %+v, want one lookup service discovered", first)
+	}
+	r.clk.Advance(time.Minute) // the rest of the round, answered in both versions each time
+	r.none()
+	r.announce(l)
+	for range 5 {
+		r.clk.Advance(group.DefaultAnnouncementInterval)
+		r.announce(l)
+	}
+	r.none()
+	regs, err := r.s.Registrars(reg.ID)
+	if err != nil || len(regs) != 1 || regs[0].ID != l.ID || regs[0].Port != l.Port {
+		t.Fatalf("getRegistrars: %+v, %v; want one, %s at port %d", regs, err, l.ID, l.Port)
+	}
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
+	r.next(reg, true, l)
+	r.none()
+}

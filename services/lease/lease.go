@@ -6,7 +6,6 @@
 package lease
 
 import (
-	"container/heap"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
 )
@@ -86,8 +86,8 @@ type kind struct {
 }
 
 type entry struct {
-	rec   Record
-	index int // in the heap; -1 when not in it
+	rec  Record
+	slot int // its place in the expiration queue (pqueue)
 }
 
 // Grantor grants and tracks leases.
@@ -99,7 +99,7 @@ type Grantor struct {
 	mu     sync.Mutex
 	kinds  map[string]kind
 	leases map[string]*entry
-	heap   expHeap
+	heap   pqueue.Queue[*entry] // by expiration
 	timer  clock.Timer
 	at     int64 // when timer fires, ms; 0 if none
 	closed bool
@@ -109,7 +109,8 @@ type Grantor struct {
 
 // New returns a grantor on st. Register every kind, then Load.
 func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
-	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]kind{}, leases: map[string]*entry{}}
+	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]kind{}, leases: map[string]*entry{},
+		heap: pqueue.New(func(a, b *entry) bool { return a.rec.Expiration < b.rec.Expiration }, func(e *entry) *int { return &e.slot })}
 }
 
 // Register declares a kind of leased resource.
@@ -236,8 +237,8 @@ func (g *Grantor) put(tx *store.Tx, r Record) error {
 		defer g.mu.Unlock()
 		if e, ok := g.leases[r.ID]; ok {
 			e.rec = r
-			if e.index >= 0 {
-				heap.Fix(&g.heap, e.index)
+			if g.heap.Contains(e) { // not while it is being expired
+				g.heap.Update(e)
 			}
 		} else {
 			g.add(r)
@@ -249,9 +250,9 @@ func (g *Grantor) put(tx *store.Tx, r Record) error {
 
 // add tracks r; call with g.mu held.
 func (g *Grantor) add(r Record) {
-	e := &entry{rec: r, index: -1}
+	e := &entry{rec: r}
 	g.leases[r.ID] = e
-	heap.Push(&g.heap, e)
+	g.heap.Update(e)
 }
 
 // current returns a live lease, or UnknownLease for one that is unknown or
@@ -412,9 +413,7 @@ func (g *Grantor) forget(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if e, ok := g.leases[id]; ok {
-		if e.index >= 0 {
-			heap.Remove(&g.heap, e.index)
-		}
+		g.heap.Remove(e)
 		delete(g.leases, id)
 	}
 	g.schedule()
@@ -454,14 +453,15 @@ func (g *Grantor) schedule() {
 	if g.closed {
 		return
 	}
-	if len(g.heap) == 0 {
+	first, ok := g.heap.Min()
+	if !ok {
 		if g.timer != nil {
 			g.timer.Stop()
 			g.timer, g.at = nil, 0
 		}
 		return
 	}
-	next := g.heap[0].rec.Expiration
+	next := first.rec.Expiration
 	if g.timer != nil && g.at == next {
 		return
 	}
@@ -489,9 +489,8 @@ func (g *Grantor) fire() {
 	g.timer, g.at = nil, 0
 	now := g.now()
 	var due []Record
-	for len(g.heap) > 0 && g.heap[0].rec.Expiration <= now {
-		e := heap.Pop(&g.heap).(*entry)
-		due = append(due, e.rec)
+	for e, ok := g.heap.Min(); ok && e.rec.Expiration <= now; e, ok = g.heap.Min() {
+		due = append(due, g.heap.Pop().rec)
 	}
 	g.mu.Unlock()
 	if len(due) > 0 {
@@ -500,8 +499,8 @@ func (g *Grantor) fire() {
 			g.log.Error("expiring leases failed; retrying", "count", len(due), "err", err)
 			g.mu.Lock()
 			for _, r := range due {
-				if e, ok := g.leases[r.ID]; ok && e.index < 0 {
-					heap.Push(&g.heap, e)
+				if e, ok := g.leases[r.ID]; ok {
+					g.heap.Update(e)
 				}
 			}
 			g.mu.Unlock()
@@ -519,29 +518,6 @@ func (g *Grantor) Count() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.leases)
-}
-
-// expHeap orders entries by expiration.
-type expHeap []*entry
-
-func (h expHeap) Len() int           { return len(h) }
-func (h expHeap) Less(i, j int) bool { return h[i].rec.Expiration < h[j].rec.Expiration }
-func (h expHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *expHeap) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*h)
-	*h = append(*h, e)
-}
-func (h *expHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	e.index = -1
-	*h = old[:len(old)-1]
-	return e
 }
 
 func decode(raw []byte, v any) error {

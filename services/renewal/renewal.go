@@ -21,7 +21,6 @@ package renewal
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -143,8 +143,8 @@ type member struct {
 	end      int64 // when it leaves the set: min(Expiration, Desired)
 	failures int   // indefinite failures in a row
 	period   int64 // length of the current lease period, ms
-	dueIndex int   // in its grantor's queue; -1 when out
-	endIndex int   // in the service's end queue; -1 when out
+	dueSlot  int   // its place in its grantor's queue (pqueue)
+	endSlot  int   // its place in the service's end queue (pqueue)
 	busy     bool  // in a renewal call now
 }
 
@@ -174,8 +174,8 @@ type set struct {
 // grantorQueue holds one grantor's client leases by due time.
 type grantorQueue struct {
 	url   string
-	queue dueQueue
-	busy  bool // a renewal call is in flight
+	queue pqueue.Queue[*member] // by due time
+	busy  bool                  // a renewal call is in flight
 	rtt   time.Duration
 	timer clock.Timer
 	at    int64 // when timer fires; 0 if none
@@ -198,7 +198,7 @@ type Service struct {
 	sets     map[string]*set
 	members  map[string]*member // by key
 	grantors map[string]*grantorQueue
-	ends     endQueue
+	ends     pqueue.Queue[*member] // by end
 	endTimer clock.Timer
 	endAt    int64 // when endTimer fires; 0 if none
 	closed   bool
@@ -233,7 +233,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock), ctx: ctx, stop: cancel,
-		sets: map[string]*set{}, members: map[string]*member{}, grantors: map[string]*grantorQueue{}}
+		sets: map[string]*set{}, members: map[string]*member{}, grantors: map[string]*grantorQueue{},
+		ends: pqueue.New(func(a, b *member) bool { return a.end < b.end }, func(m *member) *int { return &m.endSlot })}
 	if err := s.load(); err != nil {
 		cancel()
 		return nil, err
@@ -262,7 +263,6 @@ func (s *Service) load() error {
 				return fmt.Errorf("client lease %s: %w", k, err)
 			}
 			if st := s.sets[m.Set]; st != nil {
-				m.dueIndex, m.endIndex = -1, -1
 				st.members[m.key()] = &m
 				s.members[m.key()] = &m
 			}
@@ -441,7 +441,7 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 			})
 			return nil
 		}
-		m := &member{ClientLease: l, Set: setID, Desired: desired, RenewDuration: renewDuration, dueIndex: -1, endIndex: -1, period: l.Expiration - now}
+		m := &member{ClientLease: l, Set: setID, Desired: desired, RenewDuration: renewDuration, period: l.Expiration - now}
 		if desired <= now || l.Expiration <= now {
 			// Dropped at once; an event only if it ended before its
 			// desired expiration.
@@ -768,11 +768,7 @@ func (s *Service) clearRefused(setID string, eventID int64, regID string, o even
 // the caller holds mu.
 func (s *Service) schedule(m *member, now int64) {
 	m.end = min(m.Expiration, m.Desired)
-	if m.endIndex >= 0 {
-		heap.Fix(&s.ends, m.endIndex)
-	} else {
-		heap.Push(&s.ends, m)
-	}
+	s.ends.Update(m)
 	s.armEnd()
 	if m.busy {
 		return // the call in flight schedules it when it returns
@@ -780,17 +776,11 @@ func (s *Service) schedule(m *member, now int64) {
 	g := s.grantor(m.Grantor)
 	due, ok := s.nextRenewal(g, m, now)
 	if !ok {
-		if m.dueIndex >= 0 {
-			heap.Remove(&g.queue, m.dueIndex)
-		}
+		g.queue.Remove(m)
 		return
 	}
 	m.due = due
-	if m.dueIndex >= 0 {
-		heap.Fix(&g.queue, m.dueIndex)
-	} else {
-		heap.Push(&g.queue, m)
-	}
+	g.queue.Update(m)
 	s.arm(g)
 }
 
@@ -817,7 +807,7 @@ func (s *Service) grantor(url string) *grantorQueue {
 	key := normalizeGrantor(url)
 	g := s.grantors[key]
 	if g == nil {
-		g = &grantorQueue{url: key}
+		g = &grantorQueue{url: key, queue: pqueue.New(func(a, b *member) bool { return a.due < b.due }, func(m *member) *int { return &m.dueSlot })}
 		s.grantors[key] = g
 	}
 	return g
@@ -826,19 +816,17 @@ func (s *Service) grantor(url string) *grantorQueue {
 // unschedule takes a client lease out of both queues; the caller holds
 // mu. The timers stay: one that finds nothing due re-arms for what is.
 func (s *Service) unschedule(m *member) {
-	if g := s.grantors[normalizeGrantor(m.Grantor)]; g != nil && m.dueIndex >= 0 {
-		heap.Remove(&g.queue, m.dueIndex)
+	if g := s.grantors[normalizeGrantor(m.Grantor)]; g != nil && g.queue.Contains(m) {
+		g.queue.Remove(m)
 		s.dropIdle(g)
 	}
-	if m.endIndex >= 0 {
-		heap.Remove(&s.ends, m.endIndex)
-	}
+	s.ends.Remove(m)
 }
 
 // dropIdle forgets a grantor with nothing queued and no call in flight,
 // so grantors come and go with their leases; the caller holds mu.
 func (s *Service) dropIdle(g *grantorQueue) {
-	if len(g.queue) > 0 || g.busy {
+	if g.queue.Len() > 0 || g.busy {
 		return
 	}
 	if g.timer != nil {
@@ -851,18 +839,20 @@ func (s *Service) dropIdle(g *grantorQueue) {
 // arm sets the grantor's timer for its earliest due lease; the caller
 // holds mu.
 func (s *Service) arm(g *grantorQueue) {
-	if s.closed || g.busy || len(g.queue) == 0 {
+	first, ok := g.queue.Min()
+	if s.closed || g.busy || !ok {
 		return
 	}
-	g.timer, g.at = s.rearm(g.timer, g.at, g.queue[0].due, func() { s.fire(g) })
+	g.timer, g.at = s.rearm(g.timer, g.at, first.due, func() { s.fire(g) })
 }
 
 // armEnd sets the end timer for the earliest end; the caller holds mu.
 func (s *Service) armEnd() {
-	if s.closed || len(s.ends) == 0 {
+	first, ok := s.ends.Min()
+	if s.closed || !ok {
 		return
 	}
-	s.endTimer, s.endAt = s.rearm(s.endTimer, s.endAt, s.ends[0].end, s.fireEnds)
+	s.endTimer, s.endAt = s.rearm(s.endTimer, s.endAt, first.end, s.fireEnds)
 }
 
 // rearm moves a timer armed for when (nil: none) to at; no timer at all
@@ -891,13 +881,13 @@ func (s *Service) fire(g *grantorQueue) {
 		return
 	}
 	now := s.now()
-	if len(g.queue) == 0 || g.queue[0].due > now {
+	if first, ok := g.queue.Min(); !ok || first.due > now {
 		s.arm(g) // fired early, or what it was set for has gone
 		return
 	}
 	var batch []*member
-	for len(g.queue) > 0 && g.queue[0].due <= now+s.cfg.BatchWindow.Milliseconds() {
-		m := heap.Pop(&g.queue).(*member)
+	for m, ok := g.queue.Min(); ok && m.due <= now+s.cfg.BatchWindow.Milliseconds(); m, ok = g.queue.Min() {
+		g.queue.Pop()
 		m.busy = true
 		batch = append(batch, m)
 	}
@@ -911,7 +901,8 @@ func (s *Service) fire(g *grantorQueue) {
 func (s *Service) fireEnds() {
 	s.mu.Lock()
 	s.endTimer, s.endAt = nil, 0
-	due := !s.closed && len(s.ends) > 0 && s.ends[0].end <= s.now()
+	first, ok := s.ends.Min()
+	due := !s.closed && ok && first.end <= s.now()
 	if !due {
 		s.armEnd()
 	}
@@ -925,8 +916,7 @@ func (s *Service) fireEnds() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		now := s.now()
-		for len(s.ends) > 0 && s.ends[0].end <= now {
-			m := s.ends[0]
+		for m, ok := s.ends.Min(); ok && m.end <= now; m, ok = s.ends.Min() {
 			evs = append(evs, s.drop(tx, s.sets[m.Set], m, m.LastErr, now)...)
 		}
 		return nil
@@ -1069,50 +1059,4 @@ func saturatingAdd(now, d int64) int64 {
 		return math.MaxInt64
 	}
 	return now + d
-}
-
-// dueQueue orders a grantor's client leases by due time.
-type dueQueue []*member
-
-func (h dueQueue) Len() int           { return len(h) }
-func (h dueQueue) Less(i, j int) bool { return h[i].due < h[j].due }
-func (h dueQueue) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].dueIndex, h[j].dueIndex = i, j
-}
-func (h *dueQueue) Push(x any) {
-	m := x.(*member)
-	m.dueIndex = len(*h)
-	*h = append(*h, m)
-}
-func (h *dueQueue) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	m.dueIndex = -1
-	return m
-}
-
-// endQueue orders every client lease by the time it leaves its set.
-type endQueue []*member
-
-func (h endQueue) Len() int           { return len(h) }
-func (h endQueue) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h endQueue) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].endIndex, h[j].endIndex = i, j
-}
-func (h *endQueue) Push(x any) {
-	m := x.(*member)
-	m.endIndex = len(*h)
-	*h = append(*h, m)
-}
-func (h *endQueue) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	m.endIndex = -1
-	return m
 }

@@ -1,0 +1,152 @@
+// Package riverpeer runs the real Java peer in tests: river-peer.jar,
+// classes compiled from the public JGDMS repository (the Apache River
+// lineage; Apache License 2.0, see LICENSE and NOTICE here) with small
+// harness programs (their sources are in shared/river/src beside this
+// project, which also documents every program). Tests use it the way
+// pion/mdns tests against avahi: the real peer, on a netlab LAN.
+//
+// The jar and Reggie's configuration are embedded, so a clone runs the
+// tests by itself; they need a Java 17 runtime (Debian's
+// openjdk-17-jre-headless). Without one a test skips with one line, and
+// fails instead when CI=true.
+package riverpeer
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/netlab"
+)
+
+//go:embed river-peer.jar
+var jar []byte
+
+//go:embed reggie.config
+var reggieConfig []byte
+
+// Java returns the path of the java command. Without one the test is
+// skipped, or failed when CI=true (CI installs it).
+func Java(t testing.TB) string {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("riverpeer: java is not installed (apt-get install openjdk-17-jre-headless); CI must have it")
+		}
+		t.Skip("riverpeer: skipped: java is not installed (apt-get install openjdk-17-jre-headless)")
+	}
+	return java
+}
+
+var files struct {
+	sync.Mutex
+	dir string
+}
+
+// paths writes the jar and Reggie's configuration out once per process
+// and returns where. The files stay until the process ends (tests of one
+// binary share them).
+func paths(t testing.TB) (jarPath, configPath string) {
+	t.Helper()
+	files.Lock()
+	defer files.Unlock()
+	if files.dir == "" {
+		dir, err := os.MkdirTemp("", "jinid-riverpeer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range map[string][]byte{"river-peer.jar": jar, "reggie.config": reggieConfig} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files.dir = dir
+	}
+	return filepath.Join(files.dir, "river-peer.jar"), filepath.Join(files.dir, "reggie.config")
+}
+
+// Reggie is a running Java lookup service.
+type Reggie struct {
+	ServiceID discovery.ServiceID
+	Locator   string // jini://host:port/
+	cmd       *exec.Cmd
+	exited    chan struct{}
+}
+
+var reggieLine = regexp.MustCompile(`^reggie serviceID=(\S+) locator=(\S+)`)
+
+// StartReggie runs a Java lookup service (Reggie) in lab host h, at
+// address addr, member of the groups "" and "lab", announcing every 4 s
+// unless an override says otherwise. overrides are Reggie configuration
+// entries, such as "multicastAnnouncementInterval=1000L". It returns once
+// Reggie serves; the test's end kills it.
+func StartReggie(t testing.TB, h *netlab.Host, addr netip.Addr, overrides ...string) *Reggie {
+	t.Helper()
+	java := Java(t)
+	jarPath, config := paths(t)
+	args := append([]string{"-Dreggie.host=" + addr.String(), "-cp", jarPath, "ReggieMain", config}, overrides...)
+	cmd := h.Command(context.Background(), java, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting Reggie: %v", err)
+	}
+	r := &Reggie{cmd: cmd, exited: make(chan struct{})}
+	t.Cleanup(r.Kill)
+	started := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := reggieLine.FindStringSubmatch(sc.Text()); m != nil {
+				started <- m
+			}
+		}
+		cmd.Wait()
+		close(r.exited)
+	}()
+	select {
+	case m := <-started:
+		id, err := discovery.ParseServiceID(m[1])
+		if err != nil {
+			t.Fatalf("Reggie's ServiceID %q: %v", m[1], err)
+		}
+		r.ServiceID, r.Locator = id, m[2]
+	case <-r.exited:
+		t.Fatalf("Reggie exited before serving:\n%s", stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Reggie did not start within 60 s:\n%s", stderr.String())
+	}
+	return r
+}
+
+// Kill stops Reggie at once (SIGKILL: no last announcement) and waits
+// for it.
+func (r *Reggie) Kill() {
+	select {
+	case <-r.exited:
+		return
+	default:
+	}
+	r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.exited
+}
+
+// String names it for test messages.
+func (r *Reggie) String() string { return fmt.Sprintf("Reggie %s at %s", r.ServiceID, r.Locator) }
