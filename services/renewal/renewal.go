@@ -263,6 +263,7 @@ func (s *Service) load() error {
 				return fmt.Errorf("client lease %s: %w", k, err)
 			}
 			if st := s.sets[m.Set]; st != nil {
+				m.end = min(m.Expiration, m.Desired)
 				st.members[m.key()] = &m
 				s.members[m.key()] = &m
 			}
