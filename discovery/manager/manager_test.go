@@ -68,6 +68,18 @@ func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string, byGroup,
 	return Event{}
 }
 
+// nextAny waits for the next event, whatever it is.
+func (r *rig) nextAny() Event {
+	r.t.Helper()
+	select {
+	case e := <-r.events:
+		return e
+	case <-time.After(5 * time.Second):
+		r.t.Fatal("no event")
+	}
+	return Event{}
+}
+
 func (r *rig) none() {
 	r.t.Helper()
 	select {
@@ -212,12 +224,7 @@ func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.clk.Advance(0)
-	var first Event
-	select {
-	case first = <-r.events:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event")
-	}
+	first := r.nextAny()
 	if first.Kind != unicast.Discovered || !first.IDFromProxy {
 		t.Fatalf("first event %s, ID from proxy %v", first.Kind, first.IDFromProxy)
 	}
@@ -269,12 +276,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 		l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
 		r.m.Start()
 		r.clk.Advance(0)
-		var first Event
-		select {
-		case first = <-r.events:
-		case <-time.After(5 * time.Second):
-			t.Fatal("no event")
-		}
+		first := r.nextAny()
 		if first.Kind != unicast.Discovered || !first.IDFromProxy {
 			t.Fatalf("first event %s %s (ID from proxy %v)", first.Kind, first.ID, first.IDFromProxy)
 		}
@@ -319,7 +321,7 @@ func TestReggieIdentifiedThenByLocator(t *testing.T) {
 	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
 	r.m.Start()
 	r.clk.Advance(0)
-	first := <-r.events
+	first := r.nextAny()
 	r.announce(l)
 	if e := r.next(unicast.Identified, l, "", true, false); e.StandIn != first.ID {
 		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
