@@ -188,3 +188,39 @@ func TestSameGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckGroup(t *testing.T) {
+	long := strings.Repeat("g", MaxGroupLen)
+	for _, c := range []struct {
+		name string
+		g    string
+		ok   bool
+	}{
+		{"public", "", true},
+		{"plain", "lab", true},
+		{"at the limit", long, true},
+		{"one over", long + "g", false},
+		{"NULs count twice in version 1", strings.Repeat("\x00", MaxGroupLen/2+1), false},
+		{"not UTF-8", "lab\xff", false},
+	} {
+		err := CheckGroup(c.g)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrGroupName) {
+			t.Errorf("%s: CheckGroup = %v", c.name, err)
+		}
+	}
+	// Every group that passes fits every packet: a request of either
+	// version beside the longest IPv6 host with a zone, and an
+	// announcement beside a host name of 200 bytes.
+	for _, v := range []int{ProtocolV1, ProtocolV2} {
+		for _, g := range []string{long, strings.Repeat("\x00", MaxGroupLen/2), strings.Repeat("😀", MaxGroupLen/6)} {
+			r := Request{Version: v, Host: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff%interface0123", Port: 4160, Groups: []string{g}}
+			if _, err := r.Encode(DefaultMaxPacketSize); err != nil {
+				t.Errorf("version %d request with a %d-byte group: %v", v, len(g), err)
+			}
+			a := Announcement{Version: v, Host: strings.Repeat("h", 200), Port: 4160, Groups: []string{g}}
+			if _, err := a.Encode(DefaultMaxPacketSize); err != nil {
+				t.Errorf("version %d announcement with a %d-byte group: %v", v, len(g), err)
+			}
+		}
+	}
+}

@@ -1,6 +1,48 @@
 package discovery
 
-import "slices"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/jinid/jinid/internal/javaio"
+)
+
+// MaxGroupLen is the longest group name jinid takes, in bytes as either
+// protocol version encodes it (UTF-8, or Java's modified UTF-8 in version
+// 1): so short that any group fits every discovery packet, a request or
+// an announcement of either version, beside the longest host name.
+// (Packets are 512 bytes; the protocols set no limit of their own, but a
+// longer name may fit no packet at all.)
+const MaxGroupLen = 255
+
+// ErrGroupName is the error of a group name jinid does not take.
+var ErrGroupName = errors.New("bad group name")
+
+// CheckGroup reports whether g can be a group name: valid UTF-8, at most
+// MaxGroupLen bytes encoded.
+func CheckGroup(g string) error {
+	if !utf8.ValidString(g) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrGroupName, g)
+	}
+	if n := max(len(g), javaio.ModifiedUTF8Len(g)); n > MaxGroupLen {
+		return fmt.Errorf("%w: %q… is %d bytes long; a group name has at most %d, so that it fits a discovery packet",
+			ErrGroupName, truncate(g, 24), n, MaxGroupLen)
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // SameGroups reports whether two lists name the same groups, in any order
 // (a lookup service's member groups are a set).

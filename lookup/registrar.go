@@ -173,6 +173,11 @@ func (r *Registrar) SetGroups(groups []string) error {
 	if groups == nil {
 		return fault.New(fault.NullArgument, "groups is required (an empty list means no groups)")
 	}
+	for i, g := range groups {
+		if err := discovery.CheckGroup(g); err != nil {
+			return fault.New(fault.InvalidArgument, "group %d: %v", i, err) // it could be announced in no packet
+		}
+	}
 	return r.setMeta(func(m *Meta) { m.Groups = slices.Compact(slices.Sorted(slices.Values(groups))) })
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -86,6 +87,11 @@ Endpoints (on --api-listen):
 				}
 				if slices.Contains(groups, "") {
 					return errors.New(`--groups: an empty group name; the public group is --public-group`)
+				}
+				for _, g := range groups {
+					if err := discovery.CheckGroup(g); err != nil {
+						return fmt.Errorf("--groups: %w", err)
+					}
 				}
 			}
 			cfg.AnnounceInterval = interval

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,8 +23,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 )
 
@@ -339,6 +343,9 @@ func TestLDSConformance(t *testing.T) {
 		{"register/null-locator-element-is-NullArgument", `{"locators":[null],"listener":{"url":"http://x/"},"leaseDuration":60000}`, "NullArgument"},
 		{"register/malformed-locator-is-InvalidArgument", `{"locators":["http://x"],"listener":{"url":"http://x/"},"leaseDuration":60000}`, "InvalidArgument"},
 		{"register/unknown-field-is-InvalidArgument", `{"groupz":["a"],"listener":{"url":"http://x/"},"leaseDuration":60000}`, "InvalidArgument"},
+		// A name that fits no discovery packet would stop the requests of
+		// every registration (issue 15, item 3).
+		{"register/group-longer-than-a-packet-allows-is-InvalidArgument", `{"groups":["a","` + strings.Repeat("g", 256) + `"],"listener":{"url":"http://x/"},"leaseDuration":60000}`, "InvalidArgument"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if status, code := l.raw(t, "POST", "/v1/lds/registrations", c.body); code != c.code {
@@ -346,6 +353,21 @@ func TestLDSConformance(t *testing.T) {
 			}
 		})
 	}
+	t.Run("groups/too-long-refused-by-add-and-set-not-remove", func(t *testing.T) {
+		r := l.register(t, []string{"x"}, nil, nil, 60000)
+		long := `{"groups":["` + strings.Repeat("g", 256) + `"]}`
+		for _, method := range []string{"POST", "PUT"} {
+			if status, code := l.raw(t, method, "/v1/lds/registrations/"+r.ID+"/groups", long); code != "InvalidArgument" {
+				t.Errorf("%s a 256-byte group: HTTP %d %s, want InvalidArgument", method, status, code)
+			}
+		}
+		if status, code := l.raw(t, "DELETE", "/v1/lds/registrations/"+r.ID+"/groups", long); status/100 != 2 {
+			t.Errorf("removing a 256-byte group: HTTP %d %s", status, code)
+		}
+		if status, code := l.raw(t, "PUT", "/v1/lds/registrations/"+r.ID+"/groups", `{"groups":["`+strings.Repeat("g", 255)+`"]}`); status/100 != 2 {
+			t.Errorf("setting a 255-byte group: HTTP %d %s", status, code)
+		}
+	})
 	t.Run("register/refused-requests-register-nothing", func(t *testing.T) {
 		// Nothing above left a registration: no event reached the sink
 		// (http://x/ is unreachable anyway), and a fresh one gets the next
@@ -700,6 +722,25 @@ func TestLDSConformance(t *testing.T) {
 		l.none(t, c, quiet) // c did not discard: it kept it, and hears nothing
 	})
 
+	t.Run("discard/only-the-discarding-registration-hears", func(t *testing.T) {
+		// LD.4.1: after discard, only the registrations through which it
+		// was invoked are told, on discard and on rediscovery; one that
+		// holds it by locator alone hears nothing (issue 15, item 2).
+		byGroup := l.register(t, []string{"c"}, nil, nil, 60000)
+		byLoc := l.register(t, []string{}, []string{l.loc("lus3")}, nil, 60000)
+		l.next(t, byGroup, false, "lus3")
+		l.next(t, byLoc, false, "lus3")
+		if err := l.c.LDSDiscard(t.Context(), byGroup.ID, l.ids["lus3"]); err != nil {
+			t.Fatal(err)
+		}
+		l.next(t, byGroup, true, "lus3")
+		l.next(t, byGroup, false, "lus3") // its next announcement
+		l.none(t, byLoc, quiet)
+		if rs, _ := l.c.LDSRegistrars(t.Context(), byLoc.ID); len(rs) != 1 {
+			t.Fatalf("the locator-only registration's set: %v", rs)
+		}
+	})
+
 	// --- passive discards ----------------------------------------------------
 	t.Run("passive/lookup-service-joins-a-group-of-interest", func(t *testing.T) {
 		r := l.register(t, []string{"e2"}, nil, nil, 60000)
@@ -725,7 +766,11 @@ func TestLDSConformance(t *testing.T) {
 		}
 		l.none(t, byLoc, quiet)
 	})
-	t.Run("passive/communication-discard-only-by-group", func(t *testing.T) {
+	t.Run("passive/communication-discard-to-every-registration-wanting-it-by-group", func(t *testing.T) {
+		// LD.3.1: a passive communication discard goes to each
+		// registration interested in one of its member groups (through
+		// at least group discovery), by locator too or not; only those
+		// wanting it by locator alone are spared (issue 15, item 1).
 		byGroup := l.register(t, []string{"f"}, nil, nil, 60000)
 		byLoc := l.register(t, []string{}, []string{l.loc("lus6")}, nil, 60000)
 		both := l.register(t, []string{"f"}, []string{l.loc("lus6")}, nil, 60000)
@@ -735,14 +780,19 @@ func TestLDSConformance(t *testing.T) {
 		// Kill it: no last announcement, the port refuses.
 		l.lusProcs["lus6"].Kill()
 		killed := time.Now()
-		l.next(t, byGroup, true, "lus6")
-		if took := time.Since(killed); took > ldsWindow+2*time.Second {
-			t.Errorf("discarded %v after it died; window %v", took, ldsWindow)
+		for _, r := range []ldsReg{byGroup, both} {
+			l.next(t, r, true, "lus6")
+			if took := time.Since(killed); took > ldsWindow+2*time.Second {
+				t.Errorf("discarded %v after it died; window %v", took, ldsWindow)
+			}
 		}
 		l.none(t, byLoc, quiet) // locator only: never passively discarded
 		l.none(t, both, 100*time.Millisecond)
 		if rs, _ := l.c.LDSRegistrars(t.Context(), byLoc.ID); len(rs) != 1 {
 			t.Fatalf("locator-only registration's set: %v", rs)
+		}
+		if rs, _ := l.c.LDSRegistrars(t.Context(), both.ID); len(rs) != 0 {
+			t.Fatalf("the set of the registration wanting it by group and locator: %v", rs)
 		}
 	})
 
@@ -954,4 +1004,47 @@ func mustClient(t testing.TB, url string) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestLDSOverlongGroupBesideValid: one registration's group name too long
+// for any discovery packet must not stop the multicast requests made for
+// the others (issue 15, item 3). It is refused with InvalidArgument
+// naming the limit, and a registration beside it finds a lookup service
+// that never announces: only a request finds it.
+func TestLDSOverlongGroupBesideValid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan := lab.LAN()
+	lh, dh, ch := lab.Host("lus"), lab.Host("lds"), lab.Host("client")
+	lh.Attach(lan)
+	dl, cl := dh.Attach(lan), ch.Attach(lan)
+	lus, err := fakelus.Start(fakelus.Config{Version: 2, ServiceID: discovery.ServiceID{0x15}, Groups: []string{"h"},
+		Announce: -1, Namespace: lh.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lus.Close)
+	labDaemon(t, bin, dh, "--groups", "ldshost", "--public-group=false", "--no-dns-sd")
+	c := labClient(t, ch, "http://"+dl.IPv4.String()+":4162")
+	sink := newEventSink(t, ch, cl.IPv4.String())
+
+	_, err = c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h2", strings.Repeat("g", 481)}, Listener: sink.base + "/long", Duration: 60000})
+	var fe *fault.Error
+	if !errors.As(err, &fe) || fe.Code != fault.InvalidArgument || !strings.Contains(fe.Message, "255") {
+		t.Errorf("registering a 481-byte group: %v; want InvalidArgument naming the limit", err)
+	}
+	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h"}, Listener: sink.base + "/h", Duration: 60000}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-sink.path("h"):
+		if e.Discarded || len(e.Registrars) != 1 || !slices.Contains(e.Registrars[0].Groups, "h") || lus.ConnectBacks() == 0 {
+			t.Fatalf("event %+v after %d answers to requests, want the lookup service of group h discovered", e, lus.ConnectBacks())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lookup service that only answers requests was not found: no request was sent for group h")
+	}
 }

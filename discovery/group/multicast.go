@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 
 	"github.com/jinid/jinid/discovery"
@@ -53,10 +54,11 @@ type Multicast struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	sink  Sink
-	lns   []net.Listener
-	ports map[int]int
+	mu      sync.Mutex
+	sink    Sink
+	lns     []net.Listener
+	ports   map[int]int
+	dropped string // the groups last left out of requests (warnDropped)
 }
 
 // NewMulticast prepares the network; Start opens it.
@@ -150,13 +152,64 @@ func (m *Multicast) Request(groups []string, known []discovery.ServiceID) error 
 			if v == discovery.ProtocolV1 {
 				r.Host = "" // the datagram's source says it
 			}
-			return r.Encode(discovery.DefaultMaxPacketSize)
+			packets, dropped, err := requestPackets(r)
+			if len(dropped) > 0 {
+				m.warnDropped(dropped)
+			}
+			return packets, err
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("version %d request: %w", v, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// requestPackets encodes a request, leaving out the groups that fit no
+// packet (names taken before names were checked, say): one such group
+// must not stop the requests for all the others. If none is left, there
+// is nothing to send (an empty list would ask every group).
+func requestPackets(r discovery.Request) (packets [][]byte, dropped []string, err error) {
+	packets, err = r.Encode(discovery.DefaultMaxPacketSize)
+	if err == nil || len(r.Groups) == 0 {
+		return packets, nil, err
+	}
+	var keep []string
+	for _, g := range r.Groups {
+		one := r
+		one.Groups, one.Known = []string{g}, nil
+		if _, err := one.Encode(discovery.DefaultMaxPacketSize); err != nil {
+			dropped = append(dropped, g)
+		} else {
+			keep = append(keep, g)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil, nil, err // not the groups' fault
+	}
+	if len(keep) == 0 {
+		return nil, dropped, nil
+	}
+	r.Groups = keep
+	packets, err = r.Encode(discovery.DefaultMaxPacketSize)
+	return packets, dropped, err
+}
+
+// warnDropped says, once per set of groups, which groups requests leave
+// out.
+func (m *Multicast) warnDropped(groups []string) {
+	key := strings.Join(groups, "\x00")
+	m.mu.Lock()
+	seen := m.dropped == key
+	m.dropped = key
+	m.mu.Unlock()
+	if !seen {
+		short := make([]string, len(groups))
+		for i, g := range groups {
+			short[i] = fmt.Sprintf("%.24q… (%d bytes)", g, len(g))
+		}
+		m.log.Warn("multicast requests leave out groups too long for a packet; the others are asked for", "groups", short)
+	}
 }
 
 // Unicast implements Network: TCP from the namespace.

@@ -29,8 +29,10 @@ type Config struct {
 	Groups    []string
 	// Registrar is what it hands out. Defaults to a jinid descriptor.
 	Registrar unicast.Registrar
-	Port      int           // unicast port; 0 means 4160
-	Announce  time.Duration // announcement interval; 0 means 1 s
+	Port      int // unicast port; 0 means 4160
+	// Announce is the announcement interval; 0 means 1 s, negative never
+	// (a lookup service found only by requests and unicast discovery).
+	Announce  time.Duration
 	Namespace namespace.Namespace
 	Logger    *slog.Logger
 }
@@ -93,9 +95,12 @@ func Start(cfg Config) (*LUS, error) {
 		l.mon.Close()
 		return nil, err
 	}
-	l.wg.Add(2)
+	l.wg.Add(1)
 	go l.serve()
-	go l.announce()
+	if cfg.Announce > 0 {
+		l.wg.Add(1)
+		go l.announce()
+	}
 	return l, nil
 }
 

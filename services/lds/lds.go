@@ -13,7 +13,11 @@
 // For each registration R and lookup service L, R wants L when
 //
 //	group discovery holds L and R's groups (or ALL_GROUPS) meet L's, or
-//	locator discovery found L through one of R's locators.
+//	locator discovery found L through one of R's locators, unless group
+//	discovery lost L (a passive communication discard) and R's groups
+//	meet L's: that discard reaches every registration that wants L
+//	through group discovery, whatever its locators (LD.3.1); only those
+//	wanting L by locator alone keep it, until an engine finds L again.
 //
 // Every change (an engine event, a mutator, a registration, a lease
 // ending) recomputes that for the registrations it concerns, found
@@ -34,6 +38,7 @@ package lds
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,8 +148,18 @@ type lookupService struct {
 	LS unicast.LookupService `json:"ls"`
 	// ByGroup: group discovery holds it.
 	ByGroup bool `json:"byGroup"`
-	// Locs: the locators locator discovery found it through.
+	// Locs: the locators locator discovery found it through. (Our own
+	// discards do not take them away: other registrations keep it by
+	// them, LD.4.1.)
 	Locs []string `json:"locs"`
+	// LocatorID is the ID locator discovery knows it by (for a Java
+	// lookup service, a stand-in of its own).
+	LocatorID discovery.ServiceID `json:"locatorID,omitzero"`
+	// Lost: group discovery found it unreachable (a passive
+	// communication discard) and nothing has found it since: no
+	// registration wanting it through group discovery holds it, whatever
+	// its locators (LD.3.1).
+	Lost bool `json:"lost,omitempty"`
 	// Pending: discarded by a registration, not yet found again;
 	// DiscardedBy hear when it is.
 	Pending     bool     `json:"pending"`
@@ -344,6 +359,9 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if err := event.CheckURL("listener", req.Listener); err != nil {
 		return Registration{}, err
 	}
+	if err := checkGroups(req.Groups); err != nil {
+		return Registration{}, err
+	}
 	var out Registration
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback,
@@ -439,6 +457,11 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 	if m != Set && groups == nil {
 		return fault.New(fault.NullArgument, "groups is required")
 	}
+	if m != Remove {
+		if err := checkGroups(groups); err != nil {
+			return err
+		}
+	}
 	return s.mutate(id, func(r *reg) error {
 		switch m {
 		case Add:
@@ -512,6 +535,7 @@ func (s *Service) mutate(id string, change func(*reg) error) error {
 // managed set does nothing.
 func (s *Service) Discard(id string, serviceID discovery.ServiceID) error {
 	var first bool
+	var locatorID discovery.ServiceID
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		r := s.regs[id]
 		if r == nil {
@@ -521,7 +545,7 @@ func (s *Service) Discard(id string, serviceID discovery.ServiceID) error {
 		if l == nil || !slices.Contains(r.Discovered, serviceID) {
 			return nil, nil
 		}
-		first = !l.Pending
+		first, locatorID = !l.Pending, l.LocatorID
 		l.Pending = true
 		if !slices.Contains(l.DiscardedBy, r.ID) {
 			l.DiscardedBy = append(l.DiscardedBy, r.ID)
@@ -539,7 +563,7 @@ func (s *Service) Discard(id string, serviceID discovery.ServiceID) error {
 		// Outside the transaction: the engines report their own discards,
 		// which onGroupEvent and onLocatorEvent take as this one.
 		s.g.Discard(serviceID)
-		s.l.Discard(serviceID)
+		s.l.Discard(cmp.Or(locatorID, serviceID))
 	}
 	return err
 }
@@ -597,6 +621,9 @@ func (s *Service) onGroupEvent(ev unicast.Event) {
 			l = s.lookupService(ev.LookupService)
 		}
 		oldGroups := slices.Clone(l.LS.Groups)
+		if ev.Kind != unicast.Discarded {
+			l.Lost = false
+		}
 		switch ev.Kind {
 		case unicast.Identified:
 			// Its real ServiceID: the registrations holding it hold it
@@ -620,6 +647,16 @@ func (s *Service) onGroupEvent(ev unicast.Event) {
 				return nil, s.putLookupService(tx, l)
 			}
 			l.LS.Groups = slices.Clone(ev.Groups)
+			if ev.Reason == unicast.ReasonCommunication {
+				l.Lost = true
+				if id := l.LocatorID; len(l.Locs) > 0 && !id.IsZero() {
+					// Locator discovery holds it without looking: have it
+					// look again, so that those wanting it by locator find
+					// it again once it answers. (Once on disk, before the
+					// events go out; the engine only queues its own.)
+					tx.OnCommit(func() { s.l.Discard(id) })
+				}
+			}
 		}
 		return s.changed(tx, l, oldGroups)
 	})
@@ -635,6 +672,7 @@ func (s *Service) onLocatorEvent(ev unicast.Event) {
 		oldGroups := slices.Clone(l.LS.Groups)
 		switch ev.Kind {
 		case unicast.Discovered:
+			l.Lost, l.LocatorID = false, ev.ID
 			if !slices.Contains(l.Locs, loc) {
 				l.Locs = append(l.Locs, loc)
 			}
@@ -645,8 +683,15 @@ func (s *Service) onLocatorEvent(ev unicast.Event) {
 				return s.rediscovered(tx, l, oldGroups)
 			}
 		case unicast.Discarded:
+			if ev.Reason == unicast.ReasonRequested {
+				// Our own Discard (or a look again after a communication
+				// discard): it is being found again; the registrations
+				// holding it by this locator keep it meanwhile (LD.4.1:
+				// only those that discarded hear of it).
+				return nil, s.putLookupService(tx, l)
+			}
 			l.Locs = slices.DeleteFunc(l.Locs, func(x string) bool { return x == loc })
-			if ev.Reason == unicast.ReasonRequested || l.Pending {
+			if l.Pending {
 				return nil, s.putLookupService(tx, l)
 			}
 		}
@@ -670,7 +715,7 @@ func (s *Service) confirm() {
 			if !l.ByGroup || held[l.LS.ID] {
 				continue
 			}
-			l.ByGroup = false
+			l.ByGroup, l.Lost = false, true // silent since the restart: as a communication discard
 			evs, err := s.changed(tx, l, l.LS.Groups)
 			if err != nil {
 				return nil, err
@@ -760,10 +805,18 @@ func (s *Service) changed(tx *store.Tx, l *lookupService, oldGroups []string) ([
 	return evs, s.putLookupService(tx, l)
 }
 
-// wants reports whether r wants l.
+// wants reports whether r wants l: by group, while group discovery holds
+// it; else by locator, unless group discovery lost it and r wants it
+// through group discovery too (LD.3.1: a passive communication discard
+// reaches every registration interested in one of its member groups;
+// only those wanting it by locator alone keep it).
 func (s *Service) wants(r *reg, l *lookupService) bool {
-	if l.ByGroup && (r.AllGroups || overlaps(r.Groups, l.LS.Groups)) {
+	byGroup := r.AllGroups || overlaps(r.Groups, l.LS.Groups)
+	if l.ByGroup && byGroup {
 		return true
+	}
+	if l.Lost && byGroup {
+		return false
 	}
 	for _, loc := range r.Locators {
 		if slices.Contains(l.Locs, loc) {
@@ -1001,6 +1054,18 @@ func RegistrarOf(ls unicast.LookupService) Registrar {
 		r.Marshalled = ls.Registrar.Marshalled
 	}
 	return r
+}
+
+// checkGroups refuses group names that fit no discovery packet: one such
+// name in the shared request would otherwise cost every registration its
+// requests.
+func checkGroups(groups []string) error {
+	for i, g := range groups {
+		if err := discovery.CheckGroup(g); err != nil {
+			return fault.New(fault.InvalidArgument, "group %d: %v", i, err)
+		}
+	}
+	return nil
 }
 
 func noSuch(id string) error {

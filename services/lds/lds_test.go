@@ -356,16 +356,71 @@ func TestPassiveDiscards(t *testing.T) {
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a"} })
 	r.announce(l)
 	r.next(byGroup, false, l)
-	// Silent and unreachable: again only the group-only one.
+	// Silent and unreachable (LD.3.1): discarded for every registration
+	// wanting it through group discovery, by locator too or not; kept by
+	// the one wanting it by locator alone (issue 15, item 1).
 	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
 	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
-	r.next(byGroup, true, l)
+	r.events(t, map[string]bool{byGroup.ID: true, both.ID: true}, l)
 	r.none()
-	for _, reg := range []Registration{byLoc, both} {
-		if regs, _ := r.s.Registrars(reg.ID); len(regs) != 1 {
-			t.Fatalf("registration wanting it by locator lost it: %v", regs)
+	if regs, _ := r.s.Registrars(byLoc.ID); len(regs) != 1 {
+		t.Fatalf("the locator-only registration lost it: %v", regs)
+	}
+	if regs, _ := r.s.Registrars(both.ID); len(regs) != 0 {
+		t.Fatalf("the registration wanting it by group and locator still holds it: %v", regs)
+	}
+	// Back, announcing: found again for both of them; the locator-only
+	// one heard nothing throughout.
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.announce(l)
+	r.events(t, map[string]bool{byGroup.ID: false, both.ID: false}, l)
+	r.none()
+}
+
+// events takes one event per registration in want (true: discarded, false:
+// discovered), each of ls alone, in any order.
+func (r *rig) events(t *testing.T, want map[string]bool, ls ...*lusim.LUS) {
+	t.Helper()
+	var ids []discovery.ServiceID
+	for _, l := range ls {
+		ids = append(ids, l.ID)
+	}
+	for n := len(want); n > 0; n-- { // not range: entries are deleted as they come
+		select {
+		case e := <-r.rec.ch:
+			discarded, ok := want[e.reg]
+			if !ok || e.discarded != discarded || !slices.Equal(e.ids, ids) {
+				t.Fatalf("event for %s discarded=%v %v; want one for each of %v", e.reg, e.discarded, e.ids, want)
+			}
+			delete(want, e.reg)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no event; still want %v", want)
 		}
 	}
+}
+
+// After a passive communication discard, a registration wanting the
+// lookup service by group and by locator finds it again by its locator
+// alone once it answers, although it does not announce (locator
+// discovery is made to look again); the group-only one does not.
+func TestLostFoundAgainByLocator(t *testing.T) {
+	r := newRig(t)
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	byGroup := r.register([]string{"a"})
+	both := r.register([]string{"a"}, "jini://10.0.0.1")
+	r.announce(l)
+	r.clk.Advance(0)
+	r.events(t, map[string]bool{byGroup.ID: false, both.ID: false}, l)
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
+	r.events(t, map[string]bool{byGroup.ID: true, both.ID: true}, l)
+	// It answers again but does not announce: locator discovery, made to
+	// look again, finds it 15 s after the discard, before group
+	// discovery's next request would (those come 120 s apart by now).
+	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.clk.Advance(20 * time.Second)
+	r.next(both, false, l)
+	r.none()
 }
 
 func TestNewGroupOfLookupService(t *testing.T) {
@@ -535,4 +590,29 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
 	r.next(reg, true, l)
 	r.none()
+}
+
+// One registration's discard leaves another that holds the lookup
+// service by locator alone undisturbed: no discarded event when group
+// discovery finds it again, no discovered event when locator discovery
+// looks again 15 s later (LD.4.1; issue 15, item 2).
+func TestDiscardLeavesLocatorOnlyRegistrationsAlone(t *testing.T) {
+	r := newRig(t)
+	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	byGroup := r.register([]string{"a"})
+	byLoc := r.register([]string{}, "jini://10.0.0.1")
+	r.announce(l)
+	r.clk.Advance(0)
+	r.events(t, map[string]bool{byGroup.ID: false, byLoc.ID: false}, l)
+	if err := r.s.Discard(byGroup.ID, l.ID); err != nil {
+		t.Fatal(err)
+	}
+	r.next(byGroup, true, l)
+	r.announce(l)
+	r.next(byGroup, false, l)
+	r.clk.Advance(time.Minute)
+	r.none()
+	if regs, _ := r.s.Registrars(byLoc.ID); len(regs) != 1 {
+		t.Fatalf("the locator-only registration's set: %v", regs)
+	}
 }
