@@ -15,7 +15,6 @@ import (
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Sender delivers events; *event.Dispatcher is one.
@@ -187,7 +186,7 @@ func (r *Registrar) SetLocators(locs []string) error {
 		return fault.New(fault.NullArgument, "locators is required (an empty list means none)")
 	}
 	for _, l := range locs {
-		if _, err := unicast.ParseLocator(l); err != nil {
+		if _, err := discovery.ParseLocator(l); err != nil {
 			return fault.New(fault.InvalidArgument, "%v", err)
 		}
 	}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/finder"
-	"github.com/jinid/jinid/unicast"
 )
 
 func newDiscoverCmd(g *globalFlags) *cobra.Command {
@@ -99,7 +99,7 @@ follows.`,
 				return fmt.Errorf("--timeout %s: must be positive", timeout)
 			}
 			for _, s := range locators {
-				l, err := unicast.ParseLocator(s)
+				l, err := discovery.ParseLocator(s)
 				if err != nil {
 					return fmt.Errorf("--locator: %w", err)
 				}

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/vectors"
-	"github.com/jinid/jinid/unicast"
 )
 
 // jinid discover, run in one namespace, finds a lookup service answering
@@ -79,7 +79,7 @@ func TestDiscoverOnALAN(t *testing.T) {
 
 // javaRegistrar is the registrar proxy from the Java implementation's v2
 // unicast response vector.
-func javaRegistrar(t *testing.T) unicast.Registrar {
+func javaRegistrar(t *testing.T) discovery.Registrar {
 	resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named("v2.unicast.response").Bytes()), unicast.DefaultMaxResponseSize)
 	if err != nil {
 		t.Fatal(err)

@@ -15,15 +15,15 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/manager"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/unicast"
 )
 
 // watchOptions are what `jinid discover --watch` runs with.
 type watchOptions struct {
 	groups               []string // nil: all
-	locators             []unicast.Locator
+	locators             []discovery.Locator
 	announcementInterval time.Duration
 	noMulticast          bool
 	include, exclude     []string
@@ -83,15 +83,15 @@ type unicastOnly struct{}
 func (unicastOnly) Request([]string, []discovery.ServiceID) error { return nil }
 
 func (unicastOnly) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, (&net.Dialer{}).DialContext, unicast.Locator{Host: host, Port: port}.Address(), version)
+	return unicast.DiscoverAt(ctx, (&net.Dialer{}).DialContext, discovery.Locator{Host: host, Port: port}.Address(), version)
 }
 
 // watchEvent is one event as --watch --json prints it.
 type watchEvent struct {
-	Time      time.Time         `json:"time"`
-	Event     unicast.EventKind `json:"event"`
-	Reason    string            `json:"reason,omitempty"`
-	ServiceID string            `json:"serviceID"`
+	Time      time.Time           `json:"time"`
+	Event     discovery.EventKind `json:"event"`
+	Reason    string              `json:"reason,omitempty"`
+	ServiceID string              `json:"serviceID"`
 	// IDFromProxy: the ServiceID stands in for a Java lookup service's,
 	// which only its announcements tell.
 	IDFromProxy bool `json:"serviceIDFromProxy,omitempty"`
@@ -124,7 +124,7 @@ func (p *eventPrinter) print(e manager.Event) {
 	if e.Locator != nil {
 		we.Locator = e.Locator.String()
 	}
-	if e.Kind == unicast.Identified {
+	if e.Kind == discovery.Identified {
 		we.StandIn = e.StandIn.String()
 	}
 	if d := e.Registrar.Descriptor; d != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/unicast"
 )
 
 // watched is one line of `jinid discover --watch --json`, with when it
@@ -218,17 +217,17 @@ func TestWatchFlagErrors(t *testing.T) {
 // TestWatchPrinter checks the text line of each kind of event.
 func TestWatchPrinter(t *testing.T) {
 	at := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)
-	loc := unicast.Locator{Host: "10.0.0.2", Port: 4160}
-	jinid := unicast.LookupService{ID: discovery.ServiceID{1}, Host: "10.0.0.1", Port: 4160, Groups: []string{"", "lab"}, Interface: "eth0",
-		Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{APIURL: "http://10.0.0.1:4162"}}}
-	java := unicast.LookupService{ID: discovery.ServiceID{2}, Host: "10.0.0.2", Port: 4160, Groups: []string{},
-		Registrar: unicast.Registrar{Marshalled: make([]byte, 377)}}
+	loc := discovery.Locator{Host: "10.0.0.2", Port: 4160}
+	jinid := discovery.LookupService{ID: discovery.ServiceID{1}, Host: "10.0.0.1", Port: 4160, Groups: []string{"", "lab"}, Interface: "eth0",
+		Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{APIURL: "http://10.0.0.1:4162"}}}
+	java := discovery.LookupService{ID: discovery.ServiceID{2}, Host: "10.0.0.2", Port: 4160, Groups: []string{},
+		Registrar: discovery.Registrar{Marshalled: make([]byte, 377)}}
 	var b strings.Builder
 	p := &eventPrinter{w: &b}
-	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discovered, At: at, LookupService: jinid}, ByGroup: true})
-	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
-	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Discarded, At: at, LookupService: jinid, Reason: unicast.ReasonCommunication}})
-	p.print(manager.Event{Event: unicast.Event{Kind: unicast.Identified, At: at, LookupService: java, StandIn: discovery.ServiceID{0xa5}}, ByGroup: true})
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discovered, At: at, LookupService: jinid}, ByGroup: true})
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discarded, At: at, LookupService: jinid, Reason: discovery.ReasonCommunication}})
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Identified, At: at, LookupService: java, StandIn: discovery.ServiceID{0xa5}}, ByGroup: true})
 	want := `2026-11-21T10:00:00.123Z  discovered  01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
 2026-11-21T10:00:00.123Z  changed     02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
 2026-11-21T10:00:00.123Z  discarded   01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  reason=communication  jinid http://10.0.0.1:4162

@@ -21,11 +21,11 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/finder"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/services/api/client"
-	"github.com/jinid/jinid/unicast"
 )
 
 // labDaemon runs the jinid binary as a daemon inside a lab host.

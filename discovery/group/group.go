@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ordered"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Network is what group discovery needs of the network.
@@ -71,7 +71,7 @@ type Config struct {
 	Network Network
 	// OnEvent receives every event, in order, from one goroutine. It
 	// must not block for long: events queue behind it.
-	OnEvent func(unicast.Event)
+	OnEvent func(discovery.Event)
 
 	// RequestCount requests are sent RequestInterval apart at start and
 	// whenever groups are added, then one every FinalRequestInterval.
@@ -95,7 +95,7 @@ func (c *Config) setDefaults() error {
 		return errors.New("group: Config.Network is required")
 	}
 	if c.OnEvent == nil {
-		c.OnEvent = func(unicast.Event) {}
+		c.OnEvent = func(discovery.Event) {}
 	}
 	for _, d := range []struct {
 		what string
@@ -147,7 +147,7 @@ type Discovery struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	run    *clock.Runner
-	events *ordered.Queue[unicast.Event]
+	events *ordered.Queue[discovery.Event]
 	// contacts bounds concurrent unicast discoveries.
 	contacts chan struct{}
 
@@ -165,7 +165,7 @@ type Discovery struct {
 
 // entry is one discovered lookup service.
 type entry struct {
-	ls       unicast.LookupService
+	ls       discovery.LookupService
 	lastSeen time.Time
 	seq      int64
 	hasSeq   bool
@@ -270,10 +270,10 @@ func (d *Discovery) RemoveGroups(groups ...string) error {
 }
 
 // Discovered returns the lookup services discovered now.
-func (d *Discovery) Discovered() []unicast.LookupService {
+func (d *Discovery) Discovered() []discovery.LookupService {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]unicast.LookupService, 0, len(d.discovered))
+	out := make([]discovery.LookupService, 0, len(d.discovered))
 	for _, e := range d.discovered {
 		out = append(out, e.ls.Clone())
 	}
@@ -292,7 +292,7 @@ func (d *Discovery) Discard(id discovery.ServiceID) bool {
 		return false
 	}
 	d.remove(e)
-	d.emit(unicast.Discarded, e.ls, unicast.ReasonRequested)
+	d.emit(discovery.Discarded, e.ls, discovery.ReasonRequested)
 	return true
 }
 
@@ -352,7 +352,7 @@ func (d *Discovery) adopt(a discovery.Announcement) *entry {
 	var sure, loose []*entry
 	for _, e := range d.discovered {
 		switch {
-		case !e.ls.IDFromProxy || e.ls.Registrar.Descriptor != nil || !unicast.SameHost(e.ls.Host, a.Host):
+		case !e.ls.IDFromProxy || e.ls.Registrar.Descriptor != nil || !discovery.SameHost(e.ls.Host, a.Host):
 		case e.ls.Port == a.Port:
 			sure = append(sure, e)
 		case e.ls.Port == 0:
@@ -395,7 +395,7 @@ func (d *Discovery) identify(e *entry, id discovery.ServiceID) {
 	e.ls.ID, e.ls.IDFromProxy = id, false
 	d.discovered[id] = e
 	d.log.Debug("Java lookup service identified by its ServiceID", "serviceID", id, "standIn", was, "address", e.ls.Address())
-	d.events.Push(unicast.Event{Kind: unicast.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
+	d.events.Push(discovery.Event{Kind: discovery.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
 }
 
 // contact runs unicast discovery with a lookup service that announced.
@@ -424,7 +424,7 @@ func (d *Discovery) contact(a discovery.Announcement, iface string) {
 }
 
 // found takes a lookup service reached by unicast discovery.
-func (d *Discovery) found(ls unicast.LookupService) {
+func (d *Discovery) found(ls discovery.LookupService) {
 	if d.closed {
 		return
 	}
@@ -447,7 +447,7 @@ func (d *Discovery) found(ls unicast.LookupService) {
 	}
 	e.timer = d.after(d.window, func() { d.check(e) })
 	d.log.Debug("lookup service discovered", "serviceID", ls.ID, "address", ls.Address(), "groups", ls.Groups)
-	d.emit(unicast.Discovered, ls, "")
+	d.emit(discovery.Discovered, ls, "")
 }
 
 // lookup finds the entry of the lookup service ls describes: by its
@@ -455,9 +455,9 @@ func (d *Discovery) found(ls unicast.LookupService) {
 // Java lookup service. A Java lookup service answers requests in both
 // versions with different proxies, and its version 1 answer lacks its
 // port: both answers must make one entry, not two. An entry is it when
-// it has had ls's proxy before; else as unicast.Lookup says (the same
+// it has had ls's proxy before; else as discovery.Lookup says (the same
 // proxy, or host and port; else the one entry likely to be it).
-func (d *Discovery) lookup(ls unicast.LookupService) *entry {
+func (d *Discovery) lookup(ls discovery.LookupService) *entry {
 	if e := d.discovered[ls.ID]; e != nil {
 		return e
 	}
@@ -469,7 +469,7 @@ func (d *Discovery) lookup(ls unicast.LookupService) *entry {
 			return e
 		}
 	}
-	e, _ := unicast.Lookup(maps.Values(d.discovered), func(e *entry) unicast.LookupService { return e.ls }, ls)
+	e, _ := discovery.Lookup(maps.Values(d.discovered), func(e *entry) discovery.LookupService { return e.ls }, ls)
 	return e
 }
 
@@ -492,7 +492,7 @@ func (e *entry) addProxy(proxy []byte) {
 // real ServiceID in place of a stand-in, the port a version 1 answer did
 // not give, and the newer protocol's answer (the version it is probed in,
 // with its proxy).
-func (d *Discovery) merge(e *entry, ls unicast.LookupService) {
+func (d *Discovery) merge(e *entry, ls discovery.LookupService) {
 	if ls.Registrar.Descriptor == nil {
 		e.addProxy(ls.Registrar.Marshalled)
 	}
@@ -514,11 +514,11 @@ func (d *Discovery) regroup(e *entry, groups []string) {
 	}
 	e.ls.Groups = slices.Clone(groups)
 	if d.interested(groups) {
-		d.emit(unicast.Changed, e.ls, "")
+		d.emit(discovery.Changed, e.ls, "")
 		return
 	}
 	d.remove(e)
-	d.emit(unicast.Discarded, e.ls, unicast.ReasonNoInterest)
+	d.emit(discovery.Discarded, e.ls, discovery.ReasonNoInterest)
 }
 
 // check runs when a lookup service may have been silent for the whole
@@ -555,7 +555,7 @@ func (d *Discovery) check(e *entry) {
 		d.log.Info("lookup service silent and unreachable; discarded", "serviceID", ls.ID, "address", ls.Address(),
 			"silentFor", d.clock.Now().Sub(e.lastSeen).Round(time.Millisecond), "err", err)
 		d.remove(e)
-		d.emit(unicast.Discarded, e.ls, unicast.ReasonCommunication)
+		d.emit(discovery.Discarded, e.ls, discovery.ReasonCommunication)
 		return
 	}
 	e.lastSeen = d.clock.Now()
@@ -571,8 +571,8 @@ func (d *Discovery) remove(e *entry) {
 	e.timer.Stop()
 }
 
-func (d *Discovery) emit(kind unicast.EventKind, ls unicast.LookupService, reason string) {
-	d.events.Push(unicast.Event{Kind: kind, At: d.clock.Now(), LookupService: ls.Clone(), Reason: reason})
+func (d *Discovery) emit(kind discovery.EventKind, ls discovery.LookupService, reason string) {
+	d.events.Push(discovery.Event{Kind: kind, At: d.clock.Now(), LookupService: ls.Clone(), Reason: reason})
 }
 
 // setInterest sets the groups of interest; the caller holds mu.
@@ -600,7 +600,7 @@ func (d *Discovery) changeInterest(groups []string) {
 	for _, e := range d.discovered {
 		if !d.interested(e.ls.Groups) {
 			d.remove(e)
-			d.emit(unicast.Discarded, e.ls, unicast.ReasonNoInterest)
+			d.emit(discovery.Discarded, e.ls, discovery.ReasonNoInterest)
 		}
 	}
 	if added && d.started {

@@ -10,7 +10,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
-	"github.com/jinid/jinid/unicast"
 )
 
 const interval = DefaultAnnouncementInterval
@@ -21,14 +20,14 @@ type rig struct {
 	clk    *clock.Fake
 	lan    *lusim.Net
 	d      *Discovery
-	events chan unicast.Event
+	events chan discovery.Event
 }
 
 func newRig(t *testing.T, groups []string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan unicast.Event, 10000)}
-	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e unicast.Event) { r.events <- e }})
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan discovery.Event, 10000)}
+	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e discovery.Event) { r.events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func newRig(t *testing.T, groups []string) *rig {
 
 // next waits for the next event and checks its kind, lookup service and
 // reason.
-func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unicast.Event {
+func (r *rig) next(kind discovery.EventKind, l *lusim.LUS, reason string) discovery.Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -51,7 +50,7 @@ func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unicast.
 	case <-time.After(5 * time.Second):
 		r.t.Fatalf("no event; want %s %s", kind, l.ID)
 	}
-	return unicast.Event{}
+	return discovery.Event{}
 }
 
 // none checks that no event comes. Whatever a synchronous step caused is
@@ -149,7 +148,7 @@ func TestDiscoveredByRequestThenKnown(t *testing.T) {
 	r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"c"}})
 	r.d.Start()
 	r.clk.Advance(0)
-	e := r.next(unicast.Discovered, in, "")
+	e := r.next(discovery.Discovered, in, "")
 	if e.Host != "10.0.0.1" || e.Port != 4160 || !slices.Equal(e.Groups, []string{"a", "b"}) || e.IDFromProxy {
 		t.Fatalf("discovered %+v", e.LookupService)
 	}
@@ -171,7 +170,7 @@ func TestLateJoinerByAnnouncement(t *testing.T) {
 	other := r.lan.Add(lusim.LUS{Host: "10.0.0.8", Groups: []string{"z"}})
 	r.announce(other)
 	r.announce(late)
-	r.next(unicast.Discovered, late, "")
+	r.next(discovery.Discovered, late, "")
 	r.announce(late)
 	r.none()
 	if n := r.lan.DialCount("10.0.0.9:4160"); n != 1 {
@@ -186,11 +185,11 @@ func TestGroupsInAndOutOfInterest(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
 	r.announce(l)
-	if e := r.next(unicast.Changed, l, ""); !slices.Equal(e.Groups, []string{"a", "b"}) {
+	if e := r.next(discovery.Changed, l, ""); !slices.Equal(e.Groups, []string{"a", "b"}) {
 		t.Fatalf("changed groups %q", e.Groups)
 	}
 	r.announce(l) // nothing new
@@ -198,7 +197,7 @@ func TestGroupsInAndOutOfInterest(t *testing.T) {
 
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
 	r.announce(l)
-	if e := r.next(unicast.Discarded, l, unicast.ReasonNoInterest); !slices.Equal(e.Groups, []string{"b"}) {
+	if e := r.next(discovery.Discarded, l, discovery.ReasonNoInterest); !slices.Equal(e.Groups, []string{"b"}) {
 		t.Fatalf("discarded with groups %q, want the new ones", e.Groups)
 	}
 	r.announce(l) // still of no interest
@@ -206,7 +205,7 @@ func TestGroupsInAndOutOfInterest(t *testing.T) {
 
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b", "a"} })
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 }
 
 func TestStaleAnnouncementIgnored(t *testing.T) {
@@ -214,10 +213,10 @@ func TestStaleAnnouncementIgnored(t *testing.T) {
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	old := r.lan.Announcement(l, discovery.ProtocolV2)
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
 	r.announce(l)
-	r.next(unicast.Changed, l, "")
+	r.next(discovery.Changed, l, "")
 	r.d.HandleAnnouncement(old, "sim0") // a late copy with the old groups
 	r.none()
 }
@@ -227,26 +226,26 @@ func TestSetGroupsDiscardsWhatLeavesInterest(t *testing.T) {
 	la := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	lb := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"b", "c"}})
 	r.announce(la)
-	r.next(unicast.Discovered, la, "")
+	r.next(discovery.Discovered, la, "")
 	r.announce(lb)
-	r.next(unicast.Discovered, lb, "")
+	r.next(discovery.Discovered, lb, "")
 	if err := r.d.RemoveGroups("b"); err != nil {
 		t.Fatal(err)
 	}
-	r.next(unicast.Discarded, lb, unicast.ReasonNoInterest)
+	r.next(discovery.Discarded, lb, discovery.ReasonNoInterest)
 	r.d.SetGroups([]string{"c"})
-	r.next(unicast.Discarded, la, unicast.ReasonNoInterest)
+	r.next(discovery.Discarded, la, discovery.ReasonNoInterest)
 	r.none()
 	// lb is a member of c: back on its next announcement.
 	r.announce(lb)
-	r.next(unicast.Discovered, lb, "")
+	r.next(discovery.Discovered, lb, "")
 }
 
 func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 	// Irregular gaps, each shorter than the window (3 intervals), for a
 	// long time: never discarded, never probed.
 	window := DefaultDiscardMultiple * interval
@@ -266,7 +265,7 @@ func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 	r.clk.Advance(window - time.Millisecond)
 	r.none()
 	r.clk.Advance(time.Millisecond)
-	e := r.next(unicast.Discarded, l, unicast.ReasonCommunication)
+	e := r.next(discovery.Discarded, l, discovery.ReasonCommunication)
 	if got := e.At.Sub(last); got != window {
 		t.Fatalf("discarded %s after the last announcement, want %s", got, window)
 	}
@@ -276,14 +275,14 @@ func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 	// Back: rediscovered on its next announcement.
 	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 }
 
 func TestSilentButReachableIsKept(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 	window := DefaultDiscardMultiple * interval
 	r.clk.Advance(window) // silent, but answers the probe
 	r.none()
@@ -293,38 +292,38 @@ func TestSilentButReachableIsKept(t *testing.T) {
 	// Its groups changed while silent: the next probe tells.
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "x"} })
 	r.clk.Advance(window)
-	r.next(unicast.Changed, l, "")
+	r.next(discovery.Changed, l, "")
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"x"} })
 	r.clk.Advance(window)
-	r.next(unicast.Discarded, l, unicast.ReasonNoInterest)
+	r.next(discovery.Discarded, l, discovery.ReasonNoInterest)
 }
 
 func TestDiscardThenRediscovery(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 	if !r.d.Discard(l.ID) {
 		t.Fatal("Discard of a discovered lookup service reported false")
 	}
-	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+	r.next(discovery.Discarded, l, discovery.ReasonRequested)
 	if r.d.Discard(l.ID) {
 		t.Fatal("second Discard reported true")
 	}
 	r.none()
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 
 	// By request response too: a discarded one is not named as known, so
 	// it answers the next request.
 	r.d.Discard(l.ID)
-	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+	r.next(discovery.Discarded, l, discovery.ReasonRequested)
 	r.d.Start()
 	r.clk.Advance(0)
 	if known := r.lan.LastRequest().Known; len(known) != 0 {
 		t.Fatalf("request names discarded %v as known", known)
 	}
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 }
 
 func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
@@ -332,19 +331,19 @@ func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.d.Start()
 	r.clk.Advance(0)
-	var e unicast.Event
+	var e discovery.Event
 	select {
 	case e = <-r.events:
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event")
 	}
-	if e.Kind != unicast.Discovered || !e.IDFromProxy || e.ID == l.ID {
+	if e.Kind != discovery.Discovered || !e.IDFromProxy || e.ID == l.ID {
 		t.Fatalf("first event %s, ID %s from proxy %v", e.Kind, e.ID, e.IDFromProxy)
 	}
 	// Its announcement tells the real ID: the same lookup service, not a
 	// second one, reported identified.
 	r.announce(l)
-	if id := r.next(unicast.Identified, l, ""); id.StandIn != e.ID || id.IDFromProxy {
+	if id := r.next(discovery.Identified, l, ""); id.StandIn != e.ID || id.IDFromProxy {
 		t.Fatalf("identified: stand-in %s (want %s), ID from proxy %v", id.StandIn, e.ID, id.IDFromProxy)
 	}
 	r.none()
@@ -355,11 +354,11 @@ func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 	if !r.d.Discard(l.ID) {
 		t.Fatal("Discard by the announced ID failed")
 	}
-	r.next(unicast.Discarded, l, unicast.ReasonRequested)
+	r.next(discovery.Discarded, l, discovery.ReasonRequested)
 }
 
 // nextEvent waits for the next event, whatever it is.
-func (r *rig) nextEvent() unicast.Event {
+func (r *rig) nextEvent() discovery.Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -367,7 +366,7 @@ func (r *rig) nextEvent() unicast.Event {
 	case <-time.After(5 * time.Second):
 		r.t.Fatal("no event")
 	}
-	return unicast.Event{}
+	return discovery.Event{}
 }
 
 // A Java lookup service that answers requests in both versions with
@@ -381,7 +380,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	r.d.Start()
 	r.clk.Advance(0) // the first request: answers in version 1 and 2
 	first := r.nextEvent()
-	if first.Kind != unicast.Discovered || !first.IDFromProxy {
+	if first.Kind != discovery.Discovered || !first.IDFromProxy {
 		t.Fatalf("first event %s %s (ID from proxy %v), want discovered under a stand-in", first.Kind, first.ID, first.IDFromProxy)
 	}
 	r.none()
@@ -390,7 +389,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	}
 
 	r.announce(l)
-	if e := r.next(unicast.Identified, l, ""); e.StandIn != first.ID {
+	if e := r.next(discovery.Identified, l, ""); e.StandIn != first.ID {
 		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
 	}
 	// Announcing every interval, always with sequence 0: kept, never
@@ -415,7 +414,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	// its last announcement has passed and the probe fails.
 	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
 	r.clk.Advance(3 * interval)
-	r.next(unicast.Discarded, l, unicast.ReasonCommunication)
+	r.next(discovery.Discarded, l, discovery.ReasonCommunication)
 	r.none()
 }
 
@@ -425,7 +424,7 @@ func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
 	r := newRig(t, []string{"lab"})
 	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
 	r.announce(l)
-	r.next(unicast.Discovered, l, "")
+	r.next(discovery.Discovered, l, "")
 	for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
 		resp, err := r.lan.Unicast(t.Context(), l.Host, l.Port, v)
 		if err != nil {
@@ -456,7 +455,7 @@ func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 	seen := map[discovery.ServiceID]bool{}
 	for range 2 {
 		e := r.nextEvent()
-		if e.Kind != unicast.Discovered {
+		if e.Kind != discovery.Discovered {
 			t.Fatalf("event %s %s", e.Kind, e.ID)
 		}
 		seen[e.ID] = true
@@ -468,7 +467,7 @@ func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 	r.announce(la)
 	r.announce(lb)
 	for _, l := range []*lusim.LUS{la, lb} {
-		e := r.next(unicast.Identified, l, "")
+		e := r.next(discovery.Identified, l, "")
 		if !seen[e.StandIn] || slices.Compare(e.Groups, l.Groups) != 0 {
 			t.Fatalf("%s identified from %s with groups %q", l.ID, e.StandIn, e.Groups)
 		}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Sink takes what the network hears: announcements, and lookup services'
@@ -214,7 +214,7 @@ func (m *Multicast) warnDropped(groups []string) {
 
 // Unicast implements Network: TCP from the namespace.
 func (m *Multicast) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, m.dial, unicast.Locator{Host: host, Port: port}.Address(), version)
+	return unicast.DiscoverAt(ctx, m.dial, discovery.Locator{Host: host, Port: port}.Address(), version)
 }
 
 func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -270,7 +270,7 @@ func (m *Multicast) answered(conn net.Conn, version int) {
 		// (0) until an announcement tells.
 		resp.Port = 0
 		if d := resp.Registrar.Descriptor; d != nil {
-			if l, err := unicast.ParseLocator(d.Locator); err == nil {
+			if l, err := discovery.ParseLocator(d.Locator); err == nil {
 				resp.Host, resp.Port = l.Host, l.Port
 			}
 		}

@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/internal/vectors"
-	"github.com/jinid/jinid/unicast"
 )
 
 // javaRegistrar is the proxy River's lookup service hands out in a
 // protocol version, as the Java implementation encoded it.
-func javaRegistrar(t *testing.T, version int) unicast.Registrar {
+func javaRegistrar(t *testing.T, version int) discovery.Registrar {
 	t.Helper()
 	name := map[int]string{1: "v1.unicast.response", 2: "v2.unicast.response"}[version]
 	resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), unicast.DefaultMaxResponseSize)
@@ -62,9 +62,9 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan unicast.Event, 100)
+	events := make(chan discovery.Event, 100)
 	d, err := New(Config{Groups: []string{"lab"}, Network: mc, AnnouncementInterval: every,
-		OnEvent: func(e unicast.Event) { events <- e }})
+		OnEvent: func(e discovery.Event) { events <- e }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +80,9 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 		select {
 		case e := <-events:
 			switch {
-			case e.Kind == unicast.Discovered:
+			case e.Kind == discovery.Discovered:
 				found[e.ID]++
-			case e.Kind == unicast.Identified && found[e.StandIn] == 1:
+			case e.Kind == discovery.Identified && found[e.StandIn] == 1:
 				// One found under a stand-in announced its real ID.
 			default:
 				t.Fatalf("event %s %s before both were discovered", e.Kind, e.ID)
@@ -111,7 +111,7 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	for settled := time.After(10 * every); !slices.Equal(realIDs(), []discovery.ServiceID{{1}, {2}}); {
 		select {
 		case e := <-events:
-			if e.Kind != unicast.Identified || found[e.StandIn] != 1 {
+			if e.Kind != discovery.Identified || found[e.StandIn] != 1 {
 				t.Fatalf("unexpected event %s %s (reason %q, stand-in %s)", e.Kind, e.ID, e.Reason, e.StandIn)
 			}
 		case <-settled:
@@ -121,7 +121,7 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	for drained := false; !drained; {
 		select {
 		case e := <-events:
-			if e.Kind != unicast.Identified {
+			if e.Kind != discovery.Identified {
 				t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
 			}
 		default:
@@ -134,7 +134,7 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	stopped := time.Now()
 	select {
 	case e := <-events:
-		if e.Kind != unicast.Discarded || e.ID != (discovery.ServiceID{2}) || e.Reason != unicast.ReasonCommunication {
+		if e.Kind != discovery.Discarded || e.ID != (discovery.ServiceID{2}) || e.Reason != discovery.ReasonCommunication {
 			t.Fatalf("event %s %s (reason %q), want lus2 discarded for communication", e.Kind, e.ID, e.Reason)
 		}
 		if after := time.Since(stopped); after < 2*every || after > 3*every+time.Second {

@@ -11,7 +11,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
-	"github.com/jinid/jinid/unicast"
 )
 
 const scaleN = 1000
@@ -29,13 +28,13 @@ func scaleLAN(n int) (*lusim.Net, []*lusim.LUS) {
 // counter counts events by kind.
 type counter struct{ discovered, discarded, changed atomic.Int64 }
 
-func (c *counter) on(e unicast.Event) {
+func (c *counter) on(e discovery.Event) {
 	switch e.Kind {
-	case unicast.Discovered:
+	case discovery.Discovered:
 		c.discovered.Add(1)
-	case unicast.Discarded:
+	case discovery.Discarded:
 		c.discarded.Add(1)
-	case unicast.Changed:
+	case discovery.Changed:
 		c.changed.Add(1)
 	}
 }

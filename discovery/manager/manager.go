@@ -16,16 +16,17 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ordered"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Config configures a Manager.
 type Config struct {
 	// Groups of interest: nil means all groups, empty none.
 	Groups   []string
-	Locators []unicast.Locator
+	Locators []discovery.Locator
 	// OnEvent receives every event, in order, from one goroutine.
 	OnEvent func(Event)
 	// Group configures group discovery; its Groups, OnEvent, Clock and
@@ -33,7 +34,7 @@ type Config struct {
 	Group group.Config
 	// Locator configures locator discovery; its Locators, OnEvent, Clock
 	// and Logger are the manager's.
-	Locator unicast.LocatorConfig
+	Locator locator.Config
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -41,23 +42,23 @@ type Config struct {
 // Event is a discovery event with how the lookup service is wanted after
 // it.
 type Event struct {
-	unicast.Event
+	discovery.Event
 	ByGroup   bool
 	ByLocator bool
 }
 
 // Discovered is a lookup service in the managed set.
 type Discovered struct {
-	unicast.LookupService
+	discovery.LookupService
 	ByGroup   bool
 	ByLocator bool
-	Locator   *unicast.Locator
+	Locator   *discovery.Locator
 }
 
 // Manager is one combined discovery.
 type Manager struct {
 	g      *group.Discovery
-	l      *unicast.LocatorDiscovery
+	l      *locator.Discovery
 	log    *slog.Logger
 	clock  clock.Clock
 	events *ordered.Queue[Event]
@@ -75,7 +76,7 @@ type entry struct {
 	// to one by its announced ServiceID and to the other by a stand-in.
 	gid, lid discovery.ServiceID
 	keys     []discovery.ServiceID // its keys in Manager.ids
-	locs     []unicast.Locator     // the locators that found it
+	locs     []discovery.Locator   // the locators that found it
 	proxied  bool                  // counted in Manager.proxies
 }
 
@@ -102,7 +103,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	lc := cfg.Locator
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = cfg.Locators, m.fromLocator, cfg.Clock, cfg.Logger.With("engine", "locator")
-	l, err := unicast.NewLocatorDiscovery(lc)
+	l, err := locator.New(lc)
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -149,16 +150,16 @@ func (m *Manager) AddGroups(groups ...string) error { return m.g.AddGroups(group
 func (m *Manager) RemoveGroups(groups ...string) error { return m.g.RemoveGroups(groups...) }
 
 // Locators returns the locators of interest.
-func (m *Manager) Locators() []unicast.Locator { return m.l.Locators() }
+func (m *Manager) Locators() []discovery.Locator { return m.l.Locators() }
 
 // SetLocators replaces the locators of interest.
-func (m *Manager) SetLocators(locs []unicast.Locator) { m.l.Set(locs) }
+func (m *Manager) SetLocators(locs []discovery.Locator) { m.l.Set(locs) }
 
 // AddLocators adds locators of interest.
-func (m *Manager) AddLocators(locs ...unicast.Locator) { m.l.Add(locs...) }
+func (m *Manager) AddLocators(locs ...discovery.Locator) { m.l.Add(locs...) }
 
 // RemoveLocators removes locators of interest.
-func (m *Manager) RemoveLocators(locs ...unicast.Locator) { m.l.Remove(locs...) }
+func (m *Manager) RemoveLocators(locs ...discovery.Locator) { m.l.Remove(locs...) }
 
 // Discovered returns the managed set.
 func (m *Manager) Discovered() []Discovered {
@@ -185,7 +186,7 @@ func (m *Manager) Discard(id discovery.ServiceID) bool {
 	m.remove(e)
 	m.reindex(e)
 	e.ByGroup, e.ByLocator = false, false
-	m.emit(unicast.Discarded, e, unicast.ReasonRequested)
+	m.emit(discovery.Discarded, e, discovery.ReasonRequested)
 	m.mu.Unlock()
 	// The engines report their own discards, which fromGroup and
 	// fromLocator drop: this one is already told.
@@ -198,28 +199,28 @@ func (m *Manager) Discard(id discovery.ServiceID) bool {
 	return true
 }
 
-func (m *Manager) fromGroup(ev unicast.Event) {
+func (m *Manager) fromGroup(ev discovery.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.find(ev.LookupService)
 	defer func() { m.reindex(e) }()
 	switch ev.Kind {
-	case unicast.Discovered:
+	case discovery.Discovered:
 		if e == nil {
 			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
 			m.entries = append(m.entries, e)
 			e.gid, e.ByGroup = ev.ID, true
-			m.emit(unicast.Discovered, e, "")
+			m.emit(discovery.Discovered, e, "")
 			return
 		}
 		e.gid, e.ByGroup = ev.ID, true
 		m.regroup(e, ev.LookupService)
-	case unicast.Changed:
+	case discovery.Changed:
 		if e != nil {
 			e.gid = ev.ID
 			m.regroup(e, ev.LookupService)
 		}
-	case unicast.Identified:
+	case discovery.Identified:
 		if e == nil {
 			e = m.ids[ev.StandIn]
 		}
@@ -235,8 +236,8 @@ func (m *Manager) fromGroup(ev unicast.Event) {
 			e.ID, e.IDFromProxy = ev.ID, false
 			m.emitIdentified(e, was)
 		}
-	case unicast.Discarded:
-		if e == nil || ev.Reason == unicast.ReasonRequested {
+	case discovery.Discarded:
+		if e == nil || ev.Reason == discovery.ReasonRequested {
 			return
 		}
 		e.ByGroup, e.gid = false, discovery.ServiceID{}
@@ -247,22 +248,22 @@ func (m *Manager) fromGroup(ev unicast.Event) {
 		}
 		e.Groups = ev.Groups
 		m.remove(e)
-		m.emit(unicast.Discarded, e, ev.Reason)
+		m.emit(discovery.Discarded, e, ev.Reason)
 	}
 }
 
-func (m *Manager) fromLocator(ev unicast.Event) {
+func (m *Manager) fromLocator(ev discovery.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.find(ev.LookupService)
 	defer func() { m.reindex(e) }()
 	switch ev.Kind {
-	case unicast.Discovered:
+	case discovery.Discovered:
 		if e == nil {
 			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
 			m.entries = append(m.entries, e)
-			e.lid, e.ByLocator, e.Locator, e.locs = ev.ID, true, ev.Locator, []unicast.Locator{*ev.Locator}
-			m.emit(unicast.Discovered, e, "")
+			e.lid, e.ByLocator, e.Locator, e.locs = ev.ID, true, ev.Locator, []discovery.Locator{*ev.Locator}
+			m.emit(discovery.Discovered, e, "")
 			return
 		}
 		e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
@@ -270,8 +271,8 @@ func (m *Manager) fromLocator(ev unicast.Event) {
 			e.locs = append(e.locs, *ev.Locator)
 		}
 		m.regroup(e, ev.LookupService)
-	case unicast.Discarded:
-		if e == nil || ev.Reason == unicast.ReasonRequested {
+	case discovery.Discarded:
+		if e == nil || ev.Reason == discovery.ReasonRequested {
 			return
 		}
 		e.locs = slices.DeleteFunc(e.locs, ev.Locator.Equal)
@@ -285,14 +286,14 @@ func (m *Manager) fromLocator(ev unicast.Event) {
 			return // a group still wants it
 		}
 		m.remove(e)
-		m.emit(unicast.Discarded, e, ev.Reason)
+		m.emit(discovery.Discarded, e, ev.Reason)
 	}
 }
 
 // regroup takes what an engine says of a lookup service now: its groups
 // (a changed event if they differ) and its real ServiceID in place of a
 // stand-in (an identified event).
-func (m *Manager) regroup(e *entry, ls unicast.LookupService) {
+func (m *Manager) regroup(e *entry, ls discovery.LookupService) {
 	if e.IDFromProxy && !ls.IDFromProxy {
 		was := e.ID
 		e.ID, e.IDFromProxy = ls.ID, false
@@ -302,20 +303,20 @@ func (m *Manager) regroup(e *entry, ls unicast.LookupService) {
 		return
 	}
 	e.Groups = slices.Clone(ls.Groups)
-	m.emit(unicast.Changed, e, "")
+	m.emit(discovery.Changed, e, "")
 }
 
 // find looks a lookup service up by any ID it is known by, or, for a Java
 // lookup service (whose ServiceID one engine may know and the other not),
-// as unicast.Lookup says: by proxy or address.
-func (m *Manager) find(ls unicast.LookupService) *entry {
+// as discovery.Lookup says: by proxy or address.
+func (m *Manager) find(ls discovery.LookupService) *entry {
 	if e := m.ids[ls.ID]; e != nil {
 		return e
 	}
 	if !ls.IDFromProxy && m.proxies == 0 {
 		return nil
 	}
-	e, _ := unicast.Lookup(slices.Values(m.entries), func(e *entry) unicast.LookupService { return e.LookupService }, ls)
+	e, _ := discovery.Lookup(slices.Values(m.entries), func(e *entry) discovery.LookupService { return e.LookupService }, ls)
 	return e
 }
 
@@ -352,14 +353,14 @@ func (m *Manager) remove(e *entry) {
 }
 
 func (m *Manager) emitIdentified(e *entry, standIn discovery.ServiceID) {
-	ev := Event{Event: unicast.Event{Kind: unicast.Identified, LookupService: e.LookupService.Clone(), Locator: e.Locator, StandIn: standIn},
+	ev := Event{Event: discovery.Event{Kind: discovery.Identified, LookupService: e.LookupService.Clone(), Locator: e.Locator, StandIn: standIn},
 		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
 	ev.At = m.clock.Now()
 	m.events.Push(ev)
 }
 
-func (m *Manager) emit(kind unicast.EventKind, e *entry, reason string) {
-	ev := Event{Event: unicast.Event{Kind: kind, LookupService: e.LookupService.Clone(), Reason: reason, Locator: e.Locator},
+func (m *Manager) emit(kind discovery.EventKind, e *entry, reason string) {
+	ev := Event{Event: discovery.Event{Kind: kind, LookupService: e.LookupService.Clone(), Reason: reason, Locator: e.Locator},
 		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
 	ev.At = m.clock.Now()
 	m.events.Push(ev)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
-	"github.com/jinid/jinid/unicast"
 )
 
 type rig struct {
@@ -26,7 +26,7 @@ func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan Event, 1000)}
-	var ls []unicast.Locator
+	var ls []discovery.Locator
 	for _, s := range locs {
 		ls = append(ls, r.locator(s))
 	}
@@ -34,7 +34,7 @@ func newRig(t *testing.T, groups []string, locs ...string) *rig {
 		Groups: groups, Locators: ls, Clock: r.clk,
 		OnEvent: func(e Event) { r.events <- e },
 		Group:   group.Config{Network: r.lan},
-		Locator: unicast.LocatorConfig{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1},
+		Locator: locator.Config{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -45,15 +45,15 @@ func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	return r
 }
 
-func (r *rig) locator(s string) unicast.Locator {
-	l, err := unicast.ParseLocator(s)
+func (r *rig) locator(s string) discovery.Locator {
+	l, err := discovery.ParseLocator(s)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return l
 }
 
-func (r *rig) next(kind unicast.EventKind, l *lusim.LUS, reason string, byGroup, byLocator bool) Event {
+func (r *rig) next(kind discovery.EventKind, l *lusim.LUS, reason string, byGroup, byLocator bool) Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -100,19 +100,19 @@ func TestTwoLocatorsOneLookupService(t *testing.T) {
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
 	r.lan.Add(lusim.LUS{Host: "lus.test", ID: l.ID})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, l, "", false, true)
+	r.next(discovery.Discovered, l, "", false, true)
 	r.none() // the second locator finds the same one
 	r.m.RemoveLocators(r.locator("jini://10.0.0.1"))
 	r.none() // the other locator still wants it
 	r.m.RemoveLocators(r.locator("jini://lus.test"))
-	r.next(unicast.Discarded, l, unicast.ReasonLocatorRemoved, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonLocatorRemoved, false, false)
 }
 
 func TestFoundByBothIsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, l, "", false, true)
+	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
 	r.none() // already discovered: now by group too
 	got := r.m.Discovered()
@@ -125,7 +125,7 @@ func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "", true, false)
+	r.next(discovery.Discovered, l, "", true, false)
 	r.clk.Advance(0) // locator discovery finds it too
 	r.none()
 
@@ -147,7 +147,7 @@ func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
 	// Its groups leave the interest: still kept, and the change told.
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"z"} })
 	r.announce(l)
-	if e := r.next(unicast.Changed, l, "", false, true); !slices.Equal(e.Groups, []string{"z"}) {
+	if e := r.next(discovery.Changed, l, "", false, true); !slices.Equal(e.Groups, []string{"z"}) {
 		t.Fatalf("changed to %q", e.Groups)
 	}
 }
@@ -157,20 +157,20 @@ func TestRemoveGroupWhileWantedByLocator(t *testing.T) {
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	other := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"a"}})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, l, "", false, true)
+	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
 	r.announce(other)
-	r.next(unicast.Discovered, other, "", true, false)
+	r.next(discovery.Discovered, other, "", true, false)
 
 	if err := r.m.RemoveGroups("a"); err != nil {
 		t.Fatal(err)
 	}
 	// Only the one no locator wants is discarded.
-	r.next(unicast.Discarded, other, unicast.ReasonNoInterest, false, false)
+	r.next(discovery.Discarded, other, discovery.ReasonNoInterest, false, false)
 	r.none()
 	// Then removing the locator discards it.
 	r.m.RemoveLocators(r.locator("jini://10.0.0.1"))
-	r.next(unicast.Discarded, l, unicast.ReasonLocatorRemoved, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonLocatorRemoved, false, false)
 	if got := r.m.Discovered(); len(got) != 0 {
 		t.Fatalf("Discovered() = %+v", got)
 	}
@@ -180,7 +180,7 @@ func TestRemoveLocatorWhileWantedByGroup(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, l, "", false, true)
+	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
 	r.none()
 	r.m.SetLocators(nil)
@@ -191,26 +191,26 @@ func TestRemoveLocatorWhileWantedByGroup(t *testing.T) {
 	// Now group discovery's rules apply to it again.
 	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
 	r.clk.Advance(window)
-	r.next(unicast.Discarded, l, unicast.ReasonCommunication, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonCommunication, false, false)
 }
 
 func TestDiscardAndRediscovery(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, l, "", false, true)
+	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
 	r.none()
 	if !r.m.Discard(l.ID) {
 		t.Fatal("Discard reported false")
 	}
-	r.next(unicast.Discarded, l, unicast.ReasonRequested, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonRequested, false, false)
 	r.none() // one discarded event, not one per engine
 	// Its next announcement brings it back.
 	r.announce(l)
-	r.next(unicast.Discovered, l, "", true, false)
+	r.next(discovery.Discovered, l, "", true, false)
 	// And locator discovery, not before 15 s, adds itself.
-	r.clk.Advance(unicast.DefaultRediscoverDelay)
+	r.clk.Advance(locator.DefaultRediscoverDelay)
 	r.none()
 	if got := r.m.Discovered(); len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
 		t.Fatalf("Discovered() = %+v", got)
@@ -225,13 +225,13 @@ func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.clk.Advance(0)
 	first := r.nextAny()
-	if first.Kind != unicast.Discovered || !first.IDFromProxy {
+	if first.Kind != discovery.Discovered || !first.IDFromProxy {
 		t.Fatalf("first event %s, ID from proxy %v", first.Kind, first.IDFromProxy)
 	}
 	// Its announcement gives the real ServiceID: the same lookup service,
 	// reported identified.
 	r.announce(l)
-	if e := r.next(unicast.Identified, l, "", true, true); e.StandIn != first.ID {
+	if e := r.next(discovery.Identified, l, "", true, true); e.StandIn != first.ID {
 		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
 	}
 	r.none()
@@ -243,7 +243,7 @@ func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 	if !r.m.Discard(l.ID) {
 		t.Fatal("Discard reported false")
 	}
-	r.next(unicast.Discarded, l, unicast.ReasonRequested, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonRequested, false, false)
 	r.none()
 }
 
@@ -253,13 +253,13 @@ func TestLateJoinerAndGroupChanges(t *testing.T) {
 	r.clk.Advance(time.Hour)
 	l := r.lan.Add(lusim.LUS{Host: "10.0.0.3", Groups: []string{"a"}})
 	r.announce(l)
-	r.next(unicast.Discovered, l, "", true, false)
+	r.next(discovery.Discovered, l, "", true, false)
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
 	r.announce(l)
-	r.next(unicast.Changed, l, "", true, false)
+	r.next(discovery.Changed, l, "", true, false)
 	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"c"} })
 	r.announce(l)
-	r.next(unicast.Discarded, l, unicast.ReasonNoInterest, false, false)
+	r.next(discovery.Discarded, l, discovery.ReasonNoInterest, false, false)
 }
 
 // A Java lookup service answering in both versions and announcing with
@@ -277,7 +277,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 		r.m.Start()
 		r.clk.Advance(0)
 		first := r.nextAny()
-		if first.Kind != unicast.Discovered || !first.IDFromProxy {
+		if first.Kind != discovery.Discovered || !first.IDFromProxy {
 			t.Fatalf("first event %s %s (ID from proxy %v)", first.Kind, first.ID, first.IDFromProxy)
 		}
 		r.clk.Advance(time.Minute) // the rest of the round of requests, answered in both versions
@@ -292,7 +292,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 			}
 		}
 		r.announce(l)
-		if e := r.next(unicast.Identified, l, "", true, byLocator); e.StandIn != first.ID {
+		if e := r.next(discovery.Identified, l, "", true, byLocator); e.StandIn != first.ID {
 			t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
 		}
 		for range 5 {
@@ -308,7 +308,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 		if byLocator {
 			r.none() // wanted by locator: never passively discarded
 		} else {
-			r.next(unicast.Discarded, l, unicast.ReasonCommunication, false, false)
+			r.next(discovery.Discarded, l, discovery.ReasonCommunication, false, false)
 		}
 		r.none()
 	}
@@ -323,7 +323,7 @@ func TestReggieIdentifiedThenByLocator(t *testing.T) {
 	r.clk.Advance(0)
 	first := r.nextAny()
 	r.announce(l)
-	if e := r.next(unicast.Identified, l, "", true, false); e.StandIn != first.ID {
+	if e := r.next(discovery.Identified, l, "", true, false); e.StandIn != first.ID {
 		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
 	}
 	r.m.AddLocators(r.locator("jini://10.0.0.9"))

@@ -22,7 +22,9 @@ import (
 	"github.com/jinid/jinid/announce"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
@@ -34,7 +36,6 @@ import (
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/unicast"
 )
 
 // DefaultAPIListen is where the client API and the operations endpoints
@@ -185,10 +186,10 @@ func (n *ldsNetwork) Request(groups []string, known []discovery.ServiceID) error
 }
 
 func (n *ldsNetwork) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, n.dial, unicast.Locator{Host: host, Port: port}.Address(), version)
+	return unicast.DiscoverAt(ctx, n.dial, discovery.Locator{Host: host, Port: port}.Address(), version)
 }
 
-func (n *ldsNetwork) dialLocator(ctx context.Context, l unicast.Locator) (*unicast.Response, error) {
+func (n *ldsNetwork) dialLocator(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
 	return unicast.DialLocator(ctx, n.dial, l)
 }
 
@@ -387,9 +388,9 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 	if a, err := netip.ParseAddr(apiHost); err != nil || a.IsUnspecified() {
 		apiHost = host
 	}
-	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{
+	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{
 		ServiceID: m.ServiceID, APIURL: "http://" + net.JoinHostPort(apiHost, apiPort), Groups: m.Groups,
-		Locator: unicast.Locator{Host: host, Port: port}.String(),
+		Locator: discovery.Locator{Host: host, Port: port}.String(),
 	}}}, nil
 }
 
@@ -416,7 +417,7 @@ func (d *Daemon) openServices() error {
 	d.ldsNet = &ldsNetwork{ns: d.cfg.Namespace}
 	d.lds, err = lds.New(lds.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log.With("service", "lds"),
 		Group:   group.Config{Network: d.ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
-		Locator: unicast.LocatorConfig{Dial: d.ldsNet.dialLocator}})
+		Locator: locator.Config{Dial: d.ldsNet.dialLocator}})
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Config describes the lookup service.
@@ -28,7 +28,7 @@ type Config struct {
 	ServiceID discovery.ServiceID
 	Groups    []string
 	// Registrar is what it hands out. Defaults to a jinid descriptor.
-	Registrar unicast.Registrar
+	Registrar discovery.Registrar
 	Port      int // unicast port; 0 means 4160
 	// Announce is the announcement interval; 0 means 1 s, negative never
 	// (a lookup service found only by requests and unicast discovery).
@@ -69,7 +69,7 @@ func Start(cfg Config) (*LUS, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Registrar.Marshalled == nil && cfg.Registrar.Descriptor == nil {
-		cfg.Registrar.Descriptor = &unicast.Descriptor{ServiceID: cfg.ServiceID, Groups: cfg.Groups, APIURL: "http://lookup.invalid:4162"}
+		cfg.Registrar.Descriptor = &discovery.Descriptor{ServiceID: cfg.ServiceID, Groups: cfg.Groups, APIURL: "http://lookup.invalid:4162"}
 	}
 	l := &LUS{cfg: cfg, log: cfg.Logger}
 	l.ctx, l.cancel = context.WithCancel(context.Background())

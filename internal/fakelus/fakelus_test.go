@@ -8,9 +8,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Per WIRE.md: a request naming groups is answered only by lookup services

@@ -20,9 +20,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/unicast"
 )
 
 // How a lookup service was found.
@@ -46,7 +46,7 @@ type Config struct {
 	// Groups of interest; nil means all groups, empty means none (only
 	// locators are tried then).
 	Groups   []string
-	Locators []unicast.Locator
+	Locators []discovery.Locator
 	// Timeout ends the round; every result is in by then.
 	Timeout time.Duration
 	// Versions of the protocol to use for multicast; nil means both.
@@ -232,7 +232,7 @@ func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	}()
 }
 
-func (f *finder) locator(l unicast.Locator) {
+func (f *finder) locator(l discovery.Locator) {
 	defer f.wg.Done()
 	// A name may be a domain whose SRV records list lookup services. (The
 	// lookup runs in the process's namespace.)
@@ -240,7 +240,7 @@ func (f *finder) locator(l unicast.Locator) {
 		_, srvs, err := net.DefaultResolver.LookupSRV(f.ctx, "jini", "tcp", l.Host)
 		if err == nil && len(srvs) > 0 {
 			for _, srv := range srvs {
-				target := unicast.Locator{Host: strings.TrimSuffix(srv.Target, "."), Port: int(srv.Port)}
+				target := discovery.Locator{Host: strings.TrimSuffix(srv.Target, "."), Port: int(srv.Port)}
 				f.wg.Add(1)
 				go func() {
 					defer f.wg.Done()
@@ -254,7 +254,7 @@ func (f *finder) locator(l unicast.Locator) {
 	f.unicastLocator(l, []string{ViaLocator})
 }
 
-func (f *finder) unicastLocator(l unicast.Locator, how []string) {
+func (f *finder) unicastLocator(l discovery.Locator, how []string) {
 	resp, err := unicast.DialLocator(f.ctx, f.dialContext, l)
 	if err != nil {
 		f.fail(l.Host, l.Port, "", ViaLocator, "", err)

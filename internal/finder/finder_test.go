@@ -10,7 +10,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/unicast"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -88,7 +87,7 @@ func TestFindByLocator(t *testing.T) {
 	startLUS(t, h1, 1, 1, "lab")
 
 	rs, err := Find(t.Context(), Config{NoMulticast: true, Timeout: 2 * time.Second, Namespace: client.Namespace(),
-		Locators: []unicast.Locator{{Host: l1.IPv4.String(), Port: 4160}, {Host: le.IPv4.String(), Port: 4160}}})
+		Locators: []discovery.Locator{{Host: l1.IPv4.String(), Port: 4160}, {Host: le.IPv4.String(), Port: 4160}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/google/gopacket/tcpassembly"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/unicast"
+	"github.com/jinid/jinid/discovery/unicast"
 )
 
 // Limits that keep a capture of hostile traffic from holding unbounded

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/unicast"
 )
 
 // Live capture on a lab host sees a lookup service's announcements and

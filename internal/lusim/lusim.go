@@ -17,8 +17,8 @@ import (
 	"sync"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/vectors"
-	"github.com/jinid/jinid/unicast"
 )
 
 // ErrUnreachable is what contacting a lookup service that is down gives.
@@ -208,7 +208,7 @@ func (n *Net) Unicast(ctx context.Context, host string, port, version int) (*uni
 }
 
 // Dial is a locator discovery dialer.
-func (n *Net) Dial(ctx context.Context, l unicast.Locator) (*unicast.Response, error) {
+func (n *Net) Dial(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
 	return n.Unicast(ctx, l.Host, l.Port, discovery.ProtocolV2)
 }
 
@@ -236,8 +236,8 @@ func (l *LUS) response(version int) *unicast.Response {
 		}
 	} else {
 		r.Registrar.Marshalled = []byte("jinid descriptor of " + l.ID.String())
-		r.Registrar.Descriptor = &unicast.Descriptor{ServiceID: l.ID, Groups: r.Groups,
-			Locator: unicast.Locator{Host: l.Host, Port: l.Port}.String()}
+		r.Registrar.Descriptor = &discovery.Descriptor{ServiceID: l.ID, Groups: r.Groups,
+			Locator: discovery.Locator{Host: l.Host, Port: l.Port}.String()}
 	}
 	return r
 }

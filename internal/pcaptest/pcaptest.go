@@ -14,8 +14,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/vectors"
-	"github.com/jinid/jinid/unicast"
 )
 
 // capture writes a pcap of Ethernet frames, one call per packet.
@@ -157,7 +157,7 @@ func Scenario(t testing.TB) []byte {
 	// A jinid lookup service answering the v1 request above by connecting
 	// back to the requester's port 45678; the requester speaks first.
 	id, _ := discovery.ParseServiceID("01234567-89ab-cdef-fedc-ba9876543210")
-	jresp := &unicast.Response{Version: 1, Groups: []string{"", "lab"}, Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{
+	jresp := &unicast.Response{Version: 1, Groups: []string{"", "lab"}, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{
 		ServiceID: id, APIURL: "http://192.0.2.30:4162", Groups: []string{"", "lab"}, Locator: "jini://192.0.2.30:4160"}}}
 	jb, err := jresp.Append(nil)
 	if err != nil {

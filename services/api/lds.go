@@ -8,7 +8,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
-	"github.com/jinid/jinid/unicast"
 )
 
 func (s *server) ldsRoutes() []route {
@@ -54,14 +53,14 @@ func stringSet(what string, v *[]*string) ([]string, error) {
 	return out, nil
 }
 
-func locatorSet(v *[]*string) ([]unicast.Locator, error) {
+func locatorSet(v *[]*string) ([]discovery.Locator, error) {
 	ss, err := stringSet("locators", v)
 	if err != nil || ss == nil {
 		return nil, err
 	}
-	out := make([]unicast.Locator, 0, len(ss))
+	out := make([]discovery.Locator, 0, len(ss))
 	for _, s := range ss {
-		l, err := unicast.ParseLocator(s)
+		l, err := discovery.ParseLocator(s)
 		if err != nil {
 			return nil, fault.New(fault.InvalidArgument, "%v", err)
 		}

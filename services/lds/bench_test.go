@@ -14,12 +14,12 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/unicast"
 )
 
 const (
@@ -48,7 +48,7 @@ func newFanout(tb testing.TB, sender Sender, clk clock.Clock) *fanout {
 	f.g = lease.New(st, clk, slog.New(slog.DiscardHandler))
 	f.s, err = New(Config{Store: st, Grantor: f.g, Dispatcher: sender, Clock: clk,
 		Group:   group.Config{Network: f.lan},
-		Locator: unicast.LocatorConfig{Dial: f.lan.Dial, LookupSRV: f.lan.LookupSRV}})
+		Locator: locator.Config{Dial: f.lan.Dial, LookupSRV: f.lan.LookupSRV}})
 	if err != nil {
 		tb.Fatal(err)
 	}

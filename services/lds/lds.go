@@ -52,13 +52,14 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/unicast"
 )
 
 // LeaseKind is the grantor's kind for registrations.
@@ -93,7 +94,7 @@ type Config struct {
 	Group group.Config
 	// Locator configures the locator discovery engine. Locators,
 	// OnEvent, Clock and Logger are the service's.
-	Locator unicast.LocatorConfig
+	Locator locator.Config
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -104,7 +105,7 @@ type Service struct {
 	log   *slog.Logger
 	clock clock.Clock
 	g     *group.Discovery
-	l     *unicast.LocatorDiscovery
+	l     *locator.Discovery
 	run   *clock.Runner
 
 	mu      sync.Mutex
@@ -140,12 +141,12 @@ type reg struct {
 	// Discovered is the managed set of lookup services.
 	Discovered []discovery.ServiceID `json:"discovered"`
 
-	locs []unicast.Locator // Locators parsed
+	locs []discovery.Locator // Locators parsed
 }
 
 // lookupService is what the service knows of one lookup service.
 type lookupService struct {
-	LS unicast.LookupService `json:"ls"`
+	LS discovery.LookupService `json:"ls"`
 	// ByGroup: group discovery holds it.
 	ByGroup bool `json:"byGroup"`
 	// Locs: the locators locator discovery found it through. (Our own
@@ -195,7 +196,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	lc := cfg.Locator
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = nil, s.onLocatorEvent, cfg.Clock, cfg.Logger.With("engine", "locator")
-	l, err := unicast.NewLocatorDiscovery(lc)
+	l, err := locator.New(lc)
 	if err != nil {
 		g.Close()
 		return nil, err
@@ -271,7 +272,7 @@ func (s *Service) load() error {
 				return fmt.Errorf("registration %s: %w", k, err)
 			}
 			for _, ls := range r.Locators {
-				l, err := unicast.ParseLocator(ls)
+				l, err := discovery.ParseLocator(ls)
 				if err != nil {
 					return fmt.Errorf("registration %s: %w", k, err)
 				}
@@ -336,7 +337,7 @@ func (s *Service) update(fn func(tx *store.Tx) ([]event.Delivery, error)) error 
 type RegisterRequest struct {
 	// Groups of interest: nil means ALL_GROUPS, empty NO_GROUPS.
 	Groups   []string
-	Locators []unicast.Locator
+	Locators []discovery.Locator
 	Listener string
 	Handback []byte
 	Duration int64
@@ -399,7 +400,7 @@ type Info struct {
 	SeqNum    int64
 	AllGroups bool
 	Groups    []string
-	Locators  []unicast.Locator
+	Locators  []discovery.Locator
 	Lease     string
 }
 
@@ -417,14 +418,14 @@ func (s *Service) Get(id string) (Info, error) {
 
 // Registrars returns a registration's managed set of lookup services
 // (getRegistrars), ordered by ServiceID.
-func (s *Service) Registrars(id string) ([]unicast.LookupService, error) {
+func (s *Service) Registrars(id string) ([]discovery.LookupService, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.regs[id]
 	if r == nil {
 		return nil, noSuch(id)
 	}
-	out := make([]unicast.LookupService, 0, len(r.Discovered))
+	out := make([]discovery.LookupService, 0, len(r.Discovered))
 	for _, sid := range r.Discovered {
 		if l := s.lus[sid]; l != nil {
 			out = append(out, l.LS.Clone())
@@ -482,7 +483,7 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 }
 
 // MutateLocators adds, sets or removes locators.
-func (s *Service) MutateLocators(id string, m Mutation, locs []unicast.Locator) error {
+func (s *Service) MutateLocators(id string, m Mutation, locs []discovery.Locator) error {
 	if locs == nil {
 		return fault.New(fault.NullArgument, "locators is required")
 	}
@@ -491,7 +492,7 @@ func (s *Service) MutateLocators(id string, m Mutation, locs []unicast.Locator) 
 		case Add:
 			r.setLocators(append(slices.Clone(r.locs), locs...))
 		case Remove:
-			r.setLocators(slices.DeleteFunc(slices.Clone(r.locs), func(l unicast.Locator) bool {
+			r.setLocators(slices.DeleteFunc(slices.Clone(r.locs), func(l discovery.Locator) bool {
 				return slices.ContainsFunc(locs, l.Equal)
 			}))
 		default:
@@ -576,7 +577,7 @@ func (r *reg) setGroups(groups []string) {
 	}
 }
 
-func (r *reg) setLocators(locs []unicast.Locator) {
+func (r *reg) setLocators(locs []discovery.Locator) {
 	r.locs, r.Locators = nil, []string{}
 	for _, l := range locs {
 		if !slices.ContainsFunc(r.locs, l.Equal) {
@@ -614,40 +615,40 @@ func (s *Service) release(tx *store.Tx, id string) error {
 
 // --- engine events ---------------------------------------------------------
 
-func (s *Service) onGroupEvent(ev unicast.Event) {
+func (s *Service) onGroupEvent(ev discovery.Event) {
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		l := s.lus[ev.StandIn]
-		if ev.Kind != unicast.Identified || l == nil {
+		if ev.Kind != discovery.Identified || l == nil {
 			l = s.lookupService(ev.LookupService)
 		}
 		oldGroups := slices.Clone(l.LS.Groups)
-		if ev.Kind != unicast.Discarded {
+		if ev.Kind != discovery.Discarded {
 			l.Lost = false
 		}
 		switch ev.Kind {
-		case unicast.Identified:
+		case discovery.Identified:
 			// Its real ServiceID: the registrations holding it hold it
 			// under that from now on; nothing to tell them (LD has no
 			// such event, and nothing they want changed).
 			l.ByGroup = true
 			s.refresh(l, ev.LookupService)
-		case unicast.Discovered:
+		case discovery.Discovered:
 			l.ByGroup = true
 			s.refresh(l, ev.LookupService)
 			if l.Pending {
 				return s.rediscovered(tx, l, oldGroups)
 			}
-		case unicast.Changed:
+		case discovery.Changed:
 			l.ByGroup = true
 			s.refresh(l, ev.LookupService)
-		case unicast.Discarded:
+		case discovery.Discarded:
 			l.ByGroup = false
-			if ev.Reason == unicast.ReasonRequested || l.Pending {
+			if ev.Reason == discovery.ReasonRequested || l.Pending {
 				// Our own Discard: others keep it until it is found again.
 				return nil, s.putLookupService(tx, l)
 			}
 			l.LS.Groups = slices.Clone(ev.Groups)
-			if ev.Reason == unicast.ReasonCommunication {
+			if ev.Reason == discovery.ReasonCommunication {
 				l.Lost = true
 				if id := l.LocatorID; len(l.Locs) > 0 && !id.IsZero() {
 					// Locator discovery holds it without looking: have it
@@ -665,13 +666,13 @@ func (s *Service) onGroupEvent(ev unicast.Event) {
 	}
 }
 
-func (s *Service) onLocatorEvent(ev unicast.Event) {
+func (s *Service) onLocatorEvent(ev discovery.Event) {
 	loc := ev.Locator.String()
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		l := s.lookupService(ev.LookupService)
 		oldGroups := slices.Clone(l.LS.Groups)
 		switch ev.Kind {
-		case unicast.Discovered:
+		case discovery.Discovered:
 			l.Lost, l.LocatorID = false, ev.ID
 			if !slices.Contains(l.Locs, loc) {
 				l.Locs = append(l.Locs, loc)
@@ -682,8 +683,8 @@ func (s *Service) onLocatorEvent(ev unicast.Event) {
 			if l.Pending {
 				return s.rediscovered(tx, l, oldGroups)
 			}
-		case unicast.Discarded:
-			if ev.Reason == unicast.ReasonRequested {
+		case discovery.Discarded:
+			if ev.Reason == discovery.ReasonRequested {
 				// Our own Discard (or a look again after a communication
 				// discard): it is being found again; the registrations
 				// holding it by this locator keep it meanwhile (LD.4.1:
@@ -731,14 +732,14 @@ func (s *Service) confirm() {
 }
 
 // lookupService finds or creates the entry for ls.
-func (s *Service) lookupService(ls unicast.LookupService) *lookupService {
+func (s *Service) lookupService(ls discovery.LookupService) *lookupService {
 	if l := s.lus[ls.ID]; l != nil {
 		return l
 	}
 	if ls.Registrar.Descriptor == nil {
 		// A Java lookup service may be known under a stand-in ID and its
 		// real one, by one engine and the other.
-		l, ok := unicast.Lookup(maps.Values(s.lus), func(l *lookupService) unicast.LookupService { return l.LS }, ls)
+		l, ok := discovery.Lookup(maps.Values(s.lus), func(l *lookupService) discovery.LookupService { return l.LS }, ls)
 		if ok {
 			return l
 		}
@@ -750,7 +751,7 @@ func (s *Service) lookupService(ls unicast.LookupService) *lookupService {
 
 // refresh takes an engine's newer description: groups, address, and a
 // real ServiceID in place of a stand-in.
-func (s *Service) refresh(l *lookupService, ls unicast.LookupService) {
+func (s *Service) refresh(l *lookupService, ls discovery.LookupService) {
 	if l.LS.IDFromProxy && !ls.IDFromProxy {
 		delete(s.lus, l.LS.ID)
 		for _, r := range l.holders {
@@ -997,10 +998,10 @@ func (s *Service) groupInterest() []string {
 	return out
 }
 
-func (s *Service) locatorInterest() []unicast.Locator {
-	out := make([]unicast.Locator, 0, len(s.byLoc))
+func (s *Service) locatorInterest() []discovery.Locator {
+	out := make([]discovery.Locator, 0, len(s.byLoc))
 	for l := range s.byLoc {
-		loc, err := unicast.ParseLocator(l)
+		loc, err := discovery.ParseLocator(l)
 		if err == nil {
 			out = append(out, loc)
 		}
@@ -1029,7 +1030,7 @@ func (s *Service) interestChanged() {
 type Registrar struct {
 	ServiceID string `json:"serviceID"`
 	// IDFromProxy: ServiceID stands in for a Java lookup service's own
-	// (see unicast.LookupService.IDFromProxy).
+	// (see discovery.LookupService.IDFromProxy).
 	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
 	Host        string   `json:"host"`
 	Port        int      `json:"port"`
@@ -1041,9 +1042,9 @@ type Registrar struct {
 }
 
 // RegistrarOf describes a lookup service for the API.
-func RegistrarOf(ls unicast.LookupService) Registrar {
+func RegistrarOf(ls discovery.LookupService) Registrar {
 	r := Registrar{ServiceID: ls.ID.String(), IDFromProxy: ls.IDFromProxy, Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
-		Locator: unicast.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
+		Locator: discovery.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
 	if r.Groups == nil {
 		r.Groups = []string{}
 	}

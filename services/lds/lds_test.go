@@ -12,13 +12,13 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/unicast"
 )
 
 const listener = "http://client.invalid/events"
@@ -73,7 +73,7 @@ func (r *rig) open() {
 	r.g = lease.New(st, r.clk, slog.New(slog.DiscardHandler))
 	r.s, err = New(Config{Store: st, Grantor: r.g, Dispatcher: r.rec, Clock: r.clk,
 		Group:   group.Config{Network: r.lan},
-		Locator: unicast.LocatorConfig{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1}})
+		Locator: locator.Config{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -102,9 +102,9 @@ func (r *rig) restart() {
 
 func (r *rig) register(groups []string, locs ...string) Registration {
 	r.t.Helper()
-	var ls []unicast.Locator
+	var ls []discovery.Locator
 	for _, s := range locs {
-		l, err := unicast.ParseLocator(s)
+		l, err := discovery.ParseLocator(s)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -301,8 +301,8 @@ func TestLocatorMutatorsAndTheGroupRule(t *testing.T) {
 	r.announce(l)
 	r.next(reg, false, l)
 	// Its locator added: already discovered by group, no event.
-	loc, _ := unicast.ParseLocator("jini://10.0.0.1")
-	if err := r.s.MutateLocators(reg.ID, Add, []unicast.Locator{loc}); err != nil {
+	loc, _ := discovery.ParseLocator("jini://10.0.0.1")
+	if err := r.s.MutateLocators(reg.ID, Add, []discovery.Locator{loc}); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.Advance(0)
@@ -313,12 +313,12 @@ func TestLocatorMutatorsAndTheGroupRule(t *testing.T) {
 	}
 	r.none()
 	// Locator removed: discarded.
-	if err := r.s.MutateLocators(reg.ID, Remove, []unicast.Locator{loc}); err != nil {
+	if err := r.s.MutateLocators(reg.ID, Remove, []discovery.Locator{loc}); err != nil {
 		t.Fatal(err)
 	}
 	r.next(reg, true, l)
 	// By locator alone: discovered when found.
-	if err := r.s.MutateLocators(reg.ID, Set, []unicast.Locator{loc}); err != nil {
+	if err := r.s.MutateLocators(reg.ID, Set, []discovery.Locator{loc}); err != nil {
 		t.Fatal(err)
 	}
 	r.clk.Advance(0)

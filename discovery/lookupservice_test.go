@@ -1,10 +1,9 @@
-package unicast_test
+package discovery_test
 
 import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/unicast"
 )
 
 func TestSameHost(t *testing.T) {
@@ -21,7 +20,7 @@ func TestSameHost(t *testing.T) {
 		{"Lookup.Example.org", "lookup.example.org", true},
 		{"lookup.example.org", "10.0.0.1", false},
 	} {
-		if got := unicast.SameHost(c.a, c.b); got != c.want {
+		if got := discovery.SameHost(c.a, c.b); got != c.want {
 			t.Errorf("SameHost(%q, %q) = %v", c.a, c.b, got)
 		}
 	}
@@ -30,15 +29,15 @@ func TestSameHost(t *testing.T) {
 // The identity rules for Java lookup services, whose ServiceID a stand-in
 // replaces until they announce it.
 func TestSameAndLikely(t *testing.T) {
-	java := func(id byte, standIn bool, host string, port int, proxy string, groups ...string) unicast.LookupService {
-		return unicast.LookupService{ID: discovery.ServiceID{id}, IDFromProxy: standIn, Host: host, Port: port,
-			Groups: groups, Registrar: unicast.Registrar{Marshalled: []byte(proxy)}}
+	java := func(id byte, standIn bool, host string, port int, proxy string, groups ...string) discovery.LookupService {
+		return discovery.LookupService{ID: discovery.ServiceID{id}, IDFromProxy: standIn, Host: host, Port: port,
+			Groups: groups, Registrar: discovery.Registrar{Marshalled: []byte(proxy)}}
 	}
-	jinid := unicast.LookupService{ID: discovery.ServiceID{9}, Host: "10.0.0.1", Port: 4160, Groups: []string{"lab"},
-		Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{}}}
+	jinid := discovery.LookupService{ID: discovery.ServiceID{9}, Host: "10.0.0.1", Port: 4160, Groups: []string{"lab"},
+		Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{}}}
 	for _, c := range []struct {
 		name         string
-		a, b         unicast.LookupService
+		a, b         discovery.LookupService
 		same, likely bool
 	}{
 		{"one ServiceID", java(1, false, "10.0.0.1", 4160, "x"), java(1, false, "10.0.0.2", 4170, "y"), true, false},

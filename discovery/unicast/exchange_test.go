@@ -20,7 +20,7 @@ func TestDiscoverAnswer(t *testing.T) {
 			defer server.Close()
 			done <- Answer(t.Context(), server, func(q Request) (*Response, error) {
 				return &Response{Version: q.Version, Format: discovery.PlaintextFormat, Host: "192.0.2.1", Port: 4160,
-					Groups: []string{"a"}, Registrar: Registrar{Descriptor: &Descriptor{ServiceID: id}}}, nil
+					Groups: []string{"a"}, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{ServiceID: id}}}, nil
 			})
 		}()
 		resp, err := Discover(t.Context(), client, version)

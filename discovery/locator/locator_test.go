@@ -1,4 +1,4 @@
-package unicast_test
+package locator_test
 
 import (
 	"net"
@@ -9,29 +9,30 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/locator"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lusim"
-	"github.com/jinid/jinid/unicast"
 )
 
 type locRig struct {
 	t      *testing.T
 	clk    *clock.Fake
 	lan    *lusim.Net
-	d      *unicast.LocatorDiscovery
-	events chan unicast.Event
+	d      *locator.Discovery
+	events chan discovery.Event
 }
 
-func newLocRig(t *testing.T, cfg unicast.LocatorConfig) *locRig {
+func newLocRig(t *testing.T, cfg locator.Config) *locRig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &locRig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan unicast.Event, 1000)}
+	r := &locRig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan discovery.Event, 1000)}
 	cfg.Clock, cfg.Dial, cfg.LookupSRV = r.clk, r.lan.Dial, r.lan.LookupSRV
-	cfg.OnEvent = func(e unicast.Event) { r.events <- e }
+	cfg.OnEvent = func(e discovery.Event) { r.events <- e }
 	if cfg.Jitter == 0 {
 		cfg.Jitter = -1
 	}
-	d, err := unicast.NewLocatorDiscovery(cfg)
+	d, err := locator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func newLocRig(t *testing.T, cfg unicast.LocatorConfig) *locRig {
 	return r
 }
 
-func (r *locRig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unicast.Event {
+func (r *locRig) next(kind discovery.EventKind, l *lusim.LUS, reason string) discovery.Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -51,7 +52,7 @@ func (r *locRig) next(kind unicast.EventKind, l *lusim.LUS, reason string) unica
 	case <-time.After(5 * time.Second):
 		r.t.Fatalf("no event; want %s %s", kind, l.ID)
 	}
-	return unicast.Event{}
+	return discovery.Event{}
 }
 
 func (r *locRig) none() {
@@ -63,9 +64,9 @@ func (r *locRig) none() {
 	}
 }
 
-func mustLocator(t *testing.T, s string) unicast.Locator {
+func mustLocator(t *testing.T, s string) discovery.Locator {
 	t.Helper()
-	l, err := unicast.ParseLocator(s)
+	l, err := discovery.ParseLocator(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +75,14 @@ func mustLocator(t *testing.T, s string) unicast.Locator {
 
 func TestLocatorUnreachableThenAppears(t *testing.T) {
 	loc := mustLocator(t, "jini://10.0.0.1")
-	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{loc}})
+	r := newLocRig(t, locator.Config{Locators: []discovery.Locator{loc}})
 	const addr = "10.0.0.1:4160"
 	r.clk.Advance(0)
 	if n := r.lan.DialCount(addr); n != 1 {
 		t.Fatalf("%d tries at once, want 1", n)
 	}
 	// Each wait of the schedule, to the millisecond; the last repeats.
-	waits := append(unicast.DefaultBackoff[1:], 15*time.Minute, 15*time.Minute)
+	waits := append(locator.DefaultBackoff[1:], 15*time.Minute, 15*time.Minute)
 	for i, w := range waits {
 		r.clk.Advance(w - time.Millisecond)
 		if n := r.lan.DialCount(addr); n != i+1 {
@@ -97,7 +98,7 @@ func TestLocatorUnreachableThenAppears(t *testing.T) {
 	// It appears: found on the next try, and then left alone.
 	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(15 * time.Minute)
-	e := r.next(unicast.Discovered, lus, "")
+	e := r.next(discovery.Discovered, lus, "")
 	if e.Locator == nil || !e.Locator.Equal(loc) || e.Address() != addr {
 		t.Fatalf("discovered %s via locator %v", e.Address(), e.Locator)
 	}
@@ -120,7 +121,7 @@ func TestLocatorJitter(t *testing.T) {
 		{0.5, 5 * time.Second},
 		{0.9999, 5500 * time.Millisecond},
 	} {
-		r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{mustLocator(t, "jini://10.0.0.1")},
+		r := newLocRig(t, locator.Config{Locators: []discovery.Locator{mustLocator(t, "jini://10.0.0.1")},
 			Jitter: 0.1, Rand: func() float64 { return c.rand }})
 		r.clk.Advance(0)
 		r.clk.Advance(c.wait - time.Millisecond)
@@ -136,18 +137,18 @@ func TestLocatorJitter(t *testing.T) {
 }
 
 func TestLocatorSRV(t *testing.T) {
-	r := newLocRig(t, unicast.LocatorConfig{})
+	r := newLocRig(t, locator.Config{})
 	a := r.lan.Add(lusim.LUS{Host: "lus1.lab.test", Port: 4160})
 	b := r.lan.Add(lusim.LUS{Host: "lus2.lab.test", Port: 4170, Down: true})
 	r.lan.SetSRV("lab.test", "lus1.lab.test:4160", "lus2.lab.test:4170")
 	r.d.Add(mustLocator(t, "jini://lab.test"))
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, a, "")
+	r.next(discovery.Discovered, a, "")
 	r.none()
 	// Only the missing one is tried again.
 	r.lan.Set(b, func(l *lusim.LUS) { l.Down = false })
 	r.clk.Advance(5 * time.Second)
-	r.next(unicast.Discovered, b, "")
+	r.next(discovery.Discovered, b, "")
 	if n := r.lan.DialCount("lus1.lab.test:4160"); n != 1 {
 		t.Fatalf("found target tried %d times", n)
 	}
@@ -155,35 +156,35 @@ func TestLocatorSRV(t *testing.T) {
 	c := r.lan.Add(lusim.LUS{Host: "plain.test"})
 	r.d.Add(mustLocator(t, "jini://plain.test"))
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, c, "")
+	r.next(discovery.Discovered, c, "")
 }
 
 func TestLocatorDiscardAndRediscovery(t *testing.T) {
 	loc := mustLocator(t, "jini://10.0.0.1")
-	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{loc}})
+	r := newLocRig(t, locator.Config{Locators: []discovery.Locator{loc}})
 	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
 	r.clk.Advance(0)
-	r.next(unicast.Discovered, lus, "")
+	r.next(discovery.Discovered, lus, "")
 	if !r.d.Discard(lus.ID) {
 		t.Fatal("Discard reported false")
 	}
-	r.next(unicast.Discarded, lus, unicast.ReasonRequested)
+	r.next(discovery.Discarded, lus, discovery.ReasonRequested)
 	// Down for the first retry: not before 15 s, then the backoff resumes
 	// (20 s).
 	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = true })
-	r.clk.Advance(unicast.DefaultRediscoverDelay - time.Millisecond)
+	r.clk.Advance(locator.DefaultRediscoverDelay - time.Millisecond)
 	if n := r.lan.DialCount("10.0.0.1:4160"); n != 1 {
-		t.Fatalf("retried before %s", unicast.DefaultRediscoverDelay)
+		t.Fatalf("retried before %s", locator.DefaultRediscoverDelay)
 	}
 	r.clk.Advance(time.Millisecond)
 	if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
-		t.Fatalf("not retried at %s", unicast.DefaultRediscoverDelay)
+		t.Fatalf("not retried at %s", locator.DefaultRediscoverDelay)
 	}
 	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = false })
 	r.clk.Advance(20*time.Second - time.Millisecond)
 	r.none()
 	r.clk.Advance(time.Millisecond)
-	r.next(unicast.Discovered, lus, "")
+	r.next(discovery.Discovered, lus, "")
 	if r.d.Discard([16]byte{1}) {
 		t.Fatal("Discard of an unknown lookup service reported true")
 	}
@@ -192,13 +193,13 @@ func TestLocatorDiscardAndRediscovery(t *testing.T) {
 func TestLocatorRemove(t *testing.T) {
 	byIP := mustLocator(t, "jini://10.0.0.1")
 	byName := mustLocator(t, "jini://LUS.test")
-	r := newLocRig(t, unicast.LocatorConfig{Locators: []unicast.Locator{byIP, byName}})
+	r := newLocRig(t, locator.Config{Locators: []discovery.Locator{byIP, byName}})
 	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
 	r.lan.Add(lusim.LUS{Host: "lus.test", ID: lus.ID}) // the same one, by name
 	r.clk.Advance(0)
 	// Once per locator that reaches it.
-	for _, want := range []unicast.Locator{byIP, byName} {
-		if e := r.next(unicast.Discovered, lus, ""); !e.Locator.Equal(want) {
+	for _, want := range []discovery.Locator{byIP, byName} {
+		if e := r.next(discovery.Discovered, lus, ""); !e.Locator.Equal(want) {
 			t.Fatalf("discovered via %v, want %v", e.Locator, want)
 		}
 	}
@@ -207,11 +208,11 @@ func TestLocatorRemove(t *testing.T) {
 	}
 
 	r.d.Remove(mustLocator(t, "jini://lus.test")) // case does not matter
-	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); !e.Locator.Equal(byName) {
+	if e := r.next(discovery.Discarded, lus, discovery.ReasonLocatorRemoved); !e.Locator.Equal(byName) {
 		t.Fatalf("discarded via %v", e.Locator)
 	}
 	r.d.Set(nil)
-	if e := r.next(unicast.Discarded, lus, unicast.ReasonLocatorRemoved); e.Locator == nil || !e.Locator.Equal(byIP) {
+	if e := r.next(discovery.Discarded, lus, discovery.ReasonLocatorRemoved); e.Locator == nil || !e.Locator.Equal(byIP) {
 		t.Fatalf("discarded via %v", e.Locator)
 	}
 	if len(r.d.Locators()) != 0 || len(r.d.Discovered()) != 0 {
@@ -231,13 +232,13 @@ func TestLocatorRemove(t *testing.T) {
 }
 
 func TestLocatorConfigErrors(t *testing.T) {
-	for _, c := range []unicast.LocatorConfig{
+	for _, c := range []locator.Config{
 		{Backoff: []time.Duration{}},
 		{Backoff: []time.Duration{-time.Second}},
 		{RediscoverDelay: -1},
 		{Jitter: 1},
 	} {
-		if d, err := unicast.NewLocatorDiscovery(c); err == nil {
+		if d, err := locator.New(c); err == nil {
 			d.Close()
 			t.Errorf("NewLocatorDiscovery(%+v) succeeded", c)
 		}
@@ -256,11 +257,11 @@ func TestLocatorRealDial(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // nothing there at first
 	id := discovery.ServiceID{7}
-	events := make(chan unicast.Event, 10)
-	d, err := unicast.NewLocatorDiscovery(unicast.LocatorConfig{
-		Locators: []unicast.Locator{{Host: "localhost", Port: port}},
+	events := make(chan discovery.Event, 10)
+	d, err := locator.New(locator.Config{
+		Locators: []discovery.Locator{{Host: "localhost", Port: port}},
 		Backoff:  []time.Duration{0, 50 * time.Millisecond}, Jitter: -1,
-		OnEvent: func(e unicast.Event) { events <- e },
+		OnEvent: func(e discovery.Event) { events <- e },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -273,12 +274,12 @@ func TestLocatorRealDial(t *testing.T) {
 	}
 	srv := unicast.Serve(ln, unicast.ServerConfig{Respond: func(q unicast.Request, _ net.Addr) (*unicast.Response, error) {
 		return &unicast.Response{Version: q.Version, Format: discovery.PlaintextFormat, Host: "127.0.0.1", Port: port,
-			Groups: []string{"a"}, Registrar: unicast.Registrar{Descriptor: &unicast.Descriptor{ServiceID: id}}}, nil
+			Groups: []string{"a"}, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{ServiceID: id}}}, nil
 	}})
 	defer srv.Close()
 	select {
 	case e := <-events:
-		if e.Kind != unicast.Discovered || e.ID != id || e.Version != discovery.ProtocolV2 || e.Locator.Host != "localhost" {
+		if e.Kind != discovery.Discovered || e.ID != id || e.Version != discovery.ProtocolV2 || e.Locator.Host != "localhost" {
 			t.Fatalf("event %s %s v%d via %v", e.Kind, e.ID, e.Version, e.Locator)
 		}
 	case <-time.After(5 * time.Second):

@@ -1,4 +1,7 @@
-package unicast
+// Package locator is locator discovery, the equivalent of Java's
+// LookupDiscovery: unicast discovery with each lookup service of a
+// managed set of locators (jini://host[:port]) until it answers.
+package locator
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ordered"
 )
@@ -35,14 +39,14 @@ const (
 	DefaultJitter = 0.1
 )
 
-// LocatorConfig configures a LocatorDiscovery.
-type LocatorConfig struct {
-	Locators []Locator
+// Config configures a Discovery.
+type Config struct {
+	Locators []discovery.Locator
 	// OnEvent receives every event, in order, from one goroutine.
-	OnEvent func(Event)
+	OnEvent func(discovery.Event)
 	// Dial runs unicast discovery with one lookup service; nil means
-	// DialLocator over TCP from this process.
-	Dial func(ctx context.Context, l Locator) (*Response, error)
+	// unicast.DialLocator over TCP from this process.
+	Dial func(ctx context.Context, l discovery.Locator) (*unicast.Response, error)
 	// LookupSRV expands a locator naming a domain into the lookup
 	// services its _jini._tcp SRV records list; nil means the system
 	// resolver's.
@@ -58,31 +62,31 @@ type LocatorConfig struct {
 	// math/rand/v2.
 	Rand func() float64
 	// TryTimeout bounds one try of one lookup service; 0 means
-	// ReadTimeout.
+	// unicast.ReadTimeout.
 	TryTimeout time.Duration
 	Clock      clock.Clock
 	Logger     *slog.Logger
 }
 
-// LocatorDiscovery is locator discovery, the equivalent of Java's
-// LookupLocatorDiscovery: it runs unicast discovery with each locator of
+// Discovery is locator discovery, the equivalent of Java's
+// LookupDiscovery: it runs unicast discovery with each locator of
 // a managed set until it answers, retrying with a growing, capped,
 // jittered backoff, and reports each lookup service found as discovered,
-// once per locator that found it (Event.Locator says which: one lookup
+// once per locator that found it (discovery.Event.Locator says which: one lookup
 // service reachable by two locators is reported for each).
 // A locator that names a domain with _jini._tcp SRV records stands for
 // the lookup services those list; host names are resolved on each try.
 // Found lookup services are never discarded for silence (locator
 // discovery does not watch announcements); only Discard, which makes one
 // eligible for rediscovery, and removing its locator discard them.
-type LocatorDiscovery struct {
-	cfg    LocatorConfig
+type Discovery struct {
+	cfg    Config
 	log    *slog.Logger
 	clock  clock.Clock
 	run    *clock.Runner
 	ctx    context.Context
 	cancel context.CancelFunc
-	events *ordered.Queue[Event]
+	events *ordered.Queue[discovery.Event]
 
 	mu       sync.Mutex
 	closed   bool
@@ -90,22 +94,22 @@ type LocatorDiscovery struct {
 }
 
 type locEntry struct {
-	loc     Locator
+	loc     discovery.Locator
 	attempt int // index into the backoff of the next wait
 	timer   clock.Timer
 	removed bool
 	// found maps each target (host:port) reached to its lookup service.
-	found map[string]LookupService
+	found map[string]discovery.LookupService
 }
 
-// NewLocatorDiscovery starts locator discovery of cfg.Locators.
-func NewLocatorDiscovery(cfg LocatorConfig) (*LocatorDiscovery, error) {
+// New starts locator discovery of cfg.Locators.
+func New(cfg Config) (*Discovery, error) {
 	if cfg.OnEvent == nil {
-		cfg.OnEvent = func(Event) {}
+		cfg.OnEvent = func(discovery.Event) {}
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, l Locator) (*Response, error) {
-			return DialLocator(ctx, (&net.Dialer{}).DialContext, l)
+		cfg.Dial = func(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
+			return unicast.DialLocator(ctx, (&net.Dialer{}).DialContext, l)
 		}
 	}
 	if cfg.LookupSRV == nil {
@@ -115,30 +119,30 @@ func NewLocatorDiscovery(cfg LocatorConfig) (*LocatorDiscovery, error) {
 		cfg.Backoff = DefaultBackoff
 	}
 	if len(cfg.Backoff) == 0 {
-		return nil, errors.New("unicast: LocatorConfig.Backoff is empty")
+		return nil, errors.New("locator: Config.Backoff is empty")
 	}
 	for _, d := range cfg.Backoff {
 		if d < 0 {
-			return nil, fmt.Errorf("unicast: backoff %s is negative", d)
+			return nil, fmt.Errorf("locator: backoff %s is negative", d)
 		}
 	}
 	if cfg.RediscoverDelay == 0 {
 		cfg.RediscoverDelay = DefaultRediscoverDelay
 	}
 	if cfg.RediscoverDelay < 0 {
-		return nil, fmt.Errorf("unicast: rediscover delay %s is negative", cfg.RediscoverDelay)
+		return nil, fmt.Errorf("locator: rediscover delay %s is negative", cfg.RediscoverDelay)
 	}
 	if cfg.Jitter == 0 {
 		cfg.Jitter = DefaultJitter
 	}
 	if cfg.Jitter >= 1 {
-		return nil, fmt.Errorf("unicast: jitter %g is not below 1", cfg.Jitter)
+		return nil, fmt.Errorf("locator: jitter %g is not below 1", cfg.Jitter)
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
 	if cfg.TryTimeout == 0 {
-		cfg.TryTimeout = ReadTimeout
+		cfg.TryTimeout = unicast.ReadTimeout
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -147,7 +151,7 @@ func NewLocatorDiscovery(cfg LocatorConfig) (*LocatorDiscovery, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &LocatorDiscovery{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock),
+	d := &Discovery{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock),
 		ctx: ctx, cancel: cancel, events: ordered.New(cfg.OnEvent)}
 	d.Add(cfg.Locators...)
 	return d, nil
@@ -155,7 +159,7 @@ func NewLocatorDiscovery(cfg LocatorConfig) (*LocatorDiscovery, error) {
 
 // Close stops all tries and waits for those running and for the last
 // event to be delivered.
-func (d *LocatorDiscovery) Close() error {
+func (d *Discovery) Close() error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -175,10 +179,10 @@ func (d *LocatorDiscovery) Close() error {
 }
 
 // Locators returns the managed set.
-func (d *LocatorDiscovery) Locators() []Locator {
+func (d *Discovery) Locators() []discovery.Locator {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]Locator, len(d.locators))
+	out := make([]discovery.Locator, len(d.locators))
 	for i, e := range d.locators {
 		out[i] = e.loc
 	}
@@ -186,7 +190,7 @@ func (d *LocatorDiscovery) Locators() []Locator {
 }
 
 // Add adds locators; each new one is tried at once.
-func (d *LocatorDiscovery) Add(locs ...Locator) {
+func (d *Discovery) Add(locs ...discovery.Locator) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -196,7 +200,7 @@ func (d *LocatorDiscovery) Add(locs ...Locator) {
 		if d.find(l) != nil {
 			continue
 		}
-		e := &locEntry{loc: l, found: map[string]LookupService{}}
+		e := &locEntry{loc: l, found: map[string]discovery.LookupService{}}
 		d.locators = append(d.locators, e)
 		d.schedule(e, 0)
 	}
@@ -204,7 +208,7 @@ func (d *LocatorDiscovery) Add(locs ...Locator) {
 
 // Remove removes locators, discarding the lookup services found through
 // them (unless another locator still holds them).
-func (d *LocatorDiscovery) Remove(locs ...Locator) {
+func (d *Discovery) Remove(locs ...discovery.Locator) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, l := range locs {
@@ -215,7 +219,7 @@ func (d *LocatorDiscovery) Remove(locs ...Locator) {
 }
 
 // Set replaces the managed set.
-func (d *LocatorDiscovery) Set(locs []Locator) {
+func (d *Discovery) Set(locs []discovery.Locator) {
 	d.mu.Lock()
 	for _, e := range slices.Clone(d.locators) {
 		if !slices.ContainsFunc(locs, e.loc.Equal) {
@@ -227,13 +231,13 @@ func (d *LocatorDiscovery) Set(locs []Locator) {
 }
 
 // Discovered returns the lookup services found, each once.
-func (d *LocatorDiscovery) Discovered() []LookupService {
+func (d *Discovery) Discovered() []discovery.LookupService {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []LookupService
+	var out []discovery.LookupService
 	for _, e := range d.locators {
 		for _, ls := range e.found {
-			if !slices.ContainsFunc(out, func(o LookupService) bool { return o.ID == ls.ID }) {
+			if !slices.ContainsFunc(out, func(o discovery.LookupService) bool { return o.ID == ls.ID }) {
 				out = append(out, ls.Clone())
 			}
 		}
@@ -245,7 +249,7 @@ func (d *LocatorDiscovery) Discovered() []LookupService {
 // rediscovery: it is reported discarded (for each locator that had found
 // it), and those locators are tried again after RediscoverDelay, then
 // with the backoff. It reports whether the lookup service had been found.
-func (d *LocatorDiscovery) Discard(id discovery.ServiceID) bool {
+func (d *Discovery) Discard(id discovery.ServiceID) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -267,13 +271,13 @@ func (d *LocatorDiscovery) Discard(id discovery.ServiceID) bool {
 				e.attempt = len(d.cfg.Backoff) - 1
 			}
 			e.timer = d.run.AfterFunc(d.cfg.RediscoverDelay, func() { d.try(e) })
-			d.emit(Discarded, f, ReasonRequested, &e.loc)
+			d.emit(discovery.Discarded, f, discovery.ReasonRequested, &e.loc)
 		}
 	}
 	return found
 }
 
-func (d *LocatorDiscovery) find(l Locator) *locEntry {
+func (d *Discovery) find(l discovery.Locator) *locEntry {
 	for _, e := range d.locators {
 		if e.loc.Equal(l) {
 			return e
@@ -283,21 +287,21 @@ func (d *LocatorDiscovery) find(l Locator) *locEntry {
 }
 
 // drop removes a locator; the caller holds mu.
-func (d *LocatorDiscovery) drop(e *locEntry) {
+func (d *Discovery) drop(e *locEntry) {
 	e.removed = true
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	d.locators = slices.DeleteFunc(d.locators, func(o *locEntry) bool { return o == e })
 	for _, ls := range e.found {
-		d.emit(Discarded, ls, ReasonLocatorRemoved, &e.loc)
+		d.emit(discovery.Discarded, ls, discovery.ReasonLocatorRemoved, &e.loc)
 	}
 	e.found = nil
 }
 
 // schedule arranges the next try after the backoff step at attempt, with
 // jitter; the caller holds mu.
-func (d *LocatorDiscovery) schedule(e *locEntry, attempt int) {
+func (d *Discovery) schedule(e *locEntry, attempt int) {
 	wait := d.cfg.Backoff[min(attempt, len(d.cfg.Backoff)-1)]
 	if d.cfg.Jitter > 0 && wait > 0 {
 		wait += time.Duration((d.cfg.Rand()*2 - 1) * d.cfg.Jitter * float64(wait))
@@ -308,7 +312,7 @@ func (d *LocatorDiscovery) schedule(e *locEntry, attempt int) {
 
 // try runs unicast discovery with every target of a locator not yet
 // found, and schedules the next try if any failed.
-func (d *LocatorDiscovery) try(e *locEntry) {
+func (d *Discovery) try(e *locEntry) {
 	d.mu.Lock()
 	if e.removed || d.closed {
 		d.mu.Unlock()
@@ -321,8 +325,8 @@ func (d *LocatorDiscovery) try(e *locEntry) {
 	defer cancel()
 	targets, via := d.targets(ctx, e.loc)
 	type result struct {
-		target Locator
-		resp   *Response
+		target discovery.Locator
+		resp   *unicast.Response
 		err    error
 	}
 	var results []result
@@ -349,13 +353,13 @@ func (d *LocatorDiscovery) try(e *locEntry) {
 			d.log.Info("locator unreachable; will retry", "locator", e.loc, "target", r.target, "via", via, "err", r.err)
 			continue
 		}
-		ls := NewLookupService(r.resp, discovery.ServiceID{})
+		ls := unicast.NewLookupService(r.resp, discovery.ServiceID{})
 		if _, ok := e.found[r.target.Address()]; ok {
 			continue
 		}
 		e.found[r.target.Address()] = ls
 		d.log.Debug("locator discovered", "locator", e.loc, "target", r.target, "serviceID", ls.ID)
-		d.emit(Discovered, ls, "", &e.loc)
+		d.emit(discovery.Discovered, ls, "", &e.loc)
 	}
 	if failed && e.timer == nil {
 		d.schedule(e, e.attempt)
@@ -367,53 +371,26 @@ func (d *LocatorDiscovery) try(e *locEntry) {
 
 // targets are the lookup services a locator stands for: those its SRV
 // records list if it names a domain that has them, else itself.
-func (d *LocatorDiscovery) targets(ctx context.Context, l Locator) ([]Locator, string) {
+func (d *Discovery) targets(ctx context.Context, l discovery.Locator) ([]discovery.Locator, string) {
 	if _, err := netip.ParseAddr(l.Host); err == nil {
-		return []Locator{l}, "address"
+		return []discovery.Locator{l}, "address"
 	}
 	_, srvs, err := d.cfg.LookupSRV(ctx, "jini", "tcp", l.Host)
 	if err != nil || len(srvs) == 0 {
-		return []Locator{l}, "host name"
+		return []discovery.Locator{l}, "host name"
 	}
-	out := make([]Locator, 0, len(srvs))
+	out := make([]discovery.Locator, 0, len(srvs))
 	for _, s := range srvs {
-		out = append(out, Locator{Host: strings.TrimSuffix(s.Target, "."), Port: int(s.Port)})
+		out = append(out, discovery.Locator{Host: strings.TrimSuffix(s.Target, "."), Port: int(s.Port)})
 	}
 	return out, "dns-srv"
 }
 
-func (d *LocatorDiscovery) emit(kind EventKind, ls LookupService, reason string, loc *Locator) {
-	ev := Event{Kind: kind, At: d.clock.Now(), LookupService: ls.Clone(), Reason: reason}
+func (d *Discovery) emit(kind discovery.EventKind, ls discovery.LookupService, reason string, loc *discovery.Locator) {
+	ev := discovery.Event{Kind: kind, At: d.clock.Now(), LookupService: ls.Clone(), Reason: reason}
 	if loc != nil {
 		l := *loc
 		ev.Locator = &l
 	}
 	d.events.Push(ev)
-}
-
-// DialLocator runs unicast discovery with the lookup service at l over a
-// connection from dial: version 2 first, as the Java implementation
-// prefers, then version 1 if the lookup service answered but not in
-// version 2.
-func DialLocator(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), l Locator) (*Response, error) {
-	once := func(version int) (*Response, error) { return DiscoverAt(ctx, dial, l.Address(), version) }
-	resp, err := once(discovery.ProtocolV2)
-	var op *net.OpError
-	if err != nil && ctx.Err() == nil && !(errors.As(err, &op) && op.Op == "dial") {
-		if r1, err1 := once(discovery.ProtocolV1); err1 == nil {
-			return r1, nil
-		}
-	}
-	return resp, err
-}
-
-// DiscoverAt dials addr (host:port) with dial and runs unicast discovery
-// in the given version over the connection.
-func DiscoverAt(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), addr string, version int) (*Response, error) {
-	conn, err := dial(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return Discover(ctx, conn, version)
 }

@@ -75,10 +75,10 @@ func TestResponseVectors(t *testing.T) {
 
 func TestJinidDescriptorRoundTrip(t *testing.T) {
 	id, _ := discovery.ParseServiceID("01234567-89ab-cdef-fedc-ba9876543210")
-	d := &Descriptor{ServiceID: id, APIURL: "http://192.0.2.10:4162", Groups: []string{"", "lab"}, Locator: "jini://192.0.2.10:4160"}
+	d := &discovery.Descriptor{ServiceID: id, APIURL: "http://192.0.2.10:4162", Groups: []string{"", "lab"}, Locator: "jini://192.0.2.10:4160"}
 	for _, version := range []int{1, 2} {
 		resp := &Response{Version: version, Format: discovery.PlaintextFormat, Host: "192.0.2.10", Port: 4160,
-			Groups: d.Groups, Registrar: Registrar{Descriptor: d}}
+			Groups: d.Groups, Registrar: discovery.Registrar{Descriptor: d}}
 		b, err := resp.Append(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +104,7 @@ func TestV1ManyGroupsAcrossBlockRecords(t *testing.T) {
 		groups = append(groups, strings.Repeat("g", i%40)+"-grüppe")
 	}
 	resp := &Response{Version: 1, Groups: groups,
-		Registrar: Registrar{Descriptor: &Descriptor{ServiceID: discovery.ServiceID{1}}}}
+		Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{ServiceID: discovery.ServiceID{1}}}}
 	b, err := resp.Append(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -149,56 +149,5 @@ func TestResponseErrors(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, tc.wantMsg)
 			}
 		})
-	}
-}
-
-func TestLocator(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		want    Locator
-		str     string
-		wantErr string
-	}{
-		{in: "jini://example.org", want: Locator{"example.org", 4160}, str: "jini://example.org:4160"},
-		{in: "jini://example.org:4161/", want: Locator{"example.org", 4161}, str: "jini://example.org:4161"},
-		{in: "JINI://192.0.2.1:80", want: Locator{"192.0.2.1", 80}, str: "jini://192.0.2.1:80"},
-		{in: "jini://[2001:db8::1]", want: Locator{"2001:db8::1", 4160}, str: "jini://[2001:db8::1]:4160"},
-		{in: "jini://[fe80::1%25eth0]:4170", want: Locator{"fe80::1%eth0", 4170}, str: "jini://[fe80::1%25eth0]:4170"},
-		{in: "http://example.org", wantErr: "want jini://host[:port]"},
-		{in: "jini:/example.org", wantErr: "want jini://host[:port]"},
-		{in: "jini://", wantErr: "empty host"},
-		{in: "jini://example.org:0", wantErr: "not a number from 1 to 65535"},
-		{in: "jini://example.org:65536", wantErr: "not a number from 1 to 65535"},
-		{in: "jini://example.org:", wantErr: "empty port"},
-		{in: "jini://example.org:+80", wantErr: "not a number"},
-		{in: "jini://example.org/path", wantErr: `unexpected "/path"`},
-		{in: "jini://example.org?q", wantErr: `unexpected "?q"`},
-		{in: "jini://user@example.org", wantErr: "user part"},
-		{in: "jini://2001:db8::1", wantErr: "must be written in brackets"},
-		{in: "jini://[192.0.2.1]", wantErr: "not an IPv6 address"},
-		{in: "jini://[2001:db8::1", wantErr: "missing ]"},
-		{in: "jini://exa mple", wantErr: "not allowed in a host name"},
-		{in: "jini://a..b", wantErr: "empty label"},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseLocator(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want || got.String() != tc.str {
-				t.Fatalf("got %+v (%s), want %+v (%s)", got, got, tc.want, tc.str)
-			}
-		})
-	}
-	a, _ := ParseLocator("jini://Example.ORG")
-	b, _ := ParseLocator("jini://example.org:4160/")
-	if !a.Equal(b) {
-		t.Fatal("locators differing only in host case and default port should be equal")
 	}
 }

@@ -122,34 +122,12 @@ type Response struct {
 	Host      string
 	Port      int
 	Groups    []string
-	Registrar Registrar
+	Registrar discovery.Registrar
 }
-
-// Registrar is a lookup service's registrar proxy as discovery carries it.
-type Registrar struct {
-	// Marshalled is the Java object stream holding the marshalled proxy,
-	// exactly as received: a java.rmi.MarshalledObject in version 1, a
-	// net.jini.io.MarshalledInstance in version 2.
-	Marshalled []byte
-	// Descriptor is set when the registrar is a jinid lookup service's.
-	Descriptor *Descriptor
-}
-
-// Descriptor is what a jinid lookup service puts in its proxy slot: the
-// facts a client in any language needs to use it.
-type Descriptor struct {
-	ServiceID discovery.ServiceID `json:"serviceID"`
-	APIURL    string              `json:"apiURL"`
-	Groups    []string            `json:"groups"`
-	Locator   string              `json:"locator"`
-}
-
-// IsJinid reports whether the registrar is a jinid lookup service's.
-func (r Registrar) IsJinid() bool { return r.Descriptor != nil }
 
 // marshalled returns the proxy bytes to send in the given version,
 // marshalling the descriptor when no bytes are given.
-func (r Registrar) marshalled(version int) ([]byte, error) {
+func marshalled(r discovery.Registrar, version int) ([]byte, error) {
 	if r.Marshalled != nil {
 		return r.Marshalled, nil
 	}
@@ -168,12 +146,12 @@ func (r Registrar) marshalled(version int) ([]byte, error) {
 }
 
 // readDescriptor recognises a jinid proxy.
-func readDescriptor(marshalled []byte) *Descriptor {
-	s, _, ok := javaio.UnmarshalString(marshalled)
+func readDescriptor(proxy []byte) *discovery.Descriptor {
+	s, _, ok := javaio.UnmarshalString(proxy)
 	if !ok {
 		return nil
 	}
-	var d Descriptor
+	var d discovery.Descriptor
 	if json.Unmarshal([]byte(s), &d) != nil || d.ServiceID.IsZero() {
 		return nil
 	}
@@ -185,7 +163,7 @@ func readDescriptor(marshalled []byte) *Descriptor {
 func (p *Response) Append(dst []byte) ([]byte, error) {
 	switch p.Version {
 	case discovery.ProtocolV1:
-		m, err := p.Registrar.marshalled(p.Version)
+		m, err := marshalled(p.Registrar, p.Version)
 		if err != nil {
 			return dst, err
 		}
@@ -221,7 +199,7 @@ func (p *Response) Append(dst []byte) ([]byte, error) {
 				return dst, fmt.Errorf("group %q: %w", g, err)
 			}
 		}
-		m, err := p.Registrar.marshalled(p.Version)
+		m, err := marshalled(p.Registrar, p.Version)
 		if err != nil {
 			return dst, err
 		}
@@ -268,7 +246,7 @@ func readV1(r io.Reader, maxSize int64, head int32) (*Response, error) {
 	return &Response{
 		Version:   discovery.ProtocolV1,
 		Groups:    groups,
-		Registrar: Registrar{Marshalled: m, Descriptor: readDescriptor(m)},
+		Registrar: discovery.Registrar{Marshalled: m, Descriptor: readDescriptor(m)},
 	}, nil
 }
 
@@ -304,7 +282,7 @@ func readV2(rd *javaio.Reader) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registrar proxy: %w", wrapJava(err))
 	}
-	p.Registrar = Registrar{Marshalled: m, Descriptor: readDescriptor(m)}
+	p.Registrar = discovery.Registrar{Marshalled: m, Descriptor: readDescriptor(m)}
 	return p, nil
 }
 

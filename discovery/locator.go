@@ -1,4 +1,4 @@
-package unicast
+package discovery
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"github.com/jinid/jinid/discovery"
 )
 
 // Locator is a LookupLocator: where to reach one lookup service by unicast
@@ -77,7 +75,7 @@ func ParseLocator(s string) (Locator, error) {
 			return bad("%v", err)
 		}
 	}
-	l := Locator{Host: host, Port: discovery.Port}
+	l := Locator{Host: host, Port: Port}
 	if port != "" {
 		p, err := strconv.Atoi(port)
 		if err != nil || p < 1 || p > 65535 || port[0] == '+' {

@@ -1,22 +1,19 @@
-package unicast
+package discovery
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"iter"
 	"net/netip"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jinid/jinid/discovery"
 )
 
 // LookupService is a lookup service as the discovery engines know it:
 // what its unicast discovery answered, and its ServiceID.
 type LookupService struct {
-	ID discovery.ServiceID
+	ID ServiceID
 	// IDFromProxy says ID stands in for one jinid could not read: a Java
 	// lookup service found by request or locator keeps its ServiceID
 	// inside the proxy, which jinid does not unmarshal, so until an
@@ -31,26 +28,6 @@ type LookupService struct {
 	// Interface it was heard on, for group discovery.
 	Interface string
 	Registrar Registrar
-}
-
-// NewLookupService describes the lookup service that gave resp. id is
-// the ServiceID an announcement gave, if any; a jinid registrar's
-// descriptor gives its own.
-func NewLookupService(resp *Response, id discovery.ServiceID) LookupService {
-	ls := LookupService{ID: id, Host: resp.Host, Port: resp.Port, Groups: slices.Clone(resp.Groups),
-		Version: resp.Version, Registrar: resp.Registrar}
-	if ls.Groups == nil {
-		ls.Groups = []string{}
-	}
-	if d := resp.Registrar.Descriptor; d != nil && !d.ServiceID.IsZero() {
-		ls.ID = d.ServiceID
-	}
-	if ls.ID.IsZero() {
-		sum := sha256.Sum256(resp.Registrar.Marshalled)
-		copy(ls.ID[:], sum[:])
-		ls.IDFromProxy = true
-	}
-	return ls
 }
 
 // Address is host:port.
@@ -88,7 +65,7 @@ func (ls LookupService) Likely(o LookupService) bool {
 	if !ls.IDFromProxy && !o.IDFromProxy || ls.Registrar.Descriptor != nil || o.Registrar.Descriptor != nil {
 		return false
 	}
-	return (ls.Port == 0 || o.Port == 0) && SameHost(ls.Host, o.Host) && discovery.SameGroups(ls.Groups, o.Groups)
+	return (ls.Port == 0 || o.Port == 0) && SameHost(ls.Host, o.Host) && SameGroups(ls.Groups, o.Groups)
 }
 
 // Lookup finds the lookup service ls describes among known (described by
@@ -205,5 +182,5 @@ type Event struct {
 	Locator *Locator
 	// StandIn is set for Identified: the stand-in ServiceID it was known
 	// by until now.
-	StandIn discovery.ServiceID
+	StandIn ServiceID
 }

@@ -1,0 +1,23 @@
+package discovery
+
+// Registrar is a lookup service's registrar proxy as discovery carries it.
+type Registrar struct {
+	// Marshalled is the Java object stream holding the marshalled proxy,
+	// exactly as received: a java.rmi.MarshalledObject in version 1, a
+	// net.jini.io.MarshalledInstance in version 2.
+	Marshalled []byte
+	// Descriptor is set when the registrar is a jinid lookup service's.
+	Descriptor *Descriptor
+}
+
+// Descriptor is what a jinid lookup service puts in its proxy slot: the
+// facts a client in any language needs to use it.
+type Descriptor struct {
+	ServiceID ServiceID `json:"serviceID"`
+	APIURL    string    `json:"apiURL"`
+	Groups    []string  `json:"groups"`
+	Locator   string    `json:"locator"`
+}
+
+// IsJinid reports whether the registrar is a jinid lookup service's.
+func (r Registrar) IsJinid() bool { return r.Descriptor != nil }
