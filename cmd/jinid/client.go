@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 const defaultServer = "http://127.0.0.1:4162"

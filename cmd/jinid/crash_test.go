@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 // Under a steady stream of registrations the daemon is killed (SIGKILL)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/app"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/internal/daemon"
 )
 
 // shutdownGrace is how long requests in flight may take to finish once a
@@ -21,7 +21,7 @@ const shutdownGrace = 10 * time.Second
 func newDaemonCmd(g *globalFlags) *cobra.Command {
 	var (
 		configPath string
-		cfg        daemon.Config
+		cfg        app.Config
 		groups     []string
 		public     bool
 		interval   time.Duration
@@ -98,7 +98,7 @@ Endpoints (on --api-listen):
 			if !cmd.Flags().Changed("exclude-interfaces") {
 				cfg.Exclude = nil
 			}
-			d, err := daemon.New(cfg, log)
+			d, err := app.New(cfg, log)
 			if err != nil {
 				return err
 			}
@@ -121,10 +121,10 @@ Endpoints (on --api-listen):
 			return runErr
 		},
 	}
-	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", daemon.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
+	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", app.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
 	f := cmd.Flags()
 	f.StringVar(&configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
-	f.StringVar(&cfg.DataDir, "data-dir", daemon.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
+	f.StringVar(&cfg.DataDir, "data-dir", app.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
 	f.StringSliceVar(&groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
 	f.BoolVar(&public, "public-group", true, `with --groups: also be a member of the public group ("")`)
 	f.DurationVar(&interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")

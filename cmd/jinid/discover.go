@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/internal/finder"
 )
 
 func newDiscoverCmd(g *globalFlags) *cobra.Command {

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/vectors"
 )
@@ -35,13 +35,13 @@ func TestDiscoverOnALAN(t *testing.T) {
 	h3.Attach(lan1)
 	// lus2 stands in for a Java lookup service: it hands out River's proxy.
 	javaProxy := javaRegistrar(t)
-	for _, c := range []fakelus.Config{
+	for _, c := range []discoverytest.LookupServiceConfig{
 		{Version: 1, ServiceID: discovery.ServiceID{1}, Groups: []string{"lab"}, Namespace: h1.Namespace()},
 		{Version: 2, ServiceID: discovery.ServiceID{2}, Groups: []string{"lab", "ops"}, Namespace: h2.Namespace(), Registrar: javaProxy},
 		{Version: 2, ServiceID: discovery.ServiceID{3}, Groups: []string{"other"}, Namespace: h3.Namespace()},
 	} {
 		c.Announce = 500 * time.Millisecond
-		l, err := fakelus.Start(c)
+		l, err := discoverytest.StartLookupService(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestInspectLive(t *testing.T) {
 	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
 	sniffer.Attach(lan)
 	ll := lh.Attach(lan)
-	l, err := fakelus.Start(fakelus.Config{Version: 1, ServiceID: discovery.ServiceID{4}, Groups: []string{"lab"},
+	l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: 1, ServiceID: discovery.ServiceID{4}, Groups: []string{"lab"},
 		Namespace: lh.Namespace(), Announce: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

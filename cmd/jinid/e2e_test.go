@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 // daemonProc is the real jinid binary running as a daemon.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/internal/inspect"
+	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 )
 
 func newInspectCmd() *cobra.Command {

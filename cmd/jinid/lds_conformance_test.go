@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/fakelus"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
@@ -1021,7 +1021,7 @@ func TestLDSOverlongGroupBesideValid(t *testing.T) {
 	lh, dh, ch := lab.Host("lus"), lab.Host("lds"), lab.Host("client")
 	lh.Attach(lan)
 	dl, cl := dh.Attach(lan), ch.Attach(lan)
-	lus, err := fakelus.Start(fakelus.Config{Version: 2, ServiceID: discovery.ServiceID{0x15}, Groups: []string{"h"},
+	lus, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: 2, ServiceID: discovery.ServiceID{0x15}, Groups: []string{"h"},
 		Announce: -1, Namespace: lh.Namespace()})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/pcaptest"
+	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 )
 
 // run executes the CLI in-process.
@@ -57,7 +57,7 @@ func TestInspectPcap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := os.ReadFile(filepath.Join("..", "..", "internal", "inspect", "testdata", tc.golden))
+		want, err := os.ReadFile(filepath.Join("internal", "inspect", "testdata", tc.golden))
 		if err != nil {
 			t.Fatal(err)
 		}

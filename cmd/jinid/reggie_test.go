@@ -33,7 +33,7 @@ func TestRealReggieIsOneLookupService(t *testing.T) {
 	dl := dh.Attach(lan)
 	const interval = time.Second
 	reggie := riverpeer.StartReggie(t, rh, rl.IPv4, "multicastAnnouncementInterval=1000L")
-	rid := reggie.ServiceID.String()
+	rid := reggie.ServiceID
 
 	// The lookup discovery service in a daemon of its own (its own lookup
 	// service in another group), a registration for group "lab" with a

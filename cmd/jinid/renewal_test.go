@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 // rawSink records the JSON bodies POSTed to it, by path; it serves from

@@ -15,9 +15,9 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/manager"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
 // watchOptions are what `jinid discover --watch` runs with.

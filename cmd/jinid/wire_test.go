@@ -19,12 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/finder"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/services/api/client"
 )
 

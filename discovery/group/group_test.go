@@ -8,8 +8,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 )
 
 const interval = DefaultAnnouncementInterval
@@ -18,7 +18,7 @@ const interval = DefaultAnnouncementInterval
 type rig struct {
 	t      *testing.T
 	clk    *clock.Fake
-	lan    *lusim.Net
+	lan    *discoverytest.LAN
 	d      *Discovery
 	events chan discovery.Event
 }
@@ -26,7 +26,7 @@ type rig struct {
 func newRig(t *testing.T, groups []string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan discovery.Event, 10000)}
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan discovery.Event, 10000)}
 	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e discovery.Event) { r.events <- e }})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func newRig(t *testing.T, groups []string) *rig {
 
 // next waits for the next event and checks its kind, lookup service and
 // reason.
-func (r *rig) next(kind discovery.EventKind, l *lusim.LUS, reason string) discovery.Event {
+func (r *rig) next(kind discovery.EventKind, l *discoverytest.SimLUS, reason string) discovery.Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -64,7 +64,7 @@ func (r *rig) none() {
 	}
 }
 
-func (r *rig) announce(l *lusim.LUS) {
+func (r *rig) announce(l *discoverytest.SimLUS) {
 	r.d.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
 }
 
@@ -144,8 +144,8 @@ func TestRequestSchedule(t *testing.T) {
 
 func TestDiscoveredByRequestThenKnown(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	in := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a", "b"}})
-	r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"c"}})
+	in := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a", "b"}})
+	r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"c"}})
 	r.d.Start()
 	r.clk.Advance(0)
 	e := r.next(discovery.Discovered, in, "")
@@ -166,8 +166,8 @@ func TestLateJoinerByAnnouncement(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	r.d.Start()
 	r.clk.Advance(time.Hour) // all rounds over
-	late := r.lan.Add(lusim.LUS{Host: "10.0.0.9", Groups: []string{"a"}})
-	other := r.lan.Add(lusim.LUS{Host: "10.0.0.8", Groups: []string{"z"}})
+	late := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.9", Groups: []string{"a"}})
+	other := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.8", Groups: []string{"z"}})
 	r.announce(other)
 	r.announce(late)
 	r.next(discovery.Discovered, late, "")
@@ -183,11 +183,11 @@ func TestLateJoinerByAnnouncement(t *testing.T) {
 
 func TestGroupsInAndOutOfInterest(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"a", "b"} })
 	r.announce(l)
 	if e := r.next(discovery.Changed, l, ""); !slices.Equal(e.Groups, []string{"a", "b"}) {
 		t.Fatalf("changed groups %q", e.Groups)
@@ -195,7 +195,7 @@ func TestGroupsInAndOutOfInterest(t *testing.T) {
 	r.announce(l) // nothing new
 	r.none()
 
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"b"} })
 	r.announce(l)
 	if e := r.next(discovery.Discarded, l, discovery.ReasonNoInterest); !slices.Equal(e.Groups, []string{"b"}) {
 		t.Fatalf("discarded with groups %q, want the new ones", e.Groups)
@@ -203,18 +203,18 @@ func TestGroupsInAndOutOfInterest(t *testing.T) {
 	r.announce(l) // still of no interest
 	r.none()
 
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b", "a"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"b", "a"} })
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 }
 
 func TestStaleAnnouncementIgnored(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	old := r.lan.Announcement(l, discovery.ProtocolV2)
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"a", "b"} })
 	r.announce(l)
 	r.next(discovery.Changed, l, "")
 	r.d.HandleAnnouncement(old, "sim0") // a late copy with the old groups
@@ -223,8 +223,8 @@ func TestStaleAnnouncementIgnored(t *testing.T) {
 
 func TestSetGroupsDiscardsWhatLeavesInterest(t *testing.T) {
 	r := newRig(t, []string{"a", "b"})
-	la := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
-	lb := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"b", "c"}})
+	la := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	lb := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"b", "c"}})
 	r.announce(la)
 	r.next(discovery.Discovered, la, "")
 	r.announce(lb)
@@ -243,7 +243,7 @@ func TestSetGroupsDiscardsWhatLeavesInterest(t *testing.T) {
 
 func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 	// Irregular gaps, each shorter than the window (3 intervals), for a
@@ -260,7 +260,7 @@ func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 
 	// Then it stops (and is down): discarded exactly when the window after
 	// its last announcement ends.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	last := r.clk.Now()
 	r.clk.Advance(window - time.Millisecond)
 	r.none()
@@ -273,14 +273,14 @@ func TestFlappingAnnouncementsKeepIt(t *testing.T) {
 		t.Fatalf("discarded with groups %q, want the last known", e.Groups)
 	}
 	// Back: rediscovered on its next announcement.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 }
 
 func TestSilentButReachableIsKept(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 	window := DefaultDiscardMultiple * interval
@@ -290,17 +290,17 @@ func TestSilentButReachableIsKept(t *testing.T) {
 		t.Fatalf("contacted %d times, want 2 (discovery, probe)", n)
 	}
 	// Its groups changed while silent: the next probe tells.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "x"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"a", "x"} })
 	r.clk.Advance(window)
 	r.next(discovery.Changed, l, "")
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"x"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"x"} })
 	r.clk.Advance(window)
 	r.next(discovery.Discarded, l, discovery.ReasonNoInterest)
 }
 
 func TestDiscardThenRediscovery(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 	if !r.d.Discard(l.ID) {
@@ -328,7 +328,7 @@ func TestDiscardThenRediscovery(t *testing.T) {
 
 func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 	r := newRig(t, nil)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.d.Start()
 	r.clk.Advance(0)
 	var e discovery.Event
@@ -376,7 +376,7 @@ func (r *rig) nextEvent() discovery.Event {
 // while it announces, discarded once when it stops (issue 13, item 9).
 func TestReggieIsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(lusim.Reggie("10.0.0.9", "", "lab"))
+	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "", "lab"))
 	r.d.Start()
 	r.clk.Advance(0) // the first request: answers in version 1 and 2
 	first := r.nextEvent()
@@ -412,7 +412,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 
 	// It stops: discarded once, under its real ID, when the window after
 	// its last announcement has passed and the probe fails.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(3 * interval)
 	r.next(discovery.Discarded, l, discovery.ReasonCommunication)
 	r.none()
@@ -422,7 +422,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 // arrive: still one lookup service, no event.
 func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
 	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
 	r.announce(l)
 	r.next(discovery.Discovered, l, "")
 	for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
@@ -445,8 +445,8 @@ func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
 // its port, is not pinned on the wrong one.
 func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 	r := newRig(t, []string{"lab"})
-	a := lusim.Reggie("10.0.0.9", "lab")
-	b := lusim.Reggie("10.0.0.9", "lab", "b")
+	a := discoverytest.Reggie("10.0.0.9", "lab")
+	b := discoverytest.Reggie("10.0.0.9", "lab", "b")
 	b.Port = 4170
 	b.Proxies = map[int][]byte{discovery.ProtocolV1: []byte("b v1 proxy"), discovery.ProtocolV2: []byte("b v2 proxy")}
 	la, lb := r.lan.Add(a), r.lan.Add(b)
@@ -466,7 +466,7 @@ func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 	}
 	r.announce(la)
 	r.announce(lb)
-	for _, l := range []*lusim.LUS{la, lb} {
+	for _, l := range []*discoverytest.SimLUS{la, lb} {
 		e := r.next(discovery.Identified, l, "")
 		if !seen[e.StandIn] || slices.Compare(e.Groups, l.Groups) != 0 {
 			t.Fatalf("%s identified from %s with groups %q", l.ID, e.StandIn, e.Groups)
@@ -478,8 +478,8 @@ func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []Config{
 		{},
-		{Network: lusim.New(), RequestInterval: -time.Second},
-		{Network: lusim.New(), DiscardMultiple: -1},
+		{Network: discoverytest.NewLAN(), RequestInterval: -time.Second},
+		{Network: discoverytest.NewLAN(), DiscardMultiple: -1},
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) succeeded", c)

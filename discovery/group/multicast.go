@@ -13,9 +13,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
 // Sink takes what the network hears: announcements, and lookup services'

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/netmon"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
@@ -40,8 +40,8 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 		h.Attach(lan)
 	}
 	const every = 300 * time.Millisecond
-	start := func(h *netlab.Host, version int, id byte, groups ...string) *fakelus.LUS {
-		l, err := fakelus.Start(fakelus.Config{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
+	start := func(h *netlab.Host, version int, id byte, groups ...string) *discoverytest.LookupService {
+		l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
 			Registrar: javaRegistrar(t, version), Namespace: h.Namespace(), Announce: every})
 		if err != nil {
 			t.Fatal(err)

@@ -9,18 +9,18 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 )
 
 const scaleN = 1000
 
 // scaleLAN puts n lookup services in group "a" on a simulated LAN.
-func scaleLAN(n int) (*lusim.Net, []*lusim.LUS) {
-	lan := lusim.New()
-	ls := make([]*lusim.LUS, n)
+func scaleLAN(n int) (*discoverytest.LAN, []*discoverytest.SimLUS) {
+	lan := discoverytest.NewLAN()
+	ls := make([]*discoverytest.SimLUS, n)
 	for i := range ls {
-		ls[i] = lan.Add(lusim.LUS{Host: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), Groups: []string{"a"}})
+		ls[i] = lan.Add(discoverytest.SimLUS{Host: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), Groups: []string{"a"}})
 	}
 	return lan, ls
 }
@@ -84,7 +84,7 @@ func TestThousandAnnouncing(t *testing.T) {
 	}
 	// Half stop (and go down).
 	for _, l := range ls[scaleN/2:] {
-		lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+		lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	}
 	window := DefaultDiscardMultiple * interval
 	// The last announcements of the stopped ones came 0-9 ms into the last
@@ -105,7 +105,7 @@ func TestThousandAnnouncing(t *testing.T) {
 }
 
 // setupScale returns an engine with scaleN lookup services discovered.
-func setupScale(b *testing.B, c *counter) (*Discovery, *lusim.Net, []*lusim.LUS) {
+func setupScale(b *testing.B, c *counter) (*Discovery, *discoverytest.LAN, []*discoverytest.SimLUS) {
 	lan, ls := scaleLAN(scaleN)
 	d, err := New(Config{Groups: []string{"a"}, Network: lan, OnEvent: c.on})
 	if err != nil {

@@ -9,16 +9,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 )
 
 type locRig struct {
 	t      *testing.T
 	clk    *clock.Fake
-	lan    *lusim.Net
+	lan    *discoverytest.LAN
 	d      *locator.Discovery
 	events chan discovery.Event
 }
@@ -26,7 +26,7 @@ type locRig struct {
 func newLocRig(t *testing.T, cfg locator.Config) *locRig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &locRig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan discovery.Event, 1000)}
+	r := &locRig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan discovery.Event, 1000)}
 	cfg.Clock, cfg.Dial, cfg.LookupSRV = r.clk, r.lan.Dial, r.lan.LookupSRV
 	cfg.OnEvent = func(e discovery.Event) { r.events <- e }
 	if cfg.Jitter == 0 {
@@ -41,7 +41,7 @@ func newLocRig(t *testing.T, cfg locator.Config) *locRig {
 	return r
 }
 
-func (r *locRig) next(kind discovery.EventKind, l *lusim.LUS, reason string) discovery.Event {
+func (r *locRig) next(kind discovery.EventKind, l *discoverytest.SimLUS, reason string) discovery.Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -96,7 +96,7 @@ func TestLocatorUnreachableThenAppears(t *testing.T) {
 	r.none()
 
 	// It appears: found on the next try, and then left alone.
-	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	lus := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(15 * time.Minute)
 	e := r.next(discovery.Discovered, lus, "")
 	if e.Locator == nil || !e.Locator.Equal(loc) || e.Address() != addr {
@@ -138,22 +138,22 @@ func TestLocatorJitter(t *testing.T) {
 
 func TestLocatorSRV(t *testing.T) {
 	r := newLocRig(t, locator.Config{})
-	a := r.lan.Add(lusim.LUS{Host: "lus1.lab.test", Port: 4160})
-	b := r.lan.Add(lusim.LUS{Host: "lus2.lab.test", Port: 4170, Down: true})
+	a := r.lan.Add(discoverytest.SimLUS{Host: "lus1.lab.test", Port: 4160})
+	b := r.lan.Add(discoverytest.SimLUS{Host: "lus2.lab.test", Port: 4170, Down: true})
 	r.lan.SetSRV("lab.test", "lus1.lab.test:4160", "lus2.lab.test:4170")
 	r.d.Add(mustLocator(t, "jini://lab.test"))
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, a, "")
 	r.none()
 	// Only the missing one is tried again.
-	r.lan.Set(b, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(b, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.clk.Advance(5 * time.Second)
 	r.next(discovery.Discovered, b, "")
 	if n := r.lan.DialCount("lus1.lab.test:4160"); n != 1 {
 		t.Fatalf("found target tried %d times", n)
 	}
 	// A name without SRV records is tried as a host.
-	c := r.lan.Add(lusim.LUS{Host: "plain.test"})
+	c := r.lan.Add(discoverytest.SimLUS{Host: "plain.test"})
 	r.d.Add(mustLocator(t, "jini://plain.test"))
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, c, "")
@@ -162,7 +162,7 @@ func TestLocatorSRV(t *testing.T) {
 func TestLocatorDiscardAndRediscovery(t *testing.T) {
 	loc := mustLocator(t, "jini://10.0.0.1")
 	r := newLocRig(t, locator.Config{Locators: []discovery.Locator{loc}})
-	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
+	lus := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1"})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, lus, "")
 	if !r.d.Discard(lus.ID) {
@@ -171,7 +171,7 @@ func TestLocatorDiscardAndRediscovery(t *testing.T) {
 	r.next(discovery.Discarded, lus, discovery.ReasonRequested)
 	// Down for the first retry: not before 15 s, then the backoff resumes
 	// (20 s).
-	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(lus, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(locator.DefaultRediscoverDelay - time.Millisecond)
 	if n := r.lan.DialCount("10.0.0.1:4160"); n != 1 {
 		t.Fatalf("retried before %s", locator.DefaultRediscoverDelay)
@@ -180,7 +180,7 @@ func TestLocatorDiscardAndRediscovery(t *testing.T) {
 	if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
 		t.Fatalf("not retried at %s", locator.DefaultRediscoverDelay)
 	}
-	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(lus, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.clk.Advance(20*time.Second - time.Millisecond)
 	r.none()
 	r.clk.Advance(time.Millisecond)
@@ -194,8 +194,8 @@ func TestLocatorRemove(t *testing.T) {
 	byIP := mustLocator(t, "jini://10.0.0.1")
 	byName := mustLocator(t, "jini://LUS.test")
 	r := newLocRig(t, locator.Config{Locators: []discovery.Locator{byIP, byName}})
-	lus := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
-	r.lan.Add(lusim.LUS{Host: "lus.test", ID: lus.ID}) // the same one, by name
+	lus := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1"})
+	r.lan.Add(discoverytest.SimLUS{Host: "lus.test", ID: lus.ID}) // the same one, by name
 	r.clk.Advance(0)
 	// Once per locator that reaches it.
 	for _, want := range []discovery.Locator{byIP, byName} {
@@ -220,7 +220,7 @@ func TestLocatorRemove(t *testing.T) {
 	}
 
 	// A removed locator is not tried again.
-	r.lan.Set(lus, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(lus, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.d.Add(byIP)
 	r.clk.Advance(0)
 	n := r.lan.DialCount("10.0.0.1:4160")

@@ -8,16 +8,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 )
 
 type rig struct {
 	t      *testing.T
 	clk    *clock.Fake
-	lan    *lusim.Net
+	lan    *discoverytest.LAN
 	m      *Manager
 	events chan Event
 }
@@ -25,7 +25,7 @@ type rig struct {
 func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), events: make(chan Event, 1000)}
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan Event, 1000)}
 	var ls []discovery.Locator
 	for _, s := range locs {
 		ls = append(ls, r.locator(s))
@@ -53,7 +53,7 @@ func (r *rig) locator(s string) discovery.Locator {
 	return l
 }
 
-func (r *rig) next(kind discovery.EventKind, l *lusim.LUS, reason string, byGroup, byLocator bool) Event {
+func (r *rig) next(kind discovery.EventKind, l *discoverytest.SimLUS, reason string, byGroup, byLocator bool) Event {
 	r.t.Helper()
 	select {
 	case e := <-r.events:
@@ -89,7 +89,7 @@ func (r *rig) none() {
 	}
 }
 
-func (r *rig) announce(l *lusim.LUS) {
+func (r *rig) announce(l *discoverytest.SimLUS) {
 	r.m.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
 }
 
@@ -97,8 +97,8 @@ const window = group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval
 
 func TestTwoLocatorsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{}, "jini://10.0.0.1", "jini://lus.test")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1"})
-	r.lan.Add(lusim.LUS{Host: "lus.test", ID: l.ID})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1"})
+	r.lan.Add(discoverytest.SimLUS{Host: "lus.test", ID: l.ID})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, l, "", false, true)
 	r.none() // the second locator finds the same one
@@ -110,7 +110,7 @@ func TestTwoLocatorsOneLookupService(t *testing.T) {
 
 func TestFoundByBothIsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
@@ -123,7 +123,7 @@ func TestFoundByBothIsOneLookupService(t *testing.T) {
 
 func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "", true, false)
 	r.clk.Advance(0) // locator discovery finds it too
@@ -131,21 +131,21 @@ func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
 
 	// Silent and unreachable: group discovery discards it, the manager
 	// keeps it.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(window)
 	r.none()
 	if got := r.m.Discovered(); len(got) != 1 || got[0].ByGroup || !got[0].ByLocator {
 		t.Fatalf("Discovered() = %+v, want it kept by locator only", got)
 	}
 	// Back: group discovery has it again, quietly.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.announce(l)
 	r.none()
 	if got := r.m.Discovered(); len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
 		t.Fatalf("Discovered() = %+v, want it by both again", got)
 	}
 	// Its groups leave the interest: still kept, and the change told.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"z"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"z"} })
 	r.announce(l)
 	if e := r.next(discovery.Changed, l, "", false, true); !slices.Equal(e.Groups, []string{"z"}) {
 		t.Fatalf("changed to %q", e.Groups)
@@ -154,8 +154,8 @@ func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {
 
 func TestRemoveGroupWhileWantedByLocator(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
-	other := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	other := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"a"}})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
@@ -178,7 +178,7 @@ func TestRemoveGroupWhileWantedByLocator(t *testing.T) {
 
 func TestRemoveLocatorWhileWantedByGroup(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
@@ -189,14 +189,14 @@ func TestRemoveLocatorWhileWantedByGroup(t *testing.T) {
 		t.Fatalf("Discovered() = %+v", got)
 	}
 	// Now group discovery's rules apply to it again.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(window)
 	r.next(discovery.Discarded, l, discovery.ReasonCommunication, false, false)
 }
 
 func TestDiscardAndRediscovery(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r.clk.Advance(0)
 	r.next(discovery.Discovered, l, "", false, true)
 	r.announce(l)
@@ -222,7 +222,7 @@ func TestDiscardAndRediscovery(t *testing.T) {
 
 func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.clk.Advance(0)
 	first := r.nextAny()
 	if first.Kind != discovery.Discovered || !first.IDFromProxy {
@@ -251,13 +251,13 @@ func TestLateJoinerAndGroupChanges(t *testing.T) {
 	r := newRig(t, []string{"a", "b"})
 	r.m.Start()
 	r.clk.Advance(time.Hour)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.3", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.3", Groups: []string{"a"}})
 	r.announce(l)
 	r.next(discovery.Discovered, l, "", true, false)
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"b"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"b"} })
 	r.announce(l)
 	r.next(discovery.Changed, l, "", true, false)
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"c"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"c"} })
 	r.announce(l)
 	r.next(discovery.Discarded, l, discovery.ReasonNoInterest, false, false)
 }
@@ -273,7 +273,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 			locs = append(locs, "jini://10.0.0.9")
 		}
 		r := newRig(t, []string{"lab"}, locs...)
-		l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+		l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
 		r.m.Start()
 		r.clk.Advance(0)
 		first := r.nextAny()
@@ -303,7 +303,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 		if got := r.m.Discovered(); len(got) != 1 || got[0].ID != l.ID || got[0].ByLocator != byLocator {
 			t.Fatalf("Discovered() = %+v", got)
 		}
-		r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+		r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 		r.clk.Advance(window)
 		if byLocator {
 			r.none() // wanted by locator: never passively discarded
@@ -318,7 +318,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 // later: the same lookup service, no new event.
 func TestReggieIdentifiedThenByLocator(t *testing.T) {
 	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
 	r.m.Start()
 	r.clk.Advance(0)
 	first := r.nextAny()

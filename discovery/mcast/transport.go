@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
 // Group is one of the two discovery multicast groups.

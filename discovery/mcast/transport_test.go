@@ -17,8 +17,8 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

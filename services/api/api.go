@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 )

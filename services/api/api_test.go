@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 func item(i int) lookup.Item {

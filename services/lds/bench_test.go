@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
@@ -30,8 +30,8 @@ const (
 // fanout is 1,000 registrations over 100 simulated lookup services, each
 // lookup service in a group of its own that 10 registrations want.
 type fanout struct {
-	lan  *lusim.Net
-	ls   []*lusim.LUS
+	lan  *discoverytest.LAN
+	ls   []*discoverytest.SimLUS
 	s    *Service
 	g    *lease.Grantor
 	st   *store.Store
@@ -39,7 +39,7 @@ type fanout struct {
 }
 
 func newFanout(tb testing.TB, sender Sender, clk clock.Clock) *fanout {
-	f := &fanout{lan: lusim.New()}
+	f := &fanout{lan: discoverytest.NewLAN()}
 	st, err := store.Open(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
@@ -58,7 +58,7 @@ func newFanout(tb testing.TB, sender Sender, clk clock.Clock) *fanout {
 	f.s.Start()
 	tb.Cleanup(func() { f.s.Close(); f.g.Close(); st.Close() })
 	for i := range fanLUS {
-		f.ls = append(f.ls, f.lan.Add(lusim.LUS{Host: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Groups: []string{fmt.Sprintf("g%d", i)}}))
+		f.ls = append(f.ls, f.lan.Add(discoverytest.SimLUS{Host: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Groups: []string{fmt.Sprintf("g%d", i)}}))
 	}
 	return f
 }
@@ -93,7 +93,7 @@ func TestAnnouncementFansOutOnlyToItsRegistrations(t *testing.T) {
 	// One lookup service leaves its group: the 10 registrations that
 	// want it are examined and told, not the 1,000.
 	before := f.s.examined.Load()
-	f.lan.Set(f.ls[7], func(l *lusim.LUS) { l.Groups = []string{"elsewhere"} })
+	f.lan.Set(f.ls[7], func(l *discoverytest.SimLUS) { l.Groups = []string{"elsewhere"} })
 	f.s.HandleAnnouncement(f.lan.Announcement(f.ls[7], discovery.ProtocolV2), "sim0")
 	for range fanRegs / fanLUS {
 		select {
@@ -148,7 +148,7 @@ func BenchmarkAnnouncementToListener(b *testing.B) {
 		sent = map[discovery.ServiceID]time.Time{}
 		mu.Unlock()
 		for i, l := range f.ls {
-			f.lan.Set(l, func(l *lusim.LUS) { l.Groups = groups(i) })
+			f.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = groups(i) })
 			a := f.lan.Announcement(l, discovery.ProtocolV2)
 			mu.Lock()
 			sent[l.ID] = time.Now()

@@ -11,10 +11,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/lusim"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -47,7 +47,7 @@ func (r *recorder) Send(d event.Delivery) {
 type rig struct {
 	t   *testing.T
 	clk *clock.Fake
-	lan *lusim.Net
+	lan *discoverytest.LAN
 	dir string
 	st  *store.Store
 	g   *lease.Grantor
@@ -58,7 +58,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: lusim.New(), dir: t.TempDir(), rec: &recorder{ch: make(chan got, 1000)}}
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), dir: t.TempDir(), rec: &recorder{ch: make(chan got, 1000)}}
 	r.open()
 	t.Cleanup(r.close)
 	return r
@@ -117,12 +117,12 @@ func (r *rig) register(groups []string, locs ...string) Registration {
 	return reg
 }
 
-func (r *rig) announce(l *lusim.LUS) {
+func (r *rig) announce(l *discoverytest.SimLUS) {
 	r.s.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
 }
 
 // next waits for the next event and checks it.
-func (r *rig) next(reg Registration, discarded bool, ls ...*lusim.LUS) got {
+func (r *rig) next(reg Registration, discarded bool, ls ...*discoverytest.SimLUS) got {
 	r.t.Helper()
 	var want []discovery.ServiceID
 	for _, l := range ls {
@@ -143,7 +143,7 @@ func (r *rig) next(reg Registration, discarded bool, ls ...*lusim.LUS) got {
 
 // discoveredAll takes discovered events for reg until each of ls was in
 // one, and returns the last.
-func (r *rig) discoveredAll(reg Registration, ls ...*lusim.LUS) got {
+func (r *rig) discoveredAll(reg Registration, ls ...*discoverytest.SimLUS) got {
 	r.t.Helper()
 	missing := map[discovery.ServiceID]bool{}
 	for _, l := range ls {
@@ -223,8 +223,8 @@ func TestRegisterArguments(t *testing.T) {
 
 func TestDiscoveredOnceAndBatched(t *testing.T) {
 	r := newRig(t)
-	l1 := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
-	l2 := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"a", "b"}})
+	l1 := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l2 := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"a", "b"}})
 	first := r.register([]string{"a"})
 	r.announce(l1)
 	r.next(first, false, l1)
@@ -245,8 +245,8 @@ func TestDiscoveredOnceAndBatched(t *testing.T) {
 
 func TestGroupMutators(t *testing.T) {
 	r := newRig(t)
-	la := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
-	lb := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"b"}})
+	la := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	lb := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"b"}})
 	other := r.register([]string{"a", "b"})
 	r.announce(la)
 	r.next(other, false, la)
@@ -296,7 +296,7 @@ func TestGroupMutators(t *testing.T) {
 
 func TestLocatorMutatorsAndTheGroupRule(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	reg := r.register([]string{"a"})
 	r.announce(l)
 	r.next(reg, false, l)
@@ -330,7 +330,7 @@ func TestLocatorMutatorsAndTheGroupRule(t *testing.T) {
 
 func TestPassiveDiscards(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	byGroup := r.register([]string{"a"})
 	byLoc := r.register([]string{}, "jini://10.0.0.1")
 	both := r.register([]string{"a"}, "jini://10.0.0.1")
@@ -348,18 +348,18 @@ func TestPassiveDiscards(t *testing.T) {
 		t.Fatalf("discovered for %v", seen)
 	}
 	// No interest any more: only the group-only registration hears.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"z"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"z"} })
 	r.announce(l)
 	r.next(byGroup, true, l)
 	r.none()
 	// Back in group a: discovered again for it.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"a"} })
 	r.announce(l)
 	r.next(byGroup, false, l)
 	// Silent and unreachable (LD.3.1): discarded for every registration
 	// wanting it through group discovery, by locator too or not; kept by
 	// the one wanting it by locator alone (issue 15, item 1).
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
 	r.events(t, map[string]bool{byGroup.ID: true, both.ID: true}, l)
 	r.none()
@@ -371,7 +371,7 @@ func TestPassiveDiscards(t *testing.T) {
 	}
 	// Back, announcing: found again for both of them; the locator-only
 	// one heard nothing throughout.
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.announce(l)
 	r.events(t, map[string]bool{byGroup.ID: false, both.ID: false}, l)
 	r.none()
@@ -379,7 +379,7 @@ func TestPassiveDiscards(t *testing.T) {
 
 // events takes one event per registration in want (true: discarded, false:
 // discovered), each of ls alone, in any order.
-func (r *rig) events(t *testing.T, want map[string]bool, ls ...*lusim.LUS) {
+func (r *rig) events(t *testing.T, want map[string]bool, ls ...*discoverytest.SimLUS) {
 	t.Helper()
 	var ids []discovery.ServiceID
 	for _, l := range ls {
@@ -405,19 +405,19 @@ func (r *rig) events(t *testing.T, want map[string]bool, ls ...*lusim.LUS) {
 // discovery is made to look again); the group-only one does not.
 func TestLostFoundAgainByLocator(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	byGroup := r.register([]string{"a"})
 	both := r.register([]string{"a"}, "jini://10.0.0.1")
 	r.announce(l)
 	r.clk.Advance(0)
 	r.events(t, map[string]bool{byGroup.ID: false, both.ID: false}, l)
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
 	r.events(t, map[string]bool{byGroup.ID: true, both.ID: true}, l)
 	// It answers again but does not announce: locator discovery, made to
 	// look again, finds it 15 s after the discard, before group
 	// discovery's next request would (those come 120 s apart by now).
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = false })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = false })
 	r.clk.Advance(20 * time.Second)
 	r.next(both, false, l)
 	r.none()
@@ -425,12 +425,12 @@ func TestLostFoundAgainByLocator(t *testing.T) {
 
 func TestNewGroupOfLookupService(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	ra := r.register([]string{"a"})
 	rb := r.register([]string{"b"})
 	r.announce(l)
 	r.next(ra, false, l)
-	r.lan.Set(l, func(l *lusim.LUS) { l.Groups = []string{"a", "b"} })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Groups = []string{"a", "b"} })
 	r.announce(l)
 	r.next(rb, false, l) // it joined b: discovered for the b registration only
 	r.none()
@@ -438,7 +438,7 @@ func TestNewGroupOfLookupService(t *testing.T) {
 
 func TestDiscardRules(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	r1, r2, r3 := r.register([]string{"a"}), r.register([]string{"a"}), r.register([]string{"a"})
 	r.announce(l)
 	for range 3 {
@@ -490,7 +490,7 @@ func TestLeaseEndStopsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.clk.Advance(61 * time.Second)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}}) // appears after the lease ended
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}}) // appears after the lease ended
 	r.announce(l)
 	r.none()
 	if _, err := r.s.Get(reg.ID); code(err) != fault.NoSuchObject {
@@ -503,7 +503,7 @@ func TestLeaseEndStopsEvents(t *testing.T) {
 
 func TestUnknownEventCancels(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	bad, good := r.register([]string{"a"}), r.register([]string{"a"})
 	r.announce(l)
 	for range 2 {
@@ -522,9 +522,9 @@ func TestUnknownEventCancels(t *testing.T) {
 
 func TestRestartKeepsStateAndSequence(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
-	gone := r.lan.Add(lusim.LUS{Host: "10.0.0.2", Groups: []string{"a"}})
-	loc := r.lan.Add(lusim.LUS{Host: "10.0.0.3", Groups: []string{"z"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	gone := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"a"}})
+	loc := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.3", Groups: []string{"z"}})
 	reg := r.register([]string{"a"}, "jini://10.0.0.3")
 	r.clk.Advance(0) // the first requests and locator tries
 	r.announce(l)
@@ -532,8 +532,8 @@ func TestRestartKeepsStateAndSequence(t *testing.T) {
 	e := r.discoveredAll(reg, l, gone, loc)
 
 	r.restart()
-	r.lan.Set(gone, func(l *lusim.LUS) { l.Down = true })
-	r.lan.Set(loc, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(gone, func(l *discoverytest.SimLUS) { l.Down = true })
+	r.lan.Set(loc, func(l *discoverytest.SimLUS) { l.Down = true })
 	info, err := r.s.Get(reg.ID)
 	if err != nil || !slices.Equal(info.Groups, []string{"a"}) || len(info.Locators) != 1 || info.SeqNum != e.seq {
 		t.Fatalf("after restart: %+v, %v", info, err)
@@ -562,7 +562,7 @@ func TestRestartKeepsStateAndSequence(t *testing.T) {
 // that ID, when it stops (issue 13, item 9).
 func TestReggieIsOneLookupService(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.Reggie("10.0.0.9", "lab"))
+	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
 	reg := r.register([]string{"lab"})
 	r.clk.Advance(0) // the first request: answers in version 1 and 2
 	var first got
@@ -586,7 +586,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	if err != nil || len(regs) != 1 || regs[0].ID != l.ID || regs[0].Port != l.Port {
 		t.Fatalf("getRegistrars: %+v, %v; want one, %s at port %d", regs, err, l.ID, l.Port)
 	}
-	r.lan.Set(l, func(l *lusim.LUS) { l.Down = true })
+	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
 	r.clk.Advance(group.DefaultDiscardMultiple * group.DefaultAnnouncementInterval)
 	r.next(reg, true, l)
 	r.none()
@@ -598,7 +598,7 @@ func TestReggieIsOneLookupService(t *testing.T) {
 // looks again 15 s later (LD.4.1; issue 15, item 2).
 func TestDiscardLeavesLocatorOnlyRegistrationsAlone(t *testing.T) {
 	r := newRig(t)
-	l := r.lan.Add(lusim.LUS{Host: "10.0.0.1", Groups: []string{"a"}})
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
 	byGroup := r.register([]string{"a"})
 	byLoc := r.register([]string{}, "jini://10.0.0.1")
 	r.announce(l)

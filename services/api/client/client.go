@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lookup"
 )
 
 // Client talks to one jinid.

@@ -8,15 +8,15 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/fakelus"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/netlab"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func startLUS(t *testing.T, h *netlab.Host, version int, id byte, groups ...string) *fakelus.LUS {
+func startLUS(t *testing.T, h *netlab.Host, version int, id byte, groups ...string) *discoverytest.LookupService {
 	t.Helper()
-	l, err := fakelus.Start(fakelus.Config{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
+	l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
 		Namespace: h.Namespace(), Announce: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

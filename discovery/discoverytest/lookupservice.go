@@ -1,9 +1,4 @@
-// Package fakelus is a minimal lookup service for tests, built from
-// jinid's codecs: it answers unicast discovery, announces itself, and
-// answers multicast requests by connecting back, speaking one protocol
-// version. It stands in for a Java (or jinid) lookup service on a netlab
-// LAN until the real lookup service lands.
-package fakelus
+package discoverytest
 
 import (
 	"context"
@@ -17,13 +12,13 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
-// Config describes the lookup service.
-type Config struct {
+// LookupServiceConfig describes the lookup service.
+type LookupServiceConfig struct {
 	Version   int // 1 or 2: the only protocol it speaks
 	ServiceID discovery.ServiceID
 	Groups    []string
@@ -37,9 +32,13 @@ type Config struct {
 	Logger    *slog.Logger
 }
 
-// LUS is a running fake lookup service.
-type LUS struct {
-	cfg Config
+// LookupService is a minimal lookup service on real sockets, built from
+// jinid's codecs: it answers unicast discovery, announces itself, and
+// answers multicast requests by connecting back, speaking one protocol
+// version. It stands in for a Java (or jinid) lookup service on a netlab
+// LAN.
+type LookupService struct {
+	cfg LookupServiceConfig
 	log *slog.Logger
 	ln  net.Listener
 	mon *netmon.Netlink
@@ -55,9 +54,9 @@ type LUS struct {
 }
 
 // Start runs a lookup service until Close.
-func Start(cfg Config) (*LUS, error) {
+func StartLookupService(cfg LookupServiceConfig) (*LookupService, error) {
 	if cfg.Version != 1 && cfg.Version != 2 {
-		return nil, fmt.Errorf("fakelus: version %d", cfg.Version)
+		return nil, fmt.Errorf("discoverytest: version %d", cfg.Version)
 	}
 	if cfg.Port == 0 {
 		cfg.Port = discovery.Port
@@ -71,7 +70,7 @@ func Start(cfg Config) (*LUS, error) {
 	if cfg.Registrar.Marshalled == nil && cfg.Registrar.Descriptor == nil {
 		cfg.Registrar.Descriptor = &discovery.Descriptor{ServiceID: cfg.ServiceID, Groups: cfg.Groups, APIURL: "http://lookup.invalid:4162"}
 	}
-	l := &LUS{cfg: cfg, log: cfg.Logger}
+	l := &LookupService{cfg: cfg, log: cfg.Logger}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	err := cfg.Namespace.Do(func() error {
 		var err error
@@ -79,7 +78,7 @@ func Start(cfg Config) (*LUS, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("fakelus: listening: %w", err)
+		return nil, fmt.Errorf("discoverytest: listening: %w", err)
 	}
 	if l.mon, err = netmon.NewNetlink(cfg.Namespace, cfg.Logger, time.Minute); err != nil {
 		l.ln.Close()
@@ -105,7 +104,7 @@ func Start(cfg Config) (*LUS, error) {
 }
 
 // Close stops the lookup service and waits for it.
-func (l *LUS) Close() {
+func (l *LookupService) Close() {
 	l.cancel()
 	l.ln.Close()
 	l.tr.Close()
@@ -114,13 +113,13 @@ func (l *LUS) Close() {
 }
 
 // ConnectBacks reports how many multicast requests it answered.
-func (l *LUS) ConnectBacks() int {
+func (l *LookupService) ConnectBacks() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.answered
 }
 
-func (l *LUS) respond(host string) func(unicast.Request) (*unicast.Response, error) {
+func (l *LookupService) respond(host string) func(unicast.Request) (*unicast.Response, error) {
 	return func(q unicast.Request) (*unicast.Response, error) {
 		if q.Version != l.cfg.Version {
 			return nil, fmt.Errorf("fakelus speaks only version %d, asked in %d", l.cfg.Version, q.Version)
@@ -132,7 +131,7 @@ func (l *LUS) respond(host string) func(unicast.Request) (*unicast.Response, err
 	}
 }
 
-func (l *LUS) serve() {
+func (l *LookupService) serve() {
 	defer l.wg.Done()
 	for {
 		conn, err := l.ln.Accept()
@@ -145,13 +144,13 @@ func (l *LUS) serve() {
 			defer conn.Close()
 			host, _, _ := net.SplitHostPort(conn.LocalAddr().String())
 			if err := unicast.Answer(l.ctx, conn, l.respond(host)); err != nil {
-				l.log.Debug("fakelus: unicast", "err", err)
+				l.log.Debug("discoverytest: unicast", "err", err)
 			}
 		}()
 	}
 }
 
-func (l *LUS) announce() {
+func (l *LookupService) announce() {
 	defer l.wg.Done()
 	t := time.NewTicker(l.cfg.Announce)
 	defer t.Stop()
@@ -173,7 +172,7 @@ func (l *LUS) announce() {
 	}
 }
 
-func (l *LUS) onRequest(r discovery.Request, p mcast.Packet) {
+func (l *LookupService) onRequest(r discovery.Request, p mcast.Packet) {
 	if r.Version != l.cfg.Version || !r.Wants(l.cfg.ServiceID, l.cfg.Groups) {
 		return
 	}
@@ -191,7 +190,7 @@ func (l *LUS) onRequest(r discovery.Request, p mcast.Packet) {
 		})
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				l.log.Debug("fakelus: connect-back", "to", addr, "err", err)
+				l.log.Debug("discoverytest: connect-back", "to", addr, "err", err)
 			}
 			return
 		}

@@ -1,9 +1,10 @@
-// Package lusim is an in-memory LAN of simulated lookup services, so the
+// Package discoverytest provides test rigs for discovery, as net/http/httptest
+// does for HTTP. LAN is an in-memory LAN of simulated lookup services, so the
 // discovery engines can be tested without sockets: it answers multicast
 // requests (by calling the responder the test wires in), unicast
 // discovery, and DNS SRV lookups, and makes the announcements a lookup
 // service would send.
-package lusim
+package discoverytest
 
 import (
 	"bytes"
@@ -22,10 +23,10 @@ import (
 )
 
 // ErrUnreachable is what contacting a lookup service that is down gives.
-var ErrUnreachable = errors.New("lusim: connection refused")
+var ErrUnreachable = errors.New("discoverytest: connection refused")
 
-// LUS is one simulated lookup service.
-type LUS struct {
+// SimLUS is one simulated lookup service.
+type SimLUS struct {
 	ID     discovery.ServiceID
 	Host   string
 	Port   int
@@ -51,10 +52,10 @@ type LUS struct {
 	seq  int64
 }
 
-// Net is the simulated LAN.
-type Net struct {
+// LAN is the simulated LAN.
+type LAN struct {
 	mu       sync.Mutex
-	services []*LUS
+	services []*SimLUS
 	srv      map[string][]*net.SRV
 	// Respond receives the answers to multicast requests (a Discovery's
 	// HandleResponse).
@@ -71,10 +72,10 @@ type Request struct {
 }
 
 // New returns an empty LAN.
-func New() *Net { return &Net{srv: map[string][]*net.SRV{}, Dials: map[string]int{}} }
+func NewLAN() *LAN { return &LAN{srv: map[string][]*net.SRV{}, Dials: map[string]int{}} }
 
 // OnResponse sets where answers to requests go.
-func (n *Net) OnResponse(f func(*unicast.Response, string)) {
+func (n *LAN) OnResponse(f func(*unicast.Response, string)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.respond = f
@@ -82,7 +83,7 @@ func (n *Net) OnResponse(f func(*unicast.Response, string)) {
 
 // Add puts a lookup service on the LAN; a zero ID gets one from its
 // position.
-func (n *Net) Add(l LUS) *LUS {
+func (n *LAN) Add(l SimLUS) *SimLUS {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if l.ID.IsZero() {
@@ -98,14 +99,14 @@ func (n *Net) Add(l LUS) *LUS {
 }
 
 // Set changes a lookup service under the network's lock.
-func (n *Net) Set(l *LUS, f func(*LUS)) {
+func (n *LAN) Set(l *SimLUS, f func(*SimLUS)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f(l)
 }
 
 // SetSRV makes name's _jini._tcp SRV records point at addrs (host:port).
-func (n *Net) SetSRV(name string, addrs ...string) {
+func (n *LAN) SetSRV(name string, addrs ...string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var recs []*net.SRV
@@ -119,7 +120,7 @@ func (n *Net) SetSRV(name string, addrs ...string) {
 
 // Announcement returns the announcement l would send now (version 2,
 // with a growing sequence number, or version 1).
-func (n *Net) Announcement(l *LUS, version int) discovery.Announcement {
+func (n *LAN) Announcement(l *SimLUS, version int) discovery.Announcement {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	l.seq++
@@ -132,7 +133,7 @@ func (n *Net) Announcement(l *LUS, version int) discovery.Announcement {
 
 // Request implements group.Network: every lookup service up that the
 // request wants answers.
-func (n *Net) Request(groups []string, known []discovery.ServiceID) error {
+func (n *LAN) Request(groups []string, known []discovery.ServiceID) error {
 	n.mu.Lock()
 	n.Requests = append(n.Requests, Request{Groups: slices.Clone(groups), Known: slices.Clone(known)})
 	r := discovery.Request{Groups: groups, Known: known}
@@ -164,14 +165,14 @@ func (n *Net) Request(groups []string, known []discovery.ServiceID) error {
 }
 
 // RequestCount is how many requests were sent.
-func (n *Net) RequestCount() int {
+func (n *LAN) RequestCount() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.Requests)
 }
 
 // LastRequest is the latest request sent.
-func (n *Net) LastRequest() Request {
+func (n *LAN) LastRequest() Request {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.Requests) == 0 {
@@ -181,14 +182,14 @@ func (n *Net) LastRequest() Request {
 }
 
 // DialCount is how often host:port was contacted.
-func (n *Net) DialCount(addr string) int {
+func (n *LAN) DialCount(addr string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.Dials[addr]
 }
 
 // Unicast implements group.Network.
-func (n *Net) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
+func (n *LAN) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -208,12 +209,12 @@ func (n *Net) Unicast(ctx context.Context, host string, port, version int) (*uni
 }
 
 // Dial is a locator discovery dialer.
-func (n *Net) Dial(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
+func (n *LAN) Dial(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
 	return n.Unicast(ctx, l.Host, l.Port, discovery.ProtocolV2)
 }
 
 // LookupSRV is a locator discovery resolver.
-func (n *Net) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
+func (n *LAN) LookupSRV(_ context.Context, service, proto, name string) (string, []*net.SRV, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	recs, ok := n.srv[name]
@@ -224,7 +225,7 @@ func (n *Net) LookupSRV(_ context.Context, service, proto, name string) (string,
 }
 
 // response is l's answer to unicast discovery; the caller holds n.mu.
-func (l *LUS) response(version int) *unicast.Response {
+func (l *SimLUS) response(version int) *unicast.Response {
 	r := &unicast.Response{Version: version, Host: l.Host, Port: l.Port, Groups: slices.Clone(l.Groups)}
 	if r.Groups == nil {
 		r.Groups = []string{}
@@ -248,15 +249,15 @@ func (l *LUS) response(version int) *unicast.Response {
 // vectors (a version 1 MarshalledObject and a version 2 MarshalledInstance
 // of one registrar: different bytes), and it announces in version 2 only,
 // every time with sequence number 0.
-func Reggie(host string, groups ...string) LUS {
+func Reggie(host string, groups ...string) SimLUS {
 	proxies := map[int][]byte{}
 	for v, name := range map[int]string{discovery.ProtocolV1: "v1.unicast.response", discovery.ProtocolV2: "v2.unicast.response"} {
 		resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), 1<<20)
 		if err != nil {
-			panic(fmt.Sprintf("lusim: vector %s: %v", name, err))
+			panic(fmt.Sprintf("discoverytest: vector %s: %v", name, err))
 		}
 		proxies[v] = resp.Registrar.Marshalled
 	}
-	return LUS{Host: host, Groups: groups, Java: true, Proxies: proxies,
+	return SimLUS{Host: host, Groups: groups, Java: true, Proxies: proxies,
 		AnswerVersions: []int{discovery.ProtocolV1, discovery.ProtocolV2}, FixedSequence: true}
 }

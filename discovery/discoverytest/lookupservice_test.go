@@ -1,4 +1,4 @@
-package fakelus
+package discoverytest
 
 import (
 	"log/slog"
@@ -8,9 +8,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/netmon"
 )
 
 // Per WIRE.md: a request naming groups is answered only by lookup services
@@ -23,7 +23,7 @@ func TestRequestFiltering(t *testing.T) {
 	lh.Attach(lan)
 	id := discovery.ServiceID{7}
 	for _, version := range []int{1, 2} {
-		l, err := Start(Config{Version: version, ServiceID: id, Groups: []string{"lab", "ops"}, Namespace: lh.Namespace(), Announce: time.Hour})
+		l, err := StartLookupService(LookupServiceConfig{Version: version, ServiceID: id, Groups: []string{"lab", "ops"}, Namespace: lh.Namespace(), Announce: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
-	"github.com/jinid/jinid/internal/pcaptest"
+	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 	"github.com/jinid/jinid/internal/vectors"
 )
 

@@ -1,7 +1,7 @@
-// Package daemon runs jinid's long-lived services in one process: the
+// Package app is the composition root: it runs jinid's long-lived services in one process: the
 // store, the lease grantor, event delivery, the lookup service's registrar
 // and the HTTP API with its operations endpoints.
-package daemon
+package app
 
 import (
 	"context"
@@ -24,15 +24,15 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/netmon"
-	"github.com/jinid/jinid/lookup"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/fakelus"
 	"github.com/jinid/jinid/internal/netlab"
 )
 
@@ -27,7 +27,7 @@ func TestLiveCapture(t *testing.T) {
 	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
 	sniffer.Attach(lan)
 	ll := lh.Attach(lan)
-	lus, err := fakelus.Start(fakelus.Config{Version: 2, ServiceID: discovery.ServiceID{5}, Groups: []string{"lab"},
+	lus, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: 2, ServiceID: discovery.ServiceID{5}, Groups: []string{"lab"},
 		Namespace: lh.Namespace(), Announce: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
