@@ -1,6 +1,7 @@
 package announce
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
-	"github.com/jinid/jinid/internal/namespace"
 )
 
 // DNS-SD names.
@@ -33,18 +32,16 @@ type AdvertiserConfig struct {
 	Port      func() int // unicast discovery port
 	APIPort   func() int
 	Groups    func() []string
-	Namespace namespace.Namespace
-	Monitor   netmon.Monitor
-	// Include and Exclude: the interface patterns of the discovery
-	// transport, so both serve the same interfaces.
-	Include, Exclude []string
-	Logger           *slog.Logger
+	// Host is the namespace's multicast host: mDNS takes its port 5353
+	// there, on the interfaces Jini discovery serves.
+	Host   *mcast.Host
+	Logger *slog.Logger
 }
 
 // Advertiser answers mDNS queries for the lookup service.
 type Advertiser struct {
 	cfg      AdvertiserConfig
-	tr       *mcast.Transport
+	port     *mcast.Port
 	instance string // <name>._jini._tcp.local.
 	host     string // <name>.local.
 }
@@ -57,36 +54,35 @@ func NewAdvertiser(cfg AdvertiserConfig) (*Advertiser, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	name := "jinid-" + cfg.ServiceID.String()[:8]
-	a := &Advertiser{cfg: cfg, instance: name + "." + ServiceType, host: name + ".local."}
-	tr, err := mcast.New(mcast.Config{
-		Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
-		Namespace: cfg.Namespace, Monitor: cfg.Monitor, Include: cfg.Include, Exclude: cfg.Exclude,
-		Handler: a.handle, Logger: cfg.Logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mDNS: %w", err)
+	if cfg.Host == nil {
+		return nil, errors.New("mDNS: AdvertiserConfig.Host is required")
 	}
-	a.tr = tr
-	return a, nil
+	return &Advertiser{cfg: cfg, instance: name + "." + ServiceType, host: name + ".local."}, nil
 }
 
 // Start joins the mDNS group and announces the service once.
 func (a *Advertiser) Start() error {
-	if err := a.tr.Start(); err != nil {
+	port, err := a.cfg.Host.Open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
+		OnPacket: a.handle})
+	if err != nil {
 		return fmt.Errorf("mDNS: %w", err)
 	}
+	a.port = port
 	a.announce(120)
 	return nil
 }
 
 // Close says goodbye (records with TTL 0) and stops answering.
 func (a *Advertiser) Close() {
+	if a.port == nil {
+		return
+	}
 	a.announce(0)
-	a.tr.Close()
+	a.port.Close()
 }
 
 func (a *Advertiser) announce(ttl uint32) {
-	err := a.tr.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {
+	err := a.port.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {
 		m := new(dns.Msg)
 		m.Response, m.Authoritative = true, true
 		m.Answer = a.records(j, ttl, true)
@@ -146,7 +142,7 @@ func (a *Advertiser) handle(p mcast.Packet) {
 		return
 	}
 	var j mcast.Joined
-	for _, x := range a.tr.Joined() {
+	for _, x := range a.port.Joined() {
 		if x.Index == p.IfIndex && x.Family == p.Family {
 			j = x
 		}
@@ -194,7 +190,7 @@ func (a *Advertiser) handle(p mcast.Packet) {
 	if err != nil {
 		return
 	}
-	if err := a.tr.SendReply(p.IfIndex, p.Family, dst, b); err != nil {
+	if err := a.port.SendReply(p.IfIndex, p.Family, dst, b); err != nil {
 		a.cfg.Logger.Debug("mDNS answer", "to", dst, "err", err)
 	}
 }

@@ -15,9 +15,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/manager"
-	"github.com/jinid/jinid/discovery/netmon"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/namespace"
 )
 
 // watchOptions are what `jinid discover --watch` runs with.
@@ -43,13 +42,12 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 		cfg.Groups = []string{}
 		return runManager(ctx, cfg, nil)
 	}
-	mon, err := netmon.NewNetlink(namespace.Namespace{}, o.log, time.Minute)
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, TTL: o.ttl})
 	if err != nil {
 		return err
 	}
-	defer mon.Close()
-	mc, err := group.NewMulticast(group.MulticastConfig{Monitor: mon, Logger: o.log,
-		Include: o.include, Exclude: o.exclude, TTL: o.ttl})
+	defer host.Shutdown(context.Background())
+	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Logger: o.log})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/api/client"
@@ -85,24 +83,20 @@ func labClient(t testing.TB, h *netlab.Host, url string) *client.Client {
 	return c
 }
 
-// labTransport runs an IPv4 discovery transport in a lab host, for tests
-// that send or watch multicast there themselves.
-func labTransport(t testing.TB, h *netlab.Host, handler func(mcast.Packet)) *mcast.Transport {
+// labPort takes the discovery port of a multicast host (IPv4) in a lab
+// host, for tests that send or watch multicast there themselves.
+func labPort(t testing.TB, h *netlab.Host, onMessage func(mcast.Message)) *mcast.Port {
 	t.Helper()
-	mon, err := netmon.NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: h.Namespace(), NoIPv6: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := mcast.New(mcast.Config{Namespace: h.Namespace(), Monitor: mon, Handler: handler, NoIPv6: true})
-	if err == nil {
-		err = tr.Start()
-	}
+	t.Cleanup(func() { host.Shutdown(context.Background()) })
+	port, err := host.Open(mcast.PortConfig{OnMessage: onMessage})
 	if err != nil {
-		mon.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close(); mon.Close() })
-	return tr
+	return port
 }
 
 // discoverIn runs jinid discover in a lab host and returns its results.
@@ -223,14 +217,13 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []heard
-	in := &mcast.Inbound{OnAnnouncement: func(a discovery.Announcement, p mcast.Packet) {
-		if a.Version == 2 && a.Host == ll.IPv4.String() {
+	labPort(t, watcher, func(m mcast.Message) {
+		if a := m.Announcement; a != nil && a.Version == 2 && a.Host == ll.IPv4.String() {
 			mu.Lock()
 			got = append(got, heard{time.Now(), slices.Clone(a.Groups)})
 			mu.Unlock()
 		}
-	}}
-	labTransport(t, watcher, in.Handle)
+	})
 
 	// Change the groups through the API, from inside the lab.
 	c := labClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
@@ -307,7 +300,7 @@ func TestRequestFlood(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	before := rssKiB(t, cmd.Process.Pid)
 
-	tr := labTransport(t, attacker, func(mcast.Packet) {})
+	tr := labPort(t, attacker, nil)
 
 	flood := func(n int) {
 		for i := 0; i < n; i++ {
@@ -357,7 +350,7 @@ func BenchmarkRequestToResponse(b *testing.B) {
 	lus.Attach(lan)
 	lr := req.Attach(lan)
 	labDaemonB(b, bin, lus)
-	tr := labTransport(b, req, func(mcast.Packet) {})
+	tr := labPort(b, req, nil)
 	for b.Loop() {
 		var lat []time.Duration
 		var open []net.Listener // kept open: each request names a port of its own

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 )
@@ -38,11 +37,11 @@ type LookupServiceConfig struct {
 // version. It stands in for a Java (or jinid) lookup service on a netlab
 // LAN.
 type LookupService struct {
-	cfg LookupServiceConfig
-	log *slog.Logger
-	ln  net.Listener
-	mon *netmon.Netlink
-	tr  *mcast.Transport
+	cfg  LookupServiceConfig
+	log  *slog.Logger
+	ln   net.Listener
+	host *mcast.Host
+	tr   *mcast.Port
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -80,18 +79,18 @@ func StartLookupService(cfg LookupServiceConfig) (*LookupService, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discoverytest: listening: %w", err)
 	}
-	if l.mon, err = netmon.NewNetlink(cfg.Namespace, cfg.Logger, time.Minute); err != nil {
+	if l.host, err = mcast.NewNetlinkHost(mcast.HostConfig{Namespace: cfg.Namespace, Logger: cfg.Logger}); err != nil {
 		l.ln.Close()
 		return nil, err
 	}
-	in := &mcast.Inbound{OnRequest: l.onRequest}
-	l.tr, err = mcast.New(mcast.Config{Namespace: cfg.Namespace, Monitor: l.mon, Handler: in.Handle, Logger: cfg.Logger})
-	if err == nil {
-		err = l.tr.Start()
+	onMessage := func(m mcast.Message) {
+		if m.Request != nil {
+			l.onRequest(*m.Request, m.Packet)
+		}
 	}
-	if err != nil {
+	if l.tr, err = l.host.Open(mcast.PortConfig{OnMessage: onMessage}); err != nil {
 		l.ln.Close()
-		l.mon.Close()
+		l.host.Shutdown(context.Background())
 		return nil, err
 	}
 	l.wg.Add(1)
@@ -108,7 +107,7 @@ func (l *LookupService) Close() {
 	l.cancel()
 	l.ln.Close()
 	l.tr.Close()
-	l.mon.Close()
+	l.host.Shutdown(context.Background())
 	l.wg.Wait()
 }
 

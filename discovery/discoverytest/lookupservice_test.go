@@ -1,14 +1,12 @@
 package discoverytest
 
 import (
-	"log/slog"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
 )
@@ -27,15 +25,12 @@ func TestRequestFiltering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mon, err := netmon.NewNetlink(client.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+		host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: client.Namespace(), NoIPv6: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := mcast.New(mcast.Config{Namespace: client.Namespace(), Monitor: mon, Handler: func(mcast.Packet) {}, NoIPv6: true})
+		tr, err := host.Open(mcast.PortConfig{})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.Start(); err != nil {
 			t.Fatal(err)
 		}
 		var ln net.Listener
@@ -100,7 +95,7 @@ func TestRequestFiltering(t *testing.T) {
 		}
 		ln.Close()
 		tr.Close()
-		mon.Close()
+		host.Shutdown(t.Context())
 		l.Close()
 	}
 }

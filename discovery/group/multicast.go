@@ -13,7 +13,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 )
@@ -27,29 +26,26 @@ type Sink interface {
 
 // MulticastConfig configures Multicast.
 type MulticastConfig struct {
-	// Monitor reports interface changes in Namespace. Required.
-	Monitor   netmon.Monitor
+	// Host is the namespace's multicast host, shared with whatever else
+	// speaks multicast there. Required.
+	Host *mcast.Host
+	// Namespace is the host's: where answers are listened for and
+	// lookup services dialed.
 	Namespace namespace.Namespace
 	// Versions of multicast request to send; nil means both.
 	Versions []int
-	// Transport options: interface patterns (nil Exclude means
-	// mcast.DefaultExclude), families, TTL.
-	Include, Exclude []string
-	NoIPv4, NoIPv6   bool
-	TTL              int
-	Metrics          *mcast.Metrics
-	Logger           *slog.Logger
+	Logger   *slog.Logger
 }
 
-// Multicast is group discovery's Network on a real host: requests and
-// announcements on every served interface through an mcast.Transport,
-// one TCP listener per protocol version for lookup services answering
-// requests (so a connection's port tells which version it answers), and
-// unicast discovery dialed from the configured namespace.
+// Multicast is group discovery's Network on a real host: requests sent
+// and announcements heard through a handle on the namespace's multicast
+// host, one TCP listener per protocol version for lookup services
+// answering requests (so a connection's port tells which version it
+// answers), and unicast discovery dialed from the namespace.
 type Multicast struct {
 	cfg    MulticastConfig
 	log    *slog.Logger
-	tr     *mcast.Transport
+	port   *mcast.Port
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -71,22 +67,14 @@ func NewMulticast(cfg MulticastConfig) (*Multicast, error) {
 			return nil, fmt.Errorf("group: protocol version %d: want 1 or 2", v)
 		}
 	}
+	if cfg.Host == nil {
+		return nil, errors.New("group: MulticastConfig.Host is required")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Multicast{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, ports: map[int]int{}}
-	in := &mcast.Inbound{Metrics: cfg.Metrics, OnAnnouncement: m.onAnnouncement}
-	tr, err := mcast.New(mcast.Config{
-		Namespace: cfg.Namespace, Monitor: cfg.Monitor, Handler: in.Handle, Logger: cfg.Logger, Metrics: cfg.Metrics,
-		Include: cfg.Include, Exclude: cfg.Exclude, NoIPv4: cfg.NoIPv4, NoIPv6: cfg.NoIPv6, TTL: cfg.TTL,
-	})
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	m.tr = tr
-	return m, nil
+	return &Multicast{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, ports: map[int]int{}}, nil
 }
 
 // Start joins the discovery groups and listens for answers, handing all
@@ -112,11 +100,15 @@ func (m *Multicast) Start(sink Sink) error {
 		m.wg.Add(1)
 		go m.accept(ln, v)
 	}
-	if err := m.tr.Start(); err != nil {
+	port, err := m.cfg.Host.Open(mcast.PortConfig{OnMessage: m.onMessage})
+	if err != nil {
 		m.Close()
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
-	if len(m.tr.Joined()) == 0 {
+	m.mu.Lock()
+	m.port = port
+	m.mu.Unlock()
+	if len(port.Joined()) == 0 {
 		m.log.Warn("no interface to multicast on yet; waiting for one (see --interfaces)")
 	}
 	return nil
@@ -126,7 +118,13 @@ func (m *Multicast) Start(sink Sink) error {
 // read.
 func (m *Multicast) Close() error {
 	m.cancel()
-	err := m.tr.Close()
+	m.mu.Lock()
+	port := m.port
+	m.mu.Unlock()
+	var err error
+	if port != nil {
+		err = port.Close()
+	}
 	m.mu.Lock()
 	for _, ln := range m.lns {
 		ln.Close()
@@ -137,17 +135,29 @@ func (m *Multicast) Close() error {
 }
 
 // Joined lists the interfaces served.
-func (m *Multicast) Joined() []mcast.Joined { return m.tr.Joined() }
+func (m *Multicast) Joined() []mcast.Joined {
+	m.mu.Lock()
+	port := m.port
+	m.mu.Unlock()
+	if port == nil {
+		return nil
+	}
+	return port.Joined()
+}
 
 // Request implements Network: one request per version on every served
 // interface, each naming that interface's address to answer to.
 func (m *Multicast) Request(groups []string, known []discovery.ServiceID) error {
 	m.mu.Lock()
 	ports := maps.Clone(m.ports)
+	port := m.port
 	m.mu.Unlock()
+	if port == nil {
+		return errors.New("multicast requests before Start")
+	}
 	var errs []error
 	for _, v := range m.cfg.Versions {
-		err := m.tr.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
+		err := port.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
 			r := discovery.Request{Version: v, Host: j.Addr.String(), Port: ports[v], Groups: groups, Known: known}
 			if v == discovery.ProtocolV1 {
 				r.Host = "" // the datagram's source says it
@@ -227,15 +237,20 @@ func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, e
 	return conn, err
 }
 
-func (m *Multicast) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
+// onMessage takes what the host heard: announcements go to the sink.
+func (m *Multicast) onMessage(msg mcast.Message) {
+	if msg.Announcement == nil {
+		return
+	}
 	m.mu.Lock()
 	sink := m.sink
 	m.mu.Unlock()
 	if sink == nil {
 		return
 	}
-	a.Host = p.Zoned(a.Host)
-	sink.HandleAnnouncement(a, p.IfName)
+	a := *msg.Announcement // shared with the host's other handles
+	a.Host = msg.Zoned(a.Host)
+	sink.HandleAnnouncement(a, msg.IfName)
 }
 
 // accept takes lookup services' connect-backs: the requester still speaks
@@ -285,7 +300,7 @@ func (m *Multicast) answered(conn net.Conn, version int) {
 func (m *Multicast) ifaceOf(a net.Addr) string {
 	ap, _ := netip.ParseAddrPort(a.String())
 	addr := ap.Addr().Unmap().WithZone("")
-	for _, j := range m.tr.Joined() {
+	for _, j := range m.Joined() {
 		if j.Addr == addr {
 			return j.Name
 		}

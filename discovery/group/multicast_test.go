@@ -2,14 +2,13 @@ package group
 
 import (
 	"bytes"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
-	"github.com/jinid/jinid/discovery/netmon"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/vectors"
@@ -53,12 +52,12 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	l2 := start(h2, 2, 2, "lab", "x")
 	start(h3, 2, 3, "other")
 
-	mon, err := netmon.NewNetlink(client.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: client.Namespace(), NoIPv6: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mon.Close()
-	mc, err := NewMulticast(MulticastConfig{Monitor: mon, Namespace: client.Namespace(), NoIPv6: true})
+	defer host.Shutdown(t.Context())
+	mc, err := NewMulticast(MulticastConfig{Host: host, Namespace: client.Namespace()})
 	if err != nil {
 		t.Fatal(err)
 	}

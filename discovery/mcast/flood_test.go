@@ -28,7 +28,7 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int64]bool{}
 	var in *Inbound
-	n := startNode(t, victim, func(c *Config) {
+	n := startNode(t, victim, func(c *transportConfig) {
 		c.NoIPv6 = true
 		in = &Inbound{Metrics: c.Metrics, OnAnnouncement: func(a discovery.Announcement, p Packet) {
 			if p.IfName != "eth0" || p.Src.Addr() != al.IPv4 {

@@ -6,7 +6,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 )
 
-// Inbound decodes the datagrams a Transport receives and hands on the
+// Inbound decodes the datagrams a transport receives and hands on the
 // announcements and requests among them. Anything else is counted by
 // reason and dropped: a flood of garbage costs a decode attempt per
 // datagram and nothing more.
@@ -18,7 +18,7 @@ type Inbound struct {
 	Metrics        *Metrics
 }
 
-// Handle is a Transport Handler.
+// Handle is a transport Handler.
 func (in *Inbound) Handle(p Packet) {
 	v, err := discovery.PacketVersion(p.Data)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics counts what a Transport does. A nil *Metrics counts nothing.
+// Metrics counts what a transport does. A nil *Metrics counts nothing.
 type Metrics struct {
 	received   *prometheus.CounterVec
 	sent       *prometheus.CounterVec

@@ -1,8 +1,10 @@
-// Package mcast is jinid's multicast transport for the Jini discovery
-// protocols: IPv4 and IPv6 UDP on port 4160, the discovery groups joined on
-// every suitable interface (one socket per interface and family, see
-// shared/design/MULTICAST.md), interfaces followed as they come and go, and
-// every packet reported with the interface it arrived on.
+// Package mcast is jinid's multicast presence: one Host per network
+// namespace, shared by everything there that speaks multicast (the Jini
+// discovery protocols on port 4160, mDNS on 5353). For each port in use
+// it keeps one socket per suitable interface and family (see
+// shared/design/MULTICAST.md), follows the interfaces as they come and go,
+// reads each datagram once, and reports it with the interface it arrived
+// on; Jini discovery datagrams are decoded once, for every subscriber.
 package mcast
 
 import (
@@ -64,7 +66,6 @@ var DefaultExclude = []string{"docker*", "br-*", "veth*", "virbr*", "tun*", "tap
 const (
 	DefaultTTL          = 15
 	DefaultReceiveLimit = 8 << 10
-	DefaultDebounce     = 100 * time.Millisecond
 )
 
 // Packet is one datagram received.
@@ -80,8 +81,8 @@ type Packet struct {
 	At      time.Time
 }
 
-// Config configures a Transport.
-type Config struct {
+// transportConfig configures a transport.
+type transportConfig struct {
 	// Port defaults to 4160.
 	Port int
 	// Groups to join on every interface; nil means the four Jini
@@ -103,9 +104,6 @@ type Config struct {
 	// decoding (0 means 8 KiB): a lookup service's packets are 512 bytes
 	// unless configured larger.
 	ReceiveLimit int
-	// Debounce waits this long after an interface change before acting,
-	// to take in bursts of changes at once; 0 means 100 ms.
-	Debounce time.Duration
 
 	// Namespace to open sockets in; the zero value is the process's own.
 	Namespace namespace.Namespace
@@ -125,12 +123,12 @@ type Config struct {
 	OnChange func()
 }
 
-func (c *Config) setDefaults() error {
+func (c *transportConfig) setDefaults() error {
 	if c.Monitor == nil {
-		return errors.New("mcast: Config.Monitor is required")
+		return errors.New("mcast: transportConfig.Monitor is required")
 	}
 	if c.Handler == nil {
-		return errors.New("mcast: Config.Handler is required")
+		return errors.New("mcast: transportConfig.Handler is required")
 	}
 	if c.Port == 0 {
 		c.Port = discovery.Port
@@ -157,9 +155,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ReceiveLimit == 0 {
 		c.ReceiveLimit = DefaultReceiveLimit
-	}
-	if c.Debounce == 0 {
-		c.Debounce = DefaultDebounce
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -188,9 +183,10 @@ type sock struct {
 	conn groupConn
 }
 
-// Transport is the multicast presence of one host (or namespace).
-type Transport struct {
-	cfg Config
+// transport is one port of a Host: one socket per served interface and
+// family, following the interfaces as they come and go.
+type transport struct {
+	cfg transportConfig
 	log *slog.Logger
 
 	mu      sync.Mutex
@@ -203,17 +199,19 @@ type Transport struct {
 	wg     sync.WaitGroup
 	// synced is signalled after every sync, for tests that wait for one.
 	synced chan struct{}
-	// resync asks for a sync without waiting for the monitor, when a send
-	// finds an interface gone.
-	resync chan struct{}
+	// resync asks for a sync: the monitor saw a change (it pauses after
+	// notifications itself, taking in bursts), or a send found an
+	// interface gone. One slot: pending requests coalesce.
+	resync      chan struct{}
+	unsubscribe func()
 }
 
-// New checks cfg and returns a Transport ready to Start.
-func New(cfg Config) (*Transport, error) {
+// New checks cfg and returns a transport ready to Start.
+func newTransport(cfg transportConfig) (*transport, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Transport{
+	return &transport{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		socks:   make(map[sockKey]*sock),
@@ -227,9 +225,11 @@ func New(cfg Config) (*Transport, error) {
 // Start joins the groups on the current interfaces, then follows changes
 // until Close. An error reading the interfaces at start is returned; later
 // ones are logged and retried on the next change.
-func (t *Transport) Start() error {
+func (t *transport) Start() error {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.unsubscribe = t.cfg.Monitor.Subscribe(func(netmon.Delta) { t.requestSync() })
 	if err := t.sync(); err != nil {
+		t.unsubscribe()
 		t.cancel()
 		return err
 	}
@@ -240,35 +240,38 @@ func (t *Transport) Start() error {
 
 // Close leaves every group, closes every socket and waits for the
 // transport's goroutines to end.
-func (t *Transport) Close() error {
+func (t *transport) Close() error {
 	if t.cancel == nil {
 		return nil
 	}
+	t.unsubscribe()
 	t.cancel()
 	t.mu.Lock()
 	for k, s := range t.socks {
 		s.conn.Close()
 		delete(t.socks, k)
 	}
+	t.cfg.Metrics.setJoined(t.socks)
 	t.mu.Unlock()
 	t.wg.Wait()
 	return nil
 }
 
-// follow re-reads the interfaces after each change signal, debounced.
-func (t *Transport) follow() {
+func (t *transport) requestSync() {
+	select {
+	case t.resync <- struct{}{}:
+	default:
+	}
+}
+
+// follow re-reads the interfaces after each change.
+func (t *transport) follow() {
 	defer t.wg.Done()
 	for {
 		select {
 		case <-t.ctx.Done():
 			return
-		case <-t.cfg.Monitor.Changed():
 		case <-t.resync:
-		}
-		select {
-		case <-t.ctx.Done():
-			return
-		case <-time.After(t.cfg.Debounce):
 		}
 		if err := t.sync(); err != nil {
 			t.log.Warn("reading network interfaces failed; will retry on the next change", "err", err)
@@ -277,7 +280,7 @@ func (t *Transport) follow() {
 }
 
 // eligible says whether an interface should be served, and why not.
-func (t *Transport) eligible(ifc netmon.Interface) (bool, string) {
+func (t *transport) eligible(ifc netmon.Interface) (bool, string) {
 	switch {
 	case ifc.Flags&net.FlagLoopback != 0:
 		return false, "loopback"
@@ -300,19 +303,21 @@ func (t *Transport) eligible(ifc netmon.Interface) (bool, string) {
 	return true, ""
 }
 
-func (t *Transport) families() []int {
+// families are the address families served: those not turned off that
+// have a group to join.
+func (t *transport) families() []int {
 	var f []int
-	if !t.cfg.NoIPv4 {
+	if !t.cfg.NoIPv4 && len(t.groups(4)) > 0 {
 		f = append(f, 4)
 	}
-	if !t.cfg.NoIPv6 {
+	if !t.cfg.NoIPv6 && len(t.groups(6)) > 0 {
 		f = append(f, 6)
 	}
 	return f
 }
 
 // sync makes the open sockets match the interfaces.
-func (t *Transport) sync() error {
+func (t *transport) sync() error {
 	changed, err := t.syncSockets()
 	if changed && t.cfg.OnChange != nil {
 		t.cfg.OnChange()
@@ -320,7 +325,7 @@ func (t *Transport) sync() error {
 	return err
 }
 
-func (t *Transport) syncSockets() (changed bool, err error) {
+func (t *transport) syncSockets() (changed bool, err error) {
 	st, err := t.cfg.Monitor.Snapshot()
 	if err != nil {
 		return false, err
@@ -398,7 +403,7 @@ func (t *Transport) syncSockets() (changed bool, err error) {
 	return changed, nil
 }
 
-func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
+func (t *transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 	c, err := listen(t.ctx, t.cfg.Namespace, k.family, t.cfg.Port)
 	if err != nil {
 		return nil, err
@@ -418,7 +423,7 @@ func (t *Transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 }
 
 // groups returns the groups to join in a family.
-func (t *Transport) groups(family int) []netip.Addr {
+func (t *transport) groups(family int) []netip.Addr {
 	if t.cfg.Groups == nil {
 		return []netip.Addr{Requests.Addr(family), Announcements.Addr(family)}
 	}
@@ -433,7 +438,7 @@ func (t *Transport) groups(family int) []netip.Addr {
 
 // read delivers a socket's datagrams until the socket is closed. A socket
 // that keeps failing is dropped, not spun on: the next sync opens a new one.
-func (t *Transport) read(s *sock) {
+func (t *transport) read(s *sock) {
 	defer t.wg.Done()
 	buf := make([]byte, 64<<10)
 	failures := 0
@@ -476,7 +481,7 @@ func (t *Transport) read(s *sock) {
 	}
 }
 
-func (t *Transport) drop(s *sock) {
+func (t *transport) drop(s *sock) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.socks[s.key] == s {
@@ -493,7 +498,7 @@ type target struct {
 }
 
 // served returns the open sockets, ordered by interface and family.
-func (t *Transport) served() []target {
+func (t *transport) served() []target {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]target, 0, len(t.socks))
@@ -516,7 +521,7 @@ func (s *sock) joined() Joined {
 }
 
 // Joined lists the interfaces and families served now, by index.
-func (t *Transport) Joined() []Joined {
+func (t *transport) Joined() []Joined {
 	var out []Joined
 	for _, x := range t.served() {
 		out = append(out, x.j)
@@ -528,13 +533,13 @@ func (t *Transport) Joined() []Joined {
 // for one interface (so they can carry that interface's address); a nil
 // result skips it. Failures on some interfaces do not stop the others; they
 // are returned together. An interface that goes away meanwhile is skipped.
-func (t *Transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
+func (t *transport) Send(g Group, build func(Joined) ([][]byte, error)) error {
 	return t.SendTo(func(family int) netip.Addr { return g.Addr(family) }, build)
 }
 
 // SendTo is Send to any group: dst gives the group's address in a family
 // (an invalid address skips that family).
-func (t *Transport) SendTo(dst func(family int) netip.Addr, build func(Joined) ([][]byte, error)) error {
+func (t *transport) SendTo(dst func(family int) netip.Addr, build func(Joined) ([][]byte, error)) error {
 	var errs []error
 	for _, x := range t.served() {
 		if !dst(x.j.Family).IsValid() {
@@ -548,7 +553,7 @@ func (t *Transport) SendTo(dst func(family int) netip.Addr, build func(Joined) (
 }
 
 // SendOn sends to group on one served interface and family.
-func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, error)) error {
+func (t *transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, error)) error {
 	t.mu.Lock()
 	s := t.socks[sockKey{j.Index, j.Family}]
 	var x target
@@ -564,7 +569,7 @@ func (t *Transport) SendOn(j Joined, g Group, build func(Joined) ([][]byte, erro
 
 // SendReply sends packets to one address (a unicast reply) out of the
 // socket of an interface and family.
-func (t *Transport) SendReply(ifIndex, family int, dst netip.AddrPort, p []byte) error {
+func (t *transport) SendReply(ifIndex, family int, dst netip.AddrPort, p []byte) error {
 	t.mu.Lock()
 	s := t.socks[sockKey{ifIndex, family}]
 	t.mu.Unlock()
@@ -574,7 +579,7 @@ func (t *Transport) SendReply(ifIndex, family int, dst netip.AddrPort, p []byte)
 	return s.conn.write(p, dst)
 }
 
-func (t *Transport) send(x target, group netip.Addr, build func(Joined) ([][]byte, error)) error {
+func (t *transport) send(x target, group netip.Addr, build func(Joined) ([][]byte, error)) error {
 	s, j := x.s, x.j
 	packets, err := build(j)
 	if err != nil {
@@ -587,10 +592,7 @@ func (t *Transport) send(x target, group netip.Addr, build func(Joined) ([][]byt
 				// Removed or downed since the last sync (or its socket
 				// closed by one): not served any more, so nothing failed.
 				t.log.Debug("interface went away while sending", "interface", j.Name, "err", err)
-				select {
-				case t.resync <- struct{}{}:
-				default:
-				}
+				t.requestSync()
 				return nil
 			}
 			t.cfg.Metrics.countSendError(j.Family)
@@ -602,7 +604,7 @@ func (t *Transport) send(x target, group netip.Addr, build func(Joined) ([][]byt
 }
 
 // waitSync blocks until the next sync completes or ctx ends; for tests.
-func (t *Transport) waitSync(ctx context.Context) error {
+func (t *transport) waitSync(ctx context.Context) error {
 	select {
 	case <-t.synced:
 		return nil

@@ -43,11 +43,11 @@ func (w *warnCounter) Handle(_ context.Context, r slog.Record) error {
 func (w *warnCounter) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *warnCounter) WithGroup(string) slog.Handler      { return w }
 
-// node is a Transport running in a lab host, collecting what it receives.
+// node is a transport running in a lab host, collecting what it receives.
 type node struct {
 	t       *testing.T
 	host    *netlab.Host
-	tr      *Transport
+	tr      *transport
 	metrics *Metrics
 	reg     *prometheus.Registry
 	warns   *warnCounter
@@ -55,7 +55,7 @@ type node struct {
 	pending []Packet
 }
 
-func startNode(t *testing.T, h *netlab.Host, mod func(*Config)) *node {
+func startNode(t *testing.T, h *netlab.Host, mod func(*transportConfig)) *node {
 	t.Helper()
 	mon, err := netmon.NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
 	if err != nil {
@@ -67,7 +67,7 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*Config)) *node {
 		t.Fatal(err)
 	}
 	n := &node{t: t, host: h, metrics: m, reg: reg, warns: &warnCounter{}, got: make(chan Packet, 100000)}
-	cfg := Config{
+	cfg := transportConfig{
 		Namespace: h.Namespace(), Monitor: mon, Metrics: m,
 		Logger:  slog.New(n.warns),
 		Handler: func(p Packet) { n.got <- p },
@@ -75,7 +75,7 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*Config)) *node {
 	if mod != nil {
 		mod(&cfg)
 	}
-	tr, err := New(cfg)
+	tr, err := newTransport(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,9 +194,9 @@ func TestGatewayTwoLANs(t *testing.T) {
 	gw, x, y := lab.Host("gw"), lab.Host("x"), lab.Host("y")
 	g1, g2 := gw.Attach(lan1), gw.Attach(lan2)
 	lx, ly := x.Attach(lan1), y.Attach(lan2)
-	ngw := startNode(t, gw, func(c *Config) { c.NoIPv6 = true })
-	nx := startNode(t, x, func(c *Config) { c.NoIPv6 = true })
-	ny := startNode(t, y, func(c *Config) { c.NoIPv6 = true })
+	ngw := startNode(t, gw, func(c *transportConfig) { c.NoIPv6 = true })
+	nx := startNode(t, x, func(c *transportConfig) { c.NoIPv6 = true })
+	ny := startNode(t, y, func(c *transportConfig) { c.NoIPv6 = true })
 
 	// The gateway sends on both LANs, each packet from that LAN's address.
 	err := ngw.tr.Send(Announcements, func(j Joined) ([][]byte, error) {
@@ -301,7 +301,7 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 }
 
 func TestEligibility(t *testing.T) {
-	tr, err := New(Config{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: []string{"eth*", "wlan0"}})
+	tr, err := newTransport(transportConfig{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: []string{"eth*", "wlan0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,15 +323,15 @@ func TestEligibility(t *testing.T) {
 			t.Errorf("%s: eligible=%v %q, want %q", tc.ifc.Name, ok, why, tc.want)
 		}
 	}
-	for _, bad := range []Config{
+	for _, bad := range []transportConfig{
 		{Handler: func(Packet) {}},
 		{Monitor: netmon.NewStatic(nil)},
 		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, TTL: 300},
 		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: []string{"eth["}},
 		{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, NoIPv4: true, NoIPv6: true},
 	} {
-		if _, err := New(bad); err == nil {
-			t.Errorf("New(%+v) accepted a bad config", bad)
+		if _, err := newTransport(bad); err == nil {
+			t.Errorf("newTransport(%+v) accepted a bad config", bad)
 		}
 	}
 }
@@ -342,7 +342,7 @@ func TestAddressChangeNoticed(t *testing.T) {
 	lab := netlab.New(t)
 	h := lab.Host("h")
 	link := h.Attach(lab.LAN())
-	n := startNode(t, h, func(c *Config) { c.NoIPv6 = true })
+	n := startNode(t, h, func(c *transportConfig) { c.NoIPv6 = true })
 	newAddr := netip.MustParseAddr("198.18.1.200")
 	link.ReplaceIPv4(newAddr)
 	deadline := time.Now().Add(2 * time.Second)
@@ -365,7 +365,7 @@ func TestTTL(t *testing.T) {
 	a, b := lab.Host("a"), lab.Host("b")
 	a.Attach(lan)
 	b.Attach(lan)
-	na := startNode(t, a, func(c *Config) { c.NoIPv6 = true; c.TTL = 7 })
+	na := startNode(t, a, func(c *transportConfig) { c.NoIPv6 = true; c.TTL = 7 })
 	var pc net.PacketConn
 	if err := b.Namespace().Do(func() error {
 		var err error

@@ -1,7 +1,9 @@
-// Package netmon follows a host's network interfaces and their addresses.
-// Change notifications are only a hint: whoever watches re-reads the whole
-// state with Snapshot and acts on the difference, so a lost or coalesced
-// notification never leaves it wrong for long.
+// Package netmon follows a host's network interfaces and their addresses,
+// as Tailscale's net/netmon does: kernel notifications are only a hint;
+// one loop re-reads the whole state after them (a short pause first takes
+// in a burst of changes), compares it with the last, and calls every
+// subscriber with the difference. A periodic re-read backs the
+// notifications up, so a lost one never leaves anyone wrong for long.
 package netmon
 
 import (
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -66,26 +69,85 @@ func familyOf(a netip.Addr) int {
 // State is every interface, by index.
 type State map[int]Interface
 
-// Monitor tells when interfaces may have changed and what they are now.
+// Equal reports whether two states hold the same interfaces, flags and
+// addresses.
+func (s State) Equal(o State) bool {
+	return maps.EqualFunc(s, o, func(a, b Interface) bool {
+		return a.Index == b.Index && a.Name == b.Name && a.Flags == b.Flags && slices.Equal(a.Addrs, b.Addrs)
+	})
+}
+
+// Delta is what changed: the state before and after. At a periodic
+// re-read they may be equal: a subscriber can retry what failed.
+type Delta struct {
+	Old, New State
+}
+
+// Changed reports whether the interfaces differ at all.
+func (d Delta) Changed() bool { return !d.Old.Equal(d.New) }
+
+// Monitor says what the interfaces are and when they change.
 type Monitor interface {
 	// Snapshot reads the current state of every interface.
 	Snapshot() (State, error)
-	// Changed receives a value when the state may have changed since the
-	// last Snapshot. Signals coalesce: one pending value stands for any
-	// number of changes.
-	Changed() <-chan struct{}
+	// Subscribe calls f after every change of the interfaces, and at
+	// every periodic re-read, until the returned function is called.
+	// Every subscriber hears of every change. f is called from the
+	// monitor's goroutine and must not block: have it signal a goroutine
+	// of its own (a one-slot channel coalesces bursts).
+	Subscribe(f func(Delta)) (unsubscribe func())
 }
+
+// subscribers is the set of callbacks of a monitor.
+type subscribers struct {
+	mu   sync.Mutex
+	next int
+	fs   map[int]func(Delta)
+}
+
+func (s *subscribers) add(f func(Delta)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fs == nil {
+		s.fs = map[int]func(Delta){}
+	}
+	id := s.next
+	s.next++
+	s.fs[id] = f
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.fs, id)
+	}
+}
+
+func (s *subscribers) call(d Delta) {
+	s.mu.Lock()
+	fs := slices.Collect(maps.Values(s.fs))
+	s.mu.Unlock()
+	for _, f := range fs {
+		f(d)
+	}
+}
+
+// DefaultDebounce is the pause after a notification before the state is
+// read: a link coming up brings several notifications (the link, each
+// address) within milliseconds, and one read then sees them all.
+const DefaultDebounce = 50 * time.Millisecond
 
 // Netlink follows interfaces through rtnetlink subscriptions in one
 // network namespace.
 type Netlink struct {
-	ns      namespace.Namespace
-	log     *slog.Logger
-	rescan  time.Duration
-	handle  *netlink.Handle
-	changed chan struct{}
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	ns     namespace.Namespace
+	log    *slog.Logger
+	rescan time.Duration
+	handle *netlink.Handle
+	// hint is the one-slot channel kernel notifications poke: any number
+	// of them while one is pending make one re-read.
+	hint   chan bool // true: a periodic re-read
+	subs   subscribers
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewNetlink starts following the interfaces of ns. rescan is the period of
@@ -100,23 +162,72 @@ func NewNetlink(ns namespace.Namespace, log *slog.Logger, rescan time.Duration) 
 		return nil, fmt.Errorf("opening netlink in namespace %s: %w", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Netlink{ns: ns, log: log, rescan: rescan, handle: h, changed: make(chan struct{}, 1), cancel: cancel}
-	m.wg.Add(1)
+	m := &Netlink{ns: ns, log: log, rescan: rescan, handle: h, hint: make(chan bool, 1), cancel: cancel}
+	last, err := m.Snapshot()
+	if err != nil {
+		h.Close()
+		cancel()
+		return nil, err
+	}
+	m.wg.Add(2)
 	go m.run(ctx)
+	go m.dispatch(ctx, last)
 	return m, nil
 }
 
-// Changed implements Monitor.
-func (m *Netlink) Changed() <-chan struct{} { return m.changed }
+// Subscribe implements Monitor.
+func (m *Netlink) Subscribe(f func(Delta)) func() { return m.subs.add(f) }
 
-func (m *Netlink) signal() {
+// signal pokes the dispatcher; it never blocks.
+func (m *Netlink) signal(rescan bool) {
 	select {
-	case m.changed <- struct{}{}:
+	case m.hint <- rescan:
 	default:
+		if rescan {
+			// A hint is pending already; make sure it counts as a
+			// re-read too.
+			select {
+			case <-m.hint:
+			default:
+			}
+			select {
+			case m.hint <- true:
+			default:
+			}
+		}
 	}
 }
 
-// Close stops following and waits for the monitor's goroutine to end.
+// dispatch re-reads the state after each hint and tells the subscribers
+// what changed.
+func (m *Netlink) dispatch(ctx context.Context, last State) {
+	defer m.wg.Done()
+	for {
+		var rescan bool
+		select {
+		case <-ctx.Done():
+			return
+		case rescan = <-m.hint:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(DefaultDebounce):
+		}
+		st, err := m.Snapshot()
+		if err != nil {
+			m.log.Warn("reading network interfaces failed; will retry on the next change", "namespace", m.ns, "err", err)
+			continue
+		}
+		d := Delta{Old: last, New: st}
+		if d.Changed() || rescan {
+			m.subs.call(d)
+		}
+		last = st
+	}
+}
+
+// Close stops following and waits for the monitor's goroutines to end.
 func (m *Netlink) Close() error {
 	m.cancel()
 	m.wg.Wait()
@@ -172,7 +283,7 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 	if err := netlink.AddrSubscribeWithOptions(addrs, done, aopts); err != nil {
 		return fmt.Errorf("subscribing to address changes: %w", err)
 	}
-	m.signal() // whatever happened while unsubscribed
+	m.signal(false) // whatever happened while unsubscribed
 	for {
 		select {
 		case <-ctx.Done():
@@ -183,16 +294,16 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 				defer errMu.Unlock()
 				return errors.Join(errClosed, subErr)
 			}
-			m.signal()
+			m.signal(false)
 		case _, ok := <-addrs:
 			if !ok {
 				errMu.Lock()
 				defer errMu.Unlock()
 				return errors.Join(errClosed, subErr)
 			}
-			m.signal()
+			m.signal(false)
 		case <-rescan:
-			m.signal()
+			m.signal(true)
 		}
 	}
 }
@@ -242,26 +353,25 @@ func (m *Netlink) Snapshot() (State, error) {
 
 // Static is a Monitor whose state the caller sets, for tests.
 type Static struct {
-	mu      sync.Mutex
-	state   State
-	err     error
-	changed chan struct{}
+	mu    sync.Mutex
+	state State
+	err   error
+	subs  subscribers
 }
 
 // NewStatic returns a Static monitor holding st.
 func NewStatic(st State) *Static {
-	return &Static{state: st, changed: make(chan struct{}, 1)}
+	return &Static{state: st}
 }
 
-// Set replaces the state and signals a change.
+// Set replaces the state and calls every subscriber with the change
+// before it returns.
 func (s *Static) Set(st State, err error) {
 	s.mu.Lock()
+	old := s.state
 	s.state, s.err = st, err
 	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
+	s.subs.call(Delta{Old: old, New: st})
 }
 
 // Snapshot implements Monitor.
@@ -276,5 +386,5 @@ func (s *Static) Snapshot() (State, error) {
 	return out, s.err
 }
 
-// Changed implements Monitor.
-func (s *Static) Changed() <-chan struct{} { return s.changed }
+// Subscribe implements Monitor.
+func (s *Static) Subscribe(f func(Delta)) func() { return s.subs.add(f) }

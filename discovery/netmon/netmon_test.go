@@ -16,6 +16,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func waitFor(t *testing.T, m Monitor, what string, cond func(State) bool) {
 	t.Helper()
+	changed := make(chan struct{}, 1)
+	defer m.Subscribe(func(Delta) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})()
 	deadline := time.After(3 * time.Second)
 	for {
 		st, err := m.Snapshot()
@@ -26,8 +33,7 @@ func waitFor(t *testing.T, m Monitor, what string, cond func(State) bool) {
 			return
 		}
 		select {
-		case <-m.Changed():
-		case <-time.After(50 * time.Millisecond):
+		case <-changed:
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s; state %+v", what, st)
 		}
@@ -70,14 +76,57 @@ func TestNetlinkFollowsInterfaces(t *testing.T) {
 
 func TestStatic(t *testing.T) {
 	s := NewStatic(State{1: {Index: 1, Name: "lo"}})
+	var got []Delta
+	unsubscribe := s.Subscribe(func(d Delta) { got = append(got, d) })
 	s.Set(State{2: {Index: 2, Name: "eth0", Addrs: []netip.Prefix{netip.MustParsePrefix("fe80::1/64"), netip.MustParsePrefix("2001:db8::1/64")}}}, nil)
-	select {
-	case <-s.Changed():
-	default:
-		t.Fatal("Set did not signal")
+	if len(got) != 1 || !got[0].Changed() || len(got[0].Old) != 1 || len(got[0].New) != 1 {
+		t.Fatalf("deltas %+v, want the one change", got)
 	}
 	st, _ := s.Snapshot()
 	if a, _ := st[2].Addr(6); a != netip.MustParseAddr("2001:db8::1") {
 		t.Fatalf("preferred address %s, want the global one", a)
+	}
+	unsubscribe()
+	s.Set(nil, nil)
+	if len(got) != 1 {
+		t.Fatal("called after unsubscribing")
+	}
+}
+
+// Every subscriber hears of every change (issue 16: three transports
+// reading one single-slot channel each heard only some).
+func TestEverySubscriberHearsEveryChange(t *testing.T) {
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	h := lab.Host("h")
+	m, err := NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const n = 3
+	var subs [n]chan Delta
+	for i := range subs {
+		subs[i] = make(chan Delta, 100)
+		defer m.Subscribe(func(d Delta) { subs[i] <- d })()
+	}
+	h.Attach(lan)
+	h.Attach(lan)
+	for i, ch := range subs {
+		for _, name := range []string{"eth0", "eth1"} {
+			for deadline := time.After(3 * time.Second); ; {
+				var d Delta
+				select {
+				case d = <-ch:
+				case <-deadline:
+					t.Fatalf("subscriber %d did not hear of %s", i, name)
+				}
+				if ifc, ok := byName(d.New, name); ok && ifc.IsUp() && ifc.HasFamily(4) && ifc.HasFamily(6) {
+					if _, before := byName(d.Old, name); !before || d.Changed() {
+						break
+					}
+				}
+			}
+		}
 	}
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/namespace"
@@ -145,9 +144,12 @@ type Daemon struct {
 	dispatcher *event.Dispatcher
 	registrar  *lookup.Registrar
 
-	unicast   *unicast.Server
-	monitor   *netmon.Netlink
-	transport *mcast.Transport
+	unicast *unicast.Server
+	// host is the namespace's multicast presence: the lookup service's
+	// port (announcements, answers to requests), the lookup discovery
+	// service's group discovery and mDNS are handles on it.
+	host      *mcast.Host
+	transport *mcast.Port
 	announcer *announce.Announcer
 	responder *announce.Responder
 	dnssd     *announce.Advertiser
@@ -279,33 +281,33 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 		d.lds.Start()
 		return nil
 	}
-	if d.monitor, err = netmon.NewNetlink(d.cfg.Namespace, d.log, time.Minute); err != nil {
+	if d.host, err = mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
+		Logger: d.log}); err != nil {
 		return err
 	}
 	id := d.registrar.Meta().ServiceID
 	groups := func() []string { return d.registrar.Meta().Groups }
 	d.responder = announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
 		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log})
-	in := &mcast.Inbound{OnRequest: d.responder.OnRequest}
-	d.transport, err = mcast.New(mcast.Config{Namespace: d.cfg.Namespace, Monitor: d.monitor, Handler: in.Handle,
-		Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log, OnChange: d.announceNow})
+	onMessage := func(m mcast.Message) {
+		if m.Request != nil {
+			d.responder.OnRequest(*m.Request, m.Packet)
+		}
+	}
+	d.transport, err = d.host.Open(mcast.PortConfig{OnMessage: onMessage, OnChange: d.announceNow})
 	if err != nil {
-		return err
+		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
 	d.announcer, err = announce.NewAnnouncer(announce.Config{Transport: d.transport, ServiceID: id, Port: d.unicastPort(),
 		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(d.store), Logger: d.log})
 	if err != nil {
 		return err
 	}
-	if err := d.transport.Start(); err != nil {
-		d.transport = nil
-		return fmt.Errorf("joining the discovery groups: %w", err)
-	}
 	d.announcer.Start()
-	// The lookup discovery service's own discovery: sockets of its own on
-	// the same interfaces.
-	mc, err := group.NewMulticast(group.MulticastConfig{Monitor: d.monitor, Namespace: d.cfg.Namespace,
-		Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log.With("service", "lds")})
+	// The lookup discovery service's group discovery: another handle on
+	// the same sockets.
+	mc, err := group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+		Logger: d.log.With("service", "lds")})
 	if err != nil {
 		return err
 	}
@@ -320,7 +322,7 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 	_, apiPort, _ := net.SplitHostPort(d.ln.Addr().String())
 	ap, _ := strconv.Atoi(apiPort)
 	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: id, Port: d.unicastPort, APIPort: func() int { return ap },
-		Groups: groups, Namespace: d.cfg.Namespace, Monitor: d.monitor, Include: d.cfg.Include, Exclude: d.cfg.Exclude, Logger: d.log})
+		Groups: groups, Host: d.host, Logger: d.log})
 	if err == nil {
 		err = adv.Start()
 	}
@@ -361,8 +363,8 @@ func (d *Daemon) stopDiscovery() {
 	if d.transport != nil {
 		d.transport.Close()
 	}
-	if d.monitor != nil {
-		d.monitor.Close()
+	if d.host != nil {
+		d.host.Shutdown(context.Background())
 	}
 	if d.responder != nil {
 		d.responder.Close()

@@ -20,7 +20,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
-	"github.com/jinid/jinid/discovery/netmon"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/namespace"
 )
@@ -147,19 +147,17 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 // multicast opens the network of group discovery and starts the request
 // rounds.
 func (f *finder) multicast() error {
-	mon, err := netmon.NewNetlink(f.cfg.Namespace, f.log, time.Minute)
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: f.cfg.Namespace, Logger: f.log,
+		Include: f.cfg.Include, Exclude: f.cfg.Exclude, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL})
 	if err != nil {
 		return err
 	}
-	f.mc, err = group.NewMulticast(group.MulticastConfig{
-		Monitor: mon, Namespace: f.cfg.Namespace, Versions: f.cfg.Versions, Logger: f.log,
-		Include: f.cfg.Include, Exclude: f.cfg.Exclude, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL,
-	})
+	f.mc, err = group.NewMulticast(group.MulticastConfig{Host: host, Namespace: f.cfg.Namespace, Versions: f.cfg.Versions, Logger: f.log})
 	if err != nil {
-		mon.Close()
+		host.Shutdown(context.Background())
 		return err
 	}
-	f.closers = append(f.closers, func() { f.mc.Close(); mon.Close() })
+	f.closers = append(f.closers, func() { f.mc.Close(); host.Shutdown(context.Background()) })
 	if err := f.mc.Start(sink{f}); err != nil {
 		return err
 	}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+// TestSecondInterfaceServedWithinASecond: an interface added to a running
+// daemon (IPv4 and IPv6) is served by all it runs, each within a second
+// (issue 16: with a transport each and one change signal among them, the
+// lookup service took up to 118 s, mDNS 58 s, the LDS 90 s): the lookup
+// service announces there and answers requests from there, the lookup
+// discovery service hears announcements there, and mDNS answers there.
+func TestSecondInterfaceServedWithinASecond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lab := netlab.New(t)
+	bin := buildBinary(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, far := lab.Host("gw"), lab.Host("far")
+	g1 := gw.Attach(lan1)
+	fl := far.Attach(lan2)
+	labDaemon(t, bin, gw, "--groups", "own", "--announce-interval", "1h")
+
+	// In the far LAN: a lookup service of group x announcing every 200 ms,
+	// and an observer with a multicast host of its own.
+	lus, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: 2, ServiceID: discovery.ServiceID{0x16},
+		Groups: []string{"x"}, Announce: 200 * time.Millisecond, Namespace: far.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lus.Close)
+	// An address the interface gets later, on its own (as an IPv6
+	// address after duplicate address detection does): one netlink
+	// event. The lowest global address, so announcements carry it.
+	later := netip.MustParseAddr("2001:db8:1::99")
+	var mu sync.Mutex
+	seen := map[string]time.Time{} // what the observer saw first, when
+	see := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := seen[what]; !ok {
+			seen[what] = time.Now()
+		}
+	}
+	obs, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: far.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { obs.Shutdown(context.Background()) })
+	jini, err := obs.Open(mcast.PortConfig{OnMessage: func(m mcast.Message) {
+		if a := m.Announcement; a != nil && slices.Contains(a.Groups, "own") {
+			see("announcement over IPv" + map[bool]string{true: "4", false: "6"}[m.Family == 4])
+			if a.Host == later.String() {
+				see("announcement from an address added later")
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdns, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{announce.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
+		var m dns.Msg
+		if m.Unpack(p.Data) == nil && m.Response && len(m.Answer) > 0 {
+			see("mDNS answer")
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln net.Listener
+	if err := far.Namespace().Do(func() error { ln, err = net.Listen("tcp", net.JoinHostPort(fl.IPv4.String(), "0")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if _, err := unicast.Discover(context.Background(), c, discovery.ProtocolV2); err == nil {
+				see("answer to a request")
+			}
+			c.Close()
+		}
+	}()
+
+	// The lookup discovery service: a registration for group x, its
+	// listener in the daemon's own host.
+	sink := newEventSink(t, gw, g1.IPv4.String())
+	c := labClient(t, gw, "http://"+g1.IPv4.String()+":4162")
+	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"x"}, Listener: sink.base + "/x", Duration: 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		select {
+		case e := <-sink.path("x"):
+			if !e.Discarded {
+				see("LDS discovered")
+			}
+		case <-time.After(10 * time.Second):
+		}
+	}()
+
+	attached := time.Now()
+	gw.Attach(lan2)
+	want := []string{"announcement over IPv4", "announcement over IPv6", "answer to a request", "mDNS answer", "LDS discovered"}
+	req := discovery.Request{Version: discovery.ProtocolV2, Host: fl.IPv4.String(), Port: ln.Addr().(*net.TCPAddr).Port, Groups: []string{"own"}}
+	q := new(dns.Msg)
+	q.SetQuestion(announce.ServiceType, dns.TypePTR)
+	query, _ := q.Pack()
+	for deadline := attached.Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == len(want) || time.Now().After(deadline) {
+			break
+		}
+		// Ask, as a client on the far LAN would, until answered.
+		jini.Send(mcast.Requests, func(j mcast.Joined) ([][]byte, error) {
+			if j.Family != 4 {
+				return nil, nil
+			}
+			return req.Encode(discovery.DefaultMaxPacketSize)
+		})
+		mdns.SendTo(func(f int) netip.Addr {
+			if f == 4 {
+				return announce.MDNSGroupV4
+			}
+			return netip.Addr{}
+		}, func(mcast.Joined) ([][]byte, error) { return [][]byte{query}, nil })
+	}
+	check := func(since time.Time, what ...string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, w := range what {
+			at, ok := seen[w]
+			switch {
+			case !ok:
+				t.Errorf("%s: not within 5 s", w)
+			case at.Sub(since) > time.Second:
+				t.Errorf("%s: %v after the change, want within 1 s", w, at.Sub(since).Round(time.Millisecond))
+			default:
+				t.Logf("%s: %v after the change", w, at.Sub(since).Round(time.Millisecond))
+			}
+		}
+	}
+	check(attached, want...)
+
+	added := time.Now()
+	if out, err := gw.Command(t.Context(), "ip", "addr", "add", later.String()+"/128", "dev", "eth1", "nodad").CombinedOutput(); err != nil {
+		t.Fatalf("adding %s: %v %s", later, err, out)
+	}
+	for deadline := added.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		_, ok := seen["announcement from an address added later"]
+		mu.Unlock()
+		if ok {
+			break
+		}
+	}
+	check(added, "announcement from an address added later")
+}
