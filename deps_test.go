@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -77,5 +78,65 @@ func TestImportDirections(t *testing.T) {
 				t.Errorf("%s imports %s: %s is above %s", pkg, dep, top(dep), top(pkg))
 			}
 		}
+	}
+}
+
+// Inside services/ the layers go on: the wire types below everything, the
+// core below the services, the services beside one another, the API
+// assembly above them.
+func TestServicesLayers(t *testing.T) {
+	core := []string{"services/api/apitypes", "services/store", "services/lease", "services/event", "services/fault",
+		"services/httpjson", "services/outbound"}
+	rules := []struct {
+		pkgs  []string
+		allow []string // the services/ packages they may import
+		why   string
+	}{
+		{[]string{"services/api/client"}, []string{"services/api/apitypes"}, "the client links only the wire types"},
+		{core, core, "the core serves the services and knows none of them"},
+		{[]string{"services/lookup", "services/lds", "services/mailbox"}, core, "a service knows the core, not the other services"},
+		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
+	}
+	all := imports(t)
+	for _, dep := range all["services/api/apitypes"] {
+		t.Errorf("services/api/apitypes imports %s: the wire types are a leaf, a client links them alone", dep)
+	}
+	for _, rule := range rules {
+		for _, pkg := range rule.pkgs {
+			for _, dep := range all[pkg] {
+				if strings.HasPrefix(dep, "services/") && !slices.Contains(rule.allow, dep) && dep != pkg {
+					t.Errorf("%s imports %s: %s", pkg, dep, rule.why)
+				}
+			}
+		}
+	}
+}
+
+// Requests jinid sends on someone's behalf go through the clients of
+// services/outbound, where their limits and address policy live: no other
+// package makes an HTTP client of its own (the API's Go client excepted:
+// it is the user's).
+func TestOutboundOnlyThroughOutbound(t *testing.T) {
+	allowed := map[string]bool{"services/outbound": true, "services/api/client": true}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		if allowed[filepath.ToSlash(filepath.Dir(path))] {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range []string{"http.Client{", "http.DefaultClient", "http.Get(", "http.Post(", "http.DefaultTransport"} {
+			if strings.Contains(string(src), s) {
+				t.Errorf("%s uses %s: make outbound clients with services/outbound", path, s)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

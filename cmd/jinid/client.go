@@ -11,10 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/lease"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 const defaultServer = "http://127.0.0.1:4162"
@@ -36,19 +35,19 @@ func leaseFlag(s string) (int64, error) {
 
 // parseAttr reads TYPE or TYPE:field=value,field=value. Values are JSON
 // where they parse as JSON (numbers, true, null, "quoted"), text otherwise.
-func parseAttr(s string) (lookup.Attribute, error) {
+func parseAttr(s string) (apitypes.Attribute, error) {
 	typ, fields, _ := strings.Cut(s, ":")
 	if typ == "" {
-		return lookup.Attribute{}, fmt.Errorf("--attr %q: want TYPE or TYPE:field=value,...", s)
+		return apitypes.Attribute{}, fmt.Errorf("--attr %q: want TYPE or TYPE:field=value,...", s)
 	}
-	a := lookup.Attribute{Type: typ, Fields: map[string]any{}}
+	a := apitypes.Attribute{Type: typ, Fields: map[string]any{}}
 	if fields == "" {
 		return a, nil
 	}
 	for _, kv := range strings.Split(fields, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return lookup.Attribute{}, fmt.Errorf("--attr %q: %q is not field=value", s, kv)
+			return apitypes.Attribute{}, fmt.Errorf("--attr %q: %q is not field=value", s, kv)
 		}
 		var val any
 		if json.Unmarshal([]byte(v), &val) != nil {
@@ -72,8 +71,8 @@ func (f *templateFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby (repeatable)")
 }
 
-func (f *templateFlags) attributes() ([]lookup.Attribute, error) {
-	var out []lookup.Attribute
+func (f *templateFlags) attributes() ([]apitypes.Attribute, error) {
+	var out []apitypes.Attribute
 	for _, s := range f.attrs {
 		a, err := parseAttr(s)
 		if err != nil {
@@ -84,9 +83,9 @@ func (f *templateFlags) attributes() ([]lookup.Attribute, error) {
 	return out, nil
 }
 
-func (f *templateFlags) template() (lookup.Template, error) {
+func (f *templateFlags) template() (apitypes.Template, error) {
 	attrs, err := f.attributes()
-	return lookup.Template{ServiceID: f.serviceID, Types: f.types, Attributes: attrs}, err
+	return apitypes.Template{ServiceID: f.serviceID, Types: f.types, Attributes: attrs}, err
 }
 
 func newLookupCmd() *cobra.Command {
@@ -124,7 +123,7 @@ anything).`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Register(cmd.Context(), lookup.Item{ServiceID: reg.serviceID, Types: reg.types, Attributes: attrs, Endpoint: endpoint}, d)
+			r, err := c.Register(cmd.Context(), apitypes.Item{ServiceID: reg.serviceID, Types: reg.types, Attributes: attrs, Endpoint: endpoint}, d)
 			if err != nil {
 				return err
 			}
@@ -218,7 +217,7 @@ anything).`,
 		},
 	}
 	nt.add(notify)
-	notify.Flags().StringSliceVar(&transitions, "transitions", []string{lookup.MatchNoMatch, lookup.NoMatchMatch, lookup.MatchMatch}, "transitions to hear of")
+	notify.Flags().StringSliceVar(&transitions, "transitions", []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch}, "transitions to hear of")
 	notify.Flags().StringVar(&listenerURL, "listener", "", "URL that events are POSTed to")
 	notify.Flags().StringVar(&ndur, "duration", "30m", "lease duration: a duration, any or forever")
 
@@ -233,7 +232,7 @@ func expires(ms int64) string {
 	return time.UnixMilli(ms).Format(time.RFC3339)
 }
 
-func printItems(w io.Writer, items []lookup.Item, total int, asJSON bool) error {
+func printItems(w io.Writer, items []apitypes.Item, total int, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -312,7 +311,7 @@ func newLeaseCmd() *cobra.Command {
 }
 
 // printBatch prints one line per lease of a batch and fails if any did.
-func printBatch(w io.Writer, res []api.BatchResult, done string) error {
+func printBatch(w io.Writer, res []apitypes.BatchResult, done string) error {
 	failed := 0
 	for _, r := range res {
 		switch {

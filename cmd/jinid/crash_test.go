@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 // Under a steady stream of registrations the daemon is killed (SIGKILL)
@@ -28,7 +28,7 @@ func TestCrashSafety(t *testing.T) {
 	l := newListener(t)
 
 	type sent struct {
-		item  lookup.Item
+		item  apitypes.Item
 		acked bool
 	}
 	all := map[string]*sent{}
@@ -46,7 +46,7 @@ func TestCrashSafety(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		present := map[string]lookup.Item{}
+		present := map[string]apitypes.Item{}
 		for _, it := range items {
 			present[it.ServiceID] = it
 		}
@@ -72,7 +72,7 @@ func TestCrashSafety(t *testing.T) {
 			}
 		}
 		if round == 0 {
-			n, err := c.Notify(ctx, client.NotifyRequest{Transitions: []string{lookup.NoMatchMatch},
+			n, err := c.Notify(ctx, client.NotifyRequest{Transitions: []string{apitypes.NoMatchMatch},
 				Listener: l.srv.URL, Duration: 3_600_000})
 			if err != nil {
 				t.Fatal(err)
@@ -94,8 +94,8 @@ func TestCrashSafety(t *testing.T) {
 				default:
 				}
 				id, _ := discovery.RandomServiceID(rand.Reader)
-				it := lookup.Item{ServiceID: id.String(), Types: []string{"com.example.Thing"},
-					Attributes: []lookup.Attribute{{Type: "com.example.N", Fields: map[string]any{"n": float64(round*100000 + i)}}}}
+				it := apitypes.Item{ServiceID: id.String(), Types: []string{"com.example.Thing"},
+					Attributes: []apitypes.Attribute{{Type: "com.example.N", Fields: map[string]any{"n": float64(round*100000 + i)}}}}
 				s := &sent{item: it}
 				mu.Lock()
 				all[it.ServiceID] = s

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 // daemonProc is the real jinid binary running as a daemon.
@@ -170,30 +170,30 @@ func TestEndToEndLookup(t *testing.T) {
 	}
 	ctx := t.Context()
 	l := newListener(t)
-	name := func(n string) lookup.Attribute {
-		return lookup.Attribute{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": n}}
+	name := func(n string) apitypes.Attribute {
+		return apitypes.Attribute{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": n}}
 	}
 	n, err := c.Notify(ctx, client.NotifyRequest{
-		Template:    lookup.Template{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{name("lobby")}},
-		Transitions: []string{lookup.MatchNoMatch, lookup.NoMatchMatch, lookup.MatchMatch},
+		Template:    apitypes.Template{Types: []string{"com.example.Printer"}, Attributes: []apitypes.Attribute{name("lobby")}},
+		Transitions: []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch},
 		Listener:    l.srv.URL + "/events", Handback: []byte("hb"), Duration: 60_000,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	reg, err := c.Register(ctx, lookup.Item{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{name("lobby")}}, 1500)
+	reg, err := c.Register(ctx, apitypes.Item{Types: []string{"com.example.Printer"}, Attributes: []apitypes.Attribute{name("lobby")}}, 1500)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if reg.Lease.Remaining <= 0 || reg.Lease.Remaining > 1500 || reg.Lease.Grantor != d.api {
 		t.Fatalf("lease %+v", reg.Lease)
 	}
-	items, total, err := c.Query(ctx, lookup.Template{Attributes: []lookup.Attribute{name("lobby")}}, 10)
+	items, total, err := c.Query(ctx, apitypes.Template{Attributes: []apitypes.Attribute{name("lobby")}}, 10)
 	if err != nil || total != 1 || items[0].ServiceID != reg.ServiceID {
 		t.Fatalf("query: %+v %d %v", items, total, err)
 	}
-	if err := c.ChangeAttributes(ctx, reg.ServiceID, lookup.AttributeChange{Add: []lookup.Attribute{{Type: "com.example.Color", Fields: map[string]any{"color": "red"}}}}); err != nil {
+	if err := c.ChangeAttributes(ctx, reg.ServiceID, apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "com.example.Color", Fields: map[string]any{"color": "red"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, granted, err := c.Renew(ctx, reg.Lease.ID, 1500); err != nil || granted <= 0 {
@@ -201,14 +201,14 @@ func TestEndToEndLookup(t *testing.T) {
 	}
 	// Let the lease lapse: MATCH_NOMATCH.
 	evs := l.wait(t, 3)
-	want := []string{lookup.NoMatchMatch, lookup.MatchMatch, lookup.MatchNoMatch}
+	want := []string{apitypes.NoMatchMatch, apitypes.MatchMatch, apitypes.MatchNoMatch}
 	for i, ev := range evs {
 		if ev["transition"] != want[i] || int64(ev["seqNum"].(float64)) != int64(i+1) || int64(ev["eventID"].(float64)) != n.EventID ||
 			ev["handback"] != "aGI=" || ev["serviceID"] != reg.ServiceID || ev["type"] != "ServiceEvent" {
 			t.Errorf("event %d: %v; want %s with seqNum %d", i, ev, want[i], i+1)
 		}
 	}
-	if _, total, _ := c.Query(ctx, lookup.Template{}, 10); total != 0 {
+	if _, total, _ := c.Query(ctx, apitypes.Template{}, 10); total != 0 {
 		t.Errorf("%d items after the lease lapsed", total)
 	}
 	if _, _, err := c.Renew(ctx, reg.Lease.ID, 1000); !fault.Is(err, fault.UnknownLease) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/lease"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkDaemonIdleForeverLeases(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				for i := w; i < leases; i += 8 {
-					l := api.Lease{Grantor: fmt.Sprintf("http://198.51.100.%d:4162", i%200+1), ID: fmt.Sprintf("forever-%d", i), Remaining: lease.Never}
+					l := apitypes.Lease{Grantor: fmt.Sprintf("http://198.51.100.%d:4162", i%200+1), ID: fmt.Sprintf("forever-%d", i), Remaining: lease.Never}
 					if err := c.RenewFor(ctx, set.ID, l, lease.Forever, nil); err != nil {
 						errs <- err
 						return

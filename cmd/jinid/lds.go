@@ -13,10 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/lds"
 )
 
 func newLDSCmd() *cobra.Command {
@@ -132,7 +131,7 @@ specification says. Write the public group as ''.`,
 			}
 			gs := append([]string{}, args[2:]...)
 			if all, _ := cmd.Flags().GetBool("all"); all {
-				if m != lds.Set || len(gs) > 0 {
+				if m != client.Set || len(gs) > 0 {
 					return errors.New("--all goes with set and no groups")
 				}
 				gs = nil
@@ -221,19 +220,19 @@ func groupsArg(cmd *cobra.Command, groups []string) []string {
 	return append([]string{}, groups...)
 }
 
-func mutation(s string) (lds.Mutation, error) {
+func mutation(s string) (client.Mutation, error) {
 	switch s {
 	case "add":
-		return lds.Add, nil
+		return client.Add, nil
 	case "set":
-		return lds.Set, nil
+		return client.Set, nil
 	case "remove":
-		return lds.Remove, nil
+		return client.Remove, nil
 	}
 	return 0, fmt.Errorf("%q: want add, set or remove", s)
 }
 
-func printRegistration(w io.Writer, r api.LDSRegistration) error {
+func printRegistration(w io.Writer, r apitypes.LDSRegistration) error {
 	groups := "(all groups)"
 	if r.Groups != nil {
 		groups = groupsText(r.Groups)
@@ -247,7 +246,7 @@ func printRegistration(w io.Writer, r api.LDSRegistration) error {
 	return err
 }
 
-func printRegistrars(w io.Writer, rs []lds.Registrar) {
+func printRegistrars(w io.Writer, rs []apitypes.Registrar) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVICE ID\tADDRESS\tGROUPS\tREGISTRAR")
 	for _, r := range rs {
@@ -298,7 +297,7 @@ the registration. Runs until interrupted.`,
 				if refuse {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusGone)
-					json.NewEncoder(w).Encode(api.ErrorBody{Error: faultUnknownEvent()})
+					json.NewEncoder(w).Encode(apitypes.ErrorBody{Error: faultUnknownEvent()})
 				}
 			})}
 			go func() {
@@ -332,14 +331,14 @@ func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
 			Service string `json:"service"`
 			ID      string `json:"id"`
 		} `json:"source"`
-		EventID    int64           `json:"eventID"`
-		SeqNum     int64           `json:"seqNum"`
-		Type       string          `json:"type"`
-		Handback   []byte          `json:"handback"`
-		Discarded  *bool           `json:"discarded"`
-		Registrars []lds.Registrar `json:"registrars"`
-		Transition string          `json:"transition"`
-		ServiceID  string          `json:"serviceID"`
+		EventID    int64                `json:"eventID"`
+		SeqNum     int64                `json:"seqNum"`
+		Type       string               `json:"type"`
+		Handback   []byte               `json:"handback"`
+		Discarded  *bool                `json:"discarded"`
+		Registrars []apitypes.Registrar `json:"registrars"`
+		Transition string               `json:"transition"`
+		ServiceID  string               `json:"serviceID"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
 		fmt.Fprintf(w, "%s  (not a remote event: %v) %q\n", at.UTC().Format(time.RFC3339Nano), err, body)
@@ -366,6 +365,6 @@ func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
 	fmt.Fprintln(w, line)
 }
 
-func faultUnknownEvent() fault.Error {
-	return fault.Error{Code: fault.UnknownEvent, Message: "this listener wants no more events"}
+func faultUnknownEvent() apitypes.Error {
+	return apitypes.Error{Code: fault.UnknownEvent, Message: "this listener wants no more events"}
 }

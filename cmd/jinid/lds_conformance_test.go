@@ -26,6 +26,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
@@ -37,13 +38,13 @@ type ldsEvent struct {
 		Service string `json:"service"`
 		ID      string `json:"id"`
 	} `json:"source"`
-	EventID    int64               `json:"eventID"`
-	SeqNum     int64               `json:"seqNum"`
-	Handback   []byte              `json:"handback"`
-	Type       string              `json:"type"`
-	Discarded  bool                `json:"discarded"`
-	Registrars []lds.Registrar     `json:"registrars"`
-	Groups     map[string][]string `json:"groups"`
+	EventID    int64                `json:"eventID"`
+	SeqNum     int64                `json:"seqNum"`
+	Handback   []byte               `json:"handback"`
+	Type       string               `json:"type"`
+	Discarded  bool                 `json:"discarded"`
+	Registrars []apitypes.Registrar `json:"registrars"`
+	Groups     map[string][]string  `json:"groups"`
 }
 
 func (e ldsEvent) ids() []string {
@@ -471,7 +472,7 @@ func TestLDSConformance(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		var seqs []int64
 		seqs = append(seqs, l.next(t, r, false, "lus1", "lus2").SeqNum)
-		l.c.LDSGroups(t.Context(), r.ID, lds.Set, []string{"c"})
+		l.c.LDSGroups(t.Context(), r.ID, client.Set, []string{"c"})
 		seqs = append(seqs, l.next(t, r, false, "lus3").SeqNum, l.next(t, r, true, "lus1", "lus2").SeqNum)
 		// (discovered and discarded of one change may come in either order)
 		slices.Sort(seqs)
@@ -484,7 +485,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/add-already-discovered-no-event", func(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		if _, err := l.c.LDSGroups(t.Context(), r.ID, lds.Add, []string{"b"}); err != nil {
+		if _, err := l.c.LDSGroups(t.Context(), r.ID, client.Add, []string{"b"}); err != nil {
 			t.Fatal(err)
 		}
 		l.none(t, r, quiet)
@@ -492,7 +493,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/add-discovers-new-members", func(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		got, err := l.c.LDSGroups(t.Context(), r.ID, lds.Add, []string{"c", "c"})
+		got, err := l.c.LDSGroups(t.Context(), r.ID, client.Add, []string{"c", "c"})
 		if err != nil || !slices.Equal(got.Groups, []string{"a", "c"}) {
 			t.Fatalf("groups %q, %v", got.Groups, err)
 		}
@@ -501,7 +502,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/add-empty-changes-nothing", func(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		got, err := l.c.LDSGroups(t.Context(), r.ID, lds.Add, []string{})
+		got, err := l.c.LDSGroups(t.Context(), r.ID, client.Add, []string{})
 		if err != nil || !slices.Equal(got.Groups, []string{"a"}) {
 			t.Fatalf("groups %q, %v", got.Groups, err)
 		}
@@ -510,25 +511,25 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/remove-discards-what-no-group-wants", func(t *testing.T) {
 		r := l.register(t, []string{"a", "c"}, nil, nil, 60000)
 		l.discoveredAll(t, r, "lus1", "lus2", "lus3")
-		l.c.LDSGroups(t.Context(), r.ID, lds.Remove, []string{"c"})
+		l.c.LDSGroups(t.Context(), r.ID, client.Remove, []string{"c"})
 		l.next(t, r, true, "lus3")
 	})
 	t.Run("groups/remove-keeps-members-of-remaining-groups", func(t *testing.T) {
 		r := l.register(t, []string{"a", "b"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		l.c.LDSGroups(t.Context(), r.ID, lds.Remove, []string{"b"})
+		l.c.LDSGroups(t.Context(), r.ID, client.Remove, []string{"b"})
 		l.none(t, r, quiet) // lus2 is in a too
 	})
 	t.Run("groups/remove-keeps-what-a-locator-wants", func(t *testing.T) {
 		r := l.register(t, []string{"c"}, []string{l.loc("lus3")}, nil, 60000)
 		l.next(t, r, false, "lus3")
-		l.c.LDSGroups(t.Context(), r.ID, lds.Remove, []string{"c"})
+		l.c.LDSGroups(t.Context(), r.ID, client.Remove, []string{"c"})
 		l.none(t, r, quiet)
 	})
 	t.Run("groups/remove-absent-changes-nothing", func(t *testing.T) {
 		r := l.register(t, []string{"c"}, nil, nil, 60000)
 		l.next(t, r, false, "lus3")
-		got, err := l.c.LDSGroups(t.Context(), r.ID, lds.Remove, []string{"zz"})
+		got, err := l.c.LDSGroups(t.Context(), r.ID, client.Remove, []string{"zz"})
 		if err != nil || !slices.Equal(got.Groups, []string{"c"}) {
 			t.Fatalf("groups %q, %v", got.Groups, err)
 		}
@@ -537,7 +538,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/set-replaces", func(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		l.c.LDSGroups(t.Context(), r.ID, lds.Set, []string{"c"})
+		l.c.LDSGroups(t.Context(), r.ID, client.Set, []string{"c"})
 		got := map[bool][]string{}
 		for range 2 {
 			select {
@@ -554,7 +555,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/set-null-is-ALL_GROUPS", func(t *testing.T) {
 		r := l.register(t, []string{"a"}, nil, nil, 60000)
 		l.next(t, r, false, "lus1", "lus2")
-		got, err := l.c.LDSGroups(t.Context(), r.ID, lds.Set, nil)
+		got, err := l.c.LDSGroups(t.Context(), r.ID, client.Set, nil)
 		if err != nil || got.Groups != nil {
 			t.Fatalf("groups %q, %v", got.Groups, err)
 		}
@@ -563,7 +564,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("groups/set-empty-halts-group-discovery", func(t *testing.T) {
 		r := l.register(t, []string{"c"}, nil, nil, 60000)
 		l.next(t, r, false, "lus3")
-		l.c.LDSGroups(t.Context(), r.ID, lds.Set, []string{})
+		l.c.LDSGroups(t.Context(), r.ID, client.Set, []string{})
 		l.next(t, r, true, "lus3")
 		l.none(t, r, quiet)
 	})
@@ -593,7 +594,7 @@ func TestLDSConformance(t *testing.T) {
 	// --- LD.4.1 locator mutators -------------------------------------------
 	t.Run("locators/add-discovers", func(t *testing.T) {
 		r := l.register(t, []string{}, nil, nil, 60000)
-		if _, err := l.c.LDSLocators(t.Context(), r.ID, lds.Add, []string{l.loc("lus1")}); err != nil {
+		if _, err := l.c.LDSLocators(t.Context(), r.ID, client.Add, []string{l.loc("lus1")}); err != nil {
 			t.Fatal(err)
 		}
 		l.next(t, r, false, "lus1")
@@ -601,25 +602,25 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("locators/add-already-discovered-by-group-no-event", func(t *testing.T) {
 		r := l.register(t, []string{"c"}, nil, nil, 60000)
 		l.next(t, r, false, "lus3")
-		l.c.LDSLocators(t.Context(), r.ID, lds.Add, []string{l.loc("lus3")})
+		l.c.LDSLocators(t.Context(), r.ID, client.Add, []string{l.loc("lus3")})
 		l.none(t, r, quiet)
 	})
 	t.Run("locators/remove-discards", func(t *testing.T) {
 		r := l.register(t, []string{}, []string{l.loc("lus3")}, nil, 60000)
 		l.next(t, r, false, "lus3")
-		l.c.LDSLocators(t.Context(), r.ID, lds.Remove, []string{l.loc("lus3")})
+		l.c.LDSLocators(t.Context(), r.ID, client.Remove, []string{l.loc("lus3")})
 		l.next(t, r, true, "lus3")
 	})
 	t.Run("locators/remove-keeps-what-a-group-wants", func(t *testing.T) {
 		r := l.register(t, []string{"c"}, []string{l.loc("lus3")}, nil, 60000)
 		l.next(t, r, false, "lus3")
-		l.c.LDSLocators(t.Context(), r.ID, lds.Remove, []string{l.loc("lus3")})
+		l.c.LDSLocators(t.Context(), r.ID, client.Remove, []string{l.loc("lus3")})
 		l.none(t, r, quiet)
 	})
 	t.Run("locators/set-replaces", func(t *testing.T) {
 		r := l.register(t, []string{}, []string{l.loc("lus1")}, nil, 60000)
 		l.next(t, r, false, "lus1")
-		got, err := l.c.LDSLocators(t.Context(), r.ID, lds.Set, []string{l.loc("lus3")})
+		got, err := l.c.LDSLocators(t.Context(), r.ID, client.Set, []string{l.loc("lus3")})
 		if err != nil || len(got.Locators) != 1 {
 			t.Fatalf("locators %q, %v", got.Locators, err)
 		}
@@ -892,7 +893,7 @@ func TestLDSConformance(t *testing.T) {
 		l.none(t, r, 2*ldsWindow)
 		// The next event continues the sequence (a gap would be allowed
 		// after a crash, never a repeat).
-		l.c.LDSGroups(t.Context(), r.ID, lds.Set, []string{})
+		l.c.LDSGroups(t.Context(), r.ID, client.Set, []string{})
 		e := l.next(t, r, true, "lus1", "lus2")
 		if e.SeqNum <= last {
 			t.Fatalf("sequence %d after %d", e.SeqNum, last)
@@ -1032,7 +1033,7 @@ func TestLDSOverlongGroupBesideValid(t *testing.T) {
 	sink := newEventSink(t, ch, cl.IPv4.String())
 
 	_, err = c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h2", strings.Repeat("g", 481)}, Listener: sink.base + "/long", Duration: 60000})
-	var fe *fault.Error
+	var fe *apitypes.Error
 	if !errors.As(err, &fe) || fe.Code != fault.InvalidArgument || !strings.Contains(fe.Message, "255") {
 		t.Errorf("registering a 481-byte group: %v; want InvalidArgument naming the limit", err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 )
 
@@ -94,7 +94,7 @@ has left now (as jinid lease or lookup register printed it).`,
 				return err
 			}
 			rem := remaining.Milliseconds()
-			return c.RenewFor(cmd.Context(), args[0], api.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
+			return c.RenewFor(cmd.Context(), args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
 				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
 		},
 	}

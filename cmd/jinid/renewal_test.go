@@ -14,10 +14,9 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 // rawSink records the JSON bodies POSTed to it, by path; it serves from
@@ -81,7 +80,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	rl, ll, cl := rh.Attach(lan), lh.Attach(lan), ch.Attach(lan)
 	labDaemon(t, bin, rh, "--renewal-margin", "1s", "--no-multicast")
 	labDaemon(t, bin, lh, "--no-multicast")
-	faultLeaseDenied := fault.Error{Code: fault.LeaseDenied, Message: "this grantor renews nothing"}
+	faultLeaseDenied := apitypes.Error{Code: fault.LeaseDenied, Message: "this grantor renews nothing"}
 	renewer := labClient(t, ch, "http://"+rl.IPv4.String()+":4162")
 	lus := labClient(t, ch, "http://"+ll.IPv4.String()+":4162")
 	sink := newRawSink(t, ch, cl.IPv4.String())
@@ -94,9 +93,9 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 			} `json:"leases"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
-		var res []api.BatchResult
+		var res []apitypes.BatchResult
 		for _, l := range req.Leases {
-			res = append(res, api.BatchResult{ID: l.ID, Error: &faultLeaseDenied})
+			res = append(res, apitypes.BatchResult{ID: l.ID, Error: &faultLeaseDenied})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"results": res})
@@ -119,7 +118,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	}
 
 	// A registration at the other daemon, leased for 3 s, kept for 8 s.
-	reg, err := lus.Register(t.Context(), lookup.Item{Types: []string{"com.example.Kept"}}, 3000)
+	reg, err := lus.Register(t.Context(), apitypes.Item{Types: []string{"com.example.Kept"}}, 3000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +128,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	}
 	added := time.Now()
 	// And one at the refusing grantor.
-	denied := api.Lease{Grantor: "http://" + dln.Addr().String(), ID: "refused-1", Expiration: time.Now().Add(4 * time.Second).UnixMilli(), Remaining: 4000}
+	denied := apitypes.Lease{Grantor: "http://" + dln.Addr().String(), ID: "refused-1", Expiration: time.Now().Add(4 * time.Second).UnixMilli(), Remaining: 4000}
 	if err := renewer.RenewFor(t.Context(), set.ID, denied, 60_000, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +187,7 @@ func TestRenewalCrash(t *testing.T) {
 	const n = 20
 	var ids []string
 	for i := range n {
-		reg, err := g.Register(t.Context(), lookup.Item{Types: []string{"com.example.Kept"}}, 4000+int64(i)*100)
+		reg, err := g.Register(t.Context(), apitypes.Item{Types: []string{"com.example.Kept"}}, 4000+int64(i)*100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
@@ -38,9 +40,8 @@ func newEnv(t testing.TB) *env {
 	if err := g.Load(); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: g, Registrar: r})
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, r},
+		NotRun: []api.NotRun{{Prefix: "/v1/lds/", Name: "lookup discovery service"}, {Prefix: "/v1/mailbox/", Name: "event mailbox"}}}))
 	t.Cleanup(func() { srv.Close(); d.Close(); g.Close(); st.Close() })
 	c, _ := client.New(srv.URL, nil)
 	return &env{srv: srv, c: c, r: r, g: g}
@@ -60,7 +61,7 @@ func TestBadRequests(t *testing.T) {
 		{"zero duration", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":0}`, 400, "InvalidArgument", "must be positive"},
 		{"missing template", "POST", "/v1/lookup/query", `{"maxMatches":1}`, 400, "NullArgument", "template is required"},
 		{"trailing data", "POST", "/v1/lookup/query", `{"template":{},"maxMatches":1} {}`, 400, "InvalidArgument", "unexpected data"},
-		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", api.MaxBody) + `"},"leaseDuration":1}`, 400, "InvalidArgument", "larger than"},
+		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", httpjson.MaxBody) + `"},"leaseDuration":1}`, 400, "InvalidArgument", "larger than"},
 		{"unknown lease", "POST", "/v1/leases/nope/renew", `{"duration":1000}`, 404, "UnknownLease", "unknown"},
 		{"unknown route", "GET", "/v1/nothing", ``, 404, "UnsupportedOperation", "not part of the API"},
 		{"service not run", "POST", "/v1/lds/registrations", `{}`, 404, "UnsupportedOperation", "runs no lookup discovery service"},
@@ -92,7 +93,7 @@ func TestBadRequests(t *testing.T) {
 func TestLeaseBatchesOverHTTP(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	a, err := e.c.Register(ctx, lookup.Item{}, 60_000)
+	a, err := e.c.Register(ctx, apitypes.Item{}, 60_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestLeaseBatchesOverHTTP(t *testing.T) {
 	if err != nil || res[0].Error == nil || res[1].Error != nil {
 		t.Fatalf("cancelAll results %+v %v", res, err)
 	}
-	if _, total, _ := e.c.Query(ctx, lookup.Template{}, 10); total != 0 {
+	if _, total, _ := e.c.Query(ctx, apitypes.Template{}, 10); total != 0 {
 		t.Fatal("cancelled registration still there")
 	}
 }

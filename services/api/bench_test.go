@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
-	"github.com/jinid/jinid/services/lookup"
 )
 
-func item(i int) lookup.Item {
-	return lookup.Item{Types: []string{"com.example.Printer"}, Attributes: []lookup.Attribute{
+func item(i int) apitypes.Item {
+	return apitypes.Item{Types: []string{"com.example.Printer"}, Attributes: []apitypes.Attribute{
 		{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}}}
 }
 
@@ -40,7 +40,7 @@ func BenchmarkQuery(b *testing.B) {
 	}
 	i := 0
 	for b.Loop() {
-		_, total, err := e.c.Query(ctx, lookup.Template{Attributes: []lookup.Attribute{item(i % 1000).Attributes[0]}}, 10)
+		_, total, err := e.c.Query(ctx, apitypes.Template{Attributes: []apitypes.Attribute{item(i % 1000).Attributes[0]}}, 10)
 		if err != nil || total != 1 {
 			b.Fatal(total, err)
 		}

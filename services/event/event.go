@@ -21,43 +21,16 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/outbound"
 )
 
-// Source names what an event is about: a service and one of its
-// registrations.
-type Source struct {
-	Service string `json:"service"`
-	ID      string `json:"id"`
-}
-
-// Event is a remote event. Fields holds the type-specific fields, written
-// beside the common ones.
-type Event struct {
-	Source   Source
-	EventID  int64
-	SeqNum   int64
-	Handback []byte
-	Type     string
-	Fields   map[string]any
-}
-
-// MarshalJSON writes the event as API.md shows it.
-func (e Event) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(e.Fields)+5)
-	for k, v := range e.Fields {
-		m[k] = v
-	}
-	m["source"] = e.Source
-	m["eventID"] = e.EventID
-	m["seqNum"] = e.SeqNum
-	m["type"] = e.Type
-	if e.Handback == nil {
-		m["handback"] = nil
-	} else {
-		m["handback"] = e.Handback // []byte: base64
-	}
-	return json.Marshal(m)
+// Event is a remote event: one of the event types of apitypes, each a
+// typed payload around the common part (apitypes.RemoteEvent, which gives
+// it Remote). It is sent as its JSON.
+type Event interface {
+	Remote() apitypes.RemoteEvent
 }
 
 // CheckURL checks that s, the URL of a listener (or of another endpoint
@@ -83,10 +56,13 @@ const (
 	// GaveUp: the covering lease ended (or the dispatcher closed) while
 	// the listener kept failing indefinitely.
 	GaveUp
+	// Indefinite: one attempt failed in a way a retry may mend (5xx, 408,
+	// 429, a timeout, a refused connection); Attempt's outcome only.
+	Indefinite
 )
 
 func (o Outcome) String() string {
-	return [...]string{"delivered", "unknown event", "definite failure", "gave up"}[o]
+	return [...]string{"delivered", "unknown event", "definite failure", "gave up", "indefinite failure"}[o]
 }
 
 // Delivery is one event for one listener.
@@ -105,7 +81,9 @@ type Delivery struct {
 
 // Config configures a Dispatcher.
 type Config struct {
-	Client *http.Client // default: 10 s timeout
+	// Client makes the requests: the daemon's outbound client (nil: one
+	// of outbound's defaults).
+	Client *http.Client
 	Clock  clock.Clock  // default: real
 	Logger *slog.Logger
 	// Backoff after the first indefinite failure (default 100 ms),
@@ -132,7 +110,7 @@ type queue struct {
 // New returns a running dispatcher; Close stops it.
 func New(cfg Config) *Dispatcher {
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+		cfg.Client = outbound.New(outbound.Config{})
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -213,7 +191,8 @@ func (d *Dispatcher) work(url string, q *queue) {
 		q.pending = q.pending[1:]
 		d.mu.Unlock()
 		if out != Delivered {
-			d.cfg.Logger.Debug("event not delivered", "listener", url, "type", del.Event.Type, "seq", del.Event.SeqNum, "outcome", out, "err", err)
+			ev := del.Event.Remote()
+			d.cfg.Logger.Debug("event not delivered", "listener", url, "type", ev.Type, "seq", ev.SeqNum, "outcome", out, "err", err)
 		}
 		if del.Done != nil {
 			del.Done(out, err)
@@ -229,8 +208,11 @@ func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 	}
 	backoff := d.cfg.Backoff
 	for {
-		out, retry, err := d.post(del.Listener, body)
-		if !retry {
+		out, err := Attempt(d.ctx, d.cfg.Client, del.Listener, body)
+		if out != Indefinite || d.ctx.Err() != nil {
+			if out == Indefinite {
+				out = GaveUp
+			}
 			return out, err
 		}
 		until := del.Until
@@ -259,28 +241,33 @@ func (d *Dispatcher) sleep(t time.Duration) bool {
 	}
 }
 
-// post makes one attempt and classifies its result.
-func (d *Dispatcher) post(url string, body []byte) (out Outcome, retry bool, err error) {
-	req, err := http.NewRequestWithContext(d.ctx, http.MethodPost, url, bytes.NewReader(body))
+// Attempt posts an event (its JSON) to a listener once and classifies the
+// answer, as API.md says for every listener: 2xx delivered; 410 with the
+// code UnknownEvent is the UnknownEventException; 5xx, 408, 429, a
+// timeout or a refused connection indefinite (a retry may mend it);
+// anything else, redirects included, definite (a bad object). The
+// dispatcher and the mailbox's pushes both deliver through it.
+func Attempt(ctx context.Context, hc *http.Client, url string, body []byte) (Outcome, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return Definite, false, fmt.Errorf("listener URL %q: %w", url, err)
+		return Definite, fmt.Errorf("listener URL %q: %w", url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := d.cfg.Client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return GaveUp, d.ctx.Err() == nil, err // refused, timeout, reset: indefinite
+		return Indefinite, err // refused, timeout, reset
 	}
 	defer resp.Body.Close()
 	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch {
 	case resp.StatusCode/100 == 2:
-		return Delivered, false, nil
-	case resp.StatusCode == http.StatusGone && codeOf(reply) == "UnknownEvent":
-		return UnknownEvent, false, errors.New("listener answered UnknownEvent")
+		return Delivered, nil
+	case resp.StatusCode == http.StatusGone && codeOf(reply) == string(fault.UnknownEvent):
+		return UnknownEvent, errors.New("listener answered UnknownEvent")
 	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
-		return GaveUp, true, fmt.Errorf("listener answered %s", resp.Status)
+		return Indefinite, fmt.Errorf("listener answered %s", resp.Status)
 	default:
-		return Definite, false, fmt.Errorf("listener answered %s", resp.Status)
+		return Definite, fmt.Errorf("listener answered %s", resp.Status)
 	}
 }
 

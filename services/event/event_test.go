@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/services/api/apitypes"
 	"go.uber.org/goleak"
 )
 
@@ -33,13 +34,23 @@ func (r *recorder) got() []int64 {
 	return append([]int64(nil), r.seqs...)
 }
 
-func ev(seq int64) Event {
-	return Event{Source: Source{"test", "r1"}, EventID: 7, SeqNum: seq, Type: "TestEvent", Fields: map[string]any{"x": seq}}
+// testEvent is an event type of the tests' own: any event type works
+// that embeds apitypes.RemoteEvent.
+type testEvent struct {
+	apitypes.RemoteEvent
+	X int64 `json:"x"`
 }
 
+func ev(seq int64) Event {
+	return testEvent{RemoteEvent: apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "test", ID: "r1"}, EventID: 7, SeqNum: seq, Type: "TestEvent"}, X: seq}
+}
+
+// An event goes out as its JSON: the common part and its own fields side
+// by side, as API.md shows them.
 func TestEventJSON(t *testing.T) {
-	b, _ := json.Marshal(Event{Source: Source{"lds", "abc"}, EventID: 12, SeqNum: 7, Handback: []byte{1, 2}, Type: "RemoteDiscoveryEvent", Fields: map[string]any{"discarded": false}})
-	want := `{"discarded":false,"eventID":12,"handback":"AQI=","seqNum":7,"source":{"service":"lds","id":"abc"},"type":"RemoteDiscoveryEvent"}`
+	b, _ := json.Marshal(apitypes.RemoteDiscoveryEvent{RemoteEvent: apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "lds", ID: "abc"},
+		EventID: 12, SeqNum: 7, Handback: []byte{1, 2}, Type: "RemoteDiscoveryEvent"}, Registrars: []apitypes.Registrar{}})
+	want := `{"source":{"service":"lds","id":"abc"},"eventID":12,"seqNum":7,"handback":"AQI=","type":"RemoteDiscoveryEvent","discarded":false,"registrars":[],"groups":null}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}

@@ -1,52 +1,35 @@
 // Package fault is the error model of jinid's services: each error carries
 // the code of the Jini specification exception it stands for, which the
-// HTTP API turns into a status and a JSON error body (API.md).
+// HTTP API turns into a status and a JSON error body (API.md). The codes
+// and the error are the API's own (apitypes); this package is how
+// services make and read them.
 package fault
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
+
+	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // Code names a specification exception.
-type Code string
+type Code = apitypes.Code
 
 // The codes of API.md.
 const (
-	InvalidArgument      Code = "InvalidArgument"      // IllegalArgumentException
-	NullArgument         Code = "NullArgument"         // NullPointerException
-	UnsupportedOperation Code = "UnsupportedOperation" // UnsupportedOperationException
-	NoSuchObject         Code = "NoSuchObject"         // NoSuchObjectException
-	UnknownLease         Code = "UnknownLease"         // UnknownLeaseException
-	LeaseDenied          Code = "LeaseDenied"          // LeaseDeniedException
-	UnknownEvent         Code = "UnknownEvent"         // UnknownEventException
-	InvalidIterator      Code = "InvalidIterator"      // InvalidIteratorException
-	Internal             Code = "Internal"             // anything else
+	InvalidArgument      = apitypes.InvalidArgument      // IllegalArgumentException
+	NullArgument         = apitypes.NullArgument         // NullPointerException
+	UnsupportedOperation = apitypes.UnsupportedOperation // UnsupportedOperationException
+	NoSuchObject         = apitypes.NoSuchObject         // NoSuchObjectException
+	UnknownLease         = apitypes.UnknownLease         // UnknownLeaseException
+	LeaseDenied          = apitypes.LeaseDenied          // LeaseDeniedException
+	UnknownEvent         = apitypes.UnknownEvent         // UnknownEventException
+	InvalidIterator      = apitypes.InvalidIterator      // InvalidIteratorException
+	Internal             = apitypes.Internal             // anything else
 )
 
-// Status is the HTTP status of a code.
-func (c Code) Status() int {
-	switch c {
-	case InvalidArgument, NullArgument:
-		return http.StatusBadRequest
-	case UnsupportedOperation, LeaseDenied, InvalidIterator:
-		return http.StatusConflict
-	case NoSuchObject, UnknownLease:
-		return http.StatusNotFound
-	case UnknownEvent:
-		return http.StatusGone
-	}
-	return http.StatusInternalServerError
-}
-
 // Error is a service error with its code.
-type Error struct {
-	Code    Code   `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+type Error = apitypes.Error
 
 // New returns an error with a code and a message.
 func New(c Code, format string, args ...any) error {
@@ -64,3 +47,12 @@ func CodeOf(err error) Code {
 
 // Is reports whether err carries code c.
 func Is(err error, c Code) bool { return err != nil && CodeOf(err) == c }
+
+// As returns err's coded error, or an Internal one carrying its text.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: err.Error()}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/store"
@@ -128,7 +129,7 @@ func BenchmarkAnnouncementToListener(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var ev struct {
-			Registrars []Registrar `json:"registrars"`
+			Registrars []apitypes.Registrar `json:"registrars"`
 		}
 		json.Unmarshal(body, &ev)
 		now := time.Now()

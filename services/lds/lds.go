@@ -56,6 +56,7 @@ import (
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -880,15 +881,16 @@ func (s *Service) drop(r *reg, l *lookupService) event.Delivery {
 // stored with r by the caller).
 func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Delivery {
 	r.Seq++
-	regs := make([]Registrar, len(ls))
+	regs := make([]apitypes.Registrar, len(ls))
 	groups := make(map[string][]string, len(ls))
 	for i, l := range ls {
 		regs[i] = RegistrarOf(l.LS)
 		groups[l.LS.ID.String()] = regs[i].Groups
 	}
-	ev := event.Event{Source: event.Source{Service: "lds", ID: r.ID}, EventID: r.EventID, SeqNum: r.Seq,
-		Handback: r.Handback, Type: EventType,
-		Fields: map[string]any{"discarded": discarded, "registrars": regs, "groups": groups}}
+	ev := apitypes.RemoteDiscoveryEvent{
+		RemoteEvent: apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "lds", ID: r.ID}, EventID: r.EventID, SeqNum: r.Seq,
+			Handback: r.Handback, Type: apitypes.RemoteDiscoveryEventType},
+		Discarded: discarded, Registrars: regs, Groups: groups}
 	id, leaseID := r.ID, r.Lease
 	return event.Delivery{Listener: r.Listener, Event: ev, Deadline: s.cfg.Grantor.EndOf(leaseID),
 		Done: func(o event.Outcome, err error) {
@@ -1026,24 +1028,9 @@ func (s *Service) interestChanged() {
 
 // --- helpers ---------------------------------------------------------------
 
-// Registrar is a lookup service as the API shows it (API.md).
-type Registrar struct {
-	ServiceID string `json:"serviceID"`
-	// IDFromProxy: ServiceID stands in for a Java lookup service's own
-	// (see discovery.LookupService.IDFromProxy).
-	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
-	Host        string   `json:"host"`
-	Port        int      `json:"port"`
-	Groups      []string `json:"groups"`
-	Locator     string   `json:"locator"`
-	Kind        string   `json:"kind"`
-	APIURL      *string  `json:"apiURL"`
-	Marshalled  []byte   `json:"marshalled"`
-}
-
 // RegistrarOf describes a lookup service for the API.
-func RegistrarOf(ls discovery.LookupService) Registrar {
-	r := Registrar{ServiceID: ls.ID.String(), IDFromProxy: ls.IDFromProxy, Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
+func RegistrarOf(ls discovery.LookupService) apitypes.Registrar {
+	r := apitypes.Registrar{ServiceID: ls.ID.String(), IDFromProxy: ls.IDFromProxy, Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
 		Locator: discovery.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
 	if r.Groups == nil {
 		r.Groups = []string{}

@@ -15,6 +15,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -36,12 +37,13 @@ type recorder struct{ ch chan got }
 
 func (r *recorder) Send(d event.Delivery) {
 	var ids []discovery.ServiceID
-	for _, reg := range d.Event.Fields["registrars"].([]Registrar) {
+	e := d.Event.(apitypes.RemoteDiscoveryEvent)
+	for _, reg := range e.Registrars {
 		id, _ := discovery.ParseServiceID(reg.ServiceID)
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i].String() < ids[j].String() })
-	r.ch <- got{reg: d.Event.Source.ID, seq: d.Event.SeqNum, discarded: d.Event.Fields["discarded"].(bool), ids: ids, del: d}
+	r.ch <- got{reg: e.Source.ID, seq: e.SeqNum, discarded: e.Discarded, ids: ids, del: d}
 }
 
 type rig struct {

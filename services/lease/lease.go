@@ -62,19 +62,6 @@ type Record struct {
 	Expiration int64 `json:"expiration"`
 }
 
-// Remaining is the DURATION form of an expiration (API.md's lease
-// "remaining"): the milliseconds left at now, 0 once it has passed, Never
-// for a lease that never ends.
-func Remaining(expiration, now int64) int64 {
-	switch {
-	case expiration == Never:
-		return Never
-	case expiration > now:
-		return expiration - now
-	}
-	return 0
-}
-
 // Release frees the resource a lease covered, in the transaction that
 // deletes the lease, so the two go together.
 type Release func(tx *store.Tx, resource string) error
@@ -173,6 +160,9 @@ func (g *Grantor) Close() {
 }
 
 func (g *Grantor) now() int64 { return g.clock.Now().UnixMilli() }
+
+// Now is the grantor's clock: the time leases are granted and end by.
+func (g *Grantor) Now() time.Time { return g.clock.Now() }
 
 // expirationAfter adds a duration to now, saturating instead of
 // overflowing.

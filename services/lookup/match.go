@@ -15,25 +15,26 @@ import (
 // Attribute is an entry: a type, the types it extends, and fields. A
 // field that is null (or absent) in a template matches anything.
 type Attribute struct {
-	Type       string         `json:"type"`
-	Supertypes []string       `json:"supertypes,omitempty"`
-	Fields     map[string]any `json:"fields"`
+	Type       string
+	Supertypes []string
+	Fields     map[string]any
 }
 
-// Item is a registered service.
+// Item is a registered service. Service is the service object as the
+// client gave it, opaque JSON.
 type Item struct {
-	ServiceID  string          `json:"serviceID"`
-	Types      []string        `json:"types"`
-	Attributes []Attribute     `json:"attributes"`
-	Endpoint   string          `json:"endpoint,omitempty"`
-	Service    json.RawMessage `json:"service,omitempty"`
+	ServiceID  string
+	Types      []string
+	Attributes []Attribute
+	Endpoint   string
+	Service    json.RawMessage
 }
 
 // Template selects items: every non-empty part must match.
 type Template struct {
-	ServiceID  string      `json:"serviceID,omitempty"`
-	Types      []string    `json:"types,omitempty"`
-	Attributes []Attribute `json:"attributes,omitempty"`
+	ServiceID  string
+	Types      []string
+	Attributes []Attribute
 }
 
 // Matches applies the Jini matching rules: the ServiceID, if given, is

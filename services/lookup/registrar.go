@@ -11,6 +11,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -34,9 +35,9 @@ const (
 
 // Transitions, by their names in the API.
 const (
-	MatchNoMatch = "MATCH_NOMATCH"
-	NoMatchMatch = "NOMATCH_MATCH"
-	MatchMatch   = "MATCH_MATCH"
+	MatchNoMatch = apitypes.MatchNoMatch
+	NoMatchMatch = apitypes.NoMatchMatch
+	MatchMatch   = apitypes.MatchMatch
 )
 
 // Default lease policies, in milliseconds: the Java registrar's five
@@ -46,20 +47,23 @@ var (
 	DefaultNotifyPolicy = lease.Policy{Default: 30 * 60_000, Max: 60 * 60_000}
 )
 
+// storedItem is a registration: the item and its lease. (On disk it is
+// an itemRecord: see records.go.)
 type storedItem struct {
-	Item  Item   `json:"item"`
-	Lease string `json:"lease"`
+	Item  Item
+	Lease string
 }
 
+// storedNotify is a notify registration (on disk a notifyRecord).
 type storedNotify struct {
-	ID          string   `json:"id"`
-	EventID     int64    `json:"eventID"`
-	Seq         int64    `json:"seq"`
-	Template    Template `json:"template"`
-	Transitions []string `json:"transitions"`
-	Listener    string   `json:"listener"`
-	Handback    []byte   `json:"handback"`
-	Lease       string   `json:"lease"`
+	ID          string
+	EventID     int64
+	Seq         int64
+	Template    Template
+	Transitions []string
+	Listener    string
+	Handback    []byte
+	Lease       string
 }
 
 // Meta is the lookup service's own state.
@@ -81,6 +85,9 @@ type Config struct {
 	// OnMetaChange, if set, hears that groups or locators changed (the
 	// lookup service announces at once then).
 	OnMetaChange func()
+	// UnicastPort tells where the lookup service answers unicast
+	// discovery (its locator); nil means 4160.
+	UnicastPort func() int
 }
 
 // Registrar is the lookup service's state and operations.
@@ -118,20 +125,22 @@ func New(cfg Config) (*Registrar, error) {
 func (r *Registrar) load() error {
 	err := r.cfg.Store.View(func(tx *store.Tx) error {
 		if err := tx.ForEach(itemsBucket, func(k string, raw []byte) error {
-			var si storedItem
-			if err := json.Unmarshal(raw, &si); err != nil {
+			var rec itemRecord
+			if err := json.Unmarshal(raw, &rec); err != nil {
 				return fmt.Errorf("item %s: %w", k, err)
 			}
+			si := rec.stored()
 			r.items[k] = &si
 			return nil
 		}); err != nil {
 			return err
 		}
 		if err := tx.ForEach(notifyBucket, func(k string, raw []byte) error {
-			var n storedNotify
-			if err := json.Unmarshal(raw, &n); err != nil {
+			var rec notifyRecord
+			if err := json.Unmarshal(raw, &rec); err != nil {
 				return fmt.Errorf("notify registration %s: %w", k, err)
 			}
+			n := rec.stored()
 			r.notifies[k] = &n
 			return nil
 		}); err != nil {
@@ -214,8 +223,8 @@ func (r *Registrar) setMeta(change func(*Meta)) error {
 
 // Registration is what Register returns.
 type Registration struct {
-	ServiceID string       `json:"serviceID"`
-	Lease     lease.Record `json:"-"`
+	ServiceID string
+	Lease     lease.Record
 }
 
 // Register registers an item for a leased time: a new ServiceID if it has
@@ -250,7 +259,7 @@ func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
 			return err
 		}
 		si := &storedItem{Item: it, Lease: rec.ID}
-		if err := tx.Put(itemsBucket, it.ServiceID, si); err != nil {
+		if err := tx.Put(itemsBucket, it.ServiceID, recordOf(si)); err != nil {
 			return err
 		}
 		var before *Item
@@ -295,12 +304,16 @@ func validateItem(it *Item) error {
 // AttributeChange is one of the three ways to change a registration's
 // attributes.
 type AttributeChange struct {
-	Add    []Attribute `json:"add,omitempty"`
-	Modify *struct {
-		Templates []Attribute  `json:"templates"`
-		Changes   []*Attribute `json:"changes"`
-	} `json:"modify,omitempty"`
-	Set []Attribute `json:"set,omitempty"`
+	Add    []Attribute
+	Modify *AttributeModify
+	Set    []Attribute
+}
+
+// AttributeModify changes the attributes each template matches: a nil
+// change deletes them, and the non-null fields of a change replace theirs.
+type AttributeModify struct {
+	Templates []Attribute
+	Changes   []*Attribute
 }
 
 // ChangeAttributes adds, modifies or sets the attributes of a live
@@ -348,7 +361,7 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange) error 
 			it.Attributes = []Attribute{}
 		}
 		si := &storedItem{Item: it, Lease: old.Lease}
-		if err := tx.Put(itemsBucket, serviceID, si); err != nil {
+		if err := tx.Put(itemsBucket, serviceID, recordOf(si)); err != nil {
 			return err
 		}
 		send, err := r.transitions(tx, &old.Item, &si.Item)
@@ -403,7 +416,7 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 	r.mu.RUnlock()
 	slices.SortFunc(ns, func(a, b storedNotify) int { return cmp.Compare(a.EventID, b.EventID) })
 	var updated []storedNotify
-	var events []event.Event
+	var events []apitypes.ServiceEvent
 	for _, n := range ns {
 		pre, post := n.Template.Matches(before), n.Template.Matches(after)
 		var tr string
@@ -421,7 +434,7 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 			continue
 		}
 		n.Seq++
-		if err := tx.Put(notifyBucket, n.ID, n); err != nil {
+		if err := tx.Put(notifyBucket, n.ID, notifyRecordOf(&n)); err != nil {
 			return nil, err
 		}
 		id := ""
@@ -430,15 +443,16 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 		} else {
 			id = before.ServiceID
 		}
-		var item any
+		var item *apitypes.Item
 		if post {
-			item = *after
+			it := APIItem(*after)
+			item = &it
 		}
 		updated = append(updated, n)
-		events = append(events, event.Event{
-			Source: event.Source{Service: "lookup", ID: n.ID}, EventID: n.EventID, SeqNum: n.Seq,
-			Handback: n.Handback, Type: "ServiceEvent",
-			Fields: map[string]any{"serviceID": id, "transition": tr, "item": item},
+		events = append(events, apitypes.ServiceEvent{
+			RemoteEvent: apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "lookup", ID: n.ID}, EventID: n.EventID,
+				SeqNum: n.Seq, Handback: n.Handback, Type: apitypes.ServiceEventType},
+			ServiceID: id, Transition: tr, Item: item,
 		})
 	}
 	return func() {
@@ -458,7 +472,7 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 // deliver sends one event; a listener that answers UnknownEvent or fails
 // definitely has its registration cancelled, as the event specification
 // allows.
-func (r *Registrar) deliver(n storedNotify, ev event.Event) {
+func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent) {
 	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: r.cfg.Grantor.EndOf(n.Lease),
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
@@ -472,11 +486,11 @@ func (r *Registrar) deliver(n storedNotify, ev event.Event) {
 
 // NotifyRequest registers interest in transitions.
 type NotifyRequest struct {
-	Template    Template `json:"template"`
-	Transitions []string `json:"transitions"`
-	Listener    string   `json:"listener"`
-	Handback    []byte   `json:"handback"`
-	Duration    int64    `json:"-"`
+	Template    Template
+	Transitions []string
+	Listener    string
+	Handback    []byte
+	Duration    int64
 }
 
 // NotifyRegistration is what Notify returns.
@@ -518,7 +532,7 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 			return err
 		}
 		n.Lease = rec.ID
-		if err := tx.Put(notifyBucket, n.ID, n); err != nil {
+		if err := tx.Put(notifyBucket, n.ID, notifyRecordOf(n)); err != nil {
 			return err
 		}
 		if err := tx.Put(metaBucket, "meta", m); err != nil {

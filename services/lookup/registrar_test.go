@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -77,12 +78,12 @@ func (c *capture) Send(d event.Delivery) {
 	c.mu.Unlock()
 }
 
-func (c *capture) events() []event.Event {
+func (c *capture) events() []apitypes.ServiceEvent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []event.Event
+	var out []apitypes.ServiceEvent
 	for _, d := range c.got {
-		out = append(out, d.Event)
+		out = append(out, d.Event.(apitypes.ServiceEvent))
 	}
 	return out
 }
@@ -145,10 +146,7 @@ func TestTransitionsAndSequence(t *testing.T) {
 	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}); err != nil { // MATCH_MATCH
 		t.Fatal(err)
 	}
-	mod := &struct {
-		Templates []Attribute  `json:"templates"`
-		Changes   []*Attribute `json:"changes"`
-	}{[]Attribute{attr("net.jini.lookup.entry.Name", nil)}, []*Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "attic"}}}}
+	mod := &AttributeModify{[]Attribute{attr("net.jini.lookup.entry.Name", nil)}, []*Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "attic"}}}}
 	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Modify: mod}); err != nil { // MATCH_NOMATCH
 		t.Fatal(err)
 	}
@@ -166,11 +164,11 @@ func TestTransitionsAndSequence(t *testing.T) {
 		t.Fatalf("got %d events, want %d: %+v", len(evs), len(wantTr), evs)
 	}
 	for i, ev := range evs {
-		if ev.Fields["transition"] != wantTr[i] || ev.SeqNum != int64(i+1) || ev.EventID != n.EventID || ev.Fields["serviceID"] != reg.ServiceID {
-			t.Errorf("event %d: %v seq %d, want %s seq %d", i, ev.Fields["transition"], ev.SeqNum, wantTr[i], i+1)
+		if ev.Transition != wantTr[i] || ev.SeqNum != int64(i+1) || ev.EventID != n.EventID || ev.ServiceID != reg.ServiceID {
+			t.Errorf("event %d: %v seq %d, want %s seq %d", i, ev.Transition, ev.SeqNum, wantTr[i], i+1)
 		}
-		if (ev.Fields["item"] == nil) != (wantTr[i] == MatchNoMatch) {
-			t.Errorf("event %d (%s): item %v", i, wantTr[i], ev.Fields["item"])
+		if (ev.Item == nil) != (wantTr[i] == MatchNoMatch) {
+			t.Errorf("event %d (%s): item %v", i, wantTr[i], ev.Item)
 		}
 	}
 	if items, total, _ := f.r.Query(Template{}, 10); total != 0 || len(items) != 0 {
@@ -278,7 +276,7 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v", items)
 	}
 	evs := f2.cap.events()
-	if len(evs) != 1 || evs[0].SeqNum != 3 || evs[0].Fields["serviceID"] != lapse.ServiceID || evs[0].EventID != n.EventID {
+	if len(evs) != 1 || evs[0].SeqNum != 3 || evs[0].ServiceID != lapse.ServiceID || evs[0].EventID != n.EventID {
 		t.Fatalf("events at restart %+v; want the lapsed registration's MATCH_NOMATCH with seq 3", evs)
 	}
 	if l, err := f2.r.Lease(keep.ServiceID); err != nil || l.Expiration != keep.Lease.Expiration {

@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,6 +36,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -85,7 +85,8 @@ type Config struct {
 	// MaxPerRegistration and MaxEvents are the quotas (events stored for
 	// one registration, and for the daemon); 0 means the defaults.
 	MaxPerRegistration, MaxEvents int
-	// Client posts events to targets; nil means a 10 s timeout.
+	// Client posts events to targets: the daemon's outbound client (nil:
+	// one of outbound's defaults).
 	Client *http.Client
 	// Backoff after an indefinite delivery failure, doubling up to
 	// MaxBackoff.
@@ -215,7 +216,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("mailbox: negative quota")
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{Timeout: 10 * time.Second}
+		cfg.Client = outbound.New(outbound.Config{})
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = 100 * time.Millisecond
@@ -712,15 +713,17 @@ func (s *Service) push(r *reg) {
 			s.remove(r, q.seq)
 			continue
 		}
-		switch out, err := s.post(target, body); out {
-		case delivered0:
+		// The delivery rules are every listener's (event.Attempt); the
+		// order, retries and what a failure does are the mailbox's.
+		switch out, err := event.Attempt(s.ctx, s.cfg.Client, target, body); out {
+		case event.Delivered:
 			s.forget(r, q.seq)
 			delivered = append(delivered, q.seq)
 			backoff = 0
-		case unknownEvent:
+		case event.UnknownEvent:
 			flush()
 			s.addUnknown(r.ID, []string{q.key}, nil)
-		case definite:
+		case event.Definite:
 			flush()
 			s.log.Info("mailbox delivery disabled: the target refused an event", "registration", r.ID, "target", target, "err", err)
 			s.change(r.ID, func(r *reg) {
@@ -750,38 +753,6 @@ func (s *Service) push(r *reg) {
 			t.Stop()
 		}
 	}
-}
-
-type outcome int
-
-const (
-	delivered0 outcome = iota
-	unknownEvent
-	definite
-	indefinite
-)
-
-func (s *Service) post(target string, body []byte) (outcome, error) {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return definite, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return indefinite, err
-	}
-	defer resp.Body.Close()
-	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	switch {
-	case resp.StatusCode/100 == 2:
-		return delivered0, nil
-	case resp.StatusCode == http.StatusGone && bytes.Contains(reply, []byte(`"UnknownEvent"`)):
-		return unknownEvent, errors.New("target answered UnknownEvent")
-	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
-		return indefinite, fmt.Errorf("target answered %s", resp.Status)
-	}
-	return definite, fmt.Errorf("target answered %s", resp.Status)
 }
 
 func (s *Service) body(id string, seq uint64) ([]byte, error) {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/store"
@@ -59,9 +61,7 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.m.Start()
-	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: r.g, Mailbox: r.m})
-	r.srv = httptest.NewServer(mux)
+	r.srv = httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{r.g, r.m}}))
 }
 
 func (r *rig) close() {
@@ -106,7 +106,7 @@ func (r *rig) do(method, path string, body any, out any) (int, string) {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		var eb api.ErrorBody
+		var eb apitypes.ErrorBody
 		json.Unmarshal(raw, &eb)
 		return resp.StatusCode, string(eb.Error.Code)
 	}
@@ -119,8 +119,8 @@ func (r *rig) do(method, path string, body any, out any) (int, string) {
 }
 
 type registration struct {
-	ID       string    `json:"id"`
-	Lease    api.Lease `json:"lease"`
+	ID       string         `json:"id"`
+	Lease    apitypes.Lease `json:"lease"`
 	Listener struct {
 		URL string `json:"url"`
 	} `json:"listener"`

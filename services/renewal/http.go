@@ -1,85 +1,226 @@
 package renewal
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
-	"time"
 
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/httpjson"
 )
 
-// HTTPRenewer renews leases at grantors that speak API.md's lease
-// endpoints: POST {grantor}/v1/leases/renew.
-type HTTPRenewer struct {
-	Client *http.Client // nil: 30 s timeout
+// Name, Prefix and Routes make the service a part of the API (API.md,
+// "Lease renewal service").
+func (s *Service) Name() string   { return "lease renewal service" }
+func (s *Service) Prefix() string { return "/v1/renewal/" }
+
+// Routes registers the service's endpoints.
+func (s *Service) Routes(mux httpjson.Mux) {
+	mux.HandleFunc("POST /v1/renewal/sets", s.httpCreate)
+	mux.HandleFunc("GET /v1/renewal/sets/{id}", s.httpGet)
+	mux.HandleFunc("POST /v1/renewal/sets/{id}/leases", s.httpRenewFor)
+	mux.HandleFunc("GET /v1/renewal/sets/{id}/leases", s.httpLeases)
+	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/leases/{key}", s.httpRemove)
+	mux.HandleFunc("PUT /v1/renewal/sets/{id}/warning-listener", s.httpSetWarning)
+	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/warning-listener", s.httpClear(true))
+	mux.HandleFunc("PUT /v1/renewal/sets/{id}/failure-listener", s.httpSetFailure)
+	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/failure-listener", s.httpClear(false))
 }
 
-// RenewAll implements Renewer.
-func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
-	type item struct {
-		ID       string `json:"id"`
-		Duration int64  `json:"duration"`
+func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock.Now} }
+
+// apiLease is a client lease (granted elsewhere) as the API shows it.
+func (s *Service) apiLease(l ClientLease) apitypes.Lease {
+	return apitypes.Lease{Grantor: l.Grantor, ID: l.ID, Expiration: l.Expiration, Remaining: apitypes.Remaining(l.Expiration, s.now())}
+}
+
+func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		LeaseDuration *int64 `json:"leaseDuration"`
 	}
-	body := struct {
-		Leases []item `json:"leases"`
-	}{Leases: make([]item, len(rs))}
-	for i, r := range rs {
-		body.Leases[i] = item{r.ID, r.Duration}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
 	}
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(grantor, "/")+"/v1/leases/renew", bytes.NewReader(b))
+	if err := httpjson.Required("leaseDuration", req.LeaseDuration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	c, err := s.Create(*req.LeaseDuration)
 	if err != nil {
-		return nil, fmt.Errorf("grantor %q: %w", grantor, err)
+		httpjson.WriteError(w, err)
+		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	hc := h.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	resp, err := hc.Do(req)
+	httpjson.Write(w, http.StatusOK, apitypes.RenewalSet{ID: c.ID, Lease: s.leases().Of(r, c.Lease.ID, c.Lease.Expiration)})
+}
+
+func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
+	info, err := s.Get(r.PathValue("id"))
 	if err != nil {
-		return nil, err // unreachable, timeout: indefinite
+		httpjson.WriteError(w, err)
+		return
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if resp.StatusCode/100 == 5 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
-		return nil, fmt.Errorf("grantor %s answered %s", grantor, resp.Status)
+	rec, err := s.cfg.Grantor.Get(info.Lease)
+	if err != nil {
+		httpjson.WriteError(w, noSuchSet(info.ID))
+		return
 	}
-	if resp.StatusCode/100 != 2 {
-		// The call itself refused (no such endpoint, a bad request): a
-		// definite failure for every lease in it.
-		var eb struct {
-			Error fault.Error `json:"error"`
+	out := map[string]any{"id": info.ID, "lease": s.leases().Of(r, rec.ID, rec.Expiration), "leases": info.Leases,
+		"warningListener": nil, "failureListener": nil}
+	if wl := info.Warning; wl != nil {
+		out["warningListener"] = map[string]any{"listener": apitypes.Listener{URL: wl.URL}, "minWarning": wl.MinWarning, "handback": wl.Handback}
+	}
+	if fl := info.Failure; fl != nil {
+		out["failureListener"] = map[string]any{"listener": apitypes.Listener{URL: fl.URL}, "handback": fl.Handback}
+	}
+	httpjson.Write(w, http.StatusOK, out)
+}
+
+// httpRenewFor is renewFor: renewDuration left out means FOREVER (the
+// two-argument form).
+func (s *Service) httpRenewFor(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Lease *struct {
+			Grantor    string `json:"grantor"`
+			ID         string `json:"id"`
+			Expiration *int64 `json:"expiration"`
+			Remaining  *int64 `json:"remaining"`
+		} `json:"lease"`
+		DesiredDuration *int64 `json:"desiredDuration"`
+		RenewDuration   *int64 `json:"renewDuration"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Lease == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "lease is required"))
+		return
+	}
+	if req.DesiredDuration == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "desiredDuration is required (milliseconds; %d for as long as possible)", apitypes.Forever))
+		return
+	}
+	renew := apitypes.Forever
+	if req.RenewDuration != nil {
+		renew = *req.RenewDuration
+	}
+	// The DURATION form wins: it does not depend on the grantor's clock.
+	var exp int64
+	switch {
+	case req.Lease.Remaining != nil && *req.Lease.Remaining == apitypes.Forever:
+		exp = apitypes.Forever
+	case req.Lease.Remaining != nil:
+		exp = s.now() + *req.Lease.Remaining
+	case req.Lease.Expiration != nil:
+		exp = *req.Lease.Expiration
+	default:
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "lease: expiration or remaining is required"))
+		return
+	}
+	err := s.RenewFor(r.PathValue("id"), ClientLease{Grantor: req.Lease.Grantor, ID: req.Lease.ID, Expiration: exp}, *req.DesiredDuration, renew)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) httpLeases(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.Leases(r.PathValue("id"))
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	out := make([]apitypes.ClientLease, len(ms))
+	for i, m := range ms {
+		out[i] = apitypes.ClientLease{Lease: s.apiLease(m.ClientLease), DesiredExpiration: m.Desired, RenewDuration: m.RenewDuration}
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"leases": out})
+}
+
+// httpRemove is remove: the lease, or null. {key} is "grantor|id" or the
+// lease ID alone.
+func (s *Service) httpRemove(w http.ResponseWriter, r *http.Request) {
+	l, err := s.Remove(r.PathValue("id"), r.PathValue("key"))
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if l == nil {
+		httpjson.Write(w, http.StatusOK, map[string]any{"lease": nil})
+		return
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"lease": s.apiLease(*l)})
+}
+
+type listenerBody struct {
+	Listener   *apitypes.Listener `json:"listener"`
+	MinWarning *int64             `json:"minWarning"`
+	Handback   []byte             `json:"handback"`
+}
+
+func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
+	var req listenerBody
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Listener == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		return
+	}
+	if req.MinWarning == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "minWarning is required (milliseconds before the set's lease ends)"))
+		return
+	}
+	reg, err := s.SetWarningListener(r.PathValue("id"), req.Listener.URL, *req.MinWarning, req.Handback)
+	s.writeListenerReg(w, r, reg, err)
+}
+
+func (s *Service) httpSetFailure(w http.ResponseWriter, r *http.Request) {
+	var req listenerBody
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Listener == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		return
+	}
+	if req.MinWarning != nil {
+		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "minWarning belongs to the warning listener"))
+		return
+	}
+	reg, err := s.SetFailureListener(r.PathValue("id"), req.Listener.URL, req.Handback)
+	s.writeListenerReg(w, r, reg, err)
+}
+
+func (s *Service) writeListenerReg(w http.ResponseWriter, r *http.Request, reg Registration, err error) {
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	rec, err := s.cfg.Grantor.Get(reg.Lease)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.ListenerRegistration{EventID: reg.EventID, SeqNum: reg.SeqNum,
+		Lease: s.leases().Of(r, rec.ID, rec.Expiration)})
+}
+
+func (s *Service) httpClear(warning bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		if warning {
+			err = s.ClearWarningListener(r.PathValue("id"))
+		} else {
+			err = s.ClearFailureListener(r.PathValue("id"))
 		}
-		if json.Unmarshal(raw, &eb) != nil || eb.Error.Code == "" {
-			eb.Error = fault.Error{Code: fault.NoSuchObject, Message: fmt.Sprintf("grantor %s answered %s", grantor, resp.Status)}
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
 		}
-		out := make([]Result, len(rs))
-		for i := range out {
-			e := eb.Error
-			out[i] = Result{Err: &e}
-		}
-		return out, nil
+		w.WriteHeader(http.StatusNoContent)
 	}
-	var answer struct {
-		Results []struct {
-			ID         string       `json:"id"`
-			Expiration int64        `json:"expiration"`
-			Error      *fault.Error `json:"error"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(raw, &answer); err != nil || len(answer.Results) != len(rs) {
-		return nil, fmt.Errorf("grantor %s: unreadable answer to renewAll (%d results for %d leases): %v", grantor, len(answer.Results), len(rs), err)
-	}
-	out := make([]Result, len(rs))
-	for i, r := range answer.Results {
-		out[i] = Result{Expiration: r.Expiration, Err: r.Error}
-	}
-	return out, nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/pqueue"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -54,8 +55,8 @@ const (
 
 // Event types.
 const (
-	FailureEvent = "RenewalFailureEvent"
-	WarningEvent = "ExpirationWarningEvent"
+	FailureEvent = apitypes.RenewalFailureEventType
+	WarningEvent = apitypes.ExpirationWarningEventType
 )
 
 const (
@@ -680,7 +681,8 @@ func (s *Service) warn(setID string) {
 		if err := tx.Put(setsBucket, st.ID, st); err != nil {
 			return err
 		}
-		d := s.delivery(st, st.Warning, WarningEventID, st.WarnSeq, WarningEvent, map[string]any{"lease": rec.ID, "expiration": rec.Expiration})
+		d := s.delivery(st, st.Warning, WarningEventID, apitypes.ExpirationWarningEvent{
+			RemoteEvent: s.remote(st, st.Warning, WarningEventID, st.WarnSeq, WarningEvent), Lease: rec.ID, Expiration: rec.Expiration})
 		ev = &d
 		return nil
 	})
@@ -699,29 +701,27 @@ func (s *Service) warn(setID string) {
 // renewal, else the one it was added with (LR.2).
 func (s *Service) failureEvent(st *set, m *member, cause *fault.Error, now int64) event.Delivery {
 	st.FailSeq++
-	var errField any
-	if cause != nil {
-		errField = cause
+	ev := apitypes.RenewalFailureEvent{RemoteEvent: s.remote(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent),
+		Lease: apitypes.Lease{Grantor: m.Grantor, ID: m.ID, Expiration: m.Expiration, Remaining: apitypes.Remaining(m.Expiration, now)},
+		Error: cause}
+	return s.delivery(st, st.Failure, FailureEventID, ev)
+}
+
+// remote is the common part of a set's events.
+func (s *Service) remote(st *set, reg *listenerReg, eventID, seq int64, typ string) apitypes.RemoteEvent {
+	ev := apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "renewal", ID: st.ID}, EventID: eventID, SeqNum: seq, Type: typ}
+	if reg != nil {
+		ev.Handback = reg.Handback
 	}
-	l := EventLease{ClientLease: m.ClientLease, Remaining: lease.Remaining(m.Expiration, now)}
-	return s.delivery(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent, map[string]any{"lease": l, "error": errField})
+	return ev
 }
 
-// EventLease is a client lease as an event carries it: API.md's lease,
-// with the milliseconds it had left when the event was made.
-type EventLease struct {
-	ClientLease
-	Remaining int64 `json:"remaining"`
-}
-
-func (s *Service) delivery(st *set, reg *listenerReg, eventID, seq int64, typ string, fields map[string]any) event.Delivery {
+func (s *Service) delivery(st *set, reg *listenerReg, eventID int64, ev event.Event) event.Delivery {
 	if reg == nil {
 		return event.Delivery{}
 	}
 	setID, regID := st.ID, reg.ID
-	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease),
-		Event: event.Event{Source: event.Source{Service: "renewal", ID: st.ID}, EventID: eventID, SeqNum: seq,
-			Handback: reg.Handback, Type: typ, Fields: fields},
+	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease), Event: ev,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				s.clearRefused(setID, eventID, regID, o, err)

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -240,7 +241,7 @@ func (r *rig) noEvent() {
 	r.t.Helper()
 	select {
 	case d := <-r.ev.ch:
-		r.t.Fatalf("unexpected event %s seq %d %v", d.Event.Type, d.Event.SeqNum, d.Event.Fields)
+		r.t.Fatalf("unexpected event %s seq %d %+v", d.Event.Remote().Type, d.Event.Remote().SeqNum, d.Event)
 	case <-time.After(50 * time.Millisecond):
 	}
 }
@@ -376,7 +377,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := r.event()
-			if e.Event.Type != FailureEvent || e.Event.EventID != FailureEventID || e.Event.Fields["lease"].(EventLease).ID != "old" {
+			if e.Event.Remote().Type != FailureEvent || e.Event.Remote().EventID != FailureEventID || e.Event.(apitypes.RenewalFailureEvent).Lease.ID != "old" {
 				t.Fatalf("event %+v", e.Event)
 			}
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
@@ -488,8 +489,8 @@ func TestConformance(t *testing.T) {
 			r.fake.set(func() { r.fake.mode["a"] = "fail" })
 			r.advance(time.Minute)
 			e := r.event()
-			if e.Event.Type != FailureEvent || e.Event.Fields["error"].(*fault.Error).Message != "try later" {
-				t.Fatalf("event %+v", e.Event.Fields)
+			if e.Event.Remote().Type != FailureEvent || e.Event.(apitypes.RenewalFailureEvent).Error.Message != "try later" {
+				t.Fatalf("event %+v", e.Event)
 			}
 			r.noEvent()
 		}},
@@ -499,8 +500,8 @@ func TestConformance(t *testing.T) {
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
 			r.advance(51 * time.Second)
-			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.UnknownLease {
-				t.Fatalf("event %+v", e.Event.Fields)
+			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != fault.UnknownLease {
+				t.Fatalf("event %+v", e.Event)
 			}
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
 				t.Fatal("kept after a definite failure")
@@ -512,7 +513,7 @@ func TestConformance(t *testing.T) {
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "denied" })
 			r.advance(2 * time.Minute)
-			if e := r.event(); e.Event.Fields["error"].(*fault.Error).Code != fault.LeaseDenied || e.Event.SeqNum != 1 {
+			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != fault.LeaseDenied || e.Event.Remote().SeqNum != 1 {
 				t.Fatalf("event %+v", e.Event)
 			}
 			r.noEvent()
@@ -583,8 +584,8 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("still listed at its expiration: %+v", ls)
 			}
 			e := r.event()
-			el := e.Event.Fields["lease"].(EventLease)
-			if e.Event.Type != FailureEvent || el.ID != "a" || el.Expiration != l.Expiration || el.Remaining != 0 || e.Event.Fields["error"] != nil {
+			el := e.Event.(apitypes.RenewalFailureEvent).Lease
+			if e.Event.Remote().Type != FailureEvent || el.ID != "a" || el.Expiration != l.Expiration || el.Remaining != 0 || e.Event.(apitypes.RenewalFailureEvent).Error != nil {
 				t.Fatalf("event %+v", e.Event)
 			}
 			close(hold) // the call returns late: it changes nothing
@@ -605,12 +606,12 @@ func TestConformance(t *testing.T) {
 			defer close(hold)
 			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
 			r.advance(60 * time.Second)
-			if e := r.event(); e.Event.Fields["lease"].(EventLease).ID != "a" {
+			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Lease.ID != "a" {
 				t.Fatalf("first event %+v", e.Event)
 			}
 			r.advance(10 * time.Second)
 			e := r.event()
-			if el := e.Event.Fields["lease"].(EventLease); el.ID != "b" || el.Expiration != b.Expiration || e.Event.SeqNum != 2 {
+			if el := e.Event.(apitypes.RenewalFailureEvent).Lease; el.ID != "b" || el.Expiration != b.Expiration || e.Event.Remote().SeqNum != 2 {
 				t.Fatalf("second event %+v", e.Event)
 			}
 			ls, _ := r.s.Leases(c.ID)
@@ -627,7 +628,7 @@ func TestConformance(t *testing.T) {
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
 			r.advance(50 * time.Second)
 			e := r.event()
-			el := e.Event.Fields["lease"].(EventLease)
+			el := e.Event.(apitypes.RenewalFailureEvent).Lease
 			if el.Expiration != l.Expiration || el.Remaining != 10_000 || el.Grantor != g1 {
 				t.Fatalf("event lease %+v, want expiration %d (the original) and 10000 remaining", el, l.Expiration)
 			}
@@ -640,7 +641,7 @@ func TestConformance(t *testing.T) {
 			renewed := r.now() + 60_000
 			r.fake.set(func() { r.fake.mode["a"] = "denied" })
 			r.advance(50 * time.Second)
-			el := r.event().Event.Fields["lease"].(EventLease)
+			el := r.event().Event.(apitypes.RenewalFailureEvent).Lease
 			if el.Expiration != renewed || el.Remaining != renewed-r.now() {
 				t.Fatalf("event lease %+v, want expiration %d (the last renewal)", el, renewed)
 			}
@@ -649,7 +650,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(lease.Forever)
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x", Expiration: r.now() - 1}, 60_000, 1000)
-			b, err := json.Marshal(r.event().Event.Fields["lease"])
+			b, err := json.Marshal(r.event().Event.(apitypes.RenewalFailureEvent).Lease)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -722,7 +723,7 @@ func TestConformance(t *testing.T) {
 			r.noEvent()
 			r.advance(time.Millisecond)
 			e := r.event()
-			if e.Event.Type != WarningEvent || e.Event.EventID != WarningEventID || string(e.Event.Handback) != "hb" || e.Event.Source.ID != c.ID {
+			if e.Event.Remote().Type != WarningEvent || e.Event.Remote().EventID != WarningEventID || string(e.Event.Remote().Handback) != "hb" || e.Event.Remote().Source.ID != c.ID {
 				t.Fatalf("event %+v", e.Event)
 			}
 			r.advance(5 * time.Second)
@@ -732,7 +733,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(60_000)
 			r.s.SetWarningListener(c.ID, "http://l/", 120_000, nil)
 			r.advance(0)
-			if e := r.event(); e.Event.Type != WarningEvent {
+			if e := r.event(); e.Event.Remote().Type != WarningEvent {
 				t.Fatalf("event %+v", e.Event)
 			}
 		}},
@@ -747,15 +748,15 @@ func TestConformance(t *testing.T) {
 			r.advance(50*time.Second - time.Millisecond)
 			r.noEvent()
 			r.advance(time.Millisecond)
-			if e := r.event(); e.Event.SeqNum != 2 {
-				t.Fatalf("second warning seq %d", e.Event.SeqNum)
+			if e := r.event(); e.Event.Remote().SeqNum != 2 {
+				t.Fatalf("second warning seq %d", e.Event.Remote().SeqNum)
 			}
 		}},
 		{"listeners/sequence-continues-across-replacement", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.SetFailureListener(c.ID, "http://l1/", nil)
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1", Expiration: r.now() - 1}, 60_000, 1000)
-			if e := r.event(); e.Listener != "http://l1/" || e.Event.SeqNum != 1 {
+			if e := r.event(); e.Listener != "http://l1/" || e.Event.Remote().SeqNum != 1 {
 				t.Fatalf("first %+v", e)
 			}
 			reg, _ := r.s.SetFailureListener(c.ID, "http://l2/", nil)
@@ -763,7 +764,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("new registration's seqNum %d", reg.SeqNum)
 			}
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x2", Expiration: r.now() - 1}, 60_000, 1000)
-			if e := r.event(); e.Listener != "http://l2/" || e.Event.SeqNum != 2 {
+			if e := r.event(); e.Listener != "http://l2/" || e.Event.Remote().SeqNum != 2 {
 				t.Fatalf("second %+v", e)
 			}
 		}},
@@ -873,8 +874,8 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("after restart: %+v, %v", info, err)
 			}
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x2", Expiration: r.now() - 1}, 60_000, 1000)
-			if e := r.event(); e.Event.SeqNum != 2 {
-				t.Fatalf("sequence after restart %d", e.Event.SeqNum)
+			if e := r.event(); e.Event.Remote().SeqNum != 2 {
+				t.Fatalf("sequence after restart %d", e.Event.Remote().SeqNum)
 			}
 		}},
 	}

@@ -1,5 +1,8 @@
 // Package client is the Go client of jinid's HTTP API, used by the jinid
-// CLI and the tests; clients in other languages speak the same JSON.
+// CLI, by jinid itself when it renews leases at another jinid, and by the
+// tests; clients in other languages speak the same JSON. It links only
+// the wire types (apitypes), none of the server, and builds for every
+// operating system Go does (deps_test.go).
 package client
 
 import (
@@ -13,9 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jinid/jinid/services/api"
-	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // Client talks to one jinid.
@@ -37,16 +38,16 @@ func New(base string, hc *http.Client) (*Client, error) {
 	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}, nil
 }
 
-// Error is an error the server answered; errors.As to *fault.Error (or
-// fault.Is) tells its code.
+// Error is an error the server answered; errors.As to *apitypes.Error
+// tells its code.
 type Error struct {
 	Status int
-	Err    fault.Error
+	Err    apitypes.Error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Err.Error(), e.Status) }
 
-// Unwrap exposes the fault for fault.Is and errors.As.
+// Unwrap exposes the coded error for errors.As.
 func (e *Error) Unwrap() error { return &e.Err }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
@@ -71,10 +72,10 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		var eb api.ErrorBody
+		var eb apitypes.ErrorBody
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(raw, &eb) != nil || eb.Error.Code == "" {
-			eb.Error = fault.Error{Code: fault.Internal, Message: strings.TrimSpace(string(raw))}
+			eb.Error = apitypes.Error{Code: apitypes.Internal, Message: strings.TrimSpace(string(raw))}
 		}
 		return &Error{Status: resp.StatusCode, Err: eb.Error}
 	}
@@ -88,11 +89,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 }
 
 // LookupInfo describes the lookup service.
-type LookupInfo struct {
-	ServiceID string   `json:"serviceID"`
-	Groups    []string `json:"groups"`
-	Locator   string   `json:"locator"`
-}
+type LookupInfo = apitypes.LookupInfo
 
 // Lookup describes the server's lookup service.
 func (c *Client) Lookup(ctx context.Context) (LookupInfo, error) {
@@ -101,41 +98,30 @@ func (c *Client) Lookup(ctx context.Context) (LookupInfo, error) {
 }
 
 // Registered is the answer to Register.
-type Registered struct {
-	ServiceID string    `json:"serviceID"`
-	Lease     api.Lease `json:"lease"`
-}
+type Registered = apitypes.Registered
 
 // Register registers an item for a leased time (milliseconds; -1 ANY).
-func (c *Client) Register(ctx context.Context, it lookup.Item, duration int64) (Registered, error) {
+func (c *Client) Register(ctx context.Context, it apitypes.Item, duration int64) (Registered, error) {
 	var out Registered
 	in := map[string]any{"item": it, "leaseDuration": duration}
 	return out, c.do(ctx, http.MethodPost, "/v1/lookup/services", in, &out)
 }
 
 // Query returns up to max matching items and how many match.
-func (c *Client) Query(ctx context.Context, t lookup.Template, max int) ([]lookup.Item, int, error) {
-	var out struct {
-		Items []lookup.Item `json:"items"`
-		Total int           `json:"totalMatches"`
-	}
+func (c *Client) Query(ctx context.Context, t apitypes.Template, max int) ([]apitypes.Item, int, error) {
+	var out apitypes.Items
 	err := c.do(ctx, http.MethodPost, "/v1/lookup/query", map[string]any{"template": t, "maxMatches": max}, &out)
-	return out.Items, out.Total, err
+	return out.Items, out.TotalMatches, err
 }
 
 // List returns every registered item.
-func (c *Client) List(ctx context.Context) ([]lookup.Item, error) {
-	var out struct {
-		Items []lookup.Item `json:"items"`
-	}
+func (c *Client) List(ctx context.Context) ([]apitypes.Item, error) {
+	var out apitypes.Items
 	return out.Items, c.do(ctx, http.MethodGet, "/v1/lookup/services", nil, &out)
 }
 
 // Service is one registered item with the end of its lease.
-type Service struct {
-	Item       lookup.Item `json:"item"`
-	Expiration int64       `json:"expiration"`
-}
+type Service = apitypes.Service
 
 // Get returns one registered item.
 func (c *Client) Get(ctx context.Context, serviceID string) (Service, error) {
@@ -145,7 +131,7 @@ func (c *Client) Get(ctx context.Context, serviceID string) (Service, error) {
 
 // NotifyRequest registers a listener.
 type NotifyRequest struct {
-	Template    lookup.Template
+	Template    apitypes.Template
 	Transitions []string
 	Listener    string
 	Handback    []byte
@@ -153,12 +139,7 @@ type NotifyRequest struct {
 }
 
 // NotifyRegistration is the answer to Notify.
-type NotifyRegistration struct {
-	ID      string    `json:"id"`
-	EventID int64     `json:"eventID"`
-	SeqNum  int64     `json:"seqNum"`
-	Lease   api.Lease `json:"lease"`
-}
+type NotifyRegistration = apitypes.NotifyRegistration
 
 // Notify registers a listener for transitions.
 func (c *Client) Notify(ctx context.Context, n NotifyRequest) (NotifyRegistration, error) {
@@ -169,17 +150,14 @@ func (c *Client) Notify(ctx context.Context, n NotifyRequest) (NotifyRegistratio
 }
 
 // ChangeAttributes adds, modifies or sets a registration's attributes.
-func (c *Client) ChangeAttributes(ctx context.Context, serviceID string, ch lookup.AttributeChange) error {
+func (c *Client) ChangeAttributes(ctx context.Context, serviceID string, ch apitypes.AttributeChange) error {
 	return c.do(ctx, http.MethodPost, "/v1/lookup/services/"+url.PathEscape(serviceID)+"/attributes", ch, nil)
 }
 
 // Renew renews a lease; it returns the new expiration and the duration
 // granted.
 func (c *Client) Renew(ctx context.Context, leaseID string, duration int64) (expiration, granted int64, err error) {
-	var out struct {
-		Expiration int64 `json:"expiration"`
-		Granted    int64 `json:"granted"`
-	}
+	var out apitypes.Renewed
 	err = c.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(leaseID)+"/renew", map[string]int64{"duration": duration}, &out)
 	return out.Expiration, out.Granted, err
 }
@@ -190,24 +168,17 @@ func (c *Client) Cancel(ctx context.Context, leaseID string) error {
 }
 
 // Renewal is one lease of a batch renewal.
-type Renewal struct {
-	ID       string `json:"id"`
-	Duration int64  `json:"duration"`
-}
+type Renewal = apitypes.Renewal
 
 // RenewAll renews a batch, with one result per lease.
-func (c *Client) RenewAll(ctx context.Context, rs []Renewal) ([]api.BatchResult, error) {
-	var out struct {
-		Results []api.BatchResult `json:"results"`
-	}
+func (c *Client) RenewAll(ctx context.Context, rs []Renewal) ([]apitypes.BatchResult, error) {
+	var out apitypes.BatchResults
 	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out)
 }
 
 // CancelAll cancels a batch, with one result per lease.
-func (c *Client) CancelAll(ctx context.Context, ids []string) ([]api.BatchResult, error) {
-	var out struct {
-		Results []api.BatchResult `json:"results"`
-	}
+func (c *Client) CancelAll(ctx context.Context, ids []string) ([]apitypes.BatchResult, error) {
+	var out apitypes.BatchResults
 	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/cancel", map[string]any{"ids": ids}, &out)
 }
 

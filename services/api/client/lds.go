@@ -5,8 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/jinid/jinid/services/api"
-	"github.com/jinid/jinid/services/lds"
+	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // LDSRequest asks the lookup discovery service for a registration.
@@ -20,12 +19,7 @@ type LDSRequest struct {
 }
 
 // LDSRegistered is the answer to LDSRegister.
-type LDSRegistered struct {
-	ID      string    `json:"id"`
-	EventID int64     `json:"eventID"`
-	SeqNum  int64     `json:"seqNum"`
-	Lease   api.Lease `json:"lease"`
-}
+type LDSRegistered = apitypes.LDSRegistered
 
 // LDSRegister registers with the lookup discovery service.
 func (c *Client) LDSRegister(ctx context.Context, r LDSRequest) (LDSRegistered, error) {
@@ -43,37 +37,47 @@ func ldsPath(id string, rest string) string {
 }
 
 // LDSGet returns a registration.
-func (c *Client) LDSGet(ctx context.Context, id string) (api.LDSRegistration, error) {
-	var out api.LDSRegistration
+func (c *Client) LDSGet(ctx context.Context, id string) (apitypes.LDSRegistration, error) {
+	var out apitypes.LDSRegistration
 	return out, c.do(ctx, http.MethodGet, ldsPath(id, ""), nil, &out)
 }
 
 // LDSRegistrars returns a registration's discovered lookup services.
-func (c *Client) LDSRegistrars(ctx context.Context, id string) ([]lds.Registrar, error) {
+func (c *Client) LDSRegistrars(ctx context.Context, id string) ([]apitypes.Registrar, error) {
 	var out struct {
-		Registrars []lds.Registrar `json:"registrars"`
+		Registrars []apitypes.Registrar `json:"registrars"`
 	}
 	return out.Registrars, c.do(ctx, http.MethodGet, ldsPath(id, "/registrars"), nil, &out)
 }
 
+// Mutation is one of a registration's group and locator mutators.
+type Mutation int
+
+// The mutators.
+const (
+	Add Mutation = iota
+	Set
+	Remove
+)
+
 // mutationMethod: add is POST, set PUT, remove DELETE.
-func mutationMethod(m lds.Mutation) string {
-	return [...]string{lds.Add: http.MethodPost, lds.Set: http.MethodPut, lds.Remove: http.MethodDelete}[m]
+func mutationMethod(m Mutation) string {
+	return [...]string{Add: http.MethodPost, Set: http.MethodPut, Remove: http.MethodDelete}[m]
 }
 
 // LDSGroups adds, sets or removes a registration's groups (for set, nil
 // means all groups).
-func (c *Client) LDSGroups(ctx context.Context, id string, m lds.Mutation, groups []string) (api.LDSRegistration, error) {
-	var out api.LDSRegistration
+func (c *Client) LDSGroups(ctx context.Context, id string, m Mutation, groups []string) (apitypes.LDSRegistration, error) {
+	var out apitypes.LDSRegistration
 	return out, c.do(ctx, mutationMethod(m), ldsPath(id, "/groups"), map[string]any{"groups": groups}, &out)
 }
 
 // LDSLocators adds, sets or removes a registration's locators.
-func (c *Client) LDSLocators(ctx context.Context, id string, m lds.Mutation, locators []string) (api.LDSRegistration, error) {
+func (c *Client) LDSLocators(ctx context.Context, id string, m Mutation, locators []string) (apitypes.LDSRegistration, error) {
 	if locators == nil {
 		locators = []string{}
 	}
-	var out api.LDSRegistration
+	var out apitypes.LDSRegistration
 	return out, c.do(ctx, mutationMethod(m), ldsPath(id, "/locators"), map[string]any{"locators": locators}, &out)
 }
 

@@ -7,17 +7,11 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // MailboxRegistration is a new mailbox registration.
-type MailboxRegistration struct {
-	ID       string    `json:"id"`
-	Lease    api.Lease `json:"lease"`
-	Listener struct {
-		URL string `json:"url"`
-	} `json:"listener"`
-}
+type MailboxRegistration = apitypes.MailboxRegistration
 
 func boxPath(id, rest string) string { return "/v1/mailbox/registrations/" + url.PathEscape(id) + rest }
 

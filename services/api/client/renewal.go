@@ -5,14 +5,11 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // RenewalSet is a new renewal set.
-type RenewalSet struct {
-	ID    string    `json:"id"`
-	Lease api.Lease `json:"lease"`
-}
+type RenewalSet = apitypes.RenewalSet
 
 func setPath(id, rest string) string { return "/v1/renewal/sets/" + url.PathEscape(id) + rest }
 
@@ -24,7 +21,7 @@ func (c *Client) RenewalCreate(ctx context.Context, duration int64) (RenewalSet,
 
 // RenewFor puts a lease in a set; renew nil means FOREVER (the
 // two-argument form).
-func (c *Client) RenewFor(ctx context.Context, set string, l api.Lease, desired int64, renew *int64) error {
+func (c *Client) RenewFor(ctx context.Context, set string, l apitypes.Lease, desired int64, renew *int64) error {
 	body := map[string]any{"lease": l, "desiredDuration": desired}
 	if renew != nil {
 		body["renewDuration"] = *renew
@@ -33,28 +30,24 @@ func (c *Client) RenewFor(ctx context.Context, set string, l api.Lease, desired 
 }
 
 // RenewalLeases lists a set's client leases.
-func (c *Client) RenewalLeases(ctx context.Context, set string) ([]api.ClientLeaseJSON, error) {
+func (c *Client) RenewalLeases(ctx context.Context, set string) ([]apitypes.ClientLease, error) {
 	var out struct {
-		Leases []api.ClientLeaseJSON `json:"leases"`
+		Leases []apitypes.ClientLease `json:"leases"`
 	}
 	return out.Leases, c.do(ctx, http.MethodGet, setPath(set, "/leases"), nil, &out)
 }
 
 // RenewalRemove takes a lease out of a set; key is "grantor|id" or the
 // lease ID. It returns the lease, or nil if it was not there.
-func (c *Client) RenewalRemove(ctx context.Context, set, key string) (*api.Lease, error) {
+func (c *Client) RenewalRemove(ctx context.Context, set, key string) (*apitypes.Lease, error) {
 	var out struct {
-		Lease *api.Lease `json:"lease"`
+		Lease *apitypes.Lease `json:"lease"`
 	}
 	return out.Lease, c.do(ctx, http.MethodDelete, setPath(set, "/leases/"+url.PathEscape(key)), nil, &out)
 }
 
 // ListenerRegistration is the answer to setting a set's listener.
-type ListenerRegistration struct {
-	EventID int64     `json:"eventID"`
-	SeqNum  int64     `json:"seqNum"`
-	Lease   api.Lease `json:"lease"`
-}
+type ListenerRegistration = apitypes.ListenerRegistration
 
 // RenewalWarning sets the expiration warning listener.
 func (c *Client) RenewalWarning(ctx context.Context, set, listener string, minWarning int64, handback []byte) (ListenerRegistration, error) {

@@ -29,10 +29,12 @@ import (
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
 )
@@ -226,13 +228,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return fmt.Errorf("listening for the API on %s: %w", d.cfg.APIListen, err)
 	}
 	d.ln = ln
-	mux := http.NewServeMux()
-	api.Register(mux, api.Config{Grantor: d.grantor, Registrar: d.registrar, LDS: d.lds, Renewal: d.renewal, Mailbox: d.mailbox, Logger: d.log,
-		UnicastPort: func() int { return d.unicastPort() }})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
+	mux := api.New(api.Config{Services: []httpjson.Service{d.grantor, d.registrar, d.lds, d.renewal, d.mailbox}, Logger: d.log})
 	d.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -405,9 +401,15 @@ func (d *Daemon) openServices() error {
 	}
 	d.store = st
 	d.grantor = lease.New(st, clock.Real{}, d.log)
-	d.dispatcher = event.New(event.Config{Logger: d.log})
+	// Every request sent on someone's behalf goes through a client of
+	// outbound's, dialing from the daemon's namespace.
+	d.ldsNet = &ldsNetwork{ns: d.cfg.Namespace}
+	out := func(timeout time.Duration) *http.Client {
+		return outbound.New(outbound.Config{Timeout: timeout, Dial: d.ldsNet.dial})
+	}
+	d.dispatcher = event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout)})
 	d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log,
-		OnMetaChange: d.announceNow})
+		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort})
 	if err != nil {
 		return err
 	}
@@ -416,7 +418,6 @@ func (d *Daemon) openServices() error {
 			return fmt.Errorf("member groups: %w", err)
 		}
 	}
-	d.ldsNet = &ldsNetwork{ns: d.cfg.Namespace}
 	d.lds, err = lds.New(lds.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log.With("service", "lds"),
 		Group:   group.Config{Network: d.ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
 		Locator: locator.Config{Dial: d.ldsNet.dialLocator}})
@@ -425,13 +426,13 @@ func (d *Daemon) openServices() error {
 	}
 	d.renewal, err = renewal.New(renewal.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher,
 		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.ldsNet.dial}}}})
+		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}})
 	if err != nil {
 		return err
 	}
 	d.mailbox, err = mailbox.New(mailbox.Config{Store: st, Grantor: d.grantor, Logger: d.log.With("service", "mailbox"),
 		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
-		Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.ldsNet.dial}}})
+		Client: out(outbound.DefaultTimeout)})
 	if err != nil {
 		return err
 	}

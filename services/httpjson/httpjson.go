@@ -1,0 +1,134 @@
+// Package httpjson is what each service's HTTP handlers share: the route
+// registrar a service is given, JSON bodies read strictly and written,
+// coded errors written as API.md says, and leases as they travel. The API
+// package assembles the routes the services register; the services own
+// them.
+package httpjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+)
+
+// MaxBody bounds a request body.
+const MaxBody = 1 << 20
+
+// Mux is where a service registers its routes ("METHOD /v1/path"
+// patterns); *http.ServeMux is one.
+type Mux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
+// Service is a part of the API: what it is called, the prefix its routes
+// live under, and the routes.
+type Service interface {
+	Name() string
+	Prefix() string
+	Routes(Mux)
+}
+
+// Patterns is a Mux that records the patterns registered, for tests
+// that list the routes.
+type Patterns []string
+
+// HandleFunc implements Mux.
+func (p *Patterns) HandleFunc(pattern string, _ func(http.ResponseWriter, *http.Request)) {
+	*p = append(*p, pattern)
+}
+
+// WriteError writes err as API.md's error body, with its code's status
+// (or the one given).
+func WriteError(w http.ResponseWriter, err error, status ...int) {
+	fe := fault.As(err)
+	code := fe.Code.Status()
+	if len(status) > 0 {
+		code = status[0]
+	}
+	Write(w, code, apitypes.ErrorBody{Error: *fe})
+}
+
+// Write writes v as JSON with a status.
+func Write(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Decode reads a JSON body into v: bounded in size, no unknown fields,
+// nothing after the value. A bad body changes nothing, and says why.
+func Decode(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return fault.New(fault.InvalidArgument, "request body is larger than %d bytes", MaxBody)
+		case errors.Is(err, io.EOF):
+			return fault.New(fault.NullArgument, "request body is empty; a JSON object is required")
+		}
+		return fault.New(fault.InvalidArgument, "request body: %v", err)
+	}
+	if dec.More() {
+		return fault.New(fault.InvalidArgument, "request body: unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// DecodeRequired decodes like Decode, and also requires field to be
+// present (where null is a value: "all groups", "no target").
+func DecodeRequired(w http.ResponseWriter, r *http.Request, v any, field string) error {
+	var raw json.RawMessage
+	if err := Decode(w, r, &raw); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return fault.New(fault.InvalidArgument, "request body: %v", err)
+	}
+	if _, ok := keys[field]; !ok {
+		return fault.New(fault.NullArgument, "%s is required", field)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fault.New(fault.InvalidArgument, "request body: %v", err)
+	}
+	return nil
+}
+
+// Required says a duration field is missing (NullArgument), naming it.
+func Required(name string, v *int64) error {
+	if v == nil {
+		return fault.New(fault.NullArgument, "%s is required (milliseconds; -1 for ANY, %d for FOREVER)", name, apitypes.Forever)
+	}
+	return nil
+}
+
+// Leases renders leases this daemon granted: their grantor is the API
+// base URL the client reached.
+type Leases struct {
+	// Now is the clock for "remaining"; nil means time.Now.
+	Now func() time.Time
+}
+
+// Of renders a lease granted here (its ID and expiration), for the
+// client of r.
+func (l Leases) Of(r *http.Request, id string, expiration int64) apitypes.Lease {
+	return apitypes.Lease{Grantor: "http://" + r.Host, ID: id, Expiration: expiration,
+		Remaining: apitypes.Remaining(expiration, l.now())}
+}
+
+func (l Leases) now() int64 {
+	if l.Now == nil {
+		return time.Now().UnixMilli()
+	}
+	return l.Now().UnixMilli()
+}

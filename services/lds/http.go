@@ -1,0 +1,213 @@
+package lds
+
+import (
+	"net/http"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+)
+
+// Name, Prefix and Routes make the service a part of the API (API.md,
+// "Lookup discovery service").
+func (s *Service) Name() string   { return "lookup discovery service" }
+func (s *Service) Prefix() string { return "/v1/lds/" }
+
+// Routes registers the service's endpoints.
+func (s *Service) Routes(mux httpjson.Mux) {
+	mux.HandleFunc("POST /v1/lds/registrations", s.httpRegister)
+	mux.HandleFunc("GET /v1/lds/registrations/{id}", s.httpGet)
+	mux.HandleFunc("GET /v1/lds/registrations/{id}/registrars", s.httpRegistrars)
+	mux.HandleFunc("POST /v1/lds/registrations/{id}/groups", s.httpGroups(Add))
+	mux.HandleFunc("PUT /v1/lds/registrations/{id}/groups", s.httpGroups(Set))
+	mux.HandleFunc("DELETE /v1/lds/registrations/{id}/groups", s.httpGroups(Remove))
+	mux.HandleFunc("POST /v1/lds/registrations/{id}/locators", s.httpLocators(Add))
+	mux.HandleFunc("PUT /v1/lds/registrations/{id}/locators", s.httpLocators(Set))
+	mux.HandleFunc("DELETE /v1/lds/registrations/{id}/locators", s.httpLocators(Remove))
+	mux.HandleFunc("POST /v1/lds/registrations/{id}/discard", s.httpDiscard)
+}
+
+func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.cfg.Grantor.Now} }
+
+// stringSet checks a JSON array of strings that may be null and must not
+// hold nulls (the specification's NullPointerException cases). It
+// returns nil for a null array.
+func stringSet(what string, v *[]*string) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	out := make([]string, 0, len(*v))
+	for i, p := range *v {
+		if p == nil {
+			return nil, fault.New(fault.NullArgument, "%s[%d] is null", what, i)
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+func locatorSet(v *[]*string) ([]discovery.Locator, error) {
+	ss, err := stringSet("locators", v)
+	if err != nil || ss == nil {
+		return nil, err
+	}
+	out := make([]discovery.Locator, 0, len(ss))
+	for _, str := range ss {
+		l, err := discovery.ParseLocator(str)
+		if err != nil {
+			return nil, fault.New(fault.InvalidArgument, "%v", err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Groups        *[]*string         `json:"groups"`
+		Locators      *[]*string         `json:"locators"`
+		Listener      *apitypes.Listener `json:"listener"`
+		Handback      []byte             `json:"handback"`
+		LeaseDuration *int64             `json:"leaseDuration"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Listener == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		return
+	}
+	if err := httpjson.Required("leaseDuration", req.LeaseDuration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	groups, err := stringSet("groups", req.Groups)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	locs, err := locatorSet(req.Locators)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	reg, err := s.Register(RegisterRequest{Groups: groups, Locators: locs, Listener: req.Listener.URL,
+		Handback: req.Handback, Duration: *req.LeaseDuration})
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.LDSRegistered{ID: reg.ID, EventID: reg.EventID, SeqNum: reg.SeqNum,
+		Lease: s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration)})
+}
+
+func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) { s.writeRegistration(w, r, r.PathValue("id")) }
+
+func (s *Service) writeRegistration(w http.ResponseWriter, r *http.Request, id string) {
+	info, err := s.Get(id)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	rec, err := s.cfg.Grantor.Get(info.Lease)
+	if err != nil {
+		httpjson.WriteError(w, noSuch(id))
+		return
+	}
+	out := apitypes.LDSRegistration{ID: info.ID, EventID: info.EventID, SeqNum: info.SeqNum, Groups: info.Groups,
+		Locators: make([]string, len(info.Locators)), Lease: s.leases().Of(r, rec.ID, rec.Expiration)}
+	if info.AllGroups {
+		out.Groups = nil
+	}
+	for i, l := range info.Locators {
+		out.Locators[i] = l.String()
+	}
+	httpjson.Write(w, http.StatusOK, out)
+}
+
+func (s *Service) httpRegistrars(w http.ResponseWriter, r *http.Request) {
+	ls, err := s.Registrars(r.PathValue("id"))
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	out := apitypes.Registrars{Registrars: make([]apitypes.Registrar, len(ls))}
+	for i, l := range ls {
+		out.Registrars[i] = RegistrarOf(l)
+	}
+	httpjson.Write(w, http.StatusOK, out)
+}
+
+// httpGroups: POST adds, PUT sets (null: all groups), DELETE removes.
+func (s *Service) httpGroups(m Mutation) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Groups *[]*string `json:"groups"`
+		}
+		if err := httpjson.DecodeRequired(w, r, &req, "groups"); err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		groups, err := stringSet("groups", req.Groups)
+		if err == nil {
+			err = s.MutateGroups(r.PathValue("id"), m, groups)
+		}
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		s.writeRegistration(w, r, r.PathValue("id"))
+	}
+}
+
+// httpLocators: POST adds, PUT sets, DELETE removes.
+func (s *Service) httpLocators(m Mutation) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Locators *[]*string `json:"locators"`
+		}
+		if err := httpjson.DecodeRequired(w, r, &req, "locators"); err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		if req.Locators == nil {
+			httpjson.WriteError(w, fault.New(fault.NullArgument, "locators is null"))
+			return
+		}
+		locs, err := locatorSet(req.Locators)
+		if err == nil {
+			err = s.MutateLocators(r.PathValue("id"), m, locs)
+		}
+		if err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		s.writeRegistration(w, r, r.PathValue("id"))
+	}
+}
+
+func (s *Service) httpDiscard(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ServiceID *string `json:"serviceID"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.ServiceID == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "serviceID is required"))
+		return
+	}
+	id, err := discovery.ParseServiceID(*req.ServiceID)
+	if err != nil {
+		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "serviceID: %v", err))
+		return
+	}
+	if err := s.Discard(r.PathValue("id"), id); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

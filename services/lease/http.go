@@ -1,0 +1,110 @@
+package lease
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+)
+
+// Name, Prefix and Routes make the grantor a part of the API: the lease
+// endpoints every grantor serves (API.md, "Leases").
+func (g *Grantor) Name() string   { return "lease grantor" }
+func (g *Grantor) Prefix() string { return "/v1/leases/" }
+
+// Routes registers the lease endpoints.
+func (g *Grantor) Routes(mux httpjson.Mux) {
+	mux.HandleFunc("POST /v1/leases/{id}/renew", g.httpRenew)
+	mux.HandleFunc("DELETE /v1/leases/{id}", g.httpCancel)
+	mux.HandleFunc("POST /v1/leases/renew", g.httpRenewAll)
+	mux.HandleFunc("POST /v1/leases/cancel", g.httpCancelAll)
+}
+
+func (g *Grantor) httpRenew(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Duration *int64 `json:"duration"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if err := httpjson.Required("duration", req.Duration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	rec, err := g.Renew(r.PathValue("id"), *req.Duration)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.Renewed{Expiration: rec.Expiration, Granted: apitypes.Remaining(rec.Expiration, g.now())})
+}
+
+func (g *Grantor) httpCancel(w http.ResponseWriter, r *http.Request) {
+	if err := g.Cancel(r.PathValue("id")); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Leases []struct {
+			ID       string `json:"id"`
+			Duration *int64 `json:"duration"`
+		} `json:"leases"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Leases == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "leases is required"))
+		return
+	}
+	rs := make([]Renewal, len(req.Leases))
+	for i, l := range req.Leases {
+		if err := httpjson.Required(fmt.Sprintf("leases[%d].duration", i), l.Duration); err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		rs[i] = Renewal{ID: l.ID, Duration: *l.Duration}
+	}
+	results := g.RenewAll(rs)
+	out := apitypes.BatchResults{Results: make([]apitypes.BatchResult, len(results))}
+	for i, res := range results {
+		out.Results[i] = apitypes.BatchResult{ID: rs[i].ID}
+		if res.Err != nil {
+			out.Results[i].Error = fault.As(res.Err)
+		} else {
+			out.Results[i].Expiration = res.Lease.Expiration
+		}
+	}
+	httpjson.Write(w, http.StatusOK, out)
+}
+
+func (g *Grantor) httpCancelAll(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		IDs []string `json:"ids"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.IDs == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "ids is required"))
+		return
+	}
+	errs := g.CancelAll(req.IDs)
+	out := apitypes.BatchResults{Results: make([]apitypes.BatchResult, len(errs))}
+	for i, err := range errs {
+		out.Results[i] = apitypes.BatchResult{ID: req.IDs[i]}
+		if err != nil {
+			out.Results[i].Error = fault.As(err)
+		}
+	}
+	httpjson.Write(w, http.StatusOK, out)
+}

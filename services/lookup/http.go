@@ -1,0 +1,264 @@
+package lookup
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+)
+
+// Name, Prefix and Routes make the registrar a part of the API (API.md,
+// "Lookup service").
+func (r *Registrar) Name() string   { return "lookup service" }
+func (r *Registrar) Prefix() string { return "/v1/lookup" }
+
+// Routes registers the lookup service's endpoints.
+func (r *Registrar) Routes(mux httpjson.Mux) {
+	mux.HandleFunc("GET /v1/lookup", r.httpInfo)
+	mux.HandleFunc("POST /v1/lookup/services", r.httpRegister)
+	mux.HandleFunc("GET /v1/lookup/services", r.httpList)
+	mux.HandleFunc("GET /v1/lookup/services/{serviceID}", r.httpGet)
+	mux.HandleFunc("POST /v1/lookup/query", r.httpQuery)
+	mux.HandleFunc("POST /v1/lookup/notify", r.httpNotify)
+	mux.HandleFunc("POST /v1/lookup/services/{serviceID}/attributes", r.httpAttributes)
+	mux.HandleFunc("GET /v1/lookup/groups", r.httpGroups)
+	mux.HandleFunc("PUT /v1/lookup/groups", r.httpSetGroups)
+	mux.HandleFunc("GET /v1/lookup/locators", r.httpLocators)
+	mux.HandleFunc("PUT /v1/lookup/locators", r.httpSetLocators)
+}
+
+func (r *Registrar) leases() httpjson.Leases { return httpjson.Leases{Now: r.cfg.Grantor.Now} }
+
+func (r *Registrar) httpInfo(w http.ResponseWriter, req *http.Request) {
+	m := r.Meta()
+	host := req.Host
+	if h, _, ok := strings.Cut(req.Host, ":"); ok && !strings.HasPrefix(req.Host, "[") {
+		host = h
+	} else if strings.HasPrefix(req.Host, "[") {
+		host = req.Host[:strings.Index(req.Host, "]")+1]
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.LookupInfo{ServiceID: m.ServiceID.String(), Groups: m.Groups,
+		Locator: fmt.Sprintf("jini://%s:%d", host, r.unicastPort())})
+}
+
+func (r *Registrar) unicastPort() int {
+	if r.cfg.UnicastPort == nil {
+		return 4160
+	}
+	return r.cfg.UnicastPort()
+}
+
+func (r *Registrar) httpRegister(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Item          *apitypes.Item `json:"item"`
+		LeaseDuration *int64         `json:"leaseDuration"`
+	}
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if body.Item == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "item is required"))
+		return
+	}
+	if err := httpjson.Required("leaseDuration", body.LeaseDuration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	reg, err := r.Register(itemOf(*body.Item), *body.LeaseDuration)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.Registered{ServiceID: reg.ServiceID, Lease: r.leases().Of(req, reg.Lease.ID, reg.Lease.Expiration)})
+}
+
+func (r *Registrar) httpList(w http.ResponseWriter, req *http.Request) {
+	items, total, err := r.Query(Template{}, 1<<30)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total})
+}
+
+// httpGet returns one item and when its registration's lease ends (not
+// the lease itself: ServiceIDs are public, lease IDs are capabilities).
+func (r *Registrar) httpGet(w http.ResponseWriter, req *http.Request) {
+	id := req.PathValue("serviceID")
+	items, _, err := r.Query(Template{ServiceID: id}, 1)
+	if err == nil && len(items) == 0 {
+		err = fault.New(fault.NoSuchObject, "no service %q is registered", id)
+	}
+	var exp int64
+	if err == nil {
+		rec, lerr := r.Lease(id)
+		exp, err = rec.Expiration, lerr
+	}
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.Service{Item: APIItem(items[0]), Expiration: exp})
+}
+
+func (r *Registrar) httpQuery(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Template   *apitypes.Template `json:"template"`
+		MaxMatches *int               `json:"maxMatches"`
+	}
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if body.Template == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "template is required ({} matches everything)"))
+		return
+	}
+	if body.MaxMatches == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "maxMatches is required"))
+		return
+	}
+	items, total, err := r.Query(templateOf(*body.Template), *body.MaxMatches)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total})
+}
+
+func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Template      *apitypes.Template `json:"template"`
+		Transitions   []string           `json:"transitions"`
+		Listener      *apitypes.Listener `json:"listener"`
+		Handback      []byte             `json:"handback"`
+		LeaseDuration *int64             `json:"leaseDuration"`
+	}
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	switch {
+	case body.Template == nil:
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "template is required ({} matches everything)"))
+		return
+	case body.Listener == nil:
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		return
+	}
+	if err := httpjson.Required("leaseDuration", body.LeaseDuration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	n, err := r.Notify(NotifyRequest{Template: templateOf(*body.Template), Transitions: body.Transitions,
+		Listener: body.Listener.URL, Handback: body.Handback, Duration: *body.LeaseDuration})
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.NotifyRegistration{ID: n.ID, EventID: n.EventID, SeqNum: n.SeqNum,
+		Lease: r.leases().Of(req, n.Lease.ID, n.Lease.Expiration)})
+}
+
+func (r *Registrar) httpAttributes(w http.ResponseWriter, req *http.Request) {
+	var body apitypes.AttributeChange
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	c := AttributeChange{Add: attributesFrom(body.Add), Set: attributesFrom(body.Set)}
+	if m := body.Modify; m != nil {
+		c.Modify = &AttributeModify{Templates: attributesFrom(m.Templates), Changes: make([]*Attribute, len(m.Changes))}
+		for i, ch := range m.Changes {
+			if ch != nil {
+				a := Attribute(*ch)
+				c.Modify.Changes[i] = &a
+			}
+		}
+	}
+	if err := r.ChangeAttributes(req.PathValue("serviceID"), c); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *Registrar) httpGroups(w http.ResponseWriter, _ *http.Request) {
+	httpjson.Write(w, http.StatusOK, map[string][]string{"groups": r.Meta().Groups})
+}
+
+func (r *Registrar) httpSetGroups(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Groups []string `json:"groups"`
+	}
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if err := r.SetGroups(body.Groups); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	r.httpGroups(w, req)
+}
+
+func (r *Registrar) httpLocators(w http.ResponseWriter, _ *http.Request) {
+	httpjson.Write(w, http.StatusOK, map[string][]string{"locators": r.Meta().Locators})
+}
+
+func (r *Registrar) httpSetLocators(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		Locators []string `json:"locators"`
+	}
+	if err := httpjson.Decode(w, req, &body); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if err := r.SetLocators(body.Locators); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	r.httpLocators(w, req)
+}
+
+// APIItem is an item as the API shows it (and events carry it).
+func APIItem(it Item) apitypes.Item {
+	out := apitypes.Item{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint, Service: it.Service,
+		Attributes: make([]apitypes.Attribute, len(it.Attributes))}
+	for i, a := range it.Attributes {
+		out.Attributes[i] = apitypes.Attribute(a)
+	}
+	return out
+}
+
+func apiItems(its []Item) []apitypes.Item {
+	out := make([]apitypes.Item, len(its))
+	for i, it := range its {
+		out[i] = APIItem(it)
+	}
+	return out
+}
+
+func itemOf(it apitypes.Item) Item {
+	return Item{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint, Service: it.Service,
+		Attributes: attributesFrom(it.Attributes)}
+}
+
+func templateOf(t apitypes.Template) Template {
+	return Template{ServiceID: t.ServiceID, Types: t.Types, Attributes: attributesFrom(t.Attributes)}
+}
+
+func attributesFrom(as []apitypes.Attribute) []Attribute {
+	if as == nil {
+		return nil
+	}
+	out := make([]Attribute, len(as))
+	for i, a := range as {
+		out[i] = Attribute(a)
+	}
+	return out
+}

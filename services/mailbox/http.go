@@ -1,0 +1,209 @@
+package mailbox
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+)
+
+// MaxPollWait caps a long-polling next: the server's write timeout is
+// 30 s. Waiting less than asked and answering "nothing" is within the
+// specification's "up to timeout".
+const MaxPollWait = 25 * time.Second
+
+// Name, Prefix and Routes make the service a part of the API (API.md,
+// "Event mailbox").
+func (s *Service) Name() string   { return "event mailbox" }
+func (s *Service) Prefix() string { return "/v1/mailbox/" }
+
+// Routes registers the service's endpoints, its mailbox listeners among
+// them.
+func (s *Service) Routes(mux httpjson.Mux) {
+	mux.HandleFunc("POST /v1/mailbox/registrations", s.httpRegister)
+	mux.HandleFunc("GET /v1/mailbox/registrations/{id}", s.httpGet)
+	mux.HandleFunc("PUT /v1/mailbox/registrations/{id}/delivery", s.httpEnable)
+	mux.HandleFunc("DELETE /v1/mailbox/registrations/{id}/delivery", s.httpDisable)
+	mux.HandleFunc("POST /v1/mailbox/registrations/{id}/iterators", s.httpIterator)
+	mux.HandleFunc("GET /v1/mailbox/registrations/{id}/iterators/{it}/next", s.httpNext)
+	mux.HandleFunc("DELETE /v1/mailbox/registrations/{id}/iterators/{it}", s.httpCloseIterator)
+	mux.HandleFunc("POST /v1/mailbox/registrations/{id}/unknown-events", s.httpUnknown)
+	mux.HandleFunc("POST "+ListenerPath+"{listener}", s.httpNotify)
+}
+
+func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock.Now} }
+
+// listenerURL is the URL of the mailbox listener named listener.
+func listenerURL(r *http.Request, listener string) apitypes.Listener {
+	return apitypes.Listener{URL: "http://" + r.Host + ListenerPath + listener}
+}
+
+func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		LeaseDuration *int64 `json:"leaseDuration"`
+		Pull          bool   `json:"pull"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if err := httpjson.Required("leaseDuration", req.LeaseDuration); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	reg, err := s.Register(*req.LeaseDuration, req.Pull)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, apitypes.MailboxRegistration{ID: reg.ID, Lease: s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration),
+		Listener: listenerURL(r, reg.Listener)})
+}
+
+func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
+	info, err := s.Get(r.PathValue("id"))
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	rec, err := s.cfg.Grantor.Get(info.Lease)
+	if err != nil {
+		httpjson.WriteError(w, noSuch(info.ID))
+		return
+	}
+	var target any
+	if info.Target != "" {
+		target = apitypes.Listener{URL: info.Target}
+	}
+	unknown := make([]apitypes.EventKind, len(info.Unknown))
+	for i, k := range info.Unknown {
+		unknown[i] = apitypes.EventKind(k)
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"id": info.ID, "lease": s.leases().Of(r, rec.ID, rec.Expiration),
+		"listener": listenerURL(r, info.Listener), "pull": info.Pull, "target": target, "iterator": info.Iterator,
+		"pending": info.Pending, "unknownEvents": unknown})
+}
+
+func (s *Service) httpEnable(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Target *apitypes.Listener `json:"target"`
+	}
+	if err := httpjson.DecodeRequired(w, r, &req, "target"); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	target := ""
+	if req.Target != nil {
+		if req.Target.URL == "" {
+			httpjson.WriteError(w, fault.New(fault.NullArgument, "target.url is required (a null target disables delivery)"))
+			return
+		}
+		target = req.Target.URL
+	}
+	if err := s.EnableDelivery(r.PathValue("id"), target); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) httpDisable(w http.ResponseWriter, r *http.Request) {
+	if err := s.EnableDelivery(r.PathValue("id"), ""); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) httpIterator(w http.ResponseWriter, r *http.Request) {
+	it, err := s.Iterator(r.PathValue("id"))
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, map[string]string{"iterator": it})
+}
+
+// httpNext long-polls: ?timeout=ms (default 0: do not wait).
+func (s *Service) httpNext(w http.ResponseWriter, r *http.Request) {
+	var timeout time.Duration
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "timeout %q: want milliseconds", v))
+			return
+		}
+		if ms < 0 {
+			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "timeout %d is negative", ms))
+			return
+		}
+		timeout = min(time.Duration(ms)*time.Millisecond, MaxPollWait)
+	}
+	ev, err := s.Next(r.Context(), r.PathValue("id"), r.PathValue("it"), timeout)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if ev == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(ev, '\n'))
+}
+
+func (s *Service) httpCloseIterator(w http.ResponseWriter, r *http.Request) {
+	if err := s.CloseIterator(r.PathValue("id"), r.PathValue("it")); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Service) httpUnknown(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Events *[]apitypes.EventKind `json:"events"`
+	}
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	if req.Events == nil {
+		httpjson.WriteError(w, fault.New(fault.NullArgument, "events is required"))
+		return
+	}
+	keys := make([]Key, len(*req.Events))
+	for i, k := range *req.Events {
+		keys[i] = Key(k)
+	}
+	if err := s.AddUnknownEvents(r.PathValue("id"), keys); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpNotify is a mailbox listener: events from any generator.
+func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEventSize+1))
+	if err != nil {
+		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "event larger than %d bytes", MaxEventSize))
+		return
+	}
+	if err := s.Notify(r.PathValue("listener"), body); err != nil {
+		if errors.Is(err, ErrFull) {
+			// Indefinite: the generator retries later.
+			w.Header().Set("Retry-After", "1")
+			httpjson.WriteError(w, fault.New(fault.Internal, "%v", err), http.StatusServiceUnavailable)
+			return
+		}
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
