@@ -84,7 +84,7 @@ type Config struct {
 	// Client makes the requests: the daemon's outbound client (nil: one
 	// of outbound's defaults).
 	Client *http.Client
-	Clock  clock.Clock  // default: real
+	Clock  clock.Clock // default: real
 	Logger *slog.Logger
 	// Backoff after the first indefinite failure (default 100 ms),
 	// doubling up to MaxBackoff (default 30 s).

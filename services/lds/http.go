@@ -103,7 +103,9 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		Lease: s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration)})
 }
 
-func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) { s.writeRegistration(w, r, r.PathValue("id")) }
+func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
+	s.writeRegistration(w, r, r.PathValue("id"))
+}
 
 func (s *Service) writeRegistration(w http.ResponseWriter, r *http.Request, id string) {
 	info, err := s.Get(id)
