@@ -317,7 +317,7 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		}
 		d.contacting[a.ServiceID] = true
 		a.Groups = slices.Clone(a.Groups) // the caller may reuse them
-		go d.run.Go(func() { d.contact(a, iface) })
+		d.run.Go(func() { d.contact(a, iface) })
 		return
 	}
 	e.lastSeen = d.clock.Now()

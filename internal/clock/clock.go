@@ -169,24 +169,38 @@ type Runner struct {
 // NewRunner returns a Runner on c.
 func NewRunner(c Clock) *Runner { return &Runner{c: c} }
 
-// AfterFunc runs f after d unless the runner has stopped by then.
+// AfterFunc runs f after d, in the timer's goroutine, unless the runner
+// has stopped by then.
 func (r *Runner) AfterFunc(d time.Duration, f func()) Timer {
-	return r.c.AfterFunc(d, func() { r.Go(f) })
+	return r.c.AfterFunc(d, func() {
+		if r.enter() {
+			defer r.wg.Done()
+			f()
+		}
+	})
 }
 
-// Go runs f now, in the calling goroutine's stead only if the runner has
-// not stopped: it reports whether f ran. (It runs f synchronously; callers
-// wanting a new goroutine wrap it in one, as `go r.Go(f)`.)
+// Go runs f in a goroutine of its own, which Stop waits for, unless the
+// runner has stopped: it reports whether f was started.
 func (r *Runner) Go(f func()) bool {
+	if !r.enter() {
+		return false
+	}
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// enter counts one more function running, unless the runner has stopped.
+func (r *Runner) enter() bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped {
-		r.mu.Unlock()
 		return false
 	}
 	r.wg.Add(1)
-	r.mu.Unlock()
-	defer r.wg.Done()
-	f()
 	return true
 }
 

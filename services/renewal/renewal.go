@@ -975,10 +975,12 @@ func (s *Service) renew(g *grantorQueue, batch []*member, now int64) {
 	}
 	grantorURL := batch[0].Grantor
 	s.inflight.Add(1)
-	go func() {
+	if !s.run.Go(func() {
 		defer s.inflight.Add(-1)
-		s.run.Go(func() { s.call(g, grantorURL, batch, rs) }) // false once closed: nothing more to do
-	}()
+		s.call(g, grantorURL, batch, rs)
+	}) {
+		s.inflight.Add(-1) // closed: nothing more to do
+	}
 }
 
 func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs []lease.Renewal) {
