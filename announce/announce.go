@@ -5,14 +5,17 @@
 package announce
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -47,6 +50,8 @@ type Announcer struct {
 	trigger chan struct{}
 	done    chan struct{}
 	wg      sync.WaitGroup
+	started atomic.Bool
+	stop    sync.Once
 }
 
 // NewAnnouncer checks cfg; Start begins announcing.
@@ -67,9 +72,13 @@ func NewAnnouncer(cfg Config) (*Announcer, error) {
 }
 
 // Start announces at once, then at every interval and on every Trigger.
-func (a *Announcer) Start() {
+func (a *Announcer) Start(context.Context) error {
+	if a.started.Swap(true) {
+		return nil
+	}
 	a.wg.Add(1)
 	go a.run()
+	return nil
 }
 
 // Trigger asks for an announcement now: groups, host or port changed.
@@ -80,13 +89,20 @@ func (a *Announcer) Trigger() {
 	}
 }
 
-// Close stops announcing after a last announcement with no groups, which
-// tells listeners the lookup service is leaving.
-func (a *Announcer) Close() {
-	close(a.done)
-	a.wg.Wait()
-	a.announce(func() []string { return nil })
+// Shutdown stops announcing after a last announcement with no groups,
+// which tells listeners the lookup service is leaving (if it announced).
+func (a *Announcer) Shutdown(context.Context) error {
+	a.stop.Do(func() {
+		close(a.done)
+		a.wg.Wait()
+		if a.started.Load() {
+			a.announce(func() []string { return nil })
+		}
+	})
+	return nil
 }
+
+var _ lifecycle.Service = (*Announcer)(nil)
 
 func (a *Announcer) run() {
 	defer a.wg.Done()

@@ -1,16 +1,19 @@
 package announce
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // DNS-SD names.
@@ -44,6 +47,7 @@ type Advertiser struct {
 	port     *mcast.Port
 	instance string // <name>._jini._tcp.local.
 	host     string // <name>.local.
+	stopped  atomic.Bool
 }
 
 // NewAdvertiser prepares DNS-SD advertising; Start begins it. The
@@ -61,7 +65,7 @@ func NewAdvertiser(cfg AdvertiserConfig) (*Advertiser, error) {
 }
 
 // Start joins the mDNS group and announces the service once.
-func (a *Advertiser) Start() error {
+func (a *Advertiser) Start(context.Context) error {
 	port, err := a.cfg.Host.Open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
 		OnPacket: a.handle})
 	if err != nil {
@@ -72,14 +76,16 @@ func (a *Advertiser) Start() error {
 	return nil
 }
 
-// Close says goodbye (records with TTL 0) and stops answering.
-func (a *Advertiser) Close() {
-	if a.port == nil {
-		return
+// Shutdown says goodbye (records with TTL 0) and stops answering.
+func (a *Advertiser) Shutdown(context.Context) error {
+	if a.port == nil || a.stopped.Swap(true) {
+		return nil
 	}
 	a.announce(0)
-	a.port.Close()
+	return a.port.Close()
 }
+
+var _ lifecycle.Service = (*Advertiser)(nil)
 
 func (a *Advertiser) announce(ttl uint32) {
 	err := a.port.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
 
@@ -61,7 +62,8 @@ type Responder struct {
 	Answered, Duplicates, Busy, Failed atomic.Int64
 }
 
-// NewResponder returns a responder; Close stops it.
+// NewResponder returns a responder: it answers the requests handed to
+// OnRequest until shut down.
 func NewResponder(cfg ResponderConfig) *Responder {
 	if cfg.MaxAnswers <= 0 {
 		cfg.MaxAnswers = DefaultMaxAnswers
@@ -83,11 +85,18 @@ func NewResponder(cfg ResponderConfig) *Responder {
 		recent: map[string]time.Time{}, bySource: map[netip.Addr]int{}}
 }
 
-// Close stops answering and waits for answers in progress.
-func (r *Responder) Close() {
+// Start implements lifecycle.Service: answers start as requests come.
+func (r *Responder) Start(context.Context) error { return nil }
+
+// Shutdown stops answering and waits for answers in progress (their
+// connections are cut short).
+func (r *Responder) Shutdown(context.Context) error {
 	r.cancel()
 	r.wg.Wait()
+	return nil
 }
+
+var _ lifecycle.Service = (*Responder)(nil)
 
 // OnRequest is an mcast.Inbound request handler.
 func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {

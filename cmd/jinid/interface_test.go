@@ -64,6 +64,9 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { obs.Shutdown(context.Background()) })
+	if err := obs.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	jini, err := obs.Open(mcast.PortConfig{OnMessage: func(m mcast.Message) {
 		if a := m.Announcement; a != nil && slices.Contains(a.Groups, "own") {
 			see("announcement over IPv" + map[bool]string{true: "4", false: "6"}[m.Family == 4])

@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // watchOptions are what `jinid discover --watch` runs with.
@@ -47,6 +48,9 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 		return err
 	}
 	defer host.Shutdown(context.Background())
+	if err := host.Start(ctx); err != nil {
+		return err
+	}
 	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Logger: o.log})
 	if err != nil {
 		return err
@@ -60,18 +64,19 @@ func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) er
 	if err != nil {
 		return err
 	}
+	// Started in order, shut down in reverse: nothing heard after the
+	// manager stops.
+	var parts lifecycle.Group
 	if mc != nil {
-		if err := mc.Start(m); err != nil {
-			m.Close()
-			return err
-		}
+		mc.SetSink(m)
+		parts.Add("the multicast network", mc)
 	}
-	m.Start()
+	parts.Add("discovery", m)
+	if err := parts.Start(ctx); err != nil {
+		return err
+	}
 	<-ctx.Done()
-	if mc != nil {
-		mc.Close() // nothing more heard
-	}
-	return m.Close()
+	return parts.Shutdown(context.Background())
 }
 
 // unicastOnly is group discovery's network when multicast is off: no

@@ -92,6 +92,9 @@ func labPort(t testing.TB, h *netlab.Host, onMessage func(mcast.Message)) *mcast
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Shutdown(context.Background()) })
+	if err := host.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	port, err := host.Open(mcast.PortConfig{OnMessage: onMessage})
 	if err != nil {
 		t.Fatal(err)

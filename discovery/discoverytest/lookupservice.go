@@ -83,6 +83,11 @@ func StartLookupService(cfg LookupServiceConfig) (*LookupService, error) {
 		l.ln.Close()
 		return nil, err
 	}
+	if err := l.host.Start(l.ctx); err != nil {
+		l.ln.Close()
+		l.host.Shutdown(context.Background())
+		return nil, err
+	}
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {
 			l.onRequest(*m.Request, m.Packet)

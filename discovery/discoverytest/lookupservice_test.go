@@ -1,6 +1,7 @@
 package discoverytest
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func TestRequestFiltering(t *testing.T) {
 		}
 		host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: client.Namespace(), NoIPv6: true})
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := host.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		tr, err := host.Open(mcast.PortConfig{})
@@ -95,7 +99,7 @@ func TestRequestFiltering(t *testing.T) {
 		}
 		ln.Close()
 		tr.Close()
-		host.Shutdown(t.Context())
+		host.Shutdown(context.Background())
 		l.Close()
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/ordered"
 )
 
@@ -196,19 +197,20 @@ func New(cfg Config) (*Discovery, error) {
 
 // Start sends the first round of requests (if there are groups of
 // interest).
-func (d *Discovery) Start() {
+func (d *Discovery) Start(context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.started || d.closed {
-		return
+		return nil
 	}
 	d.started = true
 	d.burst()
+	return nil
 }
 
-// Close stops the engine: no more requests, contacts or events. It waits
+// Shutdown stops the engine: no more requests, contacts or events. It waits
 // for work in progress and for the last event to be delivered.
-func (d *Discovery) Close() error {
+func (d *Discovery) Shutdown(context.Context) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -227,6 +229,8 @@ func (d *Discovery) Close() error {
 	d.events.Close()
 	return nil
 }
+
+var _ lifecycle.Service = (*Discovery)(nil)
 
 // Groups returns the groups of interest; all is true for ALL_GROUPS.
 func (d *Discovery) Groups() (groups []string, all bool) {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func newRig(t *testing.T, groups []string) *rig {
 	}
 	r.d = d
 	r.lan.OnResponse(d.HandleResponse)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
 	return r
 }
 
@@ -70,7 +71,7 @@ func (r *rig) announce(l *discoverytest.SimLUS) {
 
 func TestRequestSchedule(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	if n := r.lan.RequestCount(); n != 1 {
 		t.Fatalf("%d requests at start, want 1", n)
@@ -146,7 +147,7 @@ func TestDiscoveredByRequestThenKnown(t *testing.T) {
 	r := newRig(t, []string{"a"})
 	in := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a", "b"}})
 	r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.2", Groups: []string{"c"}})
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	e := r.next(discovery.Discovered, in, "")
 	if e.Host != "10.0.0.1" || e.Port != 4160 || !slices.Equal(e.Groups, []string{"a", "b"}) || e.IDFromProxy {
@@ -164,7 +165,7 @@ func TestDiscoveredByRequestThenKnown(t *testing.T) {
 
 func TestLateJoinerByAnnouncement(t *testing.T) {
 	r := newRig(t, []string{"a"})
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(time.Hour) // all rounds over
 	late := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.9", Groups: []string{"a"}})
 	other := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.8", Groups: []string{"z"}})
@@ -318,7 +319,7 @@ func TestDiscardThenRediscovery(t *testing.T) {
 	// it answers the next request.
 	r.d.Discard(l.ID)
 	r.next(discovery.Discarded, l, discovery.ReasonRequested)
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	if known := r.lan.LastRequest().Known; len(known) != 0 {
 		t.Fatalf("request names discarded %v as known", known)
@@ -329,7 +330,7 @@ func TestDiscardThenRediscovery(t *testing.T) {
 func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
 	r := newRig(t, nil)
 	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	var e discovery.Event
 	select {
@@ -377,7 +378,7 @@ func (r *rig) nextEvent() discovery.Event {
 func TestReggieIsOneLookupService(t *testing.T) {
 	r := newRig(t, []string{"lab"})
 	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "", "lab"))
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0) // the first request: answers in version 1 and 2
 	first := r.nextEvent()
 	if first.Kind != discovery.Discovered || !first.IDFromProxy {
@@ -450,7 +451,7 @@ func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
 	b.Port = 4170
 	b.Proxies = map[int][]byte{discovery.ProtocolV1: []byte("b v1 proxy"), discovery.ProtocolV2: []byte("b v2 proxy")}
 	la, lb := r.lan.Add(a), r.lan.Add(b)
-	r.d.Start()
+	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	seen := map[discovery.ServiceID]bool{}
 	for range 2 {

@@ -14,6 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
 
@@ -50,8 +51,11 @@ type Multicast struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// sink is set once, before Start: the engine it feeds is usually
+	// made with this network, so it cannot be in the config.
+	sink Sink
+
 	mu      sync.Mutex
-	sink    Sink
 	lns     []net.Listener
 	ports   map[int]int
 	dropped string // the groups last left out of requests (warnDropped)
@@ -77,12 +81,16 @@ func NewMulticast(cfg MulticastConfig) (*Multicast, error) {
 	return &Multicast{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, ports: map[int]int{}}, nil
 }
 
+// SetSink says who takes what the network hears; call it once, before
+// Start.
+func (m *Multicast) SetSink(s Sink) { m.sink = s }
+
 // Start joins the discovery groups and listens for answers, handing all
-// it hears to sink.
-func (m *Multicast) Start(sink Sink) error {
-	m.mu.Lock()
-	m.sink = sink
-	m.mu.Unlock()
+// it hears to the sink.
+func (m *Multicast) Start(context.Context) error {
+	if m.sink == nil {
+		return errors.New("group: Multicast started without a sink")
+	}
 	for _, v := range m.cfg.Versions {
 		var ln net.Listener
 		if err := m.cfg.Namespace.Do(func() error {
@@ -90,7 +98,6 @@ func (m *Multicast) Start(sink Sink) error {
 			ln, err = net.Listen("tcp", ":0")
 			return err
 		}); err != nil {
-			m.Close()
 			return fmt.Errorf("listening for lookup services' answers: %w", err)
 		}
 		m.mu.Lock()
@@ -102,7 +109,6 @@ func (m *Multicast) Start(sink Sink) error {
 	}
 	port, err := m.cfg.Host.Open(mcast.PortConfig{OnMessage: m.onMessage})
 	if err != nil {
-		m.Close()
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
 	m.mu.Lock()
@@ -114,9 +120,9 @@ func (m *Multicast) Start(sink Sink) error {
 	return nil
 }
 
-// Close leaves the groups, stops listening and waits for answers being
-// read.
-func (m *Multicast) Close() error {
+// Shutdown leaves the groups, stops listening and waits for answers
+// being read.
+func (m *Multicast) Shutdown(context.Context) error {
 	m.cancel()
 	m.mu.Lock()
 	port := m.port
@@ -133,6 +139,8 @@ func (m *Multicast) Close() error {
 	m.wg.Wait()
 	return err
 }
+
+var _ lifecycle.Service = (*Multicast)(nil)
 
 // Joined lists the interfaces served.
 func (m *Multicast) Joined() []mcast.Joined {
@@ -242,15 +250,9 @@ func (m *Multicast) onMessage(msg mcast.Message) {
 	if msg.Announcement == nil {
 		return
 	}
-	m.mu.Lock()
-	sink := m.sink
-	m.mu.Unlock()
-	if sink == nil {
-		return
-	}
 	a := *msg.Announcement // shared with the host's other handles
 	a.Host = msg.Zoned(a.Host)
-	sink.HandleAnnouncement(a, msg.IfName)
+	m.sink.HandleAnnouncement(a, msg.IfName)
 }
 
 // accept takes lookup services' connect-backs: the requester still speaks
@@ -290,10 +292,7 @@ func (m *Multicast) answered(conn net.Conn, version int) {
 			}
 		}
 	}
-	m.mu.Lock()
-	sink := m.sink
-	m.mu.Unlock()
-	sink.HandleResponse(resp, m.ifaceOf(conn.LocalAddr()))
+	m.sink.HandleResponse(resp, m.ifaceOf(conn.LocalAddr()))
 }
 
 // ifaceOf names the served interface that has local address a.

@@ -2,6 +2,7 @@ package group
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -56,7 +57,10 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer host.Shutdown(t.Context())
+	defer host.Shutdown(context.Background())
+	if err := host.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	mc, err := NewMulticast(MulticastConfig{Host: host, Namespace: client.Namespace()})
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +71,12 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mc.Start(d); err != nil {
+	mc.SetSink(d)
+	defer func() { mc.Shutdown(context.Background()); d.Shutdown(context.Background()) }()
+	if err := mc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { mc.Close(); d.Close() }()
-	d.Start()
+	d.Start(t.Context())
 
 	found := map[discovery.ServiceID]int{}
 	deadline := time.After(5 * time.Second)

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -61,7 +62,7 @@ func TestThousandAnnouncing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	// Each lookup service announces every 10 ms, staggered across it.
 	tick := func(alive int) {
 		for step := range 10 {
@@ -111,7 +112,7 @@ func setupScale(b *testing.B, c *counter) (*Discovery, *discoverytest.LAN, []*di
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { d.Close() })
+	b.Cleanup(func() { d.Shutdown(context.Background()) })
 	for _, l := range ls {
 		d.HandleAnnouncement(lan.Announcement(l, discovery.ProtocolV2), "sim0")
 	}
@@ -191,7 +192,7 @@ func BenchmarkMemoryPerLookupService(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/scaleN, "B/lookup-service")
-		d.Close()
+		d.Shutdown(context.Background())
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/ordered"
 )
 
@@ -89,6 +90,7 @@ type Discovery struct {
 	events *ordered.Queue[discovery.Event]
 
 	mu       sync.Mutex
+	started  bool
 	closed   bool
 	locators []*locEntry
 }
@@ -102,7 +104,7 @@ type locEntry struct {
 	found map[string]discovery.LookupService
 }
 
-// New starts locator discovery of cfg.Locators.
+// New returns locator discovery of cfg.Locators; Start begins the tries.
 func New(cfg Config) (*Discovery, error) {
 	if cfg.OnEvent == nil {
 		cfg.OnEvent = func(discovery.Event) {}
@@ -157,9 +159,23 @@ func New(cfg Config) (*Discovery, error) {
 	return d, nil
 }
 
-// Close stops all tries and waits for those running and for the last
-// event to be delivered.
-func (d *Discovery) Close() error {
+// Start tries every locator at once.
+func (d *Discovery) Start(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started || d.closed {
+		return nil
+	}
+	d.started = true
+	for _, e := range d.locators {
+		d.schedule(e, 0)
+	}
+	return nil
+}
+
+// Shutdown stops all tries (one in flight is cut short) and waits for
+// them and for the last event to be delivered.
+func (d *Discovery) Shutdown(context.Context) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -178,6 +194,8 @@ func (d *Discovery) Close() error {
 	return nil
 }
 
+var _ lifecycle.Service = (*Discovery)(nil)
+
 // Locators returns the managed set.
 func (d *Discovery) Locators() []discovery.Locator {
 	d.mu.Lock()
@@ -189,7 +207,7 @@ func (d *Discovery) Locators() []discovery.Locator {
 	return out
 }
 
-// Add adds locators; each new one is tried at once.
+// Add adds locators; each new one is tried at once (once started).
 func (d *Discovery) Add(locs ...discovery.Locator) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -202,7 +220,9 @@ func (d *Discovery) Add(locs ...discovery.Locator) {
 		}
 		e := &locEntry{loc: l, found: map[string]discovery.LookupService{}}
 		d.locators = append(d.locators, e)
-		d.schedule(e, 0)
+		if d.started {
+			d.schedule(e, 0)
+		}
 	}
 }
 

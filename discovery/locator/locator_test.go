@@ -1,6 +1,7 @@
 package locator_test
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -37,7 +38,10 @@ func newLocRig(t *testing.T, cfg locator.Config) *locRig {
 		t.Fatal(err)
 	}
 	r.d = d
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -132,7 +136,7 @@ func TestLocatorJitter(t *testing.T) {
 		if n := r.lan.DialCount("10.0.0.1:4160"); n != 2 {
 			t.Fatalf("rand %g: not retried at %s", c.rand, c.wait)
 		}
-		r.d.Close()
+		r.d.Shutdown(context.Background())
 	}
 }
 
@@ -238,8 +242,7 @@ func TestLocatorConfigErrors(t *testing.T) {
 		{RediscoverDelay: -1},
 		{Jitter: 1},
 	} {
-		if d, err := locator.New(c); err == nil {
-			d.Close()
+		if _, err := locator.New(c); err == nil {
 			t.Errorf("NewLocatorDiscovery(%+v) succeeded", c)
 		}
 	}
@@ -266,17 +269,23 @@ func TestLocatorRealDial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer d.Shutdown(context.Background())
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(200 * time.Millisecond) // a few failed tries
 	ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Skipf("port %d taken meanwhile: %v", port, err)
 	}
-	srv := unicast.Serve(ln, unicast.ServerConfig{Respond: func(q unicast.Request, _ net.Addr) (*unicast.Response, error) {
+	srv := unicast.NewServer(ln, unicast.ServerConfig{Respond: func(q unicast.Request, _ net.Addr) (*unicast.Response, error) {
 		return &unicast.Response{Version: q.Version, Format: discovery.PlaintextFormat, Host: "127.0.0.1", Port: port,
 			Groups: []string{"a"}, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{ServiceID: id}}}, nil
 	}})
-	defer srv.Close()
+	defer srv.Shutdown(context.Background())
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case e := <-events:
 		if e.Kind != discovery.Discovered || e.ID != id || e.Version != discovery.ProtocolV2 || e.Locator.Host != "localhost" {

@@ -9,6 +9,7 @@
 package manager
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/ordered"
 )
 
@@ -80,7 +82,7 @@ type entry struct {
 	proxied  bool                  // counted in Manager.proxies
 }
 
-// New starts locator discovery; Start starts group discovery's requests.
+// New returns a manager of both engines; Start starts them.
 func New(cfg Config) (*Manager, error) {
 	if cfg.Group.Network == nil {
 		return nil, errors.New("manager: Config.Group.Network is required")
@@ -105,26 +107,30 @@ func New(cfg Config) (*Manager, error) {
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = cfg.Locators, m.fromLocator, cfg.Clock, cfg.Logger.With("engine", "locator")
 	l, err := locator.New(lc)
 	if err != nil {
-		g.Close()
+		g.Shutdown(context.Background())
 		return nil, err
 	}
 	m.g, m.l = g, l
 	return m, nil
 }
 
-// Start begins group discovery's requests.
-func (m *Manager) Start() { m.g.Start() }
+// Start begins group discovery's requests and locator discovery's tries.
+func (m *Manager) Start(ctx context.Context) error {
+	return errors.Join(m.g.Start(ctx), m.l.Start(ctx))
+}
 
-// Close stops both engines and waits for the last event to be delivered.
-func (m *Manager) Close() error {
-	m.g.Close()
-	m.l.Close()
+// Shutdown stops both engines and waits for the last event to be delivered.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.g.Shutdown(ctx)
+	m.l.Shutdown(ctx)
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
 	m.events.Close()
 	return nil
 }
+
+var _ lifecycle.Service = (*Manager)(nil)
 
 // HandleAnnouncement hands an announcement to group discovery.
 func (m *Manager) HandleAnnouncement(a discovery.Announcement, iface string) {

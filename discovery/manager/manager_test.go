@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,13 @@ func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	}
 	r.m = m
 	r.lan.OnResponse(m.HandleResponse)
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	// Locator discovery runs from the start; group discovery sends
+	// requests only in the tests that Start the manager (the others hear
+	// announcements alone).
+	if err := m.l.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -249,7 +256,7 @@ func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
 
 func TestLateJoinerAndGroupChanges(t *testing.T) {
 	r := newRig(t, []string{"a", "b"})
-	r.m.Start()
+	r.m.Start(context.Background())
 	r.clk.Advance(time.Hour)
 	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.3", Groups: []string{"a"}})
 	r.announce(l)
@@ -274,7 +281,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 		}
 		r := newRig(t, []string{"lab"}, locs...)
 		l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
-		r.m.Start()
+		r.m.Start(context.Background())
 		r.clk.Advance(0)
 		first := r.nextAny()
 		if first.Kind != discovery.Discovered || !first.IDFromProxy {
@@ -319,7 +326,7 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 func TestReggieIdentifiedThenByLocator(t *testing.T) {
 	r := newRig(t, []string{"lab"})
 	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
-	r.m.Start()
+	r.m.Start(context.Background())
 	r.clk.Advance(0)
 	first := r.nextAny()
 	r.announce(l)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/netmon"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
 
@@ -33,8 +33,8 @@ type Host struct {
 	ports  map[int]*hostPort
 	nextID int
 	closed bool
-	// monitor is closed with the host when the host made it.
-	monitor io.Closer
+	// monitor starts and stops with the host when the host made it.
+	monitor lifecycle.Service
 }
 
 // HostConfig configures a Host: what each port's transport is given.
@@ -130,8 +130,8 @@ func NewHost(cfg HostConfig) (*Host, error) {
 }
 
 // NewNetlinkHost returns a host with an interface monitor of its own,
-// following cfg.Namespace through netlink (cfg.Monitor is ignored);
-// Shutdown closes both.
+// following cfg.Namespace through netlink (cfg.Monitor is ignored): Start
+// starts the monitor, Shutdown stops both.
 func NewNetlinkHost(cfg HostConfig) (*Host, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -144,18 +144,24 @@ func NewNetlinkHost(cfg HostConfig) (*Host, error) {
 	cfg.Monitor = mon
 	h, err := NewHost(cfg)
 	if err != nil {
-		mon.Close()
+		mon.Shutdown(context.Background())
 		return nil, err
 	}
 	h.monitor = mon
 	return h, nil
 }
 
-// Start implements the lifecycle contract; ports open as handles ask.
-func (h *Host) Start(context.Context) error { return nil }
+// Start starts the host's own interface monitor, if it has one; ports
+// open as handles ask.
+func (h *Host) Start(ctx context.Context) error {
+	if h.monitor == nil {
+		return nil
+	}
+	return h.monitor.Start(ctx)
+}
 
 // Shutdown closes every port, whatever handles are still open.
-func (h *Host) Shutdown(context.Context) error {
+func (h *Host) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
 	ports := h.ports
@@ -166,7 +172,7 @@ func (h *Host) Shutdown(context.Context) error {
 		errs = append(errs, hp.tr.Close())
 	}
 	if h.monitor != nil {
-		errs = append(errs, h.monitor.Close())
+		errs = append(errs, h.monitor.Shutdown(ctx))
 	}
 	return errors.Join(errs...)
 }

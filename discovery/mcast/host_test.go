@@ -1,6 +1,7 @@
 package mcast
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
@@ -36,7 +37,10 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer host.Shutdown(t.Context())
+	defer host.Shutdown(context.Background())
+	if err := host.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	var counts [3]atomic.Int64
 	var ports []*Port
 	for i := range counts {
@@ -134,7 +138,10 @@ func labSender(t *testing.T, h *netlab.Host) *Port {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { host.Shutdown(t.Context()) })
+	t.Cleanup(func() { host.Shutdown(context.Background()) })
+	if err := host.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	p, err := host.Open(PortConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,10 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*transportConfig)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { mon.Shutdown(context.Background()) })
+	if err := mon.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
@@ -98,7 +102,6 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*transportConfig)) *node {
 	}
 	t.Cleanup(func() {
 		tr.Close()
-		mon.Close()
 		if w := n.warns.n.Load(); w > 0 {
 			t.Errorf("%s logged %d warnings: %q", h.Name, w, n.warns.msgs)
 		}

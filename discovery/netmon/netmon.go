@@ -17,11 +17,13 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
 
@@ -144,15 +146,18 @@ type Netlink struct {
 	handle *netlink.Handle
 	// hint is the one-slot channel kernel notifications poke: any number
 	// of them while one is pending make one re-read.
-	hint   chan bool // true: a periodic re-read
-	subs   subscribers
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	hint      chan bool // true: a periodic re-read
+	subs      subscribers
+	ctx       context.Context
+	cancel    context.CancelFunc
+	started   atomic.Bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 }
 
-// NewNetlink starts following the interfaces of ns. rescan is the period of
-// a full re-read that backs up the subscriptions (0: every minute). Close
-// stops it.
+// NewNetlink returns a monitor of the interfaces of ns; Start begins
+// following them. rescan is the period of a full re-read that backs up
+// the subscriptions (0: every minute).
 func NewNetlink(ns namespace.Namespace, log *slog.Logger, rescan time.Duration) (*Netlink, error) {
 	if rescan <= 0 {
 		rescan = time.Minute
@@ -162,17 +167,25 @@ func NewNetlink(ns namespace.Namespace, log *slog.Logger, rescan time.Duration) 
 		return nil, fmt.Errorf("opening netlink in namespace %s: %w", ns, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Netlink{ns: ns, log: log, rescan: rescan, handle: h, hint: make(chan bool, 1), cancel: cancel}
+	return &Netlink{ns: ns, log: log, rescan: rescan, handle: h, hint: make(chan bool, 1), ctx: ctx, cancel: cancel}, nil
+}
+
+// Start reads the interfaces and begins following them.
+func (m *Netlink) Start(context.Context) error {
+	if m.started.Swap(true) {
+		return nil
+	}
 	last, err := m.Snapshot()
 	if err != nil {
-		h.Close()
-		cancel()
-		return nil, err
+		return err
 	}
 	m.wg.Add(2)
-	go m.run(ctx)
-	go m.dispatch(ctx, last)
-	return m, nil
+	go m.run(m.ctx)
+	go m.dispatch(m.ctx, last)
+	// Subscribers that took a snapshot before the start reconcile with
+	// a first re-read: a change between theirs and ours is not lost.
+	m.signal(true)
+	return nil
 }
 
 // Subscribe implements Monitor.
@@ -227,13 +240,15 @@ func (m *Netlink) dispatch(ctx context.Context, last State) {
 	}
 }
 
-// Close stops following and waits for the monitor's goroutines to end.
-func (m *Netlink) Close() error {
+// Shutdown stops following and waits for the monitor's goroutines.
+func (m *Netlink) Shutdown(context.Context) error {
 	m.cancel()
 	m.wg.Wait()
-	m.handle.Close()
+	m.closeOnce.Do(func() { m.handle.Close() })
 	return nil
 }
+
+var _ lifecycle.Service = (*Netlink)(nil)
 
 // run keeps subscriptions open: vishvananda/netlink closes a subscription
 // channel on any receive error, so a closed channel means subscribe again

@@ -1,6 +1,7 @@
 package netmon
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -57,7 +58,10 @@ func TestNetlinkFollowsInterfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer m.Shutdown(context.Background())
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, m, "loopback", func(st State) bool { _, ok := byName(st, "lo"); return ok })
 
 	link := h.Attach(lan)
@@ -103,7 +107,10 @@ func TestEverySubscriberHearsEveryChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer m.Shutdown(context.Background())
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	const n = 3
 	var subs [n]chan Delta
 	for i := range subs {

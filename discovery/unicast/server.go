@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // DefaultMaxConns caps concurrent unicast discovery connections: each is
@@ -31,16 +33,18 @@ type ServerConfig struct {
 
 // Server answers unicast discovery on a listener.
 type Server struct {
-	cfg  ServerConfig
-	ln   net.Listener
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	ctx  context.Context
-	stop context.CancelFunc
+	cfg     ServerConfig
+	ln      net.Listener
+	sem     chan struct{}
+	wg      sync.WaitGroup
+	ctx     context.Context
+	stop    context.CancelFunc
+	started atomic.Bool
 }
 
-// Serve starts answering on ln until Close.
-func Serve(ln net.Listener, cfg ServerConfig) *Server {
+// NewServer returns a server that answers on ln once started; it owns ln
+// from now on.
+func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
@@ -51,22 +55,34 @@ func Serve(ln net.Listener, cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ln: ln, sem: make(chan struct{}, cfg.MaxConns), ctx: ctx, stop: cancel}
+	return &Server{cfg: cfg, ln: ln, sem: make(chan struct{}, cfg.MaxConns), ctx: ctx, stop: cancel}
+}
+
+// Start begins accepting.
+func (s *Server) Start(context.Context) error {
+	if s.started.Swap(true) {
+		return nil
+	}
 	s.wg.Add(1)
 	go s.accept()
-	return s
+	return nil
 }
 
 // Addr is the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops accepting, ends exchanges in progress and waits for them.
-func (s *Server) Close() error {
+// Shutdown stops accepting, ends exchanges in progress and waits for them.
+func (s *Server) Shutdown(context.Context) error {
 	s.stop()
 	err := s.ln.Close()
 	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) { // shut down before
+		err = nil
+	}
 	return err
 }
+
+var _ lifecycle.Service = (*Server)(nil)
 
 func (s *Server) accept() {
 	defer s.wg.Done()

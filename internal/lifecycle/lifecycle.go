@@ -43,10 +43,13 @@ func (f Funcs) Shutdown(ctx context.Context) error {
 }
 
 // Group is an ordered list of named services: started in order, shut
-// down in reverse, and only those that started.
+// down in reverse. A member is added when it is made, so Shutdown reaches
+// every one, started or not: one made but not started may hold resources
+// (a listener, a netlink socket), and shutting down one that never
+// started is harmless by contract.
 type Group struct {
 	members []member
-	started int
+	started int // members started so far: the next Start begins there
 }
 
 type member struct {
@@ -57,8 +60,9 @@ type member struct {
 // Add appends a service; name says what it is in errors.
 func (g *Group) Add(name string, s Service) { g.members = append(g.members, member{name, s}) }
 
-// Start starts the services in order. If one fails, those started are
-// shut down, in reverse, and the error names the one that failed.
+// Start starts the services not yet started, in order. If one fails,
+// every member is shut down, in reverse, and the error names the one that
+// failed.
 func (g *Group) Start(ctx context.Context) error {
 	for i := g.started; i < len(g.members); i++ {
 		m := g.members[i]
@@ -71,16 +75,17 @@ func (g *Group) Start(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown shuts the started services down in reverse order, every one
-// of them whatever the others answer; it returns their errors together.
+// Shutdown shuts every member down in reverse order, whatever the others
+// answer, and returns their errors together. The group is empty after.
 func (g *Group) Shutdown(ctx context.Context) error {
 	var errs []error
-	for ; g.started > 0; g.started-- {
-		m := g.members[g.started-1]
+	for i := len(g.members) - 1; i >= 0; i-- {
+		m := g.members[i]
 		if err := m.svc.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("shutting down %s: %w", m.name, err))
 		}
 	}
+	g.members, g.started = nil, 0
 	return errors.Join(errs...)
 }
 

@@ -33,8 +33,8 @@ func TestGroupStartsInOrderShutsDownInReverse(t *testing.T) {
 		t.Fatalf("%q, want %q", log, want)
 	}
 
-	// A failure to start: those started are shut down, the error names
-	// the one that failed.
+	// A failure to start: every member is shut down (one made holds
+	// resources, started or not), the error names the one that failed.
 	log = nil
 	var h Group
 	h.Add("a", svc("a", nil))
@@ -44,7 +44,7 @@ func TestGroupStartsInOrderShutsDownInReverse(t *testing.T) {
 	if err == nil || err.Error() != "starting b: no port" {
 		t.Fatalf("error %v", err)
 	}
-	if want := []string{"start a", "start b", "stop a"}; !slices.Equal(log, want) {
+	if want := []string{"start a", "start b", "stop c", "stop b", "stop a"}; !slices.Equal(log, want) {
 		t.Fatalf("%q, want %q", log, want)
 	}
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -37,12 +38,12 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Load(); err != nil {
+	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, r},
 		NotRun: []api.NotRun{{Prefix: "/v1/lds/", Name: "lookup discovery service"}, {Prefix: "/v1/mailbox/", Name: "event mailbox"}}}))
-	t.Cleanup(func() { srv.Close(); d.Close(); g.Close(); st.Close() })
+	t.Cleanup(func() { srv.Close(); d.Shutdown(context.Background()); g.Shutdown(context.Background()); st.Close() })
 	c, _ := client.New(srv.URL, nil)
 	return &env{srv: srv, c: c, r: r, g: g}
 }

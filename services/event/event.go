@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/outbound"
@@ -159,12 +160,20 @@ func (d *Dispatcher) Pending() int {
 	return n
 }
 
-// Close stops delivering and waits for the workers; undelivered events
-// are dropped (their outcome: GaveUp).
-func (d *Dispatcher) Close() {
+// Start implements lifecycle.Service: a listener's worker starts with its
+// first event, so there is nothing to start.
+func (d *Dispatcher) Start(context.Context) error { return nil }
+
+// Shutdown stops delivering and waits for the workers: a delivery in
+// flight is cut short, undelivered events are dropped (their outcome:
+// GaveUp).
+func (d *Dispatcher) Shutdown(context.Context) error {
 	d.cancel()
 	d.wg.Wait()
+	return nil
 }
+
+var _ lifecycle.Service = (*Dispatcher)(nil)
 
 // work delivers a listener's queue in order until it is empty.
 func (d *Dispatcher) work(url string, q *queue) {

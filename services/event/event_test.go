@@ -1,6 +1,7 @@
 package event
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -70,7 +71,7 @@ func TestRetryThenRecover(t *testing.T) {
 	}))
 	defer srv.Close()
 	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	outcomes := make(chan Outcome, 10)
 	for i := int64(1); i <= 5; i++ {
 		d.Send(Delivery{Listener: srv.URL, Event: ev(i), Until: time.Now().Add(time.Minute), Done: func(o Outcome, _ error) { outcomes <- o }})
@@ -96,7 +97,7 @@ func TestOutcomes(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	d := New(Config{Backoff: 5 * time.Millisecond})
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	for _, tc := range []struct {
 		path  string
 		until time.Duration
@@ -135,7 +136,7 @@ func TestHungListenerDelaysNoOne(t *testing.T) {
 	defer fast.Close()
 
 	d := New(Config{Client: &http.Client{Timeout: 30 * time.Second}})
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	start := time.Now()
 	for i := int64(1); i <= 20; i++ {
 		d.Send(Delivery{Listener: hung.URL, Event: ev(i), Until: time.Now().Add(time.Minute)})
@@ -165,7 +166,7 @@ func TestDeadlineFollowsRenewal(t *testing.T) {
 	}))
 	defer srv.Close()
 	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond})
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	end := time.Now().Add(30 * time.Millisecond)
 	var mu sync.Mutex
 	deadline := func() time.Time {

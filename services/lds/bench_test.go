@@ -1,6 +1,7 @@
 package lds
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,11 +54,11 @@ func newFanout(tb testing.TB, sender Sender, clk clock.Clock) *fanout {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := f.g.Load(); err != nil {
+	if err := f.g.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	f.s.Start()
-	tb.Cleanup(func() { f.s.Close(); f.g.Close(); st.Close() })
+	f.s.Start(context.Background())
+	tb.Cleanup(func() { f.s.Shutdown(context.Background()); f.g.Shutdown(context.Background()); st.Close() })
 	for i := range fanLUS {
 		f.ls = append(f.ls, f.lan.Add(discoverytest.SimLUS{Host: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1), Groups: []string{fmt.Sprintf("g%d", i)}}))
 	}
@@ -141,7 +142,7 @@ func BenchmarkAnnouncementToListener(b *testing.B) {
 	}))
 	defer srv.Close()
 	disp := event.New(event.Config{})
-	defer disp.Close()
+	defer disp.Shutdown(context.Background())
 	f := newFanout(b, disp, clock.Real{})
 	f.register(b, srv.URL)
 	round := func(groups func(i int) []string) {

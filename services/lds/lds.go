@@ -39,6 +39,7 @@ package lds
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,7 @@ import (
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
@@ -199,7 +201,7 @@ func New(cfg Config) (*Service, error) {
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = nil, s.onLocatorEvent, cfg.Clock, cfg.Logger.With("engine", "locator")
 	l, err := locator.New(lc)
 	if err != nil {
-		g.Close()
+		g.Shutdown(context.Background())
 		return nil, err
 	}
 	s.g, s.l = g, l
@@ -210,29 +212,32 @@ func New(cfg Config) (*Service, error) {
 // Start begins discovery. Lookup services known from before a restart
 // that group discovery does not find again within its discard window are
 // then discarded as if their announcements had stopped.
-func (s *Service) Start() {
+func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	locs := s.locatorInterest()
 	window := time.Duration(max(s.cfg.Group.DiscardMultiple, group.DefaultDiscardMultiple)) *
 		cmpOr(s.cfg.Group.AnnouncementInterval, group.DefaultAnnouncementInterval)
 	s.mu.Unlock()
 	s.l.Set(locs)
-	s.g.Start()
+	if err := errors.Join(s.g.Start(ctx), s.l.Start(ctx)); err != nil {
+		return err
+	}
 	if s.unconfirmed {
 		s.run.AfterFunc(window, s.confirm)
 	}
+	return nil
 }
 
-// Close stops discovery and event generation.
-func (s *Service) Close() error {
+// Shutdown stops discovery and event generation.
+func (s *Service) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.run.Stop()
-	s.g.Close()
-	s.l.Close()
-	return nil
+	return errors.Join(s.g.Shutdown(ctx), s.l.Shutdown(ctx))
 }
+
+var _ lifecycle.Service = (*Service)(nil)
 
 // HandleAnnouncement and HandleResponse take what the network hears
 // (the service is a group.Sink).

@@ -1,6 +1,7 @@
 package lds
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"slices"
@@ -80,18 +81,18 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.lan.OnResponse(r.s.HandleResponse)
-	if err := r.g.Load(); err != nil {
+	if err := r.g.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.s.Start()
+	r.s.Start(context.Background())
 }
 
 func (r *rig) close() {
 	if r.s == nil {
 		return
 	}
-	r.s.Close()
-	r.g.Close()
+	r.s.Shutdown(context.Background())
+	r.g.Shutdown(context.Background())
 	r.st.Close()
 	r.s = nil
 }

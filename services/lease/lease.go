@@ -6,6 +6,7 @@
 package lease
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
@@ -94,7 +96,7 @@ type Grantor struct {
 	expiring sync.WaitGroup
 }
 
-// New returns a grantor on st. Register every kind, then Load.
+// New returns a grantor on st. Register every kind, then Start it.
 func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
 	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]kind{}, leases: map[string]*entry{},
 		heap: pqueue.New(func(a, b *entry) bool { return a.rec.Expiration < b.rec.Expiration }, func(e *entry) *int { return &e.slot })}
@@ -107,10 +109,10 @@ func (g *Grantor) Register(k string, p Policy, release Release) {
 	g.kinds[k] = kind{policy: p, release: release}
 }
 
-// Load reads the stored leases and, in one transaction, releases those
-// that expired while jinid was down. Call it once, after the services have
-// loaded their resources.
-func (g *Grantor) Load() error {
+// Start reads the stored leases and, in one transaction, releases those
+// that expired while jinid was down, then expires the others as they end.
+// Call it once, after the services have loaded their resources.
+func (g *Grantor) Start(context.Context) error {
 	var all []Record
 	err := g.store.View(func(tx *store.Tx) error {
 		return tx.ForEach(bucket, func(_ string, raw []byte) error {
@@ -148,8 +150,9 @@ func (g *Grantor) Load() error {
 	return nil
 }
 
-// Close stops expiring leases and waits for an expiry run in progress.
-func (g *Grantor) Close() {
+// Shutdown stops expiring leases and waits for an expiry run in progress
+// (one store transaction: it is not cut short).
+func (g *Grantor) Shutdown(context.Context) error {
 	g.mu.Lock()
 	g.closed = true
 	if g.timer != nil {
@@ -157,7 +160,10 @@ func (g *Grantor) Close() {
 	}
 	g.mu.Unlock()
 	g.expiring.Wait()
+	return nil
 }
+
+var _ lifecycle.Service = (*Grantor)(nil)
 
 func (g *Grantor) now() int64 { return g.clock.Now().UnixMilli() }
 

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"testing"
@@ -46,10 +47,10 @@ func newFixture(t *testing.T, dir string, clk *clock.Fake) *fixture {
 		return tx.Delete("things", res)
 	})
 	f.g.Register("forever", Policy{Default: hour, Max: Forever}, func(*store.Tx, string) error { return nil })
-	if err := f.g.Load(); err != nil {
+	if err := f.g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.g.Close(); st.Close() })
+	t.Cleanup(func() { f.g.Shutdown(context.Background()); st.Close() })
 	return f
 }
 
@@ -185,7 +186,7 @@ func TestRestart(t *testing.T) {
 	f := newFixture(t, dir, clk)
 	short, _ := f.grant("thing", "short", minute)
 	long, _ := f.grant("thing", "long", hour)
-	f.g.Close()
+	f.g.Shutdown(context.Background())
 	f.st.Close()
 
 	clk.Advance(2 * time.Minute) // down for two minutes

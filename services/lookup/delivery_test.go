@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -34,14 +35,14 @@ func TestUnknownEventCancelsRegistration(t *testing.T) {
 	}
 	defer st.Close()
 	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
-	defer g.Close()
+	defer g.Shutdown(context.Background())
 	d := event.New(event.Config{})
-	defer d.Close()
+	defer d.Shutdown(context.Background())
 	r, err := New(Config{Store: st, Grantor: g, Dispatcher: d})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Load(); err != nil {
+	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/refuses", "/fine"} {

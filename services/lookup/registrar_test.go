@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"slices"
@@ -107,7 +108,7 @@ func open(t testing.TB, dir string, clk clock.Clock) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Load(); err != nil {
+	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{st, g, r, c}
@@ -116,7 +117,7 @@ func open(t testing.TB, dir string, clk clock.Clock) *fixture {
 }
 
 func (f *fixture) close() {
-	f.g.Close()
+	f.g.Shutdown(context.Background())
 	f.st.Close()
 }
 

@@ -33,6 +33,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -319,7 +320,7 @@ func (s *Service) load() error {
 }
 
 // Start begins group commits and push deliveries.
-func (s *Service) Start() {
+func (s *Service) Start(context.Context) error {
 	s.wg.Add(1)
 	go s.committer()
 	s.mu.Lock()
@@ -327,11 +328,12 @@ func (s *Service) Start() {
 	for _, r := range s.regs {
 		s.kick(r)
 	}
+	return nil
 }
 
-// Close stops delivery and waits for it; events not yet acknowledged to
+// Shutdown stops delivery and waits for it; events not yet acknowledged to
 // generators are refused.
-func (s *Service) Close() error {
+func (s *Service) Shutdown(context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	for _, r := range s.regs {
@@ -342,6 +344,8 @@ func (s *Service) Close() error {
 	s.wg.Wait()
 	return nil
 }
+
+var _ lifecycle.Service = (*Service)(nil)
 
 // --- registrations --------------------------------------------------------
 

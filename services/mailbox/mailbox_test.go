@@ -6,6 +6,7 @@ package mailbox_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,10 +58,10 @@ func (r *rig) open() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := r.g.Load(); err != nil {
+	if err := r.g.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.m.Start()
+	r.m.Start(context.Background())
 	r.srv = httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{r.g, r.m}}))
 }
 
@@ -69,8 +70,8 @@ func (r *rig) close() {
 		return
 	}
 	r.srv.Close()
-	r.m.Close()
-	r.g.Close()
+	r.m.Shutdown(context.Background())
+	r.g.Shutdown(context.Background())
 	r.st.Close()
 	r.srv = nil
 }

@@ -1,6 +1,7 @@
 package renewal
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -49,8 +50,8 @@ func BenchmarkHundredThousandLeases(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g.Load()
-		s.Start()
+		g.Start(context.Background())
+		s.Start(context.Background())
 		c, err := s.Create(lease.Forever)
 		if err != nil {
 			b.Fatal(err)
@@ -104,8 +105,8 @@ func BenchmarkHundredThousandLeases(b *testing.B) {
 		b.ReportMetric(float64(cpu.Milliseconds()), "cpu-ms/period")
 		b.ReportMetric(float64(wall.Milliseconds()), "wall-ms/period")
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/totalSize, "heap-B/lease")
-		s.Close()
-		g.Close()
+		s.Shutdown(context.Background())
+		g.Shutdown(context.Background())
 		st.Close()
 	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
@@ -275,7 +276,7 @@ func (s *Service) load() error {
 
 // Start schedules every client lease (those due while jinid was down at
 // once) and every expiration warning.
-func (s *Service) Start() {
+func (s *Service) Start(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -285,11 +286,12 @@ func (s *Service) Start() {
 	for _, st := range s.sets {
 		s.armWarning(st)
 	}
+	return nil
 }
 
-// Close stops renewing; leases in flight are abandoned (their state on
+// Shutdown stops renewing; leases in flight are abandoned (their state on
 // disk is as before the call).
-func (s *Service) Close() error {
+func (s *Service) Shutdown(context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	for _, g := range s.grantors {
@@ -310,6 +312,8 @@ func (s *Service) Close() error {
 	s.run.Stop()
 	return nil
 }
+
+var _ lifecycle.Service = (*Service)(nil)
 
 func (s *Service) now() int64 { return s.clock.Now().UnixMilli() }
 

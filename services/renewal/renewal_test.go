@@ -161,18 +161,18 @@ func (r *rig) open() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := r.g.Load(); err != nil {
+	if err := r.g.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
-	r.s.Start()
+	r.s.Start(context.Background())
 }
 
 func (r *rig) close() {
 	if r.s == nil {
 		return
 	}
-	r.s.Close()
-	r.g.Close()
+	r.s.Shutdown(context.Background())
+	r.g.Shutdown(context.Background())
 	r.st.Close()
 	r.s = nil
 }

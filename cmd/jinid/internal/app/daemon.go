@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/announce"
@@ -26,6 +27,7 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
@@ -133,60 +135,39 @@ func (c Config) Validate() error {
 
 // Daemon owns the process's services. Start it once, Shutdown it once.
 type Daemon struct {
-	cfg Config
-	log *slog.Logger
+	cfg  Config
+	log  *slog.Logger
+	errc chan error
 
-	srv        *http.Server
-	ln         net.Listener
-	wg         sync.WaitGroup
-	errc       chan error
-	mu         sync.Mutex // guards announcer, which hooks reach from other goroutines
-	store      *store.Store
-	grantor    *lease.Grantor
-	dispatcher *event.Dispatcher
-	registrar  *lookup.Registrar
+	// parts is every long-lived component, in the order they start; they
+	// shut down in reverse (the API first, the store last).
+	parts   lifecycle.Group
+	running atomic.Bool
 
-	unicast *unicast.Server
-	// host is the namespace's multicast presence: the lookup service's
-	// port (announcements, answers to requests), the lookup discovery
-	// service's group discovery and mDNS are handles on it.
-	host      *mcast.Host
-	transport *mcast.Port
-	announcer *announce.Announcer
-	responder *announce.Responder
-	dnssd     *announce.Advertiser
-	lds       *lds.Service
-	ldsNet    *ldsNetwork
-	renewal   *renewal.Service
-	mailbox   *mailbox.Service
+	// What the hooks below reach: set while building, before any part
+	// starts.
+	apiLn     net.Listener
+	store     *store.Store
+	registrar *lookup.Registrar
+	unicast   *unicast.Server
+	host      *mcast.Host // nil with multicast off
+	// announcer is nil with multicast off; the registrar's hook may run
+	// in any goroutine.
+	announcer atomic.Pointer[announce.Announcer]
 }
 
 // ldsNetwork is the lookup discovery service's group discovery network:
-// multicast once the daemon's network side is up (none before, or with
-// multicast off), unicast from the daemon's namespace always.
+// multicast unless it is off, unicast from the daemon's namespace always.
 type ldsNetwork struct {
 	ns namespace.Namespace
-	mu sync.Mutex
-	mc *group.Multicast
-}
-
-// set swaps the multicast network, returning the old one.
-func (n *ldsNetwork) set(mc *group.Multicast) *group.Multicast {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	old := n.mc
-	n.mc = mc
-	return old
+	mc *group.Multicast // set while building, nil with multicast off
 }
 
 func (n *ldsNetwork) Request(groups []string, known []discovery.ServiceID) error {
-	n.mu.Lock()
-	mc := n.mc
-	n.mu.Unlock()
-	if mc == nil {
+	if n.mc == nil {
 		return nil
 	}
-	return mc.Request(groups, known)
+	return n.mc.Request(groups, known)
 }
 
 func (n *ldsNetwork) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
@@ -215,53 +196,107 @@ func New(cfg Config, log *slog.Logger) (*Daemon, error) {
 	return &Daemon{cfg: cfg, log: log, errc: make(chan error, 1)}, nil
 }
 
-// Start listens and begins serving; it returns once the listener is open,
-// so a failure to bind is reported here.
+// Start builds the parts and starts them in order; it returns once the
+// API listens, so a failure to bind is reported here. On failure every
+// part made is shut down.
 func (d *Daemon) Start(ctx context.Context) error {
-	if err := d.openServices(); err != nil {
-		d.closeServices()
+	if err := d.build(ctx); err != nil {
+		return errors.Join(err, d.parts.Shutdown(context.WithoutCancel(ctx)))
+	}
+	if err := d.parts.Start(ctx); err != nil {
 		return err
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", d.cfg.APIListen)
-	if err != nil {
-		d.closeServices()
-		return fmt.Errorf("listening for the API on %s: %w", d.cfg.APIListen, err)
-	}
-	d.ln = ln
-	mux := api.New(api.Config{Services: []httpjson.Service{d.grantor, d.registrar, d.lds, d.renewal, d.mailbox}, Logger: d.log})
-	d.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
-	}
-	// The network side first: the API reports its unicast port.
-	if err := d.startDiscovery(ctx); err != nil {
-		ln.Close()
-		d.stopDiscovery()
-		d.closeServices()
-		return err
-	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		if err := d.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.errc <- fmt.Errorf("serving the API: %w", err)
-		}
-	}()
+	d.running.Store(true)
 	items, notifies := d.registrar.Count()
-	d.log.Info("jinid started", "api", "http://"+ln.Addr().String(), "data", d.store.Path(),
+	d.log.Info("jinid started", "api", "http://"+d.apiLn.Addr().String(), "data", d.store.Path(),
 		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
 		"multicast", !d.cfg.NoMulticast, "registrations", items, "notify_registrations", notifies)
 	return nil
 }
 
-// startDiscovery puts the lookup service on the network: the unicast
-// discovery server, and unless NoMulticast, the multicast transport with
-// the announcer and the answers to multicast requests.
-func (d *Daemon) startDiscovery(ctx context.Context) error {
+// build makes every part, adding each to d.parts as it is made (so a
+// failure part-way shuts down those made). The order is the start order:
+// the store and event delivery under the services; leases loaded once
+// every service has registered its kind; the network side before the
+// lookup discovery service, which needs it; the API last, once all it
+// serves runs.
+func (d *Daemon) build(ctx context.Context) error {
+	// The API's listener first: a port in use is the likeliest failure,
+	// and DNS-SD advertises the port.
+	apiLn, err := (&net.ListenConfig{}).Listen(ctx, "tcp", d.cfg.APIListen)
+	if err != nil {
+		return fmt.Errorf("listening for the API on %s: %w", d.cfg.APIListen, err)
+	}
+	d.apiLn = apiLn
+	d.parts.Add("the API listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(apiLn) }})
+
+	st, err := store.Open(d.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	d.store = st
+	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
+
+	// Every request sent on someone's behalf goes through a client of
+	// outbound's, dialing from the daemon's namespace.
+	ldsNet := &ldsNetwork{ns: d.cfg.Namespace}
+	out := func(timeout time.Duration) *http.Client {
+		return outbound.New(outbound.Config{Timeout: timeout, Dial: ldsNet.dial})
+	}
+	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout)})
+	d.parts.Add("event delivery", dispatcher)
+
+	grantor := lease.New(st, clock.Real{}, d.log)
+	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher, Logger: d.log,
+		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort}); err != nil {
+		return err
+	}
+	if d.cfg.Groups != nil {
+		if err := d.registrar.SetGroups(d.cfg.Groups); err != nil {
+			return fmt.Errorf("member groups: %w", err)
+		}
+	}
+	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
+		Group:   group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
+		Locator: locator.Config{Dial: ldsNet.dialLocator}})
+	if err != nil {
+		return err
+	}
+	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher,
+		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
+		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}})
+	if err != nil {
+		return err
+	}
+	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Logger: d.log.With("service", "mailbox"),
+		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
+		Client: out(outbound.DefaultTimeout)})
+	if err != nil {
+		return err
+	}
+	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
+	d.parts.Add("the lease renewal service", renewalSvc)
+	d.parts.Add("the event mailbox", mailboxSvc)
+
+	if err := d.buildDiscovery(ctx, ldsNet, ldsSvc); err != nil {
+		return err
+	}
+	d.parts.Add("the lookup discovery service", ldsSvc)
+	if !d.cfg.NoMulticast && !d.cfg.NoDNSSD {
+		d.buildDNSSD()
+	}
+
+	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc}, Logger: d.log})
+	d.parts.Add("the API", d.apiServer(mux))
+	return nil
+}
+
+// buildDiscovery puts the lookup service on the network: the unicast
+// discovery server, and unless NoMulticast, the namespace's multicast
+// host with the lookup service's announcer and request responder and the
+// lookup discovery service's group discovery, handles on the same
+// sockets.
+func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc *lds.Service) error {
 	var ln net.Listener
 	err := d.cfg.Namespace.Do(func() error {
 		var err error
@@ -271,102 +306,127 @@ func (d *Daemon) startDiscovery(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening for unicast discovery on port %d: %w", d.cfg.DiscoveryPort, err)
 	}
-	d.unicast = unicast.Serve(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log})
+	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log})
+	d.parts.Add("unicast discovery", d.unicast)
 	if d.cfg.NoMulticast {
 		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")
-		d.lds.Start()
 		return nil
 	}
-	if d.host, err = mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
-		Logger: d.log}); err != nil {
+
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
+		Logger: d.log})
+	if err != nil {
 		return err
 	}
+	d.host = host
+	d.parts.Add("the multicast host", host)
 	id := d.registrar.Meta().ServiceID
 	groups := func() []string { return d.registrar.Meta().Groups }
-	d.responder = announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
+	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
 		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log})
+	d.parts.Add("answers to multicast requests", responder)
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {
-			d.responder.OnRequest(*m.Request, m.Packet)
+			responder.OnRequest(*m.Request, m.Packet)
 		}
 	}
-	d.transport, err = d.host.Open(mcast.PortConfig{OnMessage: onMessage, OnChange: d.announceNow})
+	port, err := host.Open(mcast.PortConfig{OnMessage: onMessage, OnChange: d.announceNow})
 	if err != nil {
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
-	d.announcer, err = announce.NewAnnouncer(announce.Config{Transport: d.transport, ServiceID: id, Port: d.unicastPort(),
+	d.parts.Add("the lookup service's discovery port", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return port.Close() }})
+	announcer, err := announce.NewAnnouncer(announce.Config{Transport: port, ServiceID: id, Port: d.unicastPort(),
 		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(d.store), Logger: d.log})
 	if err != nil {
 		return err
 	}
-	d.announcer.Start()
-	// The lookup discovery service's group discovery: another handle on
-	// the same sockets.
-	mc, err := group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+	d.announcer.Store(announcer)
+	d.parts.Add("announcements", announcer)
+
+	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Namespace: d.cfg.Namespace,
 		Logger: d.log.With("service", "lds")})
 	if err != nil {
 		return err
 	}
-	if err := mc.Start(d.lds); err != nil {
-		return fmt.Errorf("the lookup discovery service's multicast: %w", err)
-	}
-	d.ldsNet.set(mc)
-	d.lds.Start()
-	if d.cfg.NoDNSSD {
-		return nil
-	}
-	_, apiPort, _ := net.SplitHostPort(d.ln.Addr().String())
+	mc.SetSink(ldsSvc)
+	ldsNet.mc = mc
+	d.parts.Add("the lookup discovery service's multicast", mc)
+	return nil
+}
+
+// buildDNSSD adds the DNS-SD (mDNS) advertisement, another handle on the
+// multicast host. It is a convenience (Jini discovery works without it),
+// so a failure is logged, not fatal.
+func (d *Daemon) buildDNSSD() {
+	_, apiPort, _ := net.SplitHostPort(d.apiLn.Addr().String())
 	ap, _ := strconv.Atoi(apiPort)
-	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: id, Port: d.unicastPort, APIPort: func() int { return ap },
-		Groups: groups, Host: d.host, Logger: d.log})
-	if err == nil {
-		err = adv.Start()
-	}
+	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: d.registrar.Meta().ServiceID, Port: d.unicastPort,
+		APIPort: func() int { return ap }, Groups: func() []string { return d.registrar.Meta().Groups }, Host: d.host, Logger: d.log})
 	if err != nil {
-		// DNS-SD is a convenience: Jini discovery works without it.
 		d.log.Warn("DNS-SD advertisement off", "err", err)
-		return nil
+		return
 	}
-	d.dnssd = adv
+	d.parts.Add("DNS-SD", bestEffort{adv, d.log})
+}
+
+// bestEffort starts a convenience: a failure is logged, and the daemon
+// runs on without it.
+type bestEffort struct {
+	lifecycle.Service
+	log *slog.Logger
+}
+
+func (b bestEffort) Start(ctx context.Context) error {
+	if err := b.Service.Start(ctx); err != nil {
+		b.log.Warn("DNS-SD advertisement off", "err", err)
+	}
+	return nil
+}
+
+// apiServer serves the API on the listener opened first.
+func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	var wg sync.WaitGroup
+	return lifecycle.Funcs{
+		StartFunc: func(context.Context) error {
+			wg.Go(func() {
+				if err := srv.Serve(d.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					d.errc <- fmt.Errorf("serving the API: %w", err)
+				}
+			})
+			return nil
+		},
+		ShutdownFunc: func(ctx context.Context) error {
+			err := srv.Shutdown(ctx)
+			wg.Wait()
+			if err != nil {
+				return fmt.Errorf("stopping the API server: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// closeListener closes ln; one closed already (by its server) is no
+// error.
+func closeListener(ln net.Listener) error {
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
 	return nil
 }
 
 // announceNow announces at once (groups or addresses changed).
 func (d *Daemon) announceNow() {
-	d.mu.Lock()
-	a := d.announcer
-	d.mu.Unlock()
-	if a != nil {
+	if a := d.announcer.Load(); a != nil {
 		a.Trigger()
-	}
-}
-
-func (d *Daemon) stopDiscovery() {
-	d.mu.Lock()
-	a := d.announcer
-	d.announcer = nil
-	d.mu.Unlock()
-	if a != nil {
-		a.Close() // with a last announcement of no groups
-	}
-	if d.dnssd != nil {
-		d.dnssd.Close()
-	}
-	if d.ldsNet == nil {
-	} else if mc := d.ldsNet.set(nil); mc != nil {
-		mc.Close()
-	}
-	if d.transport != nil {
-		d.transport.Close()
-	}
-	if d.host != nil {
-		d.host.Shutdown(context.Background())
-	}
-	if d.responder != nil {
-		d.responder.Close()
-	}
-	if d.unicast != nil {
-		d.unicast.Close()
 	}
 }
 
@@ -382,7 +442,7 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 	host := ap.Addr().Unmap().WithZone("").String()
 	port := d.unicastPort()
 	m := d.registrar.Meta()
-	apiHost, apiPort, _ := net.SplitHostPort(d.ln.Addr().String())
+	apiHost, apiPort, _ := net.SplitHostPort(d.apiLn.Addr().String())
 	if a, err := netip.ParseAddr(apiHost); err != nil || a.IsUnspecified() {
 		apiHost = host
 	}
@@ -392,99 +452,22 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 	}}}, nil
 }
 
-// openServices opens the store and the services on it, in dependency
-// order; closeServices undoes what was opened.
-func (d *Daemon) openServices() error {
-	st, err := store.Open(d.cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	d.store = st
-	d.grantor = lease.New(st, clock.Real{}, d.log)
-	// Every request sent on someone's behalf goes through a client of
-	// outbound's, dialing from the daemon's namespace.
-	d.ldsNet = &ldsNetwork{ns: d.cfg.Namespace}
-	out := func(timeout time.Duration) *http.Client {
-		return outbound.New(outbound.Config{Timeout: timeout, Dial: d.ldsNet.dial})
-	}
-	d.dispatcher = event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout)})
-	d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log,
-		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort})
-	if err != nil {
-		return err
-	}
-	if d.cfg.Groups != nil {
-		if err := d.registrar.SetGroups(d.cfg.Groups); err != nil {
-			return fmt.Errorf("member groups: %w", err)
-		}
-	}
-	d.lds, err = lds.New(lds.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher, Logger: d.log.With("service", "lds"),
-		Group:   group.Config{Network: d.ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
-		Locator: locator.Config{Dial: d.ldsNet.dialLocator}})
-	if err != nil {
-		return err
-	}
-	d.renewal, err = renewal.New(renewal.Config{Store: st, Grantor: d.grantor, Dispatcher: d.dispatcher,
-		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}})
-	if err != nil {
-		return err
-	}
-	d.mailbox, err = mailbox.New(mailbox.Config{Store: st, Grantor: d.grantor, Logger: d.log.With("service", "mailbox"),
-		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
-		Client: out(outbound.DefaultTimeout)})
-	if err != nil {
-		return err
-	}
-	if err := d.grantor.Load(); err != nil {
-		return err
-	}
-	d.renewal.Start()
-	d.mailbox.Start()
-	return nil
-}
-
-func (d *Daemon) closeServices() {
-	if d.mailbox != nil {
-		d.mailbox.Close()
-	}
-	if d.renewal != nil {
-		d.renewal.Close()
-	}
-	if d.lds != nil {
-		d.lds.Close()
-	}
-	if d.grantor != nil {
-		d.grantor.Close()
-	}
-	if d.dispatcher != nil {
-		d.dispatcher.Close()
-	}
-	if d.store != nil {
-		d.store.Close()
-	}
-}
-
 // Addr is the address the API listens on, once started.
-func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
+func (d *Daemon) Addr() net.Addr { return d.apiLn.Addr() }
 
 // Err reports a service that failed while running; the caller should shut
 // down.
 func (d *Daemon) Err() <-chan error { return d.errc }
 
-// Shutdown stops every service, waiting for requests in flight until ctx
-// ends, and returns once all of the daemon's goroutines have.
+// Shutdown stops every part in reverse order of starting, waiting for
+// requests in flight until ctx ends, and returns once all of the daemon's
+// goroutines have.
 func (d *Daemon) Shutdown(ctx context.Context) error {
-	if d.srv == nil {
-		return nil
+	err := d.parts.Shutdown(ctx)
+	if d.running.Swap(false) {
+		d.log.Info("jinid stopped")
 	}
-	err := d.srv.Shutdown(ctx)
-	d.wg.Wait()
-	d.stopDiscovery()
-	d.closeServices()
-	if err != nil {
-		return fmt.Errorf("stopping the API server: %w", err)
-	}
-	d.log.Info("jinid stopped")
-	return nil
+	return err
 }
+
+var _ lifecycle.Service = (*Daemon)(nil)

@@ -152,13 +152,18 @@ func (f *finder) multicast() error {
 	if err != nil {
 		return err
 	}
+	if err := host.Start(f.ctx); err != nil {
+		host.Shutdown(context.Background())
+		return err
+	}
 	f.mc, err = group.NewMulticast(group.MulticastConfig{Host: host, Namespace: f.cfg.Namespace, Versions: f.cfg.Versions, Logger: f.log})
 	if err != nil {
 		host.Shutdown(context.Background())
 		return err
 	}
-	f.closers = append(f.closers, func() { f.mc.Close(); host.Shutdown(context.Background()) })
-	if err := f.mc.Start(sink{f}); err != nil {
+	f.closers = append(f.closers, func() { f.mc.Shutdown(context.Background()); host.Shutdown(context.Background()) })
+	f.mc.SetSink(sink{f})
+	if err := f.mc.Start(f.ctx); err != nil {
 		return err
 	}
 	f.wg.Add(1)
