@@ -177,6 +177,8 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+var _ lifecycle.Service = (*Host)(nil)
+
 // Open takes a handle on a port, opening the port if it is the first.
 func (h *Host) Open(pc PortConfig) (*Port, error) {
 	if pc.Port == 0 {
