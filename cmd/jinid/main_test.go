@@ -1,20 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 )
@@ -101,99 +94,3 @@ func TestCommandErrors(t *testing.T) {
 		}
 	}
 }
-
-var built struct {
-	sync.Mutex
-	path string
-}
-
-func buildBinaryB(b *testing.B) string { return buildBinary(b) }
-
-// buildBinary builds the static jinid binary once per test run, or
-// returns JINID_TEST_BIN when set (to measure another build, such as an
-// earlier commit's, with the same benchmarks).
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	if bin := os.Getenv("JINID_TEST_BIN"); bin != "" {
-		return bin
-	}
-	built.Lock()
-	defer built.Unlock()
-	if built.path != "" {
-		return built.path
-	}
-	dir, err := os.MkdirTemp("", "jinid-test-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "jinid")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	built.path = bin
-	return bin
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.path != "" {
-		os.RemoveAll(filepath.Dir(built.path))
-	}
-	os.Exit(code)
-}
-
-// The real binary starts, serves /healthz, and exits 0 on SIGTERM and on
-// SIGINT.
-func TestDaemonStopsOnSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "daemon", "--api-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--no-multicast", "--discovery-port", "0", "--log-format", "text")
-			stderr, _ := cmd.StderrPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(stderr)
-			api := ""
-			var logs []string
-			for api == "" && sc.Scan() {
-				logs = append(logs, sc.Text())
-				if m := regexp.MustCompile(`api=(http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-					api = m[1]
-				}
-			}
-			if api == "" {
-				t.Fatalf("daemon never said where it listens; logs:\n%s", strings.Join(logs, "\n"))
-			}
-			resp, err := http.Get(api + "/healthz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("healthz %d", resp.StatusCode)
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			for sc.Scan() {
-				logs = append(logs, sc.Text())
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("exit after %v: %v; logs:\n%s", sig, err, strings.Join(logs, "\n"))
-			}
-			if !strings.Contains(strings.Join(logs, "\n"), "jinid stopped") {
-				t.Fatalf("no clean stop logged:\n%s", strings.Join(logs, "\n"))
-			}
-		})
-	}
-}
-
-var interruptSignal = syscall.SIGTERM

@@ -158,8 +158,26 @@ func removeStale(t testing.TB) {
 		if syscall.Kill(pid, 0) == nil {
 			continue // its owner still runs
 		}
+		killIn(t, name)
 		if err := exec.Command("ip", "netns", "del", name).Run(); err == nil {
 			t.Logf("netlab: removed stale namespace %s", name)
+		}
+	}
+}
+
+// killIn kills every process still running in namespace ns: deleting a
+// namespace does not end them, and a test's process must not outlive its
+// lab (the tests' own cleanups stop theirs first; this is the backstop).
+func killIn(t testing.TB, ns string) {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				t.Logf("netlab: killed process %d left running in %s", pid, ns)
+			}
 		}
 	}
 }
@@ -168,6 +186,7 @@ func (l *Lab) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, h := range l.hosts {
+		killIn(l.t, h.ns)
 		h.h.Close()
 		_ = exec.Command("ip", "netns", "del", h.ns).Run()
 		_ = os.RemoveAll(filepath.Join("/etc/netns", h.ns))

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/lease"
 )
@@ -27,12 +28,12 @@ func BenchmarkDaemonIdleForeverLeases(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("JINID_IDLE_SECONDS")); err == nil && v > 0 {
 		idle = time.Duration(v) * time.Second
 	}
-	bin := buildBinaryB(b)
+	bin := jinidtest.Binary(b)
 	for b.Loop() {
 		dir := b.TempDir()
-		d := startDaemon(b, bin, dir)
+		d := jinidtest.StartDaemon(b, bin, dir)
 		ctx := context.Background()
-		c := mustClient(b, d.api)
+		c := jinidtest.Client(b, d.API)
 		set, err := c.RenewalCreate(ctx, lease.Forever)
 		if err != nil {
 			b.Fatal(err)
@@ -62,25 +63,25 @@ func BenchmarkDaemonIdleForeverLeases(b *testing.B) {
 		b.ReportMetric(cpu, "cpu-ms/min")
 		b.ReportMetric(written, "written-B/min")
 
-		d.stop(b)
-		d = startDaemon(b, bin, dir)
-		if ls, err := mustClient(b, d.api).RenewalLeases(ctx, set.ID); err != nil || len(ls) != leases {
+		d.Stop(b)
+		d = jinidtest.StartDaemon(b, bin, dir)
+		if ls, err := jinidtest.Client(b, d.API).RenewalLeases(ctx, set.ID); err != nil || len(ls) != leases {
 			b.Fatalf("after the restart: %d leases, %v", len(ls), err)
 		}
 		cpu, written = measureIdle(b, d, idle)
 		b.ReportMetric(cpu, "cpu-ms/min-after-restart")
 		b.ReportMetric(written, "written-B/min-after-restart")
-		d.stop(b)
+		d.Stop(b)
 	}
 }
 
 // measureIdle leaves the daemon alone for a second to settle, then for
 // idle, and returns the CPU milliseconds and bytes written per minute of
 // that.
-func measureIdle(b *testing.B, d *daemonProc, idle time.Duration) (cpuMsPerMin, bytesPerMin float64) {
+func measureIdle(b *testing.B, d *jinidtest.Daemon, idle time.Duration) (cpuMsPerMin, bytesPerMin float64) {
 	b.Helper()
 	time.Sleep(time.Second)
-	pid := d.cmd.Process.Pid
+	pid := d.Cmd.Process.Pid
 	cpu0, w0 := procCPU(b, pid), procWritten(b, pid)
 	time.Sleep(idle)
 	cpu1, w1 := procCPU(b, pid), procWritten(b, pid)

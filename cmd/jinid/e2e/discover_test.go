@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/unicast"
@@ -21,11 +22,12 @@ import (
 // and the interface they were seen on; one outside the groups asked for is
 // not listed.
 func TestDiscoverOnALAN(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	client := lab.Host("client")
 	client.Attach(lan1)
@@ -90,11 +92,12 @@ func javaRegistrar(t *testing.T) discovery.Registrar {
 // jinid inspect --iface captures live in a namespace, prints what it
 // decodes, and --write saves a capture that --pcap reads back the same.
 func TestInspectLive(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
 	sniffer.Attach(lan)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/riverpeer"
 	"github.com/jinid/jinid/services/api/client"
@@ -20,12 +21,13 @@ import (
 // announcement, kept while it announces, and discarded once, under that
 // ServiceID, when it is killed (issue 13, item 9).
 func TestRealReggieIsOneLookupService(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary, runs Java")
 	}
 	riverpeer.Java(t)
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	rh, wh, dh := lab.Host("reggie"), lab.Host("watcher"), lab.Host("lds")
 	rl := rh.Attach(lan)
@@ -38,12 +40,11 @@ func TestRealReggieIsOneLookupService(t *testing.T) {
 	// The lookup discovery service in a daemon of its own (its own lookup
 	// service in another group), a registration for group "lab" with a
 	// listener in the watcher's host.
-	labDaemon(t, bin, dh, "--groups", "other", "--no-dns-sd", "--lds-announce-interval", interval.String())
-	sink := newEventSink(t, wh, wl.IPv4.String())
-	events := sink.path("reggie")
-	c := labClient(t, wh, "http://"+dl.IPv4.String()+":4162")
+	jinidtest.LabDaemon(t, bin, dh, "--groups", "other", "--no-dns-sd", "--lds-announce-interval", interval.String())
+	sink := jinidtest.NewSink(t, wh, wl.IPv4.String())
+	c := jinidtest.LabClient(t, wh, "http://"+dl.IPv4.String()+":4162")
 	ctx := context.Background()
-	reg, err := c.LDSRegister(ctx, client.LDSRequest{Groups: []string{"lab"}, Listener: sink.base + "/reggie", Duration: 600_000})
+	reg, err := c.LDSRegister(ctx, client.LDSRequest{Groups: []string{"lab"}, Listener: sink.URL + "/reggie", Duration: 600_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,27 +52,22 @@ func TestRealReggieIsOneLookupService(t *testing.T) {
 
 	first := w.next(t, "discovered", 20*time.Second)
 	if first.Kind != "java" || !first.IDFromProxy {
-		t.Fatalf("discovered %+v, want a Java lookup service under a stand-in ServiceID", first.watchEvent)
+		t.Fatalf("discovered %+v, want a Java lookup service under a stand-in ServiceID", first.watchLine)
 	}
 	if id := w.next(t, "identified", 10*time.Second); id.ServiceID != rid || id.StandIn != first.ServiceID {
 		t.Fatalf("identified %s from %s, want %s from %s", id.ServiceID, id.StandIn, rid, first.ServiceID)
 	}
-	select {
-	case e := <-events:
-		if e.Discarded || len(e.Registrars) != 1 || e.Registrars[0].Kind != "java" {
-			t.Fatalf("LDS event %+v, want one Java lookup service discovered", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no LDS event")
+	var e ldsEvent
+	sink.Next(t, "/reggie", 10*time.Second, &e)
+	if e.Discarded || len(e.Registrars) != 1 || e.Registrars[0].Kind != "java" {
+		t.Fatalf("LDS event %+v, want one Java lookup service discovered", e)
 	}
 
 	// Announcing with sequence 0 every second: kept, nothing reported,
 	// over more than a discard window (3 intervals).
 	w.none(t, 4*interval)
-	select {
-	case e := <-events:
-		t.Fatalf("unexpected LDS event: discarded=%v %v", e.Discarded, e.ids())
-	default:
+	if n := sink.Pending("/reggie"); n > 0 {
+		t.Fatalf("%d unexpected LDS events", n)
 	}
 	regs, err := c.LDSRegistrars(ctx, reg.ID)
 	if err != nil || len(regs) != 1 || regs[0].ServiceID != rid || regs[0].IDFromProxy {
@@ -84,13 +80,10 @@ func TestRealReggieIsOneLookupService(t *testing.T) {
 	if d := w.next(t, "discarded", 10*time.Second); d.ServiceID != rid || d.Reason != "communication" {
 		t.Fatalf("discarded %s (%s), want %s (communication)", d.ServiceID, d.Reason, rid)
 	}
-	select {
-	case e := <-events:
-		if !e.Discarded || !slices.Equal(e.ids(), []string{rid}) {
-			t.Fatalf("LDS event: discarded=%v %v, want %s discarded", e.Discarded, e.ids(), rid)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no LDS discard")
+	var gone ldsEvent
+	sink.Next(t, "/reggie", 10*time.Second, &gone)
+	if !gone.Discarded || !slices.Equal(gone.ids(), []string{rid}) {
+		t.Fatalf("LDS event: discarded=%v %v, want %s discarded", gone.Discarded, gone.ids(), rid)
 	}
 	w.none(t, 2*interval)
 }

@@ -1,89 +1,41 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
-	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/api/apitypes"
-	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
 )
-
-// rawSink records the JSON bodies POSTed to it, by path; it serves from
-// inside a lab host (or loopback when h is nil).
-type rawSink struct {
-	base string
-	mu   sync.Mutex
-	got  map[string][]map[string]any
-}
-
-func newRawSink(t *testing.T, h *netlab.Host, ip string) *rawSink {
-	t.Helper()
-	s := &rawSink{got: map[string][]map[string]any{}}
-	var ln net.Listener
-	listen := func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		return err
-	}
-	var err error
-	if h != nil {
-		err = h.Namespace().Do(listen)
-	} else {
-		err = listen()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.base = "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var v map[string]any
-		json.Unmarshal(body, &v)
-		s.mu.Lock()
-		s.got[r.URL.Path] = append(s.got[r.URL.Path], v)
-		s.mu.Unlock()
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return s
-}
-
-func (s *rawSink) events(path string) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]map[string]any{}, s.got[path]...)
-}
 
 // TestRenewalAcrossDaemons: a jinid in one lab host keeps alive lookup
 // registrations granted by a jinid in another, past their own leases and
 // until the desired expiration; a grantor that refuses (LeaseDenied)
 // produces exactly one renewal failure event.
 func TestRenewalAcrossDaemons(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	rh, lh, ch := lab.Host("renewer"), lab.Host("lus"), lab.Host("client")
 	rl, ll, cl := rh.Attach(lan), lh.Attach(lan), ch.Attach(lan)
-	labDaemon(t, bin, rh, "--renewal-margin", "1s", "--no-multicast")
-	labDaemon(t, bin, lh, "--no-multicast")
+	jinidtest.LabDaemon(t, bin, rh, "--renewal-margin", "1s", "--no-multicast")
+	jinidtest.LabDaemon(t, bin, lh, "--no-multicast")
 	faultLeaseDenied := apitypes.Error{Code: fault.LeaseDenied, Message: "this grantor renews nothing"}
-	renewer := labClient(t, ch, "http://"+rl.IPv4.String()+":4162")
-	lus := labClient(t, ch, "http://"+ll.IPv4.String()+":4162")
-	sink := newRawSink(t, ch, cl.IPv4.String())
+	renewer := jinidtest.LabClient(t, ch, "http://"+rl.IPv4.String()+":4162")
+	lus := jinidtest.LabClient(t, ch, "http://"+ll.IPv4.String()+":4162")
+	sink := jinidtest.NewSink(t, ch, cl.IPv4.String())
 
 	// A grantor that refuses every renewal.
 	denier := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -113,7 +65,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renewer.RenewalFailures(t.Context(), set.ID, sink.base+"/failures", []byte("hb")); err != nil {
+	if _, err := renewer.RenewalFailures(t.Context(), set.ID, sink.URL+"/failures", []byte("hb")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,7 +93,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	if err != nil || len(ls) != 1 || ls[0].ID != reg.Lease.ID || ls[0].Expiration <= reg.Lease.Expiration {
 		t.Fatalf("set's leases %+v, %v", ls, err)
 	}
-	evs := sink.events("/failures")
+	evs := sink.Events("/failures")
 	if len(evs) != 1 {
 		t.Fatalf("%d failure events, want exactly one (for the refused lease): %v", len(evs), evs)
 	}
@@ -161,78 +113,25 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	if _, err := lus.Get(t.Context(), reg.ServiceID); err == nil {
 		t.Fatal("registration still alive well after its desired expiration")
 	}
-	if n := len(sink.events("/failures")); n != 1 {
+	if n := len(sink.Events("/failures")); n != 1 {
 		t.Fatalf("%d failure events in all, want 1", n)
-	}
-}
-
-// TestRenewalCrash kills the renewing daemon at random moments and brings
-// it back at once: no client lease due for renewal expires because of the
-// crashes.
-func TestRenewalCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	grantor := startDaemon(t, bin, t.TempDir())
-	defer grantor.stop(t)
-	dir := t.TempDir()
-	renewer := startDaemon(t, bin, dir, "--renewal-margin", "3s")
-	g, _ := client.New(grantor.api, nil)
-	r, _ := client.New(renewer.api, nil)
-	set, err := r.RenewalCreate(t.Context(), 3_600_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 20
-	var ids []string
-	for i := range n {
-		reg, err := g.Register(t.Context(), apitypes.Item{Types: []string{"com.example.Kept"}}, 4000+int64(i)*100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Renewed 4 s at a time: due every 2 s, so the kills land in
-		// renewal windows.
-		four := int64(4000)
-		if err := r.RenewFor(t.Context(), set.ID, reg.Lease, 3_600_000, &four); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, reg.ServiceID)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	deadline := time.Now().Add(20 * time.Second)
-	kills := 0
-	for time.Now().Before(deadline) {
-		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
-		renewer.kill()
-		kills++
-		renewer = startDaemon(t, bin, dir, "--renewal-margin", "3s")
-		for _, id := range ids {
-			if _, err := g.Get(t.Context(), id); err != nil {
-				t.Fatalf("after %d kills: registration %s lapsed: %v\n%s", kills, id, err, renewer.log())
-			}
-		}
-	}
-	renewer.stop(t)
-	t.Logf("%d kills, all %d leases kept", kills, n)
-	if !strings.Contains(renewer.log(), "jinid started") || kills < 5 {
-		t.Fatalf("only %d kills", kills)
 	}
 }
 
 // TestRenewalCommands runs every `jinid renewal` command against one
 // daemon that is both the grantor and the renewal service.
 func TestRenewalCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildBinary(t)
-	d := startDaemon(t, bin, t.TempDir())
-	defer d.stop(t)
-	sink := newRawSink(t, nil, "127.0.0.1")
+	bin := jinidtest.Binary(t)
+	d := jinidtest.StartDaemon(t, bin, t.TempDir())
+	defer d.Stop(t)
+	sink := jinidtest.NewSink(t, nil, "127.0.0.1")
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(bin, append(args, "--server", d.api)...).CombinedOutput()
+		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("jinid %v: %v\n%s", args, err, out)
 		}
@@ -248,18 +147,18 @@ func TestRenewalCommands(t *testing.T) {
 		t.Fatal("lookup register printed no lease")
 	}
 	leaseID := lm[1]
-	run("renewal", "add", set, "--grantor", d.api, "--lease", leaseID, "--remaining", "5m", "--desired", "1h", "--renew", "10m")
-	if l := run("renewal", "list", set); !strings.Contains(l, leaseID) || !strings.Contains(l, d.api) {
+	run("renewal", "add", set, "--grantor", d.API, "--lease", leaseID, "--remaining", "5m", "--desired", "1h", "--renew", "10m")
+	if l := run("renewal", "list", set); !strings.Contains(l, leaseID) || !strings.Contains(l, d.API) {
 		t.Fatalf("list printed %q", l)
 	}
-	if w := run("renewal", "warn", set, "--listener", sink.base+"/w", "--min-warning", "1m"); !strings.Contains(w, "eventID 1") {
+	if w := run("renewal", "warn", set, "--listener", sink.URL+"/w", "--min-warning", "1m"); !strings.Contains(w, "eventID 1") {
 		t.Fatalf("warn printed %q", w)
 	}
-	if f := run("renewal", "failures", set, "--listener", sink.base+"/f"); !strings.Contains(f, "eventID 0") {
+	if f := run("renewal", "failures", set, "--listener", sink.URL+"/f"); !strings.Contains(f, "eventID 0") {
 		t.Fatalf("failures printed %q", f)
 	}
 	// The set's own lease is refused, with the specification's error.
-	out, err := exec.Command(bin, "renewal", "add", set, "--grantor", d.api, "--lease", setLease, "--remaining", "5m", "--server", d.api).CombinedOutput()
+	out, err := exec.Command(bin, "renewal", "add", set, "--grantor", d.API, "--lease", setLease, "--remaining", "5m", "--server", d.API).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "InvalidArgument") {
 		t.Fatalf("adding the set's own lease: %v %s", err, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -19,69 +18,12 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/services/api/client"
 )
-
-// labDaemon runs the jinid binary as a daemon inside a lab host.
-func labDaemonB(b *testing.B, bin string, h *netlab.Host, args ...string) *exec.Cmd {
-	return labDaemon(b, bin, h, args...)
-}
-
-func labDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := h.Command(context.Background(), bin, append([]string{"daemon", "--api-listen", ":4162", "--data-dir", t.TempDir()}, args...)...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan bool, 1)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if strings.Contains(sc.Text(), "jinid started") {
-				started <- true
-			}
-		}
-		started <- false
-	}()
-	if ok := <-started; !ok {
-		cmd.Wait()
-		t.Fatalf("daemon in %s did not start:\n%s", h.Name, logs.String())
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
-	return cmd
-}
-
-// labClient is an API client that connects from inside lab host h.
-func labClient(t testing.TB, h *netlab.Host, url string) *client.Client {
-	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var c net.Conn
-		err := h.Namespace().Do(func() error {
-			var err error
-			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
-	}}}
-	c, err := client.New(url, hc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // labPort takes the discovery port of a multicast host (IPv4) in a lab
 // host, for tests that send or watch multicast there themselves.
@@ -132,16 +74,17 @@ func atHost(rs []finder.Result, host string) (finder.Result, bool) {
 
 // Two jinid daemons on a LAN discover each other with jinid discover.
 func TestDaemonsDiscoverEachOther(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	a, b := lab.Host("a"), lab.Host("b")
 	la, lb := a.Attach(lan), b.Attach(lan)
-	labDaemon(t, bin, a, "--announce-interval", "500ms")
-	labDaemon(t, bin, b, "--announce-interval", "500ms", "--groups", "lab")
+	jinidtest.LabDaemon(t, bin, a, "--announce-interval", "500ms")
+	jinidtest.LabDaemon(t, bin, b, "--announce-interval", "500ms", "--groups", "lab")
 
 	for _, c := range []struct {
 		from  *netlab.Host
@@ -164,18 +107,19 @@ func TestDaemonsDiscoverEachOther(t *testing.T) {
 // A gateway daemon on two LANs is found on each at its address on that
 // LAN; a daemon on the far LAN is not found from the near one.
 func TestGatewayDaemon(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, x, far := lab.Host("gw"), lab.Host("x"), lab.Host("far")
 	g1, g2 := gw.Attach(lan1), gw.Attach(lan2)
 	x.Attach(lan1)
 	lf := far.Attach(lan2)
-	labDaemon(t, bin, gw, "--announce-interval", "500ms")
-	labDaemon(t, bin, far, "--announce-interval", "500ms")
+	jinidtest.LabDaemon(t, bin, gw, "--announce-interval", "500ms")
+	jinidtest.LabDaemon(t, bin, far, "--announce-interval", "500ms")
 
 	rs := discoverIn(t, bin, x, "--timeout", "2s", "--exclude-interfaces", "")
 	r, ok := atHost(rs, g1.IPv4.String())
@@ -202,16 +146,17 @@ func TestGatewayDaemon(t *testing.T) {
 // Group changes through the API are announced at once, and a daemon that
 // stops says so with an announcement of no groups.
 func TestGroupChangeAnnounced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	lus, watcher := lab.Host("lus"), lab.Host("watcher")
 	ll := lus.Attach(lan)
 	watcher.Attach(lan)
-	cmd := labDaemon(t, bin, lus, "--announce-interval", "10s")
+	cmd := jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "10s")
 
 	// A listener on the LAN records every announcement from the daemon.
 	type heard struct {
@@ -229,7 +174,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	})
 
 	// Change the groups through the API, from inside the lab.
-	c := labClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
+	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
 	time.Sleep(300 * time.Millisecond)
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
@@ -289,17 +234,18 @@ func rssKiB(t *testing.T, pid int) int {
 // naming unreachable and refusing reply addresses does not stop the daemon
 // answering a legitimate requester, and its memory stays flat.
 func TestRequestFlood(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
 	ll := lus.Attach(lan)
 	la := attacker.Attach(lan)
 	legit.Attach(lan)
-	cmd := labDaemon(t, bin, lus, "--announce-interval", "30s")
+	cmd := jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
 	time.Sleep(200 * time.Millisecond)
 	before := rssKiB(t, cmd.Process.Pid)
 
@@ -347,12 +293,12 @@ func TestRequestFlood(t *testing.T) {
 //	go test -run=NONE -bench=RequestToResponse -benchtime=1x ./cmd/jinid/
 func BenchmarkRequestToResponse(b *testing.B) {
 	lab := netlab.New(b)
-	bin := buildBinaryB(b)
+	bin := jinidtest.Binary(b)
 	lan := lab.LAN()
 	lus, req := lab.Host("lus"), lab.Host("req")
 	lus.Attach(lan)
 	lr := req.Attach(lan)
-	labDaemonB(b, bin, lus)
+	jinidtest.LabDaemon(b, bin, lus)
 	tr := labPort(b, req, nil)
 	for b.Loop() {
 		var lat []time.Duration
@@ -394,6 +340,7 @@ func BenchmarkRequestToResponse(b *testing.B) {
 // the domain's _jini._tcp SRV records list, served by a real DNS server
 // (dnsmasq) in the lab.
 func TestLocatorBySRV(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -402,14 +349,14 @@ func TestLocatorBySRV(t *testing.T) {
 		t.Skip("dnsmasq is not installed (.ci/run installs dnsmasq-base)")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	dns, l1h, l2h, client := lab.Host("dns"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("client")
 	ld := dns.Attach(lan)
 	l1, l2 := l1h.Attach(lan), l2h.Attach(lan)
 	client.Attach(lan)
-	labDaemon(t, bin, l1h, "--no-multicast")
-	labDaemon(t, bin, l2h, "--no-multicast", "--discovery-port", "4170")
+	jinidtest.LabDaemon(t, bin, l1h, "--no-multicast")
+	jinidtest.LabDaemon(t, bin, l2h, "--no-multicast", "--discovery-port", "4170")
 
 	srv := dns.Command(context.Background(), dnsmasq, "--no-daemon", "--no-resolv", "--no-hosts", "--bind-interfaces",
 		"--listen-address="+ld.IPv4.String(), "--port=53", "--log-facility=-",
@@ -440,6 +387,7 @@ func TestLocatorBySRV(t *testing.T) {
 // daemon's DNS-SD advertisement: avahi-browse -rpt _jini._tcp resolves it
 // to the daemon's address, unicast port and TXT record.
 func TestAvahiSeesAdvertisement(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -449,12 +397,12 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 		}
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	lus, observer := lab.Host("lus"), lab.Host("observer")
 	ll := lus.Attach(lan)
 	observer.Attach(lan)
-	labDaemon(t, bin, lus, "--announce-interval", "30s")
+	jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
 
 	// A private system bus for avahi in the observer, so nothing outside
 	// the lab is touched.
@@ -518,16 +466,17 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 
 // jinid discover --dns-sd finds a daemon by browsing _jini._tcp.local.
 func TestDiscoverDNSSD(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	lus, client := lab.Host("lus"), lab.Host("client")
 	ll := lus.Attach(lan)
 	client.Attach(lan)
-	labDaemon(t, bin, lus, "--announce-interval", "30s")
+	jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
 	// Groups no lookup service has: only DNS-SD can find it.
 	rs := discoverIn(t, bin, client, "--dns-sd", "--groups", "nobody-here", "--timeout", "2s")
 	r, ok := atHost(rs, ll.IPv4.String())

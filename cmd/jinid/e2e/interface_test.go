@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/mcast"
@@ -31,12 +32,12 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, far := lab.Host("gw"), lab.Host("far")
 	g1 := gw.Attach(lan1)
 	fl := far.Attach(lan2)
-	labDaemon(t, bin, gw, "--groups", "own", "--announce-interval", "1h")
+	jinidtest.LabDaemon(t, bin, gw, "--groups", "own", "--announce-interval", "1h")
 
 	// In the far LAN: a lookup service of group x announcing every 200 ms,
 	// and an observer with a multicast host of its own.
@@ -107,18 +108,19 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 
 	// The lookup discovery service: a registration for group x, its
 	// listener in the daemon's own host.
-	sink := newEventSink(t, gw, g1.IPv4.String())
-	c := labClient(t, gw, "http://"+g1.IPv4.String()+":4162")
-	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"x"}, Listener: sink.base + "/x", Duration: 60_000}); err != nil {
+	sink := jinidtest.NewSink(t, gw, g1.IPv4.String())
+	c := jinidtest.LabClient(t, gw, "http://"+g1.IPv4.String()+":4162")
+	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"x"}, Listener: sink.URL + "/x", Duration: 60_000}); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
-		select {
-		case e := <-sink.path("x"):
-			if !e.Discarded {
-				see("LDS discovered")
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if evs := sink.Events("/x"); len(evs) > 0 {
+				if evs[0]["discarded"] != true {
+					see("LDS discovered")
+				}
+				return
 			}
-		case <-time.After(10 * time.Second):
 		}
 	}()
 

@@ -1,12 +1,6 @@
-package main
-
-// The conformance suite of the lookup discovery service: one test per rule
-// of the LD specification (shared/specs 001, LD.3 and LD.4), run against
-// the real daemon in a lab LAN with several real jinid lookup services in
-// different groups. Each case names the rule it checks.
+package conformance
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,14 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/netlab"
@@ -259,7 +252,7 @@ func (l *ldsLab) raw(t *testing.T, method, path, body string) (int, string) {
 }
 
 func (l *ldsLab) startLDS() {
-	cmd := labDaemon(l.t, l.bin, l.ldsHost, l.ldsArgs...)
+	cmd := jinidtest.LabDaemon(l.t, l.bin, l.ldsHost, l.ldsArgs...)
 	l.ldsCmd = cmd.Process
 	l.ldsWait = func() { cmd.Wait() }
 }
@@ -271,11 +264,12 @@ const (
 )
 
 func TestLDSConformance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	netlabLab := netlab.New(t)
-	l := &ldsLab{t: t, bin: buildBinary(t), lab: netlabLab, ids: map[string]string{}, addr: map[string]string{}, lusProcs: map[string]interface{ Kill() error }{}}
+	l := &ldsLab{t: t, bin: jinidtest.Binary(t), lab: netlabLab, ids: map[string]string{}, addr: map[string]string{}, lusProcs: map[string]interface{ Kill() error }{}}
 	lan := netlabLab.LAN()
 	l.ldsHost = netlabLab.Host("lds")
 	ll := l.ldsHost.Attach(lan)
@@ -295,7 +289,7 @@ func TestLDSConformance(t *testing.T) {
 	for _, s := range lookupServices {
 		h := netlabLab.Host(s.name)
 		link := h.Attach(lan)
-		cmd := labDaemon(t, l.bin, h, "--groups", s.groups, "--public-group=false", "--announce-interval", s.every.String())
+		cmd := jinidtest.LabDaemon(t, l.bin, h, "--groups", s.groups, "--public-group=false", "--announce-interval", s.every.String())
 		l.addr[s.name] = link.IPv4.String()
 		l.lusProcs[s.name] = cmd.Process
 	}
@@ -304,7 +298,7 @@ func TestLDSConformance(t *testing.T) {
 		"--announce-interval", "10s", "--lds-announce-interval", ldsInterval.String()}
 	l.startLDS()
 	l.api = "http://" + ll.IPv4.String() + ":4162"
-	l.c = labClient(t, clientHost, l.api)
+	l.c = jinidtest.LabClient(t, clientHost, l.api)
 	l.hc = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := clientHost.Namespace().Do(func() error {
@@ -316,7 +310,7 @@ func TestLDSConformance(t *testing.T) {
 	}}}
 	l.sink = newEventSink(t, clientHost, cl.IPv4.String())
 	for _, s := range lookupServices {
-		info, err := labClient(t, clientHost, "http://"+l.addr[s.name]+":4162").Lookup(t.Context())
+		info, err := jinidtest.LabClient(t, clientHost, "http://"+l.addr[s.name]+":4162").Lookup(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -746,7 +740,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("passive/lookup-service-joins-a-group-of-interest", func(t *testing.T) {
 		r := l.register(t, []string{"e2"}, nil, nil, 60000)
 		l.none(t, r, 2*ldsInterval)
-		lc := labClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
+		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
 		if err := lc.SetGroups(t.Context(), []string{"e", "e2"}); err != nil {
 			t.Fatal(err)
 		}
@@ -757,7 +751,7 @@ func TestLDSConformance(t *testing.T) {
 		byLoc := l.register(t, []string{}, []string{l.loc("lus5")}, nil, 60000)
 		l.next(t, byGroup, false, "lus5")
 		l.next(t, byLoc, false, "lus5")
-		lc := labClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
+		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
 		if err := lc.SetGroups(t.Context(), []string{"elsewhere"}); err != nil {
 			t.Fatal(err)
 		}
@@ -904,120 +898,18 @@ func TestLDSConformance(t *testing.T) {
 	})
 }
 
-// TestLDSCommands is the two-terminal flow of `jinid lds --help`, on
-// loopback: `jinid listen` in one, `jinid lds ...` in the other, with a
-// second daemon as the lookup service found by locator.
-func TestLDSCommands(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	ldsd := startDaemon(t, bin, t.TempDir())
-	defer ldsd.stop(t)
-	lus := startDaemon(t, bin, t.TempDir())
-	defer lus.stop(t)
-	m := regexp.MustCompile(`unicast=\S*:(\d+)`).FindStringSubmatch(lus.log())
-	if m == nil {
-		t.Fatalf("no unicast port in the log:\n%s", lus.log())
-	}
-	loc := "jini://127.0.0.1:" + m[1]
-	lusInfo, err := mustClient(t, lus.api).Lookup(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	listen := exec.Command(bin, "listen", "--addr", "127.0.0.1:0")
-	stdout, _ := listen.StdoutPipe()
-	stderr, _ := listen.StderrPipe()
-	if err := listen.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { listen.Process.Signal(interruptSignal); listen.Wait() }()
-	first, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	lm := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(first)
-	if lm == nil {
-		t.Fatalf("listen printed %q", first)
-	}
-	lines := make(chan string, 10)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	expect := func(words ...string) {
-		t.Helper()
-		select {
-		case line := <-lines:
-			for _, w := range words {
-				if !strings.Contains(line, w) {
-					t.Fatalf("listen printed %q; want %q in it", line, w)
-				}
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("listen printed nothing; want %q", words)
-		}
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(args, "--server", ldsd.api)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("jinid %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-
-	out := run("lds", "register", "--locator", loc, "--listener", lm[1]+"/events", "--handback", "mine", "--duration", "10m")
-	rm := regexp.MustCompile(`registration (\S+)`).FindStringSubmatch(out)
-	if rm == nil {
-		t.Fatalf("register printed %q", out)
-	}
-	id := rm[1]
-	expect("RemoteDiscoveryEvent", "seq=1", "discovered", lusInfo.ServiceID, `handback="mine"`)
-	if s := run("lds", "show", id); !strings.Contains(s, loc) || !strings.Contains(s, "groups       (none)") {
-		t.Fatalf("show printed %q", s)
-	}
-	if s := run("lds", "registrars", id); !strings.Contains(s, lusInfo.ServiceID) || !strings.Contains(s, "jinid http://") {
-		t.Fatalf("registrars printed %q", s)
-	}
-	if s := run("lds", "groups", id, "set", "--all"); !strings.Contains(s, "(all groups)") {
-		t.Fatalf("groups set --all printed %q", s)
-	}
-	run("lds", "locators", id, "remove", loc)
-	expect("seq=2", "discarded", lusInfo.ServiceID)
-	// Refused with the specification's error, and a non-zero exit.
-	if out, err := exec.Command(bin, "lds", "groups", id, "add", "x", "--server", ldsd.api).CombinedOutput(); err == nil || !strings.Contains(string(out), "UnsupportedOperation") {
-		t.Fatalf("adding to ALL_GROUPS: %v %s", err, out)
-	}
-	if out, err := exec.Command(bin, "lds", "register", "--server", ldsd.api).CombinedOutput(); err == nil || !strings.Contains(string(out), "--listener is required") {
-		t.Fatalf("register without a listener: %v %s", err, out)
-	}
-	run("lds", "discard", id, lusInfo.ServiceID) // not in the set: nothing happens
-}
-
-func mustClient(t testing.TB, url string) *client.Client {
-	t.Helper()
-	c, err := client.New(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestLDSOverlongGroupBesideValid: one registration's group name too long
 // for any discovery packet must not stop the multicast requests made for
 // the others (issue 15, item 3). It is refused with InvalidArgument
 // naming the limit, and a registration beside it finds a lookup service
 // that never announces: only a request finds it.
 func TestLDSOverlongGroupBesideValid(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	lab := netlab.New(t)
-	bin := buildBinary(t)
+	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	lh, dh, ch := lab.Host("lus"), lab.Host("lds"), lab.Host("client")
 	lh.Attach(lan)
@@ -1028,8 +920,8 @@ func TestLDSOverlongGroupBesideValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(lus.Close)
-	labDaemon(t, bin, dh, "--groups", "ldshost", "--public-group=false", "--no-dns-sd")
-	c := labClient(t, ch, "http://"+dl.IPv4.String()+":4162")
+	jinidtest.LabDaemon(t, bin, dh, "--groups", "ldshost", "--public-group=false", "--no-dns-sd")
+	c := jinidtest.LabClient(t, ch, "http://"+dl.IPv4.String()+":4162")
 	sink := newEventSink(t, ch, cl.IPv4.String())
 
 	_, err = c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h2", strings.Repeat("g", 481)}, Listener: sink.base + "/long", Duration: 60000})

@@ -1,0 +1,399 @@
+// Package jinidtest runs the real jinid binary for the end-to-end,
+// conformance and crash suites, as net/http/httptest runs a server: it
+// builds the binary once per test process, starts daemons on loopback or
+// inside a netlab host, and stops every process it started when the test
+// that started it ends, whether it passed or not.
+package jinidtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+var built struct {
+	sync.Mutex
+	dir, path string
+}
+
+// Main runs a package's tests and then removes the binary Binary built.
+// Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	built.Lock()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	built.Unlock()
+	os.Exit(code)
+}
+
+// Binary builds the static jinid binary once per test process and returns
+// its path, or returns JINID_TEST_BIN when set (to measure another build,
+// such as an earlier commit's, with the same tests and benchmarks).
+func Binary(t testing.TB) string {
+	t.Helper()
+	if bin := os.Getenv("JINID_TEST_BIN"); bin != "" {
+		return bin
+	}
+	built.Lock()
+	defer built.Unlock()
+	if built.path != "" {
+		return built.path
+	}
+	dir, err := os.MkdirTemp("", "jinid-test-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "jinid")
+	build := exec.Command("go", "build", "-o", bin, "github.com/jinid/jinid/cmd/jinid")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("building jinid: %v\n%s", err, out)
+	}
+	built.dir, built.path = dir, bin
+	return bin
+}
+
+// dieWithTest makes the kernel kill cmd if the test process dies first,
+// so no daemon outlives a crashed or killed test run.
+func dieWithTest(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// Daemon is the jinid binary running as a daemon on loopback.
+type Daemon struct {
+	// API is the base URL of its API.
+	API string
+	Cmd *exec.Cmd
+
+	mu   sync.Mutex
+	logs strings.Builder
+	// exited is closed once the process has exited and been waited for
+	// (by the goroutine reading its log, after the last line); err is
+	// then how it ended.
+	exited chan struct{}
+	err    error
+}
+
+// StartDaemon runs jinid daemon on a loopback port with its store in dir,
+// multicast off, and waits until it serves. A daemon the test leaves
+// running is killed when the test ends.
+func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}, args...)...)
+	dieWithTest(cmd)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{Cmd: cmd, exited: make(chan struct{})}
+	t.Cleanup(d.Kill)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`api=(http://\S+)`)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.logs.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		// Wait only once the log is read to its end: Wait closes the pipe.
+		d.err = cmd.Wait()
+		close(d.exited)
+	}()
+	select {
+	case api := <-found:
+		d.API = api
+	case <-d.exited:
+		t.Fatalf("daemon exited before serving (%v):\n%s", d.err, d.Log())
+	case <-time.After(20 * time.Second):
+		d.Kill()
+		t.Fatalf("daemon did not start:\n%s", d.Log())
+	}
+	return d
+}
+
+// Log is what the daemon has logged so far.
+func (d *Daemon) Log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.logs.String()
+}
+
+// Kill stops the daemon with SIGKILL (if it still runs) and waits for it.
+func (d *Daemon) Kill() {
+	select {
+	case <-d.exited:
+		return
+	default:
+	}
+	d.Cmd.Process.Kill()
+	<-d.exited
+}
+
+// Stop asks the daemon to stop (SIGTERM) and waits for it to exit
+// cleanly.
+func (d *Daemon) Stop(t testing.TB) {
+	t.Helper()
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		if d.err != nil {
+			t.Errorf("daemon exit: %v\n%s", d.err, d.Log())
+		}
+	case <-time.After(15 * time.Second):
+		d.Kill()
+		t.Errorf("daemon did not stop within 15 s:\n%s", d.Log())
+	}
+}
+
+// LabDaemon runs jinid daemon inside lab host h, its API on port 4162 of
+// every address there, and waits until it has started. It is stopped
+// (SIGTERM) when the test ends.
+func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := h.Command(context.Background(), bin, append([]string{"daemon", "--api-listen", ":4162", "--data-dir", t.TempDir()}, args...)...)
+	dieWithTest(cmd)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan bool, 1)
+	var logs strings.Builder
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			logs.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if strings.Contains(sc.Text(), "jinid started") {
+				started <- true
+			}
+		}
+		started <- false
+	}()
+	if ok := <-started; !ok {
+		cmd.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("daemon in %s did not start:\n%s", h.Name, logs.String())
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// LabClient is an API client that connects from inside lab host h.
+func LabClient(t testing.TB, h *netlab.Host, url string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// DialFrom dials from inside lab host h.
+func DialFrom(h *netlab.Host) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := h.Namespace().Do(func() error {
+			var err error
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+}
+
+// Client is an API client of url, from this process's namespace.
+func Client(t testing.TB, url string) *client.Client {
+	t.Helper()
+	c, err := client.New(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Sink records the JSON bodies POSTed to it (events, as a listener
+// receives them), in order, with the path each came to.
+type Sink struct {
+	// URL is the sink's base URL: a listener at URL+"/name" posts to
+	// path "/name".
+	URL string
+
+	t     testing.TB
+	mu    sync.Mutex
+	got   []posted
+	taken map[string]int // by path: how many Next has returned
+	// posted is closed (and replaced) on each post: every waiter wakes.
+	posted chan struct{}
+}
+
+type posted struct {
+	path string
+	raw  []byte
+	body map[string]any
+}
+
+// NewSink serves a sink on ip inside lab host h, or on loopback in this
+// process's namespace when h is nil, until the test ends.
+func NewSink(t testing.TB, h *netlab.Host, ip string) *Sink {
+	t.Helper()
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	s := &Sink{t: t, taken: map[string]int{}, posted: make(chan struct{})}
+	var ln net.Listener
+	listen := func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		return err
+	}
+	var err error
+	if h != nil {
+		err = h.Namespace().Do(listen)
+	} else {
+		err = listen()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+// ServeHTTP records one body.
+func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		s.t.Errorf("sink got %q at %s: %v", body, r.URL.Path, err)
+	}
+	s.mu.Lock()
+	s.got = append(s.got, posted{path: r.URL.Path, raw: body, body: v})
+	close(s.posted)
+	s.posted = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Events returns the bodies posted to path so far, in order; "" means
+// every path.
+func (s *Sink) Events(path string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, p := range s.at(path) {
+		out = append(out, p.body)
+	}
+	return out
+}
+
+// at returns what came to path; the caller holds mu.
+func (s *Sink) at(path string) []posted {
+	var out []posted
+	for _, p := range s.got {
+		if path == "" || p.path == path {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Next decodes the next body posted to path that Next has not returned
+// yet into v, waiting for it as long as within.
+func (s *Sink) Next(t testing.TB, path string, within time.Duration, v any) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		s.mu.Lock()
+		wake := s.posted
+		if ps := s.at(path); len(ps) > s.taken[path] {
+			p := ps[s.taken[path]]
+			s.taken[path]++
+			s.mu.Unlock()
+			if err := json.Unmarshal(p.raw, v); err != nil {
+				t.Fatalf("event at %s: %v", path, err)
+			}
+			return
+		}
+		s.mu.Unlock()
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("no event at %s within %s", path, within)
+		}
+	}
+}
+
+// Pending reports how many bodies posted to path Next has not returned.
+func (s *Sink) Pending(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.at(path)) - s.taken[path]
+}
+
+// Wait waits until n bodies have come to path and returns them.
+func (s *Sink) Wait(t testing.TB, path string, n int) []map[string]any {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		s.mu.Lock()
+		wake := s.posted
+		s.mu.Unlock()
+		if evs := s.Events(path); len(evs) >= n {
+			return evs
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("sink got %d events at %s, want %d", len(s.Events(path)), path, n)
+		}
+	}
+}
+
+// WaitUntil polls cond until it holds, failing the test after 10 s.
+func WaitUntil(t testing.TB, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
