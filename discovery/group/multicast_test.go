@@ -33,6 +33,7 @@ func javaRegistrar(t *testing.T, version int) discovery.Registrar {
 // discovered once, under the ServiceID its announcements give, and one
 // that stops is discarded within the window.
 func TestMulticastJavaLookupServices(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	client, h1, h2, h3 := lab.Host("client"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("lus3")

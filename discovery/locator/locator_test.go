@@ -2,8 +2,11 @@ package locator_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,10 +264,12 @@ func TestLocatorRealDial(t *testing.T) {
 	ln.Close() // nothing there at first
 	id := discovery.ServiceID{7}
 	events := make(chan discovery.Event, 10)
+	failed := &failures{}
 	d, err := locator.New(locator.Config{
 		Locators: []discovery.Locator{{Host: "localhost", Port: port}},
 		Backoff:  []time.Duration{0, 50 * time.Millisecond}, Jitter: -1,
 		OnEvent: func(e discovery.Event) { events <- e },
+		Logger:  slog.New(failed),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +278,11 @@ func TestLocatorRealDial(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // a few failed tries
+	for deadline := time.Now().Add(5 * time.Second); failed.n.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failed tries in 5 s, want 3", failed.n.Load())
+		}
+	}
 	ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Skipf("port %d taken meanwhile: %v", port, err)
@@ -294,4 +303,17 @@ func TestLocatorRealDial(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not discovered")
 	}
+}
+
+// failures counts the failed tries locator discovery logs.
+type failures struct{ n atomic.Int64 }
+
+func (f *failures) Enabled(context.Context, slog.Level) bool { return true }
+func (f *failures) WithAttrs([]slog.Attr) slog.Handler       { return f }
+func (f *failures) WithGroup(string) slog.Handler            { return f }
+func (f *failures) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "locator unreachable") {
+		f.n.Add(1)
+	}
+	return nil
 }

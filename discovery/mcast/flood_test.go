@@ -19,6 +19,7 @@ import (
 // reason, and valid announcements sent amid it are all still processed.
 // The flood is bounded (10,000 datagrams, paced) and stays inside the lab.
 func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	victim, attacker := lab.Host("victim"), lab.Host("attacker")

@@ -22,6 +22,7 @@ import (
 // each interface and family has one socket per port; a subscriber that
 // leaves hears nothing more, and the port closes with its last one.
 func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	hh, sender := lab.Host("h"), lab.Host("sender")

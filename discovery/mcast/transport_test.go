@@ -159,6 +159,7 @@ func (n *node) expectNone(payload string) {
 }
 
 func TestHostsHearEachOther(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	var hosts []*netlab.Host
@@ -192,6 +193,7 @@ func TestHostsHearEachOther(t *testing.T) {
 }
 
 func TestGatewayTwoLANs(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, x, y := lab.Host("gw"), lab.Host("x"), lab.Host("y")
@@ -222,6 +224,7 @@ func TestGatewayTwoLANs(t *testing.T) {
 
 // An interface created after start is joined within one second.
 func TestNewInterfaceJoinedWithinOneSecond(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	late, peer := lab.Host("late"), lab.Host("peer")
@@ -257,6 +260,7 @@ func TestNewInterfaceJoinedWithinOneSecond(t *testing.T) {
 // Deleting an interface while sending causes no errors and leaves the
 // other interfaces working.
 func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, x := lab.Host("gw"), lab.Host("x")
@@ -268,6 +272,17 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 
 	stop := make(chan struct{})
 	sendErrs := make(chan error, 1000)
+	var sent atomic.Int64
+	// sends waits until the sender has sent n more times.
+	sends := func(n int64) {
+		t.Helper()
+		target := sent.Load() + n
+		for deadline := time.Now().Add(5 * time.Second); sent.Load() < target; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the sender is stuck at %d sends", sent.Load())
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -281,9 +296,10 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 			if err := ngw.tr.Send(Announcements, same([]byte("tick"))); err != nil {
 				sendErrs <- err
 			}
+			sent.Add(1)
 		}
 	}()
-	time.Sleep(50 * time.Millisecond)
+	sends(10) // sending on both interfaces
 	gw.Links()[1].Delete()
 	deadline := time.Now().Add(3 * time.Second)
 	for len(ngw.tr.Joined()) != 2 { // eth0 for both families only
@@ -292,7 +308,7 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	sends(10) // and on the one left
 	close(stop)
 	wg.Wait()
 	close(sendErrs)
@@ -342,6 +358,7 @@ func TestEligibility(t *testing.T) {
 // An address change is noticed: what the transport reports for the
 // interface (and so what announcements carry) follows it.
 func TestAddressChangeNoticed(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	h := lab.Host("h")
 	link := h.Attach(lab.LAN())
@@ -363,6 +380,7 @@ func TestAddressChangeNoticed(t *testing.T) {
 
 // The configured TTL is what goes on the wire.
 func TestTTL(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	a, b := lab.Host("a"), lab.Host("b")

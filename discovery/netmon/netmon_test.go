@@ -51,6 +51,7 @@ func byName(st State, name string) (Interface, bool) {
 }
 
 func TestNetlinkFollowsInterfaces(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	h := lab.Host("h")
@@ -100,6 +101,7 @@ func TestStatic(t *testing.T) {
 // Every subscriber hears of every change (issue 16: three transports
 // reading one single-slot channel each heard only some).
 func TestEverySubscriberHearsEveryChange(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	h := lab.Host("h")

@@ -30,6 +30,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // namePrefix marks every namespace netlab creates, followed by the owning
@@ -114,7 +115,7 @@ func effectiveCaps() (uint64, error) {
 func New(t testing.TB) *Lab {
 	t.Helper()
 	if ok, why := Privileged(); !ok {
-		t.Skip("netlab: skipped: " + why)
+		testenv.Missing(t, "netlab: "+why)
 	}
 	removeStale(t)
 	l := &Lab{t: t, id: fmt.Sprintf("%s%d-%s", namePrefix, os.Getpid(), shortID(t))}

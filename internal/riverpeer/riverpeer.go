@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 //go:embed river-peer.jar
@@ -40,14 +41,7 @@ var reggieConfig []byte
 // skipped, or failed when CI=true (CI installs it).
 func Java(t testing.TB) string {
 	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("riverpeer: java is not installed (apt-get install openjdk-17-jre-headless); CI must have it")
-		}
-		t.Skip("riverpeer: skipped: java is not installed (apt-get install openjdk-17-jre-headless)")
-	}
-	return java
+	return testenv.LookPath(t, "java", "openjdk-17-jre-headless")
 }
 
 var files struct {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +22,8 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
+	mdns "github.com/miekg/dns"
 )
 
 // labPort takes the discovery port of a multicast host (IPv4) in a lab
@@ -175,7 +176,9 @@ func TestGroupChangeAnnounced(t *testing.T) {
 
 	// Change the groups through the API, from inside the lab.
 	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
-	time.Sleep(300 * time.Millisecond)
+	// Once the watcher hears the daemon, a change's announcement cannot
+	// be missed.
+	jinidtest.WaitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
 		t.Fatal(err)
@@ -246,13 +249,16 @@ func TestRequestFlood(t *testing.T) {
 	la := attacker.Attach(lan)
 	legit.Attach(lan)
 	cmd := jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // settled after start, for the first measurement
 	before := rssKiB(t, cmd.Process.Pid)
 
 	tr := labPort(t, attacker, nil)
 
-	flood := func(n int) {
+	flood := func(n int, on chan<- struct{}) {
 		for i := 0; i < n; i++ {
+			if i == 1000 && on != nil {
+				close(on)
+			}
 			host := fmt.Sprintf("198.18.1.%d", 200+i%50) // nobody there: connects hang until they fail
 			if i%2 == 1 {
 				host = la.IPv4.String() // the attacker itself, port closed: refused at once
@@ -267,9 +273,9 @@ func TestRequestFlood(t *testing.T) {
 			}
 		}
 	}
-	done := make(chan struct{})
-	go func() { flood(20000); close(done) }()
-	time.Sleep(200 * time.Millisecond) // the flood is on
+	done, on := make(chan struct{}), make(chan struct{})
+	go func() { flood(20000, on); close(done) }()
+	<-on // the flood is on
 	rs := discoverIn(t, bin, legit, "--timeout", "3s")
 	<-done
 	r, ok := atHost(rs, ll.IPv4.String())
@@ -277,7 +283,9 @@ func TestRequestFlood(t *testing.T) {
 		t.Fatalf("during the flood the legitimate request went unanswered: %+v", rs)
 	}
 	after := rssKiB(t, cmd.Process.Pid)
-	flood(20000)
+	flood(20000, nil)
+	// Let it work through what the kernel queued before measuring: this
+	// is a settling time for a measurement, not a wait for an event.
 	time.Sleep(500 * time.Millisecond)
 	again := rssKiB(t, cmd.Process.Pid)
 	t.Logf("daemon RSS: %d KiB before, %d KiB after 20,000 requests, %d KiB after 20,000 more", before, after, again)
@@ -344,10 +352,7 @@ func TestLocatorBySRV(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	dnsmasq, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		t.Skip("dnsmasq is not installed (.ci/run installs dnsmasq-base)")
-	}
+	dnsmasq := testenv.LookPath(t, "dnsmasq", "dnsmasq-base")
 	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
@@ -369,7 +374,18 @@ func TestLocatorBySRV(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	client.SetResolver(ld.IPv4)
-	time.Sleep(300 * time.Millisecond) // dnsmasq is listening
+	// dnsmasq serves once it answers the query discover will make.
+	q := new(mdns.Msg)
+	q.SetQuestion("_jini._tcp.lab.test.", mdns.TypeSRV)
+	jinidtest.WaitUntil(t, func() bool {
+		var r *mdns.Msg
+		client.Namespace().Do(func() error {
+			var err error
+			r, _, err = (&mdns.Client{Timeout: 200 * time.Millisecond}).Exchange(q, ld.IPv4.String()+":53")
+			return err
+		})
+		return r != nil && len(r.Answer) == 2
+	})
 
 	rs := discoverIn(t, bin, client, "--no-multicast", "--locator", "jini://lab.test", "--timeout", "2s")
 	for _, want := range []struct {
@@ -391,11 +407,9 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	for _, tool := range []string{"avahi-daemon", "avahi-browse", "dbus-daemon"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (.ci/run installs avahi-daemon, avahi-utils and dbus)", tool)
-		}
-	}
+	testenv.LookPath(t, "avahi-daemon", "avahi-daemon")
+	testenv.LookPath(t, "avahi-browse", "avahi-utils")
+	testenv.LookPath(t, "dbus-daemon", "dbus")
 	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
 	lan := lab.LAN()

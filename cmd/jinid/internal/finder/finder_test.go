@@ -36,6 +36,7 @@ func byID(rs []Result, id byte) (Result, bool) {
 }
 
 func TestFindOnALAN(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	client, h1, h2, h3 := lab.Host("client"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("lus3")
@@ -78,6 +79,7 @@ func TestFindOnALAN(t *testing.T) {
 }
 
 func TestFindByLocator(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	client, h1, empty := lab.Host("client"), lab.Host("lus1"), lab.Host("empty")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // the host's own unicast exchange with it, and --write saves frames that
 // decode to the same records.
 func TestLiveCapture(t *testing.T) {
+	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
@@ -40,12 +42,37 @@ func TestLiveCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
 	var live []Record
+	count := func(kind string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, r := range live {
+			if r.Kind == kind {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within 10 s: %s", what)
+			}
+		}
+	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, func(r Record) { live = append(live, r) })
+		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, func(r Record) {
+			mu.Lock()
+			live = append(live, r)
+			mu.Unlock()
+		})
 	}()
-	time.Sleep(300 * time.Millisecond) // the capture is open
+	// The capture is open once it has seen an announcement.
+	waitFor("an announcement captured", func() bool { return count(KindMulticastAnnouncement) > 0 })
 
 	var conn net.Conn
 	if err := sniffer.Namespace().Do(func() error {
@@ -59,7 +86,9 @@ func TestLiveCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	time.Sleep(500 * time.Millisecond)
+	waitFor("the unicast exchange captured", func() bool {
+		return count(KindUnicastRequest) == 1 && count(KindUnicastResponse) == 1
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

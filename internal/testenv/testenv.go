@@ -1,0 +1,31 @@
+// Package testenv decides what a test does when the machine lacks what
+// it needs (root, a tool): it is skipped with one line saying what is
+// missing and how to get it, or failed when CI=true, since CI installs
+// everything and a missing piece there is a broken CI, not a pass.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Missing skips the test, or fails it under CI, saying why.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI must have it)", why)
+	}
+	t.Skip("skipped: " + why)
+}
+
+// LookPath returns the path of tool, or calls Missing; install says how
+// to get it (a Debian package).
+func LookPath(t testing.TB, tool, install string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		Missing(t, tool+" is not installed (apt-get install "+install+")")
+	}
+	return p
+}
