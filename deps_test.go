@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +22,17 @@ var layers = []string{"internal", "discovery", "services", "announce", "cmd"}
 // imports lists, for every package of the module, the module packages
 // its non-test files import.
 func imports(t *testing.T) map[string][]string {
+	out, _ := walkImports(t)
+	return out
+}
+
+// walkImports returns imports' answer and the test rigs, made for tests
+// alone: the packages named ...test, as net/http/httptest is
+// (discoverytest, jinidtest), and those whose non-test files import
+// "testing" (netlab, riverpeer).
+func walkImports(t *testing.T) (out map[string][]string, rigs map[string]bool) {
 	t.Helper()
-	out := map[string][]string{}
+	out, rigs = map[string][]string{}, map[string]bool{}
 	fset := token.NewFileSet()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -39,8 +49,14 @@ func imports(t *testing.T) map[string][]string {
 			return err
 		}
 		pkg := filepath.ToSlash(filepath.Dir(path))
+		if strings.HasSuffix(pkg, "test") {
+			rigs[pkg] = true
+		}
 		for _, spec := range f.Imports {
 			p, _ := strconv.Unquote(spec.Path.Value)
+			if p == "testing" {
+				rigs[pkg] = true
+			}
 			if rest, ok := strings.CutPrefix(p, module+"/"); ok && !slices.Contains(out[pkg], rest) {
 				out[pkg] = append(out[pkg], rest)
 			}
@@ -53,7 +69,23 @@ func imports(t *testing.T) map[string][]string {
 	if len(out) < 20 {
 		t.Fatalf("found only %d importing packages: is the walk right?", len(out))
 	}
-	return out
+	return out, rigs
+}
+
+// Test rigs are for tests: no package the binary is made of imports one
+// (as net/http/httptest is never imported by a server).
+func TestRigsOnlyInTests(t *testing.T) {
+	all, rigs := walkImports(t)
+	if !rigs["discovery/discoverytest"] || !rigs["internal/netlab"] {
+		t.Fatalf("rigs %v: is the walk right?", rigs)
+	}
+	for pkg, deps := range all {
+		for _, dep := range deps {
+			if rigs[dep] && !rigs[pkg] {
+				t.Errorf("%s imports the test rig %s", pkg, dep)
+			}
+		}
+	}
 }
 
 func top(pkg string) string {
@@ -115,9 +147,11 @@ func TestServicesLayers(t *testing.T) {
 // Requests jinid sends on someone's behalf go through the clients of
 // services/outbound, where their limits and address policy live: no other
 // package makes an HTTP client of its own (the API's Go client excepted:
-// it is the user's).
+// it is the user's; and the test rigs, which are the tests' clients).
 func TestOutboundOnlyThroughOutbound(t *testing.T) {
 	allowed := map[string]bool{"services/outbound": true, "services/api/client": true}
+	_, rigs := walkImports(t)
+	maps.Copy(allowed, rigs)
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err

@@ -166,7 +166,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []heard
-	labPort(t, watcher, func(m mcast.Message) {
+	port := labPort(t, watcher, func(m mcast.Message) {
 		if a := m.Announcement; a != nil && a.Version == 2 && a.Host == ll.IPv4.String() {
 			mu.Lock()
 			got = append(got, heard{time.Now(), slices.Clone(a.Groups)})
@@ -176,9 +176,9 @@ func TestGroupChangeAnnounced(t *testing.T) {
 
 	// Change the groups through the API, from inside the lab.
 	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
-	// Once the watcher hears the daemon, a change's announcement cannot
-	// be missed.
-	jinidtest.WaitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
+	// Once the watcher has joined the groups, a change's announcement
+	// cannot be missed.
+	jinidtest.WaitUntil(t, func() bool { return len(port.Joined()) > 0 })
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
 		t.Fatal(err)
