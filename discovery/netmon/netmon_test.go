@@ -50,19 +50,26 @@ func byName(st State, name string) (Interface, bool) {
 	return Interface{}, false
 }
 
+// startNetlink follows h's interfaces until the test ends.
+func startNetlink(t *testing.T, h *netlab.Host) *Netlink {
+	t.Helper()
+	m, err := NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestNetlinkFollowsInterfaces(t *testing.T) {
 	t.Parallel()
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	h := lab.Host("h")
-	m, err := NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	m := startNetlink(t, h)
 	waitFor(t, m, "loopback", func(st State) bool { _, ok := byName(st, "lo"); return ok })
 
 	link := h.Attach(lan)
@@ -105,14 +112,7 @@ func TestEverySubscriberHearsEveryChange(t *testing.T) {
 	lab := netlab.New(t)
 	lan := lab.LAN()
 	h := lab.Host("h")
-	m, err := NewNetlink(h.Namespace(), slog.New(slog.DiscardHandler), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Shutdown(context.Background())
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	m := startNetlink(t, h)
 	const n = 3
 	var subs [n]chan Delta
 	for i := range subs {

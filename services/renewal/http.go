@@ -160,17 +160,12 @@ type listenerBody struct {
 }
 
 func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
-	var req listenerBody
-	if err := httpjson.Decode(w, r, &req); err != nil {
+	req, err := decodeListener(w, r)
+	if err == nil && req.MinWarning == nil {
+		err = fault.New(fault.NullArgument, "minWarning is required (milliseconds before the set's lease ends)")
+	}
+	if err != nil {
 		httpjson.WriteError(w, err)
-		return
-	}
-	if req.Listener == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
-		return
-	}
-	if req.MinWarning == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "minWarning is required (milliseconds before the set's lease ends)"))
 		return
 	}
 	reg, err := s.SetWarningListener(r.PathValue("id"), req.Listener.URL, *req.MinWarning, req.Handback)
@@ -178,21 +173,28 @@ func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) httpSetFailure(w http.ResponseWriter, r *http.Request) {
-	var req listenerBody
-	if err := httpjson.Decode(w, r, &req); err != nil {
+	req, err := decodeListener(w, r)
+	if err == nil && req.MinWarning != nil {
+		err = fault.New(fault.InvalidArgument, "minWarning belongs to the warning listener")
+	}
+	if err != nil {
 		httpjson.WriteError(w, err)
-		return
-	}
-	if req.Listener == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
-		return
-	}
-	if req.MinWarning != nil {
-		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "minWarning belongs to the warning listener"))
 		return
 	}
 	reg, err := s.SetFailureListener(r.PathValue("id"), req.Listener.URL, req.Handback)
 	s.writeListenerReg(w, r, reg, err)
+}
+
+// decodeListener reads a listener body, which must name a listener.
+func decodeListener(w http.ResponseWriter, r *http.Request) (listenerBody, error) {
+	var req listenerBody
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		return req, err
+	}
+	if req.Listener == nil {
+		return req, fault.New(fault.NullArgument, "listener is required")
+	}
+	return req, nil
 }
 
 func (s *Service) writeListenerReg(w http.ResponseWriter, r *http.Request, reg Registration, err error) {

@@ -265,9 +265,6 @@ const (
 
 func TestLDSConformance(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	netlabLab := netlab.New(t)
 	l := &ldsLab{t: t, bin: jinidtest.Binary(t), lab: netlabLab, ids: map[string]string{}, addr: map[string]string{}, lusProcs: map[string]interface{ Kill() error }{}}
 	lan := netlabLab.LAN()
@@ -904,11 +901,8 @@ func TestLDSConformance(t *testing.T) {
 // that never announces: only a request finds it.
 func TestLDSOverlongGroupBesideValid(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lh, dh, ch := lab.Host("lus"), lab.Host("lds"), lab.Host("client")
 	lh.Attach(lan)

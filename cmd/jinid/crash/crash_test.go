@@ -27,9 +27,6 @@ import (
 // event sequence numbers never go backwards.
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
 	l := jinidtest.NewSink(t, nil, "")
@@ -153,9 +150,6 @@ func TestCrashSafety(t *testing.T) {
 // crashes.
 func TestRenewalCrash(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	grantor := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer grantor.Stop(t)
@@ -209,9 +203,6 @@ func TestRenewalCrash(t *testing.T) {
 // pulled exactly once, none twice, and each source's in the order sent.
 func TestMailboxCrash(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

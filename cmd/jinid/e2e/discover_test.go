@@ -23,11 +23,8 @@ import (
 // not listed.
 func TestDiscoverOnALAN(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	client := lab.Host("client")
 	client.Attach(lan1)
@@ -93,11 +90,8 @@ func javaRegistrar(t *testing.T) discovery.Registrar {
 // decodes, and --write saves a capture that --pcap reads back the same.
 func TestInspectLive(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	sniffer, lh := lab.Host("sniffer"), lab.Host("lus")
 	sniffer.Attach(lan)

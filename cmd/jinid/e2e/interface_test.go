@@ -28,11 +28,8 @@ import (
 // service announces there and answers requests from there, the lookup
 // discovery service hears announcements there, and mDNS answers there.
 func TestSecondInterfaceServedWithinASecond(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, far := lab.Host("gw"), lab.Host("far")
 	g1 := gw.Attach(lan1)

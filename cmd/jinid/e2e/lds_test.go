@@ -19,9 +19,6 @@ import (
 // second daemon as the lookup service found by locator.
 func TestLDSCommands(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	ldsd := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer ldsd.Stop(t)

@@ -15,9 +15,6 @@ import (
 
 func TestEndToEndLookup(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)
@@ -80,9 +77,6 @@ func TestEndToEndLookup(t *testing.T) {
 // The client commands against a running daemon.
 func TestClientCommands(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)

@@ -15,9 +15,6 @@ import (
 // is a mailbox; the events are drained later by pull, with the CLI.
 func TestMailboxChain(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)

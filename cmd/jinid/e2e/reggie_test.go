@@ -22,12 +22,9 @@ import (
 // ServiceID, when it is killed (issue 13, item 9).
 func TestRealReggieIsOneLookupService(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary, runs Java")
-	}
+	bin := jinidtest.Binary(t)
 	riverpeer.Java(t)
 	lab := netlab.New(t)
-	bin := jinidtest.Binary(t)
 	lan := lab.LAN()
 	rh, wh, dh := lab.Host("reggie"), lab.Host("watcher"), lab.Host("lds")
 	rl := rh.Attach(lan)

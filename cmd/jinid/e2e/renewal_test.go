@@ -22,11 +22,8 @@ import (
 // produces exactly one renewal failure event.
 func TestRenewalAcrossDaemons(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	rh, lh, ch := lab.Host("renewer"), lab.Host("lus"), lab.Host("client")
 	rl, ll, cl := rh.Attach(lan), lh.Attach(lan), ch.Attach(lan)
@@ -122,9 +119,6 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 // daemon that is both the grantor and the renewal service.
 func TestRenewalCommands(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)

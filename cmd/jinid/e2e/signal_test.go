@@ -18,9 +18,6 @@ import (
 // SIGINT.
 func TestDaemonStopsOnSignal(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {

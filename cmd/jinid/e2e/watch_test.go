@@ -109,11 +109,8 @@ func (w *watcherProc) none(t *testing.T, d time.Duration) {
 // through the API are seen as changed or discarded.
 func TestWatchDiscardAndRediscovery(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lus, watcher := lab.Host("lus"), lab.Host("watcher")
 	ll := lus.Attach(lan)
@@ -171,11 +168,8 @@ func TestWatchDiscardAndRediscovery(t *testing.T) {
 // discarded.
 func TestWatchLocatorNotDiscardedForSilence(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	h1, h2, watcher := lab.Host("lus1"), lab.Host("lus2"), lab.Host("watcher")
 	l1 := h1.Attach(lan)
@@ -221,9 +215,6 @@ func sorted(s []string) []string {
 // locator alone (no multicast), until --timeout.
 func TestWatchLocatorOnly(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	m := regexp.MustCompile(`unicast=\S*:(\d+)`).FindStringSubmatch(d.Log())

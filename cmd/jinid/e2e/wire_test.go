@@ -76,11 +76,8 @@ func atHost(rs []finder.Result, host string) (finder.Result, bool) {
 // Two jinid daemons on a LAN discover each other with jinid discover.
 func TestDaemonsDiscoverEachOther(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	a, b := lab.Host("a"), lab.Host("b")
 	la, lb := a.Attach(lan), b.Attach(lan)
@@ -109,11 +106,8 @@ func TestDaemonsDiscoverEachOther(t *testing.T) {
 // LAN; a daemon on the far LAN is not found from the near one.
 func TestGatewayDaemon(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
 	gw, x, far := lab.Host("gw"), lab.Host("x"), lab.Host("far")
 	g1, g2 := gw.Attach(lan1), gw.Attach(lan2)
@@ -148,11 +142,8 @@ func TestGatewayDaemon(t *testing.T) {
 // stops says so with an announcement of no groups.
 func TestGroupChangeAnnounced(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lus, watcher := lab.Host("lus"), lab.Host("watcher")
 	ll := lus.Attach(lan)
@@ -238,11 +229,8 @@ func rssKiB(t *testing.T, pid int) int {
 // answering a legitimate requester, and its memory stays flat.
 func TestRequestFlood(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
 	ll := lus.Attach(lan)
@@ -349,12 +337,9 @@ func BenchmarkRequestToResponse(b *testing.B) {
 // (dnsmasq) in the lab.
 func TestLocatorBySRV(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	dnsmasq := testenv.LookPath(t, "dnsmasq", "dnsmasq-base")
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	dns, l1h, l2h, client := lab.Host("dns"), lab.Host("lus1"), lab.Host("lus2"), lab.Host("client")
 	ld := dns.Attach(lan)
@@ -404,14 +389,11 @@ func TestLocatorBySRV(t *testing.T) {
 // to the daemon's address, unicast port and TXT record.
 func TestAvahiSeesAdvertisement(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	testenv.LookPath(t, "avahi-daemon", "avahi-daemon")
 	testenv.LookPath(t, "avahi-browse", "avahi-utils")
 	testenv.LookPath(t, "dbus-daemon", "dbus")
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lus, observer := lab.Host("lus"), lab.Host("observer")
 	ll := lus.Attach(lan)
@@ -481,11 +463,8 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 // jinid discover --dns-sd finds a daemon by browsing _jini._tcp.local.
 func TestDiscoverDNSSD(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	lab := netlab.New(t)
 	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
 	lan := lab.LAN()
 	lus, client := lab.Host("lus"), lab.Host("client")
 	ll := lus.Attach(lan)

@@ -45,9 +45,13 @@ func Main(m *testing.M) {
 
 // Binary builds the static jinid binary once per test process and returns
 // its path, or returns JINID_TEST_BIN when set (to measure another build,
-// such as an earlier commit's, with the same tests and benchmarks).
+// such as an earlier commit's, with the same tests and benchmarks). With
+// -short the test is skipped: these are the slow suites.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped with -short: runs the jinid binary")
+	}
 	if bin := os.Getenv("JINID_TEST_BIN"); bin != "" {
 		return bin
 	}
