@@ -118,7 +118,7 @@ func TestImportDirections(t *testing.T) {
 // assembly above them.
 func TestServicesLayers(t *testing.T) {
 	core := []string{"services/api/apitypes", "services/store", "services/lease", "services/event", "services/fault",
-		"services/httpjson", "services/outbound"}
+		"services/httpjson", "services/outbound", "services/access"}
 	rules := []struct {
 		pkgs  []string
 		allow []string // the services/ packages they may import

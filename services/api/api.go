@@ -1,15 +1,19 @@
 // Package api assembles jinid's HTTP/JSON client API (shared/design/API.md,
 // and docs/api/openapi.yaml in this repository): each service registers
-// its own routes (its http.go), and this package puts them on one mux with
-// a coded answer for everything else under /v1/ and the operations
-// endpoints (/healthz). The error model and the wire types are apitypes;
-// what the handlers share is httpjson.
+// its own routes (its http.go), each with what it needs of its caller, and
+// this package puts them on one mux behind the access guard, with a coded
+// answer for everything else under /v1/ and the operations endpoints
+// (/healthz). The error model and the wire types are apitypes; what the
+// handlers share is httpjson; who may call what is access.
 package api
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 )
@@ -22,20 +26,37 @@ type Config struct {
 	// NotRun are parts of the API this daemon does not run: their prefix
 	// answers so, rather than "not part of the API".
 	NotRun []NotRun
+	// Guard checks every request and each route's need; nil serves
+	// everyone everything (a service's own tests).
+	Guard  *access.Guard
 	Logger *slog.Logger
 }
 
 // NotRun names a part of the API by its prefix.
 type NotRun struct{ Prefix, Name string }
 
+// guarded is the mux the services register on: each route behind the
+// guard's check of its need.
+type guarded struct {
+	mux   *http.ServeMux
+	guard *access.Guard
+}
+
+func (g guarded) Handle(need httpjson.Need, pattern string, h http.HandlerFunc) {
+	if g.guard != nil {
+		h = g.guard.Require(need, h)
+	}
+	g.mux.HandleFunc(pattern, h)
+}
+
 // New returns the API's handler.
-func New(cfg Config) *http.ServeMux {
+func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
 	for _, svc := range cfg.Services {
-		svc.Routes(mux)
+		svc.Routes(guarded{mux, cfg.Guard})
 	}
 	for _, n := range cfg.NotRun {
 		mux.HandleFunc(n.Prefix, func(w http.ResponseWriter, _ *http.Request) {
@@ -49,15 +70,24 @@ func New(cfg Config) *http.ServeMux {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	return mux
+	if cfg.Guard == nil {
+		return mux
+	}
+	return cfg.Guard.Handler(mux)
 }
 
 // Routes lists the "METHOD /path" patterns the services register, for
 // documentation tests.
 func Routes(services ...httpjson.Service) []string {
-	var p httpjson.Patterns
+	return slices.Sorted(maps.Keys(Needs(services...)))
+}
+
+// Needs maps each route the services register to what it needs of its
+// caller, for documentation tests.
+func Needs(services ...httpjson.Service) map[string]httpjson.Need {
+	p := httpjson.Patterns{}
 	for _, svc := range services {
-		svc.Routes(&p)
+		svc.Routes(p)
 	}
 	return p
 }

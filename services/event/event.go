@@ -16,7 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,15 +34,15 @@ type Event interface {
 	Remote() apitypes.RemoteEvent
 }
 
-// CheckURL checks that s, the URL of a listener (or of another endpoint
-// events go to, named by what), is one the dispatcher can post to: http or
-// https with a host. Otherwise it is the specifications' invalid argument.
-func CheckURL(what, s string) error {
-	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fault.New(fault.InvalidArgument, "%s %q: want an http or https URL", what, s)
-	}
-	return nil
-}
+// HopsHeader carries an event's hop count: how many times mailboxes have
+// forwarded it (none from its generator: the header is then 0). A jinid
+// mailbox refuses an event that has had MaxHops forwards and forwards
+// none past that, so mailboxes pushing to each other, on one daemon or
+// several, cannot pass an event around for long.
+const HopsHeader = "Jinid-Event-Hops"
+
+// MaxHops is the most forwards an event may have had when it arrives.
+const MaxHops = 4
 
 // Outcome is how a delivery ended.
 type Outcome int
@@ -78,6 +78,9 @@ type Delivery struct {
 	Deadline func() time.Time
 	// Done, if set, hears the outcome once, from the listener's worker.
 	Done func(Outcome, error)
+	// Hops is the event's hop count (HopsHeader): 0 for an event
+	// generated here.
+	Hops int
 }
 
 // Config configures a Dispatcher.
@@ -217,7 +220,7 @@ func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 	}
 	backoff := d.cfg.Backoff
 	for {
-		out, err := Attempt(d.ctx, d.cfg.Client, del.Listener, body)
+		out, err := Attempt(d.ctx, d.cfg.Client, del.Listener, body, del.Hops)
 		if out != Indefinite || d.ctx.Err() != nil {
 			if out == Indefinite {
 				out = GaveUp
@@ -254,16 +257,22 @@ func (d *Dispatcher) sleep(t time.Duration) bool {
 // answer, as API.md says for every listener: 2xx delivered; 410 with the
 // code UnknownEvent is the UnknownEventException; 5xx, 408, 429, a
 // timeout or a refused connection indefinite (a retry may mend it);
-// anything else, redirects included, definite (a bad object). The
-// dispatcher and the mailbox's pushes both deliver through it.
-func Attempt(ctx context.Context, hc *http.Client, url string, body []byte) (Outcome, error) {
+// anything else, redirects included, definite (a bad object); so is a
+// destination the outbound policy refuses. It sends the hop count in
+// HopsHeader. The dispatcher and the mailbox's pushes both deliver
+// through it.
+func Attempt(ctx context.Context, hc *http.Client, url string, body []byte, hops int) (Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Definite, fmt.Errorf("listener URL %q: %w", url, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HopsHeader, strconv.Itoa(hops))
 	resp, err := hc.Do(req)
-	if err != nil {
+	switch {
+	case errors.Is(err, outbound.ErrForbidden):
+		return Definite, err // a name that resolves where jinid sends nothing
+	case err != nil:
 		return Indefinite, err // refused, timeout, reset
 	}
 	defer resp.Body.Close()

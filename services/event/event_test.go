@@ -5,14 +5,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/outbound"
 	"go.uber.org/goleak"
 )
+
+// loopbackOK lets the tests' listeners, on loopback, receive: the
+// outbound policy refuses loopback unless allowed.
+var loopbackOK = outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -70,7 +76,7 @@ func TestRetryThenRecover(t *testing.T) {
 		rec.add(r)
 	}))
 	defer srv.Close()
-	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK}), Backoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	defer d.Shutdown(context.Background())
 	outcomes := make(chan Outcome, 10)
 	for i := int64(1); i <= 5; i++ {
@@ -96,7 +102,7 @@ func TestOutcomes(t *testing.T) {
 	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	d := New(Config{Backoff: 5 * time.Millisecond})
+	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK}), Backoff: 5 * time.Millisecond})
 	defer d.Shutdown(context.Background())
 	for _, tc := range []struct {
 		path  string
@@ -165,7 +171,7 @@ func TestDeadlineFollowsRenewal(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	d := New(Config{Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK}), Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 	defer d.Shutdown(context.Background())
 	end := time.Now().Add(30 * time.Millisecond)
 	var mu sync.Mutex

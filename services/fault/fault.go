@@ -26,6 +26,16 @@ const (
 	UnknownEvent         = apitypes.UnknownEvent         // UnknownEventException
 	InvalidIterator      = apitypes.InvalidIterator      // InvalidIteratorException
 	Internal             = apitypes.Internal             // anything else
+
+	Unauthenticated      = apitypes.Unauthenticated
+	Forbidden            = apitypes.Forbidden
+	UnsupportedMediaType = apitypes.UnsupportedMediaType
+	MisdirectedRequest   = apitypes.MisdirectedRequest
+
+	Refused     = apitypes.Refused
+	Unreachable = apitypes.Unreachable
+	Timeout     = apitypes.Timeout
+	BadAnswer   = apitypes.BadAnswer
 )
 
 // Error is a service error with its code.
@@ -43,6 +53,12 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return Internal
+}
+
+// Coded reports whether err carries a code of its own.
+func Coded(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
 }
 
 // Is reports whether err carries code c.

@@ -20,10 +20,31 @@ import (
 // MaxBody bounds a request body.
 const MaxBody = 1 << 20
 
+// Need is what a route asks of its caller (API.md, "Access"): a token
+// of a scope at least this, or nothing but the capability in its URL.
+type Need int
+
+// The needs, weakest first: a scope that meets one meets those before it.
+const (
+	// Capability: the URL, or an ID in it, is the capability (a lease, a
+	// mailbox listener): anyone who has it may call.
+	Capability Need = iota
+	// Read: queries, listings, discovery state.
+	Read
+	// Client: registering and managing one's own registrations.
+	Client
+	// Admin: the daemon itself (its lookup service's groups, tokens).
+	Admin
+)
+
+func (n Need) String() string {
+	return [...]string{"none (the URL is the capability)", "read", "client", "admin"}[n]
+}
+
 // Mux is where a service registers its routes ("METHOD /v1/path"
-// patterns); *http.ServeMux is one.
+// patterns), each with what it needs of its caller.
 type Mux interface {
-	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+	Handle(need Need, pattern string, handler http.HandlerFunc)
 }
 
 // Service is a part of the API: what it is called, the prefix its routes
@@ -34,19 +55,25 @@ type Service interface {
 	Routes(Mux)
 }
 
-// Patterns is a Mux that records the patterns registered, for tests
-// that list the routes.
-type Patterns []string
+// Patterns is a Mux that records the routes registered, for tests that
+// list them.
+type Patterns map[string]Need
 
-// HandleFunc implements Mux.
-func (p *Patterns) HandleFunc(pattern string, _ func(http.ResponseWriter, *http.Request)) {
-	*p = append(*p, pattern)
-}
+// Handle implements Mux.
+func (p Patterns) Handle(need Need, pattern string, _ http.HandlerFunc) { p[pattern] = need }
 
 // WriteError writes err as API.md's error body, with its code's status
-// (or the one given).
+// (or the one given). An error without a code is the daemon's own failure
+// (a store error, say): the client is told only that, and the error goes
+// to whoever wraps w to hear it (the API's front logs it).
 func WriteError(w http.ResponseWriter, err error, status ...int) {
 	fe := fault.As(err)
+	if fault.CodeOf(err) == fault.Internal && !fault.Coded(err) {
+		if n, ok := w.(interface{ NoteInternal(error) }); ok {
+			n.NoteInternal(err)
+		}
+		fe = &apitypes.Error{Code: fault.Internal, Message: "the daemon failed to do it; its log says why"}
+	}
 	code := fe.Code.Status()
 	if len(status) > 0 {
 		code = status[0]

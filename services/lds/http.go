@@ -16,16 +16,16 @@ func (s *Service) Prefix() string { return "/v1/lds/" }
 
 // Routes registers the service's endpoints.
 func (s *Service) Routes(mux httpjson.Mux) {
-	mux.HandleFunc("POST /v1/lds/registrations", s.httpRegister)
-	mux.HandleFunc("GET /v1/lds/registrations/{id}", s.httpGet)
-	mux.HandleFunc("GET /v1/lds/registrations/{id}/registrars", s.httpRegistrars)
-	mux.HandleFunc("POST /v1/lds/registrations/{id}/groups", s.httpGroups(Add))
-	mux.HandleFunc("PUT /v1/lds/registrations/{id}/groups", s.httpGroups(Set))
-	mux.HandleFunc("DELETE /v1/lds/registrations/{id}/groups", s.httpGroups(Remove))
-	mux.HandleFunc("POST /v1/lds/registrations/{id}/locators", s.httpLocators(Add))
-	mux.HandleFunc("PUT /v1/lds/registrations/{id}/locators", s.httpLocators(Set))
-	mux.HandleFunc("DELETE /v1/lds/registrations/{id}/locators", s.httpLocators(Remove))
-	mux.HandleFunc("POST /v1/lds/registrations/{id}/discard", s.httpDiscard)
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations", s.httpRegister)
+	mux.Handle(httpjson.Read, "GET /v1/lds/registrations/{id}", s.httpGet)
+	mux.Handle(httpjson.Read, "GET /v1/lds/registrations/{id}/registrars", s.httpRegistrars)
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/groups", s.httpGroups(Add))
+	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/groups", s.httpGroups(Set))
+	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/groups", s.httpGroups(Remove))
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/locators", s.httpLocators(Add))
+	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/locators", s.httpLocators(Set))
+	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/locators", s.httpLocators(Remove))
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/discard", s.httpDiscard)
 }
 
 func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.cfg.Grantor.Now} }

@@ -62,6 +62,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -88,8 +89,11 @@ type Sender interface {
 
 // Config gives the service its dependencies.
 type Config struct {
-	Store      *store.Store
-	Grantor    *lease.Grantor
+	Store   *store.Store
+	Grantor *lease.Grantor
+	// Outbound is where requests made on clients' behalf may go: each URL
+	// handed in is checked against it. Nil means its fixed rules alone.
+	Outbound   *outbound.Policy
 	Dispatcher Sender
 	Policy     lease.Policy
 	// Group configures the group discovery engine; Network is required.
@@ -363,7 +367,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if req.Listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := event.CheckURL("listener", req.Listener); err != nil {
+	if err := s.cfg.Outbound.CheckURL("listener", req.Listener); err != nil {
 		return Registration{}, err
 	}
 	if err := checkGroups(req.Groups); err != nil {

@@ -16,10 +16,10 @@ func (g *Grantor) Prefix() string { return "/v1/leases/" }
 
 // Routes registers the lease endpoints.
 func (g *Grantor) Routes(mux httpjson.Mux) {
-	mux.HandleFunc("POST /v1/leases/{id}/renew", g.httpRenew)
-	mux.HandleFunc("DELETE /v1/leases/{id}", g.httpCancel)
-	mux.HandleFunc("POST /v1/leases/renew", g.httpRenewAll)
-	mux.HandleFunc("POST /v1/leases/cancel", g.httpCancelAll)
+	mux.Handle(httpjson.Capability, "POST /v1/leases/{id}/renew", g.httpRenew)
+	mux.Handle(httpjson.Capability, "DELETE /v1/leases/{id}", g.httpCancel)
+	mux.Handle(httpjson.Capability, "POST /v1/leases/renew", g.httpRenewAll)
+	mux.Handle(httpjson.Capability, "POST /v1/leases/cancel", g.httpCancelAll)
 }
 
 func (g *Grantor) httpRenew(w http.ResponseWriter, r *http.Request) {

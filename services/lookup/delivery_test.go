@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +13,13 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
+
+// loopbackOK lets the tests' listeners, on loopback, receive: the
+// outbound policy refuses loopback unless allowed.
+var loopbackOK = outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 
 // A listener that answers UnknownEvent stops getting that event: the
 // registrar cancels its notify registration; another listener goes on.
@@ -36,9 +42,9 @@ func TestUnknownEventCancelsRegistration(t *testing.T) {
 	defer st.Close()
 	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
 	defer g.Shutdown(context.Background())
-	d := event.New(event.Config{})
+	d := event.New(event.Config{Client: outbound.New(outbound.Config{Policy: loopbackOK})})
 	defer d.Shutdown(context.Background())
-	r, err := New(Config{Store: st, Grantor: g, Dispatcher: d})
+	r, err := New(Config{Store: st, Grantor: g, Outbound: loopbackOK, Dispatcher: d})
 	if err != nil {
 		t.Fatal(err)
 	}

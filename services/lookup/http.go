@@ -17,17 +17,17 @@ func (r *Registrar) Prefix() string { return "/v1/lookup" }
 
 // Routes registers the lookup service's endpoints.
 func (r *Registrar) Routes(mux httpjson.Mux) {
-	mux.HandleFunc("GET /v1/lookup", r.httpInfo)
-	mux.HandleFunc("POST /v1/lookup/services", r.httpRegister)
-	mux.HandleFunc("GET /v1/lookup/services", r.httpList)
-	mux.HandleFunc("GET /v1/lookup/services/{serviceID}", r.httpGet)
-	mux.HandleFunc("POST /v1/lookup/query", r.httpQuery)
-	mux.HandleFunc("POST /v1/lookup/notify", r.httpNotify)
-	mux.HandleFunc("POST /v1/lookup/services/{serviceID}/attributes", r.httpAttributes)
-	mux.HandleFunc("GET /v1/lookup/groups", r.httpGroups)
-	mux.HandleFunc("PUT /v1/lookup/groups", r.httpSetGroups)
-	mux.HandleFunc("GET /v1/lookup/locators", r.httpLocators)
-	mux.HandleFunc("PUT /v1/lookup/locators", r.httpSetLocators)
+	mux.Handle(httpjson.Read, "GET /v1/lookup", r.httpInfo)
+	mux.Handle(httpjson.Client, "POST /v1/lookup/services", r.httpRegister)
+	mux.Handle(httpjson.Read, "GET /v1/lookup/services", r.httpList)
+	mux.Handle(httpjson.Read, "GET /v1/lookup/services/{serviceID}", r.httpGet)
+	mux.Handle(httpjson.Read, "POST /v1/lookup/query", r.httpQuery)
+	mux.Handle(httpjson.Client, "POST /v1/lookup/notify", r.httpNotify)
+	mux.Handle(httpjson.Client, "POST /v1/lookup/services/{serviceID}/attributes", r.httpAttributes)
+	mux.Handle(httpjson.Read, "GET /v1/lookup/groups", r.httpGroups)
+	mux.Handle(httpjson.Admin, "PUT /v1/lookup/groups", r.httpSetGroups)
+	mux.Handle(httpjson.Read, "GET /v1/lookup/locators", r.httpLocators)
+	mux.Handle(httpjson.Admin, "PUT /v1/lookup/locators", r.httpSetLocators)
 }
 
 func (r *Registrar) leases() httpjson.Leases { return httpjson.Leases{Now: r.cfg.Grantor.Now} }

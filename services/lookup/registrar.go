@@ -15,6 +15,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -76,8 +77,11 @@ type Meta struct {
 
 // Config gives the registrar its dependencies.
 type Config struct {
-	Store        *store.Store
-	Grantor      *lease.Grantor
+	Store   *store.Store
+	Grantor *lease.Grantor
+	// Outbound is where requests made on clients' behalf may go: each URL
+	// handed in is checked against it. Nil means its fixed rules alone.
+	Outbound     *outbound.Policy
 	Dispatcher   Sender
 	Logger       *slog.Logger
 	ItemPolicy   lease.Policy
@@ -515,7 +519,7 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	if req.Listener == "" {
 		return NotifyRegistration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := event.CheckURL("listener", req.Listener); err != nil {
+	if err := r.cfg.Outbound.CheckURL("listener", req.Listener); err != nil {
 		return NotifyRegistration{}, err
 	}
 	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {

@@ -104,7 +104,7 @@ func open(t testing.TB, dir string, clk clock.Clock) *fixture {
 	}
 	g := lease.New(st, clk, slog.New(slog.DiscardHandler))
 	c := &capture{}
-	r, err := New(Config{Store: st, Grantor: g, Dispatcher: c})
+	r, err := New(Config{Store: st, Grantor: g, Outbound: loopbackOK, Dispatcher: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 )
@@ -25,15 +26,15 @@ func (s *Service) Prefix() string { return "/v1/mailbox/" }
 // Routes registers the service's endpoints, its mailbox listeners among
 // them.
 func (s *Service) Routes(mux httpjson.Mux) {
-	mux.HandleFunc("POST /v1/mailbox/registrations", s.httpRegister)
-	mux.HandleFunc("GET /v1/mailbox/registrations/{id}", s.httpGet)
-	mux.HandleFunc("PUT /v1/mailbox/registrations/{id}/delivery", s.httpEnable)
-	mux.HandleFunc("DELETE /v1/mailbox/registrations/{id}/delivery", s.httpDisable)
-	mux.HandleFunc("POST /v1/mailbox/registrations/{id}/iterators", s.httpIterator)
-	mux.HandleFunc("GET /v1/mailbox/registrations/{id}/iterators/{it}/next", s.httpNext)
-	mux.HandleFunc("DELETE /v1/mailbox/registrations/{id}/iterators/{it}", s.httpCloseIterator)
-	mux.HandleFunc("POST /v1/mailbox/registrations/{id}/unknown-events", s.httpUnknown)
-	mux.HandleFunc("POST "+ListenerPath+"{listener}", s.httpNotify)
+	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations", s.httpRegister)
+	mux.Handle(httpjson.Read, "GET /v1/mailbox/registrations/{id}", s.httpGet)
+	mux.Handle(httpjson.Client, "PUT /v1/mailbox/registrations/{id}/delivery", s.httpEnable)
+	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/delivery", s.httpDisable)
+	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/iterators", s.httpIterator)
+	mux.Handle(httpjson.Client, "GET /v1/mailbox/registrations/{id}/iterators/{it}/next", s.httpNext)
+	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/iterators/{it}", s.httpCloseIterator)
+	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/unknown-events", s.httpUnknown)
+	mux.Handle(httpjson.Capability, "POST "+ListenerPath+"{listener}", s.httpNotify)
 }
 
 func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock.Now} }
@@ -195,7 +196,14 @@ func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "event larger than %d bytes", MaxEventSize))
 		return
 	}
-	if err := s.Notify(r.PathValue("listener"), body); err != nil {
+	hops := 0
+	if h := r.Header.Get(event.HopsHeader); h != "" {
+		if hops, err = strconv.Atoi(h); err != nil {
+			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "%s %q: want a number", event.HopsHeader, h))
+			return
+		}
+	}
+	if err := s.Notify(r.PathValue("listener"), body, hops); err != nil {
 		if errors.Is(err, ErrFull) {
 			// Indefinite: the generator retries later.
 			w.Header().Set("Retry-After", "1")

@@ -82,7 +82,10 @@ var ErrFull = errors.New("mailbox full")
 type Config struct {
 	Store   *store.Store
 	Grantor *lease.Grantor
-	Policy  lease.Policy
+	// Outbound is where requests made on clients' behalf may go: each URL
+	// handed in is checked against it. Nil means its fixed rules alone.
+	Outbound *outbound.Policy
+	Policy   lease.Policy
 	// MaxPerRegistration and MaxEvents are the quotas (events stored for
 	// one registration, and for the daemon); 0 means the defaults.
 	MaxPerRegistration, MaxEvents int
@@ -163,12 +166,16 @@ type queued struct {
 	seq  uint64
 	key  string
 	size int
+	hops int
 }
 
 type storedEvent struct {
 	Seq  uint64          `json:"seq"`
 	Key  string          `json:"key"`
 	Body json.RawMessage `json:"body"`
+	// Hops is how many times the event had been forwarded when it came
+	// (event.HopsHeader).
+	Hops int `json:"hops,omitempty"`
 }
 
 // Service is the event mailbox.
@@ -198,6 +205,7 @@ type arrival struct {
 	reg  string
 	key  Key
 	body []byte
+	hops int
 	done chan error
 }
 
@@ -296,7 +304,7 @@ func (s *Service) load() error {
 					key = Key{Source: src, EventID: eid}.id()
 					canon[e.Key] = key
 				}
-				r.pending = append(r.pending, queued{seq: e.Seq, key: key, size: len(e.Body)})
+				r.pending = append(r.pending, queued{seq: e.Seq, key: key, size: len(e.Body), hops: e.Hops})
 				s.total++
 				return nil
 			}); err != nil {
@@ -467,10 +475,14 @@ func (s *Service) rememberEnded(tx *store.Tx, r *reg) error {
 // returns once the event is on disk. The errors are those a generator
 // acts on: NoSuchObject (the registration ended: stop sending),
 // UnknownEvent (the client wants no more of these), ErrFull (retry
-// later), InvalidArgument (not an event).
-func (s *Service) Notify(listener string, body []byte) error {
+// later), InvalidArgument (not an event, or one forwarded too often:
+// hops is how many times mailboxes had forwarded it).
+func (s *Service) Notify(listener string, body []byte, hops int) error {
 	if len(body) > MaxEventSize {
 		return fault.New(fault.InvalidArgument, "event of %d bytes is larger than %d", len(body), MaxEventSize)
+	}
+	if hops < 0 || hops > event.MaxHops {
+		return fault.New(fault.InvalidArgument, "event forwarded %d times, more than %d: mailboxes may be pushing to each other", hops, event.MaxHops)
 	}
 	var ev struct {
 		Source  json.RawMessage `json:"source"`
@@ -500,7 +512,7 @@ func (s *Service) Notify(listener string, body []byte) error {
 		return fmt.Errorf("%w: shutting down", ErrFull)
 	}
 	s.mu.Unlock()
-	a := &arrival{reg: r.ID, key: k, body: body, done: make(chan error, 1)}
+	a := &arrival{reg: r.ID, key: k, body: body, hops: hops, done: make(chan error, 1)}
 	select {
 	case s.commit <- a:
 	case <-s.ctx.Done():
@@ -559,11 +571,14 @@ func (s *Service) store(batch []*arrival) {
 			r.NextSeq++
 			touched[r] = true
 			key := a.key.id()
-			if err := tx.Put(eventPrefix+r.ID, seqKey(seq), storedEvent{Seq: seq, Key: key, Body: a.body}); err != nil {
+			if err := tx.Put(eventPrefix+r.ID, seqKey(seq), storedEvent{Seq: seq, Key: key, Body: a.body, Hops: a.hops}); err != nil {
 				return err
 			}
-			size := len(a.body)
-			added = append(added, func() { r.pending = append(r.pending, queued{seq: seq, key: key, size: size}); s.total++ })
+			size, hops := len(a.body), a.hops
+			added = append(added, func() {
+				r.pending = append(r.pending, queued{seq: seq, key: key, size: size, hops: hops})
+				s.total++
+			})
 		}
 		for r := range touched {
 			if err := tx.Put(regBucket, r.ID, r); err != nil {
@@ -610,7 +625,7 @@ func (s *Service) wake(r *reg) {
 // the unknown-event list. A mailbox listener of this service is refused.
 func (s *Service) EnableDelivery(id, target string) error {
 	if target != "" {
-		if err := event.CheckURL("target", target); err != nil {
+		if err := s.cfg.Outbound.CheckURL("target", target); err != nil {
 			return err
 		}
 		if u, _ := url.Parse(target); s.IsOwnListener(u) {
@@ -718,8 +733,14 @@ func (s *Service) push(r *reg) {
 			continue
 		}
 		// The delivery rules are every listener's (event.Attempt); the
-		// order, retries and what a failure does are the mailbox's.
-		switch out, err := event.Attempt(s.ctx, s.cfg.Client, target, body); out {
+		// order, retries and what a failure does are the mailbox's. An
+		// event forwarded as often as events may be is not forwarded
+		// again: the target is treated as having refused it.
+		out, err := event.Definite, fmt.Errorf("event %d already forwarded %d times", q.seq, q.hops)
+		if q.hops < event.MaxHops {
+			out, err = event.Attempt(s.ctx, s.cfg.Client, target, body, q.hops+1)
+		}
+		switch out {
 		case event.Delivered:
 			s.forget(r, q.seq)
 			delivered = append(delivered, q.seq)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/mailbox"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -54,6 +56,10 @@ func (r *rig) open() {
 	r.g = lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
 	cfg := r.cfg
 	cfg.Store, cfg.Grantor, cfg.Backoff, cfg.MaxBackoff = st, r.g, 20*time.Millisecond, 100*time.Millisecond
+	// The tests' targets are on loopback, which the outbound policy
+	// refuses unless allowed.
+	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	cfg.Outbound, cfg.Client = loopbackOK, outbound.New(outbound.Config{Policy: loopbackOK})
 	r.m, err = mailbox.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)

@@ -2,15 +2,22 @@
 // sends on someone's behalf: remote events (the lookup service, the
 // lookup discovery service, the renewal service), the mailbox's pushes,
 // lease renewals at other grantors. Every such client comes from here, so
-// their limits live in one place, as will the address policy that
-// decides where jinid may send at all.
+// their limits and the address policy that decides where jinid may send
+// at all live in one place; and so does the one way their failures are
+// told to clients: a category, never the remote's bytes or an error's
+// text (Fault).
 package outbound
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
+
+	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/services/fault"
 )
 
 // DefaultTimeout bounds one request.
@@ -20,23 +27,37 @@ const DefaultTimeout = 10 * time.Second
 type Config struct {
 	// Timeout of one request, answer included; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Dial makes connections (the daemon's, in its network namespace);
-	// nil means the process's own.
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Namespace to connect from (the daemon's); the zero value is the
+	// process's own.
+	Namespace namespace.Namespace
+	// Policy decides where connections may go; nil means the fixed rules
+	// alone (no allowances, no own addresses known).
+	Policy *Policy
 }
 
-// New returns a client. It does not follow redirects: a listener or
-// grantor answering 3xx gets that answer taken as it is (a definite
-// failure), so a URL handed to jinid cannot send it elsewhere.
+// New returns a client. Every address it connects to, after name
+// resolution, passes the policy. It does not follow redirects: a listener
+// or grantor answering 3xx gets that answer taken as it is (a definite
+// failure), so a URL handed to jinid cannot send it elsewhere. It uses no
+// proxy: the requests are for hosts on the LAN.
 func New(cfg Config) *http.Client {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	policy := cfg.Policy.orStrict()
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: policy.control}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil // the requests are on the LAN, for LAN hosts
+	t.Proxy = nil
 	t.MaxIdleConnsPerHost = 4
-	if cfg.Dial != nil {
-		t.DialContext = cfg.Dial
+	t.MaxResponseHeaderBytes = 16 << 10
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := cfg.Namespace.Do(func() error {
+			var err error
+			conn, err = dialer.DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
 	}
 	return &http.Client{
 		Timeout:   cfg.Timeout,
@@ -45,4 +66,48 @@ func New(cfg Config) *http.Client {
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// Fault is what a client is told of a failed outbound request: a code
+// naming its category (Forbidden, Refused, Unreachable, Timeout,
+// BadAnswer) and that category's one message, so that jinid is no oracle
+// of what answers where (a port's banner, "connection refused" against
+// "no route"). The error itself is for the log.
+func Fault(err error) *fault.Error {
+	c := CategoryOf(err)
+	return &fault.Error{Code: c, Message: message(c)}
+}
+
+// CategoryOf sorts an outbound request's error into a category.
+func CategoryOf(err error) fault.Code {
+	var ne net.Error
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return fault.Forbidden
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fault.Timeout
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED):
+		return fault.Refused
+	case errors.As(err, &dns), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
+		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN):
+		return fault.Unreachable
+	}
+	return fault.BadAnswer
+}
+
+// message is the one text of a category: the same for every failure in
+// it.
+func message(c fault.Code) string {
+	switch c {
+	case fault.Forbidden:
+		return "the destination is one jinid sends no requests to (loopback, link-local, its own host, ...)"
+	case fault.Refused:
+		return "the destination refused the connection"
+	case fault.Unreachable:
+		return "the destination could not be reached"
+	case fault.Timeout:
+		return "the destination did not answer in time"
+	}
+	return "the destination did not answer as the protocol wants"
 }

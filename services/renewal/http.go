@@ -15,15 +15,15 @@ func (s *Service) Prefix() string { return "/v1/renewal/" }
 
 // Routes registers the service's endpoints.
 func (s *Service) Routes(mux httpjson.Mux) {
-	mux.HandleFunc("POST /v1/renewal/sets", s.httpCreate)
-	mux.HandleFunc("GET /v1/renewal/sets/{id}", s.httpGet)
-	mux.HandleFunc("POST /v1/renewal/sets/{id}/leases", s.httpRenewFor)
-	mux.HandleFunc("GET /v1/renewal/sets/{id}/leases", s.httpLeases)
-	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/leases/{key}", s.httpRemove)
-	mux.HandleFunc("PUT /v1/renewal/sets/{id}/warning-listener", s.httpSetWarning)
-	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/warning-listener", s.httpClear(true))
-	mux.HandleFunc("PUT /v1/renewal/sets/{id}/failure-listener", s.httpSetFailure)
-	mux.HandleFunc("DELETE /v1/renewal/sets/{id}/failure-listener", s.httpClear(false))
+	mux.Handle(httpjson.Client, "POST /v1/renewal/sets", s.httpCreate)
+	mux.Handle(httpjson.Read, "GET /v1/renewal/sets/{id}", s.httpGet)
+	mux.Handle(httpjson.Client, "POST /v1/renewal/sets/{id}/leases", s.httpRenewFor)
+	mux.Handle(httpjson.Read, "GET /v1/renewal/sets/{id}/leases", s.httpLeases)
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/leases/{key}", s.httpRemove)
+	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/warning-listener", s.httpSetWarning)
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/warning-listener", s.httpClear(true))
+	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/failure-listener", s.httpSetFailure)
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/failure-listener", s.httpClear(false))
 }
 
 func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock.Now} }

@@ -42,6 +42,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -97,8 +98,11 @@ type Renewer interface {
 
 // Config gives the service its dependencies.
 type Config struct {
-	Store      *store.Store
-	Grantor    *lease.Grantor
+	Store   *store.Store
+	Grantor *lease.Grantor
+	// Outbound is where requests made on clients' behalf may go: each URL
+	// handed in is checked against it. Nil means its fixed rules alone.
+	Outbound   *outbound.Policy
 	Dispatcher Sender
 	Renewer    Renewer
 	Policy     lease.Policy
@@ -407,7 +411,7 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 	if l.Grantor == "" || l.ID == "" {
 		return fault.New(fault.NullArgument, "lease: grantor and id are required")
 	}
-	if err := event.CheckURL("lease grantor", l.Grantor); err != nil {
+	if err := s.cfg.Outbound.CheckURL("lease grantor", l.Grantor); err != nil {
 		return err
 	}
 	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
@@ -567,7 +571,7 @@ func (s *Service) SetWarningListener(setID, listener string, minWarning int64, h
 	if listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := event.CheckURL("listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
 	}
 	if minWarning < 0 {
@@ -586,7 +590,7 @@ func (s *Service) SetFailureListener(setID, listener string, handback []byte) (R
 	if listener == "" {
 		return Registration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := event.CheckURL("listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
@@ -1010,7 +1014,13 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 			switch {
 			case err != nil || i >= len(results):
 				m.failures++
-				m.LastErr = &fault.Error{Code: fault.Internal, Message: errString(err, "no result for this lease")}
+				why := err
+				if why == nil {
+					why = errors.New("no result for this lease")
+				}
+				// The client hears a category; the log, what happened.
+				m.LastErr = outbound.Fault(why)
+				s.log.Debug("renewing a lease failed", "grantor", g.url, "lease", m.ID, "err", why)
 			case results[i].Err == nil:
 				m.period = results[i].Expiration - done
 				m.Expiration, m.LastErr, m.failures = results[i].Expiration, nil, 0
@@ -1052,13 +1062,6 @@ func definite(c fault.Code) bool {
 		return true
 	}
 	return false
-}
-
-func errString(err error, def string) string {
-	if err != nil {
-		return err.Error()
-	}
-	return def
 }
 
 func saturatingAdd(now, d int64) int64 {

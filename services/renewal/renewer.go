@@ -36,14 +36,14 @@ func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Re
 	var answered *client.Error
 	switch {
 	case errors.As(err, &answered) && definiteStatus(answered.Status):
+		e := answered.Err
+		if e.Code == apitypes.Internal {
+			// No coded error: the endpoint is not there.
+			e.Code = apitypes.NoSuchObject
+		}
 		out := make([]Result, len(rs))
 		for i := range out {
-			e := answered.Err
-			if e.Code == apitypes.Internal {
-				// No coded error: the endpoint is not there.
-				e = apitypes.Error{Code: apitypes.NoSuchObject, Message: fmt.Sprintf("grantor %s answered HTTP %d", grantor, answered.Status)}
-			}
-			out[i] = Result{Err: &e}
+			out[i] = Result{Err: grantorError(e)}
 		}
 		return out, nil
 	case err != nil:
@@ -53,9 +53,31 @@ func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Re
 	}
 	out := make([]Result, len(rs))
 	for i, r := range results {
-		out[i] = Result{Expiration: r.Expiration, Err: r.Error}
+		out[i] = Result{Expiration: r.Expiration}
+		if r.Error != nil {
+			out[i].Err = grantorError(*r.Error)
+		}
 	}
 	return out, nil
+}
+
+// grantorError is what a client is told of a grantor's coded refusal: the
+// code, if it is one a grantor answers, with this service's own message;
+// never the grantor's words (another host's bytes), and any other code is
+// a bad answer.
+func grantorError(e apitypes.Error) *apitypes.Error {
+	msg := map[apitypes.Code]string{
+		apitypes.UnknownLease:    "the grantor does not know the lease (it ended or was cancelled)",
+		apitypes.LeaseDenied:     "the grantor denied the renewal",
+		apitypes.NoSuchObject:    "the grantor has no such lease to renew",
+		apitypes.InvalidArgument: "the grantor refused the renewal's arguments",
+		apitypes.NullArgument:    "the grantor refused the renewal's arguments",
+		apitypes.Internal:        "the grantor failed to renew the lease",
+	}[e.Code]
+	if msg == "" {
+		return &apitypes.Error{Code: apitypes.BadAnswer, Message: "the grantor did not answer as the protocol wants"}
+	}
+	return &apitypes.Error{Code: e.Code, Message: msg}
 }
 
 // definiteStatus tells the statuses of a call refused for good.

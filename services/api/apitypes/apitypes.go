@@ -25,6 +25,20 @@ const (
 	UnknownEvent         Code = "UnknownEvent"         // UnknownEventException
 	InvalidIterator      Code = "InvalidIterator"      // InvalidIteratorException
 	Internal             Code = "Internal"             // anything else
+
+	// Access (API.md, "Access").
+	Unauthenticated      Code = "Unauthenticated"      // no valid token where one is needed
+	Forbidden            Code = "Forbidden"            // the token's scope is not enough; or a destination jinid sends nothing to
+	UnsupportedMediaType Code = "UnsupportedMediaType" // a body that is not application/json
+	MisdirectedRequest   Code = "MisdirectedRequest"   // a Host this daemon does not answer to
+
+	// What became of a request jinid sent on a client's behalf (in
+	// renewal failure events and the like): a category, never the
+	// remote's answer.
+	Refused     Code = "Refused"     // the destination refused the connection
+	Unreachable Code = "Unreachable" // no route, or the name does not resolve
+	Timeout     Code = "Timeout"     // no answer in time
+	BadAnswer   Code = "BadAnswer"   // an answer, not the protocol's
 )
 
 // Status is the HTTP status of a code.
@@ -38,6 +52,18 @@ func (c Code) Status() int {
 		return http.StatusNotFound
 	case UnknownEvent:
 		return http.StatusGone
+	case Unauthenticated:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
+	case UnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case MisdirectedRequest:
+		return http.StatusMisdirectedRequest
+	case Refused, Unreachable, BadAnswer:
+		return http.StatusBadGateway
+	case Timeout:
+		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
 }
@@ -336,4 +362,35 @@ type ExpirationWarningEvent struct {
 	RemoteEvent
 	Lease      string `json:"lease"` // the set's lease ID
 	Expiration int64  `json:"expiration"`
+}
+
+// --- access ---------------------------------------------------------------------
+
+// Token is a bearer token as listed: never its secret.
+type Token struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Scope   string `json:"scope"`             // read, client or admin
+	Created int64  `json:"created"`           // ms since the epoch
+	Expires int64  `json:"expires,omitempty"` // ms since the epoch; absent: never
+}
+
+// TokenRequest asks for a new token.
+type TokenRequest struct {
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// Duration is how long it works, in milliseconds; absent or 0: until
+	// revoked.
+	Duration int64 `json:"duration,omitempty"`
+}
+
+// NewToken is a token just made: the only answer that carries its secret.
+type NewToken struct {
+	Token
+	Secret string `json:"token"`
+}
+
+// Tokens lists the tokens.
+type Tokens struct {
+	Tokens []Token `json:"tokens"`
 }

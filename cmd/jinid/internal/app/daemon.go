@@ -81,6 +81,10 @@ type Config struct {
 	MailboxMaxPerRegistration, MailboxMaxEvents int
 	// Namespace to run the network side in (tests); zero: the process's.
 	Namespace namespace.Namespace
+	// AllowOutbound lists prefixes requests on clients' behalf may go to
+	// although the outbound policy refuses them (loopback, link-local,
+	// this host's addresses, ...).
+	AllowOutbound []netip.Prefix
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -238,16 +242,18 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
 
 	// Every request sent on someone's behalf goes through a client of
-	// outbound's, dialing from the daemon's namespace.
+	// outbound's, dialing from the daemon's namespace under one address
+	// policy; every URL handed in is checked against it too.
 	ldsNet := &ldsNetwork{ns: d.cfg.Namespace}
+	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log})
 	out := func(timeout time.Duration) *http.Client {
-		return outbound.New(outbound.Config{Timeout: timeout, Dial: ldsNet.dial})
+		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
 	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout)})
 	d.parts.Add("event delivery", dispatcher)
 
 	grantor := lease.New(st, clock.Real{}, d.log)
-	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher, Logger: d.log,
+	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
 		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort}); err != nil {
 		return err
 	}
@@ -256,19 +262,19 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("member groups: %w", err)
 		}
 	}
-	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
+	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
 		Group:   group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
 		Locator: locator.Config{Dial: ldsNet.dialLocator}})
 	if err != nil {
 		return err
 	}
-	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Dispatcher: dispatcher,
+	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
 		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
 		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}})
 	if err != nil {
 		return err
 	}
-	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Logger: d.log.With("service", "mailbox"),
+	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: d.log.With("service", "mailbox"),
 		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
 		Client: out(outbound.DefaultTimeout)})
 	if err != nil {
@@ -421,6 +427,22 @@ func closeListener(ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// ownAddrs lists the addresses of the daemon's host (in its namespace):
+// requests on clients' behalf never go there.
+func (d *Daemon) ownAddrs() ([]netip.Addr, error) {
+	var out []netip.Addr
+	err := d.cfg.Namespace.Do(func() error {
+		addrs, err := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				out = append(out, p.Addr())
+			}
+		}
+		return err
+	})
+	return out, err
 }
 
 // announceNow announces at once (groups or addresses changed).

@@ -1,0 +1,283 @@
+// Package access decides who may do what through the API (API.md,
+// "Access"; docs/security.md): requests on the local unix socket are the
+// machine's administrator, as file permissions say; over the network a
+// bearer token's scope (read, client, admin) decides, and a request
+// without one gets what the daemon allows anonymous callers. Every
+// request over the network must name a Host the daemon answers to (no DNS
+// rebinding), and every body must be JSON (no form posts from a web page
+// a LAN user happens to open). Changes are logged with who made them.
+package access
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+)
+
+// Scope is what a token allows.
+type Scope string
+
+// The scopes, each allowing what the ones before it do.
+const (
+	// ScopeNone allows nothing but capability routes (anonymous only).
+	ScopeNone   Scope = "none"
+	ScopeRead   Scope = "read"
+	ScopeClient Scope = "client"
+	ScopeAdmin  Scope = "admin"
+)
+
+// ParseScope reads a token's scope.
+func ParseScope(s string) (Scope, error) {
+	switch sc := Scope(s); sc {
+	case ScopeRead, ScopeClient, ScopeAdmin:
+		return sc, nil
+	}
+	return "", fault.New(fault.InvalidArgument, "scope %q: want read, client or admin", s)
+}
+
+// ParseAnonymous reads what anonymous callers may do: a scope, or none.
+func ParseAnonymous(s string) (Scope, error) {
+	if s == string(ScopeNone) {
+		return ScopeNone, nil
+	}
+	sc, err := ParseScope(s)
+	if err != nil {
+		return "", fmt.Errorf("anonymous access %q: want none, read, client or admin", s)
+	}
+	return sc, nil
+}
+
+// meets reports whether s allows what need asks.
+func (s Scope) meets(need httpjson.Need) bool {
+	level := map[Scope]httpjson.Need{ScopeRead: httpjson.Read, ScopeClient: httpjson.Client, ScopeAdmin: httpjson.Admin}
+	l, ok := level[s]
+	return need == httpjson.Capability || ok && l >= need
+}
+
+// Principal is who a request comes from.
+type Principal struct {
+	// Name is the token's name, "anonymous", or "local" (the unix
+	// socket): what the audit log says.
+	Name  string
+	Scope Scope
+	// owner is what owns the registrations it makes: the token, all
+	// anonymous callers together, or nobody in particular (local).
+	owner string
+}
+
+// Owner is the key of what p makes, for services that keep one client's
+// registrations from another: "" for an administrator (local, or an
+// admin token), who may act on anything.
+func (p Principal) Owner() string {
+	if p.Scope == ScopeAdmin {
+		return ""
+	}
+	return p.owner
+}
+
+type principalKey struct{}
+
+// PrincipalOf returns the caller of a request's context. A context the
+// guard did not see (a service's own tests, calls inside the daemon) is
+// the administrator's.
+func PrincipalOf(ctx context.Context) Principal {
+	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
+		return p
+	}
+	return Principal{Name: "local", Scope: ScopeAdmin}
+}
+
+type localKey struct{}
+
+// LocalConn marks a connection's context as the local unix socket's:
+// the server's ConnContext calls it for that listener's connections.
+func LocalConn(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
+
+func isLocal(ctx context.Context) bool { v, _ := ctx.Value(localKey{}).(bool); return v }
+
+// GuardConfig configures a Guard.
+type GuardConfig struct {
+	Tokens *Tokens
+	// Anonymous is what a request without a token may do over the
+	// network: ScopeNone, or a scope (default ScopeRead).
+	Anonymous Scope
+	// Host reports whether a request's Host (without its port) is one the
+	// daemon answers to: its addresses and names. Nil takes any.
+	Host   func(host string) bool
+	Logger *slog.Logger
+}
+
+// Guard is the API's front door.
+type Guard struct {
+	cfg GuardConfig
+	log *slog.Logger
+
+	mu      sync.Mutex
+	quietAt time.Time // anonymous changes are logged once a second at most
+}
+
+// NewGuard returns a guard.
+func NewGuard(cfg GuardConfig) *Guard {
+	if cfg.Anonymous == "" {
+		cfg.Anonymous = ScopeRead
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Guard{cfg: cfg, log: cfg.Logger.With("component", "access")}
+}
+
+// Handler checks what every request must pass (Host, body type, token),
+// then serves it with its principal in the context, and logs the changes.
+func (g *Guard) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local := isLocal(r.Context())
+		if !local && g.cfg.Host != nil {
+			if host := hostOnly(r.Host); !g.cfg.Host(host) {
+				httpjson.WriteError(w, fault.New(fault.MisdirectedRequest,
+					"this daemon does not answer to the name %q (DNS rebinding?); use its address, or add the name with --api-host", host))
+				return
+			}
+		}
+		if err := checkBody(r); err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		p := Principal{Name: "local", Scope: ScopeAdmin}
+		if !local {
+			var err error
+			if p, err = g.authenticate(r); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="jinid"`)
+				httpjson.WriteError(w, err)
+				return
+			}
+		}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		if rec.internal != nil {
+			g.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", rec.internal)
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && rec.status < 400 {
+			g.audit(p, r, rec.status)
+		}
+	})
+}
+
+// authenticate returns who the request's token says it is, or the
+// anonymous principal when it has none.
+func (g *Guard) authenticate(r *http.Request) (Principal, error) {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return Principal{Name: "anonymous", Scope: g.cfg.Anonymous, owner: "anonymous"}, nil
+	}
+	bearer, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || g.cfg.Tokens == nil {
+		return Principal{}, fault.New(fault.Unauthenticated, "want Authorization: Bearer <token>")
+	}
+	tok, err := g.cfg.Tokens.verify(strings.TrimSpace(bearer))
+	if err != nil {
+		return Principal{}, err
+	}
+	return Principal{Name: tok.Name, Scope: Scope(tok.Scope), owner: "token:" + tok.ID}, nil
+}
+
+// audit logs a change: who (never the token itself), from where, what.
+func (g *Guard) audit(p Principal, r *http.Request, status int) {
+	if p.owner == "anonymous" {
+		// Anyone on the LAN can make these when anonymous callers may
+		// change things: at most one line a second.
+		g.mu.Lock()
+		quiet := time.Since(g.quietAt) < time.Second
+		if !quiet {
+			g.quietAt = time.Now()
+		}
+		g.mu.Unlock()
+		if quiet {
+			return
+		}
+	}
+	g.log.Info("API change", "token", p.Name, "source", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "status", status)
+}
+
+// Require wraps a route's handler: it runs only for a caller whose scope
+// meets need. The answer otherwise names the scope needed: 401 for an
+// anonymous caller (a token would do), 403 for a token whose scope is
+// too small.
+func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := PrincipalOf(r.Context())
+		if p.Scope.meets(need) {
+			h(w, r)
+			return
+		}
+		if p.owner == "anonymous" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="jinid"`)
+			httpjson.WriteError(w, fault.New(fault.Unauthenticated, "%s %s needs a token with scope %s or more", r.Method, r.URL.Path, need))
+			return
+		}
+		httpjson.WriteError(w, fault.New(fault.Forbidden, "%s %s needs scope %s; token %q has %s", r.Method, r.URL.Path, need, p.Name, p.Scope))
+	}
+}
+
+// checkBody refuses a request whose body is not JSON: POST, PUT and PATCH
+// always say application/json, and so does any request with a body. A web
+// page can send a form or text/plain across sites without asking; it
+// cannot send application/json without a CORS preflight, which jinid
+// never grants.
+func checkBody(r *http.Request) error {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
+			return nil
+		}
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return fault.New(fault.UnsupportedMediaType, "request body of type %q: the API takes application/json only", ct)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+// recorder keeps a response's status for the audit log, and the error
+// behind an Internal answer for the error log (the client is told no more
+// than "internal error").
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	internal error
+}
+
+func (r *recorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+// NoteInternal implements httpjson's internal-error note.
+func (r *recorder) NoteInternal(err error) { r.internal = err }
+
+// Flush lets long polls flush through the recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

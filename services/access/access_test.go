@@ -1,0 +1,334 @@
+package access
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/store"
+)
+
+func openTokens(t *testing.T, dir string, clk clock.Clock) *Tokens {
+	t.Helper()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tk, err := NewTokens(TokensConfig{Store: st, Clock: clk, BootstrapFile: filepath.Join(dir, "admin.token")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func TestTokens(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	tk := openTokens(t, dir, clk)
+
+	// The first start wrote an admin token, 0600, and it works.
+	raw, err := os.ReadFile(filepath.Join(dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "admin.token")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file mode %v", fi.Mode().Perm())
+	}
+	admin := strings.TrimSpace(string(raw))
+	if tok, err := tk.verify(admin); err != nil || tok.Scope != "admin" || tok.Name != "admin" {
+		t.Fatalf("bootstrap token: %+v %v", tok, err)
+	}
+
+	secret, tok, err := tk.Create("ci-bot", ScopeClient, clk.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, "jinid_"+tok.ID+"_") {
+		t.Fatalf("secret %q for id %s", secret, tok.ID)
+	}
+	if got, err := tk.verify(secret); err != nil || got.Name != "ci-bot" {
+		t.Fatalf("verify: %+v %v", got, err)
+	}
+	for _, bad := range []string{"", "jinid_", secret + "x", strings.Replace(secret, tok.ID, "0000000000000000", 1), "Bearer " + secret} {
+		if _, err := tk.verify(bad); err == nil {
+			t.Errorf("verify(%q) succeeded", bad)
+		}
+	}
+	if _, _, err := tk.Create("ci-bot", ScopeRead, time.Time{}); err == nil {
+		t.Error("a second token of the same name was made")
+	}
+	for _, name := range []string{"", "-x", "with space", strings.Repeat("n", 65)} {
+		if _, _, err := tk.Create(name, ScopeRead, time.Time{}); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+	// Stored hashed: the secret is nowhere in the database.
+	db, _ := os.ReadFile(filepath.Join(dir, store.FileName))
+	if bytes.Contains(db, []byte(strings.Split(secret, "_")[2])) || bytes.Contains(db, []byte(admin[len(admin)-20:])) {
+		t.Fatal("a token's secret is in the store")
+	}
+
+	// Expired: refused.
+	clk.Advance(time.Hour)
+	if _, err := tk.verify(secret); err == nil {
+		t.Fatal("expired token accepted")
+	}
+	// Revoked: refused at once, by name or ID.
+	if err := tk.Revoke("admin"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.verify(admin); err == nil {
+		t.Fatal("revoked token accepted")
+	}
+	if err := tk.Revoke(tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(tk.List()) != 0 {
+		t.Fatalf("tokens left: %+v", tk.List())
+	}
+
+	// A restart loads what is there and makes no new admin token.
+	os.Remove(filepath.Join(dir, "admin.token"))
+	secret2, _, err := tk.Create("kept", ScopeRead, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.cfg.Store.Close()
+	tk2 := openTokens(t, dir, clk)
+	if _, err := os.Stat(filepath.Join(dir, "admin.token")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a second start wrote an admin token again")
+	}
+	if _, err := tk2.verify(secret2); err != nil {
+		t.Fatalf("token lost across a restart: %v", err)
+	}
+}
+
+// A guarded API with one route of each need.
+func guardedServer(t *testing.T, tk *Tokens, anonymous Scope) *httptest.Server {
+	t.Helper()
+	var logs bytes.Buffer
+	g := NewGuard(GuardConfig{Tokens: tk, Anonymous: anonymous, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Host: func(h string) bool { return h == "127.0.0.1" || h == "jinid.lan" }})
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, http.StatusOK, map[string]string{"who": PrincipalOf(r.Context()).Name, "owner": PrincipalOf(r.Context()).Owner()})
+	}
+	for need, pattern := range map[httpjson.Need]string{httpjson.Capability: "POST /cap", httpjson.Read: "GET /read",
+		httpjson.Client: "POST /client", httpjson.Admin: "PUT /admin"} {
+		mux.HandleFunc(pattern, g.Require(need, ok))
+	}
+	mux.HandleFunc("POST /fail", func(w http.ResponseWriter, _ *http.Request) {
+		httpjson.WriteError(w, errors.New("bbolt: disk on fire at /var/lib/jinid"))
+	})
+	srv := httptest.NewUnstartedServer(g.Handler(mux))
+	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if c.LocalAddr().Network() == "unix" {
+			return LocalConn(ctx)
+		}
+		return ctx
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("guard log:\n%s", logs.String())
+		}
+	})
+	return srv
+}
+
+type answer struct {
+	status int
+	code   string
+	body   string
+}
+
+func call(t *testing.T, c *http.Client, method, url, token, contentType, host string) answer {
+	t.Helper()
+	var body io.Reader
+	if method != http.MethodGet {
+		body = strings.NewReader("{}")
+	}
+	req, _ := http.NewRequest(method, url, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var eb apitypes.ErrorBody
+	_ = json.Unmarshal(raw, &eb)
+	return answer{resp.StatusCode, string(eb.Error.Code), string(raw)}
+}
+
+func TestGuard(t *testing.T) {
+	tk := openTokens(t, t.TempDir(), clock.Real{})
+	read, _, _ := tk.Create("reader", ScopeRead, time.Time{})
+	cl, clTok, _ := tk.Create("client", ScopeClient, time.Time{})
+	admin, _, _ := tk.Create("boss", ScopeAdmin, time.Time{})
+	srv := guardedServer(t, tk, ScopeRead)
+	c := srv.Client()
+	const js = "application/json"
+	for _, tc := range []struct {
+		name, method, path, token, ctype, host string
+		status                                 int
+		code, says                             string
+	}{
+		{"anonymous reads", "GET", "/read", "", "", "", 200, "", `"anonymous"`},
+		{"anonymous may not write", "POST", "/client", "", js, "", 401, "Unauthenticated", "scope client"},
+		{"anonymous uses a capability", "POST", "/cap", "", js, "", 200, "", ""},
+		{"read cannot register", "POST", "/client", read, js, "", 403, "Forbidden", "needs scope client"},
+		{"client registers", "POST", "/client", cl, js, "", 200, "", `"token:` + clTok.ID + `"`},
+		{"client cannot administer", "PUT", "/admin", cl, js, "", 403, "Forbidden", "needs scope admin"},
+		{"admin administers, owning nothing in particular", "PUT", "/admin", admin, js, "", 200, "", `"owner":""`},
+		{"a bad token is refused, even for reading", "GET", "/read", "jinid_0000_nope", "", "", 401, "Unauthenticated", "not valid"},
+		{"not a bearer", "GET", "/read", "", "", "", 200, "", ""},
+		{"text/plain", "POST", "/client", cl, "text/plain", "", 415, "UnsupportedMediaType", "application/json only"},
+		{"a form", "POST", "/cap", "", "application/x-www-form-urlencoded", "", 415, "UnsupportedMediaType", ""},
+		{"no type", "POST", "/cap", "", "", "", 415, "UnsupportedMediaType", `type \"none\"`},
+		{"json with a charset", "POST", "/cap", "", "application/json; charset=utf-8", "", 200, "", ""},
+		{"a foreign Host", "GET", "/read", "", "", "evil.example", 421, "MisdirectedRequest", `name \"evil.example\"`},
+		{"a foreign Host with a port", "POST", "/cap", "", js, "evil.example:4162", 421, "MisdirectedRequest", ""},
+		{"a configured name", "GET", "/read", "", "", "jinid.lan:4162", 200, "", ""},
+		{"an internal error says nothing of itself", "POST", "/fail", admin, js, "", 500, "Internal", "its log says why"},
+	} {
+		got := call(t, c, tc.method, srv.URL+tc.path, tc.token, tc.ctype, tc.host)
+		if got.status != tc.status || got.code != tc.code || !strings.Contains(got.body, tc.says) {
+			t.Errorf("%s: %d %s %s; want %d %s saying %q", tc.name, got.status, got.code, got.body, tc.status, tc.code, tc.says)
+		}
+		if strings.Contains(got.body, "disk on fire") {
+			t.Errorf("%s: the error's text reached the client: %s", tc.name, got.body)
+		}
+	}
+
+	// A revoked token is refused at once.
+	if err := tk.Revoke("client"); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, c, "POST", srv.URL+"/client", cl, js, ""); got.status != 401 {
+		t.Fatalf("revoked token: %+v", got)
+	}
+}
+
+func TestGuardAnonymousSettings(t *testing.T) {
+	tk := openTokens(t, t.TempDir(), clock.Real{})
+	none := guardedServer(t, tk, ScopeNone)
+	if got := call(t, none.Client(), "GET", none.URL+"/read", "", "", ""); got.status != 401 {
+		t.Errorf("anonymous none reads: %+v", got)
+	}
+	if got := call(t, none.Client(), "POST", none.URL+"/cap", "", "application/json", ""); got.status != 200 {
+		t.Errorf("anonymous none, capability route: %+v", got)
+	}
+	open := guardedServer(t, tk, ScopeClient)
+	if got := call(t, open.Client(), "POST", open.URL+"/client", "", "application/json", ""); got.status != 200 || !strings.Contains(got.body, `"owner":"anonymous"`) {
+		t.Errorf("anonymous client registers: %+v", got)
+	}
+	if got := call(t, open.Client(), "PUT", open.URL+"/admin", "", "application/json", ""); got.status != 401 {
+		t.Errorf("anonymous client administers: %+v", got)
+	}
+}
+
+// The unix socket is the administrator's: no token, no Host check.
+func TestGuardLocalSocket(t *testing.T) {
+	tk := openTokens(t, t.TempDir(), clock.Real{})
+	g := NewGuard(GuardConfig{Tokens: tk, Anonymous: ScopeNone, Host: func(string) bool { return false }})
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /admin", g.Require(httpjson.Admin, func(w http.ResponseWriter, r *http.Request) {
+		httpjson.Write(w, http.StatusOK, map[string]string{"who": PrincipalOf(r.Context()).Name})
+	}))
+	sock := filepath.Join(t.TempDir(), "jinid.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: g.Handler(mux), ConnContext: func(ctx context.Context, c net.Conn) context.Context { return LocalConn(ctx) }}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	got := call(t, c, "PUT", "http://whatever/admin", "", "application/json", "")
+	if got.status != 200 || !strings.Contains(got.body, `"local"`) {
+		t.Fatalf("local admin: %+v", got)
+	}
+	if got := call(t, c, "PUT", "http://whatever/admin", "", "text/plain", ""); got.status != 415 {
+		t.Fatalf("local text/plain: %+v", got)
+	}
+}
+
+func TestTokenRoutes(t *testing.T) {
+	tk := openTokens(t, t.TempDir(), clock.Real{})
+	admin, _, _ := tk.Create("boss", ScopeAdmin, time.Time{})
+	g := NewGuard(GuardConfig{Tokens: tk})
+	mux := http.NewServeMux()
+	tk.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, g.Require(need, h)) }))
+	srv := httptest.NewServer(g.Handler(mux))
+	defer srv.Close()
+	do := func(method, path, token, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, raw
+	}
+	status, raw := do("POST", "/v1/tokens", admin, `{"name":"ci","scope":"client","duration":60000}`)
+	var nt apitypes.NewToken
+	if err := json.Unmarshal(raw, &nt); status != 201 || err != nil || nt.Secret == "" || nt.Expires == 0 {
+		t.Fatalf("create: %d %s", status, raw)
+	}
+	if status, raw := do("GET", "/v1/tokens", admin, ""); status != 200 || bytes.Contains(raw, []byte(nt.Secret)) || !bytes.Contains(raw, []byte(`"ci"`)) {
+		t.Fatalf("list: %d %s", status, raw)
+	}
+	if status, _ := do("GET", "/v1/tokens", nt.Secret, ""); status != 403 {
+		t.Fatalf("a client token lists tokens: %d", status)
+	}
+	for _, body := range []string{`{"name":"x","scope":"root"}`, `{"name":"x","scope":"read","duration":-1}`, `{"name":"","scope":"read"}`} {
+		if status, raw := do("POST", "/v1/tokens", admin, body); status != 400 {
+			t.Errorf("%s: %d %s", body, status, raw)
+		}
+	}
+	if status, _ := do("DELETE", "/v1/tokens/ci", admin, ""); status != 204 {
+		t.Fatalf("revoke: %d", status)
+	}
+	if status, _ := do("GET", "/v1/tokens", nt.Secret, ""); status != 401 {
+		t.Fatalf("a revoked token: %d", status)
+	}
+}
+
+type muxFunc func(httpjson.Need, string, http.HandlerFunc)
+
+func (f muxFunc) Handle(n httpjson.Need, p string, h http.HandlerFunc) { f(n, p, h) }

@@ -1,0 +1,221 @@
+package outbound
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jinid/jinid/services/fault"
+)
+
+// ErrForbidden is what a request to an address the policy refuses fails
+// with (wrapped, naming the address and why).
+var ErrForbidden = errors.New("destination forbidden by the outbound policy")
+
+// PolicyConfig says where requests may not go beyond the fixed rules.
+type PolicyConfig struct {
+	// Allow lists prefixes requests may go to even though the fixed rules
+	// refuse them (--allow-outbound): a listener on loopback, a lab
+	// network on link-local addresses.
+	Allow []netip.Prefix
+	// Self returns the host's own addresses (every interface's); nil
+	// means none are known. They are refused like loopback: a request to
+	// one reaches jinid's own host.
+	Self func() ([]netip.Addr, error)
+	// Logger hears each refusal (rate-limited).
+	Logger *slog.Logger
+}
+
+// Policy decides which addresses jinid may connect to when it sends a
+// request on someone's behalf: never loopback, unspecified, link-local,
+// multicast or broadcast addresses, in any of their forms (IPv4-mapped
+// IPv6 too), nor any address of the host itself, unless allowed. It is
+// applied when a URL is handed in (to its literal address) and at
+// connect time, after name resolution, to every address tried: a name
+// that resolves to a forbidden address gets nowhere either.
+type Policy struct {
+	allow []netip.Prefix
+	self  func() ([]netip.Addr, error)
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	own    []netip.Addr
+	ownAt  time.Time
+	logged time.Time // the last refusal logged
+
+	refused atomic.Int64
+}
+
+// selfTTL is how long the host's addresses are taken as read: a request
+// refused for an address added since is refused at most this much late.
+const selfTTL = 2 * time.Second
+
+// NewPolicy returns a policy.
+func NewPolicy(cfg PolicyConfig) *Policy {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	allow := make([]netip.Prefix, len(cfg.Allow))
+	for i, p := range cfg.Allow {
+		allow[i] = p.Masked()
+	}
+	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound")}
+}
+
+// strict is the policy of a nil *Policy: the fixed rules, no allowances,
+// no own addresses known.
+var strict = &Policy{log: slog.New(slog.DiscardHandler)}
+
+func (p *Policy) orStrict() *Policy {
+	if p == nil {
+		return strict
+	}
+	return p
+}
+
+// Refused counts the connections the policy refused.
+func (p *Policy) Refused() int64 { return p.orStrict().refused.Load() }
+
+// Check reports whether a connection to a is allowed: nil, or an error
+// wrapping ErrForbidden that says why not.
+func (p *Policy) Check(a netip.Addr) error {
+	p = p.orStrict()
+	a = a.WithZone("")
+	for _, pre := range p.allow {
+		if pre.Contains(a) || pre.Contains(a.Unmap()) {
+			return nil
+		}
+	}
+	if why := fixedRule(a); why != "" {
+		return fmt.Errorf("%w: %s is %s", ErrForbidden, a, why)
+	}
+	if slices.Contains(p.ownAddrs(), a.Unmap()) {
+		return fmt.Errorf("%w: %s is an address of this host", ErrForbidden, a)
+	}
+	return nil
+}
+
+// fixedRule says why a is never a destination, or "".
+func fixedRule(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "not an address"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsUnspecified(), a.Is4() && a.As4()[0] == 0:
+		return "an unspecified address"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the broadcast address"
+	}
+	if v4, ok := embeddedIPv4(a); ok {
+		if why := fixedRule(v4); why != "" {
+			return why + " in an IPv6 form"
+		}
+	}
+	return ""
+}
+
+// nat64 is the well-known NAT64 prefix (RFC 6052).
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address stands for in the
+// IPv4-compatible (::a.b.c.d, deprecated) and NAT64 forms. (The mapped
+// form, ::ffff:a.b.c.d, is unmapped before.)
+func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	if netip.PrefixFrom(a, 96).Masked().Addr() == netip.IPv6Unspecified() || nat64.Contains(a) {
+		return netip.AddrFrom4([4]byte(b[12:])), true
+	}
+	return netip.Addr{}, false
+}
+
+func (p *Policy) ownAddrs() []netip.Addr {
+	if p.self == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.ownAt) < selfTTL {
+		return p.own
+	}
+	own, err := p.self()
+	if err != nil {
+		// Keep what was known: better a stale list than none.
+		p.log.Warn("reading this host's addresses for the outbound policy", "err", err)
+		return p.own
+	}
+	for i, a := range own {
+		own[i] = a.WithZone("").Unmap()
+	}
+	p.own, p.ownAt = own, time.Now()
+	return own
+}
+
+// control is the dialer's check of every address it is about to connect
+// to, after name resolution.
+func (p *Policy) control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %q is not an address", ErrForbidden, address)
+	}
+	if err := p.Check(ap.Addr()); err != nil {
+		p.refused.Add(1)
+		p.mu.Lock()
+		quiet := time.Since(p.logged) < time.Second
+		if !quiet {
+			p.logged = time.Now()
+		}
+		p.mu.Unlock()
+		if !quiet {
+			p.log.Warn("outbound request refused", "to", address, "err", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// CheckURL checks a URL handed to jinid to send requests to (a listener,
+// a push target, a lease grantor; what names it in errors): http or
+// https with a host, no user name or password, and not a literal address
+// the policy refuses. A host name is checked when it is resolved, at each
+// connection. Errors are the specifications' invalid argument.
+func (p *Policy) CheckURL(what, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return fault.New(fault.InvalidArgument, "%s %q: want an http or https URL", what, raw)
+	}
+	if u.User != nil {
+		return fault.New(fault.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		// Names that are loopback by definition (RFC 6761).
+		addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
+	}
+	for _, a := range addrs {
+		if err := p.Check(a); err != nil {
+			return fault.New(fault.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
+				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
+		}
+	}
+	return nil
+}

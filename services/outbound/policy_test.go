@@ -1,0 +1,191 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/services/fault"
+)
+
+func TestPolicyCheck(t *testing.T) {
+	self := func() ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}, nil
+	}
+	p := NewPolicy(PolicyConfig{Self: self})
+	for _, c := range []struct {
+		addr string
+		why  string // "" allowed; else a word of the reason
+	}{
+		// IPv4
+		{"192.0.2.20", ""},
+		{"198.51.100.7", ""},
+		{"127.0.0.1", "loopback"},
+		{"127.255.0.9", "loopback"},
+		{"0.0.0.0", "unspecified"},
+		{"0.1.2.3", "unspecified"},
+		{"169.254.169.254", "link-local"},
+		{"224.0.0.251", "multicast"},
+		{"239.1.2.3", "multicast"},
+		{"255.255.255.255", "broadcast"},
+		{"192.0.2.10", "this host"},
+		// IPv6
+		{"2001:db8::20", ""},
+		{"::1", "loopback"},
+		{"::", "unspecified"},
+		{"fe80::1", "link-local"},
+		{"fe80::1%eth0", "link-local"},
+		{"ff02::fb", "multicast"},
+		{"ff05::1", "multicast"},
+		{"2001:db8::10", "this host"},
+		{"2001:db8::10%eth0", "this host"},
+		// IPv4 in IPv6 forms
+		{"::ffff:127.0.0.1", "loopback"},
+		{"::ffff:169.254.169.254", "link-local"},
+		{"::ffff:0.0.0.0", "unspecified"},
+		{"::ffff:192.0.2.10", "this host"},
+		{"::ffff:198.51.100.7", ""},
+		{"::127.0.0.1", "loopback"},
+		{"64:ff9b::7f00:1", "loopback"},
+		{"64:ff9b::c633:6407", ""},
+	} {
+		err := p.Check(netip.MustParseAddr(c.addr))
+		switch {
+		case c.why == "" && err != nil:
+			t.Errorf("%s refused: %v", c.addr, err)
+		case c.why != "" && err == nil:
+			t.Errorf("%s allowed, want refused (%s)", c.addr, c.why)
+		case c.why != "" && (!errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), c.why)):
+			t.Errorf("%s: %v, want ErrForbidden saying %q", c.addr, err, c.why)
+		}
+	}
+}
+
+func TestPolicyAllow(t *testing.T) {
+	p := NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("fe80::/10")}})
+	for _, a := range []string{"127.0.0.1", "::ffff:127.0.0.1", "fe80::1%eth0"} {
+		if err := p.Check(netip.MustParseAddr(a)); err != nil {
+			t.Errorf("%s refused though allowed: %v", a, err)
+		}
+	}
+	if err := p.Check(netip.MustParseAddr("::1")); err == nil {
+		t.Error("::1 allowed by 127.0.0.0/8")
+	}
+	if err := (*Policy)(nil).Check(netip.MustParseAddr("127.0.0.1")); err == nil {
+		t.Error("the nil policy allowed loopback")
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	p := NewPolicy(PolicyConfig{})
+	for _, c := range []struct {
+		url, want string // want: "" accepted, else in the error
+	}{
+		{"http://192.0.2.1:9000/events", ""},
+		{"https://listener.example/events", ""},
+		{"http://[2001:db8::1]:80/x", ""},
+		{"http://127.0.0.1:9000/", "loopback"},
+		{"http://[::1]/", "loopback"},
+		{"http://[::ffff:127.0.0.1]/", "loopback"},
+		{"http://0.0.0.0:22/", "unspecified"},
+		{"http://169.254.169.254/latest/meta-data", "link-local"},
+		{"http://[fe80::1%25eth0]:80/", "link-local"},
+		{"http://localhost:8080/", "loopback"},
+		{"http://api.LOCALHOST./", "loopback"},
+		{"http://user:secret@192.0.2.1/", "user name or password"},
+		{"http://user@192.0.2.1/", "user name or password"},
+		{"ftp://192.0.2.1/", "want an http or https URL"},
+		{"http:///x", "want an http or https URL"},
+		{"not a url", "want an http or https URL"},
+		{"http:192.0.2.1", "want an http or https URL"},
+	} {
+		err := p.CheckURL("listener", c.url)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s refused: %v", c.url, err)
+		case c.want != "" && (err == nil || fault.CodeOf(err) != fault.InvalidArgument || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want InvalidArgument saying %q", c.url, err, c.want)
+		}
+	}
+}
+
+// A name that resolves to a forbidden address is refused when the client
+// connects, for every address tried, and counted.
+func TestClientRefusesAtConnect(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p := NewPolicy(PolicyConfig{})
+	c := New(Config{Policy: p, Timeout: 5 * time.Second})
+	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
+		_, err := c.Post(u, "application/json", nil)
+		if !errors.Is(err, ErrForbidden) || CategoryOf(err) != fault.Forbidden {
+			t.Errorf("%s: %v, want forbidden", u, err)
+		}
+	}
+	if hits != 0 || p.Refused() < 2 {
+		t.Fatalf("%d requests arrived, %d refused", hits, p.Refused())
+	}
+	// Allowed, it arrives.
+	c = New(Config{Policy: NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})})
+	resp, err := c.Post(srv.URL, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if hits != 1 {
+		t.Fatalf("%d requests arrived with loopback allowed, want 1", hits)
+	}
+}
+
+// A redirect is an answer, not a new destination.
+func TestClientFollowsNoRedirect(t *testing.T) {
+	var reached bool
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
+	defer target.Close()
+	redirect := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
+	defer redirect.Close()
+	c := New(Config{Policy: NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})})
+	resp, err := c.Post(redirect.URL, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || reached {
+		t.Fatalf("status %d, target reached %v", resp.StatusCode, reached)
+	}
+}
+
+func TestCategories(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want fault.Code
+	}{
+		{fmt.Errorf("dial: %w", ErrForbidden), fault.Forbidden},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, fault.Refused},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, fault.Refused},
+		{&net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}, fault.Unreachable},
+		{&net.OpError{Op: "dial", Err: syscall.ENETUNREACH}, fault.Unreachable},
+		{&net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, fault.Unreachable},
+		{context.DeadlineExceeded, fault.Timeout},
+		{&net.DNSError{Err: "timeout", IsTimeout: true}, fault.Timeout},
+		{errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "Debian-2+deb12u3"`), fault.BadAnswer},
+	} {
+		f := Fault(c.err)
+		if f.Code != c.want {
+			t.Errorf("%v: %s, want %s", c.err, f.Code, c.want)
+		}
+		if strings.Contains(f.Message, "Debian") || strings.Contains(f.Message, "refused the connection") != (c.want == fault.Refused) {
+			t.Errorf("%v: message %q", c.err, f.Message)
+		}
+	}
+}
