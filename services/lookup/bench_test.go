@@ -31,7 +31,7 @@ func BenchmarkMemory100k(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		for i := range n {
 			it := printer(fmt.Sprintf("printer-%d", i))
-			if _, err := f.r.Register(it, 3_600_000); err != nil {
+			if _, err := f.r.Register(it, 3_600_000, ""); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -51,7 +51,7 @@ func BenchmarkMemory100k(b *testing.B) {
 func BenchmarkQuery1000(b *testing.B) {
 	f := open(b, b.TempDir(), clock.Real{})
 	for i := range 1000 {
-		if _, err := f.r.Register(printer(fmt.Sprintf("printer-%d", i)), 3_600_000); err != nil {
+		if _, err := f.r.Register(printer(fmt.Sprintf("printer-%d", i)), 3_600_000, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

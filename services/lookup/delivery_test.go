@@ -56,7 +56,7 @@ func TestUnknownEventCancelsRegistration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.Register(printer("one"), 60_000)
+	r.Register(printer("one"), 60_000, "")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		if _, n := r.Count(); n == 1 && fine.Load() == 1 {
@@ -68,7 +68,7 @@ func TestUnknownEventCancelsRegistration(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	r.Register(printer("two"), 60_000)
+	r.Register(printer("two"), 60_000, "")
 	for fine.Load() < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
@@ -68,7 +69,7 @@ func (r *Registrar) httpRegister(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := r.Register(itemOf(*body.Item), *body.LeaseDuration)
+	reg, err := r.Register(itemOf(*body.Item), *body.LeaseDuration, access.PrincipalOf(req.Context()).Owner())
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
@@ -180,7 +181,7 @@ func (r *Registrar) httpAttributes(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	if err := r.ChangeAttributes(req.PathValue("serviceID"), c); err != nil {
+	if err := r.ChangeAttributes(req.PathValue("serviceID"), c, access.PrincipalOf(req.Context()).Owner()); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}

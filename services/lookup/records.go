@@ -30,6 +30,7 @@ type templateRecord struct {
 type itemRecord struct {
 	Item  itemFields `json:"item"`
 	Lease string     `json:"lease"`
+	Owner string     `json:"owner,omitempty"`
 }
 
 // notifyRecord is a notify registration as stored.
@@ -68,13 +69,13 @@ func attributesOf(rs []attributeRecord) []Attribute {
 
 func recordOf(si *storedItem) itemRecord {
 	it := si.Item
-	return itemRecord{Lease: si.Lease, Item: itemFields{ServiceID: it.ServiceID, Types: it.Types,
+	return itemRecord{Lease: si.Lease, Owner: si.Owner, Item: itemFields{ServiceID: it.ServiceID, Types: it.Types,
 		Attributes: attributeRecords(it.Attributes), Endpoint: it.Endpoint, Service: it.Service}}
 }
 
 func (r itemRecord) stored() storedItem {
 	it := r.Item
-	return storedItem{Lease: r.Lease, Item: Item{ServiceID: it.ServiceID, Types: it.Types,
+	return storedItem{Lease: r.Lease, Owner: r.Owner, Item: Item{ServiceID: it.ServiceID, Types: it.Types,
 		Attributes: attributesOf(it.Attributes), Endpoint: it.Endpoint, Service: it.Service}}
 }
 

@@ -53,6 +53,10 @@ var (
 type storedItem struct {
 	Item  Item
 	Lease string
+	// Owner is who registered it (access.Principal.Owner): only they, or
+	// an administrator, may replace it or change its attributes. "" is
+	// anyone (an item registered before owners were kept).
+	Owner string
 }
 
 // storedNotify is a notify registration (on disk a notifyRecord).
@@ -233,7 +237,7 @@ type Registration struct {
 
 // Register registers an item for a leased time: a new ServiceID if it has
 // none, and a registration of an existing ServiceID replaces that item.
-func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
+func (r *Registrar) Register(it Item, duration int64, by string) (Registration, error) {
 	if it.ServiceID == "" {
 		id, err := discovery.RandomServiceID(rand.Reader)
 		if err != nil {
@@ -254,6 +258,9 @@ func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
 		old := r.items[it.ServiceID]
 		r.mu.RUnlock()
 		if old != nil {
+			if err := mayChange(old, by); err != nil {
+				return err
+			}
 			if err := r.cfg.Grantor.Drop(tx, old.Lease); err != nil {
 				return err
 			}
@@ -262,7 +269,7 @@ func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
 		if err != nil {
 			return err
 		}
-		si := &storedItem{Item: it, Lease: rec.ID}
+		si := &storedItem{Item: it, Lease: rec.ID, Owner: by}
 		if err := tx.Put(itemsBucket, it.ServiceID, recordOf(si)); err != nil {
 			return err
 		}
@@ -284,6 +291,16 @@ func (r *Registrar) Register(it Item, duration int64) (Registration, error) {
 		return nil
 	})
 	return reg, err
+}
+
+// mayChange says whether by may replace or change a registered item: its
+// owner may, and so may an administrator (by ""), and anyone an item with
+// no owner.
+func mayChange(si *storedItem, by string) error {
+	if by == "" || si.Owner == "" || si.Owner == by {
+		return nil
+	}
+	return fault.New(fault.Forbidden, "service %s was registered by another client: only it (or an administrator) may change it", si.Item.ServiceID)
 }
 
 func validateItem(it *Item) error {
@@ -322,7 +339,7 @@ type AttributeModify struct {
 
 // ChangeAttributes adds, modifies or sets the attributes of a live
 // registration.
-func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange) error {
+func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by string) error {
 	n := 0
 	for _, set := range []bool{c.Add != nil, c.Modify != nil, c.Set != nil} {
 		if set {
@@ -338,6 +355,9 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange) error 
 		r.mu.RUnlock()
 		if old == nil {
 			return fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
+		}
+		if err := mayChange(old, by); err != nil {
+			return err
 		}
 		if _, err := r.cfg.Grantor.Get(old.Lease); err != nil {
 			return err
@@ -364,7 +384,7 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange) error 
 		if it.Attributes == nil {
 			it.Attributes = []Attribute{}
 		}
-		si := &storedItem{Item: it, Lease: old.Lease}
+		si := &storedItem{Item: it, Lease: old.Lease, Owner: old.Owner}
 		if err := tx.Put(itemsBucket, serviceID, recordOf(si)); err != nil {
 			return err
 		}

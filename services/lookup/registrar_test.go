@@ -140,23 +140,23 @@ func TestTransitionsAndSequence(t *testing.T) {
 	if n.SeqNum != 0 || n.EventID == 0 {
 		t.Fatalf("notify registration %+v", n)
 	}
-	reg, err := f.r.Register(printer("lobby"), 60_000) // NOMATCH_MATCH
+	reg, err := f.r.Register(printer("lobby"), 60_000, "") // NOMATCH_MATCH
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}); err != nil { // MATCH_MATCH
+	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}, ""); err != nil { // MATCH_MATCH
 		t.Fatal(err)
 	}
 	mod := &AttributeModify{[]Attribute{attr("net.jini.lookup.entry.Name", nil)}, []*Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "attic"}}}}
-	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Modify: mod}); err != nil { // MATCH_NOMATCH
+	if err := f.r.ChangeAttributes(reg.ServiceID, AttributeChange{Modify: mod}, ""); err != nil { // MATCH_NOMATCH
 		t.Fatal(err)
 	}
 	again := printer("lobby")
 	again.ServiceID = reg.ServiceID
-	if _, err := f.r.Register(again, 60_000); err != nil { // replaces: NOMATCH_MATCH
+	if _, err := f.r.Register(again, 60_000, ""); err != nil { // replaces: NOMATCH_MATCH
 		t.Fatal(err)
 	}
-	other, _ := f.r.Register(printer("cellar"), 10_000) // no event
+	other, _ := f.r.Register(printer("cellar"), 10_000, "") // no event
 	clk.Advance(61 * time.Second)                       // both leases end: MATCH_NOMATCH for the lobby printer only
 
 	evs := f.cap.events()
@@ -181,7 +181,7 @@ func TestTransitionsAndSequence(t *testing.T) {
 func TestQueryMaxMatches(t *testing.T) {
 	f := open(t, t.TempDir(), clock.NewFake(t0))
 	for _, n := range []string{"a", "b", "c"} {
-		if _, err := f.r.Register(printer(n), 60_000); err != nil {
+		if _, err := f.r.Register(printer(n), 60_000, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,15 +205,15 @@ func TestBadInput(t *testing.T) {
 		err  error
 		code fault.Code
 	}{
-		{"bad ServiceID", regErr(f.r.Register(Item{ServiceID: "nope"}, 1000)), fault.InvalidArgument},
-		{"attribute without type", regErr(f.r.Register(Item{Attributes: []Attribute{{}}}, 1000)), fault.NullArgument},
-		{"zero duration", regErr(f.r.Register(printer("x"), 0)), fault.InvalidArgument},
+		{"bad ServiceID", regErr(f.r.Register(Item{ServiceID: "nope"}, 1000, "")), fault.InvalidArgument},
+		{"attribute without type", regErr(f.r.Register(Item{Attributes: []Attribute{{}}}, 1000, "")), fault.NullArgument},
+		{"zero duration", regErr(f.r.Register(printer("x"), 0, "")), fault.InvalidArgument},
 		{"no transitions", notifyErr(f.r.Notify(NotifyRequest{Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
 		{"bad transition", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{"SOMETIMES"}, Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
 		{"no listener", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Duration: 1000})), fault.NullArgument},
 		{"listener not http", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Listener: "ftp://x/", Duration: 1000})), fault.InvalidArgument},
-		{"change unknown registration", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}}), fault.UnknownLease},
-		{"two changes at once", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}, Set: []Attribute{}}), fault.InvalidArgument},
+		{"change unknown registration", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}}, ""), fault.UnknownLease},
+		{"two changes at once", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}, Set: []Attribute{}}, ""), fault.InvalidArgument},
 		{"nil groups", f.r.SetGroups(nil), fault.NullArgument},
 		{"bad locator", f.r.SetLocators([]string{"http://x"}), fault.InvalidArgument},
 	} {
@@ -262,8 +262,8 @@ func TestRestart(t *testing.T) {
 	clk := clock.NewFake(t0)
 	f := open(t, dir, clk)
 	n, _ := f.r.Notify(NotifyRequest{Transitions: []string{NoMatchMatch, MatchNoMatch}, Listener: "http://127.0.0.1:9/", Duration: lease.Forever})
-	keep, _ := f.r.Register(printer("keep"), 3_600_000)
-	lapse, _ := f.r.Register(printer("lapse"), 60_000)
+	keep, _ := f.r.Register(printer("keep"), 3_600_000, "")
+	lapse, _ := f.r.Register(printer("lapse"), 60_000, "")
 	meta := f.r.Meta()
 	f.close()
 
@@ -285,5 +285,36 @@ func TestRestart(t *testing.T) {
 	}
 	if !slices.Equal(f2.r.Meta().Groups, []string{""}) {
 		t.Fatalf("default groups %q, want the public group", f2.r.Meta().Groups)
+	}
+}
+
+// One client's item is not another's to replace or change; its owner and
+// an administrator may, across a restart too.
+func TestItemOwners(t *testing.T) {
+	dir := t.TempDir()
+	f := open(t, dir, clock.NewFake(t0))
+	reg, err := f.r.Register(printer("lobby"), 60_000, "token:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := printer("mine now")
+	it.ServiceID = reg.ServiceID
+	change := AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}
+	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, fault.Forbidden) {
+		t.Fatalf("another client replaced the item: %v", err)
+	}
+	if err := f.r.ChangeAttributes(reg.ServiceID, change, "anonymous"); !fault.Is(err, fault.Forbidden) {
+		t.Fatalf("another client changed the item: %v", err)
+	}
+	if err := f.r.ChangeAttributes(reg.ServiceID, change, "token:alice"); err != nil {
+		t.Fatalf("the owner: %v", err)
+	}
+	f.close()
+	f = open(t, dir, clock.NewFake(t0))
+	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, fault.Forbidden) {
+		t.Fatalf("after a restart, another client replaced the item: %v", err)
+	}
+	if _, err := f.r.Register(it, 60_000, ""); err != nil {
+		t.Fatalf("an administrator: %v", err)
 	}
 }
