@@ -33,8 +33,10 @@ var (
 type AdvertiserConfig struct {
 	ServiceID discovery.ServiceID
 	Port      func() int // unicast discovery port
-	APIPort   func() int
-	Groups    func() []string
+	// APIURL is the API's base URL for a peer on the interface with
+	// address local, "" for none it can reach.
+	APIURL func(local netip.Addr) string
+	Groups func() []string
 	// Host is the namespace's multicast host: mDNS takes its port 5353
 	// there, on the interfaces Jini discovery serves.
 	Host   *mcast.Host
@@ -117,8 +119,12 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 		return dns.RR_Header{Name: name, Rrtype: t, Class: class, Ttl: ttl}
 	}
 	groups := a.cfg.Groups()
-	txt := []string{"txtvers=1", "serviceID=" + a.cfg.ServiceID.String(), "groups=" + strings.Join(groups, ","),
-		fmt.Sprintf("api=http://%s/", hostPort(j.Addr, a.cfg.APIPort()))}
+	txt := []string{"txtvers=1", "serviceID=" + a.cfg.ServiceID.String(), "groups=" + strings.Join(groups, ",")}
+	if a.cfg.APIURL != nil {
+		if u := a.cfg.APIURL(j.Addr); u != "" {
+			txt = append(txt, "api="+u+"/")
+		}
+	}
 	rrs := []dns.RR{
 		&dns.PTR{Hdr: hdr(ServiceType, dns.TypePTR, false), Ptr: a.instance},
 		&dns.SRV{Hdr: hdr(a.instance, dns.TypeSRV, true), Port: uint16(a.cfg.Port()), Target: a.host},
@@ -133,10 +139,6 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 		return rrs
 	}
 	return append(rrs, &dns.PTR{Hdr: hdr(servicesDNS, dns.TypePTR, false), Ptr: ServiceType})
-}
-
-func hostPort(a netip.Addr, port int) string {
-	return netip.AddrPortFrom(a, uint16(port)).String()
 }
 
 // handle answers a query about the service, on the interface it came in

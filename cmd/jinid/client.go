@@ -16,8 +16,6 @@ import (
 	"github.com/jinid/jinid/services/lease"
 )
 
-const defaultServer = "http://127.0.0.1:4162"
-
 // leaseFlag parses a lease duration: a Go duration, "any" or "forever".
 func leaseFlag(s string) (int64, error) {
 	switch strings.ToLower(s) {
@@ -89,7 +87,7 @@ func (f *templateFlags) template() (apitypes.Template, error) {
 }
 
 func newLookupCmd() *cobra.Command {
-	var server string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "lookup",
 		Short: "Register, find and watch services in a jinid lookup service",
@@ -99,8 +97,8 @@ item when every type it names is among the item's, and each attribute
 template matches one of the item's attributes (fields left out match
 anything).`,
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
-	connect := func() (*client.Client, error) { return client.New(server, nil) }
+	api.add(cmd)
+	connect := api.connect
 
 	var reg templateFlags
 	var endpoint, dur string
@@ -258,12 +256,13 @@ func printItems(w io.Writer, items []apitypes.Item, total int, asJSON bool) erro
 }
 
 func newLeaseCmd() *cobra.Command {
-	var server, dur string
+	var api apiFlags
+	var dur string
 	cmd := &cobra.Command{
 		Use:   "lease",
 		Short: "Renew or cancel leases granted by a jinid",
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
+	api.add(cmd)
 	renew := &cobra.Command{
 		Use:     "renew LEASE-ID... [--duration 5m]",
 		Short:   "Renew leases for a new duration from now (several: one batch)",
@@ -274,7 +273,7 @@ func newLeaseCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := client.New(server, nil)
+			c, err := api.connect()
 			if err != nil {
 				return err
 			}
@@ -295,7 +294,7 @@ func newLeaseCmd() *cobra.Command {
 		Short: "Cancel leases now (their resources go, as at expiry)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := client.New(server, nil)
+			c, err := api.connect()
 			if err != nil {
 				return err
 			}

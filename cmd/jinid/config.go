@@ -35,6 +35,14 @@ type fileConfig struct {
 	DiscoveryPort     *int      `json:"discoveryPort"`
 	LogLevel          *string   `json:"logLevel"`
 	LogFormat         *string   `json:"logFormat"`
+	APISocket         *string   `json:"apiSocket"`
+	SocketGroup       *string   `json:"socketGroup"`
+	Anonymous         *string   `json:"anonymous"`
+	APIHosts          *[]string `json:"apiHosts"`
+	Advertise         *string   `json:"advertise"`
+	AllowOutbound     *[]string `json:"allowOutbound"`
+	APITLSCert        *string   `json:"apiTLSCert"`
+	APITLSKey         *string   `json:"apiTLSKey"`
 }
 
 // loadConfig reads path, or the default file if path is "" and it exists.
@@ -149,6 +157,17 @@ func (c *fileConfig) apply(fs *pflag.FlagSet, path string) error {
 	}
 	if c.LogFormat != nil {
 		errs = append(errs, set("log-format", *c.LogFormat))
+	}
+	for name, v := range map[string]*string{"api-socket": c.APISocket, "socket-group": c.SocketGroup, "anonymous": c.Anonymous,
+		"advertise": c.Advertise, "api-tls-cert": c.APITLSCert, "api-tls-key": c.APITLSKey} {
+		if v != nil {
+			errs = append(errs, set(name, *v))
+		}
+	}
+	for name, v := range map[string]*[]string{"api-host": c.APIHosts, "allow-outbound": c.AllowOutbound} {
+		if v != nil {
+			errs = append(errs, setList(name, *v))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/app"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/services/access"
 )
 
 // shutdownGrace is how long requests in flight may take to finish once a
@@ -25,6 +27,8 @@ func newDaemonCmd(g *globalFlags) *cobra.Command {
 		groups     []string
 		public     bool
 		interval   time.Duration
+		anonymous  string
+		allow      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -54,14 +58,32 @@ Settings come from the flags and, under them, a JSON config file
    "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
    "apiListen": ":4162", "discoveryPort": 4160, "multicast": true,
    "dnsSD": true, "ldsAnnounceInterval": "120s", "renewalMargin": "30s",
-   "logLevel": "info", "logFormat": "text"}
+   "logLevel": "info", "logFormat": "text", "apiSocket": "/run/jinid/jinid.sock",
+   "socketGroup": "jinid", "anonymous": "read", "apiHosts": ["gw.lan"],
+   "advertise": "", "allowOutbound": [], "apiTLSCert": "", "apiTLSKey": ""}
 
-Endpoints (on --api-listen):
+Endpoints (on --api-listen, and on the local socket --api-socket):
   GET /healthz   200 while the daemon serves
-  /v1/...        the client API (see docs/api/openapi.yaml)`,
+  /v1/...        the client API (see docs/api/openapi.yaml)
+
+Access (docs/security.md): on the local socket every request is the
+administrator's (its mode is 0660: the daemon's user and --socket-group
+may use it), and the CLI on this host uses it without a token. Over the
+network a request carries a bearer token ("jinid token --help"); without
+one it may do what --anonymous says (read: look, never change). The first
+start writes an admin token to admin.token in --data-dir. The API answers
+only to its own addresses and names (--api-host adds some) and takes JSON
+bodies only, so a web page cannot drive it from a LAN user's browser.
+
+Requests jinid sends on clients' behalf (events to listeners, mailbox
+pushes, lease renewals) never go to loopback, link-local, multicast or
+this host's own addresses, nor follow redirects, unless --allow-outbound
+names the prefix. Every URL and locator it hands out carries the address
+the peer reached it at, or --advertise.`,
 		Example: `  jinid daemon
   jinid daemon --groups lab,ops --interfaces 'eth*' --data-dir /var/lib/jinid
-  jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json`,
+  jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json
+  jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fc, path, err := loadConfig(configPath)
@@ -97,6 +119,15 @@ Endpoints (on --api-listen):
 			cfg.AnnounceInterval = interval
 			if !cmd.Flags().Changed("exclude-interfaces") {
 				cfg.Exclude = nil
+			}
+			if cfg.Anonymous, err = access.ParseAnonymous(anonymous); err != nil {
+				return fmt.Errorf("--anonymous: %w", err)
+			}
+			if cfg.AllowOutbound, err = parsePrefixes(allow); err != nil {
+				return fmt.Errorf("--allow-outbound: %w", err)
+			}
+			if cfg.APISocket == "none" {
+				cfg.APISocket = ""
 			}
 			d, err := app.New(cfg, log)
 			if err != nil {
@@ -139,5 +170,30 @@ Endpoints (on --api-listen):
 		"the lease renewal service renews client leases this long (plus twice the grantor's round trip) before they expire")
 	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,
 		"how often the lookup discovery service expects lookup services to announce; silent for 3 intervals and unreachable means discarded")
+	f.StringVar(&cfg.APISocket, "api-socket", app.DefaultSocket(), `unix socket of the API for this host's administrator (no token; "none": no socket)`)
+	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group (name or number) that may use the API socket besides the daemon's user")
+	f.StringVar(&anonymous, "anonymous", "read", "what a network request without a token may do: none, read, client or admin")
+	f.StringSliceVar(&cfg.APIHosts, "api-host", nil, "further names the API answers to in the Host header (its addresses, localhost and the host name always work)")
+	f.StringVar(&cfg.Advertise, "advertise", "", "host (address or DNS name) to put in every URL and locator handed out, instead of the address the peer reached")
+	f.StringSliceVar(&allow, "allow-outbound", nil, "prefixes (e.g. 127.0.0.0/8,fe80::/10) requests on clients' behalf may go to although they are loopback, link-local or this host's")
+	f.StringVar(&cfg.TLSCert, "api-tls-cert", "", "PEM certificate (chain) to serve the network API over HTTPS (with --api-tls-key)")
+	f.StringVar(&cfg.TLSKey, "api-tls-key", "", "PEM private key of --api-tls-cert")
 	return cmd
+}
+
+// parsePrefixes reads CIDR prefixes; a lone address is its own prefix.
+func parsePrefixes(ss []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range ss {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a prefix such as 127.0.0.0/8 or fe80::/10, or an address", s)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

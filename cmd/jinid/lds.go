@@ -19,7 +19,7 @@ import (
 )
 
 func newLDSCmd() *cobra.Command {
-	var server string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "lds",
 		Short: "Have jinid discover lookup services for you (the lookup discovery service)",
@@ -35,8 +35,8 @@ discarded. Try it from two terminals:
 The registration's lease must be renewed (jinid lease renew) or it ends,
 and with it the events.`,
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
-	connect := func() (*client.Client, error) { return client.New(server, nil) }
+	api.add(cmd)
+	connect := api.connect
 
 	var (
 		groups, locators  []string

@@ -6,12 +6,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/jinid/jinid/services/api/client"
 )
 
 func newMailboxCmd() *cobra.Command {
-	var server string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "mailbox",
 		Short: "Have jinid keep events for you while you are away (the event mailbox)",
@@ -25,8 +23,8 @@ stores the events, on disk, until you take them: pushed to a target
   jinid lookup notify --type com.example.Printer --listener MAILBOX-LISTENER-URL
   jinid mailbox pull REGISTRATION --wait 10s`,
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
-	connect := func() (*client.Client, error) { return client.New(server, nil) }
+	api.add(cmd)
+	connect := api.connect
 
 	var (
 		dur  string

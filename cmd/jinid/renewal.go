@@ -14,7 +14,7 @@ import (
 )
 
 func newRenewalCmd() *cobra.Command {
-	var server string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "renewal",
 		Short: "Hand leases to jinid to renew (the lease renewal service)",
@@ -29,8 +29,8 @@ listener hears before the set's own lease ends.
   jinid renewal add SET --grantor http://10.0.0.7:4162 --lease LEASE-ID --desired 24h
   jinid renewal failures SET --listener http://10.0.0.5:9000/`,
 	}
-	cmd.PersistentFlags().StringVar(&server, "server", defaultServer, "URL of the jinid API")
-	connect := func() (*client.Client, error) { return client.New(server, nil) }
+	api.add(cmd)
+	connect := api.connect
 
 	var dur string
 	create := &cobra.Command{

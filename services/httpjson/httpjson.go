@@ -7,10 +7,13 @@ package httpjson
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -139,8 +142,51 @@ func Required(name string, v *int64) error {
 	return nil
 }
 
+// Base is how the client of a connection reaches this daemon: what goes
+// into every URL and locator handed to it (API.md; docs/security.md,
+// "True addresses"). It is never taken from the Host header, which the
+// client writes.
+type Base struct {
+	// URL is the API's base URL (scheme://host:port), "" if the client
+	// has none it could reach (the API listens elsewhere).
+	URL string
+	// Host is this daemon's address (or advertised name) as the client
+	// sees it, IPv6 in brackets.
+	Host string
+}
+
+type baseKey struct{}
+
+// WithBase records a connection's Base; the server's ConnContext calls it.
+func WithBase(ctx context.Context, b Base) context.Context {
+	return context.WithValue(ctx, baseKey{}, b)
+}
+
+// BaseOf returns the Base of r's connection: the one the server recorded,
+// or else the local address the client reached.
+func BaseOf(r *http.Request) Base {
+	if b, ok := r.Context().Value(baseKey{}).(Base); ok {
+		return b
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
+			host := ap.Addr().String()
+			if ap.Addr().Is6() {
+				host = "[" + host + "]"
+			}
+			return Base{URL: scheme + "://" + ap.String(), Host: host}
+		}
+	}
+	return Base{URL: scheme + "://localhost", Host: "localhost"}
+}
+
 // Leases renders leases this daemon granted: their grantor is the API
-// base URL the client reached.
+// base URL the client reaches.
 type Leases struct {
 	// Now is the clock for "remaining"; nil means time.Now.
 	Now func() time.Time
@@ -149,7 +195,7 @@ type Leases struct {
 // Of renders a lease granted here (its ID and expiration), for the
 // client of r.
 func (l Leases) Of(r *http.Request, id string, expiration int64) apitypes.Lease {
-	return apitypes.Lease{Grantor: "http://" + r.Host, ID: id, Expiration: expiration,
+	return apitypes.Lease{Grantor: BaseOf(r).URL, ID: id, Expiration: expiration,
 		Remaining: apitypes.Remaining(expiration, l.now())}
 }
 

@@ -3,7 +3,6 @@ package lookup
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -35,14 +34,8 @@ func (r *Registrar) leases() httpjson.Leases { return httpjson.Leases{Now: r.cfg
 
 func (r *Registrar) httpInfo(w http.ResponseWriter, req *http.Request) {
 	m := r.Meta()
-	host := req.Host
-	if h, _, ok := strings.Cut(req.Host, ":"); ok && !strings.HasPrefix(req.Host, "[") {
-		host = h
-	} else if strings.HasPrefix(req.Host, "[") {
-		host = req.Host[:strings.Index(req.Host, "]")+1]
-	}
 	httpjson.Write(w, http.StatusOK, apitypes.LookupInfo{ServiceID: m.ServiceID.String(), Groups: m.Groups,
-		Locator: fmt.Sprintf("jini://%s:%d", host, r.unicastPort())})
+		Locator: fmt.Sprintf("jini://%s:%d", httpjson.BaseOf(req).Host, r.unicastPort())})
 }
 
 func (r *Registrar) unicastPort() int {

@@ -41,7 +41,7 @@ func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock
 
 // listenerURL is the URL of the mailbox listener named listener.
 func listenerURL(r *http.Request, listener string) apitypes.Listener {
-	return apitypes.Listener{URL: "http://" + r.Host + ListenerPath + listener}
+	return apitypes.Listener{URL: httpjson.BaseOf(r).URL + ListenerPath + listener}
 }
 
 func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {

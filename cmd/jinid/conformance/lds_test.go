@@ -137,6 +137,7 @@ type ldsLab struct {
 	ids      map[string]string // lookup service name → ServiceID
 	addr     map[string]string // lookup service name → IPv4
 	lusProcs map[string]interface{ Kill() error }
+	lusAdmin map[string]client.Option // each lookup service's admin token
 	n        int
 }
 
@@ -266,7 +267,7 @@ const (
 func TestLDSConformance(t *testing.T) {
 	t.Parallel()
 	netlabLab := netlab.New(t)
-	l := &ldsLab{t: t, bin: jinidtest.Binary(t), lab: netlabLab, ids: map[string]string{}, addr: map[string]string{}, lusProcs: map[string]interface{ Kill() error }{}}
+	l := &ldsLab{t: t, bin: jinidtest.Binary(t), lab: netlabLab, ids: map[string]string{}, addr: map[string]string{}, lusProcs: map[string]interface{ Kill() error }{}, lusAdmin: map[string]client.Option{}}
 	lan := netlabLab.LAN()
 	l.ldsHost = netlabLab.Host("lds")
 	ll := l.ldsHost.Attach(lan)
@@ -289,6 +290,7 @@ func TestLDSConformance(t *testing.T) {
 		cmd := jinidtest.LabDaemon(t, l.bin, h, "--groups", s.groups, "--public-group=false", "--announce-interval", s.every.String())
 		l.addr[s.name] = link.IPv4.String()
 		l.lusProcs[s.name] = cmd.Process
+		l.lusAdmin[s.name] = client.WithToken(cmd.AdminToken(t))
 	}
 	l.ldsDir = t.TempDir()
 	l.ldsArgs = []string{"--data-dir", l.ldsDir, "--groups", "ldshost", "--public-group=false",
@@ -736,7 +738,7 @@ func TestLDSConformance(t *testing.T) {
 	t.Run("passive/lookup-service-joins-a-group-of-interest", func(t *testing.T) {
 		r := l.register(t, []string{"e2"}, nil, nil, 60000)
 		l.none(t, r, 2*ldsInterval)
-		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
+		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162", l.lusAdmin["lus5"])
 		if err := lc.SetGroups(t.Context(), []string{"e", "e2"}); err != nil {
 			t.Fatal(err)
 		}
@@ -747,7 +749,7 @@ func TestLDSConformance(t *testing.T) {
 		byLoc := l.register(t, []string{}, []string{l.loc("lus5")}, nil, 60000)
 		l.next(t, byGroup, false, "lus5")
 		l.next(t, byLoc, false, "lus5")
-		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162")
+		lc := jinidtest.LabClient(t, clientHost, "http://"+l.addr["lus5"]+":4162", l.lusAdmin["lus5"])
 		if err := lc.SetGroups(t.Context(), []string{"elsewhere"}); err != nil {
 			t.Fatal(err)
 		}

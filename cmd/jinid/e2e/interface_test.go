@@ -31,9 +31,10 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	bin := jinidtest.Binary(t)
 	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
-	gw, far := lab.Host("gw"), lab.Host("far")
+	gw, far, listener := lab.Host("gw"), lab.Host("far"), lab.Host("listener")
 	g1 := gw.Attach(lan1)
 	fl := far.Attach(lan2)
+	ll := listener.Attach(lan1)
 	jinidtest.LabDaemon(t, bin, gw, "--groups", "own", "--announce-interval", "1h")
 
 	// In the far LAN: a lookup service of group x announcing every 200 ms,
@@ -104,8 +105,8 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	}()
 
 	// The lookup discovery service: a registration for group x, its
-	// listener in the daemon's own host.
-	sink := jinidtest.NewSink(t, gw, g1.IPv4.String())
+	// listener on the first LAN.
+	sink := jinidtest.NewSink(t, listener, ll.IPv4.String())
 	c := jinidtest.LabClient(t, gw, "http://"+g1.IPv4.String()+":4162")
 	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"x"}, Listener: sink.URL + "/x", Duration: 60_000}); err != nil {
 		t.Fatal(err)

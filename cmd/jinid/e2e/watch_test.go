@@ -14,6 +14,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/services/api/client"
 )
 
 // watchLine is one line of `jinid discover --watch --json`: the fields
@@ -146,8 +147,9 @@ func TestWatchDiscardAndRediscovery(t *testing.T) {
 		t.Fatalf("rediscovered %s, want %s", e.ServiceID, id)
 	}
 
-	// Its groups changed through the API: still of interest, then not.
-	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
+	// Its groups changed through the API (an administrator's): still of
+	// interest, then not.
+	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162", client.WithToken(jinidtest.AdminToken(t, dir)))
 	if err := c.SetGroups(t.Context(), []string{"lab", "extra"}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/services/api/client"
 	mdns "github.com/miekg/dns"
 )
 
@@ -165,8 +166,9 @@ func TestGroupChangeAnnounced(t *testing.T) {
 		}
 	})
 
-	// Change the groups through the API, from inside the lab.
-	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162")
+	// Change the groups through the API, from inside the lab, as its
+	// administrator.
+	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162", client.WithToken(cmd.AdminToken(t)))
 	// Once the watcher has joined the groups, a change's announcement
 	// cannot be missed.
 	jinidtest.WaitUntil(t, func() bool { return len(port.Joined()) > 0 })

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,21 +22,45 @@ import (
 
 // Client talks to one jinid.
 type Client struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token string
 }
 
-// New returns a client of the jinid at base (http://host:port). A nil hc
-// means a client with a 30 s timeout.
-func New(base string, hc *http.Client) (*Client, error) {
+// Option sets something of a client.
+type Option func(*Client)
+
+// WithToken makes the client send a bearer token (API.md, "Access").
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// New returns a client of the jinid at base: http://host:port,
+// https://host:port, or unix:///path/to/jinid.sock (the local socket,
+// where no token is needed). A nil hc means a client with a 30 s timeout.
+func New(base string, hc *http.Client, opts ...Option) (*Client, error) {
 	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server %q: want http://host:port", base)
+	if err == nil && u.Scheme == "unix" && u.Path != "" {
+		// The socket's connection is the transport's; the URL only
+		// routes the requests.
+		sock := u.Path
+		t := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}
+		timeout := 30 * time.Second
+		if hc != nil {
+			timeout = hc.Timeout
+		}
+		hc, base = &http.Client{Timeout: timeout, Transport: t}, "http://localhost"
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q: want http://host:port, https://host:port or unix:///path/to/jinid.sock", base)
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}, nil
+	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 // Error is an error the server answered; errors.As to *apitypes.Error
@@ -63,8 +88,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return err
 	}
-	if in != nil {
+	if in != nil || method == http.MethodPost || method == http.MethodPut {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -185,4 +213,30 @@ func (c *Client) CancelAll(ctx context.Context, ids []string) ([]apitypes.BatchR
 // SetGroups replaces the lookup service's member groups.
 func (c *Client) SetGroups(ctx context.Context, groups []string) error {
 	return c.do(ctx, http.MethodPut, "/v1/lookup/groups", map[string]any{"groups": groups}, nil)
+}
+
+// --- tokens (an administrator's) -------------------------------------------------
+
+// Token is a token as listed; NewToken, one just made, with its secret.
+type (
+	Token    = apitypes.Token
+	NewToken = apitypes.NewToken
+)
+
+// CreateToken makes a token of a scope (read, client or admin) that works
+// for d (0: until revoked).
+func (c *Client) CreateToken(ctx context.Context, name, scope string, d time.Duration) (NewToken, error) {
+	var out NewToken
+	return out, c.do(ctx, http.MethodPost, "/v1/tokens", apitypes.TokenRequest{Name: name, Scope: scope, Duration: d.Milliseconds()}, &out)
+}
+
+// Tokens lists the tokens.
+func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
+	var out apitypes.Tokens
+	return out.Tokens, c.do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
+}
+
+// RevokeToken revokes a token by ID or name.
+func (c *Client) RevokeToken(ctx context.Context, idOrName string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(idOrName), nil, nil)
 }

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
@@ -85,6 +88,27 @@ type Config struct {
 	// although the outbound policy refuses them (loopback, link-local,
 	// this host's addresses, ...).
 	AllowOutbound []netip.Prefix
+
+	// APISocket is the unix socket the API is also served on: the local
+	// administrator's, no token needed (file permissions decide). ""
+	// serves none.
+	APISocket string
+	// SocketGroup may use the socket (mode 0660), by name or number; ""
+	// leaves it the daemon's group.
+	SocketGroup string
+	// Anonymous is what a request without a token may do over the
+	// network; "" is access.ScopeRead.
+	Anonymous access.Scope
+	// APIHosts are further names the API answers to (the Host header),
+	// beyond its addresses, localhost and the host's names.
+	APIHosts []string
+	// Advertise is the host (address or DNS name) every URL and locator
+	// the daemon hands out carries, instead of the address the peer
+	// reached: behind NAT, or by a name.
+	Advertise string
+	// TLSCert and TLSKey, both or neither, serve the network API over
+	// HTTPS.
+	TLSCert, TLSKey string
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -134,7 +158,37 @@ func (c Config) Validate() error {
 			return fmt.Errorf("interface pattern %q: %w", p, err)
 		}
 	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("API TLS: give both a certificate and its key, or neither")
+	}
+	if c.Anonymous != "" {
+		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
+			return err
+		}
+	}
+	for _, h := range append([]string{c.Advertise}, c.APIHosts...) {
+		if h != "" && !validHost(h) {
+			return fmt.Errorf("host name %q: want an address or a DNS name, without a scheme or a port", h)
+		}
+	}
 	return nil
+}
+
+// validHost reports whether h is an IP address or a DNS name.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	if len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 || strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" ||
+			strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+			return false
+		}
+	}
+	return true
 }
 
 // Daemon owns the process's services. Start it once, Shutdown it once.
@@ -151,6 +205,9 @@ type Daemon struct {
 	// What the hooks below reach: set while building, before any part
 	// starts.
 	apiLn     net.Listener
+	apiSock   net.Listener // nil without a socket
+	apiAddrs  addrsCache
+	hostNames []string
 	store     *store.Store
 	registrar *lookup.Registrar
 	unicast   *unicast.Server
@@ -233,6 +290,21 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	d.apiLn = apiLn
 	d.parts.Add("the API listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(apiLn) }})
+	if d.cfg.TLSCert != "" {
+		tc, err := loadTLS(d.cfg.TLSCert, d.cfg.TLSKey)
+		if err != nil {
+			return err
+		}
+		d.apiLn = tls.NewListener(apiLn, tc)
+	}
+	if d.cfg.APISocket != "" {
+		sock, err := listenSocket(d.cfg.APISocket, d.cfg.SocketGroup)
+		if err != nil {
+			return err
+		}
+		d.apiSock = sock
+		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
+	}
 
 	st, err := store.Open(d.cfg.DataDir)
 	if err != nil {
@@ -292,7 +364,15 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.buildDNSSD()
 	}
 
-	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc}, Logger: d.log})
+	tokens, err := access.NewTokens(access.TokensConfig{Store: st, Logger: d.log, BootstrapFile: filepath.Join(d.cfg.DataDir, AdminTokenFile)})
+	if err != nil {
+		return err
+	}
+	d.parts.Add("tokens", tokens)
+	d.hostNames = d.names()
+	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
+	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens},
+		Guard: guard, Logger: d.log})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
 }
@@ -364,10 +444,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 // multicast host. It is a convenience (Jini discovery works without it),
 // so a failure is logged, not fatal.
 func (d *Daemon) buildDNSSD() {
-	_, apiPort, _ := net.SplitHostPort(d.apiLn.Addr().String())
-	ap, _ := strconv.Atoi(apiPort)
 	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: d.registrar.Meta().ServiceID, Port: d.unicastPort,
-		APIPort: func() int { return ap }, Groups: func() []string { return d.registrar.Meta().Groups }, Host: d.host, Logger: d.log})
+		APIURL: d.apiURL, Groups: func() []string { return d.registrar.Meta().Groups }, Host: d.host, Logger: d.log})
 	if err != nil {
 		d.log.Warn("DNS-SD advertisement off", "err", err)
 		return
@@ -389,10 +467,12 @@ func (b bestEffort) Start(ctx context.Context) error {
 	return nil
 }
 
-// apiServer serves the API on the listener opened first.
+// apiServer serves the API on the listener opened first, and on the
+// socket.
 func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 	srv := &http.Server{
 		Handler:           h,
+		ConnContext:       d.connContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -402,11 +482,19 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 	var wg sync.WaitGroup
 	return lifecycle.Funcs{
 		StartFunc: func(context.Context) error {
-			wg.Go(func() {
-				if err := srv.Serve(d.apiLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					d.errc <- fmt.Errorf("serving the API: %w", err)
+			for _, ln := range []net.Listener{d.apiLn, d.apiSock} {
+				if ln == nil {
+					continue
 				}
-			})
+				wg.Go(func() {
+					if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						select {
+						case d.errc <- fmt.Errorf("serving the API on %s: %w", ln.Addr(), err):
+						default:
+						}
+					}
+				})
+			}
 			return nil
 		},
 		ShutdownFunc: func(ctx context.Context) error {
@@ -462,14 +550,13 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 		return nil, err
 	}
 	host := ap.Addr().Unmap().WithZone("").String()
+	if d.cfg.Advertise != "" {
+		host = d.cfg.Advertise
+	}
 	port := d.unicastPort()
 	m := d.registrar.Meta()
-	apiHost, apiPort, _ := net.SplitHostPort(d.apiLn.Addr().String())
-	if a, err := netip.ParseAddr(apiHost); err != nil || a.IsUnspecified() {
-		apiHost = host
-	}
 	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{
-		ServiceID: m.ServiceID, APIURL: "http://" + net.JoinHostPort(apiHost, apiPort), Groups: m.Groups,
+		ServiceID: m.ServiceID, APIURL: d.apiURL(ap.Addr().Unmap()), Groups: m.Groups,
 		Locator: discovery.Locator{Host: host, Port: port}.String(),
 	}}}, nil
 }

@@ -86,8 +86,11 @@ func dieWithTest(cmd *exec.Cmd) {
 
 // Daemon is the jinid binary running as a daemon on loopback.
 type Daemon struct {
-	// API is the base URL of its API.
-	API string
+	// API is the base URL of its network API; Socket, the path of its
+	// unix socket (the administrator's: no token).
+	API, Socket string
+	// Dir is its data directory (admin.token is there).
+	Dir string
 	Cmd *exec.Cmd
 
 	mu   sync.Mutex
@@ -99,12 +102,23 @@ type Daemon struct {
 	err    error
 }
 
+// Defaults are the settings the rig's daemons start with, before the
+// test's own: a socket of their own, and anonymous callers may register
+// (the suites are about the protocols, not about tokens; the access
+// tests say --anonymous themselves, which overrides this).
+func defaults(dir string) []string {
+	return []string{"--api-socket", filepath.Join(dir, "api.sock"), "--anonymous", "client"}
+}
+
 // StartDaemon runs jinid daemon on a loopback port with its store in dir,
-// multicast off, and waits until it serves. A daemon the test leaves
-// running is killed when the test ends.
+// multicast off, and waits until it serves. Requests on clients' behalf
+// may go to loopback, where the tests' listeners are. A daemon the test
+// leaves running is killed when the test ends.
 func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}, args...)...)
+	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0",
+		"--allow-outbound", "127.0.0.0/8"}, defaults(dir)...)
+	cmd := exec.Command(bin, append(base, args...)...)
 	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -113,7 +127,7 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Cmd: cmd, exited: make(chan struct{})}
+	d := &Daemon{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock"), exited: make(chan struct{})}
 	t.Cleanup(d.Kill)
 	found := make(chan string, 1)
 	go func() {
@@ -180,12 +194,43 @@ func (d *Daemon) Stop(t testing.TB) {
 	}
 }
 
+// LabProc is a daemon in a lab host: its process, and its data
+// directory.
+type LabProc struct {
+	*exec.Cmd
+	Dir string
+}
+
+// AdminToken is the admin token the daemon wrote on its first start.
+func (p *LabProc) AdminToken(t testing.TB) string {
+	t.Helper()
+	return AdminToken(t, p.Dir)
+}
+
+// AdminToken reads the admin token a daemon wrote in its data directory
+// dir on its first start.
+func AdminToken(t testing.TB, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "admin.token"))
+	if err != nil {
+		t.Fatalf("the daemon's admin token: %v", err)
+	}
+	return strings.TrimSpace(string(raw))
+}
+
 // LabDaemon runs jinid daemon inside lab host h, its API on port 4162 of
 // every address there, and waits until it has started. It is stopped
 // (SIGTERM) when the test ends.
-func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.Cmd {
+func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabProc {
 	t.Helper()
-	cmd := h.Command(context.Background(), bin, append([]string{"daemon", "--api-listen", ":4162", "--data-dir", t.TempDir()}, args...)...)
+	dir := t.TempDir()
+	base := append([]string{"daemon", "--api-listen", ":4162", "--data-dir", dir}, defaults(dir)...)
+	for i, a := range args {
+		if a == "--data-dir" && i+1 < len(args) {
+			dir = args[i+1] // the test's own, where the admin token goes
+		}
+	}
+	cmd := h.Command(context.Background(), bin, append(base, args...)...)
 	dieWithTest(cmd)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -216,13 +261,13 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *exec.C
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	return cmd
+	return &LabProc{Cmd: cmd, Dir: dir}
 }
 
 // LabClient is an API client that connects from inside lab host h.
-func LabClient(t testing.TB, h *netlab.Host, url string) *client.Client {
+func LabClient(t testing.TB, h *netlab.Host, url string, opts ...client.Option) *client.Client {
 	t.Helper()
-	c, err := client.New(url, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}})
+	c, err := client.New(url, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

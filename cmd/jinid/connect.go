@@ -1,0 +1,89 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/app"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+// defaultServer is the network API a client command uses when no socket
+// is there and nothing else is said.
+const defaultServer = "http://127.0.0.1:4162"
+
+// apiFlags say how a client command reaches a jinid: the local socket by
+// default (no token: file permissions decide), else the network API with
+// a token.
+type apiFlags struct {
+	server, tokenFile, ca string
+}
+
+// add puts the flags on a command group.
+func (f *apiFlags) add(cmd *cobra.Command) {
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the local socket `+
+		app.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
+	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (default: $JINID_TOKEN)")
+	pf.StringVar(&f.ca, "ca", "", "PEM file of the certificate authority an https API's certificate is checked against (default: the system's)")
+}
+
+// target is the API the flags name.
+func (f *apiFlags) target() string {
+	switch {
+	case f.server != "":
+		return f.server
+	case os.Getenv("JINID_SERVER") != "":
+		return os.Getenv("JINID_SERVER")
+	}
+	if fi, err := os.Stat(app.DefaultSocket()); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		return "unix://" + app.DefaultSocket()
+	}
+	return defaultServer
+}
+
+// connect returns a client of the API the flags name.
+func (f *apiFlags) connect() (*client.Client, error) {
+	target := f.target()
+	var opts []client.Option
+	if !strings.HasPrefix(target, "unix:") {
+		token := os.Getenv("JINID_TOKEN")
+		if f.tokenFile != "" {
+			raw, err := os.ReadFile(f.tokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("--token-file: %w", err)
+			}
+			token = strings.TrimSpace(string(raw))
+			if token == "" {
+				return nil, fmt.Errorf("--token-file %s is empty", f.tokenFile)
+			}
+		}
+		if token != "" {
+			opts = append(opts, client.WithToken(token))
+		}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if f.ca != "" {
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return nil, fmt.Errorf("--ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("--ca: no PEM certificate in " + f.ca)
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		hc.Transport = t
+	}
+	return client.New(target, hc, opts...)
+}

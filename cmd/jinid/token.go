@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newTokenCmd() *cobra.Command {
+	var api apiFlags
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Create, list and revoke the API's bearer tokens (an administrator's)",
+		Long: `The network API asks for a bearer token (Authorization: Bearer ...) for
+anything beyond what anonymous callers may do (the daemon's --anonymous,
+read by default). A token has one scope:
+
+  read    queries, listings, discovery state
+  client  also registering services, leases, and lookup discovery,
+          renewal and mailbox registrations, and managing one's own
+  admin   also the daemon itself: its lookup service's groups and
+          locators, and tokens
+
+These commands need an administrator: run them on the daemon's host, where
+they use the local socket (no token: its file permissions decide), or
+give an admin token (--token-file, or $JINID_TOKEN). On its first start
+the daemon writes one admin token to admin.token in its data directory.
+
+A token's secret is shown once, when it is made; the daemon keeps only a
+hash. Revoking a token refuses it at once.`,
+		Example: `  jinid token create --name build-bot --scope client --expires 720h > bot.token
+  jinid token list
+  jinid token revoke build-bot
+  JINID_TOKEN=$(cat bot.token) jinid lookup register --server http://gw:4162 --type com.example.Thing`,
+	}
+	api.add(cmd)
+
+	var name, scope string
+	var expires time.Duration
+	create := &cobra.Command{
+		Use:   "create --name NAME --scope read|client|admin [--expires D]",
+		Short: "Make a token; prints its secret, shown this once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if name == "" {
+				return errors.New("--name is required (it names the token in listings and in the audit log)")
+			}
+			if expires < 0 {
+				return fmt.Errorf("--expires %s: want a positive duration, or 0 for a token that works until revoked", expires)
+			}
+			c, err := api.connect()
+			if err != nil {
+				return err
+			}
+			tok, err := c.CreateToken(cmd.Context(), name, scope, expires)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok.Secret)
+			fmt.Fprintf(cmd.ErrOrStderr(), "token %q (%s, id %s) made; its secret above is shown only now\n", tok.Name, tok.Scope, tok.ID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "what the token is called (letters, digits, . _ -)")
+	create.Flags().StringVar(&scope, "scope", "client", "what it allows: read, client or admin")
+	create.Flags().DurationVar(&expires, "expires", 0, "how long it works (e.g. 720h; 0: until revoked)")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := api.connect()
+			if err != nil {
+				return err
+			}
+			toks, err := c.Tokens(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tSCOPE\tID\tCREATED\tEXPIRES")
+			for _, t := range toks {
+				exp := "never"
+				if t.Expires != 0 {
+					exp = time.UnixMilli(t.Expires).UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Scope, t.ID, time.UnixMilli(t.Created).UTC().Format(time.RFC3339), exp)
+			}
+			return w.Flush()
+		},
+	}
+	revoke := &cobra.Command{
+		Use:   "revoke NAME|ID...",
+		Short: "Revoke tokens: refused from now on",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := api.connect()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, a := range args {
+				if err := c.RevokeToken(cmd.Context(), a); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", a, err))
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s revoked\n", a)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
