@@ -362,3 +362,21 @@ func (h *Host) SetResolver(addr netip.Addr) {
 		h.lab.t.Fatalf("netlab: %v", err)
 	}
 }
+
+// SetHosts gives programs run with Command a hosts file of their own:
+// localhost, and each name with its address (a resolver in miniature,
+// for names that must resolve to a given address). Removed with the lab.
+func (h *Host) SetHosts(names map[string]netip.Addr) {
+	dir := filepath.Join("/etc/netns", h.ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.lab.t.Fatalf("netlab: %v", err)
+	}
+	var b strings.Builder
+	b.WriteString("127.0.0.1 localhost\n::1 localhost\n")
+	for name, a := range names {
+		fmt.Fprintf(&b, "%s %s\n", a, name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(b.String()), 0o644); err != nil {
+		h.lab.t.Fatalf("netlab: %v", err)
+	}
+}

@@ -194,11 +194,11 @@ func (d *Daemon) Stop(t testing.TB) {
 	}
 }
 
-// LabProc is a daemon in a lab host: its process, and its data
-// directory.
+// LabProc is a daemon in a lab host: its process, its data directory
+// and its API socket.
 type LabProc struct {
 	*exec.Cmd
-	Dir string
+	Dir, Socket string
 }
 
 // AdminToken is the admin token the daemon wrote on its first start.
@@ -223,13 +223,16 @@ func AdminToken(t testing.TB, dir string) string {
 // (SIGTERM) when the test ends.
 func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabProc {
 	t.Helper()
-	dir := t.TempDir()
-	base := append([]string{"daemon", "--api-listen", ":4162", "--data-dir", dir}, defaults(dir)...)
+	dir := ""
 	for i, a := range args {
 		if a == "--data-dir" && i+1 < len(args) {
-			dir = args[i+1] // the test's own, where the admin token goes
+			dir = args[i+1] // the test's own
 		}
 	}
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	base := append([]string{"daemon", "--api-listen", ":4162", "--data-dir", dir}, defaults(dir)...)
 	cmd := h.Command(context.Background(), bin, append(base, args...)...)
 	dieWithTest(cmd)
 	stderr, _ := cmd.StderrPipe()
@@ -261,7 +264,7 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	return &LabProc{Cmd: cmd, Dir: dir}
+	return &LabProc{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock")}
 }
 
 // LabClient is an API client that connects from inside lab host h.

@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/fault"
+)
+
+// rawAnswer is an API answer as a hostile or careless client sees it.
+type rawAnswer struct {
+	status int
+	code   string
+	body   string
+}
+
+// raw sends one request from inside lab host h, as written: any method,
+// token, content type, Host header and body.
+func raw(t *testing.T, h *netlab.Host, method, url, token, ctype, host, body string) rawAnswer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: jinidtest.DialFrom(h)}}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var eb apitypes.ErrorBody
+	_ = json.Unmarshal(b, &eb)
+	return rawAnswer{resp.StatusCode, string(eb.Error.Code), string(b)}
+}
+
+// cliIn runs a jinid command inside lab host h and returns its output.
+func cliIn(t *testing.T, bin string, h *netlab.Host, env []string, args ...string) string {
+	t.Helper()
+	cmd := h.Command(t.Context(), bin, args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(interface{ Stderr() []byte }); ok {
+			stderr = string(ee.Stderr())
+		}
+		t.Fatalf("jinid %v in %s: %v %s", args, h.Name, err, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestAccessOnALAN: a daemon with its defaults, a guest and a client on
+// its LAN. Anonymous callers may look, not change; each scope does what
+// it says and no more; the CLI on the daemon's host administers over the
+// socket without a token; a revoked token is refused at once; bodies
+// other than JSON and foreign Host names are refused; and what was
+// refused changed nothing, after a restart too.
+func TestAccessOnALAN(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	gw, guest, cl := lab.Host("gw"), lab.Host("guest"), lab.Host("client")
+	gl := gw.Attach(lan)
+	guest.Attach(lan)
+	cl.Attach(lan)
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--anonymous", "read", "--no-multicast"}
+	d := jinidtest.LabDaemon(t, bin, gw, append(args, "--groups", "lab", "--public-group=false")...)
+	api := "http://" + gl.IPv4.String() + ":4162"
+	ctx := t.Context()
+
+	// The guest, anonymous: may look, may not change.
+	if a := raw(t, guest, "GET", api+"/v1/lookup", "", "", "", ""); a.status != 200 {
+		t.Fatalf("anonymous read: %+v", a)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/v1/lookup/groups", `{"groups":["pwned"]}`},
+		{"POST", "/v1/lookup/services", `{"item":{"types":["x"]},"leaseDuration":60000}`},
+		{"POST", "/v1/lds/registrations", `{"groups":["a"],"listener":{"url":"http://198.18.1.99/"},"leaseDuration":60000}`},
+		{"POST", "/v1/tokens", `{"name":"mine","scope":"admin"}`},
+	} {
+		if a := raw(t, guest, c.method, api+c.path, "", "application/json", "", c.body); a.status != 401 || a.code != "Unauthenticated" {
+			t.Errorf("anonymous %s %s: %+v, want 401 Unauthenticated", c.method, c.path, a)
+		}
+	}
+
+	// On the daemon's host the CLI administers over the socket, no token.
+	sock := []string{"JINID_SERVER=unix://" + d.Socket}
+	reader := cliIn(t, bin, gw, sock, "token", "create", "--name", "reader", "--scope", "read")
+	alice := cliIn(t, bin, gw, sock, "token", "create", "--name", "alice", "--scope", "client")
+	bob := cliIn(t, bin, gw, sock, "token", "create", "--name", "bob", "--scope", "client")
+	if list := cliIn(t, bin, gw, sock, "token", "list"); !strings.Contains(list, "alice") || strings.Contains(list, alice) {
+		t.Fatalf("token list:\n%s", list)
+	}
+	as := func(token string) *client.Client { return jinidtest.LabClient(t, cl, api, client.WithToken(token)) }
+
+	// read: cannot register.
+	item := apitypes.Item{Types: []string{"com.example.Printer"}}
+	if _, err := as(reader).Register(ctx, item, 60_000); !fault.Is(err, fault.Forbidden) {
+		t.Fatalf("read token registered: %v", err)
+	}
+	// client: registers, renews and cancels its own; cannot touch
+	// another's, nor the daemon; sees no other's lease IDs.
+	reg, err := as(alice).Register(ctx, item, 60_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := as(alice).Renew(ctx, reg.Lease.ID, 60_000); err != nil {
+		t.Fatalf("renewing her own: %v", err)
+	}
+	mine := item
+	mine.ServiceID = reg.ServiceID
+	if _, err := as(bob).Register(ctx, mine, 60_000); !fault.Is(err, fault.Forbidden) {
+		t.Errorf("bob replaced alice's item: %v", err)
+	}
+	if err := as(bob).ChangeAttributes(ctx, reg.ServiceID, apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "x.Y", Fields: map[string]any{}}}}); !fault.Is(err, fault.Forbidden) {
+		t.Errorf("bob changed alice's item: %v", err)
+	}
+	if err := as(bob).SetGroups(ctx, []string{"pwned"}); !fault.Is(err, fault.Forbidden) {
+		t.Errorf("a client token changed the groups: %v", err)
+	}
+	for _, path := range []string{"/v1/lookup/services", "/v1/lookup/services/" + reg.ServiceID} {
+		if a := raw(t, cl, "GET", api+path, bob, "", "", ""); a.status != 200 || strings.Contains(a.body, reg.Lease.ID) {
+			t.Errorf("GET %s shows alice's lease ID to bob: %+v", path, a)
+		}
+	}
+	if err := as(alice).Cancel(ctx, reg.Lease.ID); err != nil {
+		t.Fatalf("cancelling her own: %v", err)
+	}
+	// admin: may change the daemon.
+	if err := as(d.AdminToken(t)).SetGroups(ctx, []string{"lab", "ops"}); err != nil {
+		t.Fatalf("admin: %v", err)
+	}
+
+	// Revoked: refused at once.
+	cliIn(t, bin, gw, sock, "token", "revoke", "bob")
+	if _, err := as(bob).Register(ctx, item, 60_000); !fault.Is(err, fault.Unauthenticated) {
+		t.Fatalf("revoked token: %v", err)
+	}
+
+	// Browser-safe: JSON only, own names only.
+	if a := raw(t, guest, "POST", api+"/v1/lookup/services", alice, "text/plain", "", `{"item":{"types":["x"]},"leaseDuration":60000}`); a.status != 415 || a.code != "UnsupportedMediaType" {
+		t.Errorf("text/plain: %+v", a)
+	}
+	if a := raw(t, guest, "POST", api+"/v1/lookup/services", alice, "application/x-www-form-urlencoded", "", "a=b"); a.status != 415 {
+		t.Errorf("a form: %+v", a)
+	}
+	if a := raw(t, guest, "GET", api+"/v1/lookup", "", "", "evil.example", ""); a.status != 421 || a.code != "MisdirectedRequest" {
+		t.Errorf("foreign Host: %+v", a)
+	}
+
+	// A restart (groups as stored): what was refused is not there, what
+	// was done is.
+	d.Process.Signal(syscall.SIGTERM)
+	d.Wait()
+	jinidtest.LabDaemon(t, bin, gw, args...)
+	info, err := as(alice).Lookup(ctx)
+	if err != nil {
+		t.Fatalf("alice's token after a restart: %v", err)
+	}
+	got, err := jinidtest.LabClient(t, cl, api).List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := raw(t, guest, "GET", api+"/v1/lookup/groups", "", "", "", "")
+	if !strings.Contains(groups.body, `"lab","ops"`) || strings.Contains(groups.body, "pwned") || len(got) != 0 || info.ServiceID == "" {
+		t.Fatalf("after a restart: groups %s, items %+v", groups.body, got)
+	}
+	if _, err := as(bob).Lookup(ctx); !fault.Is(err, fault.Unauthenticated) {
+		t.Fatalf("bob's revoked token after a restart: %v", err)
+	}
+}
+
+// TestSpoofedHostChangesNoURL: every URL and locator the daemon hands
+// out carries the address the client reached, whatever name the Host
+// header says (one the daemon answers to); and a daemon whose API is on
+// loopback never tells a remote host a loopback registrar URL.
+func TestSpoofedHostChangesNoURL(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	gw, cl, lo := lab.Host("gw"), lab.Host("client"), lab.Host("loopback-api")
+	gl := gw.Attach(lan)
+	cl.Attach(lan)
+	ll := lo.Attach(lan)
+	d := jinidtest.LabDaemon(t, bin, gw, "--api-host", "gw.lan", "--groups", "lab", "--public-group=false")
+	jinidtest.LabDaemon(t, bin, lo, "--api-listen", "127.0.0.1:4162", "--groups", "lab", "--public-group=false")
+	api := "http://" + gl.IPv4.String() + ":4162"
+	want := "http://" + gl.IPv4.String() + ":4162"
+	for _, host := range []string{"", "gw.lan", "localhost", "gw.lan:9999"} {
+		info := raw(t, cl, "GET", api+"/v1/lookup", "", "", host, "")
+		if !strings.Contains(info.body, `"jini://`+gl.IPv4.String()+`:4160"`) {
+			t.Errorf("Host %q: locator in %s", host, info.body)
+		}
+		reg := raw(t, cl, "POST", api+"/v1/lookup/services", d.AdminToken(t), "application/json", host, `{"item":{"types":["x"]},"leaseDuration":60000}`)
+		if !strings.Contains(reg.body, `"grantor":"`+want+`"`) {
+			t.Errorf("Host %q: lease %s", host, reg.body)
+		}
+		mb := raw(t, cl, "POST", api+"/v1/mailbox/registrations", "", "application/json", host, `{"leaseDuration":60000}`)
+		if !strings.Contains(mb.body, `"url":"`+want+`/v1/mailbox/listeners/`) {
+			t.Errorf("Host %q: mailbox %s", host, mb.body)
+		}
+	}
+
+	// jinid discover from the client: the loopback-API daemon is found,
+	// without a registrar URL (none the client could reach), and no
+	// result carries a loopback one.
+	rs := discoverIn(t, bin, cl, "--groups", "lab", "--timeout", "2s")
+	r, ok := atHost(rs, ll.IPv4.String())
+	if !ok || r.APIURL != "" {
+		t.Fatalf("loopback-API daemon: %+v (all: %+v)", r, rs)
+	}
+	for _, r := range rs {
+		if strings.Contains(r.APIURL, "127.0.0.1") || strings.Contains(r.APIURL, "[::1]") {
+			t.Errorf("a loopback registrar URL: %+v", r)
+		}
+	}
+	if r, ok := atHost(rs, gl.IPv4.String()); !ok || r.APIURL != want {
+		t.Errorf("the other daemon: %+v", r)
+	}
+}
+
+// waitFor polls cond for up to 15 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 15 s: %s", what)
+		}
+	}
+}
