@@ -288,7 +288,9 @@ func TestTokenRoutes(t *testing.T) {
 	admin, _, _ := tk.Create("boss", ScopeAdmin, time.Time{})
 	g := NewGuard(GuardConfig{Tokens: tk})
 	mux := http.NewServeMux()
-	tk.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) { mux.HandleFunc(pattern, g.Require(need, h)) }))
+	tk.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, g.Require(need, h))
+	}))
 	srv := httptest.NewServer(g.Handler(mux))
 	defer srv.Close()
 	do := func(method, path, token, body string) (int, []byte) {

@@ -157,7 +157,7 @@ func TestTransitionsAndSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := f.r.Register(printer("cellar"), 10_000, "") // no event
-	clk.Advance(61 * time.Second)                       // both leases end: MATCH_NOMATCH for the lobby printer only
+	clk.Advance(61 * time.Second)                           // both leases end: MATCH_NOMATCH for the lobby printer only
 
 	evs := f.cap.events()
 	wantTr := []string{NoMatchMatch, MatchMatch, MatchNoMatch, NoMatchMatch, MatchNoMatch}
