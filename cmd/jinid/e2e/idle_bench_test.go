@@ -91,7 +91,7 @@ func measureIdle(b *testing.B, d *jinidtest.Daemon, idle time.Duration) (cpuMsPe
 
 // procCPU is a process's user + system CPU time (/proc/PID/stat fields
 // 14 and 15, in clock ticks of 10 ms).
-func procCPU(b *testing.B, pid int) time.Duration {
+func procCPU(b testing.TB, pid int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
@@ -105,7 +105,7 @@ func procCPU(b *testing.B, pid int) time.Duration {
 
 // procWritten is the bytes a process caused to be written to storage
 // (/proc/PID/io write_bytes).
-func procWritten(b *testing.B, pid int) int64 {
+func procWritten(b testing.TB, pid int) int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
 	if err != nil {
 		b.Fatal(err)
