@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
@@ -14,7 +16,7 @@ import (
 )
 
 // docs/api/openapi.yaml documents every route the API serves, with its
-// method.
+// method and what it needs of its caller (x-jinid-scope).
 func TestOpenAPIInStep(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/api/openapi.yaml")
 	if err != nil {
@@ -23,7 +25,9 @@ func TestOpenAPIInStep(t *testing.T) {
 	lines := strings.Split(string(doc), "\n")
 	// Every service's routes: registering them touches no state, so zero
 	// services will do.
-	routes := api.Routes(&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{})
+	services := []httpjson.Service{&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{}, &access.Tokens{}}
+	routes, needs := api.Routes(services...), api.Needs(services...)
+	scope := map[httpjson.Need]string{httpjson.Capability: "none", httpjson.Read: "read", httpjson.Client: "client", httpjson.Admin: "admin"}
 	if len(routes) < 40 {
 		t.Fatalf("only %d routes: %q", len(routes), routes)
 	}
@@ -39,17 +43,26 @@ func TestOpenAPIInStep(t *testing.T) {
 			t.Errorf("%s is not documented in docs/api/openapi.yaml", path)
 			continue
 		}
-		found := false
-		for _, l := range lines[at+1:] {
+		found, documented := false, ""
+		for i, l := range lines[at+1:] {
 			if strings.HasPrefix(l, "  /") {
 				break
 			}
 			if strings.HasPrefix(l, "    "+strings.ToLower(method)+":") {
 				found = true
+				// The scope: on the line (flow style) or the next.
+				for _, s := range []string{l, lines[at+2+i]} {
+					if _, v, ok := strings.Cut(s, "x-jinid-scope: "); ok {
+						documented, _, _ = strings.Cut(v, ",")
+					}
+				}
 			}
 		}
-		if !found {
+		switch {
+		case !found:
 			t.Errorf("%s %s is not documented in docs/api/openapi.yaml", method, path)
+		case documented != scope[needs[r]]:
+			t.Errorf("%s %s: x-jinid-scope %q in docs/api/openapi.yaml, the route needs %q", method, path, documented, scope[needs[r]])
 		}
 	}
 }
