@@ -269,7 +269,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	d.running.Store(true)
 	items, notifies := d.registrar.Count()
-	d.log.Info("jinid started", "api", "http://"+d.apiLn.Addr().String(), "data", d.store.Path(),
+	d.log.Info("jinid started", "api", d.apiURL(netip.Addr{}), "socket", d.cfg.APISocket, "data", d.store.Path(),
 		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
 		"multicast", !d.cfg.NoMulticast, "registrations", items, "notify_registrations", notifies)
 	return nil

@@ -132,7 +132,7 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
-		re := regexp.MustCompile(`api=(http://\S+)`)
+		re := regexp.MustCompile(`api=(https?://\S+)`)
 		for sc.Scan() {
 			d.mu.Lock()
 			d.logs.WriteString(sc.Text() + "\n")
