@@ -189,3 +189,18 @@ func TestCategories(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPolicyCheck is the check of one address a connection is about
+// to be made to (own addresses cached).
+func BenchmarkPolicyCheck(b *testing.B) {
+	p := NewPolicy(PolicyConfig{Self: func() ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}, nil
+	}})
+	a := netip.MustParseAddr("198.51.100.7")
+	b.ReportAllocs()
+	for b.Loop() {
+		if p.Check(a) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
