@@ -65,7 +65,7 @@ func TestRenewalFailuresTellOnlyTheCategory(t *testing.T) {
 		"closed port": "http://" + closed.Addr().String(),
 		"ssh banner":  "http://" + tcpServer(t, "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n"),
 		"garbage":     "http://" + tcpServer(t, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\nsecret-garbage"),
-		"error page": "http://" + tcpServer(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 27\r\n\r\nnginx/1.22 secret-internal"),
+		"error page":  "http://" + tcpServer(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 27\r\n\r\nnginx/1.22 secret-internal"),
 	}
 	sink := jinidtest.NewSink(t, nil, "")
 	set, err := c.RenewalCreate(ctx, 600_000)
