@@ -835,7 +835,7 @@ func TestLDSConformance(t *testing.T) {
 	}
 	t.Run("lease/expiry-stops-events", func(t *testing.T) {
 		r := l.register(t, []string{}, nil, nil, 1000)
-		jinidtest.WaitUntil(t, func() bool {
+		jinidtest.WaitUntil(t, "the lapsed registration gone", func() bool {
 			_, err := l.c.LDSGet(t.Context(), r.ID)
 			return fault.Is(err, fault.NoSuchObject)
 		})

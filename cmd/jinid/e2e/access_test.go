@@ -240,13 +240,3 @@ func TestSpoofedHostChangesNoURL(t *testing.T) {
 		t.Errorf("the other daemon: %+v", r)
 	}
 }
-
-// waitFor polls cond for up to 15 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 15 s: %s", what)
-		}
-	}
-}

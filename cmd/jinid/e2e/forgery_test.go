@@ -157,7 +157,7 @@ func TestNoRequestForgery(t *testing.T) {
 		if post.status != 204 {
 			t.Fatalf("posting to the mailbox: %+v", post)
 		}
-		waitFor(t, "the mailbox to give up on "+u, func() bool {
+		jinidtest.WaitUntil(t, "the mailbox to give up on "+u, func() bool {
 			st, err := c.MailboxGet(ctx, mb.ID)
 			return err == nil && st["target"] == nil
 		})
@@ -166,13 +166,13 @@ func TestNoRequestForgery(t *testing.T) {
 	// listener (a definite failure), the leases left with a Forbidden or
 	// BadAnswer failure each, and nothing reached the daemon's host.
 	for _, l := range notifies {
-		waitFor(t, "the notify registration cancelled", func() bool {
+		jinidtest.WaitUntil(t, "the notify registration cancelled", func() bool {
 			_, _, err := c.Renew(ctx, l.ID, 60_000)
 			return fault.Is(err, fault.UnknownLease)
 		})
 	}
 	for _, id := range ldsRegs {
-		waitFor(t, "the LDS registration cancelled", func() bool {
+		jinidtest.WaitUntil(t, "the LDS registration cancelled", func() bool {
 			_, err := c.LDSGet(ctx, id)
 			return fault.Is(err, fault.NoSuchObject)
 		})
@@ -204,7 +204,7 @@ func TestNoRequestForgery(t *testing.T) {
 	if _, err := c.Register(ctx, apitypes.Item{Types: []string{"com.example.Allowed"}}, 60_000); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the event on loopback, allowed", func() bool { return internal.Load() == 1 })
+	jinidtest.WaitUntil(t, "the event on loopback, allowed", func() bool { return internal.Load() == 1 })
 	if strings.Contains(fmt.Sprint(evs), "127.0.0.1") {
 		t.Errorf("a failure event names the address: %v", evs)
 	}

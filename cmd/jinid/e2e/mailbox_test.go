@@ -73,6 +73,6 @@ func TestMailboxChain(t *testing.T) {
 	sink := jinidtest.NewSink(t, nil, "127.0.0.1")
 	run("mailbox", "enable", reg, sink.URL+"/push")
 	run("lookup", "register", "--type", "com.example.Printer", "--duration", "10m")
-	jinidtest.WaitUntil(t, func() bool { return len(sink.Events("/push")) == 1 })
+	jinidtest.WaitUntil(t, "the pushed event", func() bool { return len(sink.Events("/push")) == 1 })
 	run("mailbox", "disable", reg)
 }

@@ -173,7 +173,7 @@ func TestMailboxLoopsAreBounded(t *testing.T) {
 	start := time.Now()
 	const events = 20
 	postEvents(t, ma.Listener.URL, events, 1000)
-	waitFor(t, "the loop to stop with every event kept", func() bool {
+	jinidtest.WaitUntil(t, "the loop to stop with every event kept", func() bool {
 		ta, pa := mailboxState(t, a, ma.ID)
 		tb, pb := mailboxState(t, b, mb.ID)
 		return !ta && pa == events && pb == 0 || !tb && pb == events && pa == 0
@@ -205,7 +205,7 @@ func TestMailboxLoopsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	postEvents(t, m.Listener.URL, 5, 100)
-	waitFor(t, "delivery disabled at the redirect", func() bool {
+	jinidtest.WaitUntil(t, "delivery disabled at the redirect", func() bool {
 		target, pending := mailboxState(t, a, m.ID)
 		return !target && pending == 5
 	})

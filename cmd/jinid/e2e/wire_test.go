@@ -171,7 +171,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162", client.WithToken(cmd.AdminToken(t)))
 	// Once the watcher has joined the groups, a change's announcement
 	// cannot be missed.
-	jinidtest.WaitUntil(t, func() bool { return len(port.Joined()) > 0 })
+	jinidtest.WaitUntil(t, "the watcher joined", func() bool { return len(port.Joined()) > 0 })
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func TestLocatorBySRV(t *testing.T) {
 	// dnsmasq serves once it answers the query discover will make.
 	q := new(mdns.Msg)
 	q.SetQuestion("_jini._tcp.lab.test.", mdns.TypeSRV)
-	jinidtest.WaitUntil(t, func() bool {
+	jinidtest.WaitUntil(t, "dnsmasq answering", func() bool {
 		var r *mdns.Msg
 		client.Namespace().Do(func() error {
 			var err error
