@@ -42,7 +42,9 @@ func writeConfig(t *testing.T, body string) string {
 
 func TestConfigFile(t *testing.T) {
 	p := writeConfig(t, `{"schemaVersion":1,"groups":["","lab"],"announceInterval":"30s","interfaces":["eth*"],
-		"multicast":false,"dnsSD":false,"discoveryPort":4170,"apiListen":"127.0.0.1:5000","dataDir":"/tmp/x","logLevel":"debug"}`)
+		"multicast":false,"dnsSD":false,"discoveryPort":4170,"apiListen":"127.0.0.1:5000","dataDir":"/tmp/x","logLevel":"debug",
+		"apiSocket":"/run/x.sock","socketGroup":"jinid","anonymous":"none","apiHosts":["gw.lan"],"advertise":"gw.example.org",
+		"allowOutbound":["127.0.0.0/8"],"apiTLSCert":"/etc/c.pem","apiTLSKey":"/etc/k.pem"}`)
 	cmd, err := configuredDaemonFlags(t, p, "--discovery-port", "4180")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +61,14 @@ func TestConfigFile(t *testing.T) {
 		"no-dns-sd":         "true",
 		"api-listen":        "127.0.0.1:5000",
 		"data-dir":          "/tmp/x",
+		"api-socket":        "/run/x.sock",
+		"socket-group":      "jinid",
+		"anonymous":         "none",
+		"api-host":          "[gw.lan]",
+		"advertise":         "gw.example.org",
+		"allow-outbound":    "[127.0.0.0/8]",
+		"api-tls-cert":      "/etc/c.pem",
+		"api-tls-key":       "/etc/k.pem",
 	} {
 		if got := get(name); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
