@@ -79,6 +79,25 @@ type Packet struct {
 	IfName  string
 	Family  int
 	At      time.Time
+	// Subnets are the receiving interface's prefixes, as the monitor
+	// last saw them (shared: read only).
+	Subnets []netip.Prefix
+}
+
+// OnLink reports whether a is on the receiving interface's link: in one
+// of its subnets, or link-local. A host that sent from elsewhere forged
+// its source, or is no neighbour to answer.
+func (p Packet) OnLink(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.IsLinkLocalUnicast() {
+		return true
+	}
+	for _, s := range p.Subnets {
+		if s.Contains(a.WithZone("")) {
+			return true
+		}
+	}
+	return false
 }
 
 // transportConfig configures a transport.
@@ -193,6 +212,7 @@ type transport struct {
 	socks   map[sockKey]*sock
 	reasons map[int]string // why each interface is (not) served, as last logged
 	names   map[int]string
+	subnets map[int][]netip.Prefix
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -333,8 +353,10 @@ func (t *transport) syncSockets() (changed bool, err error) {
 	want := make(map[sockKey]netmon.Interface)
 	reasons := make(map[int]string)
 	names := make(map[int]string)
+	subnets := make(map[int][]netip.Prefix)
 	for _, ifc := range st {
 		names[ifc.Index] = ifc.Name
+		subnets[ifc.Index] = ifc.Addrs
 		ok, why := t.eligible(ifc)
 		if ok {
 			var fams []string
@@ -358,7 +380,7 @@ func (t *transport) syncSockets() (changed bool, err error) {
 	if t.ctx.Err() != nil {
 		return false, nil
 	}
-	t.names = names
+	t.names, t.subnets = names, subnets
 	for idx, why := range reasons {
 		if t.reasons[idx] != why {
 			t.log.Info("interface", "name", names[idx], "index", idx, "discovery", why)
@@ -472,11 +494,11 @@ func (t *transport) read(s *sock) {
 			idx = s.key.index
 		}
 		t.mu.Lock()
-		name := t.names[idx]
+		name, subnets := t.names[idx], t.subnets[idx]
 		t.mu.Unlock()
 		t.cfg.Handler(Packet{
 			Data: append([]byte(nil), buf[:n]...), Src: src, Dst: dst,
-			IfIndex: idx, IfName: name, Family: s.key.family, At: t.cfg.Now(),
+			IfIndex: idx, IfName: name, Family: s.key.family, At: t.cfg.Now(), Subnets: subnets,
 		})
 	}
 }

@@ -1,0 +1,155 @@
+package announce
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
+)
+
+var lan = []netip.Prefix{netip.MustParsePrefix("198.18.1.1/24"), netip.MustParsePrefix("2001:db8:1::1/64")}
+
+func request(src string, port int) (discovery.Request, mcast.Packet) {
+	a := netip.MustParseAddr(src)
+	return discovery.Request{Version: discovery.ProtocolV2, Host: src, Port: port},
+		mcast.Packet{Src: netip.AddrPortFrom(a, 4160), IfName: "eth0", Subnets: lan}
+}
+
+// testResponder answers through dial, counting what it was asked.
+func testResponder(t *testing.T, dial func(ctx context.Context, addr string) (net.Conn, error)) (*Responder, *atomic.Int64) {
+	t.Helper()
+	var answered atomic.Int64
+	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
+		Answer: func(c net.Conn) { c.Close(); answered.Add(1) }, Dial: dial, DialTimeout: 100 * time.Millisecond})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	return r, &answered
+}
+
+func waitCount(t *testing.T, what string, c *atomic.Int64, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); c.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", what, c.Load(), n)
+		}
+	}
+}
+
+// Requests from off the link, or naming an address off it, are dropped:
+// a forged source, or a request that jinid connect somewhere for someone.
+func TestResponderOffLink(t *testing.T) {
+	var dials atomic.Int64
+	r, answered := testResponder(t, func(context.Context, string) (net.Conn, error) {
+		dials.Add(1)
+		c, s := net.Pipe()
+		s.Close()
+		return c, nil
+	})
+	req, p := request("10.9.9.9", 20000) // off the link
+	r.OnRequest(req, p)
+	req, p = request("198.18.1.7", 20000) // on it, but naming an address elsewhere
+	req.Host = "192.0.2.80"
+	r.OnRequest(req, p)
+	req, p = request("198.18.1.7", 20001)
+	r.OnRequest(req, p)
+	waitCount(t, "answered", answered, 1)
+	if r.OffLink.Load() != 2 || dials.Load() != 1 {
+		t.Fatalf("off link %d, dials %d; want 2 and 1", r.OffLink.Load(), dials.Load())
+	}
+}
+
+// A flood of requests from made-up sources on the link costs one
+// connect-back per made-up address (each is then left alone), and a real
+// requester among them is answered.
+func TestResponderSpoofedFlood(t *testing.T) {
+	var mu sync.Mutex
+	tried := map[string]int{}
+	r, answered := testResponder(t, func(ctx context.Context, addr string) (net.Conn, error) {
+		mu.Lock()
+		tried[addr]++
+		mu.Unlock()
+		host, _, _ := net.SplitHostPort(addr)
+		if host != "198.18.1.200" { // nobody there
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		c, s := net.Pipe()
+		s.Close()
+		return c, nil
+	})
+	flood := func(n int) {
+		for i := range n {
+			req, p := request(fmt.Sprintf("198.18.1.%d", 2+i%150), 30000+i) // made up
+			r.OnRequest(req, p)
+		}
+	}
+	// The real requester repeats its request, as clients do, among the
+	// flood, until it is answered.
+	for i := 0; answered.Load() == 0; i++ {
+		if i == 200 {
+			t.Fatalf("the real requester not answered after %d tries", i)
+		}
+		flood(500)
+		req, p := request("198.18.1.200", 4444+i)
+		r.OnRequest(req, p)
+		time.Sleep(25 * time.Millisecond) // the flood's pace: 20,000 requests a second
+	}
+	// Every made-up address: tried at most once more, whatever the rate.
+	for range 3 {
+		flood(5000)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	perAddr := map[string]int{}
+	for addr, n := range tried {
+		host, _, _ := net.SplitHostPort(addr)
+		perAddr[host] += n
+	}
+	for host, n := range perAddr {
+		if n > 2 {
+			t.Errorf("made-up address %s tried %d times", host, n)
+		}
+	}
+	t.Logf("%d connect-backs tried; suspect %d, busy %d", len(tried), r.Suspect.Load(), r.Busy.Load())
+}
+
+// Sources answered before are served first, and each source gets one
+// turn at a time however many requests it has waiting.
+func TestFairQueue(t *testing.T) {
+	var q fairQueue
+	q.init()
+	a, b, known := netip.MustParseAddr("198.18.1.2"), netip.MustParseAddr("198.18.1.3"), netip.MustParseAddr("198.18.1.4")
+	q.push(job{src: a, addr: "a1"}, false, 10)
+	q.push(job{src: a, addr: "a2"}, false, 10)
+	if q.push(job{src: a, addr: "a3"}, false, 10) {
+		t.Fatal("a third job of one source was queued")
+	}
+	q.push(job{src: b, addr: "b1"}, false, 10)
+	q.push(job{src: known, addr: "k1"}, true, 10)
+	var got []string
+	for {
+		j, ok := q.pop()
+		if !ok {
+			break
+		}
+		got = append(got, j.addr)
+	}
+	if fmt.Sprint(got) != "[k1 a1 b1 a2]" {
+		t.Fatalf("order %v, want [k1 a1 b1 a2]", got)
+	}
+	for i := range 3 {
+		q.push(job{src: netip.AddrFrom4([4]byte{198, 18, 1, byte(10 + i)})}, false, 2)
+	}
+	if q.n != 2 {
+		t.Fatalf("%d jobs queued with a bound of 2", q.n)
+	}
+}
