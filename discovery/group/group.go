@@ -28,6 +28,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -56,6 +57,14 @@ const (
 	DefaultAnnouncementInterval = 2 * time.Minute
 	DefaultDiscardMultiple      = 3
 	DefaultMaxContacts          = 64
+	// DefaultMaxPendingContacts bounds the announced lookup services
+	// waiting to be contacted: in a storm of announcements with new
+	// ServiceIDs the rest are dropped (each announces again, and is
+	// contacted then).
+	DefaultMaxPendingContacts = 256
+	// DefaultContactTimeout bounds one unicast discovery, dial included:
+	// a lookup service on the LAN answers in milliseconds.
+	DefaultContactTimeout = 5 * time.Second
 )
 
 // ErrAllGroups is returned when groups are added to or removed from an
@@ -84,8 +93,10 @@ type Config struct {
 	// unreachable, discarded.
 	AnnouncementInterval time.Duration
 	DiscardMultiple      int
-	// MaxContacts bounds the unicast discoveries run at once.
-	MaxContacts int
+	// MaxContacts bounds the unicast discoveries run at once, and
+	// MaxPendingContacts those waiting; ContactTimeout bounds each.
+	MaxContacts, MaxPendingContacts int
+	ContactTimeout                  time.Duration
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -106,6 +117,7 @@ func (c *Config) setDefaults() error {
 		{"request interval", &c.RequestInterval, DefaultRequestInterval},
 		{"final request interval", &c.FinalRequestInterval, DefaultFinalRequestInterval},
 		{"announcement interval", &c.AnnouncementInterval, DefaultAnnouncementInterval},
+		{"contact timeout", &c.ContactTimeout, DefaultContactTimeout},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def
@@ -122,6 +134,7 @@ func (c *Config) setDefaults() error {
 		{"request count", &c.RequestCount, DefaultRequestCount},
 		{"discard multiple", &c.DiscardMultiple, DefaultDiscardMultiple},
 		{"max contacts", &c.MaxContacts, DefaultMaxContacts},
+		{"max pending contacts", &c.MaxPendingContacts, DefaultMaxPendingContacts},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def
@@ -149,8 +162,11 @@ type Discovery struct {
 	cancel context.CancelFunc
 	run    *clock.Runner
 	events *ordered.Queue[discovery.Event]
-	// contacts bounds concurrent unicast discoveries.
-	contacts chan struct{}
+	// pending holds the announcements whose lookup services are to be
+	// contacted, for at most MaxContacts workers.
+	pending chan contactJob
+	// dropped counts the announcements left out of pending (a storm).
+	dropped atomic.Int64
 
 	mu         sync.Mutex
 	closed     bool
@@ -160,8 +176,19 @@ type Discovery struct {
 	discovered map[discovery.ServiceID]*entry
 	proxyIDs   int // entries whose ID is a stand-in (see LookupService.IDFromProxy)
 	contacting map[discovery.ServiceID]bool
+	workers    int // contact workers running
 	reqTimer   clock.Timer
 	burstLeft  int
+	// failures counts failed contacts since the last one logged: a storm
+	// of lookup services that do not answer makes one line in a while.
+	failures  int
+	loggedAt  time.Time
+	droppedAt time.Time
+}
+
+type contactJob struct {
+	a     discovery.Announcement
+	iface string
 }
 
 // entry is one discovered lookup service.
@@ -187,7 +214,7 @@ func New(cfg Config) (*Discovery, error) {
 		window: time.Duration(cfg.DiscardMultiple) * cfg.AnnouncementInterval,
 		ctx:    ctx, cancel: cancel, run: clock.NewRunner(cfg.Clock),
 		events:     ordered.New(cfg.OnEvent),
-		contacts:   make(chan struct{}, cfg.MaxContacts),
+		pending:    make(chan contactJob, cfg.MaxPendingContacts),
 		discovered: map[discovery.ServiceID]*entry{},
 		contacting: map[discovery.ServiceID]bool{},
 	}
@@ -319,9 +346,21 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		if d.contacting[a.ServiceID] || !d.interested(a.Groups) {
 			return
 		}
-		d.contacting[a.ServiceID] = true
 		a.Groups = slices.Clone(a.Groups) // the caller may reuse them
-		d.run.Go(func() { d.contact(a, iface) })
+		select {
+		case d.pending <- contactJob{a, iface}:
+			d.contacting[a.ServiceID] = true
+			if d.workers < d.cfg.MaxContacts && d.run.Go(d.contactWorker) {
+				d.workers++
+			}
+		default:
+			d.dropped.Add(1)
+			if now := time.Now(); now.Sub(d.droppedAt) >= logEvery {
+				d.droppedAt = now
+				d.log.Warn("announcements of new lookup services come faster than they can be contacted; some are left for their next announcement",
+					"waiting", d.cfg.MaxPendingContacts, "droppedSoFar", d.dropped.Load())
+			}
+		}
 		return
 	}
 	e.lastSeen = d.clock.Now()
@@ -402,23 +441,59 @@ func (d *Discovery) identify(e *entry, id discovery.ServiceID) {
 	d.events.Push(discovery.Event{Kind: discovery.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
 }
 
+// logEvery is how often a line that a remote host can cause is logged
+// at most (with a count of what it stands for).
+const logEvery = 10 * time.Second
+
+// DroppedContacts counts announcements of new lookup services left for
+// their next announcement, the contact queue being full.
+func (d *Discovery) DroppedContacts() int64 { return d.dropped.Load() }
+
+// contactWorker contacts announced lookup services until none wait.
+func (d *Discovery) contactWorker() {
+	for {
+		select {
+		case j := <-d.pending:
+			d.contact(j.a, j.iface)
+		default:
+			d.mu.Lock()
+			// Look again under the lock: an announcement queued since
+			// the empty receive saw this worker as running.
+			select {
+			case j := <-d.pending:
+				d.mu.Unlock()
+				d.contact(j.a, j.iface)
+				continue
+			default:
+			}
+			d.workers--
+			d.mu.Unlock()
+			return
+		}
+	}
+}
+
+// unicast runs unicast discovery, bounded by ContactTimeout.
+func (d *Discovery) unicast(host string, port, version int) (*unicast.Response, error) {
+	ctx, cancel := context.WithTimeout(d.ctx, d.cfg.ContactTimeout)
+	defer cancel()
+	return d.cfg.Network.Unicast(ctx, host, port, version)
+}
+
 // contact runs unicast discovery with a lookup service that announced.
 func (d *Discovery) contact(a discovery.Announcement, iface string) {
-	var resp *unicast.Response
-	err := d.ctx.Err()
-	select {
-	case d.contacts <- struct{}{}:
-		resp, err = d.cfg.Network.Unicast(d.ctx, a.Host, a.Port, a.Version)
-		<-d.contacts
-	case <-d.ctx.Done():
-	}
+	resp, err := d.unicast(a.Host, a.Port, a.Version)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.contacting, a.ServiceID)
 	if err != nil {
 		if d.ctx.Err() == nil {
-			d.log.Info("lookup service announced but unicast discovery failed; will retry on its next announcement",
-				"serviceID", a.ServiceID, "host", a.Host, "port", a.Port, "err", err)
+			d.failures++
+			if now := time.Now(); now.Sub(d.loggedAt) >= logEvery {
+				d.log.Info("lookup service announced but unicast discovery failed; will retry on its next announcement",
+					"serviceID", a.ServiceID, "host", a.Host, "port", a.Port, "err", err, "failuresSinceLastLine", d.failures)
+				d.loggedAt, d.failures = now, 0
+			}
 		}
 		return
 	}
@@ -548,7 +623,7 @@ func (d *Discovery) check(e *entry) {
 	if port == 0 {
 		port = discovery.Port // a Java lookup service that answered in version 1
 	}
-	resp, err := d.cfg.Network.Unicast(d.ctx, ls.Host, port, ls.Version)
+	resp, err := d.unicast(ls.Host, port, ls.Version)
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
