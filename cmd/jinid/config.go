@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/app"
 	"github.com/spf13/pflag"
 )
 
@@ -43,6 +44,8 @@ type fileConfig struct {
 	AllowOutbound     *[]string `json:"allowOutbound"`
 	APITLSCert        *string   `json:"apiTLSCert"`
 	APITLSKey         *string   `json:"apiTLSKey"`
+	// Limits has no flags: it is the file's alone.
+	Limits *app.Limits `json:"limits"`
 }
 
 // loadConfig reads path, or the default file if path is "" and it exists.

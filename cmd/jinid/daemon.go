@@ -101,6 +101,9 @@ the peer reached it at, or --advertise.`,
 			}
 			if fc != nil {
 				log.Info("configuration read", "file", path)
+				if fc.Limits != nil {
+					cfg.Limits = *fc.Limits
+				}
 			}
 			if cmd.Flags().Changed("groups") || cmd.Flags().Changed("public-group") {
 				cfg.Groups = slices.Clone(groups)

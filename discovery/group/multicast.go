@@ -10,10 +10,12 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
@@ -55,10 +57,12 @@ type Multicast struct {
 	// made with this network, so it cannot be in the config.
 	sink Sink
 
-	mu      sync.Mutex
-	lns     []net.Listener
-	ports   map[int]int
-	dropped string // the groups last left out of requests (warnDropped)
+	mu       sync.Mutex
+	lns      []net.Listener
+	ports    map[int]int
+	failures int // since the last logged
+	loggedAt time.Time
+	dropped  string // the groups last left out of requests (warnDropped)
 }
 
 // NewMulticast prepares the network; Start opens it.
@@ -100,6 +104,7 @@ func (m *Multicast) Start(context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("listening for lookup services' answers: %w", err)
 		}
+		ln = connlimit.Listener(ln, connlimit.Config{Max: answerConns, PerSource: answerConnsPerSource, Loopback: answerConnsPerSource})
 		m.mu.Lock()
 		m.lns = append(m.lns, ln)
 		m.ports[v] = ln.Addr().(*net.TCPAddr).Port
@@ -257,27 +262,61 @@ func (m *Multicast) onMessage(msg mcast.Message) {
 
 // accept takes lookup services' connect-backs: the requester still speaks
 // first, in the version of the request answered.
+// The caps of the listeners lookup services connect back to: an answer
+// is one short exchange.
+const (
+	answerConns          = 64
+	answerConnsPerSource = 4
+	answerTimeout        = 5 * time.Second
+)
+
 func (m *Multicast) accept(ln net.Listener, version int) {
 	defer m.wg.Done()
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			return
+			if m.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors, say: wait, and tell once in a while.
+			m.note("accepting lookup services' answers", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-m.ctx.Done():
+				return
+			}
+			continue
 		}
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
 			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(answerTimeout))
 			m.answered(conn, version)
 		}()
 	}
+}
+
+// note logs a failure a remote host can cause, once per 10 s at most,
+// with how many there were.
+func (m *Multicast) note(what string, err error) {
+	m.mu.Lock()
+	m.failures++
+	if time.Since(m.loggedAt) < 10*time.Second {
+		m.mu.Unlock()
+		return
+	}
+	n := m.failures
+	m.loggedAt, m.failures = time.Now(), 0
+	m.mu.Unlock()
+	m.log.Info(what+" failed", "err", err, "failures", n)
 }
 
 func (m *Multicast) answered(conn net.Conn, version int) {
 	resp, err := unicast.Discover(m.ctx, conn, version)
 	if err != nil {
 		if m.ctx.Err() == nil {
-			m.log.Info("a lookup service answered a request but unicast discovery failed", "peer", conn.RemoteAddr(), "err", err)
+			m.note("unicast discovery with a lookup service that answered a request", fmt.Errorf("%s: %w", conn.RemoteAddr(), err))
 		}
 		return
 	}

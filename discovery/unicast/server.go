@@ -10,23 +10,32 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/lifecycle"
 )
 
-// DefaultMaxConns caps concurrent unicast discovery connections: each is
-// short, so this only bites under a flood.
-const DefaultMaxConns = 64
+// Defaults of a server's caps: an exchange is short, so these bite only
+// under a flood (or a slowloris: connections that say nothing).
+const (
+	// DefaultMaxConns caps connections served at once.
+	DefaultMaxConns = 256
+	// DefaultMaxPerSource caps those from one address.
+	DefaultMaxPerSource = 8
+	// DefaultTimeout bounds one exchange: a lookup service need not wait
+	// a client's full minute, and a LAN answers in milliseconds.
+	DefaultTimeout = 5 * time.Second
+)
 
 // ServerConfig configures a unicast discovery server.
 type ServerConfig struct {
 	// Respond builds the response to a request that arrived on a
 	// connection whose local (server-side) address is local.
 	Respond func(req Request, local net.Addr) (*Response, error)
-	// MaxConns caps connections served at once; more wait in the
-	// kernel's backlog. 0 means DefaultMaxConns.
-	MaxConns int
-	// Timeout bounds one exchange; 0 means 10 s (a lookup service should
-	// not wait the client's full minute).
+	// MaxConns and MaxPerSource cap the connections served at once, in
+	// all and from one address (loopback apart); one over a cap is
+	// closed at once. 0 means the defaults.
+	MaxConns, MaxPerSource int
+	// Timeout bounds one exchange; 0 means DefaultTimeout.
 	Timeout time.Duration
 	Logger  *slog.Logger
 }
@@ -34,8 +43,7 @@ type ServerConfig struct {
 // Server answers unicast discovery on a listener.
 type Server struct {
 	cfg     ServerConfig
-	ln      net.Listener
-	sem     chan struct{}
+	ln      *connlimit.Limited
 	wg      sync.WaitGroup
 	ctx     context.Context
 	stop    context.CancelFunc
@@ -48,14 +56,18 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if cfg.MaxPerSource <= 0 {
+		cfg.MaxPerSource = DefaultMaxPerSource
+	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, ln: ln, sem: make(chan struct{}, cfg.MaxConns), ctx: ctx, stop: cancel}
+	lim := connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource})
+	return &Server{cfg: cfg, ln: lim, ctx: ctx, stop: cancel}
 }
 
 // Start begins accepting.
@@ -84,23 +96,23 @@ func (s *Server) Shutdown(context.Context) error {
 
 var _ lifecycle.Service = (*Server)(nil)
 
+// Refused counts connections closed for a cap.
+func (s *Server) Refused() int64 { return s.ln.Refused.Load() }
+
 func (s *Server) accept() {
 	defer s.wg.Done()
+	var loggedAt time.Time
 	for {
-		// Take a slot before accepting: beyond the cap, connections wait
-		// in the backlog instead of costing goroutines.
-		select {
-		case s.sem <- struct{}{}:
-		case <-s.ctx.Done():
-			return
-		}
 		conn, err := s.ln.Accept()
 		if err != nil {
-			<-s.sem
 			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.cfg.Logger.Warn("accepting unicast discovery", "err", err)
+			// Out of file descriptors, say: tell once in a while.
+			if time.Since(loggedAt) >= 10*time.Second {
+				loggedAt = time.Now()
+				s.cfg.Logger.Warn("accepting unicast discovery", "err", err)
+			}
 			select {
 			case <-time.After(100 * time.Millisecond):
 			case <-s.ctx.Done():
@@ -111,7 +123,6 @@ func (s *Server) accept() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer func() { <-s.sem }()
 			s.Handle(conn)
 		}()
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/access"
@@ -109,6 +110,9 @@ type Config struct {
 	// TLSCert and TLSKey, both or neither, serve the network API over
 	// HTTPS.
 	TLSCert, TLSKey string
+	// Limits bound what clients and peers may cost; zero fields take the
+	// defaults (DefaultLimits).
+	Limits Limits
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -158,6 +162,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("interface pattern %q: %w", p, err)
 		}
 	}
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("API TLS: give both a certificate and its key, or neither")
 	}
@@ -193,9 +200,10 @@ func validHost(h string) bool {
 
 // Daemon owns the process's services. Start it once, Shutdown it once.
 type Daemon struct {
-	cfg  Config
-	log  *slog.Logger
-	errc chan error
+	cfg    Config
+	limits Limits // cfg.Limits with the defaults filled in
+	log    *slog.Logger
+	errc   chan error
 
 	// parts is every long-lived component, in the order they start; they
 	// shut down in reverse (the API first, the store last).
@@ -254,7 +262,7 @@ func New(cfg Config, log *slog.Logger) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, log: log, errc: make(chan error, 1)}, nil
+	return &Daemon{cfg: cfg, limits: cfg.Limits.withDefaults(), log: log, errc: make(chan error, 1)}, nil
 }
 
 // Start builds the parts and starts them in order; it returns once the
@@ -290,6 +298,10 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	d.apiLn = apiLn
 	d.parts.Add("the API listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(apiLn) }})
+	// Beyond the caps a connection is closed at once; this host's own
+	// (a health probe) have places of their own.
+	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
+		Loopback: d.limits.APIConnsPerSource})
 	if d.cfg.TLSCert != "" {
 		tc, err := loadTLS(d.cfg.TLSCert, d.cfg.TLSKey)
 		if err != nil {
@@ -302,7 +314,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		d.apiSock = sock
+		d.apiSock = connlimit.Listener(sock, connlimit.Config{Max: d.limits.SocketConns})
 		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
 	}
 
@@ -392,7 +404,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	if err != nil {
 		return fmt.Errorf("listening for unicast discovery on port %d: %w", d.cfg.DiscoveryPort, err)
 	}
-	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log})
+	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log,
+		MaxConns: d.limits.DiscoveryConns, MaxPerSource: d.limits.DiscoveryConnsPerSource})
 	d.parts.Add("unicast discovery", d.unicast)
 	if d.cfg.NoMulticast {
 		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")
@@ -470,13 +483,17 @@ func (b bestEffort) Start(ctx context.Context) error {
 // apiServer serves the API on the listener opened first, and on the
 // socket.
 func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
+	// Timeouts for a LAN: a client that sends its headers slower than
+	// this, or keeps an idle connection longer, is a slowloris or has
+	// gone; a long poll (the mailbox's next) waits at most 25 s.
 	srv := &http.Server{
 		Handler:           h,
 		ConnContext:       d.connContext,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       30 * time.Second,
+		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 	}
 	var wg sync.WaitGroup

@@ -1,0 +1,121 @@
+// Package connlimit caps the connections a listener holds: in all, and
+// from one source address. A connection over a cap is accepted and closed
+// at once, so it costs neither a file descriptor for long nor a place in
+// the kernel's backlog ahead of others (a listener that stopped accepting
+// would let a flood of silent connections starve everyone). Loopback can
+// be given a budget of its own, so that the host's own checks (a health
+// probe) get through whatever the LAN does.
+package connlimit
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// Config says the caps; a zero cap is no cap.
+type Config struct {
+	// Max is the most connections held at once from other hosts.
+	Max int
+	// PerSource is the most from one source address.
+	PerSource int
+	// Loopback is the most from this host (loopback addresses), counted
+	// apart from Max and PerSource.
+	Loopback int
+}
+
+// Listener wraps ln.
+func Listener(ln net.Listener, cfg Config) *Limited {
+	return &Limited{Listener: ln, cfg: cfg, bySource: map[netip.Addr]int{}}
+}
+
+// Limited is a listener with caps.
+type Limited struct {
+	net.Listener
+	cfg Config
+
+	mu       sync.Mutex
+	total    int
+	loopback int
+	bySource map[netip.Addr]int
+
+	// Refused counts connections closed for a cap.
+	Refused atomic.Int64
+}
+
+// Accept returns the next connection within the caps.
+func (l *Limited) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		src := sourceOf(c)
+		if !l.take(src) {
+			l.Refused.Add(1)
+			c.Close()
+			continue
+		}
+		return &conn{Conn: c, release: func() { l.release(src) }}, nil
+	}
+}
+
+// Held reports the connections held now.
+func (l *Limited) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total + l.loopback
+}
+
+func sourceOf(c net.Conn) netip.Addr {
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{} // a unix socket: one source
+	}
+	return ap.Addr().Unmap().WithZone("")
+}
+
+func (l *Limited) take(src netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if src.IsLoopback() {
+		if l.cfg.Loopback > 0 && l.loopback >= l.cfg.Loopback {
+			return false
+		}
+		l.loopback++
+		return true
+	}
+	if l.cfg.Max > 0 && l.total >= l.cfg.Max || l.cfg.PerSource > 0 && l.bySource[src] >= l.cfg.PerSource {
+		return false
+	}
+	l.total++
+	l.bySource[src]++
+	return true
+}
+
+func (l *Limited) release(src netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if src.IsLoopback() {
+		l.loopback--
+		return
+	}
+	l.total--
+	if l.bySource[src]--; l.bySource[src] <= 0 {
+		delete(l.bySource, src)
+	}
+}
+
+// conn gives its place back when closed, once.
+type conn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}

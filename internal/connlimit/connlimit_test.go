@@ -1,0 +1,85 @@
+package connlimit
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestCaps(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listener(ln, Config{Loopback: 3})
+	defer l.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var clients []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	var held []net.Conn
+	for range 3 {
+		held = append(held, <-accepted)
+	}
+	// The two over the cap were closed by the server.
+	for deadline := time.Now().Add(5 * time.Second); l.Refused.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("refused %d, want 2", l.Refused.Load())
+		}
+	}
+	if l.Held() != 3 {
+		t.Fatalf("held %d", l.Held())
+	}
+	// One closes: another gets in.
+	held[0].Close()
+	held[0].Close() // twice: released once
+	if l.Held() != 2 {
+		t.Fatalf("held %d after a close", l.Held())
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not accepted after a place freed")
+	}
+}
+
+func TestTake(t *testing.T) {
+	l := Listener(nil, Config{Max: 3, PerSource: 2, Loopback: 1})
+	a, b, lo := addr("198.18.1.2"), addr("198.18.1.3"), addr("127.0.0.1")
+	for _, c := range []struct {
+		src  string
+		want bool
+	}{{"a", true}, {"a", true}, {"a", false}, {"b", true}, {"b", false}, {"lo", true}, {"lo", false}} {
+		src := map[string]netip.Addr{"a": a, "b": b, "lo": lo}[c.src]
+		if got := l.take(src); got != c.want {
+			t.Fatalf("take %s: %v, want %v", c.src, got, c.want)
+		}
+	}
+	l.release(a)
+	if !l.take(b) {
+		t.Fatal("b refused with a place free")
+	}
+}
