@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -69,9 +70,10 @@ type Principal struct {
 	// socket): what the audit log says.
 	Name  string
 	Scope Scope
-	// owner is what owns the registrations it makes: the token, all
-	// anonymous callers together, or nobody in particular (local).
-	owner string
+	// owner is what owns the registrations it makes, and counts them
+	// against its quotas: the token, or an anonymous caller's address.
+	owner     string
+	anonymous bool
 }
 
 // Owner is the key of what p makes, for services that keep one client's
@@ -177,7 +179,13 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		return Principal{Name: "anonymous", Scope: g.cfg.Anonymous, owner: "anonymous"}, nil
+		// Anonymous callers own what they make by address: one cannot
+		// change another's, nor use up another's quota.
+		src := r.RemoteAddr
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			src = ap.Addr().Unmap().WithZone("").String()
+		}
+		return Principal{Name: "anonymous", Scope: g.cfg.Anonymous, owner: "anonymous:" + src, anonymous: true}, nil
 	}
 	bearer, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok || g.cfg.Tokens == nil {
@@ -192,7 +200,7 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 
 // audit logs a change: who (never the token itself), from where, what.
 func (g *Guard) audit(p Principal, r *http.Request, status int) {
-	if p.owner == "anonymous" {
+	if p.anonymous {
 		// Anyone on the LAN can make these when anonymous callers may
 		// change things: at most one line a second.
 		g.mu.Lock()
@@ -219,7 +227,7 @@ func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc
 			h(w, r)
 			return
 		}
-		if p.owner == "anonymous" {
+		if p.anonymous {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="jinid"`)
 			httpjson.WriteError(w, fault.New(fault.Unauthenticated, "%s %s needs a token with scope %s or more", r.Method, r.URL.Path, need))
 			return

@@ -247,7 +247,7 @@ func TestGuardAnonymousSettings(t *testing.T) {
 		t.Errorf("anonymous none, capability route: %+v", got)
 	}
 	open := guardedServer(t, tk, ScopeClient)
-	if got := call(t, open.Client(), "POST", open.URL+"/client", "", "application/json", ""); got.status != 200 || !strings.Contains(got.body, `"owner":"anonymous"`) {
+	if got := call(t, open.Client(), "POST", open.URL+"/client", "", "application/json", ""); got.status != 200 || !strings.Contains(got.body, `"owner":"anonymous:127.0.0.1"`) {
 		t.Errorf("anonymous client registers: %+v", got)
 	}
 	if got := call(t, open.Client(), "PUT", open.URL+"/admin", "", "application/json", ""); got.status != 401 {

@@ -62,7 +62,7 @@ func TestBadRequests(t *testing.T) {
 		{"zero duration", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":0}`, 400, "InvalidArgument", "must be positive"},
 		{"missing template", "POST", "/v1/lookup/query", `{"maxMatches":1}`, 400, "NullArgument", "template is required"},
 		{"trailing data", "POST", "/v1/lookup/query", `{"template":{},"maxMatches":1} {}`, 400, "InvalidArgument", "unexpected data"},
-		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", httpjson.MaxBody) + `"},"leaseDuration":1}`, 400, "InvalidArgument", "larger than"},
+		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", httpjson.DefaultBodyBytes) + `"},"leaseDuration":1}`, 413, "TooLarge", "larger than"},
 		{"unknown lease", "POST", "/v1/leases/nope/renew", `{"duration":1000}`, 404, "UnknownLease", "unknown"},
 		{"unknown route", "GET", "/v1/nothing", ``, 404, "UnsupportedOperation", "not part of the API"},
 		{"service not run", "POST", "/v1/lds/registrations", `{}`, 404, "UnsupportedOperation", "runs no lookup discovery service"},

@@ -8,6 +8,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/jinid/jinid/services/api/apitypes"
 )
@@ -31,6 +32,9 @@ const (
 	Forbidden            = apitypes.Forbidden
 	UnsupportedMediaType = apitypes.UnsupportedMediaType
 	MisdirectedRequest   = apitypes.MisdirectedRequest
+	TooLarge             = apitypes.TooLarge
+	TooMany              = apitypes.TooMany
+	Unavailable          = apitypes.Unavailable
 
 	Refused     = apitypes.Refused
 	Unreachable = apitypes.Unreachable
@@ -44,6 +48,25 @@ type Error = apitypes.Error
 // New returns an error with a code and a message.
 func New(c Code, format string, args ...any) error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// Limit returns an error for a limit reached: TooLarge or TooMany (with
+// a retry time in seconds, or 0), naming the limit by its config key.
+func Limit(c Code, limit string, retryAfter int, format string, args ...any) error {
+	return &Error{Code: c, Limit: limit, RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}
+}
+
+// Short is at most the first 64 bytes of an input, for messages: an
+// error never echoes more of what it was sent than that.
+func Short(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // CodeOf returns the code of err, Internal if it has none.

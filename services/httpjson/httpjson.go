@@ -14,14 +14,35 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
-// MaxBody bounds a request body.
-const MaxBody = 1 << 20
+// DefaultBodyBytes bounds a request body unless the route, or the
+// daemon's configuration, says otherwise (WithBodyLimit).
+const DefaultBodyBytes = 64 << 10
+
+// maxMessage bounds an error message.
+const maxMessage = 512
+
+type bodyLimitKey struct{}
+
+// WithBodyLimit sets the body limit of the requests of a context (the
+// API's front sets the daemon's).
+func WithBodyLimit(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, bodyLimitKey{}, n)
+}
+
+// BodyLimit is the body limit of r.
+func BodyLimit(r *http.Request) int64 {
+	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok && n > 0 {
+		return n
+	}
+	return DefaultBodyBytes
+}
 
 // Need is what a route asks of its caller (API.md, "Access"): a token
 // of a scope at least this, or nothing but the capability in its URL.
@@ -77,6 +98,15 @@ func WriteError(w http.ResponseWriter, err error, status ...int) {
 		}
 		fe = &apitypes.Error{Code: fault.Internal, Message: "the daemon failed to do it; its log says why"}
 	}
+	if len(fe.Message) > maxMessage {
+		// However a message was made, it echoes no more than this.
+		short := *fe
+		short.Message = fault.Short(fe.Message[:maxMessage-64]) + " (cut)"
+		fe = &short
+	}
+	if fe.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(fe.RetryAfter))
+	}
 	code := fe.Code.Status()
 	if len(status) > 0 {
 		code = status[0]
@@ -94,13 +124,14 @@ func Write(w http.ResponseWriter, status int, v any) {
 // Decode reads a JSON body into v: bounded in size, no unknown fields,
 // nothing after the value. A bad body changes nothing, and says why.
 func Decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	limit := BodyLimit(r)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			return fault.New(fault.InvalidArgument, "request body is larger than %d bytes", MaxBody)
+			return fault.Limit(fault.TooLarge, "bodyBytes", 0, "request body is larger than %d bytes", limit)
 		case errors.Is(err, io.EOF):
 			return fault.New(fault.NullArgument, "request body is empty; a JSON object is required")
 		}

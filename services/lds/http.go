@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
@@ -93,7 +94,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := s.Register(RegisterRequest{Groups: groups, Locators: locs, Listener: req.Listener.URL,
+	reg, err := s.Register(RegisterRequest{Owner: access.PrincipalOf(r.Context()).Owner(), Groups: groups, Locators: locs, Listener: req.Listener.URL,
 		Handback: req.Handback, Duration: *req.LeaseDuration})
 	if err != nil {
 		httpjson.WriteError(w, err)

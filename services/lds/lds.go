@@ -351,6 +351,8 @@ type RegisterRequest struct {
 	Listener string
 	Handback []byte
 	Duration int64
+	// Owner is who asks (for the quotas).
+	Owner string
 }
 
 // Registration is what Register returns.
@@ -379,7 +381,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 			Discovered: []discovery.ServiceID{}}
 		r.setGroups(req.Groups)
 		r.setLocators(req.Locators)
-		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, req.Duration)
+		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, req.Owner, req.Duration)
 		if err != nil {
 			return nil, err
 		}
@@ -1066,7 +1068,7 @@ func checkGroups(groups []string) error {
 }
 
 func noSuch(id string) error {
-	return fault.New(fault.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", id)
+	return fault.New(fault.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 func union(a, b []string) []string {

@@ -65,6 +65,10 @@ func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(fault.NullArgument, "leases is required"))
 		return
 	}
+	if err := g.checkBatch(len(req.Leases)); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
 	rs := make([]Renewal, len(req.Leases))
 	for i, l := range req.Leases {
 		if err := httpjson.Required(fmt.Sprintf("leases[%d].duration", i), l.Duration); err != nil {
@@ -76,7 +80,7 @@ func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
 	results := g.RenewAll(rs)
 	out := apitypes.BatchResults{Results: make([]apitypes.BatchResult, len(results))}
 	for i, res := range results {
-		out.Results[i] = apitypes.BatchResult{ID: rs[i].ID}
+		out.Results[i] = apitypes.BatchResult{ID: fault.Short(rs[i].ID)}
 		if res.Err != nil {
 			out.Results[i].Error = fault.As(res.Err)
 		} else {
@@ -98,13 +102,41 @@ func (g *Grantor) httpCancelAll(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(fault.NullArgument, "ids is required"))
 		return
 	}
+	if err := g.checkBatch(len(req.IDs)); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
 	errs := g.CancelAll(req.IDs)
 	out := apitypes.BatchResults{Results: make([]apitypes.BatchResult, len(errs))}
 	for i, err := range errs {
-		out.Results[i] = apitypes.BatchResult{ID: req.IDs[i]}
+		out.Results[i] = apitypes.BatchResult{ID: fault.Short(req.IDs[i])}
 		if err != nil {
 			out.Results[i].Error = fault.As(err)
 		}
 	}
 	httpjson.Write(w, http.StatusOK, out)
+}
+
+// DefaultMaxBatch bounds the leases of one batch request.
+const DefaultMaxBatch = 1000
+
+// SetMaxBatch bounds the leases of one batch request (the daemon's
+// "batch" limit); 0 means DefaultMaxBatch.
+func (g *Grantor) SetMaxBatch(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.maxBatch = n
+}
+
+func (g *Grantor) checkBatch(n int) error {
+	g.mu.Lock()
+	max := g.maxBatch
+	g.mu.Unlock()
+	if max <= 0 {
+		max = DefaultMaxBatch
+	}
+	if n > max {
+		return fault.Limit(fault.TooLarge, "batch", 0, "a batch of %d leases; at most %d per request", n, max)
+	}
+	return nil
 }

@@ -62,6 +62,17 @@ type Record struct {
 	// Expiration in milliseconds since the epoch; Never for an unlimited
 	// FOREVER lease.
 	Expiration int64 `json:"expiration"`
+	// Owner is who was granted it (access.Principal.Owner), for the
+	// quotas; "" is an administrator.
+	Owner string `json:"owner,omitempty"`
+}
+
+// Quota bounds the leases of one kind: in all, and of one owner (an
+// administrator's count in all only). A zero bound is none; the keys
+// name the limits in errors (their config keys).
+type Quota struct {
+	Total, PerOwner       int
+	TotalKey, PerOwnerKey string
 }
 
 // Release frees the resource a lease covered, in the transaction that
@@ -72,6 +83,9 @@ type kind struct {
 	policy  Policy
 	release Release
 	renewed func(Record)
+	quota   Quota
+	count   int            // leases held
+	owners  map[string]int // leases held by owner
 }
 
 type entry struct {
@@ -85,20 +99,21 @@ type Grantor struct {
 	store *store.Store
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	kinds  map[string]kind
-	leases map[string]*entry
-	heap   pqueue.Queue[*entry] // by expiration
-	timer  clock.Timer
-	at     int64 // when timer fires, ms; 0 if none
-	closed bool
+	mu       sync.Mutex
+	kinds    map[string]*kind
+	leases   map[string]*entry
+	heap     pqueue.Queue[*entry] // by expiration
+	timer    clock.Timer
+	at       int64 // when timer fires, ms; 0 if none
+	closed   bool
+	maxBatch int
 	// expiring serialises expiry runs with Close.
 	expiring sync.WaitGroup
 }
 
 // New returns a grantor on st. Register every kind, then Start it.
 func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
-	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]kind{}, leases: map[string]*entry{},
+	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]*kind{}, leases: map[string]*entry{},
 		heap: pqueue.New(func(a, b *entry) bool { return a.rec.Expiration < b.rec.Expiration }, func(e *entry) *int { return &e.slot })}
 }
 
@@ -106,7 +121,7 @@ func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
 func (g *Grantor) Register(k string, p Policy, release Release) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.kinds[k] = kind{policy: p, release: release}
+	g.kinds[k] = &kind{policy: p, release: release, owners: map[string]int{}}
 }
 
 // Start reads the stored leases and, in one transaction, releases those
@@ -186,12 +201,12 @@ func (g *Grantor) policy(k string) (kind, error) {
 	if !ok {
 		return kind{}, fmt.Errorf("lease kind %q was never registered", k)
 	}
-	return kd, nil
+	return *kd, nil
 }
 
 // Grant leases a new resource within the owner's transaction: the lease is
 // stored with the resource and tracked once both are on disk.
-func (g *Grantor) Grant(tx *store.Tx, k, resource string, requested int64) (Record, error) {
+func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64) (Record, error) {
 	kd, err := g.policy(k)
 	if err != nil {
 		return Record{}, err
@@ -200,7 +215,13 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource string, requested int64) (Reco
 	if err != nil {
 		return Record{}, err
 	}
-	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d)}
+	g.mu.Lock()
+	err = g.checkQuota(g.kinds[k], owner)
+	g.mu.Unlock()
+	if err != nil {
+		return Record{}, err
+	}
+	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d), Owner: owner}
 	return r, g.put(tx, r)
 }
 
@@ -249,6 +270,34 @@ func (g *Grantor) add(r Record) {
 	e := &entry{rec: r}
 	g.leases[r.ID] = e
 	g.heap.Update(e)
+	if k := g.kinds[r.Kind]; k != nil {
+		k.count++
+		if r.Owner != "" {
+			k.owners[r.Owner]++
+		}
+	}
+}
+
+// SetQuota bounds the leases of a kind (registered before).
+func (g *Grantor) SetQuota(k string, q Quota) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if kd := g.kinds[k]; kd != nil {
+		kd.quota = q
+	}
+}
+
+// checkQuota says whether owner may be granted one more lease of kd;
+// the caller holds mu.
+func (g *Grantor) checkQuota(kd *kind, owner string) error {
+	q := kd.quota
+	switch {
+	case q.Total > 0 && kd.count >= q.Total:
+		return fault.Limit(fault.TooMany, q.TotalKey, 60, "%d of these are held, the most this daemon keeps (%s); try again once some have ended", kd.count, q.TotalKey)
+	case q.PerOwner > 0 && owner != "" && kd.owners[owner] >= q.PerOwner:
+		return fault.Limit(fault.TooMany, q.PerOwnerKey, 60, "this client holds %d of these, the most one may (%s); cancel some first", kd.owners[owner], q.PerOwnerKey)
+	}
+	return nil
 }
 
 // current returns a live lease, or UnknownLease for one that is unknown or
@@ -258,7 +307,7 @@ func (g *Grantor) current(id string) (Record, error) {
 	defer g.mu.Unlock()
 	e, ok := g.leases[id]
 	if !ok || e.rec.Expiration <= g.now() {
-		return Record{}, fault.New(fault.UnknownLease, "lease %q is unknown or has expired", id)
+		return Record{}, fault.New(fault.UnknownLease, "lease %q is unknown or has expired", fault.Short(id))
 	}
 	return e.rec, nil
 }
@@ -348,9 +397,7 @@ func (g *Grantor) RenewAll(rs []Renewal) []Result {
 func (g *Grantor) OnRenew(k string, f func(Record)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	kd := g.kinds[k]
-	kd.renewed = f
-	g.kinds[k] = kd
+	g.kinds[k].renewed = f
 }
 
 // Cancel ends a lease now, freeing its resource as expiry would.
@@ -411,6 +458,14 @@ func (g *Grantor) forget(id string) {
 	if e, ok := g.leases[id]; ok {
 		g.heap.Remove(e)
 		delete(g.leases, id)
+		if k := g.kinds[e.rec.Kind]; k != nil {
+			k.count--
+			if o := e.rec.Owner; o != "" {
+				if k.owners[o]--; k.owners[o] <= 0 {
+					delete(k.owners, o)
+				}
+			}
+		}
 	}
 	g.schedule()
 }

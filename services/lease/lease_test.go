@@ -61,7 +61,7 @@ func (f *fixture) grant(kind, res string, d int64) (Record, error) {
 			return err
 		}
 		var err error
-		r, err = f.g.Grant(tx, kind, res, d)
+		r, err = f.g.Grant(tx, kind, res, "", d)
 		return err
 	})
 	return r, err

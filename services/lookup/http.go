@@ -1,8 +1,10 @@
 package lookup
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -70,13 +72,24 @@ func (r *Registrar) httpRegister(w http.ResponseWriter, req *http.Request) {
 	httpjson.Write(w, http.StatusOK, apitypes.Registered{ServiceID: reg.ServiceID, Lease: r.leases().Of(req, reg.Lease.ID, reg.Lease.Expiration)})
 }
 
+// httpList lists the items a page at a time: ?limit=N (default
+// PageSize, at most MaxPage) and ?cursor= (the last page's nextCursor).
 func (r *Registrar) httpList(w http.ResponseWriter, req *http.Request) {
-	items, total, err := r.Query(Template{}, 1<<30)
+	limit := cmp.Or(r.cfg.PageSize, DefaultPageSize)
+	if s := req.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "limit %q: want a positive number", fault.Short(s)))
+			return
+		}
+		limit = n
+	}
+	items, total, next, err := r.Page(Template{}, req.URL.Query().Get("cursor"), limit)
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total})
+	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total, NextCursor: next})
 }
 
 // httpGet returns one item and when its registration's lease ends (not
@@ -85,7 +98,7 @@ func (r *Registrar) httpGet(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("serviceID")
 	items, _, err := r.Query(Template{ServiceID: id}, 1)
 	if err == nil && len(items) == 0 {
-		err = fault.New(fault.NoSuchObject, "no service %q is registered", id)
+		err = fault.New(fault.NoSuchObject, "no service %q is registered", fault.Short(id))
 	}
 	var exp int64
 	if err == nil {
@@ -148,7 +161,7 @@ func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	n, err := r.Notify(NotifyRequest{Template: templateOf(*body.Template), Transitions: body.Transitions,
+	n, err := r.Notify(NotifyRequest{Owner: access.PrincipalOf(req.Context()).Owner(), Template: templateOf(*body.Template), Transitions: body.Transitions,
 		Listener: body.Listener.URL, Handback: body.Handback, Duration: *body.LeaseDuration})
 	if err != nil {
 		httpjson.WriteError(w, err)

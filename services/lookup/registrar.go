@@ -57,6 +57,22 @@ type storedItem struct {
 	// an administrator, may replace it or change its attributes. "" is
 	// anyone (an item registered before owners were kept).
 	Owner string
+	size  int // its record's bytes, for the limits
+}
+
+// recordSize is the bytes an item's record takes.
+func recordSize(si *storedItem) int {
+	raw, _ := json.Marshal(recordOf(si))
+	return len(raw)
+}
+
+// checkSize bounds an item, noting its size.
+func (r *Registrar) checkSize(si *storedItem) error {
+	si.size = recordSize(si)
+	if max := cmp.Or(r.cfg.MaxItemBytes, DefaultMaxItemBytes); si.size > max {
+		return fault.Limit(fault.TooLarge, "itemBytes", 0, "the item takes %d bytes, more than %d", si.size, max)
+	}
+	return nil
 }
 
 // storedNotify is a notify registration (on disk a notifyRecord).
@@ -96,7 +112,21 @@ type Config struct {
 	// UnicastPort tells where the lookup service answers unicast
 	// discovery (its locator); nil means 4160.
 	UnicastPort func() int
+	// MaxItemBytes bounds an item as stored (its JSON); PageSize and
+	// MaxPage are a listing's page by default and at most, and PageBytes
+	// bounds a page's items' bytes (a page stops before it); MaxNotifies
+	// bounds the notify registrations one item's change may fire. 0
+	// means the defaults.
+	MaxItemBytes, PageSize, MaxPage, PageBytes int
 }
+
+// Defaults of the registrar's limits.
+const (
+	DefaultMaxItemBytes = 64 << 10
+	DefaultPageSize     = 100
+	DefaultMaxPage      = 1000
+	DefaultPageBytes    = 1 << 20
+)
 
 // Registrar is the lookup service's state and operations.
 type Registrar struct {
@@ -138,6 +168,7 @@ func (r *Registrar) load() error {
 				return fmt.Errorf("item %s: %w", k, err)
 			}
 			si := rec.stored()
+			si.size = recordSize(&si)
 			r.items[k] = &si
 			return nil
 		}); err != nil {
@@ -265,11 +296,14 @@ func (r *Registrar) Register(it Item, duration int64, by string) (Registration, 
 				return err
 			}
 		}
-		rec, err := r.cfg.Grantor.Grant(tx, ItemLease, it.ServiceID, duration)
+		rec, err := r.cfg.Grantor.Grant(tx, ItemLease, it.ServiceID, by, duration)
 		if err != nil {
 			return err
 		}
 		si := &storedItem{Item: it, Lease: rec.ID, Owner: by}
+		if err := r.checkSize(si); err != nil {
+			return err
+		}
 		if err := tx.Put(itemsBucket, it.ServiceID, recordOf(si)); err != nil {
 			return err
 		}
@@ -385,6 +419,9 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 			it.Attributes = []Attribute{}
 		}
 		si := &storedItem{Item: it, Lease: old.Lease, Owner: old.Owner}
+		if err := r.checkSize(si); err != nil {
+			return err
+		}
 		if err := tx.Put(itemsBucket, serviceID, recordOf(si)); err != nil {
 			return err
 		}
@@ -515,6 +552,8 @@ type NotifyRequest struct {
 	Listener    string
 	Handback    []byte
 	Duration    int64
+	// Owner is who asks (for the quotas).
+	Owner string
 }
 
 // NotifyRegistration is what Notify returns.
@@ -551,7 +590,7 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		n := &storedNotify{ID: ids.New(), EventID: m.NextEventID, Template: req.Template,
 			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback}
 		m.NextEventID++
-		rec, err := r.cfg.Grantor.Grant(tx, NotifyLease, n.ID, req.Duration)
+		rec, err := r.cfg.Grantor.Grant(tx, NotifyLease, n.ID, req.Owner, req.Duration)
 		if err != nil {
 			return err
 		}
@@ -587,28 +626,60 @@ func (r *Registrar) releaseNotify(tx *store.Tx, id string) error {
 }
 
 // Query returns up to maxMatches items matching the template, ordered by
-// ServiceID, and how many match in all.
+// ServiceID, and how many match in all. At most a page of items comes
+// back (MaxPage of them, PageBytes of them): totalMatches tells a client
+// that there are more.
 func (r *Registrar) Query(t Template, maxMatches int) ([]Item, int, error) {
-	if maxMatches < 0 {
-		return nil, 0, fault.New(fault.InvalidArgument, "maxMatches %d is negative", maxMatches)
+	items, total, _, err := r.Page(t, "", maxMatches)
+	return items, total, err
+}
+
+// Page returns the items matching t after the ServiceID after (""
+// from the first), in ServiceID order: up to limit of them (capped at
+// MaxPage) and no more than PageBytes of them; how many match in all;
+// and the cursor of the next page ("" when none is left).
+func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, string, error) {
+	if limit < 0 {
+		return nil, 0, "", fault.New(fault.InvalidArgument, "maxMatches %d is negative", limit)
 	}
 	if err := validateAttrs("template attribute", t.Attributes); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
+	limit = min(limit, cmp.Or(r.cfg.MaxPage, DefaultMaxPage))
+	budget := cmp.Or(r.cfg.PageBytes, DefaultPageBytes)
 	r.mu.RLock()
-	var matched []*Item
+	var matched []*storedItem
 	for _, si := range r.items {
 		if t.Matches(&si.Item) {
-			matched = append(matched, &si.Item)
+			matched = append(matched, si)
 		}
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(matched, func(a, b *Item) int { return cmp.Compare(a.ServiceID, b.ServiceID) })
-	out := make([]Item, 0, min(maxMatches, len(matched)))
-	for _, it := range matched[:min(maxMatches, len(matched))] {
-		out = append(out, *it)
+	slices.SortFunc(matched, func(a, b *storedItem) int { return cmp.Compare(a.Item.ServiceID, b.Item.ServiceID) })
+	rest := matched
+	if after != "" {
+		i, _ := slices.BinarySearchFunc(matched, after, func(si *storedItem, id string) int { return cmp.Compare(si.Item.ServiceID, id) })
+		for i < len(matched) && matched[i].Item.ServiceID <= after {
+			i++
+		}
+		rest = matched[i:]
 	}
-	return out, len(matched), nil
+	var out []Item
+	for _, si := range rest {
+		if len(out) == limit || len(out) > 0 && budget-si.size < 0 {
+			break
+		}
+		budget -= si.size
+		out = append(out, si.Item)
+	}
+	next := ""
+	if len(out) < len(rest) && len(out) > 0 {
+		next = out[len(out)-1].ServiceID
+	}
+	if out == nil {
+		out = []Item{}
+	}
+	return out, len(matched), next, nil
 }
 
 // Lease returns the lease of a live registration of serviceID.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -316,5 +317,56 @@ func TestItemOwners(t *testing.T) {
 	}
 	if _, err := f.r.Register(it, 60_000, ""); err != nil {
 		t.Fatalf("an administrator: %v", err)
+	}
+}
+
+// Listings come a page at a time, bounded in count and in bytes; an item
+// larger than the limit is refused.
+func TestPagesAndItemSize(t *testing.T) {
+	f := open(t, t.TempDir(), clock.NewFake(t0))
+	pad := func(n int) Item {
+		return Item{Types: []string{"com.example.Big"}, Attributes: []Attribute{attr("com.example.Pad", map[string]any{"pad": strings.Repeat("x", n)})}}
+	}
+	if _, err := f.r.Register(pad(DefaultMaxItemBytes), 60_000, ""); !fault.Is(err, fault.TooLarge) {
+		t.Fatalf("an item over the limit: %v", err)
+	}
+	for range 250 {
+		if _, err := f.r.Register(printer("p"), 60_000, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	pages := 0
+	for cursor := ""; ; pages++ {
+		items, total, next, err := f.r.Page(Template{}, cursor, 100)
+		if err != nil || total != 250 {
+			t.Fatalf("page %d: %d of %d, %v", pages, len(items), total, err)
+		}
+		for _, it := range items {
+			if seen[it.ServiceID] {
+				t.Fatalf("%s listed twice", it.ServiceID)
+			}
+			seen[it.ServiceID] = true
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != 250 || pages != 2 {
+		t.Fatalf("%d items in %d pages", len(seen), pages+1)
+	}
+	// 40 items of 40 KiB: a page stops at about a megabyte.
+	for range 40 {
+		if _, err := f.r.Register(pad(40<<10), 60_000, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items, _, next, _ := f.r.Page(Template{Types: []string{"com.example.Big"}}, "", 1000)
+	if len(items) >= 40 || len(items) < 20 || next == "" {
+		t.Fatalf("a page of big items: %d, next %q", len(items), next)
+	}
+	if items, _, _ := f.r.Query(Template{}, 1<<30); len(items) > DefaultMaxPage {
+		t.Fatalf("a query returned %d items", len(items))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
@@ -57,7 +58,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := s.Register(*req.LeaseDuration, req.Pull)
+	reg, err := s.Register(*req.LeaseDuration, req.Pull, access.PrincipalOf(r.Context()).Owner())
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
@@ -204,10 +205,10 @@ func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := s.Notify(r.PathValue("listener"), body, hops); err != nil {
-		if errors.Is(err, ErrFull) {
+		var full *Full
+		if errors.As(err, &full) {
 			// Indefinite: the generator retries later.
-			w.Header().Set("Retry-After", "1")
-			httpjson.WriteError(w, fault.New(fault.Internal, "%v", err), http.StatusServiceUnavailable)
+			httpjson.WriteError(w, fault.Limit(fault.Unavailable, full.Limit, 1, "the mailbox takes no more events now (%s); try again later", full.Why))
 			return
 		}
 		httpjson.WriteError(w, err)

@@ -70,13 +70,25 @@ var DefaultPolicy = lease.Policy{Default: 60 * 60_000, Max: 24 * 60 * 60_000}
 const (
 	DefaultMaxPerRegistration = 100_000
 	DefaultMaxEvents          = 1_000_000
+	// DefaultMaxBytesPerRegistration and DefaultMaxBytes bound the bytes
+	// of stored events: a store on a router's flash is not large.
+	DefaultMaxBytesPerRegistration = 16 << 20
+	DefaultMaxBytes                = 256 << 20
 	// MaxEventSize bounds one stored event.
 	MaxEventSize = 64 << 10
 )
 
-// ErrFull is the indefinite refusal of an event at the quota: the
-// generator retries later.
+// ErrFull is the indefinite refusal of an event: a quota reached, or a
+// mailbox shutting down; the generator retries later. Errors that are it
+// are *Full.
 var ErrFull = errors.New("mailbox full")
+
+// Full says which quota refused an event (its config key), or "" when
+// shutting down.
+type Full struct{ Limit, Why string }
+
+func (f *Full) Error() string        { return "mailbox full: " + f.Why }
+func (f *Full) Is(target error) bool { return target == ErrFull }
 
 // Config gives the service its dependencies.
 type Config struct {
@@ -86,6 +98,9 @@ type Config struct {
 	// handed in is checked against it. Nil means its fixed rules alone.
 	Outbound *outbound.Policy
 	Policy   lease.Policy
+	// MaxBytesPerRegistration and MaxBytes bound the events' bytes, as
+	// MaxPerRegistration and MaxEvents their count; 0 means the defaults.
+	MaxBytesPerRegistration, MaxBytes int64
 	// MaxPerRegistration and MaxEvents are the quotas (events stored for
 	// one registration, and for the daemon); 0 means the defaults.
 	MaxPerRegistration, MaxEvents int
@@ -150,6 +165,7 @@ type reg struct {
 	Returned uint64   `json:"returned,omitempty"`
 	NextSeq  uint64   `json:"nextSeq"`
 	pending  []queued // stored events, in order
+	bytes    int64    // their bodies' size
 	unknown  map[string]bool
 	changed  chan struct{} // closed and replaced when an event arrives or state changes
 	pushing  bool
@@ -198,6 +214,7 @@ type Service struct {
 	ended      map[string]endedIterator // by iterator ID
 	endedOrder []string                 // oldest first
 	total      int
+	totalBytes int64
 	closed     bool
 }
 
@@ -220,6 +237,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.MaxEvents == 0 {
 		cfg.MaxEvents = DefaultMaxEvents
+	}
+	if cfg.MaxBytesPerRegistration <= 0 {
+		cfg.MaxBytesPerRegistration = DefaultMaxBytesPerRegistration
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
 	}
 	if cfg.MaxPerRegistration < 0 || cfg.MaxEvents < 0 {
 		return nil, errors.New("mailbox: negative quota")
@@ -305,7 +328,9 @@ func (s *Service) load() error {
 					canon[e.Key] = key
 				}
 				r.pending = append(r.pending, queued{seq: e.Seq, key: key, size: len(e.Body), hops: e.Hops})
+				r.bytes += int64(len(e.Body))
 				s.total++
+				s.totalBytes += int64(len(e.Body))
 				return nil
 			}); err != nil {
 				return err
@@ -367,11 +392,11 @@ type Registered struct {
 
 // Register creates a registration; pull makes it a pull registration
 // (pullRegister), whose events can also be taken by iterator.
-func (s *Service) Register(duration int64, pull bool) (Registered, error) {
+func (s *Service) Register(duration int64, pull bool, owner string) (Registered, error) {
 	var out Registered
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		r := &reg{ID: ids.New(), Listener: s.tag + ids.New(), Pull: pull, NextSeq: 1}
-		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, duration)
+		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, owner, duration)
 		if err != nil {
 			return err
 		}
@@ -417,7 +442,7 @@ func (s *Service) Get(id string) (Info, error) {
 }
 
 func noSuch(id string) error {
-	return fault.New(fault.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", id)
+	return fault.New(fault.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 // release ends a registration: its events go with it. It runs in the
@@ -438,7 +463,8 @@ func (s *Service) release(tx *store.Tx, id string) error {
 		}
 	}
 	s.total -= len(r.pending)
-	r.pending = nil
+	s.totalBytes -= r.bytes
+	r.pending, r.bytes = nil, 0
 	delete(s.regs, id)
 	delete(s.byListener, r.Listener)
 	s.wake(r)
@@ -506,17 +532,28 @@ func (s *Service) Notify(listener string, body []byte, hops int) error {
 		return fault.New(fault.UnknownEvent, "the client of this mailbox does not want events %s", k.id())
 	case len(r.pending) >= s.cfg.MaxPerRegistration || s.total >= s.cfg.MaxEvents:
 		s.mu.Unlock()
-		return fmt.Errorf("%w: %d events stored for this registration, %d in all", ErrFull, len(r.pending), s.total)
+		limit := "mailboxEventsPerRegistration"
+		if s.total >= s.cfg.MaxEvents {
+			limit = "mailboxEvents"
+		}
+		return &Full{limit, fmt.Sprintf("%d events stored for this registration, %d in all", len(r.pending), s.total)}
+	case r.bytes+int64(len(body)) > s.cfg.MaxBytesPerRegistration || s.totalBytes+int64(len(body)) > s.cfg.MaxBytes:
+		s.mu.Unlock()
+		limit := "mailboxBytesPerRegistration"
+		if s.totalBytes+int64(len(body)) > s.cfg.MaxBytes {
+			limit = "mailboxBytes"
+		}
+		return &Full{limit, fmt.Sprintf("%d bytes of events stored for this registration, %d in all", r.bytes, s.totalBytes)}
 	case s.closed:
 		s.mu.Unlock()
-		return fmt.Errorf("%w: shutting down", ErrFull)
+		return &Full{Why: "shutting down"}
 	}
 	s.mu.Unlock()
 	a := &arrival{reg: r.ID, key: k, body: body, hops: hops, done: make(chan error, 1)}
 	select {
 	case s.commit <- a:
 	case <-s.ctx.Done():
-		return fmt.Errorf("%w: shutting down", ErrFull)
+		return &Full{Why: "shutting down"}
 	}
 	return <-a.done
 }
@@ -534,7 +571,7 @@ func (s *Service) committer() {
 			for {
 				select {
 				case a := <-s.commit:
-					a.done <- fmt.Errorf("%w: shutting down", ErrFull)
+					a.done <- &Full{Why: "shutting down"}
 				default:
 					return
 				}
@@ -577,7 +614,9 @@ func (s *Service) store(batch []*arrival) {
 			size, hops := len(a.body), a.hops
 			added = append(added, func() {
 				r.pending = append(r.pending, queued{seq: seq, key: key, size: size, hops: hops})
+				r.bytes += int64(size)
 				s.total++
+				s.totalBytes += int64(size)
 			})
 		}
 		for r := range touched {
@@ -805,7 +844,14 @@ func (s *Service) forget(r *reg, seqs ...uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(r.pending)
-	r.pending = slices.DeleteFunc(r.pending, func(q queued) bool { return slices.Contains(seqs, q.seq) })
+	r.pending = slices.DeleteFunc(r.pending, func(q queued) bool {
+		if slices.Contains(seqs, q.seq) {
+			r.bytes -= int64(q.size)
+			s.totalBytes -= int64(q.size)
+			return true
+		}
+		return false
+	})
 	s.total -= n - len(r.pending)
 }
 

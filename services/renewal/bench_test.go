@@ -52,7 +52,7 @@ func BenchmarkHundredThousandLeases(b *testing.B) {
 		}
 		g.Start(context.Background())
 		s.Start(context.Background())
-		c, err := s.Create(lease.Forever)
+		c, err := s.Create(lease.Forever, "")
 		if err != nil {
 			b.Fatal(err)
 		}

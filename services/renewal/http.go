@@ -3,6 +3,7 @@ package renewal
 import (
 	"net/http"
 
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
@@ -45,7 +46,7 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	c, err := s.Create(*req.LeaseDuration)
+	c, err := s.Create(*req.LeaseDuration, access.PrincipalOf(r.Context()).Owner())
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return

@@ -330,11 +330,11 @@ type Created struct {
 }
 
 // Create makes a renewal set leased for duration (createLeaseRenewalSet).
-func (s *Service) Create(duration int64) (Created, error) {
+func (s *Service) Create(duration int64, owner string) (Created, error) {
 	var out Created
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		st := &set{ID: ids.New(), members: map[string]*member{}}
-		rec, err := s.cfg.Grantor.Grant(tx, SetLease, st.ID, duration)
+		rec, err := s.cfg.Grantor.Grant(tx, SetLease, st.ID, owner, duration)
 		if err != nil {
 			return err
 		}
@@ -374,7 +374,7 @@ func (s *Service) Get(id string) (SetInfo, error) {
 }
 
 func noSuchSet(id string) error {
-	return fault.New(fault.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", id)
+	return fault.New(fault.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 // release destroys a set whose lease ended: its client leases are let go

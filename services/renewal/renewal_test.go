@@ -200,7 +200,7 @@ func (r *rig) settle() {
 
 func (r *rig) create(d int64) Created {
 	r.t.Helper()
-	c, err := r.s.Create(d)
+	c, err := r.s.Create(d, "")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"create/zero-or-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
 			for _, d := range []int64{0, -2, math.MinInt64} {
-				if _, err := r.s.Create(d); codeOf(err) != fault.InvalidArgument {
+				if _, err := r.s.Create(d, ""); codeOf(err) != fault.InvalidArgument {
 					t.Errorf("Create(%d): %v", d, err)
 				}
 			}

@@ -32,6 +32,12 @@ const (
 	UnsupportedMediaType Code = "UnsupportedMediaType" // a body that is not application/json
 	MisdirectedRequest   Code = "MisdirectedRequest"   // a Host this daemon does not answer to
 
+	// Limits (docs/security.md, "Limits"): the error's limit names the
+	// config key.
+	TooLarge    Code = "TooLarge"    // a body, an item, a batch larger than a limit
+	TooMany     Code = "TooMany"     // a quota reached; retry after some have ended
+	Unavailable Code = "Unavailable" // the daemon cannot do it now (its disk); retry after
+
 	// What became of a request jinid sent on a client's behalf (in
 	// renewal failure events and the like): a category, never the
 	// remote's answer.
@@ -60,6 +66,12 @@ func (c Code) Status() int {
 		return http.StatusUnsupportedMediaType
 	case MisdirectedRequest:
 		return http.StatusMisdirectedRequest
+	case TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case TooMany:
+		return http.StatusTooManyRequests
+	case Unavailable:
+		return http.StatusServiceUnavailable
 	case Refused, Unreachable, BadAnswer:
 		return http.StatusBadGateway
 	case Timeout:
@@ -72,6 +84,12 @@ func (c Code) Status() int {
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+	// Limit names the limit (its config key) a TooLarge or TooMany
+	// error hit.
+	Limit string `json:"limit,omitempty"`
+	// RetryAfter, in seconds, says when to try again (also the
+	// Retry-After header).
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
@@ -202,6 +220,9 @@ type Registered struct {
 type Items struct {
 	Items        []Item `json:"items"`
 	TotalMatches int    `json:"totalMatches"`
+	// NextCursor, in a listing, fetches the next page (?cursor=); absent
+	// on the last.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // Service is one registered item and when its lease ends.

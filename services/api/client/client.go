@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,9 +144,38 @@ func (c *Client) Query(ctx context.Context, t apitypes.Template, max int) ([]api
 }
 
 // List returns every registered item.
+// List returns every registered item, fetching the listing page by page.
 func (c *Client) List(ctx context.Context) ([]apitypes.Item, error) {
+	var all []apitypes.Item
+	for cursor := ""; ; {
+		page, err := c.ListPage(ctx, cursor, 0)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, page.Items...)
+		if page.NextCursor == "" || len(page.Items) == 0 {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// ListPage returns one page of the listing: after cursor ("" from the
+// start), at most limit items (0: the server's page).
+func (c *Client) ListPage(ctx context.Context, cursor string, limit int) (apitypes.Items, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/lookup/services"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var out apitypes.Items
-	return out.Items, c.do(ctx, http.MethodGet, "/v1/lookup/services", nil, &out)
+	return out, c.do(ctx, http.MethodGet, path, nil, &out)
 }
 
 // Service is one registered item with the end of its lease.
