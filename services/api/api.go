@@ -28,8 +28,10 @@ type Config struct {
 	NotRun []NotRun
 	// Guard checks every request and each route's need; nil serves
 	// everyone everything (a service's own tests).
-	Guard  *access.Guard
-	Logger *slog.Logger
+	Guard *access.Guard
+	// BodyBytes bounds request bodies; 0 means httpjson's default.
+	BodyBytes int64
+	Logger    *slog.Logger
 }
 
 // NotRun names a part of the API by its prefix.
@@ -70,10 +72,16 @@ func New(cfg Config) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	if cfg.Guard == nil {
-		return mux
+	var h http.Handler = mux
+	if cfg.BodyBytes > 0 {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mux.ServeHTTP(w, r.WithContext(httpjson.WithBodyLimit(r.Context(), cfg.BodyBytes)))
+		})
 	}
-	return cfg.Guard.Handler(mux)
+	if cfg.Guard == nil {
+		return h
+	}
+	return cfg.Guard.Handler(h)
 }
 
 // Routes lists the "METHOD /path" patterns the services register, for

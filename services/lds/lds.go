@@ -104,7 +104,14 @@ type Config struct {
 	Locator locator.Config
 	Clock   clock.Clock
 	Logger  *slog.Logger
+	// MaxPerRegistration bounds the groups, and the locators, of one
+	// registration; 0 means DefaultMaxPerRegistration.
+	MaxPerRegistration int
 }
+
+// DefaultMaxPerRegistration bounds one registration's groups, and its
+// locators.
+const DefaultMaxPerRegistration = 256
 
 // Service is the lookup discovery service.
 type Service struct {
@@ -375,6 +382,9 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if err := checkGroups(req.Groups); err != nil {
 		return Registration{}, err
 	}
+	if err := errors.Join(s.checkCount("groups", len(req.Groups)), s.checkCount("locators", len(req.Locators))); err != nil {
+		return Registration{}, err
+	}
 	var out Registration
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback,
@@ -481,17 +491,32 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 			if r.AllGroups {
 				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to add to (set groups first)")
 			}
-			r.setGroups(union(r.Groups, groups))
+			all := union(r.Groups, groups)
+			if err := s.checkCount("groups", len(all)); err != nil {
+				return err
+			}
+			r.setGroups(all)
 		case Remove:
 			if r.AllGroups {
 				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to remove from")
 			}
 			r.setGroups(slices.DeleteFunc(slices.Clone(r.Groups), func(g string) bool { return slices.Contains(groups, g) }))
 		default:
+			if err := s.checkCount("groups", len(groups)); err != nil {
+				return err
+			}
 			r.setGroups(groups)
 		}
 		return nil
 	})
+}
+
+// checkCount bounds a registration's groups or locators (what).
+func (s *Service) checkCount(what string, n int) error {
+	if max := cmp.Or(s.cfg.MaxPerRegistration, DefaultMaxPerRegistration); n > max {
+		return fault.Limit(fault.TooLarge, "ldsInterest", 0, "%d %s for one registration; at most %d", n, what, max)
+	}
+	return nil
 }
 
 // MutateLocators adds, sets or removes locators.
@@ -502,12 +527,19 @@ func (s *Service) MutateLocators(id string, m Mutation, locs []discovery.Locator
 	return s.mutate(id, func(r *reg) error {
 		switch m {
 		case Add:
-			r.setLocators(append(slices.Clone(r.locs), locs...))
+			all := append(slices.Clone(r.locs), locs...)
+			if err := s.checkCount("locators", len(all)); err != nil {
+				return err
+			}
+			r.setLocators(all)
 		case Remove:
 			r.setLocators(slices.DeleteFunc(slices.Clone(r.locs), func(l discovery.Locator) bool {
 				return slices.ContainsFunc(locs, l.Equal)
 			}))
 		default:
+			if err := s.checkCount("locators", len(locs)); err != nil {
+				return err
+			}
 			r.setLocators(locs)
 		}
 		return nil

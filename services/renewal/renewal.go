@@ -97,6 +97,9 @@ type Renewer interface {
 }
 
 // Config gives the service its dependencies.
+// DefaultMaxLeasesPerSet bounds the client leases of one renewal set.
+const DefaultMaxLeasesPerSet = 10_000
+
 type Config struct {
 	Store   *store.Store
 	Grantor *lease.Grantor
@@ -117,6 +120,9 @@ type Config struct {
 	Retry, MaxRetry time.Duration
 	Clock           clock.Clock
 	Logger          *slog.Logger
+	// MaxLeasesPerSet bounds the client leases of one set; 0 means
+	// DefaultMaxLeasesPerSet.
+	MaxLeasesPerSet int
 }
 
 // ClientLease is a lease held in a set, as the API shows it.
@@ -459,6 +465,9 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 				evs = append(evs, s.failed(tx, st, m, nil, now)...)
 			}
 			return nil
+		}
+		if max := cmp.Or(s.cfg.MaxLeasesPerSet, DefaultMaxLeasesPerSet); len(st.members) >= max {
+			return fault.Limit(fault.TooMany, "leasesPerSet", 60, "the set holds %d leases, the most one may", len(st.members))
 		}
 		if err := tx.Put(leasesBucket, key, m); err != nil {
 			return err

@@ -338,7 +338,8 @@ func (d *Daemon) build(ctx context.Context) error {
 
 	grantor := lease.New(st, clock.Real{}, d.log)
 	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
-		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort}); err != nil {
+		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort,
+		MaxItemBytes: d.limits.ItemBytes, PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes}); err != nil {
 		return err
 	}
 	if d.cfg.Groups != nil {
@@ -347,23 +348,27 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 	}
 	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
-		Group:   group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval},
-		Locator: locator.Config{Dial: ldsNet.dialLocator}})
+		Group: group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval,
+			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
+		Locator:            locator.Config{Dial: ldsNet.dialLocator},
+		MaxPerRegistration: d.limits.LDSInterest})
 	if err != nil {
 		return err
 	}
 	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
 		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}})
+		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: d.limits.LeasesPerSet})
 	if err != nil {
 		return err
 	}
 	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: d.log.With("service", "mailbox"),
 		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
+		MaxBytesPerRegistration: int64(d.limits.MailboxBytesPerRegistration), MaxBytes: int64(d.limits.MailboxBytes),
 		Client: out(outbound.DefaultTimeout)})
 	if err != nil {
 		return err
 	}
+	d.setQuotas(grantor)
 	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	d.parts.Add("the lease renewal service", renewalSvc)
 	d.parts.Add("the event mailbox", mailboxSvc)
@@ -384,7 +389,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens},
-		Guard: guard, Logger: d.log})
+		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
 }
@@ -422,7 +427,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	id := d.registrar.Meta().ServiceID
 	groups := func() []string { return d.registrar.Meta().Groups }
 	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
-		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log})
+		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log,
+		MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending})
 	d.parts.Add("answers to multicast requests", responder)
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {

@@ -3,6 +3,12 @@ package app
 import (
 	"fmt"
 	"reflect"
+
+	"github.com/jinid/jinid/services/lds"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/mailbox"
+	"github.com/jinid/jinid/services/renewal"
 )
 
 // Limits bound what the LAN's clients and peers may cost the daemon:
@@ -20,6 +26,47 @@ type Limits struct {
 	// DiscoveryConns and DiscoveryConnsPerSource cap unicast discovery's.
 	DiscoveryConns          int `json:"discoveryConns"`
 	DiscoveryConnsPerSource int `json:"discoveryConnsPerSource"`
+	// ConnectBacks run at once to answer multicast requests, and at most
+	// ConnectBacksPending wait.
+	ConnectBacks        int `json:"connectBacks"`
+	ConnectBacksPending int `json:"connectBacksPending"`
+	// Contacts run at once with lookup services that announced (for the
+	// lookup discovery service), and at most ContactsPending wait.
+	Contacts        int `json:"contacts"`
+	ContactsPending int `json:"contactsPending"`
+
+	// BodyBytes bounds a request body; ItemBytes a service item; Batch
+	// the leases of a batch request.
+	BodyBytes int `json:"bodyBytes"`
+	ItemBytes int `json:"itemBytes"`
+	Batch     int `json:"batch"`
+	// PageSize is a listing's page unless the client says, MaxPage its
+	// most, PageBytes the most bytes of items in one.
+	PageSize  int `json:"pageSize"`
+	MaxPage   int `json:"maxPage"`
+	PageBytes int `json:"pageBytes"`
+
+	// Quotas, in all and per client (a token, or an anonymous caller's
+	// address; an administrator is counted in all only).
+	Items                     int `json:"items"`
+	ItemsPerClient            int `json:"itemsPerClient"`
+	Notifies                  int `json:"notifies"`
+	NotifiesPerClient         int `json:"notifiesPerClient"`
+	LDSRegistrations          int `json:"ldsRegistrations"`
+	LDSRegistrationsPerClient int `json:"ldsRegistrationsPerClient"`
+	RenewalSets               int `json:"renewalSets"`
+	RenewalSetsPerClient      int `json:"renewalSetsPerClient"`
+	Mailboxes                 int `json:"mailboxes"`
+	MailboxesPerClient        int `json:"mailboxesPerClient"`
+	// LDSInterest bounds one LDS registration's groups, and its
+	// locators; LeasesPerSet one renewal set's leases.
+	LDSInterest  int `json:"ldsInterest"`
+	LeasesPerSet int `json:"leasesPerSet"`
+	// MailboxBytesPerRegistration and MailboxBytes bound the bytes of the
+	// events mailboxes store (their counts are --mailbox-quota and
+	// --mailbox-total-quota).
+	MailboxBytesPerRegistration int `json:"mailboxBytesPerRegistration"`
+	MailboxBytes                int `json:"mailboxBytes"`
 }
 
 // DefaultLimits are the limits unless configured.
@@ -27,6 +74,14 @@ func DefaultLimits() Limits {
 	return Limits{
 		APIConns: 512, APIConnsPerSource: 64, SocketConns: 128,
 		DiscoveryConns: 256, DiscoveryConnsPerSource: 8,
+		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
+		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
+		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20,
+		Items: 20_000, ItemsPerClient: 2_000, Notifies: 2_000, NotifiesPerClient: 200,
+		LDSRegistrations: 1_000, LDSRegistrationsPerClient: 100, RenewalSets: 1_000, RenewalSetsPerClient: 100,
+		Mailboxes: 1_000, MailboxesPerClient: 100,
+		LDSInterest: 256, LeasesPerSet: 10_000,
+		MailboxBytesPerRegistration: 16 << 20, MailboxBytes: 256 << 20,
 	}
 }
 
@@ -51,4 +106,21 @@ func (l Limits) validate() error {
 		}
 	}
 	return nil
+}
+
+// setQuotas gives the grantor the quotas of each kind of lease (the
+// services have registered them).
+func (d *Daemon) setQuotas(g *lease.Grantor) {
+	l := d.limits
+	g.SetMaxBatch(l.Batch)
+	for kind, q := range map[string]lease.Quota{
+		lookup.ItemLease:   {Total: l.Items, PerOwner: l.ItemsPerClient, TotalKey: "items", PerOwnerKey: "itemsPerClient"},
+		lookup.NotifyLease: {Total: l.Notifies, PerOwner: l.NotifiesPerClient, TotalKey: "notifies", PerOwnerKey: "notifiesPerClient"},
+		lds.LeaseKind: {Total: l.LDSRegistrations, PerOwner: l.LDSRegistrationsPerClient,
+			TotalKey: "ldsRegistrations", PerOwnerKey: "ldsRegistrationsPerClient"},
+		renewal.SetLease:  {Total: l.RenewalSets, PerOwner: l.RenewalSetsPerClient, TotalKey: "renewalSets", PerOwnerKey: "renewalSetsPerClient"},
+		mailbox.LeaseKind: {Total: l.Mailboxes, PerOwner: l.MailboxesPerClient, TotalKey: "mailboxes", PerOwnerKey: "mailboxesPerClient"},
+	} {
+		g.SetQuota(kind, q)
+	}
 }
