@@ -31,6 +31,9 @@ type Config struct {
 	Guard *access.Guard
 	// BodyBytes bounds request bodies; 0 means httpjson's default.
 	BodyBytes int64
+	// Ready says whether the daemon can do its work, and if not what
+	// fails (its store cannot be written, say); nil is always ready.
+	Ready func() (ok bool, failing string)
 	Logger    *slog.Logger
 }
 
@@ -71,6 +74,16 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if cfg.Ready != nil {
+			if ok, failing := cfg.Ready(); !ok {
+				w.Header().Set("Retry-After", "10")
+				httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "failing": failing})
+				return
+			}
+		}
+		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	var h http.Handler = mux
 	if cfg.BodyBytes > 0 {

@@ -99,14 +99,15 @@ type Grantor struct {
 	store *store.Store
 	log   *slog.Logger
 
-	mu       sync.Mutex
-	kinds    map[string]*kind
-	leases   map[string]*entry
-	heap     pqueue.Queue[*entry] // by expiration
-	timer    clock.Timer
-	at       int64 // when timer fires, ms; 0 if none
-	closed   bool
-	maxBatch int
+	mu           sync.Mutex
+	kinds        map[string]*kind
+	leases       map[string]*entry
+	heap         pqueue.Queue[*entry] // by expiration
+	timer        clock.Timer
+	at           int64 // when timer fires, ms; 0 if none
+	closed       bool
+	maxBatch     int
+	expiryLogged time.Time
 	// expiring serialises expiry runs with Close.
 	expiring sync.WaitGroup
 }
@@ -547,8 +548,12 @@ func (g *Grantor) fire() {
 	if len(due) > 0 {
 		if err := g.expire(due); err != nil {
 			// Put them back to try again shortly, rather than lose them.
-			g.log.Error("expiring leases failed; retrying", "count", len(due), "err", err)
+			// (A full disk fails every second: say so once a minute.)
 			g.mu.Lock()
+			if time.Since(g.expiryLogged) >= time.Minute {
+				g.expiryLogged = time.Now()
+				g.log.Error("expiring leases failed; retrying every second", "count", len(due), "err", err)
+			}
 			for _, r := range due {
 				if e, ok := g.leases[r.ID]; ok {
 					g.heap.Update(e)

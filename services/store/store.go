@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/jinid/jinid/services/fault"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -35,6 +37,82 @@ type Store struct {
 	// wmu serialises writers across the transaction and its on-commit
 	// hooks, so in-memory state follows the store in commit order.
 	wmu sync.Mutex
+
+	// trouble is why writes fail now (the disk: full, read-only, not
+	// ours), "" when they do not; a probe clears it once one succeeds.
+	mu      sync.Mutex
+	trouble string
+	probing bool
+	closed  chan struct{}
+	probes  sync.WaitGroup
+	// ProbeEvery is how often a write is tried while in trouble.
+	ProbeEvery time.Duration
+}
+
+// RetryAfter is what a client is told to wait, in seconds, when the
+// store cannot be written.
+const RetryAfter = 10
+
+// Health reports whether writes work, and if not, why.
+func (s *Store) Health() (ok bool, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trouble == "", s.trouble
+}
+
+// diskTrouble says why err is the disk's fault (no space, read-only,
+// permission, I/O), or "" when it is not.
+func diskTrouble(err error) string {
+	for _, e := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.EIO} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	return ""
+}
+
+// troubled records a write that failed for the disk, and starts probing
+// for its end; it returns what the client is told: try again later.
+func (s *Store) troubled(why string) error {
+	s.mu.Lock()
+	s.trouble = why
+	start := !s.probing
+	s.probing = true
+	s.mu.Unlock()
+	if start {
+		s.probes.Add(1)
+		go s.probe()
+	}
+	return fault.Limit(fault.Unavailable, "", RetryAfter, "the daemon cannot write its data now (%s); nothing acknowledged is lost: try again later", why)
+}
+
+// probe tries a small write now and then until one succeeds.
+func (s *Store) probe() {
+	defer s.probes.Done()
+	every := s.ProbeEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed:
+			return
+		case <-t.C:
+		}
+		s.wmu.Lock()
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(metaBucket).Put([]byte("probe"), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+		})
+		s.wmu.Unlock()
+		if err == nil {
+			s.mu.Lock()
+			s.trouble, s.probing = "", false
+			s.mu.Unlock()
+			return
+		}
+	}
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -50,7 +128,7 @@ func Open(dir string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, closed: make(chan struct{})}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -81,8 +159,18 @@ func (s *Store) migrate() error {
 	})
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store, after the probe of a troubled disk ends.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
+	s.mu.Unlock()
+	s.probes.Wait()
+	return s.db.Close()
+}
 
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
@@ -109,8 +197,14 @@ func (s *Store) Update(fn func(*Tx) error) error {
 		return fn(t)
 	})
 	if err != nil {
+		if why := diskTrouble(err); why != "" {
+			return s.troubled(why)
+		}
 		return err
 	}
+	s.mu.Lock()
+	s.trouble = "" // a write succeeded: the disk is well again
+	s.mu.Unlock()
 	for _, f := range t.onCommit {
 		f()
 	}

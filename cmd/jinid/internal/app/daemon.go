@@ -389,7 +389,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens},
-		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log})
+		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log, Ready: d.ready})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
 }
@@ -582,6 +582,16 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 		ServiceID: m.ServiceID, APIURL: d.apiURL(ap.Addr().Unmap()), Groups: m.Groups,
 		Locator: discovery.Locator{Host: host, Port: port}.String(),
 	}}}, nil
+}
+
+// ready says whether the daemon can do its work: its store can be
+// written (a full or read-only disk makes it not ready, until a write
+// succeeds again).
+func (d *Daemon) ready() (bool, string) {
+	if ok, why := d.store.Health(); !ok {
+		return false, "store: " + why
+	}
+	return true, ""
 }
 
 // Addr is the address the API listens on, once started.
