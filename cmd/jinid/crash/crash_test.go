@@ -39,7 +39,7 @@ func TestCrashSafety(t *testing.T) {
 	var notifyID int64
 	for round := 0; round < 20; round++ {
 		d := jinidtest.StartDaemon(t, bin, dir)
-		c, err := client.New(d.API, nil)
+		c, err := client.New(d.API, freshHTTP(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,8 +155,8 @@ func TestRenewalCrash(t *testing.T) {
 	defer grantor.Stop(t)
 	dir := t.TempDir()
 	renewer := jinidtest.StartDaemon(t, bin, dir, "--renewal-margin", "3s")
-	g, _ := client.New(grantor.API, nil)
-	r, _ := client.New(renewer.API, nil)
+	g, _ := client.New(grantor.API, freshHTTP(30*time.Second))
+	r, _ := client.New(renewer.API, freshHTTP(30*time.Second))
 	set, err := r.RenewalCreate(t.Context(), 3_600_000)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestMailboxCrash(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	d := jinidtest.StartDaemon(t, bin, dir, "--api-listen", addr)
-	c, _ := client.New(d.API, nil)
+	c, _ := client.New(d.API, freshHTTP(30*time.Second))
 	reg, err := c.MailboxRegister(t.Context(), 3_600_000, true)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestMailboxCrash(t *testing.T) {
 	acked := map[string]map[int]bool{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	hc := &http.Client{Timeout: 2 * time.Second}
+	hc := freshHTTP(2 * time.Second)
 	for s := range sources {
 		src := fmt.Sprintf("s%d", s)
 		acked[src] = map[int]bool{}
@@ -310,4 +310,14 @@ func TestMailboxCrash(t *testing.T) {
 	if nacked < 100 {
 		t.Fatalf("only %d events acknowledged: the test did not exercise much", nacked)
 	}
+}
+
+// freshHTTP is a client of the test's own that opens a connection per
+// request. The daemon is killed under these requests many times: with
+// no connection kept or shared (not even http.DefaultTransport's pool,
+// with the package's other tests), a request is never retried on a
+// dead connection behind the test's back, and what was acknowledged is
+// exactly what a 2xx answered.
+func freshHTTP(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
 }

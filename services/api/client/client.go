@@ -143,7 +143,6 @@ func (c *Client) Query(ctx context.Context, t apitypes.Template, max int) ([]api
 	return out.Items, out.TotalMatches, err
 }
 
-// List returns every registered item.
 // List returns every registered item, fetching the listing page by page.
 func (c *Client) List(ctx context.Context) ([]apitypes.Item, error) {
 	var all []apitypes.Item
