@@ -33,8 +33,8 @@ type Config struct {
 	BodyBytes int64
 	// Ready says whether the daemon can do its work, and if not what
 	// fails (its store cannot be written, say); nil is always ready.
-	Ready func() (ok bool, failing string)
-	Logger    *slog.Logger
+	Ready  func() (ok bool, failing string)
+	Logger *slog.Logger
 }
 
 // NotRun names a part of the API by its prefix.
