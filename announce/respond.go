@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/netip"
 	"strconv"
@@ -47,8 +48,17 @@ const (
 	DefaultPerSourceBurst = 4
 	// DefaultSuspectFor is how long an address that did not answer a
 	// connect-back (no such host: the request's source was made up) is
-	// not connected to again.
+	// not connected to again. It doubles with each further failure, up to
+	// 16 times, and each period is drawn a quarter longer at most, so
+	// made-up addresses marked together come back one by one, not in a
+	// burst.
 	DefaultSuspectFor = time.Minute
+	// DefaultOverloadAnnounceEvery: when requests are refused for want of
+	// room, the lookup service announces itself instead, this often at
+	// most. One multicast announcement reaches every real requester on
+	// the link at once (they contact it themselves), whatever the
+	// made-up requests cost.
+	DefaultOverloadAnnounceEvery = 2 * time.Second
 
 	maxTracked = 4096 // sources, suspects and recent requests remembered
 )
@@ -69,7 +79,12 @@ type ResponderConfig struct {
 	DupWindow, SuspectFor        time.Duration
 	PerSourceRate                rate.Limit
 	PerSourceBurst               int
-	Logger                       *slog.Logger
+	// Overloaded, if set, is called (at most once per
+	// OverloadAnnounceEvery) when a request is refused because the queue
+	// is full; the daemon announces then. It must not block.
+	Overloaded            func()
+	OverloadAnnounceEvery time.Duration
+	Logger                *slog.Logger
 }
 
 // Responder answers multicast requests by connecting back. Requests are
@@ -90,12 +105,21 @@ type Responder struct {
 	mu      sync.Mutex
 	recent  map[string]time.Time         // last answer per connect-back address
 	limits  map[netip.Addr]*rate.Limiter // per request source
-	suspect map[netip.Addr]time.Time     // connect-back addresses not to try until
+	suspect map[netip.Addr]suspicion     // connect-back addresses not to try for now
 	good    map[netip.Addr]time.Time     // sources answered: served first
 	queue   fairQueue
+	shout   *rate.Limiter // Overloaded calls
+	warn    *rate.Limiter // the log line saying so
 
 	// Counts, for status, metrics and tests.
 	Answered, Duplicates, Busy, Failed, OffLink, Suspect atomic.Int64
+}
+
+// suspicion is an address that did not answer: not tried until until;
+// strikes counts its failures in a row.
+type suspicion struct {
+	until   time.Time
+	strikes int
 }
 
 // job is one connect-back to do.
@@ -120,7 +144,8 @@ func NewResponder(cfg ResponderConfig) *Responder {
 		v   *time.Duration
 		def time.Duration
 	}{{&cfg.DialTimeout, DefaultDialTimeout}, {&cfg.ExchangeTimeout, DefaultExchangeTimeout},
-		{&cfg.DupWindow, DefaultDupWindow}, {&cfg.SuspectFor, DefaultSuspectFor}} {
+		{&cfg.DupWindow, DefaultDupWindow}, {&cfg.SuspectFor, DefaultSuspectFor},
+		{&cfg.OverloadAnnounceEvery, DefaultOverloadAnnounceEvery}} {
 		if *d.v <= 0 {
 			*d.v = d.def
 		}
@@ -133,8 +158,9 @@ func NewResponder(cfg ResponderConfig) *Responder {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Responder{cfg: cfg, ctx: ctx, cancel: cancel, wake: make(chan struct{}, cfg.MaxPending),
-		recent: map[string]time.Time{}, limits: map[netip.Addr]*rate.Limiter{}, suspect: map[netip.Addr]time.Time{},
-		good: map[netip.Addr]time.Time{}}
+		recent: map[string]time.Time{}, limits: map[netip.Addr]*rate.Limiter{}, suspect: map[netip.Addr]suspicion{},
+		good: map[netip.Addr]time.Time{}, shout: rate.NewLimiter(rate.Every(cfg.OverloadAnnounceEvery), 1),
+		warn: rate.NewLimiter(rate.Every(time.Minute), 1)}
 	r.queue.init()
 	if r.cfg.Dial == nil {
 		r.cfg.Dial = r.dial
@@ -185,7 +211,7 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, err := netip.ParseAddr(host); err == nil && now.Before(r.suspect[a.WithZone("")]) {
+	if a, err := netip.ParseAddr(host); err == nil && now.Before(r.suspect[a.WithZone("")].until) {
 		r.Suspect.Add(1)
 		return
 	}
@@ -208,6 +234,14 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	_, known := r.good[src]
 	if !r.queue.push(job{src: src, addr: addr, subnets: p.Subnets}, known, r.cfg.MaxPending) {
 		r.Busy.Add(1)
+		if r.shout.AllowN(now, 1) && r.cfg.Overloaded != nil {
+			r.cfg.Overloaded()
+		}
+		if r.warn.AllowN(now, 1) {
+			// A flood, most likely: said once in a while, with counts.
+			r.cfg.Logger.Warn("too many multicast requests to answer: refusing some and announcing instead",
+				"refused", r.Busy.Load(), "suspect", r.Suspect.Load(), "failed", r.Failed.Load(), "answered", r.Answered.Load())
+		}
 		return
 	}
 	forget(r.recent, maxTracked, now, r.cfg.DupWindow)
@@ -218,17 +252,37 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 // forget bounds a map of times: at its size limit, entries older than
 // keep go; if none are, all go.
 func forget[K comparable](m map[K]time.Time, limit int, now time.Time, keep time.Duration) {
+	forgetIf(m, limit, func(t time.Time) bool { return now.Sub(t) >= keep })
+}
+
+// forgetIf bounds a map: at its size limit, the entries old says are
+// old go; if none are, all go.
+func forgetIf[K comparable, V any](m map[K]V, limit int, old func(V) bool) {
 	if len(m) < limit {
 		return
 	}
-	for k, t := range m {
-		if now.Sub(t) >= keep {
+	for k, v := range m {
+		if old(v) {
 			delete(m, k)
 		}
 	}
 	if len(m) >= limit {
 		clear(m)
 	}
+}
+
+// suspectLocked marks a as not to be tried for a while: longer each time
+// in a row it fails, drawn at random within a quarter of it.
+func (r *Responder) suspectLocked(a netip.Addr, now time.Time) {
+	s := r.suspect[a]
+	if now.After(s.until.Add(16 * r.cfg.SuspectFor)) {
+		s.strikes = 0 // a fresh start after a long good spell
+	}
+	s.strikes++
+	d := r.cfg.SuspectFor << min(s.strikes-1, 4)
+	s.until = now.Add(d + mrand.N(d/4+1))
+	forgetIf(r.suspect, maxTracked, func(s suspicion) bool { return now.After(s.until) })
+	r.suspect[a] = s
 }
 
 // work connects back for queued requests, one at a time.
@@ -261,8 +315,7 @@ func (r *Responder) answer(j job) {
 			if host, _, err := net.SplitHostPort(j.addr); err == nil {
 				if a, err := netip.ParseAddr(host); err == nil {
 					r.mu.Lock()
-					forget(r.suspect, maxTracked, now, 0)
-					r.suspect[a.WithZone("")] = now.Add(r.cfg.SuspectFor)
+					r.suspectLocked(a.WithZone(""), now)
 					r.mu.Unlock()
 				}
 			}

@@ -153,3 +153,46 @@ func TestFairQueue(t *testing.T) {
 		t.Fatalf("%d jobs queued with a bound of 2", q.n)
 	}
 }
+
+// A request refused for want of room makes the lookup service announce
+// itself instead, once per interval however many are refused.
+func TestResponderOverloadedAnnounces(t *testing.T) {
+	var shouts atomic.Int64
+	block := make(chan struct{})
+	defer close(block)
+	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
+		Answer: func(c net.Conn) { c.Close() }, MaxAnswers: 1, MaxPending: 2, OverloadAnnounceEvery: time.Hour,
+		Dial: func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
+		Overloaded: func() { shouts.Add(1) }})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	for i := range 50 {
+		req, p := request(fmt.Sprintf("198.18.1.%d", 2+i), 30000)
+		r.OnRequest(req, p)
+	}
+	if r.Busy.Load() < 40 || shouts.Load() != 1 {
+		t.Fatalf("busy %d, announcements asked %d; want most refused and 1 announcement", r.Busy.Load(), shouts.Load())
+	}
+}
+
+// An address that keeps failing is left alone longer each time (up to 16
+// times), each period drawn within a quarter of itself.
+func TestSuspectEscalates(t *testing.T) {
+	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return nil }})
+	a := netip.MustParseAddr("198.18.1.9")
+	now := time.Unix(1_000_000, 0)
+	for strike, want := range []time.Duration{1, 2, 4, 8, 16, 16} {
+		r.suspectLocked(a, now)
+		got := r.suspect[a].until.Sub(now)
+		if lo, hi := want*time.Minute, want*time.Minute*5/4; got < lo || got > hi {
+			t.Fatalf("strike %d: suspect for %v, want %v to %v", strike+1, got, lo, hi)
+		}
+		now = r.suspect[a].until // tried again as soon as allowed, and failed
+	}
+	r.suspectLocked(a, now.Add(17*16*time.Minute)) // long forgotten: a fresh start
+	if got := r.suspect[a].until.Sub(now.Add(17 * 16 * time.Minute)); got > time.Minute*5/4 {
+		t.Fatalf("after a long good spell suspect for %v, want a minute", got)
+	}
+}

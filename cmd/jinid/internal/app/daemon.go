@@ -428,7 +428,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	groups := func() []string { return d.registrar.Meta().Groups }
 	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
 		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log,
-		MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending})
+		MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending, Overloaded: d.announceNow})
 	d.parts.Add("answers to multicast requests", responder)
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {
