@@ -162,7 +162,7 @@ func TestResponderOverloadedAnnounces(t *testing.T) {
 	defer close(block)
 	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
 		Answer: func(c net.Conn) { c.Close() }, MaxAnswers: 1, MaxPending: 2, OverloadAnnounceEvery: time.Hour,
-		Dial: func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
+		Dial:       func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
 		Overloaded: func() { shouts.Add(1) }})
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
