@@ -28,7 +28,8 @@ import (
 
 var built struct {
 	sync.Mutex
-	dir, path string
+	dir   string
+	paths map[string]string // by package
 }
 
 // Main runs a package's tests and then removes the binary Binary built.
@@ -55,23 +56,40 @@ func Binary(t testing.TB) string {
 	if bin := os.Getenv("JINID_TEST_BIN"); bin != "" {
 		return bin
 	}
+	return build(t, "github.com/jinid/jinid/cmd/jinid")
+}
+
+// FloodTool builds jinidflood, the flood replayer, once per test process
+// (without the race detector, whatever the tests run with: it holds
+// thousands of connections) and returns its path.
+func FloodTool(t testing.TB) string {
+	t.Helper()
+	return build(t, "github.com/jinid/jinid/cmd/jinid/internal/floodtest/jinidflood")
+}
+
+// build builds pkg's command into the process's temporary directory,
+// once.
+func build(t testing.TB, pkg string) string {
+	t.Helper()
 	built.Lock()
 	defer built.Unlock()
-	if built.path != "" {
-		return built.path
+	if p := built.paths[pkg]; p != "" {
+		return p
 	}
-	dir, err := os.MkdirTemp("", "jinid-test-bin")
-	if err != nil {
-		t.Fatal(err)
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "jinid-test-bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		built.dir, built.paths = dir, map[string]string{}
 	}
-	bin := filepath.Join(dir, "jinid")
-	build := exec.Command("go", "build", "-o", bin, "github.com/jinid/jinid/cmd/jinid")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		t.Fatalf("building jinid: %v\n%s", err, out)
+	bin := filepath.Join(built.dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
-	built.dir, built.path = dir, bin
+	built.paths[pkg] = bin
 	return bin
 }
 
@@ -199,6 +217,16 @@ func (d *Daemon) Stop(t testing.TB) {
 type LabProc struct {
 	*exec.Cmd
 	Dir, Socket string
+
+	mu   sync.Mutex
+	logs strings.Builder
+}
+
+// Log is what the daemon has logged so far.
+func (p *LabProc) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
 }
 
 // AdminToken is the admin token the daemon wrote on its first start.
@@ -239,32 +267,32 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p := &LabProc{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock")}
 	started := make(chan bool, 1)
-	var logs strings.Builder
-	var mu sync.Mutex
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			mu.Lock()
-			logs.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+			p.mu.Lock()
+			p.logs.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 			if strings.Contains(sc.Text(), "jinid started") {
-				started <- true
+				select {
+				case started <- true:
+				default:
+				}
 			}
 		}
 		started <- false
 	}()
 	if ok := <-started; !ok {
 		cmd.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("daemon in %s did not start:\n%s", h.Name, logs.String())
+		t.Fatalf("daemon in %s did not start:\n%s", h.Name, p.Log())
 	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	return &LabProc{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock")}
+	return p
 }
 
 // LabClient is an API client that connects from inside lab host h.
