@@ -66,13 +66,56 @@ func recordSize(si *storedItem) int {
 	return len(raw)
 }
 
-// checkSize bounds an item, noting its size.
-func (r *Registrar) checkSize(si *storedItem) error {
+// checkSize bounds an item, noting its size, and the bytes of all items
+// and of its owner's, were it to replace old (nil: none). Items are held
+// in memory: these bound what the lookup service's clients can make it
+// hold, whatever the counts.
+func (r *Registrar) checkSize(si, old *storedItem) error {
 	si.size = recordSize(si)
 	if max := cmp.Or(r.cfg.MaxItemBytes, DefaultMaxItemBytes); si.size > max {
 		return fault.Limit(fault.TooLarge, "itemBytes", 0, "the item takes %d bytes, more than %d", si.size, max)
 	}
+	grow, ownerGrow := si.size, si.size
+	if old != nil {
+		grow -= old.size
+		if old.Owner == si.Owner {
+			ownerGrow -= old.size
+		}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if max := cmp.Or(r.cfg.ItemsBytes, DefaultItemsBytes); grow > 0 && r.bytes+grow > max {
+		return fault.Limit(fault.TooMany, "itemsBytes", quotaRetry, "the lookup service holds %d bytes of items, and takes %d at most", r.bytes, max)
+	}
+	if max := cmp.Or(r.cfg.ItemsBytesPerOwner, DefaultItemsBytesPerOwner); si.Owner != "" && ownerGrow > 0 && r.ownerBytes[si.Owner]+ownerGrow > max {
+		return fault.Limit(fault.TooMany, "itemsBytesPerClient", quotaRetry, "this client's items take %d bytes, and may take %d at most", r.ownerBytes[si.Owner], max)
+	}
 	return nil
+}
+
+// quotaRetry is when to try again after a quota refusal (seconds): items
+// go when their leases end, minutes at most by default.
+const quotaRetry = 60
+
+// putLocked makes si the item of id (nil: none), keeping the byte counts.
+func (r *Registrar) putLocked(id string, si *storedItem) {
+	if old := r.items[id]; old != nil {
+		r.bytes -= old.size
+		if old.Owner != "" {
+			if r.ownerBytes[old.Owner] -= old.size; r.ownerBytes[old.Owner] <= 0 {
+				delete(r.ownerBytes, old.Owner)
+			}
+		}
+		delete(r.items, id)
+	}
+	if si == nil {
+		return
+	}
+	r.items[id] = si
+	r.bytes += si.size
+	if si.Owner != "" {
+		r.ownerBytes[si.Owner] += si.size
+	}
 }
 
 // storedNotify is a notify registration (on disk a notifyRecord).
@@ -112,20 +155,22 @@ type Config struct {
 	// UnicastPort tells where the lookup service answers unicast
 	// discovery (its locator); nil means 4160.
 	UnicastPort func() int
-	// MaxItemBytes bounds an item as stored (its JSON); PageSize and
-	// MaxPage are a listing's page by default and at most, and PageBytes
-	// bounds a page's items' bytes (a page stops before it); MaxNotifies
-	// bounds the notify registrations one item's change may fire. 0
-	// means the defaults.
-	MaxItemBytes, PageSize, MaxPage, PageBytes int
+	// MaxItemBytes bounds an item as stored (its JSON), ItemsBytes all
+	// of them and ItemsBytesPerOwner one client's; PageSize and MaxPage
+	// are a listing's page by default and at most, and PageBytes bounds a
+	// page's items' bytes (a page stops before it). 0 means the defaults.
+	MaxItemBytes, ItemsBytes, ItemsBytesPerOwner int
+	PageSize, MaxPage, PageBytes                 int
 }
 
 // Defaults of the registrar's limits.
 const (
-	DefaultMaxItemBytes = 64 << 10
-	DefaultPageSize     = 100
-	DefaultMaxPage      = 1000
-	DefaultPageBytes    = 1 << 20
+	DefaultMaxItemBytes       = 64 << 10
+	DefaultItemsBytes         = 16 << 20
+	DefaultItemsBytesPerOwner = 4 << 20
+	DefaultPageSize           = 100
+	DefaultMaxPage            = 1000
+	DefaultPageBytes          = 1 << 20
 )
 
 // Registrar is the lookup service's state and operations.
@@ -137,6 +182,9 @@ type Registrar struct {
 	items    map[string]*storedItem
 	notifies map[string]*storedNotify
 	meta     Meta
+	// bytes is the items' sizes in all, ownerBytes by owner.
+	bytes      int
+	ownerBytes map[string]int
 }
 
 // New loads the registrar from the store and registers its lease kinds.
@@ -151,7 +199,8 @@ func New(cfg Config) (*Registrar, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{}}
+	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{},
+		ownerBytes: map[string]int{}}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -169,7 +218,7 @@ func (r *Registrar) load() error {
 			}
 			si := rec.stored()
 			si.size = recordSize(&si)
-			r.items[k] = &si
+			r.putLocked(k, &si) // before anyone else has r
 			return nil
 		}); err != nil {
 			return err
@@ -301,7 +350,7 @@ func (r *Registrar) Register(it Item, duration int64, by string) (Registration, 
 			return err
 		}
 		si := &storedItem{Item: it, Lease: rec.ID, Owner: by}
-		if err := r.checkSize(si); err != nil {
+		if err := r.checkSize(si, old); err != nil {
 			return err
 		}
 		if err := tx.Put(itemsBucket, it.ServiceID, recordOf(si)); err != nil {
@@ -317,7 +366,7 @@ func (r *Registrar) Register(it Item, duration int64, by string) (Registration, 
 		}
 		tx.OnCommit(func() {
 			r.mu.Lock()
-			r.items[it.ServiceID] = si
+			r.putLocked(it.ServiceID, si)
 			r.mu.Unlock()
 			send()
 		})
@@ -419,7 +468,7 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 			it.Attributes = []Attribute{}
 		}
 		si := &storedItem{Item: it, Lease: old.Lease, Owner: old.Owner}
-		if err := r.checkSize(si); err != nil {
+		if err := r.checkSize(si, old); err != nil {
 			return err
 		}
 		if err := tx.Put(itemsBucket, serviceID, recordOf(si)); err != nil {
@@ -431,7 +480,7 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 		}
 		tx.OnCommit(func() {
 			r.mu.Lock()
-			r.items[serviceID] = si
+			r.putLocked(serviceID, si)
 			r.mu.Unlock()
 			send()
 		})
@@ -457,7 +506,7 @@ func (r *Registrar) releaseItem(tx *store.Tx, serviceID string) error {
 	tx.OnCommit(func() {
 		r.mu.Lock()
 		if r.items[serviceID] == old {
-			delete(r.items, serviceID)
+			r.putLocked(serviceID, nil)
 		}
 		r.mu.Unlock()
 		send()

@@ -3,6 +3,8 @@ package lookup
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -99,13 +101,20 @@ type fixture struct {
 
 func open(t testing.TB, dir string, clk clock.Clock) *fixture {
 	t.Helper()
+	return openWith(t, dir, clk, Config{})
+}
+
+// openWith opens the registrar with cfg's limits.
+func openWith(t testing.TB, dir string, clk clock.Clock, cfg Config) *fixture {
+	t.Helper()
 	st, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := lease.New(st, clk, slog.New(slog.DiscardHandler))
 	c := &capture{}
-	r, err := New(Config{Store: st, Grantor: g, Outbound: loopbackOK, Dispatcher: c})
+	cfg.Store, cfg.Grantor, cfg.Outbound, cfg.Dispatcher = st, g, loopbackOK, c
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,5 +377,68 @@ func TestPagesAndItemSize(t *testing.T) {
 	}
 	if items, _, _ := f.r.Query(Template{}, 1<<30); len(items) > DefaultMaxPage {
 		t.Fatalf("a query returned %d items", len(items))
+	}
+}
+
+// The bytes of items are bounded per client and in all (they are held in
+// memory); a refused registration changes nothing, a replacement counts
+// only what it adds, items that go give their bytes back, and the counts
+// are rebuilt after a restart.
+func TestItemBytesQuotas(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{ItemsBytes: 100 << 10, ItemsBytesPerOwner: 50 << 10}
+	f := openWith(t, dir, clock.NewFake(t0), cfg)
+	pad := func(id string, n int) Item {
+		return Item{ServiceID: id, Types: []string{"com.example.Big"},
+			Attributes: []Attribute{attr("com.example.Pad", map[string]any{"pad": strings.Repeat("x", n)})}}
+	}
+	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	var alice []string
+	for i := 0; ; i++ {
+		reg, err := f.r.Register(pad(id(i), 10<<10), 60_000, "token:alice")
+		if err != nil {
+			var e *fault.Error
+			if !errors.As(err, &e) || e.Code != fault.TooMany || e.Limit != "itemsBytesPerClient" || e.RetryAfter == 0 {
+				t.Fatalf("alice's item %d: %v", i, err)
+			}
+			break
+		}
+		alice = append(alice, reg.ServiceID)
+	}
+	if len(alice) != 4 {
+		t.Fatalf("alice registered %d items of 10 KiB under a 50 KiB quota", len(alice))
+	}
+	// Replacing one of hers with one the same size is no growth.
+	if _, err := f.r.Register(pad(alice[0], 10<<10), 60_000, "token:alice"); err != nil {
+		t.Fatalf("replacing an item with one of its size: %v", err)
+	}
+	for i := 100; ; i++ {
+		if _, err := f.r.Register(pad(id(i), 10<<10), 60_000, fmt.Sprintf("token:c%d", i)); err != nil {
+			var e *fault.Error
+			if !errors.As(err, &e) || e.Code != fault.TooMany || e.Limit != "itemsBytes" {
+				t.Fatalf("item %d: %v", i, err)
+			}
+			break
+		}
+	}
+	items, _ := f.r.Count()
+	f.close()
+	f = openWith(t, dir, clock.NewFake(t0), cfg)
+	if n, _ := f.r.Count(); n != items {
+		t.Fatalf("%d items after a restart, %d before", n, items)
+	}
+	if _, err := f.r.Register(pad(id(500), 10<<10), 60_000, "token:bob"); !fault.Is(err, fault.TooMany) {
+		t.Fatalf("after a restart the store's bytes were forgotten: %v", err)
+	}
+	// An item gone gives its bytes back.
+	rec, err := f.r.Lease(alice[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Cancel(rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Register(pad(id(501), 10<<10), 60_000, "token:alice"); err != nil {
+		t.Fatalf("after one of alice's items went: %v", err)
 	}
 }

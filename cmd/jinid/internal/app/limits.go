@@ -58,6 +58,10 @@ type Limits struct {
 	RenewalSetsPerClient      int `json:"renewalSetsPerClient"`
 	Mailboxes                 int `json:"mailboxes"`
 	MailboxesPerClient        int `json:"mailboxesPerClient"`
+	// ItemsBytes and ItemsBytesPerClient bound the bytes of service
+	// items (the lookup service holds them in memory).
+	ItemsBytes          int `json:"itemsBytes"`
+	ItemsBytesPerClient int `json:"itemsBytesPerClient"`
 	// LDSInterest bounds one LDS registration's groups, and its
 	// locators; LeasesPerSet one renewal set's leases.
 	LDSInterest  int `json:"ldsInterest"`
@@ -77,7 +81,7 @@ func DefaultLimits() Limits {
 		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
 		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
 		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20,
-		Items: 20_000, ItemsPerClient: 2_000, Notifies: 2_000, NotifiesPerClient: 200,
+		Items: 20_000, ItemsPerClient: 2_000, ItemsBytes: 16 << 20, ItemsBytesPerClient: 4 << 20, Notifies: 2_000, NotifiesPerClient: 200,
 		LDSRegistrations: 1_000, LDSRegistrationsPerClient: 100, RenewalSets: 1_000, RenewalSetsPerClient: 100,
 		Mailboxes: 1_000, MailboxesPerClient: 100,
 		LDSInterest: 256, LeasesPerSet: 10_000,

@@ -125,7 +125,6 @@ func udpDatagram(src, dst uint16, payload []byte) []byte {
 	return b
 }
 
-
 // Announcements multicasts version 2 announcements out of interface
 // ifName of ns, each from a lookup service that does not exist (a new
 // service ID every time) in groups, at host:port: a discoverer that
