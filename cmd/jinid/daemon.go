@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -135,6 +138,13 @@ the peer reached it at, or --advertise.`,
 			d, err := app.New(cfg, log)
 			if err != nil {
 				return err
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// A soft limit: the collector works harder as the heap
+				// nears it, so bursts (a flood, large listings) are given
+				// back at once instead of doubling the heap. GOMEMLIMIT
+				// overrides it.
+				debug.SetMemoryLimit(int64(cmp.Or(cfg.Limits.MemoryBytes, app.DefaultLimits().MemoryBytes)))
 			}
 			ctx := cmd.Context()
 			if err := d.Start(ctx); err != nil {

@@ -1,10 +1,14 @@
 package lookup
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -84,12 +88,83 @@ func (r *Registrar) httpList(w http.ResponseWriter, req *http.Request) {
 		}
 		limit = n
 	}
-	items, total, next, err := r.Page(Template{}, req.URL.Query().Get("cursor"), limit)
+	p, err := r.page(Template{}, req.URL.Query().Get("cursor"), limit)
+	r.writePage(w, req, p, err)
+}
+
+// writePage sends a page, or err. A large page waits for a slot first.
+func (r *Registrar) writePage(w http.ResponseWriter, req *http.Request, p aPage, err error) {
+	if err == nil && p.bytes > smallPage {
+		var done func()
+		if done, err = r.listing(w, req); err == nil {
+			defer done()
+		}
+	}
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total, NextCursor: next})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	writeItems(w, p)
+}
+
+// writeItems writes p as an apitypes.Items, the items one at a time, so
+// that sending a page costs an item's worth of memory, not a page's.
+func writeItems(w io.Writer, p aPage) error {
+	if _, err := io.WriteString(w, `{"items":[`); err != nil {
+		return err
+	}
+	// An Encoder writes each item from its own pooled buffer, without
+	// the copy Marshal makes (and a newline, which JSON allows there).
+	enc := json.NewEncoder(w)
+	for i, it := range p.items {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(APIItem(it)); err != nil {
+			return err // the client went: the rest is not sent
+		}
+	}
+	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next})
+	if err != nil {
+		return err
+	}
+	// tail is {"items":null,"totalMatches":…}: the part after the items.
+	_, rest, _ := bytes.Cut(tail, []byte(`"items":null`))
+	_, err = fmt.Fprintf(w, "]%s\n", rest)
+	return err
+}
+
+// smallPage is a page sent without a slot: what it costs is lost in the
+// noise, and a small lookup does not wait behind large listings.
+const smallPage = 64 << 10
+
+// Waiting for a listing slot, and sending a page: a page is a megabyte
+// at most, which a client on the LAN takes in well under a second.
+const (
+	listingWait = 5 * time.Second
+	pageSend    = 10 * time.Second
+)
+
+// listing takes one of the slots for pages in the making, waiting
+// listingWait at most (the caller is told to try again after that), and
+// bounds the time to send the page, so that a client that does not read
+// cannot hold a slot. done gives the slot back.
+func (r *Registrar) listing(w http.ResponseWriter, req *http.Request) (done func(), err error) {
+	t := time.NewTimer(listingWait)
+	defer t.Stop()
+	select {
+	case r.listings <- struct{}{}:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	case <-t.C:
+		return nil, fault.Limit(fault.Unavailable, "listings", 1, "%d listings are being sent; try again", cap(r.listings))
+	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pageSend))
+	return func() { <-r.listings }, nil
 }
 
 // httpGet returns one item and when its registration's lease ends (not
@@ -129,12 +204,9 @@ func (r *Registrar) httpQuery(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, fault.New(fault.NullArgument, "maxMatches is required"))
 		return
 	}
-	items, total, err := r.Query(templateOf(*body.Template), *body.MaxMatches)
-	if err != nil {
-		httpjson.WriteError(w, err)
-		return
-	}
-	httpjson.Write(w, http.StatusOK, apitypes.Items{Items: apiItems(items), TotalMatches: total})
+	p, err := r.page(templateOf(*body.Template), "", *body.MaxMatches)
+	p.next = "" // a query is one page: totalMatches tells there are more
+	r.writePage(w, req, p, err)
 }
 
 func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {

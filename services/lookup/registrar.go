@@ -161,10 +161,14 @@ type Config struct {
 	// page's items' bytes (a page stops before it). 0 means the defaults.
 	MaxItemBytes, ItemsBytes, ItemsBytesPerOwner int
 	PageSize, MaxPage, PageBytes                 int
+	// Listings bounds the pages (listings and queries) built and sent at
+	// once: each holds up to PageBytes, twice over while it is encoded.
+	Listings int
 }
 
 // Defaults of the registrar's limits.
 const (
+	DefaultListings           = 4
 	DefaultMaxItemBytes       = 64 << 10
 	DefaultItemsBytes         = 16 << 20
 	DefaultItemsBytesPerOwner = 4 << 20
@@ -185,6 +189,8 @@ type Registrar struct {
 	// bytes is the items' sizes in all, ownerBytes by owner.
 	bytes      int
 	ownerBytes map[string]int
+	// listings holds a token per page being built or sent.
+	listings chan struct{}
 }
 
 // New loads the registrar from the store and registers its lease kinds.
@@ -200,7 +206,7 @@ func New(cfg Config) (*Registrar, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{},
-		ownerBytes: map[string]int{}}
+		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings))}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -688,11 +694,25 @@ func (r *Registrar) Query(t Template, maxMatches int) ([]Item, int, error) {
 // MaxPage) and no more than PageBytes of them; how many match in all;
 // and the cursor of the next page ("" when none is left).
 func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, string, error) {
+	p, err := r.page(t, after, limit)
+	return p.items, p.total, p.next, err
+}
+
+// aPage is a page of items: how many match in all, the next page's
+// cursor, and the bytes of its items as stored.
+type aPage struct {
+	items []Item
+	total int
+	next  string
+	bytes int
+}
+
+func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	if limit < 0 {
-		return nil, 0, "", fault.New(fault.InvalidArgument, "maxMatches %d is negative", limit)
+		return aPage{}, fault.New(fault.InvalidArgument, "maxMatches %d is negative", limit)
 	}
 	if err := validateAttrs("template attribute", t.Attributes); err != nil {
-		return nil, 0, "", err
+		return aPage{}, err
 	}
 	limit = min(limit, cmp.Or(r.cfg.MaxPage, DefaultMaxPage))
 	budget := cmp.Or(r.cfg.PageBytes, DefaultPageBytes)
@@ -714,11 +734,12 @@ func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, stri
 		rest = matched[i:]
 	}
 	var out []Item
+	size := 0
 	for _, si := range rest {
-		if len(out) == limit || len(out) > 0 && budget-si.size < 0 {
+		if len(out) == limit || len(out) > 0 && size+si.size > budget {
 			break
 		}
-		budget -= si.size
+		size += si.size
 		out = append(out, si.Item)
 	}
 	next := ""
@@ -728,7 +749,7 @@ func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, stri
 	if out == nil {
 		out = []Item{}
 	}
-	return out, len(matched), next, nil
+	return aPage{items: out, total: len(matched), next: next, bytes: size}, nil
 }
 
 // Lease returns the lease of a live registration of serviceID.

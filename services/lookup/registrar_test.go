@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -440,5 +441,27 @@ func TestItemBytesQuotas(t *testing.T) {
 	}
 	if _, err := f.r.Register(pad(id(501), 10<<10), 60_000, "token:alice"); err != nil {
 		t.Fatalf("after one of alice's items went: %v", err)
+	}
+}
+
+// A page written item by item is the JSON of apitypes.Items.
+func TestWriteItemsIsItemsJSON(t *testing.T) {
+	for _, p := range []aPage{
+		{items: []Item{}},
+		{items: []Item{printer("a")}, total: 1},
+		{items: []Item{printer("a"), printer("b"), printer("c")}, total: 7, next: "x"},
+	} {
+		var got bytes.Buffer
+		if err := writeItems(&got, p); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(apitypes.Items{Items: apiItems(p.items), TotalMatches: p.total, NextCursor: p.next})
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, got.Bytes()); err != nil {
+			t.Fatalf("written %s: %v", got.String(), err)
+		}
+		if compact.String() != string(want) {
+			t.Fatalf("written:\n%s\nwant:\n%s", got.String(), want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -166,13 +168,13 @@ func TestFloodSpoofedRequests(t *testing.T) {
 	}
 	sent := f.count("sent")
 	peak, cpu := m.Stop()
-	t.Logf("%d requests from made-up sources at %d/s; jinid discover on h3 found the lookup service in %d of %d tries (by %v); daemon RSS %d KiB at rest, %d KiB at most; CPU %.0f%% of a core",
-		sent, rate, found, tries, how, base.RSSKiB, peak, cpu*100)
+	t.Logf("%d requests from made-up sources at %d/s; jinid discover on h3 found the lookup service in %d of %d tries (by %v); daemon RSS %d KiB at rest, %d KiB at most (%d anonymous, %d files); CPU %.0f%% of a core",
+		sent, rate, found, tries, how, base.RSSKiB, peak.RSSKiB, peak.AnonKiB, peak.FileKiB, cpu*100)
 	if found != tries {
 		t.Fatalf("found in %d of %d tries", found, tries)
 	}
-	if peak > 64<<10 {
-		t.Fatalf("daemon RSS %d KiB, over 64 MiB", peak)
+	if peak.RSSKiB > 64<<10 {
+		t.Fatalf("daemon RSS %d KiB, over 64 MiB", peak.RSSKiB)
 	}
 }
 
@@ -233,13 +235,13 @@ func TestFloodAnnouncementStorm(t *testing.T) {
 		}
 	}
 	lines := strings.Count(d.Log(), "\n") - logBefore
-	t.Logf("%d announcements of new lookup services at %d/s; the real one on h3 discovered in %v; daemon RSS %d KiB at rest, %d KiB at most, %d KiB after; CPU %.0f%% of a core; %d log lines",
-		sent, rate, took.Round(time.Millisecond), base.RSSKiB, peak, after.RSSKiB, cpu*100, lines)
+	t.Logf("%d announcements of new lookup services at %d/s; the real one on h3 discovered in %v; daemon RSS %d KiB at rest, %d KiB at most (%d anonymous, %d files), %d KiB after; CPU %.0f%% of a core; %d log lines",
+		sent, rate, took.Round(time.Millisecond), base.RSSKiB, peak.RSSKiB, peak.AnonKiB, peak.FileKiB, after.RSSKiB, cpu*100, lines)
 	if sent < n {
 		t.Fatalf("only %d announcements sent", sent)
 	}
-	if peak > 64<<10 {
-		t.Fatalf("daemon RSS %d KiB during the storm, over 64 MiB", peak)
+	if peak.RSSKiB > 64<<10 {
+		t.Fatalf("daemon RSS %d KiB during the storm, over 64 MiB", peak.RSSKiB)
 	}
 	if after.RSSKiB > base.RSSKiB+16<<10 {
 		t.Fatalf("daemon RSS %d KiB after the storm, from %d KiB", after.RSSKiB, base.RSSKiB)
@@ -351,9 +353,119 @@ func TestFloodSilentConnections(t *testing.T) {
 	}
 	peak, cpu := m.Stop()
 	slices.Sort(lat)
-	t.Logf("%d silent connections held to each of %d listeners %v (%d opened in all, %d closed by the daemon); /healthz from h3, the unix socket and locator discovery from h3 worked in %d of %d rounds (/healthz in %v at most); daemon RSS %d KiB at rest, %d KiB at most; CPU %.0f%% of a core",
-		conns, len(ports), ports, opened, closed, rounds, rounds, lat[len(lat)-1].Round(time.Millisecond), base.RSSKiB, peak, cpu*100)
-	if peak > 64<<10 {
-		t.Fatalf("daemon RSS %d KiB, over 64 MiB", peak)
+	t.Logf("%d silent connections held to each of %d listeners %v (%d opened in all, %d closed by the daemon); /healthz from h3, the unix socket and locator discovery from h3 worked in %d of %d rounds (/healthz in %v at most); daemon RSS %d KiB at rest, %d KiB at most (%d anonymous, %d files); CPU %.0f%% of a core",
+		conns, len(ports), ports, opened, closed, rounds, rounds, lat[len(lat)-1].Round(time.Millisecond), base.RSSKiB, peak.RSSKiB, peak.AnonKiB, peak.FileKiB, cpu*100)
+	if peak.RSSKiB > 64<<10 {
+		t.Fatalf("daemon RSS %d KiB, over 64 MiB", peak.RSSKiB)
+	}
+}
+
+// limitErr says whether err is the API's answer status naming limit.
+func limitErr(err error, status int, limit string) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Status == status && e.Err.Limit == limit && (status == 413 || e.Err.RetryAfter > 0)
+}
+
+// Sizes and quotas from two clients of the LAN: a 1 MB item is refused,
+// items are taken up to the client's byte quota, notify registrations
+// up to the client's count, a lease batch past its length refused; then
+// 32 listings at once, over and over, page by page: the daemon's memory
+// stays under 64 MiB and a lookup from h3 is answered throughout.
+func TestFloodQuotasAndListings(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
+	ll, la, _ := lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+	d := jinidtest.LabDaemon(t, bin, lus)
+	api := "http://" + ll.IPv4.String() + ":4162"
+	bad, good := jinidtest.LabClient(t, attacker, api), jinidtest.LabClient(t, legit, api)
+	base := usage(t, d.Process.Pid)
+	m := meter(t, d.Process.Pid)
+	ctx := t.Context()
+
+	pad := func(n int) apitypes.Item {
+		return apitypes.Item{Types: []string{"com.example.Big"},
+			Attributes: []apitypes.Attribute{{Type: "com.example.Pad", Fields: map[string]any{"pad": strings.Repeat("x", n)}}}}
+	}
+	if _, err := bad.Register(ctx, pad(1<<20), 600_000); !limitErr(err, 413, "bodyBytes") {
+		t.Fatalf("a 1 MB item: %v", err)
+	}
+	items := 0
+	for ; ; items++ {
+		_, err := bad.Register(ctx, pad(60<<10), 600_000)
+		if limitErr(err, 429, "itemsBytesPerClient") {
+			break
+		}
+		if err != nil || items > 1000 {
+			t.Fatalf("item %d: %v", items, err)
+		}
+	}
+	sink := jinidtest.NewSink(t, attacker, la.IPv4.String())
+	notifies := 0
+	for ; ; notifies++ {
+		_, err := bad.Notify(ctx, client.NotifyRequest{Transitions: []string{apitypes.NoMatchMatch}, Listener: sink.URL, Duration: 600_000})
+		if limitErr(err, 429, "notifiesPerClient") {
+			break
+		}
+		if err != nil || notifies > 10_000 {
+			t.Fatalf("notify registration %d: %v", notifies, err)
+		}
+	}
+	ids := make([]string, 1001)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	if _, err := bad.CancelAll(ctx, ids); !limitErr(err, 413, "batch") {
+		t.Fatalf("a batch of 1001: %v", err)
+	}
+	// The legitimate client's items, a few.
+	for range 20 {
+		if _, err := good.Register(ctx, pad(30<<10), 600_000); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// 32 listings at once, for 5 s, while h3 looks up.
+	listCtx, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	var listed, pages atomic.Int64
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for listCtx.Err() == nil {
+				for cursor := ""; ; {
+					p, err := bad.ListPage(listCtx, cursor, 1000)
+					if err != nil {
+						return
+					}
+					pages.Add(1)
+					listed.Add(int64(len(p.Items)))
+					if cursor = p.NextCursor; cursor == "" {
+						break
+					}
+				}
+			}
+		}()
+	}
+	var lat []time.Duration
+	for listCtx.Err() == nil {
+		start := time.Now()
+		if _, n, err := good.Query(ctx, apitypes.Template{Types: []string{"com.example.Big"}}, 1); err != nil || n < 20 {
+			t.Fatalf("a lookup from h3 during the listings: %d, %v", n, err)
+		}
+		lat = append(lat, time.Since(start))
+		time.Sleep(100 * time.Millisecond) // a client's pace, not a wait for an event
+	}
+	wg.Wait()
+	peak, cpu := m.Stop()
+	slices.Sort(lat)
+	t.Logf("refused: a 1 MB item (bodyBytes), item %d of 60 KiB (itemsBytesPerClient), notify registration %d (notifiesPerClient), a batch of 1001 (batch); 32 concurrent listings: %d pages, %d items in 5 s; %d lookups from h3 answered, median %v, at most %v; daemon RSS %d KiB at rest, %d KiB at most (%d anonymous, %d files); CPU %.0f%% of a core",
+		items+1, notifies+1, pages.Load(), listed.Load(), len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), base.RSSKiB, peak.RSSKiB, peak.AnonKiB, peak.FileKiB, cpu*100)
+	if peak.RSSKiB > 64<<10 {
+		t.Fatalf("daemon RSS %d KiB, over 64 MiB", peak.RSSKiB)
 	}
 }

@@ -339,7 +339,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	grantor := lease.New(st, clock.Real{}, d.log)
 	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
 		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort,
-		MaxItemBytes: d.limits.ItemBytes, ItemsBytes: d.limits.ItemsBytes, ItemsBytesPerOwner: d.limits.ItemsBytesPerClient, PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes}); err != nil {
+		MaxItemBytes: d.limits.ItemBytes, ItemsBytes: d.limits.ItemsBytes, ItemsBytesPerOwner: d.limits.ItemsBytesPerClient, PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}); err != nil {
 		return err
 	}
 	if d.cfg.Groups != nil {

@@ -45,6 +45,9 @@ type Limits struct {
 	PageSize  int `json:"pageSize"`
 	MaxPage   int `json:"maxPage"`
 	PageBytes int `json:"pageBytes"`
+	// Listings are the pages of items built and sent at once; more
+	// wait, 5 s at most, then are told to try again (503).
+	Listings int `json:"listings"`
 
 	// Quotas, in all and per client (a token, or an anonymous caller's
 	// address; an administrator is counted in all only).
@@ -71,6 +74,11 @@ type Limits struct {
 	// --mailbox-total-quota).
 	MailboxBytesPerRegistration int `json:"mailboxBytesPerRegistration"`
 	MailboxBytes                int `json:"mailboxBytes"`
+
+	// MemoryBytes is the Go runtime's soft memory limit (GOMEMLIMIT, if
+	// set, overrides it): the collector runs harder near it. It bounds
+	// nothing by itself; the limits above do.
+	MemoryBytes int `json:"memoryBytes"`
 }
 
 // DefaultLimits are the limits unless configured.
@@ -80,12 +88,13 @@ func DefaultLimits() Limits {
 		DiscoveryConns: 256, DiscoveryConnsPerSource: 8,
 		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
 		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
-		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20,
+		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20, Listings: 4,
 		Items: 20_000, ItemsPerClient: 2_000, ItemsBytes: 16 << 20, ItemsBytesPerClient: 4 << 20, Notifies: 2_000, NotifiesPerClient: 200,
 		LDSRegistrations: 1_000, LDSRegistrationsPerClient: 100, RenewalSets: 1_000, RenewalSetsPerClient: 100,
 		Mailboxes: 1_000, MailboxesPerClient: 100,
 		LDSInterest: 256, LeasesPerSet: 10_000,
 		MailboxBytesPerRegistration: 16 << 20, MailboxBytes: 256 << 20,
+		MemoryBytes: 48 << 20,
 	}
 }
 

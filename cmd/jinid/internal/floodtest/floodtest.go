@@ -289,8 +289,10 @@ func SilentConnections(ctx context.Context, ns namespace.Namespace, addr string,
 
 // Usage is a process's resident memory and CPU time, from /proc.
 type Usage struct {
-	RSSKiB int
-	CPU    time.Duration // user and system
+	// RSSKiB is the resident set: AnonKiB of it the process's own
+	// memory, FileKiB files mapped (the store's database, the binary).
+	RSSKiB, AnonKiB, FileKiB int
+	CPU                      time.Duration // user and system
 }
 
 // ReadUsage reads pid's usage now.
@@ -301,8 +303,15 @@ func ReadUsage(pid int) (Usage, error) {
 		return u, err
 	}
 	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			u.RSSKiB, _ = strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+		k, v, _ := strings.Cut(l, ":")
+		n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+		switch k {
+		case "VmRSS":
+			u.RSSKiB = n
+		case "RssAnon":
+			u.AnonKiB = n
+		case "RssFile":
+			u.FileKiB = n
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -321,15 +330,18 @@ func ReadUsage(pid int) (Usage, error) {
 	return u, nil
 }
 
-// Meter samples a process's usage every 100 ms until stopped: the peak
-// resident memory, and the CPU spent over the time measured.
+// Meter samples a process's usage every 100 ms until stopped: the
+// sample of the highest resident memory, and the CPU spent over the time
+// measured.
 type Meter struct {
 	pid   int
 	start time.Time
 	first Usage
-	peak  atomic.Int64
 	stop  chan struct{}
 	done  chan struct{}
+
+	mu   sync.Mutex
+	peak Usage
 }
 
 // StartMeter starts sampling pid.
@@ -338,8 +350,7 @@ func StartMeter(pid int) (*Meter, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Meter{pid: pid, start: time.Now(), first: u, stop: make(chan struct{}), done: make(chan struct{})}
-	m.peak.Store(int64(u.RSSKiB))
+	m := &Meter{pid: pid, start: time.Now(), first: u, peak: u, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -351,23 +362,29 @@ func StartMeter(pid int) (*Meter, error) {
 			case <-t.C:
 			}
 			if u, err := ReadUsage(pid); err == nil {
-				if int64(u.RSSKiB) > m.peak.Load() {
-					m.peak.Store(int64(u.RSSKiB))
+				m.mu.Lock()
+				if u.RSSKiB > m.peak.RSSKiB {
+					m.peak = u
 				}
+				m.mu.Unlock()
 			}
 		}
 	}()
 	return m, nil
 }
 
-// Stop ends the sampling and returns the peak RSS, and the CPU the
-// process used as a share of one core over the time measured.
-func (m *Meter) Stop() (peakKiB int, cpuShare float64) {
+// Stop ends the sampling and returns the sample of the highest RSS, and
+// the CPU the process used as a share of one core over the time
+// measured.
+func (m *Meter) Stop() (peak Usage, cpuShare float64) {
 	close(m.stop)
 	<-m.done
+	m.mu.Lock()
+	peak = m.peak
+	m.mu.Unlock()
 	u, err := ReadUsage(m.pid)
 	if err != nil {
-		return int(m.peak.Load()), 0
+		return peak, 0
 	}
-	return int(m.peak.Load()), float64(u.CPU-m.first.CPU) / float64(time.Since(m.start))
+	return peak, float64(u.CPU-m.first.CPU) / float64(time.Since(m.start))
 }
