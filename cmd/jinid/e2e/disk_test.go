@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+// tmpfs mounts a small tmpfs for the test: a disk that fills up.
+func tmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		testenv.Missing(t, fmt.Sprintf("mounting a tmpfs: %v %s", err, strings.TrimSpace(string(out))))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// readyz is the daemon's readiness: its status code, what fails, and
+// Retry-After.
+func readyz(t *testing.T, api string) (int, string, string) {
+	t.Helper()
+	resp, err := http.Get(api + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Failing string `json:"failing"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(raw, &body)
+	return resp.StatusCode, body.Failing, resp.Header.Get("Retry-After")
+}
+
+// The daemon's data directory on a small disk that fills up: writes are
+// answered 503 with Retry-After (no errno, no path), readiness fails
+// naming the disk while /healthz stays up, nothing acknowledged is lost,
+// and once space is back writes work again and readiness recovers,
+// without a restart; after one, everything acknowledged is there.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	disk := tmpfs(t, "4m")
+	dir := filepath.Join(disk, "data")
+	d := jinidtest.StartDaemon(t, bin, dir)
+	c := jinidtest.Client(t, d.API)
+	ctx := t.Context()
+
+	pad := apitypes.Item{Types: []string{"com.example.Disk"},
+		Attributes: []apitypes.Attribute{{Type: "com.example.Pad", Fields: map[string]any{"pad": strings.Repeat("x", 30<<10)}}}}
+	var acked []string
+	register := func() error {
+		reg, err := c.Register(ctx, pad, 3_600_000)
+		if err == nil {
+			acked = append(acked, reg.ServiceID)
+		}
+		return err
+	}
+	for range 5 {
+		if err := register(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The rest of the disk taken by something else.
+	filler, err := os.Create(filepath.Join(disk, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := filler.Write(make([]byte, 64<<10)); err != nil {
+			break
+		}
+	}
+	filler.Close()
+
+	var refused error
+	for i := 0; i < 500 && refused == nil; i++ {
+		refused = register()
+	}
+	var e *client.Error
+	if !errors.As(refused, &e) || e.Status != 503 || e.Err.Code != apitypes.Unavailable || e.Err.RetryAfter == 0 ||
+		strings.Contains(e.Err.Message, disk) || strings.Contains(strings.ToLower(e.Err.Message), "errno") {
+		t.Fatalf("a write on a full disk: %v", refused)
+	}
+	status, failing, retry := readyz(t, d.API)
+	if status != 503 || !strings.Contains(failing, "no space") || retry == "" {
+		t.Fatalf("readiness on a full disk: %d %q Retry-After %q", status, failing, retry)
+	}
+	if resp, err := http.Get(d.API + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz on a full disk: %v %v", resp, err)
+	}
+	full := len(acked)
+	for _, id := range acked {
+		if _, err := c.Get(ctx, id); err != nil {
+			t.Fatalf("acknowledged %s lost on a full disk: %v", id, err)
+		}
+	}
+
+	// Space again: within a probe (5 s), ready, and writes work.
+	if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	jinidtest.WaitUntil(t, "ready again once space is back", func() bool {
+		status, _, _ := readyz(t, d.API)
+		return status == 200
+	})
+	recovered := time.Since(start)
+	if err := register(); err != nil {
+		t.Fatalf("a write once space is back: %v", err)
+	}
+	d.Stop(t)
+	d = jinidtest.StartDaemon(t, bin, dir)
+	defer d.Stop(t)
+	c = jinidtest.Client(t, d.API)
+	for _, id := range acked {
+		if _, err := c.Get(ctx, id); err != nil {
+			t.Fatalf("acknowledged %s lost after a restart: %v", id, err)
+		}
+	}
+	t.Logf("%d items acknowledged before the disk was full, the next refused 503 (Retry-After %d s); ready again %v after space came back; all %d acknowledged kept across a restart",
+		full, e.Err.RetryAfter, recovered.Round(100*time.Millisecond), len(acked))
+}
