@@ -5,8 +5,10 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +30,20 @@ func LookPath(t testing.TB, tool, install string) string {
 		Missing(t, tool+" is not installed (apt-get install "+install+")")
 	}
 	return p
+}
+
+// Tmpfs mounts a tmpfs of size (as mount's size=, "4m") for the test,
+// unmounted when it ends: a disk that fills up. It needs root (else
+// Missing).
+func Tmpfs(t testing.TB, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		Missing(t, fmt.Sprintf("mounting a tmpfs: %v %s", err, strings.TrimSpace(string(out))))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,25 +12,11 @@ import (
 	"github.com/jinid/jinid/services/fault"
 )
 
-// tmpfs mounts a small tmpfs for the test: a disk that fills up.
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		testenv.Missing(t, fmt.Sprintf("mounting a tmpfs: %v %s", err, strings.TrimSpace(string(out))))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
 // A full disk: writes answer Unavailable (try again later) and the store
 // says it is unhealthy, without losing what was written; once space is
 // back, a probe finds it out and writes work again, without a reopen.
 func TestFullDisk(t *testing.T) {
-	dir := tmpfs(t, "2m")
+	dir := testenv.Tmpfs(t, "2m")
 	filler := filepath.Join(dir, "filler")
 	if err := os.WriteFile(filler, make([]byte, 1<<20), 0o600); err != nil {
 		t.Fatal(err)

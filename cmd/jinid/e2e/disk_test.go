@@ -3,11 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,20 +16,6 @@ import (
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 )
-
-// tmpfs mounts a small tmpfs for the test: a disk that fills up.
-func tmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Missing(t, "mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		testenv.Missing(t, fmt.Sprintf("mounting a tmpfs: %v %s", err, strings.TrimSpace(string(out))))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
 
 // readyz is the daemon's readiness: its status code, what fails, and
 // Retry-After.
@@ -58,7 +42,7 @@ func readyz(t *testing.T, api string) (int, string, string) {
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
-	disk := tmpfs(t, "4m")
+	disk := testenv.Tmpfs(t, "4m")
 	dir := filepath.Join(disk, "data")
 	d := jinidtest.StartDaemon(t, bin, dir)
 	c := jinidtest.Client(t, d.API)

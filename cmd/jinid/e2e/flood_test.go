@@ -126,6 +126,18 @@ func usage(t *testing.T, pid int) floodtest.Usage {
 	return u
 }
 
+// floodLAN is the floods' LAN: the lookup service's host, the
+// attacker's and the legitimate client's, each with its link, and the
+// jinid binary. The test runs in parallel with the others.
+func floodLAN(t *testing.T) (bin string, lus, attacker, legit *netlab.Host, ll, la, lg *netlab.Link) {
+	t.Parallel()
+	bin = jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	lus, attacker, legit = lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
+	return bin, lus, attacker, legit, lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+}
+
 // ipv4Only makes h's LAN link IPv4 only, so that what it does must get
 // through a flood sent over IPv4.
 func ipv4Only(t *testing.T, h *netlab.Host) {
@@ -139,12 +151,7 @@ func ipv4Only(t *testing.T, h *netlab.Host) {
 // LAN naming itself to connect back to: jinid discover on h3 finds the
 // lookup service in every one of 10 tries.
 func TestFloodSpoofedRequests(t *testing.T) {
-	t.Parallel()
-	bin := jinidtest.Binary(t)
-	lab := netlab.New(t)
-	lan := lab.LAN()
-	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
-	ll, la, lg := lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+	bin, lus, attacker, legit, ll, la, lg := floodLAN(t)
 	ipv4Only(t, legit)
 	d := jinidtest.LabDaemon(t, bin, lus)
 	base := usage(t, d.Process.Pid)
@@ -184,12 +191,7 @@ func TestFloodSpoofedRequests(t *testing.T) {
 // under 64 MiB and comes back near where it was, its log says so in a few
 // lines, and a real lookup service on h3 is still discovered meanwhile.
 func TestFloodAnnouncementStorm(t *testing.T) {
-	t.Parallel()
-	bin := jinidtest.Binary(t)
-	lab := netlab.New(t)
-	lan := lab.LAN()
-	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
-	ll, la, lg := lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+	bin, lus, attacker, legit, ll, la, lg := floodLAN(t)
 	ipv4Only(t, legit)
 	d := jinidtest.LabDaemon(t, bin, lus, "--groups", "storm")
 	c := jinidtest.LabClient(t, legit, "http://"+ll.IPv4.String()+":4162")
@@ -281,12 +283,7 @@ func listeningPorts(t *testing.T, pid int) []int {
 // limited to 1,024 open files: /healthz from h3, the API's unix socket
 // and a locator discovery from h3 keep working.
 func TestFloodSilentConnections(t *testing.T) {
-	t.Parallel()
-	bin := jinidtest.Binary(t)
-	lab := netlab.New(t)
-	lan := lab.LAN()
-	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
-	ll, _, lg := lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+	bin, lus, attacker, legit, ll, _, lg := floodLAN(t)
 	d := jinidtest.LabDaemon(t, bin, lus, "--groups", "silent")
 	// As the issue measured it: 1,024 open files (Go raises its soft
 	// limit to the hard one at start, so both are set).
@@ -372,12 +369,7 @@ func limitErr(err error, status int, limit string) bool {
 // 32 listings at once, over and over, page by page: the daemon's memory
 // stays under 64 MiB and a lookup from h3 is answered throughout.
 func TestFloodQuotasAndListings(t *testing.T) {
-	t.Parallel()
-	bin := jinidtest.Binary(t)
-	lab := netlab.New(t)
-	lan := lab.LAN()
-	lus, attacker, legit := lab.Host("lus"), lab.Host("attacker"), lab.Host("legit")
-	ll, la, _ := lus.Attach(lan), attacker.Attach(lan), legit.Attach(lan)
+	bin, lus, attacker, legit, ll, la, _ := floodLAN(t)
 	d := jinidtest.LabDaemon(t, bin, lus)
 	api := "http://" + ll.IPv4.String() + ":4162"
 	bad, good := jinidtest.LabClient(t, attacker, api), jinidtest.LabClient(t, legit, api)
