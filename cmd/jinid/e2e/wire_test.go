@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -210,22 +209,6 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	}
 }
 
-func rssKiB(t *testing.T, pid int) int {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
 // A flood of multicast requests (bounded: 20,000, paced, inside the lab)
 // naming unreachable and refusing reply addresses does not stop the daemon
 // answering a legitimate requester, and its memory stays flat.
@@ -240,7 +223,7 @@ func TestRequestFlood(t *testing.T) {
 	legit.Attach(lan)
 	cmd := jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
 	time.Sleep(200 * time.Millisecond) // settled after start, for the first measurement
-	before := rssKiB(t, cmd.Process.Pid)
+	before := usage(t, cmd.Process.Pid).RSSKiB
 
 	tr := labPort(t, attacker, nil)
 
@@ -272,12 +255,12 @@ func TestRequestFlood(t *testing.T) {
 	if !ok || !slices.Contains(r.How, finder.ViaRequest) {
 		t.Fatalf("during the flood the legitimate request went unanswered: %+v", rs)
 	}
-	after := rssKiB(t, cmd.Process.Pid)
+	after := usage(t, cmd.Process.Pid).RSSKiB
 	flood(20000, nil)
 	// Let it work through what the kernel queued before measuring: this
 	// is a settling time for a measurement, not a wait for an event.
 	time.Sleep(500 * time.Millisecond)
-	again := rssKiB(t, cmd.Process.Pid)
+	again := usage(t, cmd.Process.Pid).RSSKiB
 	t.Logf("daemon RSS: %d KiB before, %d KiB after 20,000 requests, %d KiB after 20,000 more", before, after, again)
 	if after-before > 16<<10 || again-after > 4<<10 {
 		t.Fatalf("memory grew under the flood: %d -> %d -> %d KiB", before, after, again)
