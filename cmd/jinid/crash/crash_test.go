@@ -224,8 +224,12 @@ func TestMailboxCrash(t *testing.T) {
 	var wg sync.WaitGroup
 	hc := freshHTTP(2 * time.Second)
 	for s := range sources {
+		acked[fmt.Sprintf("s%d", s)] = map[int]bool{}
+	}
+	// The map is whole before any poster reads it: adding a source while
+	// one posts was the race CI's race detector found.
+	for s := range sources {
 		src := fmt.Sprintf("s%d", s)
-		acked[src] = map[int]bool{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
