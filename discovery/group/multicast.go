@@ -119,9 +119,6 @@ func (m *Multicast) Start(context.Context) error {
 	m.mu.Lock()
 	m.port = port
 	m.mu.Unlock()
-	if len(port.Joined()) == 0 {
-		m.log.Warn("no interface to multicast on yet; waiting for one (see --interfaces)")
-	}
 	return nil
 }
 

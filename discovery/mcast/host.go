@@ -151,13 +151,29 @@ func NewNetlinkHost(cfg HostConfig) (*Host, error) {
 	return h, nil
 }
 
-// Start starts the host's own interface monitor, if it has one; ports
-// open as handles ask.
+// Start starts the host's own interface monitor, if it has one, and
+// joins the groups of the ports already open on the interfaces it found:
+// once Start returns, Joined tells the truth (the start-up log and
+// readiness rely on it). Ports open as handles ask.
 func (h *Host) Start(ctx context.Context) error {
 	if h.monitor == nil {
 		return nil
 	}
-	return h.monitor.Start(ctx)
+	if err := h.monitor.Start(ctx); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	var trs []*transport
+	for _, hp := range h.ports {
+		trs = append(trs, hp.tr)
+	}
+	h.mu.Unlock()
+	for _, tr := range trs {
+		if err := tr.sync(); err != nil {
+			return fmt.Errorf("joining the discovery groups on the interfaces found: %w", err)
+		}
+	}
+	return nil
 }
 
 // Shutdown closes every port, whatever handles are still open.

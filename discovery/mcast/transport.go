@@ -59,8 +59,12 @@ func (g Group) Addr(family int) netip.Addr {
 }
 
 // DefaultExclude are interfaces people rarely want discovery on: container
-// and VPN plumbing. Loopback is never used (it cannot multicast).
-var DefaultExclude = []string{"docker*", "br-*", "veth*", "virbr*", "tun*", "tap*", "wg*", "zt*", "tailscale*"}
+// and VM plumbing (Docker's own bridges are br- and 12 hex digits, so a
+// router's br-lan is kept), VPNs, and a router's WAN port. Loopback is
+// never used (it cannot multicast). An interface named in --interfaces
+// is served whatever these say.
+var DefaultExclude = []string{"docker*", "br-????????????", "veth*", "virbr*", "lxcbr*", "lxdbr*", "cni*", "flannel*", "cali*",
+	"vmnet*", "vboxnet*", "tun*", "tap*", "wg*", "zt*", "tailscale*", "wan*"}
 
 // Defaults.
 const (
@@ -211,8 +215,10 @@ type transport struct {
 	mu      sync.Mutex
 	socks   map[sockKey]*sock
 	reasons map[int]string // why each interface is (not) served, as last logged
-	names   map[int]string
-	subnets map[int][]netip.Prefix
+	// warnedNone: the transport serves no interface and has said so.
+	warnedNone bool
+	names      map[int]string
+	subnets    map[int][]netip.Prefix
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -308,6 +314,11 @@ func (t *transport) eligible(ifc netmon.Interface) (bool, string) {
 		return false, "not multicast-capable"
 	case !ifc.IsUp():
 		return false, "down"
+	}
+	// Named outright (not by a pattern), it is wanted whatever the
+	// exclusions say.
+	if slices.Contains(t.cfg.Include, ifc.Name) {
+		return true, ""
 	}
 	for _, p := range t.cfg.Exclude {
 		if ok, _ := path.Match(p, ifc.Name); ok {
@@ -418,6 +429,11 @@ func (t *transport) syncSockets() (changed bool, err error) {
 		t.log.Info("joined discovery groups", "interface", ifc.Name, "family", k.family)
 	}
 	t.cfg.Metrics.setJoined(t.socks)
+	if len(t.socks) == 0 && !t.warnedNone {
+		t.log.Warn("no interface to multicast on: discovery waits for one (the interface lines say why each is not served; see --interfaces)",
+			"port", t.cfg.Port)
+	}
+	t.warnedNone = len(t.socks) == 0
 	select {
 	case t.synced <- struct{}{}:
 	default:

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -223,6 +224,9 @@ type Daemon struct {
 	// announcer is nil with multicast off; the registrar's hook may run
 	// in any goroutine.
 	announcer atomic.Pointer[announce.Announcer]
+	// mcPort is the lookup service's discovery port (nil with multicast
+	// off): readiness asks it which interfaces it serves.
+	mcPort atomic.Pointer[mcast.Port]
 }
 
 // ldsNetwork is the lookup discovery service's group discovery network:
@@ -279,7 +283,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	items, notifies := d.registrar.Count()
 	d.log.Info("jinid started", "api", d.apiURL(netip.Addr{}), "socket", d.cfg.APISocket, "data", d.store.Path(),
 		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
-		"multicast", !d.cfg.NoMulticast, "registrations", items, "notify_registrations", notifies)
+		"multicast", d.multicastState(), "registrations", items, "notify_registrations", notifies)
 	return nil
 }
 
@@ -440,6 +444,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
 	d.parts.Add("the lookup service's discovery port", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return port.Close() }})
+	d.mcPort.Store(port)
 	announcer, err := announce.NewAnnouncer(announce.Config{Transport: port, ServiceID: id, Port: d.unicastPort(),
 		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(d.store), Logger: d.log})
 	if err != nil {
@@ -591,7 +596,26 @@ func (d *Daemon) ready() (bool, string) {
 	if ok, why := d.store.Health(); !ok {
 		return false, "store: " + why
 	}
+	if p := d.mcPort.Load(); p != nil && len(p.Joined()) == 0 {
+		return false, "multicast: no eligible interface (the log's interface lines say why each is not served; see --interfaces)"
+	}
 	return true, ""
+}
+
+// multicastState says how multicast discovery stands, for the start line.
+func (d *Daemon) multicastState() string {
+	p := d.mcPort.Load()
+	switch {
+	case d.cfg.NoMulticast:
+		return "off"
+	case p == nil || len(p.Joined()) == 0:
+		return "waiting (no eligible interface)"
+	}
+	names := map[string]bool{}
+	for _, j := range p.Joined() {
+		names[j.Name] = true
+	}
+	return fmt.Sprintf("on (%s)", strings.Join(slices.Sorted(maps.Keys(names)), ", "))
 }
 
 // Addr is the address the API listens on, once started.
