@@ -58,7 +58,7 @@ const (
 	// most. One multicast announcement reaches every real requester on
 	// the link at once (they contact it themselves), whatever the
 	// made-up requests cost.
-	DefaultOverloadAnnounceEvery = 2 * time.Second
+	DefaultOverloadAnnounceEvery = time.Second
 
 	maxTracked = 4096 // sources, suspects and recent requests remembered
 )
@@ -108,7 +108,11 @@ type Responder struct {
 	suspect map[netip.Addr]suspicion     // connect-back addresses not to try for now
 	good    map[netip.Addr]time.Time     // sources answered: served first
 	queue   fairQueue
-	shout   *rate.Limiter // Overloaded calls
+	// lastShout is when Overloaded was last called; shoutLater, if set,
+	// calls it again once OverloadAnnounceEvery has passed, so every
+	// refused request is followed by an announcement within that time.
+	lastShout  time.Time
+	shoutLater *time.Timer
 	warn    *rate.Limiter // the log line saying so
 
 	// Counts, for status, metrics and tests.
@@ -159,7 +163,7 @@ func NewResponder(cfg ResponderConfig) *Responder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Responder{cfg: cfg, ctx: ctx, cancel: cancel, wake: make(chan struct{}, cfg.MaxPending),
 		recent: map[string]time.Time{}, limits: map[netip.Addr]*rate.Limiter{}, suspect: map[netip.Addr]suspicion{},
-		good: map[netip.Addr]time.Time{}, shout: rate.NewLimiter(rate.Every(cfg.OverloadAnnounceEvery), 1),
+		good: map[netip.Addr]time.Time{},
 		warn: rate.NewLimiter(rate.Every(time.Minute), 1)}
 	r.queue.init()
 	if r.cfg.Dial == nil {
@@ -181,6 +185,11 @@ func (r *Responder) Start(context.Context) error {
 // connections are cut short).
 func (r *Responder) Shutdown(context.Context) error {
 	r.cancel()
+	r.mu.Lock()
+	if r.shoutLater != nil {
+		r.shoutLater.Stop()
+	}
+	r.mu.Unlock()
 	r.wg.Wait()
 	return nil
 }
@@ -234,9 +243,7 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	_, known := r.good[src]
 	if !r.queue.push(job{src: src, addr: addr, subnets: p.Subnets}, known, r.cfg.MaxPending) {
 		r.Busy.Add(1)
-		if r.shout.AllowN(now, 1) && r.cfg.Overloaded != nil {
-			r.cfg.Overloaded()
-		}
+		r.overloadedLocked(now)
 		if r.warn.AllowN(now, 1) {
 			// A flood, most likely: said once in a while, with counts.
 			r.cfg.Logger.Warn("too many multicast requests to answer: refusing some and announcing instead",
@@ -247,6 +254,29 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	forget(r.recent, maxTracked, now, r.cfg.DupWindow)
 	r.recent[addr] = now
 	r.wake <- struct{}{} // never blocks: one token per queued job, at most MaxPending
+}
+
+// overloadedLocked has the lookup service announce itself for a refused
+// request: now, or once OverloadAnnounceEvery has passed since the last
+// time (one announcement then serves every request refused meanwhile).
+func (r *Responder) overloadedLocked(now time.Time) {
+	if r.cfg.Overloaded == nil || r.shoutLater != nil {
+		return
+	}
+	wait := r.lastShout.Add(r.cfg.OverloadAnnounceEvery).Sub(now)
+	if wait <= 0 {
+		r.lastShout = now
+		r.cfg.Overloaded()
+		return
+	}
+	r.shoutLater = time.AfterFunc(wait, func() {
+		r.mu.Lock()
+		r.shoutLater, r.lastShout = nil, time.Now()
+		r.mu.Unlock()
+		if r.ctx.Err() == nil {
+			r.cfg.Overloaded()
+		}
+	})
 }
 
 // forget bounds a map of times: at its size limit, entries older than

@@ -155,13 +155,14 @@ func TestFairQueue(t *testing.T) {
 }
 
 // A request refused for want of room makes the lookup service announce
-// itself instead, once per interval however many are refused.
+// itself instead: at once, or if it just did, once the interval has
+// passed (one announcement for all refused meanwhile).
 func TestResponderOverloadedAnnounces(t *testing.T) {
 	var shouts atomic.Int64
 	block := make(chan struct{})
 	defer close(block)
 	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
-		Answer: func(c net.Conn) { c.Close() }, MaxAnswers: 1, MaxPending: 2, OverloadAnnounceEvery: time.Hour,
+		Answer: func(c net.Conn) { c.Close() }, MaxAnswers: 1, MaxPending: 2, OverloadAnnounceEvery: 50 * time.Millisecond,
 		Dial:       func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
 		Overloaded: func() { shouts.Add(1) }})
 	if err := r.Start(t.Context()); err != nil {
@@ -174,6 +175,12 @@ func TestResponderOverloadedAnnounces(t *testing.T) {
 	}
 	if r.Busy.Load() < 40 || shouts.Load() != 1 {
 		t.Fatalf("busy %d, announcements asked %d; want most refused and 1 announcement", r.Busy.Load(), shouts.Load())
+	}
+	// Those refused after the first announcement get one of their own.
+	waitCount(t, "announcements", &shouts, 2)
+	time.Sleep(150 * time.Millisecond) // no refusal since: no third (a check of absence)
+	if n := shouts.Load(); n != 2 {
+		t.Fatalf("%d announcements for one burst of refusals, want 2", n)
 	}
 }
 
