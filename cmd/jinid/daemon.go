@@ -172,7 +172,7 @@ the peer reached it at, or --advertise.`,
 	f.StringSliceVar(&groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
 	f.BoolVar(&public, "public-group", true, `with --groups: also be a member of the public group ("")`)
 	f.DurationVar(&interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
-	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable)")
+	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")

@@ -155,7 +155,7 @@ follows.`,
 	f.BoolVar(&allGroups, "all-groups", false, "look for lookup services of any group (the default)")
 	f.StringArrayVar(&locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable)")
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to listen before printing the results (with --watch: stop after this; default never)")
-	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable)")
+	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
