@@ -113,7 +113,7 @@ type Responder struct {
 	// refused request is followed by an announcement within that time.
 	lastShout  time.Time
 	shoutLater *time.Timer
-	warn    *rate.Limiter // the log line saying so
+	warn       *rate.Limiter // the log line saying so
 
 	// Counts, for status, metrics and tests.
 	Answered, Duplicates, Busy, Failed, OffLink, Suspect atomic.Int64
