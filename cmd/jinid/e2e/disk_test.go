@@ -17,11 +17,11 @@ import (
 	"github.com/jinid/jinid/services/api/client"
 )
 
-// readyz is the daemon's readiness: its status code, what fails, and
-// Retry-After.
-func readyz(t *testing.T, api string) (int, string, string) {
+// readyz is the daemon's readiness, asked through hc at api: its status
+// code, what fails, and Retry-After.
+func readyz(t *testing.T, hc *http.Client, api string) (int, string, string) {
 	t.Helper()
-	resp, err := http.Get(api + "/readyz")
+	resp, err := hc.Get(api + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestDiskFull(t *testing.T) {
 		strings.Contains(e.Err.Message, disk) || strings.Contains(strings.ToLower(e.Err.Message), "errno") {
 		t.Fatalf("a write on a full disk: %v", refused)
 	}
-	status, failing, retry := readyz(t, d.API)
+	status, failing, retry := readyz(t, http.DefaultClient, d.API)
 	if status != 503 || !strings.Contains(failing, "no space") || retry == "" {
 		t.Fatalf("readiness on a full disk: %d %q Retry-After %q", status, failing, retry)
 	}
@@ -104,7 +104,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	start := time.Now()
 	jinidtest.WaitUntil(t, "ready again once space is back", func() bool {
-		status, _, _ := readyz(t, d.API)
+		status, _, _ := readyz(t, http.DefaultClient, d.API)
 		return status == 200
 	})
 	recovered := time.Since(start)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"regexp"
@@ -56,16 +55,8 @@ func readiness(t *testing.T, socket string) (int, string) {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 		}}}
-	resp, err := hc.Get("http://localhost/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Failing string `json:"failing"`
-	}
-	json.NewDecoder(resp.Body).Decode(&body)
-	return resp.StatusCode, body.Failing
+	status, failing, _ := readyz(t, hc, "http://localhost")
+	return status, failing
 }
 
 var multicastState = regexp.MustCompile(`multicast="?([^"\n]*?)"? registrations`)
