@@ -314,14 +314,6 @@ func APIItem(it Item) apitypes.Item {
 	return out
 }
 
-func apiItems(its []Item) []apitypes.Item {
-	out := make([]apitypes.Item, len(its))
-	for i, it := range its {
-		out[i] = APIItem(it)
-	}
-	return out
-}
-
 func itemOf(it apitypes.Item) Item {
 	return Item{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint, Service: it.Service,
 		Attributes: attributesFrom(it.Attributes)}

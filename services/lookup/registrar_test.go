@@ -465,3 +465,12 @@ func TestWriteItemsIsItemsJSON(t *testing.T) {
 		}
 	}
 }
+
+// apiItems is items as the API has them (what writeItems streams).
+func apiItems(its []Item) []apitypes.Item {
+	out := make([]apitypes.Item, len(its))
+	for i, it := range its {
+		out[i] = APIItem(it)
+	}
+	return out
+}
