@@ -201,6 +201,58 @@ type entry struct {
 	// proxies a Java lookup service handed out (one per version), by
 	// which its later answers are known.
 	proxies [][]byte
+	// addrs are where it was heard or reached (by interface and family),
+	// best first (discovery.CompareAddresses); ls is at the first.
+	addrs []address
+}
+
+// address is one place a lookup service was heard or reached.
+type address struct {
+	host  string
+	port  int // 0: not known (a Java lookup service's version 1 answer)
+	iface string
+}
+
+// maxAddrs bounds the addresses an entry remembers: one per interface
+// and family it is heard on, a few interfaces at most.
+const maxAddrs = 8
+
+// note records that the lookup service was heard or reached at host and
+// port over iface, and points ls at the best address known: which one is
+// reported and dialed depends on the addresses, not on the order they
+// were heard in.
+func (e *entry) note(host string, port int, iface string) {
+	if host == "" {
+		return
+	}
+	i := slices.IndexFunc(e.addrs, func(a address) bool { return discovery.SameHost(a.host, host) && (a.port == port || a.port == 0 || port == 0) })
+	switch {
+	case i >= 0 && e.addrs[i].port == 0:
+		e.addrs[i].port = port
+	case i >= 0:
+	case len(e.addrs) < maxAddrs:
+		e.addrs = append(e.addrs, address{host, port, iface})
+	default:
+		return
+	}
+	slices.SortFunc(e.addrs, func(a, b address) int { return discovery.CompareAddresses(a.host, a.port, b.host, b.port) })
+	best := e.addrs[0]
+	e.ls.Host, e.ls.Port = best.host, best.port
+	if best.iface != "" {
+		e.ls.Interface = best.iface
+	}
+}
+
+// forget drops an address that no longer answers; it reports whether
+// any is left.
+func (e *entry) forget(host string, port int) bool {
+	e.addrs = slices.DeleteFunc(e.addrs, func(a address) bool { return a.host == host && a.port == port })
+	if len(e.addrs) == 0 {
+		return false
+	}
+	best := e.addrs[0]
+	e.ls.Host, e.ls.Port, e.ls.Interface = best.host, best.port, best.iface
+	return true
 }
 
 // New returns an engine; Start begins its requests.
@@ -364,6 +416,7 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		return
 	}
 	e.lastSeen = d.clock.Now()
+	e.note(a.Host, a.Port, iface)
 	if a.Version == discovery.ProtocolV2 {
 		// Sequence numbers only grow: a lower or equal one is a stale or
 		// repeated announcement (or the same one heard on another
@@ -441,6 +494,10 @@ func (d *Discovery) identify(e *entry, id discovery.ServiceID) {
 	d.events.Push(discovery.Event{Kind: discovery.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
 }
 
+// maxProbes bounds the addresses a silent lookup service is probed at
+// before it is discarded.
+const maxProbes = 3
+
 // logEvery is how often a line that a remote host can cause is logged
 // at most (with a count of what it stands for).
 const logEvery = 10 * time.Second
@@ -509,6 +566,7 @@ func (d *Discovery) found(ls discovery.LookupService) {
 	}
 	if e := d.lookup(ls); e != nil {
 		d.merge(e, ls)
+		e.note(ls.Host, ls.Port, ls.Interface)
 		e.lastSeen = d.clock.Now()
 		d.regroup(e, ls.Groups)
 		return
@@ -517,6 +575,7 @@ func (d *Discovery) found(ls discovery.LookupService) {
 		return
 	}
 	e := &entry{ls: ls, lastSeen: d.clock.Now()}
+	e.note(ls.Host, ls.Port, ls.Interface)
 	if ls.Registrar.Descriptor == nil {
 		e.addProxy(ls.Registrar.Marshalled)
 	}
@@ -578,9 +637,6 @@ func (d *Discovery) merge(e *entry, ls discovery.LookupService) {
 	if e.ls.IDFromProxy && !ls.IDFromProxy {
 		d.identify(e, ls.ID)
 	}
-	if ls.Port != 0 && (e.ls.Port == 0 || ls.Version > e.ls.Version) {
-		e.ls.Host, e.ls.Port = ls.Host, ls.Port
-	}
 	if ls.Version > e.ls.Version {
 		e.ls.Version, e.ls.Registrar = ls.Version, ls.Registrar
 	}
@@ -617,18 +673,42 @@ func (d *Discovery) check(e *entry) {
 		return
 	}
 	ls := e.ls
+	addrs := slices.Clone(e.addrs)
 	d.mu.Unlock()
 
-	port := ls.Port
-	if port == 0 {
-		port = discovery.Port // a Java lookup service that answered in version 1
+	// The best address first; another only if that one fails (a lookup
+	// service heard on two links may have lost one).
+	var (
+		resp   *unicast.Response
+		err    error
+		failed []address
+	)
+	for i, a := range addrs {
+		if i == maxProbes {
+			break
+		}
+		port := a.port
+		if port == 0 {
+			port = discovery.Port // a Java lookup service that answered in version 1
+		}
+		if resp, err = d.unicast(a.host, port, ls.Version); err == nil {
+			break
+		}
+		failed = append(failed, a)
 	}
-	resp, err := d.unicast(ls.Host, port, ls.Version)
+	if len(addrs) == 0 {
+		err = errors.New("no address known")
+	}
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.discovered[e.ls.ID] != e || d.closed {
 		return
+	}
+	if err == nil {
+		for _, a := range failed {
+			e.forget(a.host, a.port)
+		}
 	}
 	if err != nil {
 		d.log.Info("lookup service silent and unreachable; discarded", "serviceID", ls.ID, "address", ls.Address(),

@@ -487,3 +487,37 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A lookup service heard over both families is reported and dialed at the
+// best of its addresses whatever order they came in, and is not discarded
+// while another of its addresses answers.
+func TestAddressChoiceIsDeterministic(t *testing.T) {
+	id := discovery.ServiceID{0x42}
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		r := newRig(t, []string{"a"})
+		ls := []*discoverytest.SimLUS{
+			r.lan.Add(discoverytest.SimLUS{ID: id, Host: "fe80::1%sim0", Groups: []string{"a"}}),
+			r.lan.Add(discoverytest.SimLUS{ID: id, Host: "10.0.0.1", Groups: []string{"a"}}),
+		}
+		r.announce(ls[order[0]])
+		r.next(discovery.Discovered, ls[order[0]], "")
+		r.announce(ls[order[1]])
+		r.none()
+		got := r.d.Discovered()
+		if len(got) != 1 || got[0].Host != "10.0.0.1" || got[0].Interface != "sim0" {
+			t.Fatalf("order %v: discovered %+v; want one, at 10.0.0.1 on sim0", order, got)
+		}
+
+		// The IPv4 address stops answering; the link-local one still
+		// does: kept, and reported there.
+		r.lan.Set(ls[1], func(l *discoverytest.SimLUS) { l.Down = true })
+		r.clk.Advance(DefaultDiscardMultiple * interval)
+		r.none()
+		if got := r.d.Discovered(); len(got) != 1 || got[0].Host != "fe80::1%sim0" {
+			t.Fatalf("order %v: after the IPv4 address failed, discovered %+v; want it at fe80::1%%sim0", order, got)
+		}
+		r.lan.Set(ls[0], func(l *discoverytest.SimLUS) { l.Down = true })
+		r.clk.Advance(DefaultDiscardMultiple * interval)
+		r.next(discovery.Discarded, ls[0], discovery.ReasonCommunication)
+	}
+}

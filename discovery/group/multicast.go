@@ -320,11 +320,12 @@ func (m *Multicast) answered(conn net.Conn, version int) {
 	if version == discovery.ProtocolV1 {
 		// The peer's port is the one it connected from, not its unicast
 		// port: a jinid descriptor says that; otherwise it stays unknown
-		// (0) until an announcement tells.
+		// (0) until an announcement tells. Its host stays the address it
+		// reached this host from, zoned if link-local.
 		resp.Port = 0
 		if d := resp.Registrar.Descriptor; d != nil {
 			if l, err := discovery.ParseLocator(d.Locator); err == nil {
-				resp.Host, resp.Port = l.Host, l.Port
+				resp.Port = l.Port
 			}
 		}
 	}
@@ -334,11 +335,18 @@ func (m *Multicast) answered(conn net.Conn, version int) {
 // ifaceOf names the served interface that has local address a.
 func (m *Multicast) ifaceOf(a net.Addr) string {
 	ap, _ := netip.ParseAddrPort(a.String())
-	addr := ap.Addr().Unmap().WithZone("")
-	for _, j := range m.Joined() {
-		if j.Addr == addr {
-			return j.Name
-		}
+	return m.LinkOf(ap.Addr())
+}
+
+// LinkOf names the served interface whose link a is on: a link-local
+// address's zone, or the interface one of whose subnets holds a; "" if
+// none.
+func (m *Multicast) LinkOf(a netip.Addr) string {
+	m.mu.Lock()
+	port := m.port
+	m.mu.Unlock()
+	if port == nil {
+		return ""
 	}
-	return ""
+	return port.LinkOf(a)
 }

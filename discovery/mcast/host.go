@@ -306,6 +306,10 @@ func (p *Port) Close() error {
 // Joined lists the interfaces and families the port serves now.
 func (p *Port) Joined() []Joined { return p.hp.tr.Joined() }
 
+// LinkOf names the served interface whose link a is on; see
+// transport.LinkOf.
+func (p *Port) LinkOf(a netip.Addr) string { return p.hp.tr.LinkOf(a) }
+
 // Send sends to a Jini discovery group on every served interface; see
 // transport.Send.
 func (p *Port) Send(g Group, build func(Joined) ([][]byte, error)) error {

@@ -567,6 +567,27 @@ func (t *transport) Joined() []Joined {
 	return out
 }
 
+// LinkOf names the served interface whose link a is on: a link-local
+// address's zone, or the interface one of whose subnets holds a; "" if
+// none.
+func (t *transport) LinkOf(a netip.Addr) string {
+	a = a.Unmap()
+	if a.IsLinkLocalUnicast() {
+		return a.Zone()
+	}
+	a = a.WithZone("")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	best := ""
+	bestIndex := 0
+	for k, s := range t.socks {
+		if (best == "" || k.index < bestIndex) && slices.ContainsFunc(s.ifc.Addrs, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			best, bestIndex = s.ifc.Name, k.index
+		}
+	}
+	return best
+}
+
 // Send sends to group on every served interface. build returns the packets
 // for one interface (so they can carry that interface's address); a nil
 // result skips it. Failures on some interfaces do not stop the others; they
@@ -659,14 +680,8 @@ func interfaceGone(err error) bool {
 		errors.Is(err, syscall.EADDRNOTAVAIL)
 }
 
-// Zoned returns host ready to dial: an IPv6 link-local address without a
-// zone is only meaningful on the link it was heard on, so it gets the
-// packet's arrival interface as its zone. Other hosts are returned as they
-// are.
-func (p Packet) Zoned(host string) string {
-	a, err := netip.ParseAddr(host)
-	if err != nil || !a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "" || p.IfName == "" {
-		return host
-	}
-	return a.WithZone(p.IfName).String()
-}
+// Zoned returns host ready to dial: an IPv6 link-local address is only
+// meaningful on the link it was heard on, so it gets the packet's arrival
+// interface as its zone, replacing any the sender wrote (its own
+// interface's name). See discovery.WithZone.
+func (p Packet) Zoned(host string) string { return discovery.WithZone(host, p.IfName) }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"time"
 
@@ -39,12 +40,58 @@ func Discover(ctx context.Context, conn net.Conn, version int) (*Response, error
 	if resp.Version != version {
 		return resp, fmt.Errorf("unicast discovery with %s: %w: asked in version %d, answered in %d", conn.RemoteAddr(), ErrVersion, version, resp.Version)
 	}
+	peer, _ := netip.ParseAddrPort(conn.RemoteAddr().String())
 	if version == discovery.ProtocolV1 {
-		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil {
-			resp.Host, resp.Port = ap.Addr().Unmap().WithZone("").String(), int(ap.Port())
+		if peer.IsValid() {
+			resp.Host, resp.Port = discovery.WithZone(peer.Addr().String(), peer.Addr().Zone()), int(peer.Port())
 		}
+	} else {
+		resp.Host = dialable(resp.Host, peer)
+	}
+	if d := resp.Registrar.Descriptor; d != nil && peer.Addr().Zone() != "" {
+		c := *d
+		c.APIURL = zoneURL(d.APIURL, peer.Addr().Zone())
+		resp.Registrar.Descriptor = &c
 	}
 	return resp, nil
+}
+
+// dialable returns the host a lookup service reached at peer says it is
+// at, made usable from here: an IPv6 link-local one gets the zone of the
+// link it was reached over, or, reached over no link-local address, is
+// replaced by the address it was reached at (a link-local address from
+// another link reaches nothing).
+func dialable(host string, peer netip.AddrPort) string {
+	if !peer.IsValid() {
+		return host
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil || !a.Is6() || !a.IsLinkLocalUnicast() {
+		return discovery.WithZone(host, "")
+	}
+	if zone := peer.Addr().Zone(); zone != "" {
+		return discovery.WithZone(host, zone)
+	}
+	return peer.Addr().Unmap().String()
+}
+
+// zoneURL gives an http URL whose host is an IPv6 link-local address
+// without a zone the zone of the link it was learnt on (written %25 in
+// a URL), so that it can be used from here.
+func zoneURL(raw, zone string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	a, err := netip.ParseAddr(u.Hostname())
+	if err != nil || !a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != "" {
+		return raw
+	}
+	u.Host = net.JoinHostPort(a.WithZone(zone).String(), u.Port())
+	if u.Port() == "" {
+		u.Host = "[" + a.WithZone(zone).String() + "]"
+	}
+	return u.String()
 }
 
 // Answer runs the server side of unicast discovery over conn: it reads the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -63,5 +64,40 @@ func TestAnswerNoCommonFormat(t *testing.T) {
 	_, err := ReadResponse(client, DefaultMaxResponseSize)
 	if !errors.Is(err, ErrNoFormat) {
 		t.Fatalf("error %v, want ErrNoFormat", err)
+	}
+}
+
+func TestDialable(t *testing.T) {
+	ll := netip.MustParseAddrPort("[fe80::9%eth1]:4160")
+	v4 := netip.MustParseAddrPort("10.0.0.9:4160")
+	for _, c := range []struct {
+		host string
+		peer netip.AddrPort
+		want string
+	}{
+		{"fe80::2", ll, "fe80::2%eth1"},
+		{"fe80::2%en0", ll, "fe80::2%eth1"}, // a Java peer writes its own zone
+		{"fe80::2", v4, "10.0.0.9"},         // reached elsewhere: a link-local address reaches nothing
+		{"2001:db8::2%en0", ll, "2001:db8::2"},
+		{"lookup.lan", ll, "lookup.lan"},
+		{"fe80::2", netip.AddrPort{}, "fe80::2"},
+	} {
+		if got := dialable(c.host, c.peer); got != c.want {
+			t.Errorf("dialable(%q, %s) = %q, want %q", c.host, c.peer, got, c.want)
+		}
+	}
+}
+
+func TestZoneURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://[fe80::2]:4162/":       "http://[fe80::2%25eth1]:4162/",
+		"http://[fe80::2]/":            "http://[fe80::2%25eth1]/",
+		"http://[fe80::2%25eth0]:4162": "http://[fe80::2%25eth0]:4162",
+		"http://10.0.0.2:4162/":        "http://10.0.0.2:4162/",
+		"http://[2001:db8::2]:4162/":   "http://[2001:db8::2]:4162/",
+	} {
+		if got := zoneURL(in, "eth1"); got != want {
+			t.Errorf("zoneURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
