@@ -225,7 +225,9 @@ func (e *entry) note(host string, port int, iface string) {
 	if host == "" {
 		return
 	}
-	i := slices.IndexFunc(e.addrs, func(a address) bool { return discovery.SameHost(a.host, host) && (a.port == port || a.port == 0 || port == 0) })
+	i := slices.IndexFunc(e.addrs, func(a address) bool {
+		return discovery.SameHost(a.host, host) && (a.port == port || a.port == 0 || port == 0)
+	})
 	switch {
 	case i >= 0 && e.addrs[i].port == 0:
 		e.addrs[i].port = port
