@@ -2,6 +2,7 @@ package lds
 
 import (
 	"net/http"
+	"net/netip"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/access"
@@ -137,8 +138,12 @@ func (s *Service) httpRegistrars(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := apitypes.Registrars{Registrars: make([]apitypes.Registrar, len(ls))}
+	client := netip.IPv6Loopback() // not over TCP: a local socket
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		client = ap.Addr()
+	}
 	for i, l := range ls {
-		out.Registrars[i] = RegistrarOf(l)
+		out.Registrars[i] = s.RegistrarFor(l, client)
 	}
 	httpjson.Write(w, http.StatusOK, out)
 }

@@ -45,8 +45,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
+	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +110,11 @@ type Config struct {
 	// MaxPerRegistration bounds the groups, and the locators, of one
 	// registration; 0 means DefaultMaxPerRegistration.
 	MaxPerRegistration int
+	// LinkOf names the interface whose link an address is on ("" when
+	// none is): a lookup service known only by an IPv6 link-local
+	// address is described with that address only to those on its link.
+	// Nil means no address is on any link.
+	LinkOf func(netip.Addr) string
 }
 
 // DefaultMaxPerRegistration bounds one registration's groups, and its
@@ -926,8 +934,9 @@ func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Deliv
 	r.Seq++
 	regs := make([]apitypes.Registrar, len(ls))
 	groups := make(map[string][]string, len(ls))
+	to := listenerAddr(r.Listener)
 	for i, l := range ls {
-		regs[i] = RegistrarOf(l.LS)
+		regs[i] = s.RegistrarFor(l.LS, to)
 		groups[l.LS.ID.String()] = regs[i].Groups
 	}
 	ev := apitypes.RemoteDiscoveryEvent{
@@ -1085,6 +1094,46 @@ func RegistrarOf(ls discovery.LookupService) apitypes.Registrar {
 		r.Marshalled = ls.Registrar.Marshalled
 	}
 	return r
+}
+
+// RegistrarFor describes a lookup service for someone at address to
+// (a listener, a client of the API): as RegistrarOf, except that an IPv6
+// link-local address, which reaches its host only over one link, is
+// handed on only to someone on that link, without this host's zone
+// (meaningless elsewhere: the recipient adds its own interface's), and
+// only to this host itself with it. To anyone else the host and locator
+// are empty: nothing they could dial.
+func (s *Service) RegistrarFor(ls discovery.LookupService, to netip.Addr) apitypes.Registrar {
+	r := RegistrarOf(ls)
+	a, err := netip.ParseAddr(ls.Host)
+	if err != nil || !a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() == "" {
+		return r
+	}
+	to = to.Unmap()
+	switch {
+	case to.IsLoopback():
+		return r
+	case to.IsValid() && (to.Zone() == a.Zone() || s.cfg.LinkOf != nil && s.cfg.LinkOf(to) == a.Zone()):
+		r.Host = a.WithZone("").String()
+		r.Locator = discovery.Locator{Host: r.Host, Port: cmpOr(ls.Port, discovery.Port)}.String()
+	default:
+		r.Host, r.Locator = "", ""
+	}
+	return r
+}
+
+// listenerAddr is the address of a listener URL's host (invalid for a
+// name other than localhost).
+func listenerAddr(listener string) netip.Addr {
+	u, err := url.Parse(listener)
+	if err != nil {
+		return netip.Addr{}
+	}
+	if strings.EqualFold(u.Hostname(), "localhost") {
+		return netip.IPv6Loopback()
+	}
+	a, _ := netip.ParseAddr(u.Hostname())
+	return a
 }
 
 // checkGroups refuses group names that fit no discovery packet: one such

@@ -243,6 +243,14 @@ func (n *ldsNetwork) Request(groups []string, known []discovery.ServiceID) error
 	return n.mc.Request(groups, known)
 }
 
+// linkOf names the served interface whose link a is on.
+func (n *ldsNetwork) linkOf(a netip.Addr) string {
+	if n.mc == nil {
+		return ""
+	}
+	return n.mc.LinkOf(a)
+}
+
 func (n *ldsNetwork) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
 	return unicast.DiscoverAt(ctx, n.dial, discovery.Locator{Host: host, Port: port}.Address(), version)
 }
@@ -355,7 +363,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Group: group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval,
 			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
 		Locator:            locator.Config{Dial: ldsNet.dialLocator},
-		MaxPerRegistration: d.limits.LDSInterest})
+		MaxPerRegistration: d.limits.LDSInterest, LinkOf: ldsNet.linkOf})
 	if err != nil {
 		return err
 	}
