@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -27,11 +29,14 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 		allGroups   bool
 		locators    []string
 		timeout     time.Duration
+		settle      time.Duration
 		include     []string
 		exclude     []string
 		noMulticast bool
 		ttl         int
 		asJSON      bool
+		parsable    bool
+		merge       bool
 		dnssd       bool
 		watchMode   bool
 		announce    time.Duration
@@ -43,14 +48,40 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 Jini client does: send multicast requests (protocol versions 1 and 2) on
 every suitable interface, listen for announcements, run unicast discovery
 with every lookup service that answers or announces, and with each
---locator. After --timeout it prints what it found: ServiceID, host, port,
-groups, the interface it was seen on, how it was found, the protocol
-version, and the registrar: a jinid one with its API URL, or a Java one
-(an opaque proxy, with its size). A lookup service that could not be
-reached is listed with the error.
+--locator. Then it prints what it found, like avahi-browse: one line per
+lookup service per interface and family it was seen on (--merge: one line
+per lookup service, at its best address), with its ServiceID, address,
+groups, the protocol versions it spoke (v1,v2), how it was found, and the
+registrar: a jinid one with its API URL, or a Java one (an opaque proxy,
+with its size). A lookup service that could not be reached is listed with
+the error.
+
+Addresses are written to be dialed: IPv6 in brackets, a link-local one
+with the zone of the interface it was heard on ([fe80::1%eth0]:4160); a
+port of "?" is not known (a Java lookup service's version 1 answer). With
+--merge the best address is shown: a global IPv6 address, then IPv4, then
+an IPv6 unique local address, then link-local ones (RFC 6724's order), the
+same whatever order the answers came in.
+
+The round ends once it has gone quiet: no new answer for --settle after
+the last request (requests go out twice, half a second apart) and no
+unicast discovery under way; --timeout is the most it takes.
 
 Groups: by default all groups. The public group is the empty name; ask for
 it with --public.
+
+Output: a table for people; --json, one object per line; -p/--parsable, one
+line per result of fields separated by ";", in this order:
+  status;interface;family;serviceID;address;groups;versions;how;kind;registrar;error
+status is "=" (found) or "!" (unreachable); family IPv4 or IPv6; lists
+inside a field are separated by ","; groups are "(public)" for the public
+group and "(none)" for no group; registrar is a jinid API URL or a Java
+proxy's size in bytes. A ";", ",", "\" or control character in a value
+(and a "(" starting one) is written \DDD, its byte in decimal, as
+avahi-browse does. With --merge, interface lists every interface.
+
+Exit status: 0 when a lookup service was found, 1 when none was (or
+discovery failed), 2 when the command line is wrong.
 
 With --watch it keeps discovering until interrupted (or --timeout) and
 prints each change as it happens, with a timestamp: "discovered" when a
@@ -58,37 +89,48 @@ lookup service is found (or found again), "changed" when its groups change
 and it is still of interest, "discarded" when it leaves (with the reason:
 communication when its announcements stopped for 3 announcement intervals
 and it no longer answers, no-interest when its groups left the groups of
-interest, locator-removed), and "identified" when a Java lookup service,
-listed until then under a stand-in ServiceID (a Java proxy hides its own;
---json marks it serviceIDFromProxy), announces its real one (the line
-gives the stand-in it replaces). Lookup services found by --locator are never
-discarded for silence: only the announcements of those found by group are
-watched. --announce-interval says how often lookup services are expected
-to announce (120s, the Java default), from which the discard window
-follows.`,
+interest, locator-removed), "gone" when it announced that it is a member
+of no group any more (what a lookup service does as it shuts down), and
+"identified" when a Java lookup service, listed until then under a
+stand-in ServiceID (a Java proxy hides its own; --json marks it
+serviceIDFromProxy), announces its real one (the line gives the stand-in
+it replaces). Lookup services found by --locator are never discarded for
+silence: only the announcements of those found by group are watched.
+--announce-interval says how often lookup services are expected to
+announce (120s, the Java default), from which the discard window follows.`,
 		Example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
-  jinid discover --locator jini://lookup.example.org --no-multicast --json
+  jinid discover --merge
+  jinid discover -p | grep '^=;br-lan;IPv6'
+  jinid discover --locator 'jini://[fe80::1%br-lan]' --no-multicast --json
   jinid discover --interfaces 'eth*'
   jinid discover --dns-sd
   jinid discover --watch --groups lab --announce-interval 10s
   jinid discover --watch --locator jini://lookup.example.org --json`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
-				return err
+				return usageError{err}
 			}
-			cfg := finder.Config{Timeout: timeout, Include: include, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
+			cfg := finder.Config{Timeout: timeout, Settle: settle, Merge: merge, Include: include, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
 			if dnssd && noMulticast {
-				return errors.New("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
+				return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
+			}
+			if asJSON && parsable {
+				return usagef("--json and --parsable are two output formats: give one")
 			}
 			if cmd.Flags().Changed("exclude-interfaces") {
 				cfg.Exclude = exclude
 			}
 			switch {
 			case allGroups && (len(groups) > 0 || public):
-				return errors.New("--all-groups cannot be combined with --groups or --public")
+				return usagef("--all-groups cannot be combined with --groups or --public")
 			case len(groups) > 0 || public:
 				cfg.Groups = append([]string{}, groups...)
 				if public {
@@ -96,27 +138,32 @@ follows.`,
 				}
 			}
 			if timeout <= 0 {
-				return fmt.Errorf("--timeout %s: must be positive", timeout)
+				return usagef("--timeout %s: must be positive", timeout)
+			}
+			if settle <= 0 {
+				return usagef("--settle %s: must be positive", settle)
 			}
 			for _, s := range locators {
 				l, err := discovery.ParseLocator(s)
 				if err != nil {
-					return fmt.Errorf("--locator: %w", err)
+					return usagef("--locator: %w", err)
 				}
 				cfg.Locators = append(cfg.Locators, l)
 			}
 			if noMulticast && len(cfg.Locators) == 0 {
-				return errors.New("--no-multicast leaves nothing to do without --locator")
+				return usagef("--no-multicast leaves nothing to do without --locator")
 			}
 			if announce <= 0 {
-				return fmt.Errorf("--announce-interval %s: must be positive", announce)
+				return usagef("--announce-interval %s: must be positive", announce)
 			}
 			if cmd.Flags().Changed("announce-interval") && !watchMode {
-				return errors.New("--announce-interval applies to --watch only")
+				return usagef("--announce-interval applies to --watch only")
 			}
 			if watchMode {
-				if dnssd {
-					return errors.New("--dns-sd cannot be combined with --watch")
+				for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--%s applies to one-shot discovery, not to --watch", f)
+					}
 				}
 				ctx := cmd.Context()
 				if cmd.Flags().Changed("timeout") {
@@ -133,55 +180,60 @@ follows.`,
 				return err
 			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			if asJSON {
+			switch {
+			case asJSON:
 				enc := json.NewEncoder(out)
 				for _, r := range results {
 					if err := enc.Encode(r); err != nil {
 						return err
 					}
 				}
-			} else {
-				writeResults(out, results)
+			case parsable:
+				writeParsable(out, results)
+			default:
+				writeResults(out, results, merge)
 			}
-			if len(results) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no lookup services found")
+			if err := out.Flush(); err != nil {
+				return err
 			}
-			return out.Flush()
+			if !slices.ContainsFunc(results, func(r finder.Result) bool { return r.Error == "" }) {
+				return errors.New("no lookup services found")
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
 	f.BoolVar(&public, "public", false, `include the public group ("")`)
 	f.BoolVar(&allGroups, "all-groups", false, "look for lookup services of any group (the default)")
-	f.StringArrayVar(&locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable)")
-	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to listen before printing the results (with --watch: stop after this; default never)")
+	f.StringArrayVar(&locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
+	f.DurationVar(&timeout, "timeout", 5*time.Second, "the longest a round takes (with --watch: stop after this; default never)")
+	f.DurationVar(&settle, "settle", finder.DefaultSettle, "end the round once nothing new has arrived for this long after the last request")
+	f.BoolVar(&merge, "merge", false, "one line per lookup service (its best address, every interface) instead of one per interface and family")
+	f.BoolVarP(&parsable, "parsable", "p", false, `print one ";"-separated line per result, fields in a fixed order (see above)`)
 	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per lookup service")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object per result")
 	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
-	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or identified event as it happens")
+	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded, gone or identified event as it happens")
 	f.DurationVar(&announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
 	return cmd
 }
 
-func writeResults(w io.Writer, results []finder.Result) {
+// writeResults prints the table: a line per lookup service, interface
+// and family, or per lookup service when merged.
+func writeResults(w io.Writer, results []finder.Result, merged bool) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE ID\tADDRESS\tGROUPS\tINTERFACE\tFOUND BY\tVERSION\tREGISTRAR")
+	if merged {
+		fmt.Fprintln(tw, "SERVICE ID\tADDRESS\tINTERFACES\tGROUPS\tVERSIONS\tFOUND BY\tREGISTRAR")
+	} else {
+		fmt.Fprintln(tw, "INTERFACE\tFAMILY\tSERVICE ID\tADDRESS\tGROUPS\tVERSIONS\tFOUND BY\tREGISTRAR")
+	}
 	for _, r := range results {
-		id := r.ServiceID
-		if id == "" {
-			id = "-"
-		}
-		port := strconv.Itoa(r.Port)
-		if r.Port == 0 {
-			port = "?"
-		}
-		iface := r.Interface
-		if iface == "" {
-			iface = "-"
-		}
+		id := cmp.Or(r.ServiceID, "-")
+		iface := cmp.Or(r.Interface, "-")
 		reg := ""
 		switch {
 		case r.Error != "":
@@ -191,13 +243,100 @@ func writeResults(w io.Writer, results []finder.Result) {
 		default:
 			reg = fmt.Sprintf("java (proxy %d bytes)", r.ProxySize)
 		}
-		version := "-"
-		if r.Version != 0 {
-			version = "v" + strconv.Itoa(r.Version)
+		if merged {
+			ifaces := iface
+			if len(r.Interfaces) > 0 {
+				ifaces = strings.Join(r.Interfaces, ",")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Address, ifaces, groupsText(r.Groups), versionsText(r.Versions),
+				strings.Join(r.How, ","), reg)
+			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Host+":"+port, groupsText(r.Groups), iface, strings.Join(r.How, ","), version, reg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", iface, familyText(r.Family), id, r.Address, groupsText(r.Groups),
+			versionsText(r.Versions), strings.Join(r.How, ","), reg)
 	}
 	tw.Flush()
+}
+
+// writeParsable prints a line per result, fields in a fixed order (see
+// the command's help).
+func writeParsable(w io.Writer, results []finder.Result) {
+	for _, r := range results {
+		status, registrar := "=", ""
+		switch {
+		case r.Error != "":
+			status = "!"
+		case r.Kind == "jinid":
+			registrar = r.APIURL
+		default:
+			registrar = strconv.Itoa(r.ProxySize)
+		}
+		ifaces := []string{r.Interface}
+		if len(r.Interfaces) > 0 {
+			ifaces = r.Interfaces
+		}
+		groups := make([]string, len(r.Groups))
+		for i, g := range r.Groups {
+			groups[i] = cmp.Or(escapeField(g), "(public)")
+		}
+		if len(groups) == 0 {
+			groups = []string{"(none)"}
+		}
+		var versions []string
+		for _, v := range r.Versions {
+			versions = append(versions, strconv.Itoa(v))
+		}
+		family := ""
+		if r.Family != 0 {
+			family = familyText(r.Family)
+		}
+		fields := []string{status, joinEscaped(ifaces), family, r.ServiceID, escapeField(r.Address), strings.Join(groups, ","),
+			strings.Join(versions, ","), strings.Join(r.How, ","), r.Kind, escapeField(registrar), escapeField(r.Error)}
+		fmt.Fprintln(w, strings.Join(fields, ";"))
+	}
+}
+
+func joinEscaped(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = escapeField(s)
+	}
+	return strings.Join(out, ",")
+}
+
+// escapeField writes a value for --parsable: a byte that would split it
+// (";", ","), the escape character, a control character, or a "(" that
+// could be read as "(public)" or "(none)" becomes \DDD, the byte in
+// decimal (as avahi-browse writes them).
+func escapeField(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == 0x7f || c == '\\' || c == ';' || c == ',' || c == '(' && i == 0 {
+			fmt.Fprintf(&b, "\\%03d", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func familyText(f int) string {
+	if f == 0 {
+		return "-"
+	}
+	return "IPv" + strconv.Itoa(f)
+}
+
+func versionsText(vs []int) string {
+	if len(vs) == 0 {
+		return "-"
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = "v" + strconv.Itoa(v)
+	}
+	return strings.Join(out, ",")
 }
 
 func groupsText(gs []string) string {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,8 +23,31 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jinid:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit statuses: 1 when a command failed (or, for discover, found
+// nothing), 2 when it was called wrongly.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError is a mistake in how a command was called: a flag, an
+// argument, a combination that makes no sense.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func exitCode(err error) int {
+	if errors.As(err, new(usageError)) {
+		return exitUsage
+	}
+	return exitFailure
 }
 
 // globalFlags are shared by every command.
@@ -52,6 +76,8 @@ Start with:
 		SilenceUsage:  true, // a failing command is not a usage mistake
 		SilenceErrors: true, // main prints the error once
 	}
+	// A flag that does not parse is a usage error, in every command.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,10 +90,13 @@ func (unicastOnly) Unicast(ctx context.Context, host string, port, version int) 
 
 // watchEvent is one event as --watch --json prints it.
 type watchEvent struct {
-	Time      time.Time           `json:"time"`
-	Event     discovery.EventKind `json:"event"`
-	Reason    string              `json:"reason,omitempty"`
-	ServiceID string              `json:"serviceID"`
+	Time time.Time `json:"time"`
+	// Event is discovered, changed, discarded, identified, or gone: a
+	// lookup service that announced no groups any more, which is what
+	// one does as it shuts down.
+	Event     string `json:"event"`
+	Reason    string `json:"reason,omitempty"`
+	ServiceID string `json:"serviceID"`
 	// IDFromProxy: the ServiceID stands in for a Java lookup service's,
 	// which only its announcements tell.
 	IDFromProxy bool `json:"serviceIDFromProxy,omitempty"`
@@ -121,9 +123,12 @@ type eventPrinter struct {
 }
 
 func (p *eventPrinter) print(e manager.Event) {
-	we := watchEvent{Time: e.At.UTC(), Event: e.Kind, Reason: e.Reason, ServiceID: e.ID.String(), IDFromProxy: e.IDFromProxy,
+	we := watchEvent{Time: e.At.UTC(), Event: e.Kind.String(), Reason: e.Reason, ServiceID: e.ID.String(), IDFromProxy: e.IDFromProxy,
 		Host: e.Host, Port: e.Port, Groups: e.Groups, Interface: e.Interface, ByGroup: e.ByGroup, ByLocator: e.ByLocator,
 		Version: e.Version, Kind: "java", ProxySize: len(e.Registrar.Marshalled)}
+	if gone(e) {
+		we.Event = "gone"
+	}
 	if e.Locator != nil {
 		we.Locator = e.Locator.String()
 	}
@@ -147,12 +152,8 @@ func (p *eventPrinter) print(e manager.Event) {
 	if we.ByLocator {
 		by = append(by, "locator")
 	}
-	port := strconv.Itoa(we.Port)
-	if we.Port == 0 {
-		port = "?"
-	}
 	line := fmt.Sprintf("%s  %-10s  %s  %s  groups=%s", we.Time.Format(time.RFC3339Nano), we.Event, we.ServiceID,
-		net.JoinHostPort(we.Host, port), groupsText(we.Groups))
+		discovery.HostPort(we.Host, we.Port), groupsText(we.Groups))
 	if we.Interface != "" {
 		line += "  interface=" + we.Interface
 	}
@@ -171,4 +172,12 @@ func (p *eventPrinter) print(e manager.Event) {
 		line += fmt.Sprintf("  java (proxy %d bytes)", we.ProxySize)
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// gone tells the event of a lookup service that announced it is a member
+// of no group any more: a jinid or Java lookup service does that as it
+// shuts down. (To the discovery engine it is a change of groups, or, if
+// groups were of interest, a discard for no interest.)
+func gone(e manager.Event) bool {
+	return len(e.Groups) == 0 && (e.Kind == discovery.Changed || e.Kind == discovery.Discarded && e.Reason == discovery.ReasonNoInterest)
 }

@@ -16,7 +16,7 @@ func TestWatchFlagErrors(t *testing.T) {
 	}{
 		{[]string{"discover", "--announce-interval", "5s", "--no-multicast", "--locator", "jini://127.0.0.1:1"}, "--announce-interval applies to --watch only"},
 		{[]string{"discover", "--watch", "--announce-interval", "0s"}, "--announce-interval 0s: must be positive"},
-		{[]string{"discover", "--watch", "--dns-sd"}, "--dns-sd cannot be combined with --watch"},
+		{[]string{"discover", "--watch", "--dns-sd"}, "--dns-sd applies to one-shot discovery, not to --watch"},
 		{[]string{"discover", "--watch", "--no-multicast"}, "--no-multicast leaves nothing to do without --locator"},
 		{[]string{"discover", "--watch", "--timeout", "-1s", "--no-multicast", "--locator", "jini://127.0.0.1:1"}, "--timeout -1s: must be positive"},
 	} {
@@ -41,10 +41,17 @@ func TestWatchPrinter(t *testing.T) {
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discarded, At: at, LookupService: jinid, Reason: discovery.ReasonCommunication}})
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Identified, At: at, LookupService: java, StandIn: discovery.ServiceID{0xa5}}, ByGroup: true})
+	v6 := jinid
+	v6.Host, v6.Groups = "fe80::1%eth0", []string{"lab"}
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Changed, At: at, LookupService: v6}, ByGroup: true})
+	v6.Groups = []string{}
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discarded, At: at, LookupService: v6, Reason: discovery.ReasonNoInterest}, ByGroup: true})
 	want := `2026-11-21T10:00:00.123Z  discovered  01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
-2026-11-21T10:00:00.123Z  changed     02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
+2026-11-21T10:00:00.123Z  gone        02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
 2026-11-21T10:00:00.123Z  discarded   01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  reason=communication  jinid http://10.0.0.1:4162
 2026-11-21T10:00:00.123Z  identified  02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=group  stand-in=a5000000-0000-0000-0000-000000000000  java (proxy 377 bytes)
+2026-11-21T10:00:00.123Z  changed     01000000-0000-0000-0000-000000000000  [fe80::1%eth0]:4160  groups=lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
+2026-11-21T10:00:00.123Z  gone        01000000-0000-0000-0000-000000000000  [fe80::1%eth0]:4160  groups=(none)  interface=eth0  by=group  reason=no-interest  jinid http://10.0.0.1:4162
 `
 	if b.String() != want {
 		t.Errorf("printed\n%s\nwant\n%s", b.String(), want)

@@ -47,19 +47,23 @@ func TestDiscoverOnALAN(t *testing.T) {
 		defer l.Close()
 	}
 
-	rs := discoverIn(t, bin, client, "--groups", "lab", "--timeout", "2s")
+	all := discoverIn(t, bin, client, "--groups", "lab", "--timeout", "2s")
+	rs := ofFamily(all, 4)
 	if len(rs) != 2 {
-		t.Fatalf("found %d lookup services, want 2: %+v", len(rs), rs)
+		t.Fatalf("found %d lookup services over IPv4, want 2: %+v", len(rs), all)
 	}
-	v1, v2 := rs[0], rs[1]
-	if v1.Version != 1 {
-		v1, v2 = v2, v1
+	v1, v2 := rs[0], rs[1] // in ServiceID order
+	if len(ofFamily(all, 6)) != 2 {
+		t.Errorf("want both found over IPv6 too, on a line each: %+v", all)
 	}
 	if v1.Host != l1.IPv4.String() || v1.Port != 4160 || !slices.Equal(v1.Groups, []string{"lab"}) || v1.Interface != "eth0" ||
 		v1.Kind != "jinid" || v1.ServiceID != (discovery.ServiceID{1}).String() {
 		t.Errorf("v1 lookup service: %+v", v1)
 	}
-	if v2.Version != 2 || v2.Host != l2.IPv4.String() || v2.Port != 4160 || !slices.Equal(v2.Groups, []string{"lab", "ops"}) ||
+	if !slices.Equal(v1.Versions, []int{1}) {
+		t.Errorf("v1 lookup service spoke versions %v", v1.Versions)
+	}
+	if !slices.Equal(v2.Versions, []int{2}) || v2.Host != l2.IPv4.String() || v2.Port != 4160 || !slices.Equal(v2.Groups, []string{"lab", "ops"}) ||
 		v2.Interface != "eth1" || v2.Kind != "java" || v2.ProxySize != len(javaProxy.Marshalled) {
 		t.Errorf("v2 (Java) lookup service: %+v", v2)
 	}

@@ -50,16 +50,14 @@ func (f *finder) browse() error {
 			}
 		}
 	}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.goBusy(func() {
 		ask()
 		select { // once more, for answers lost the first time
 		case <-time.After(time.Second):
 			ask()
 		case <-f.ctx.Done():
 		}
-	}()
+	})
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -103,16 +101,14 @@ func (f *finder) browse() error {
 				}
 				tried[inst] = true
 				id := ids[inst]
-				f.wg.Add(1)
-				go func() {
-					defer f.wg.Done()
+				f.goBusy(func() {
 					resp, err := f.mc.Unicast(f.ctx, a.String(), int(s.Port), discovery.ProtocolV2)
 					if err != nil {
-						f.fail(a.String(), int(s.Port), id, ViaDNSSD, "", err)
+						f.fail(a.String(), int(s.Port), id, ViaDNSSD, f.linkOf(a.String()), err)
 						return
 					}
-					f.found(resp, id, []string{ViaDNSSD}, "")
-				}()
+					f.found(resp, id, ViaDNSSD, f.linkOf(resp.Host))
+				})
 			}
 		}
 	}()

@@ -6,7 +6,6 @@
 package finder
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/namespace"
 )
 
@@ -35,10 +35,15 @@ const (
 	ViaSRV = "dns-srv"
 )
 
-// Java's multicast request schedule: rounds of seven, five seconds apart.
+// One-shot discovery sends its requests twice, half a second apart (a
+// datagram lost the first time is asked again), then ends once nothing
+// new has arrived for Config.Settle.
 const (
-	requestRounds   = 7
-	requestInterval = 5 * time.Second
+	requestRounds   = 2
+	requestInterval = 500 * time.Millisecond
+	// DefaultSettle is how long a round waits for more answers after the
+	// last one and after its last request.
+	DefaultSettle = time.Second
 )
 
 // Config says what to look for and where.
@@ -47,8 +52,15 @@ type Config struct {
 	// locators are tried then).
 	Groups   []string
 	Locators []discovery.Locator
-	// Timeout ends the round; every result is in by then.
+	// Timeout ends the round at the latest.
 	Timeout time.Duration
+	// Settle ends the round earlier: once nothing new has arrived, no
+	// unicast discovery is under way, and the last request went out, for
+	// this long. 0 means DefaultSettle.
+	Settle time.Duration
+	// Merge makes one result per lookup service (its best address, every
+	// interface it was seen on) instead of one per interface and family.
+	Merge bool
 	// Versions of the protocol to use for multicast; nil means both.
 	Versions []int
 	// NoMulticast skips multicast requests and announcements entirely.
@@ -61,45 +73,103 @@ type Config struct {
 	TTL              int
 	Namespace        namespace.Namespace
 	Logger           *slog.Logger
+	// Clock times the round (requests, settle, timeout); nil is the real
+	// one.
+	Clock clock.Clock
 }
 
-// Result is one lookup service, found or not.
+// Result is one lookup service as seen over one interface and family (or
+// as a whole, with Config.Merge), found or not.
 type Result struct {
 	ServiceID string `json:"serviceID,omitempty"`
-	Host      string `json:"host"`
-	Port      int    `json:"port"` // 0: not known (a v1 answer to a request, from a Java lookup service)
-	// Addresses lists where else it answered (another family, another
-	// interface), as host:port.
-	Addresses []string `json:"addresses,omitempty"`
-	Groups    []string `json:"groups"`
-	Interface string   `json:"interface,omitempty"`
-	How       []string `json:"how"`
-	Version   int      `json:"protocolVersion,omitempty"`
-	Kind      string   `json:"kind,omitempty"` // "jinid" or "java"
-	APIURL    string   `json:"apiURL,omitempty"`
-	ProxySize int      `json:"proxySize,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// Address is Host and Port as one would dial them, an IPv6 one
+	// bracketed with its zone ([fe80::1%eth0]:4160); the port is "?" when
+	// not known.
+	Address string `json:"address"`
+	Host    string `json:"host"`
+	Port    int    `json:"port"` // 0: not known (a v1 answer to a request, from a Java lookup service)
+	// Family is 4 or 6 (0 for a host name).
+	Family int `json:"family,omitempty"`
+	// Interface it was seen on ("" when reached by unicast only, off any
+	// served link).
+	Interface string `json:"interface,omitempty"`
+	// Interfaces and Addresses, with Config.Merge: every interface it was
+	// seen on, and its other addresses (best first).
+	Interfaces []string `json:"interfaces,omitempty"`
+	Addresses  []string `json:"addresses,omitempty"`
+	Groups     []string `json:"groups"`
+	How        []string `json:"how"`
+	// Versions of the discovery protocol it spoke: announced or answered
+	// in.
+	Versions  []int  `json:"protocolVersions,omitempty"`
+	Kind      string `json:"kind,omitempty"` // "jinid" or "java"
+	APIURL    string `json:"apiURL,omitempty"`
+	ProxySize int    `json:"proxySize,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// sighting is one thing heard of a lookup service: an announcement, an
+// answer, or a failure to reach it.
+type sighting struct {
+	id      string
+	host    string
+	port    int
+	iface   string
+	how     string
+	version int
+	groups  []string
+	// answered: unicast discovery succeeded (kind, apiURL and proxy are
+	// set); a heard-only sighting is an announcement.
+	answered bool
+	kind     string
+	apiURL   string
+	proxy    int
+	err      string
 }
 
 // finder is one round in progress.
 type finder struct {
-	cfg Config
-	log *slog.Logger
-	ctx context.Context
-	mc  *group.Multicast
-	wg  sync.WaitGroup
+	cfg   Config
+	log   *slog.Logger
+	ctx   context.Context
+	mc    *group.Multicast
+	wg    sync.WaitGroup
+	quiet *quiet
 	// closers end what multicast() opened, after the round.
 	closers []func()
 
 	mu    sync.Mutex
-	seen  []Result        // every answer and failure, in order; merged at the end
+	next  clock.Timer // the next round of requests
+	seen  []sighting
 	tried map[string]bool // host:port already queried from announcements
 }
 
-// Find runs one round and returns what it found, sorted by host and port.
+// Find runs one round and returns what it found: one result per lookup
+// service, interface and family (or per lookup service with
+// Config.Merge), in a stable order.
 func Find(ctx context.Context, cfg Config) ([]Result, error) {
+	f, cancel := newFinder(ctx, cfg)
+	defer cancel()
+	if err := f.start(); err != nil {
+		cancel()
+		f.stop()
+		return nil, err
+	}
+	select {
+	case <-f.ctx.Done():
+	case <-f.quiet.done:
+	}
+	cancel()
+	f.stop()
+	return f.results(), nil
+}
+
+func newFinder(ctx context.Context, cfg Config) (*finder, context.CancelFunc) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = DefaultSettle
 	}
 	if cfg.Versions == nil {
 		cfg.Versions = []int{discovery.ProtocolV1, discovery.ProtocolV2}
@@ -107,41 +177,64 @@ func Find(ctx context.Context, cfg Config) ([]Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}}
-
-	for _, l := range cfg.Locators {
-		f.wg.Add(1)
-		go f.locator(l)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
-	if !cfg.NoMulticast && (cfg.Groups == nil || len(cfg.Groups) > 0 || cfg.DNSSD) {
+	ctx, cancel := context.WithCancel(ctx)
+	timeout := cfg.Clock.AfterFunc(cfg.Timeout, cancel)
+	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}, quiet: newQuiet(cfg.Clock, cfg.Settle)}
+	return f, func() { timeout.Stop(); cancel() }
+}
+
+// start sends the first requests and tries the locators.
+func (f *finder) start() error {
+	for _, l := range f.cfg.Locators {
+		f.goBusy(func() { f.locator(l) })
+	}
+	if !f.cfg.NoMulticast && (f.cfg.Groups == nil || len(f.cfg.Groups) > 0 || f.cfg.DNSSD) {
 		err := f.multicast()
-		if err == nil && cfg.DNSSD {
+		if err == nil && f.cfg.DNSSD {
 			err = f.browse()
 		}
 		if err != nil {
-			cancel()
-			for _, c := range f.closers {
-				c()
-			}
-			f.wg.Wait()
-			return nil, err
+			return err
 		}
 	}
-	<-ctx.Done()
+	f.quiet.start()
+	return nil
+}
+
+// stop closes the network (no handler runs after it) and waits for the
+// round's goroutines.
+func (f *finder) stop() {
+	f.mu.Lock()
+	if f.next != nil {
+		f.next.Stop()
+	}
+	f.mu.Unlock()
 	for _, c := range f.closers {
-		c() // the network first: no announcement handler runs after this
+		c()
 	}
 	f.wg.Wait()
+	f.quiet.stop()
+}
 
+// goBusy runs work in a goroutine that keeps the round from settling.
+func (f *finder) goBusy(work func()) {
+	f.quiet.begin()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer f.quiet.end()
+		work()
+	}()
+}
+
+// results turns what was seen into results.
+func (f *finder) results() []Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := merge(f.seen)
-	slices.SortFunc(out, func(a, b Result) int {
-		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port), cmp.Compare(a.ServiceID, b.ServiceID))
-	})
-	return out, nil
+	return rows(f.seen, f.cfg.Merge)
 }
 
 // multicast opens the network of group discovery and starts the request
@@ -166,8 +259,7 @@ func (f *finder) multicast() error {
 	if err := f.mc.Start(f.ctx); err != nil {
 		return err
 	}
-	f.wg.Add(1)
-	go f.requestRounds()
+	f.request(0)
 	return nil
 }
 
@@ -179,21 +271,30 @@ func (s sink) HandleAnnouncement(a discovery.Announcement, iface string) {
 }
 
 func (s sink) HandleResponse(resp *unicast.Response, iface string) {
-	s.f.found(resp, "", []string{ViaRequest}, iface)
+	s.f.found(resp, "", ViaRequest, iface)
 }
 
-func (f *finder) requestRounds() {
-	defer f.wg.Done()
-	for round := 0; round < requestRounds; round++ {
-		if err := f.mc.Request(f.cfg.Groups, f.knownIDs()); err != nil {
-			f.log.Warn("sending multicast request", "err", err)
-		}
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-time.After(requestInterval):
-		}
+// request sends round n of requests and schedules the next; the round
+// cannot settle before the last has gone out.
+func (f *finder) request(n int) {
+	if f.ctx.Err() != nil {
+		return
 	}
+	if err := f.mc.Request(f.cfg.Groups, f.knownIDs()); err != nil {
+		f.log.Warn("sending multicast request", "err", err)
+	}
+	if n+1 == requestRounds {
+		f.quiet.touch()
+		return
+	}
+	f.quiet.begin()
+	t := f.cfg.Clock.AfterFunc(requestInterval, func() {
+		defer f.quiet.end()
+		f.request(n + 1)
+	})
+	f.mu.Lock()
+	f.next = t
+	f.mu.Unlock()
 }
 
 func (f *finder) knownIDs() []discovery.ServiceID {
@@ -201,19 +302,22 @@ func (f *finder) knownIDs() []discovery.ServiceID {
 	defer f.mu.Unlock()
 	var ids []discovery.ServiceID
 	for _, r := range f.seen {
-		if id, err := discovery.ParseServiceID(r.ServiceID); err == nil && r.Error == "" && !slices.Contains(ids, id) {
+		if id, err := discovery.ParseServiceID(r.id); err == nil && r.answered && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-// onAnnouncement runs unicast discovery with each lookup service of
-// interest that announces, once per address. Its host may carry a zone.
+// onAnnouncement records an announcement of interest and runs unicast
+// discovery with its lookup service, once per address. Its host may
+// carry a zone.
 func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	if f.cfg.Groups != nil && !overlaps(a.Groups, f.cfg.Groups) {
 		return
 	}
+	id := a.ServiceID.String()
+	f.record(sighting{id: id, host: a.Host, port: a.Port, iface: iface, how: ViaAnnouncement, version: a.Version, groups: slices.Clone(a.Groups)})
 	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 	f.mu.Lock()
 	seen := f.tried[addr]
@@ -222,21 +326,17 @@ func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	if seen || f.ctx.Err() != nil {
 		return
 	}
-	host, _, _ := strings.Cut(a.Host, "%")
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.goBusy(func() {
 		resp, err := f.mc.Unicast(f.ctx, a.Host, a.Port, a.Version)
 		if err != nil {
-			f.fail(host, a.Port, a.ServiceID.String(), ViaAnnouncement, iface, err)
+			f.fail(a.Host, a.Port, id, ViaAnnouncement, iface, err)
 			return
 		}
-		f.found(resp, a.ServiceID.String(), []string{ViaAnnouncement}, iface)
-	}()
+		f.found(resp, id, ViaAnnouncement, iface)
+	})
 }
 
 func (f *finder) locator(l discovery.Locator) {
-	defer f.wg.Done()
 	// A name may be a domain whose SRV records list lookup services. (The
 	// lookup runs in the process's namespace.)
 	if _, err := netip.ParseAddr(l.Host); err != nil {
@@ -244,26 +344,32 @@ func (f *finder) locator(l discovery.Locator) {
 		if err == nil && len(srvs) > 0 {
 			for _, srv := range srvs {
 				target := discovery.Locator{Host: strings.TrimSuffix(srv.Target, "."), Port: int(srv.Port)}
-				f.wg.Add(1)
-				go func() {
-					defer f.wg.Done()
-					f.unicastLocator(target, []string{ViaLocator, ViaSRV})
-				}()
+				f.goBusy(func() { f.unicastLocator(target, ViaSRV) })
 			}
 			return
 		}
 		f.log.Debug("no _jini._tcp SRV records; trying the name itself", "locator", l, "err", err)
 	}
-	f.unicastLocator(l, []string{ViaLocator})
+	f.unicastLocator(l, ViaLocator)
 }
 
-func (f *finder) unicastLocator(l discovery.Locator, how []string) {
+func (f *finder) unicastLocator(l discovery.Locator, how string) {
 	resp, err := unicast.DialLocator(f.ctx, f.dialContext, l)
 	if err != nil {
-		f.fail(l.Host, l.Port, "", ViaLocator, "", err)
+		f.fail(l.Host, l.Port, "", how, f.linkOf(l.Host), err)
 		return
 	}
-	f.found(resp, "", how, "")
+	f.found(resp, "", how, f.linkOf(resp.Host))
+}
+
+// linkOf names the served interface whose link host is on ("" without
+// multicast, or off every served link).
+func (f *finder) linkOf(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil || f.mc == nil {
+		return ""
+	}
+	return f.mc.LinkOf(a)
 }
 
 // dialContext dials from inside the namespace.
@@ -279,135 +385,30 @@ func (f *finder) dialContext(ctx context.Context, network, addr string) (net.Con
 
 // found records an answer; id is the ServiceID an announcement gave, if
 // any (a Java proxy's own is inside what jinid does not unmarshal).
-func (f *finder) found(resp *unicast.Response, id string, how []string, iface string) {
-	r := Result{ServiceID: id, Host: resp.Host, Port: resp.Port, Groups: resp.Groups, Interface: iface, How: how,
-		Version: resp.Version, Kind: "java", ProxySize: len(resp.Registrar.Marshalled)}
-	if d := resp.Registrar.Descriptor; d != nil {
-		r.Kind, r.APIURL, r.ServiceID = "jinid", d.APIURL, d.ServiceID.String()
+func (f *finder) found(resp *unicast.Response, id, how, iface string) {
+	s := sighting{id: id, host: resp.Host, port: resp.Port, iface: iface, how: how, version: resp.Version,
+		groups: slices.Clone(resp.Groups), answered: true, kind: "java", proxy: len(resp.Registrar.Marshalled)}
+	if s.groups == nil {
+		s.groups = []string{}
 	}
-	f.mu.Lock()
-	f.seen = append(f.seen, r)
-	f.mu.Unlock()
+	if d := resp.Registrar.Descriptor; d != nil {
+		s.kind, s.apiURL, s.id, s.proxy = "jinid", d.APIURL, d.ServiceID.String(), 0
+	}
+	f.record(s)
 }
 
 func (f *finder) fail(host string, port int, id, how, iface string, err error) {
 	if f.ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		return
 	}
+	f.record(sighting{id: id, host: host, port: port, iface: iface, how: how, err: err.Error()})
+}
+
+func (f *finder) record(s sighting) {
 	f.mu.Lock()
-	f.seen = append(f.seen, Result{ServiceID: id, Host: host, Port: port, Groups: []string{}, Interface: iface, How: []string{how}, Error: err.Error()})
+	f.seen = append(f.seen, s)
 	f.mu.Unlock()
-}
-
-// merge turns what was seen into one result per lookup service: answers
-// with the same ServiceID are one; answers without one join the result at
-// their address (a port of 0 matching any). A failure is reported only if
-// nothing answered at that address or with that ServiceID.
-func merge(seen []Result) []Result {
-	var out []*Result
-	byID := map[string]*Result{}
-	atAddr := func(host string, port int) *Result {
-		for _, r := range out {
-			if r.Error != "" {
-				continue
-			}
-			for _, a := range append([]string{net.JoinHostPort(r.Host, strconv.Itoa(r.Port))}, r.Addresses...) {
-				h, p, _ := net.SplitHostPort(a)
-				pn, _ := strconv.Atoi(p)
-				if h == host && (pn == port || pn == 0 || port == 0) {
-					return r
-				}
-			}
-		}
-		return nil
-	}
-	add := func(o Result) {
-		var r *Result
-		if o.ServiceID != "" {
-			r = byID[o.ServiceID]
-		}
-		if r == nil {
-			r = atAddr(o.Host, o.Port)
-		}
-		if r == nil {
-			c := o
-			c.How = slices.Clone(o.How)
-			out = append(out, &c)
-			if o.ServiceID != "" {
-				byID[o.ServiceID] = &c
-			}
-			return
-		}
-		absorb(r, o)
-		if r.ServiceID != "" {
-			byID[r.ServiceID] = r
-		}
-	}
-	for _, pass := range []func(Result) bool{
-		func(o Result) bool { return o.Error == "" && o.ServiceID != "" },
-		func(o Result) bool { return o.Error == "" && o.ServiceID == "" },
-	} {
-		for _, o := range seen {
-			if pass(o) {
-				add(o)
-			}
-		}
-	}
-	for _, o := range seen {
-		if o.Error == "" || atAddr(o.Host, o.Port) != nil || (o.ServiceID != "" && byID[o.ServiceID] != nil) {
-			continue
-		}
-		if slices.ContainsFunc(out, func(r *Result) bool { return r.Error != "" && r.Host == o.Host && r.Port == o.Port }) {
-			continue
-		}
-		c := o
-		out = append(out, &c)
-	}
-	res := make([]Result, len(out))
-	for i, r := range out {
-		res[i] = *r
-	}
-	return res
-}
-
-// absorb adds another sighting o of the lookup service r: its way of
-// being found, its ServiceID if r lacked one, and its address. An IPv4
-// address is preferred as the one shown first.
-func absorb(r *Result, o Result) {
-	for _, h := range o.How {
-		if !slices.Contains(r.How, h) {
-			r.How = append(r.How, h)
-		}
-	}
-	if r.ServiceID == "" {
-		r.ServiceID = o.ServiceID
-	}
-	if r.Host == o.Host && r.Port == 0 {
-		r.Port = o.Port
-		return
-	}
-	if r.Host == o.Host && (o.Port == r.Port || o.Port == 0) {
-		return
-	}
-	addr := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
-	if isV6(r.Host) && !isV6(o.Host) {
-		// Show the IPv4 address first.
-		old := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
-		r.Host, r.Port, r.Interface = o.Host, o.Port, cmp.Or(o.Interface, r.Interface)
-		r.APIURL = cmp.Or(o.APIURL, r.APIURL) // the API at the address shown
-		addr = old
-	}
-	if !slices.Contains(r.Addresses, addr) {
-		r.Addresses = append(r.Addresses, addr)
-	}
-	if r.Interface == "" {
-		r.Interface = o.Interface
-	}
-}
-
-func isV6(host string) bool {
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Is6() && !a.Is4In6()
+	f.quiet.touch()
 }
 
 func overlaps(a, b []string) bool {

@@ -65,8 +65,8 @@ func TestFindOnALAN(t *testing.T) {
 		host    string
 		groups  []string
 	}{{r1, 1, l1.IPv4.String(), []string{"lab"}}, {r2, 2, l2.IPv4.String(), []string{"lab", "extra"}}} {
-		if c.r.Version != c.version || c.r.Host != c.host || c.r.Port != 4160 || !slices.Equal(c.r.Groups, c.groups) ||
-			c.r.Interface != "eth0" || c.r.Kind != "jinid" || c.r.Error != "" {
+		if !slices.Equal(c.r.Versions, []int{c.version}) || c.r.Host != c.host || c.r.Port != 4160 || !slices.Equal(c.r.Groups, c.groups) ||
+			c.r.Interface != "eth0" || c.r.Family != 4 || c.r.Kind != "jinid" || c.r.Error != "" {
 			t.Errorf("got %+v; want version %d at %s:4160 groups %q on eth0", c.r, c.version, c.host, c.groups)
 		}
 		if !slices.Contains(c.r.How, ViaRequest) || !slices.Contains(c.r.How, ViaAnnouncement) {
@@ -100,7 +100,7 @@ func TestFindByLocator(t *testing.T) {
 	if found.Host != l1.IPv4.String() {
 		found, bad = bad, found
 	}
-	if found.Version != 1 || found.Error != "" || !slices.Equal(found.How, []string{ViaLocator}) || found.ServiceID != (discovery.ServiceID{1}).String() {
+	if !slices.Equal(found.Versions, []int{1}) || found.Error != "" || !slices.Equal(found.How, []string{ViaLocator}) || found.ServiceID != (discovery.ServiceID{1}).String() {
 		t.Errorf("v1-only lookup service by locator: %+v", found)
 	}
 	if bad.Error == "" || bad.Host != le.IPv4.String() {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/finder"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// goldenResults are what a router with a LAN bridge and a second LAN
+// might find: a jinid lookup service over both families of br-lan (IPv6
+// link-local only), a Java one on two interfaces, one reached by locator
+// only, and one unreachable.
+var goldenResults = []finder.Result{
+	{ServiceID: "01000000-0000-0000-0000-000000000000", Address: "192.168.1.2:4160", Host: "192.168.1.2", Port: 4160, Family: 4, Interface: "br-lan",
+		Groups: []string{"", "lab"}, How: []string{finder.ViaAnnouncement, finder.ViaRequest}, Versions: []int{1, 2}, Kind: "jinid", APIURL: "http://192.168.1.2:4162"},
+	{ServiceID: "01000000-0000-0000-0000-000000000000", Address: "[fe80::2%br-lan]:4160", Host: "fe80::2%br-lan", Port: 4160, Family: 6, Interface: "br-lan",
+		Groups: []string{"", "lab"}, How: []string{finder.ViaAnnouncement, finder.ViaRequest}, Versions: []int{1, 2}, Kind: "jinid", APIURL: "http://[fe80::2%25br-lan]:4162"},
+	{ServiceID: "02000000-0000-0000-0000-000000000000", Address: "[fe80::3%br-lan]:?", Host: "fe80::3%br-lan", Family: 6, Interface: "br-lan",
+		Groups: []string{"ops;east"}, How: []string{finder.ViaRequest}, Versions: []int{1}, Kind: "java", ProxySize: 377},
+	{ServiceID: "02000000-0000-0000-0000-000000000000", Address: "[fe80::3%lan2]:4160", Host: "fe80::3%lan2", Port: 4160, Family: 6, Interface: "lan2",
+		Groups: []string{"ops;east"}, How: []string{finder.ViaAnnouncement, finder.ViaRequest}, Versions: []int{1, 2}, Kind: "java", ProxySize: 412},
+	{Address: "lookup.example.org:4160", Host: "lookup.example.org", Port: 4160, Groups: []string{}, How: []string{finder.ViaLocator},
+		Versions: []int{2}, Kind: "java", ProxySize: 412},
+	{Address: "[2001:db8::9]:4160", Host: "2001:db8::9", Port: 4160, Family: 6, Groups: []string{}, How: []string{finder.ViaLocator},
+		Error: "dial tcp [2001:db8::9]:4160: connect: connection refused"},
+}
+
+// The merged view of the same lookup services.
+var goldenMerged = []finder.Result{
+	{ServiceID: "01000000-0000-0000-0000-000000000000", Address: "192.168.1.2:4160", Host: "192.168.1.2", Port: 4160, Family: 4, Interface: "br-lan",
+		Addresses: []string{"[fe80::2%br-lan]:4160"}, Groups: []string{"", "lab"}, How: []string{finder.ViaAnnouncement, finder.ViaRequest},
+		Versions: []int{1, 2}, Kind: "jinid", APIURL: "http://192.168.1.2:4162"},
+	{ServiceID: "02000000-0000-0000-0000-000000000000", Address: "[fe80::3%br-lan]:4160", Host: "fe80::3%br-lan", Port: 4160, Family: 6,
+		Interfaces: []string{"br-lan", "lan2"}, Addresses: []string{"[fe80::3%lan2]:4160"}, Groups: []string{"ops;east"},
+		How: []string{finder.ViaAnnouncement, finder.ViaRequest}, Versions: []int{1, 2}, Kind: "java", ProxySize: 412},
+}
+
+func TestDiscoverOutputGolden(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		write func(*bytes.Buffer)
+	}{
+		{"discover-table.golden", func(b *bytes.Buffer) { writeResults(b, goldenResults, false) }},
+		{"discover-merged.golden", func(b *bytes.Buffer) { writeResults(b, goldenMerged, true) }},
+		{"discover-parsable.golden", func(b *bytes.Buffer) { writeParsable(b, goldenResults) }},
+		{"discover-merged-parsable.golden", func(b *bytes.Buffer) { writeParsable(b, goldenMerged) }},
+		{"discover-json.golden", func(b *bytes.Buffer) {
+			enc := json.NewEncoder(b)
+			for _, r := range append(goldenResults, goldenMerged...) {
+				enc.Encode(r)
+			}
+		}},
+	} {
+		var b bytes.Buffer
+		c.write(&b)
+		path := filepath.Join("testdata", c.file)
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test -update to write it)", err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s differs:\n got:\n%s\nwant:\n%s", c.file, b.Bytes(), want)
+		}
+	}
+}
+
+func TestEscapeField(t *testing.T) {
+	for in, want := range map[string]string{
+		"lab":        "lab",
+		"a;b,c":      `a\059b\044c`,
+		`back\slash`: `back\092slash`,
+		"(public)":   `\040public)`,
+		"x(y)":       "x(y)",
+		"tab\there":  `tab\009here`,
+	} {
+		if got := escapeField(in); got != want {
+			t.Errorf("escapeField(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDiscoverExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"discover", "--timeout", "-1s"}, exitUsage},
+		{[]string{"discover", "--settle", "0s"}, exitUsage},
+		{[]string{"discover", "--no-such-flag"}, exitUsage},
+		{[]string{"discover", "extra-argument"}, exitUsage},
+		{[]string{"discover", "--json", "-p"}, exitUsage},
+		{[]string{"discover", "--watch", "--merge"}, exitUsage},
+		// The only locator refuses: nothing found.
+		{[]string{"discover", "--no-multicast", "--locator", "jini://127.0.0.1:1", "--settle", "10ms"}, exitFailure},
+	} {
+		out, _, err := run(t, nil, c.args...)
+		if err == nil {
+			t.Errorf("%q: no error, want exit status %d", c.args, c.want)
+			continue
+		}
+		if got := exitCode(err); got != c.want {
+			t.Errorf("%q: exit status %d (%v), want %d", c.args, got, err, c.want)
+		}
+		if c.want == exitFailure && !bytes.Contains([]byte(out), []byte("connection refused")) {
+			t.Errorf("%q: printed %q, want the unreachable locator listed", c.args, out)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package finder
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/netlab"
+)
+
+// On a LAN where everything answers at once, a one-shot round ends one
+// settle after its last request: long before its timeout. Time is the
+// injected clock's, so the test says nothing of wall time.
+func TestRoundEndsWhenSettled(t *testing.T) {
+	t.Parallel()
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	client, h1, h2 := lab.Host("client"), lab.Host("lus1"), lab.Host("lus2")
+	client.Attach(lan)
+	h1.Attach(lan)
+	h2.Attach(lan)
+	startLUS(t, h1, 2, 1, "lab")
+	startLUS(t, h2, 2, 2, "lab")
+
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	start := clk.Now()
+	const timeout, settle = 30 * time.Second, time.Second
+	f, cancel := newFinder(t.Context(), Config{Groups: []string{"lab"}, Timeout: timeout, Settle: settle, Clock: clk,
+		Namespace: client.Namespace(), NoIPv6: true})
+	defer cancel()
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+
+	// Both answer the first request; the only thing left under way is
+	// the timer of the second request.
+	waitFor(t, "both lookup services to answer and every contact to end", func() bool {
+		return len(answered(f.results())) == 2 && f.quiet.idle(1)
+	})
+	clk.Advance(requestInterval - 1)
+	if isDone(f) {
+		t.Fatal("the round ended before its last request")
+	}
+	clk.Advance(1) // the second request: nothing new answers it
+	waitFor(t, "contacts after the second request to end", func() bool { return f.quiet.idle(0) })
+	clk.Advance(settle - time.Millisecond)
+	if isDone(f) {
+		t.Fatal("the round ended before it had been quiet for the settle time")
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case <-f.quiet.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round did not end one settle after its last request")
+	}
+	if elapsed := clk.Now().Sub(start); elapsed != requestInterval+settle || elapsed >= timeout {
+		t.Fatalf("ended after %s of clock time; want %s (last request + settle), under the %s timeout", elapsed, requestInterval+settle, timeout)
+	}
+	cancel()
+	f.stop()
+	if rs := answered(f.results()); len(rs) != 2 {
+		t.Fatalf("results %+v; want both lookup services", rs)
+	}
+}
+
+// Work under way (a dial to a slow locator, say) keeps the round open
+// however long it takes; once it ends, so does the round, a settle time
+// after the last thing heard.
+func TestRoundWaitsForWorkUnderWay(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	q := newQuiet(clk, time.Second)
+	q.begin()
+	q.start()
+	clk.Advance(10 * time.Second)
+	if isClosed(q.done) {
+		t.Fatal("settled while work was under way")
+	}
+	q.end()
+	clk.Advance(time.Second - 1)
+	q.touch() // something new: the settle time starts again
+	clk.Advance(time.Second - 1)
+	if isClosed(q.done) {
+		t.Fatal("settled less than a settle time after the last thing heard")
+	}
+	clk.Advance(1)
+	if !isClosed(q.done) {
+		t.Fatal("not settled a settle time after the last thing heard")
+	}
+}
+
+func isDone(f *finder) bool { return isClosed(f.quiet.done) }
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func answered(rs []Result) []Result {
+	var out []Result
+	for _, r := range rs {
+		if r.Error == "" && r.Kind != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
