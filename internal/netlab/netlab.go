@@ -270,6 +270,59 @@ func (h *Host) Attach(lan *LAN) *Link {
 	return link
 }
 
+// AttachLinkLocal links h into lan as the next ethN with no address but
+// the IPv6 link-local one the kernel gives it: a LAN with IPv6 only and
+// neither a router nor DHCP. IPv4 is left the zero (invalid) address;
+// IPv6 is the link-local address, without a zone.
+func (h *Host) AttachLinkLocal(lan *LAN) *Link {
+	l := h.lab
+	l.t.Helper()
+	l.mu.Lock()
+	l.ports++
+	peer := fmt.Sprintf("p%d", l.ports)
+	lan.hosts++
+	l.mu.Unlock()
+	link := &Link{Host: h, LAN: lan, peer: peer, alive: true, Name: fmt.Sprintf("eth%d", len(h.links))}
+	l.ip("link", "add", link.Name, "netns", h.ns, "type", "veth", "peer", "name", peer, "netns", l.bridge)
+	l.ip("-n", l.bridge, "link", "set", peer, "master", lan.bridge, "up")
+	l.ip("-n", h.ns, "link", "set", link.Name, "up")
+	h.links = append(h.links, link)
+	link.waitOperUp()
+	link.IPv6 = link.waitLinkLocal()
+	return link
+}
+
+// waitLinkLocal returns the link's IPv6 link-local address once the
+// kernel has given it one.
+func (k *Link) waitLinkLocal() netip.Addr {
+	l := k.Host.lab
+	l.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var found netip.Addr
+		err := k.Host.Namespace().Do(func() error {
+			ifi, err := net.InterfaceByName(k.Name)
+			if err != nil {
+				return err
+			}
+			addrs, err := ifi.Addrs()
+			for _, a := range addrs {
+				if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && p.Addr().IsLinkLocalUnicast() {
+					found = p.Addr()
+				}
+			}
+			return err
+		})
+		if found.IsValid() {
+			return found
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("netlab: %s in %s has no IPv6 link-local address after 5 s (%v)", k.Name, k.Host.Name, err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // waitOperUp returns once the link has carrier, as a plugged-in cable
 // would: a veth's comes a moment after it is set up.
 func (k *Link) waitOperUp() {

@@ -141,7 +141,8 @@ type finder struct {
 	mu    sync.Mutex
 	next  clock.Timer // the next round of requests
 	seen  []sighting
-	tried map[string]bool // host:port already queried from announcements
+	keys  map[sightingKey]bool // of seen
+	tried map[string]bool      // host:port already queried from announcements
 }
 
 // Find runs one round and returns what it found: one result per lookup
@@ -182,7 +183,7 @@ func newFinder(ctx context.Context, cfg Config) (*finder, context.CancelFunc) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	timeout := cfg.Clock.AfterFunc(cfg.Timeout, cancel)
-	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}, quiet: newQuiet(cfg.Clock, cfg.Settle)}
+	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}, keys: map[sightingKey]bool{}, quiet: newQuiet(cfg.Clock, cfg.Settle)}
 	return f, func() { timeout.Stop(); cancel() }
 }
 
@@ -320,7 +321,7 @@ func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	f.record(sighting{id: id, host: a.Host, port: a.Port, iface: iface, how: ViaAnnouncement, version: a.Version, groups: slices.Clone(a.Groups)})
 	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 	f.mu.Lock()
-	seen := f.tried[addr]
+	seen := f.tried[addr] || len(f.tried) >= maxSightings
 	f.tried[addr] = true
 	f.mu.Unlock()
 	if seen || f.ctx.Err() != nil {
@@ -404,11 +405,36 @@ func (f *finder) fail(host string, port int, id, how, iface string, err error) {
 	f.record(sighting{id: id, host: host, port: port, iface: iface, how: how, err: err.Error()})
 }
 
+// record keeps a sighting that says something new: a lookup service
+// announcing every half second says nothing new after its first
+// announcement, and must not keep the round from settling.
 func (f *finder) record(s sighting) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := s.key()
+	if f.keys[k] || len(f.seen) >= maxSightings {
+		// Said before; or a storm of made-up lookup services, of which
+		// what is kept is enough to show.
+		return
+	}
+	f.keys[k] = true
 	f.seen = append(f.seen, s)
-	f.mu.Unlock()
 	f.quiet.touch()
+}
+
+// maxSightings bounds what one round keeps.
+const maxSightings = 10_000
+
+// sightingKey is what a sighting says; two with one key say the same.
+type sightingKey struct {
+	id, host, iface, how, kind, apiURL, err, groups string
+	port, version, proxy                            int
+	answered                                        bool
+}
+
+func (s sighting) key() sightingKey {
+	return sightingKey{id: s.id, host: s.host, iface: s.iface, how: s.how, kind: s.kind, apiURL: s.apiURL, err: s.err,
+		groups: strings.Join(s.groups, "\x00"), port: s.port, version: s.version, proxy: s.proxy, answered: s.answered}
 }
 
 func overlaps(a, b []string) bool {
