@@ -321,8 +321,10 @@ func (f *finder) onAnnouncement(a discovery.Announcement, iface string) {
 	f.record(sighting{id: id, host: a.Host, port: a.Port, iface: iface, how: ViaAnnouncement, version: a.Version, groups: slices.Clone(a.Groups)})
 	addr := net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
 	f.mu.Lock()
-	seen := f.tried[addr] || len(f.tried) >= maxSightings
-	f.tried[addr] = true
+	seen := f.tried[addr] || len(f.tried) >= maxSightings // a storm: contact no more
+	if !seen {
+		f.tried[addr] = true
+	}
 	f.mu.Unlock()
 	if seen || f.ctx.Err() != nil {
 		return
