@@ -22,28 +22,29 @@ const configSchema = 1
 // fileConfig is the daemon's config file. Every field is optional; a flag
 // given on the command line wins over the file.
 type fileConfig struct {
-	SchemaVersion     int       `json:"schemaVersion"`
-	APIListen         *string   `json:"apiListen"`
-	DataDir           *string   `json:"dataDir"`
-	Groups            *[]string `json:"groups"` // "" is the public group
-	AnnounceInterval  *string   `json:"announceInterval"`
-	LDSAnnounce       *string   `json:"ldsAnnounceInterval"`
-	RenewalMargin     *string   `json:"renewalMargin"`
-	Interfaces        *[]string `json:"interfaces"`
-	ExcludeInterfaces *[]string `json:"excludeInterfaces"`
-	Multicast         *bool     `json:"multicast"`
-	DNSSD             *bool     `json:"dnsSD"`
-	DiscoveryPort     *int      `json:"discoveryPort"`
-	LogLevel          *string   `json:"logLevel"`
-	LogFormat         *string   `json:"logFormat"`
-	APISocket         *string   `json:"apiSocket"`
-	SocketGroup       *string   `json:"socketGroup"`
-	Anonymous         *string   `json:"anonymous"`
-	APIHosts          *[]string `json:"apiHosts"`
-	Advertise         *string   `json:"advertise"`
-	AllowOutbound     *[]string `json:"allowOutbound"`
-	APITLSCert        *string   `json:"apiTLSCert"`
-	APITLSKey         *string   `json:"apiTLSKey"`
+	SchemaVersion       int       `json:"schemaVersion"`
+	APIListen           *string   `json:"apiListen"`
+	DataDir             *string   `json:"dataDir"`
+	Groups              *[]string `json:"groups"` // "" is the public group
+	AnnounceInterval    *string   `json:"announceInterval"`
+	LDSAnnounce         *string   `json:"ldsAnnounceInterval"`
+	RenewalMargin       *string   `json:"renewalMargin"`
+	Interfaces          *[]string `json:"interfaces"`
+	ExcludeInterfaces   *[]string `json:"excludeInterfaces"`
+	ExcludeDefaultRoute *bool     `json:"excludeDefaultRoute"`
+	Multicast           *bool     `json:"multicast"`
+	DNSSD               *bool     `json:"dnsSD"`
+	DiscoveryPort       *int      `json:"discoveryPort"`
+	LogLevel            *string   `json:"logLevel"`
+	LogFormat           *string   `json:"logFormat"`
+	APISocket           *string   `json:"apiSocket"`
+	SocketGroup         *string   `json:"socketGroup"`
+	Anonymous           *string   `json:"anonymous"`
+	APIHosts            *[]string `json:"apiHosts"`
+	Advertise           *string   `json:"advertise"`
+	AllowOutbound       *[]string `json:"allowOutbound"`
+	APITLSCert          *string   `json:"apiTLSCert"`
+	APITLSKey           *string   `json:"apiTLSKey"`
 	// Limits has no flags: it is the file's alone.
 	Limits *app.Limits `json:"limits"`
 }
@@ -145,6 +146,9 @@ func (c *fileConfig) apply(fs *pflag.FlagSet, path string) error {
 	}
 	if c.ExcludeInterfaces != nil {
 		errs = append(errs, setList("exclude-interfaces", *c.ExcludeInterfaces))
+	}
+	if c.ExcludeDefaultRoute != nil {
+		errs = append(errs, set("exclude-default-route", fmt.Sprint(*c.ExcludeDefaultRoute)))
 	}
 	if c.Multicast != nil {
 		errs = append(errs, set("no-multicast", fmt.Sprint(!*c.Multicast)))

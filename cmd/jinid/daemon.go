@@ -32,6 +32,8 @@ func newDaemonCmd(g *globalFlags) *cobra.Command {
 		interval   time.Duration
 		anonymous  string
 		allow      []string
+		// printInterfaces: say what would be served, and exit.
+		printInterfaces bool
 	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -135,6 +137,9 @@ the peer reached it at, or --advertise.`,
 			if cfg.APISocket == "none" {
 				cfg.APISocket = ""
 			}
+			if printInterfaces {
+				return writeInterfaces(cmd.OutOrStdout(), cfg)
+			}
 			d, err := app.New(cfg, log)
 			if err != nil {
 				return err
@@ -174,6 +179,8 @@ the peer reached it at, or --advertise.`,
 	f.DurationVar(&interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
 	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
+	f.BoolVar(&cfg.ExcludeDefaultRoute, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN, whatever its name) unless --interfaces names it")
+	f.BoolVar(&printInterfaces, "print-interfaces", false, "print every interface with whether multicast discovery would be served on it and why (as the start-up log says), then exit")
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")

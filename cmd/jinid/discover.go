@@ -33,6 +33,7 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 		include     []string
 		exclude     []string
 		noMulticast bool
+		noDefault   bool
 		ttl         int
 		asJSON      bool
 		parsable    bool
@@ -118,7 +119,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 			if err != nil {
 				return usageError{err}
 			}
-			cfg := finder.Config{Timeout: timeout, Settle: settle, Merge: merge, Include: include, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
+			cfg := finder.Config{Timeout: timeout, Settle: settle, Merge: merge, Include: include, ExcludeDefaultRoute: noDefault, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
 			if dnssd && noMulticast {
 				return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
 			}
@@ -173,7 +174,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 				}
 				return watch(ctx, cmd.OutOrStdout(), watchOptions{groups: cfg.Groups, locators: cfg.Locators,
 					announcementInterval: announce, noMulticast: noMulticast, include: include, exclude: cfg.Exclude,
-					ttl: ttl, json: asJSON, log: log})
+					excludeDefaultRoute: noDefault, ttl: ttl, json: asJSON, log: log})
 			}
 			results, err := finder.Find(cmd.Context(), cfg)
 			if err != nil {
@@ -213,6 +214,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 	f.BoolVarP(&parsable, "parsable", "p", false, `print one ";"-separated line per result, fields in a fixed order (see above)`)
 	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
+	f.BoolVar(&noDefault, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN) unless --interfaces names it")
 	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per result")

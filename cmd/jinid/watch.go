@@ -26,6 +26,7 @@ type watchOptions struct {
 	announcementInterval time.Duration
 	noMulticast          bool
 	include, exclude     []string
+	excludeDefaultRoute  bool
 	ttl                  int
 	json                 bool
 	log                  *slog.Logger
@@ -42,7 +43,7 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 		cfg.Groups = []string{}
 		return runManager(ctx, cfg, nil)
 	}
-	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, TTL: o.ttl})
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, ExcludeDefaultRoute: o.excludeDefaultRoute, TTL: o.ttl})
 	if err != nil {
 		return err
 	}

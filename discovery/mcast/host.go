@@ -43,12 +43,13 @@ type HostConfig struct {
 	Namespace namespace.Namespace
 	// Monitor reports interface changes in that namespace. Required.
 	Monitor netmon.Monitor
-	// Include, Exclude, NoIPv4, NoIPv6, NoLoopback and ReceiveLimit are
-	// as in transportConfig, for every port.
-	Include, Exclude []string
-	NoIPv4, NoIPv6   bool
-	NoLoopback       bool
-	ReceiveLimit     int
+	// Include, Exclude, ExcludeDefaultRoute, NoIPv4, NoIPv6, NoLoopback
+	// and ReceiveLimit are as in transportConfig, for every port.
+	Include, Exclude    []string
+	ExcludeDefaultRoute bool
+	NoIPv4, NoIPv6      bool
+	NoLoopback          bool
+	ReceiveLimit        int
 	// TTL of the Jini discovery port's packets; 0 means 15. (Other ports
 	// say theirs in PortConfig.)
 	TTL int
@@ -122,7 +123,7 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	}
 	// Check the shared settings once, as a transport would.
 	probe := transportConfig{Monitor: cfg.Monitor, Handler: func(Packet) {}, Port: cfg.DiscoveryPort, TTL: cfg.TTL,
-		NoIPv4: cfg.NoIPv4, NoIPv6: cfg.NoIPv6, Include: cfg.Include, Exclude: cfg.Exclude, ReceiveLimit: cfg.ReceiveLimit}
+		NoIPv4: cfg.NoIPv4, NoIPv6: cfg.NoIPv6, Include: cfg.Include, Exclude: cfg.Exclude, ExcludeDefaultRoute: cfg.ExcludeDefaultRoute, ReceiveLimit: cfg.ReceiveLimit}
 	if err := probe.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (h *Host) openPort(pc PortConfig) (*hostPort, error) {
 	hp := &hostPort{port: pc.Port}
 	hp.handles.Store(&[]*Port{})
 	cfg := transportConfig{Port: pc.Port, Groups: pc.Groups, TTL: cmpOr(pc.TTL, h.cfg.TTL),
-		NoIPv4: h.cfg.NoIPv4, NoIPv6: h.cfg.NoIPv6, Include: h.cfg.Include, Exclude: h.cfg.Exclude,
+		NoIPv4: h.cfg.NoIPv4, NoIPv6: h.cfg.NoIPv6, Include: h.cfg.Include, Exclude: h.cfg.Exclude, ExcludeDefaultRoute: h.cfg.ExcludeDefaultRoute,
 		NoLoopback: h.cfg.NoLoopback, ReceiveLimit: h.cfg.ReceiveLimit, Namespace: h.cfg.Namespace,
 		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, Handler: hp.deliverPacket}
 	if pc.Port == h.cfg.DiscoveryPort {

@@ -119,6 +119,9 @@ type transportConfig struct {
 	// Exclude skips interfaces matching any of these patterns; nil means
 	// DefaultExclude, an empty slice excludes nothing.
 	Exclude []string
+	// ExcludeDefaultRoute skips interfaces a default route goes out of
+	// (a router's WAN, whatever its name), unless named in Include.
+	ExcludeDefaultRoute bool
 	// TTL (IPv6: hop limit) of packets sent; 0 means 15.
 	TTL int
 	// NoLoopback stops this host's own sockets hearing what it sends.
@@ -325,6 +328,9 @@ func (t *transport) eligible(ifc netmon.Interface) (bool, string) {
 			return false, "excluded by pattern " + p
 		}
 	}
+	if t.cfg.ExcludeDefaultRoute && ifc.DefaultRoute {
+		return false, "has the default route (--exclude-default-route)"
+	}
 	if len(t.cfg.Include) > 0 && !slices.ContainsFunc(t.cfg.Include, func(p string) bool {
 		ok, _ := path.Match(p, ifc.Name)
 		return ok
@@ -332,6 +338,55 @@ func (t *transport) eligible(ifc netmon.Interface) (bool, string) {
 		return false, "not matched by --interfaces"
 	}
 	return true, ""
+}
+
+// Decision is what the interface selection makes of one interface.
+type Decision struct {
+	Interface netmon.Interface
+	// Families served on it (4, 6); none: not served.
+	Families []int
+	// Reason says why, as the start-up log does: "served (IPv4, IPv6)",
+	// "excluded by pattern wan*", "down", ...
+	Reason string
+}
+
+// decide says whether and in which families ifc is served, and why.
+func (t *transport) decide(ifc netmon.Interface) Decision {
+	d := Decision{Interface: ifc}
+	ok, why := t.eligible(ifc)
+	if !ok {
+		d.Reason = why
+		return d
+	}
+	var fams []string
+	for _, f := range t.families() {
+		if ifc.HasFamily(f) {
+			d.Families = append(d.Families, f)
+			fams = append(fams, fmt.Sprintf("IPv%d", f))
+		}
+	}
+	d.Reason = "no address of a served family"
+	if len(fams) > 0 {
+		d.Reason = "served (" + strings.Join(fams, ", ") + ")"
+	}
+	return d
+}
+
+// Decide says what a Host configured as cfg makes of each interface of
+// st, by index: what `jinid daemon --print-interfaces` shows, and what
+// the start-up log says interface by interface.
+func Decide(st netmon.State, cfg HostConfig) ([]Decision, error) {
+	tr, err := newTransport(transportConfig{Monitor: netmon.NewStatic(st), Handler: func(Packet) {},
+		NoIPv4: cfg.NoIPv4, NoIPv6: cfg.NoIPv6, Include: cfg.Include, Exclude: cfg.Exclude, ExcludeDefaultRoute: cfg.ExcludeDefaultRoute})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Decision, 0, len(st))
+	for _, ifc := range st {
+		out = append(out, tr.decide(ifc))
+	}
+	slices.SortFunc(out, func(a, b Decision) int { return a.Interface.Index - b.Interface.Index })
+	return out, nil
 }
 
 // families are the address families served: those not turned off that
@@ -368,22 +423,11 @@ func (t *transport) syncSockets() (changed bool, err error) {
 	for _, ifc := range st {
 		names[ifc.Index] = ifc.Name
 		subnets[ifc.Index] = ifc.Addrs
-		ok, why := t.eligible(ifc)
-		if ok {
-			var fams []string
-			for _, f := range t.families() {
-				if ifc.HasFamily(f) {
-					want[sockKey{ifc.Index, f}] = ifc
-					fams = append(fams, fmt.Sprintf("IPv%d", f))
-				}
-			}
-			if len(fams) == 0 {
-				why = "no address of a served family"
-			} else {
-				why = "served (" + strings.Join(fams, ", ") + ")"
-			}
+		d := t.decide(ifc)
+		for _, f := range d.Families {
+			want[sockKey{ifc.Index, f}] = ifc
 		}
-		reasons[ifc.Index] = why
+		reasons[ifc.Index] = d.Reason
 	}
 
 	t.mu.Lock()

@@ -2,6 +2,7 @@ package mcast
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -395,6 +396,27 @@ func TestEligibility(t *testing.T) {
 			t.Errorf("--interfaces %v, %s: eligible=%v %q, want %q", tc.include, tc.name, ok, why, tc.want)
 		}
 	}
+	// A WAN by its default route, whatever its name.
+	for _, tc := range []struct {
+		include []string
+		want    string
+	}{
+		{nil, "has the default route (--exclude-default-route)"},
+		{[]string{"eth1"}, ""}, // named outright: wanted
+		{[]string{"eth*"}, "has the default route (--exclude-default-route)"},
+	} {
+		tr, err := newTransport(transportConfig{Monitor: netmon.NewStatic(nil), Handler: func(Packet) {}, Include: tc.include, ExcludeDefaultRoute: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, why := tr.eligible(netmon.Interface{Name: "eth1", Flags: up, DefaultRoute: true})
+		if ok != (tc.want == "") || why != tc.want {
+			t.Errorf("--exclude-default-route --interfaces %v: eligible=%v %q, want %q", tc.include, ok, why, tc.want)
+		}
+		if ok, _ := tr.eligible(netmon.Interface{Name: "eth0", Flags: up}); !ok && tc.include == nil {
+			t.Errorf("--exclude-default-route: eth0, without the default route, not served")
+		}
+	}
 	for _, bad := range []transportConfig{
 		{Handler: func(Packet) {}},
 		{Monitor: netmon.NewStatic(nil)},
@@ -470,5 +492,38 @@ func TestTTL(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// Decide says what the start-up log says, interface by interface.
+func TestDecide(t *testing.T) {
+	up := net.FlagUp | net.FlagRunning | net.FlagMulticast
+	st := netmon.State{
+		1: {Index: 1, Name: "lo", Flags: up | net.FlagLoopback, Addrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}},
+		2: {Index: 2, Name: "eth0", Flags: up},
+		3: {Index: 3, Name: "br-lan", Flags: up, Addrs: []netip.Prefix{netip.MustParsePrefix("192.168.1.1/24"), netip.MustParsePrefix("fe80::1/64")}},
+		4: {Index: 4, Name: "eth1", Flags: up, DefaultRoute: true, Addrs: []netip.Prefix{netip.MustParsePrefix("203.0.113.2/24")}},
+		5: {Index: 5, Name: "docker0", Flags: up, Addrs: []netip.Prefix{netip.MustParsePrefix("172.17.0.1/16")}},
+	}
+	ds, err := Decide(st, HostConfig{ExcludeDefaultRoute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, fmt.Sprintf("%s %v %s", d.Interface.Name, d.Families, d.Reason))
+	}
+	want := []string{
+		"lo [] loopback",
+		"eth0 [] no address of a served family",
+		"br-lan [4 6] served (IPv4, IPv6)",
+		"eth1 [] has the default route (--exclude-default-route)",
+		"docker0 [] excluded by pattern docker*",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("decisions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := Decide(st, HostConfig{Include: []string{"eth["}}); err == nil {
+		t.Error("Decide accepted a bad pattern")
 	}
 }

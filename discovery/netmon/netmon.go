@@ -33,6 +33,9 @@ type Interface struct {
 	Name  string
 	Flags net.Flags
 	Addrs []netip.Prefix // sorted
+	// DefaultRoute: a default route (IPv4 or IPv6, main table) goes out
+	// of it: on a router, the WAN.
+	DefaultRoute bool
 }
 
 // IsUp reports whether the interface is administratively and
@@ -75,7 +78,7 @@ type State map[int]Interface
 // addresses.
 func (s State) Equal(o State) bool {
 	return maps.EqualFunc(s, o, func(a, b Interface) bool {
-		return a.Index == b.Index && a.Name == b.Name && a.Flags == b.Flags && slices.Equal(a.Addrs, b.Addrs)
+		return a.Index == b.Index && a.Name == b.Name && a.Flags == b.Flags && slices.Equal(a.Addrs, b.Addrs) && a.DefaultRoute == b.DefaultRoute
 	})
 }
 
@@ -280,6 +283,7 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 	defer close(done)
 	links := make(chan netlink.LinkUpdate, 64)
 	addrs := make(chan netlink.AddrUpdate, 64)
+	routes := make(chan netlink.RouteUpdate, 64)
 	var subErr error
 	var errMu sync.Mutex
 	onErr := func(err error) {
@@ -289,14 +293,20 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 	}
 	lopts := netlink.LinkSubscribeOptions{ErrorCallback: onErr}
 	aopts := netlink.AddrSubscribeOptions{ErrorCallback: onErr}
+	ropts := netlink.RouteSubscribeOptions{ErrorCallback: onErr}
 	if h, ok := m.ns.Handle(); ok {
-		lopts.Namespace, aopts.Namespace = &h, &h
+		lopts.Namespace, aopts.Namespace, ropts.Namespace = &h, &h, &h
 	}
 	if err := netlink.LinkSubscribeWithOptions(links, done, lopts); err != nil {
 		return fmt.Errorf("subscribing to link changes: %w", err)
 	}
 	if err := netlink.AddrSubscribeWithOptions(addrs, done, aopts); err != nil {
 		return fmt.Errorf("subscribing to address changes: %w", err)
+	}
+	// Routes: only whether an interface has the default route matters
+	// (--exclude-default-route), so only default routes hint a re-read.
+	if err := netlink.RouteSubscribeWithOptions(routes, done, ropts); err != nil {
+		return fmt.Errorf("subscribing to route changes: %w", err)
 	}
 	m.signal(false) // whatever happened while unsubscribed
 	for {
@@ -317,6 +327,15 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 				return errors.Join(errClosed, subErr)
 			}
 			m.signal(false)
+		case u, ok := <-routes:
+			if !ok {
+				errMu.Lock()
+				defer errMu.Unlock()
+				return errors.Join(errClosed, subErr)
+			}
+			if isDefault(u.Route) {
+				m.signal(false)
+			}
 		case <-rescan:
 			m.signal(true)
 		}
@@ -357,6 +376,21 @@ func (m *Netlink) Snapshot() (State, error) {
 		ifc.Addrs = append(ifc.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
 		st[a.LinkIndex] = ifc
 	}
+	routes, err := m.handle.RouteList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing routes: %w", err)
+	}
+	for _, r := range routes {
+		if !isDefault(r) {
+			continue
+		}
+		for _, idx := range routeLinks(r) {
+			if ifc, ok := st[idx]; ok {
+				ifc.DefaultRoute = true
+				st[idx] = ifc
+			}
+		}
+	}
 	for i, ifc := range st {
 		slices.SortFunc(ifc.Addrs, func(a, b netip.Prefix) int {
 			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
@@ -364,6 +398,28 @@ func (m *Netlink) Snapshot() (State, error) {
 		st[i] = ifc
 	}
 	return st, nil
+}
+
+// isDefault tells a default route of the main table.
+func isDefault(r netlink.Route) bool {
+	if r.Table != 0 && r.Table != unix.RT_TABLE_MAIN {
+		return false
+	}
+	if r.Dst == nil {
+		return true
+	}
+	ones, _ := r.Dst.Mask.Size()
+	return ones == 0
+}
+
+// routeLinks are the interfaces a route goes out of (several for a
+// multipath route).
+func routeLinks(r netlink.Route) []int {
+	out := []int{r.LinkIndex}
+	for _, nh := range r.MultiPath {
+		out = append(out, nh.LinkIndex)
+	}
+	return out
 }
 
 // Static is a Monitor whose state the caller sets, for tests.

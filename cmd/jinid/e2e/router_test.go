@@ -130,3 +130,61 @@ func TestReadyOnlyWithAnInterface(t *testing.T) {
 		t.Fatalf("ready %v after the interface appeared, want within 1 s", took)
 	}
 }
+
+// A router whose WAN is not named wan: --exclude-default-route keeps the
+// daemon off it (it answers on the LAN, not from behind the WAN), and
+// --print-interfaces says, interface by interface, what the daemon makes
+// of each and why.
+func TestExcludeDefaultRoute(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lanNet, wanNet := lab.LAN(), lab.LAN()
+	router, client, isp := lab.Host("router"), lab.Host("client"), lab.Host("isp")
+	rl, rw := router.Attach(lanNet), router.Attach(wanNet)
+	client.Attach(lanNet)
+	isp.Attach(wanNet)
+	run(t, router, "ip", "route", "add", "default", "via", rw.IPv4.Prev().String(), "dev", rw.Name, "onlink")
+
+	printed := func(args ...string) string {
+		t.Helper()
+		out, err := router.Command(t.Context(), bin, append([]string{"daemon", "--print-interfaces"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("--print-interfaces %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	lineOf := func(out, name string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == name {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in\n%s", name, out)
+		return ""
+	}
+	out := printed("--exclude-default-route")
+	for name, want := range map[string]string{
+		"lo":    "loopback",
+		rl.Name: "served (IPv4, IPv6)",
+		rw.Name: "(default route)  has the default route (--exclude-default-route)",
+	} {
+		if l := lineOf(out, name); !strings.Contains(l, want) {
+			t.Errorf("--print-interfaces line %q; want %q in it", l, want)
+		}
+	}
+	if l := lineOf(printed(), rw.Name); !strings.HasSuffix(strings.TrimSpace(l), "served (IPv4, IPv6)") {
+		t.Errorf("without --exclude-default-route the WAN is served; printed %q", l)
+	}
+	if l := lineOf(printed("--exclude-default-route", "--interfaces", rw.Name), rw.Name); !strings.HasSuffix(strings.TrimSpace(l), "served (IPv4, IPv6)") {
+		t.Errorf("named in --interfaces the WAN is served; printed %q", l)
+	}
+
+	jinidtest.LabDaemon(t, bin, router, "--exclude-default-route", "--announce-interval", "500ms")
+	if _, ok := atHost(discoverIn(t, bin, client, "--timeout", "3s"), rl.IPv4.String()); !ok {
+		t.Errorf("not found from the LAN")
+	}
+	if rs := discoverIn(t, bin, isp, "--timeout", "2s"); len(rs) != 0 {
+		t.Errorf("found from behind the WAN: %+v", rs)
+	}
+}

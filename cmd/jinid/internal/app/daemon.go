@@ -65,6 +65,9 @@ type Config struct {
 	// Include and Exclude are interface name patterns for multicast; a
 	// nil Exclude means the transport's defaults.
 	Include, Exclude []string
+	// ExcludeDefaultRoute: never multicast on an interface a default
+	// route goes out of (a router's WAN), unless Include names it.
+	ExcludeDefaultRoute bool
 	// NoMulticast: no announcements, no answers to multicast requests;
 	// unicast discovery only.
 	NoMulticast bool
@@ -430,6 +433,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	}
 
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
+		ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
 		Logger: d.log})
 	if err != nil {
 		return err

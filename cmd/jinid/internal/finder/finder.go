@@ -68,11 +68,12 @@ type Config struct {
 	// DNSSD also browses _jini._tcp.local over mDNS.
 	DNSSD bool
 	// Transport options: interface patterns, families, TTL.
-	Include, Exclude []string
-	NoIPv4, NoIPv6   bool
-	TTL              int
-	Namespace        namespace.Namespace
-	Logger           *slog.Logger
+	Include, Exclude    []string
+	ExcludeDefaultRoute bool
+	NoIPv4, NoIPv6      bool
+	TTL                 int
+	Namespace           namespace.Namespace
+	Logger              *slog.Logger
 	// Clock times the round (requests, settle, timeout); nil is the real
 	// one.
 	Clock clock.Clock
@@ -242,7 +243,7 @@ func (f *finder) results() []Result {
 // rounds.
 func (f *finder) multicast() error {
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: f.cfg.Namespace, Logger: f.log,
-		Include: f.cfg.Include, Exclude: f.cfg.Exclude, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL})
+		Include: f.cfg.Include, Exclude: f.cfg.Exclude, ExcludeDefaultRoute: f.cfg.ExcludeDefaultRoute, NoIPv4: f.cfg.NoIPv4, NoIPv6: f.cfg.NoIPv6, TTL: f.cfg.TTL})
 	if err != nil {
 		return err
 	}
