@@ -442,6 +442,36 @@ func (d *Discovery) HandleResponse(resp *unicast.Response, iface string) {
 	d.found(ls)
 }
 
+// HandleLinks takes the interfaces served after a change of them: a
+// lookup service's addresses heard over an interface not among them are
+// forgotten, and one reached only over such interfaces is discarded
+// (communication), for that interface only: one also reached over
+// another interface, or by unicast off any served link, stays, at its
+// best address left.
+func (d *Discovery) HandleLinks(served []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	for _, e := range d.discovered {
+		gone := slices.ContainsFunc(e.addrs, func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) })
+		if !gone {
+			continue
+		}
+		e.addrs = slices.DeleteFunc(e.addrs, func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) })
+		if len(e.addrs) > 0 {
+			best := e.addrs[0]
+			e.ls.Host, e.ls.Port, e.ls.Interface = best.host, best.port, best.iface
+			continue
+		}
+		d.log.Info("lookup service reached only over an interface no longer served; discarded", "serviceID", e.ls.ID,
+			"address", e.ls.Address(), "interface", e.ls.Interface)
+		d.remove(e)
+		d.emit(discovery.Discarded, e.ls, discovery.ReasonCommunication)
+	}
+}
+
 // adopt finds the lookup service discovered under a stand-in ID at the
 // address an announcement comes from, files it under the announced ID
 // and reports it identified. (Its answers in both versions were merged

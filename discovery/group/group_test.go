@@ -521,3 +521,36 @@ func TestAddressChoiceIsDeterministic(t *testing.T) {
 		r.next(discovery.Discarded, ls[0], discovery.ReasonCommunication)
 	}
 }
+
+// A lookup service reached over two interfaces stays when one goes, at
+// its address on the other; reached over none left, it is discarded.
+func TestInterfaceGoneDiscardsForThatInterfaceOnly(t *testing.T) {
+	r := newRig(t, []string{"a"})
+	id := discovery.ServiceID{0x43}
+	on0 := r.lan.Add(discoverytest.SimLUS{ID: id, Host: "10.0.0.1", Groups: []string{"a"}})
+	on1 := r.lan.Add(discoverytest.SimLUS{ID: id, Host: "10.1.0.1", Groups: []string{"a"}})
+	other := r.lan.Add(discoverytest.SimLUS{Host: "10.1.0.9", Groups: []string{"a"}})
+	r.d.HandleAnnouncement(r.lan.Announcement(on0, discovery.ProtocolV2), "sim0")
+	r.next(discovery.Discovered, on0, "")
+	r.d.HandleAnnouncement(r.lan.Announcement(on1, discovery.ProtocolV2), "sim1")
+	r.d.HandleAnnouncement(r.lan.Announcement(other, discovery.ProtocolV2), "sim1")
+	r.next(discovery.Discovered, other, "")
+
+	r.d.HandleLinks([]string{"sim1"}) // sim0 went away
+	r.none()
+	got := r.d.Discovered()
+	i := slices.IndexFunc(got, func(ls discovery.LookupService) bool { return ls.ID == id })
+	if i < 0 || got[i].Host != "10.1.0.1" || got[i].Interface != "sim1" {
+		t.Fatalf("after sim0 went: %+v; want it kept at 10.1.0.1 on sim1", got)
+	}
+	r.d.HandleLinks(nil) // and sim1
+	evs := []discovery.Event{r.nextEvent(), r.nextEvent()}
+	for _, e := range evs {
+		if e.Kind != discovery.Discarded || e.Reason != discovery.ReasonCommunication {
+			t.Fatalf("event %s (%s) for %s; want both discarded for communication", e.Kind, e.Reason, e.ID)
+		}
+	}
+	if len(r.d.Discovered()) != 0 {
+		t.Fatalf("still discovered: %+v", r.d.Discovered())
+	}
+}

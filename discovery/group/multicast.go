@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,14 @@ import (
 type Sink interface {
 	HandleAnnouncement(a discovery.Announcement, iface string)
 	HandleResponse(resp *unicast.Response, iface string)
+}
+
+// LinkSink is a Sink that also hears which interfaces are served after
+// each change of them: what was reached only over an interface no longer
+// served is reached no more. A Discovery (or a Manager) is one.
+type LinkSink interface {
+	Sink
+	HandleLinks(served []string)
 }
 
 // MulticastConfig configures Multicast.
@@ -112,7 +121,7 @@ func (m *Multicast) Start(context.Context) error {
 		m.wg.Add(1)
 		go m.accept(ln, v)
 	}
-	port, err := m.cfg.Host.Open(mcast.PortConfig{OnMessage: m.onMessage})
+	port, err := m.cfg.Host.Open(mcast.PortConfig{OnMessage: m.onMessage, OnChange: m.onLinks})
 	if err != nil {
 		return fmt.Errorf("joining the discovery groups: %w", err)
 	}
@@ -245,6 +254,21 @@ func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, e
 		return err
 	})
 	return conn, err
+}
+
+// onLinks tells a LinkSink the interfaces served after a change.
+func (m *Multicast) onLinks() {
+	ls, ok := m.sink.(LinkSink)
+	if !ok {
+		return
+	}
+	var served []string
+	for _, j := range m.Joined() {
+		if !slices.Contains(served, j.Name) {
+			served = append(served, j.Name)
+		}
+	}
+	ls.HandleLinks(served)
 }
 
 // onMessage takes what the host heard: announcements go to the sink.

@@ -137,6 +137,9 @@ func (m *Manager) HandleAnnouncement(a discovery.Announcement, iface string) {
 	m.g.HandleAnnouncement(a, iface)
 }
 
+// HandleLinks tells group discovery which interfaces are served.
+func (m *Manager) HandleLinks(served []string) { m.g.HandleLinks(served) }
+
 // HandleResponse hands an answer to a multicast request to group
 // discovery.
 func (m *Manager) HandleResponse(resp *unicast.Response, iface string) {

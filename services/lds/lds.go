@@ -264,6 +264,9 @@ func (s *Service) HandleAnnouncement(a discovery.Announcement, iface string) {
 	s.g.HandleAnnouncement(a, iface)
 }
 
+// HandleLinks: see HandleAnnouncement.
+func (s *Service) HandleLinks(served []string) { s.g.HandleLinks(served) }
+
 // HandleResponse: see HandleAnnouncement.
 func (s *Service) HandleResponse(resp *unicast.Response, iface string) {
 	s.g.HandleResponse(resp, iface)

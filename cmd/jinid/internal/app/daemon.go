@@ -432,9 +432,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 		return nil
 	}
 
-	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
-		ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
-		Logger: d.log})
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
+		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute})
 	if err != nil {
 		return err
 	}
