@@ -246,6 +246,24 @@ func (l *Lab) Host(name string) *Host {
 // Attach links h into lan as the next ethN, with an IPv4 and an IPv6
 // address, up.
 func (h *Host) Attach(lan *LAN) *Link {
+	h.lab.t.Helper()
+	return h.attach(lan, true)
+}
+
+// AttachLinkLocal links h into lan as the next ethN with no address but
+// the IPv6 link-local one the kernel gives it: a LAN with IPv6 only and
+// neither a router nor DHCP. IPv4 is left the zero (invalid) address;
+// IPv6 is the link-local address, without a zone.
+func (h *Host) AttachLinkLocal(lan *LAN) *Link {
+	h.lab.t.Helper()
+	link := h.attach(lan, false)
+	link.IPv6 = link.waitLinkLocal()
+	return link
+}
+
+// attach makes the veth into lan, with the lab's addresses if addressed,
+// and waits for its carrier.
+func (h *Host) attach(lan *LAN, addressed bool) *Link {
 	l := h.lab
 	l.t.Helper()
 	l.mu.Lock()
@@ -254,41 +272,18 @@ func (h *Host) Attach(lan *LAN) *Link {
 	lan.hosts++
 	hostNum := lan.hosts
 	l.mu.Unlock()
-	link := &Link{
-		Host: h, LAN: lan, peer: peer, alive: true,
-		Name: fmt.Sprintf("eth%d", len(h.links)),
-		IPv4: netip.AddrFrom4([4]byte{198, 18, byte(lan.num), byte(hostNum)}),
-		IPv6: netip.MustParseAddr(fmt.Sprintf("2001:db8:%x::%x", lan.num, hostNum)),
-	}
-	l.ip("link", "add", link.Name, "netns", h.ns, "type", "veth", "peer", "name", peer, "netns", l.bridge)
-	l.ip("-n", l.bridge, "link", "set", peer, "master", lan.bridge, "up")
-	l.ip("-n", h.ns, "addr", "add", link.IPv4.String()+"/24", "dev", link.Name)
-	l.ip("-n", h.ns, "addr", "add", link.IPv6.String()+"/64", "dev", link.Name, "nodad")
-	l.ip("-n", h.ns, "link", "set", link.Name, "up")
-	h.links = append(h.links, link)
-	link.waitOperUp()
-	return link
-}
-
-// AttachLinkLocal links h into lan as the next ethN with no address but
-// the IPv6 link-local one the kernel gives it: a LAN with IPv6 only and
-// neither a router nor DHCP. IPv4 is left the zero (invalid) address;
-// IPv6 is the link-local address, without a zone.
-func (h *Host) AttachLinkLocal(lan *LAN) *Link {
-	l := h.lab
-	l.t.Helper()
-	l.mu.Lock()
-	l.ports++
-	peer := fmt.Sprintf("p%d", l.ports)
-	lan.hosts++
-	l.mu.Unlock()
 	link := &Link{Host: h, LAN: lan, peer: peer, alive: true, Name: fmt.Sprintf("eth%d", len(h.links))}
 	l.ip("link", "add", link.Name, "netns", h.ns, "type", "veth", "peer", "name", peer, "netns", l.bridge)
 	l.ip("-n", l.bridge, "link", "set", peer, "master", lan.bridge, "up")
+	if addressed {
+		link.IPv4 = netip.AddrFrom4([4]byte{198, 18, byte(lan.num), byte(hostNum)})
+		link.IPv6 = netip.MustParseAddr(fmt.Sprintf("2001:db8:%x::%x", lan.num, hostNum))
+		l.ip("-n", h.ns, "addr", "add", link.IPv4.String()+"/24", "dev", link.Name)
+		l.ip("-n", h.ns, "addr", "add", link.IPv6.String()+"/64", "dev", link.Name, "nodad")
+	}
 	l.ip("-n", h.ns, "link", "set", link.Name, "up")
 	h.links = append(h.links, link)
 	link.waitOperUp()
-	link.IPv6 = link.waitLinkLocal()
 	return link
 }
 
