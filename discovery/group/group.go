@@ -245,10 +245,11 @@ func (e *entry) note(host string, port int, iface string) {
 	}
 }
 
-// forget drops an address that no longer answers; it reports whether
-// any is left.
-func (e *entry) forget(host string, port int) bool {
-	e.addrs = slices.DeleteFunc(e.addrs, func(a address) bool { return a.host == host && a.port == port })
+// forget drops the addresses gone says are gone (no longer answering,
+// or on an interface no longer served), pointing ls at the best one
+// left; it reports whether any is left.
+func (e *entry) forget(gone func(address) bool) bool {
+	e.addrs = slices.DeleteFunc(e.addrs, gone)
 	if len(e.addrs) == 0 {
 		return false
 	}
@@ -454,15 +455,9 @@ func (d *Discovery) HandleLinks(served []string) {
 	if d.closed {
 		return
 	}
+	gone := func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) }
 	for _, e := range d.discovered {
-		gone := slices.ContainsFunc(e.addrs, func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) })
-		if !gone {
-			continue
-		}
-		e.addrs = slices.DeleteFunc(e.addrs, func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) })
-		if len(e.addrs) > 0 {
-			best := e.addrs[0]
-			e.ls.Host, e.ls.Port, e.ls.Interface = best.host, best.port, best.iface
+		if !slices.ContainsFunc(e.addrs, gone) || e.forget(gone) {
 			continue
 		}
 		d.log.Info("lookup service reached only over an interface no longer served; discarded", "serviceID", e.ls.ID,
@@ -738,9 +733,7 @@ func (d *Discovery) check(e *entry) {
 		return
 	}
 	if err == nil {
-		for _, a := range failed {
-			e.forget(a.host, a.port)
-		}
+		e.forget(func(a address) bool { return slices.Contains(failed, a) })
 	}
 	if err != nil {
 		d.log.Info("lookup service silent and unreachable; discarded", "serviceID", ls.ID, "address", ls.Address(),
