@@ -137,6 +137,7 @@ the peer reached it at, or --advertise.`,
 			if cfg.APISocket == "none" {
 				cfg.APISocket = ""
 			}
+			cfg.Version = version
 			if printInterfaces {
 				return writeInterfaces(cmd.OutOrStdout(), cfg)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
+	"go.uber.org/goleak"
 )
 
 // run executes the CLI in-process.
@@ -102,3 +103,7 @@ func TestCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// No test of the commands may leave a goroutine (a daemon, a watch, a
+// server) running behind it.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
@@ -104,9 +103,9 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 		for k := range want {
 			switch k[:len("dropped")] {
 			case "dropped":
-				got[k] = testutil.ToFloat64(n.metrics.dropped.WithLabelValues(k[len("dropped/"):]))
+				got[k] = float64(n.metrics.dropped.Get("eth0", k[len("dropped/"):]))
 			default:
-				got[k] = testutil.ToFloat64(n.metrics.rejected.WithLabelValues(k[len("rejected/"):]))
+				got[k] = float64(n.metrics.rejected.Get("eth0", k[len("rejected/"):]))
 			}
 		}
 		mu.Lock()
@@ -121,7 +120,7 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if v := testutil.ToFloat64(n.metrics.messages.WithLabelValues("announcement", "2")); v != float64(sent) {
+	if v := n.metrics.messages.Get("eth0", "announcement", "2"); v != uint64(sent) {
 		t.Errorf("announcements counted %v, want %d", v, sent)
 	}
 }
@@ -129,9 +128,9 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 func waitReceived(t *testing.T, n *node, want int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for testutil.ToFloat64(n.metrics.received.WithLabelValues("ipv4")) < float64(want) {
+	for n.metrics.received.Get("eth0", "ipv4") < uint64(want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("victim received %v datagrams, %d sent", testutil.ToFloat64(n.metrics.received.WithLabelValues("ipv4")), want)
+			t.Fatalf("victim received %v datagrams, %d sent", n.metrics.received.Get("eth0", "ipv4"), want)
 		}
 		time.Sleep(100 * time.Microsecond)
 	}

@@ -332,3 +332,14 @@ func (p *Port) SendOn(j Joined, g Group, build func(Joined) ([][]byte, error)) e
 func (p *Port) SendReply(ifIndex, family int, dst netip.AddrPort, b []byte) error {
 	return p.hp.tr.SendReply(ifIndex, family, dst, b)
 }
+
+// Decisions says of every interface the host sees now whether it is
+// eligible for multicast discovery and why, as Decide does (the status
+// page's interface list).
+func (h *Host) Decisions() ([]Decision, error) {
+	st, err := h.cfg.Monitor.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("reading the interfaces: %w", err)
+	}
+	return Decide(st, h.cfg)
+}

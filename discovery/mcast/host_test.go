@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/netlab"
 )
 
@@ -29,11 +27,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	hh.Attach(lan)
 	sl := sender.Attach(lan)
 
-	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	metrics := NewMetrics(metrics.New())
 	host, err := NewNetlinkHost(HostConfig{Namespace: hh.Namespace(), Metrics: metrics, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +62,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	// One socket per interface and family on the discovery port (the
 	// gauge counts the discovery port's), one per interface on the other.
 	for _, f := range []string{"ipv4", "ipv6"} {
-		if n := testutil.ToFloat64(metrics.joined.WithLabelValues(f)); n != 1 {
+		if n := metrics.joined.Get(f); n != 1 {
 			t.Errorf("%s discovery sockets: %v, want 1 for three subscribers", f, n)
 		}
 	}
@@ -102,7 +96,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	}
 	waitCounts(sent)
 	// Each datagram decoded once, whatever the number of subscribers.
-	if n := testutil.ToFloat64(metrics.messages.WithLabelValues("announcement", "2")); n != sent {
+	if n := metrics.messages.Get("eth0", "announcement", "2"); n != sent {
 		t.Errorf("%v announcements decoded for %d sent to three subscribers, want %d", n, sent, sent)
 	}
 
@@ -123,7 +117,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	ports[0].Close()
 	ports[1].Close()
 	for _, f := range []string{"ipv4", "ipv6"} {
-		if n := testutil.ToFloat64(metrics.joined.WithLabelValues(f)); n != 0 {
+		if n := metrics.joined.Get(f); n != 0 {
 			t.Errorf("%s sockets after the last handle closed: %v", f, n)
 		}
 	}

@@ -22,14 +22,14 @@ type Inbound struct {
 func (in *Inbound) Handle(p Packet) {
 	v, err := discovery.PacketVersion(p.Data)
 	if err != nil {
-		in.Metrics.countRejected("malformed")
+		in.Metrics.countRejected(p.IfName, "malformed")
 		return
 	}
 	isRequest := false
 	switch v {
 	case discovery.ProtocolV2:
 		if isRequest, err = discovery.IsRequest(p.Data); err != nil {
-			in.Metrics.countRejected("malformed")
+			in.Metrics.countRejected(p.IfName, "malformed")
 			return
 		}
 	case discovery.ProtocolV1:
@@ -39,23 +39,23 @@ func (in *Inbound) Handle(p Packet) {
 			isRequest = true
 		case discovery.AnnouncementGroupV4, discovery.AnnouncementGroupV6:
 		default:
-			in.Metrics.countRejected("not_to_a_group")
+			in.Metrics.countRejected(p.IfName, "not_to_a_group")
 			return
 		}
 	default:
-		in.Metrics.countRejected("version")
+		in.Metrics.countRejected(p.IfName, "version")
 		return
 	}
 	if isRequest {
 		r, err := discovery.DecodeRequest(p.Data)
 		if err != nil {
-			in.Metrics.countRejected(reason(err))
+			in.Metrics.countRejected(p.IfName, reason(err))
 			return
 		}
 		if r.Version == discovery.ProtocolV1 {
 			r.Host = p.Src.Addr().String()
 		}
-		in.Metrics.countMessage("request", r.Version)
+		in.Metrics.countMessage(p.IfName, "request", r.Version)
 		if in.OnRequest != nil {
 			in.OnRequest(r, p)
 		}
@@ -63,10 +63,10 @@ func (in *Inbound) Handle(p Packet) {
 	}
 	a, err := discovery.DecodeAnnouncement(p.Data)
 	if err != nil {
-		in.Metrics.countRejected(reason(err))
+		in.Metrics.countRejected(p.IfName, reason(err))
 		return
 	}
-	in.Metrics.countMessage("announcement", a.Version)
+	in.Metrics.countMessage(p.IfName, "announcement", a.Version)
 	if in.OnAnnouncement != nil {
 		in.OnAnnouncement(a, p)
 	}

@@ -3,19 +3,15 @@ package mcast
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
 // BenchmarkInbound measures the work per received datagram after the
 // socket: classify, decode, count, hand on.
 func BenchmarkInbound(b *testing.B) {
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := NewMetrics(metrics.New())
 	in := &Inbound{Metrics: m, OnAnnouncement: func(discovery.Announcement, Packet) {}}
 	for _, bc := range []struct {
 		name string

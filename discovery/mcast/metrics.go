@@ -1,85 +1,84 @@
 package mcast
 
 import (
+	"net/netip"
 	"strconv"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/metrics"
 )
 
-// Metrics counts what a transport does. A nil *Metrics counts nothing.
+// Metrics counts the discovery port's traffic. A nil *Metrics counts
+// nothing.
 type Metrics struct {
-	received   *prometheus.CounterVec
-	sent       *prometheus.CounterVec
-	sendErrors *prometheus.CounterVec
-	dropped    *prometheus.CounterVec
-	joined     *prometheus.GaugeVec
-	messages   *prometheus.CounterVec
-	rejected   *prometheus.CounterVec
+	received   *metrics.Counter
+	sent       *metrics.Counter
+	sendErrors *metrics.Counter
+	dropped    *metrics.Counter
+	joined     *metrics.Gauge
+	messages   *metrics.Counter
+	rejected   *metrics.Counter
 }
 
-// NewMetrics creates the transport's metrics and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		received: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_multicast_packets_received_total",
-			Help: "Datagrams received on the discovery port, by address family.",
-		}, []string{"family"}),
-		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_multicast_packets_sent_total",
-			Help: "Discovery datagrams sent, by address family.",
-		}, []string{"family"}),
-		sendErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_multicast_send_errors_total",
-			Help: "Discovery datagrams that could not be sent, by address family.",
-		}, []string{"family"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_multicast_packets_dropped_total",
-			Help: "Datagrams dropped before decoding, by reason (oversized, read_error).",
-		}, []string{"reason"}),
-		joined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "jinid_multicast_interfaces_joined",
-			Help: "Interfaces on which the discovery groups are joined, by address family.",
-		}, []string{"family"}),
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_discovery_messages_received_total",
-			Help: "Multicast discovery messages decoded, by kind (request, announcement) and protocol version.",
-		}, []string{"kind", "version"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jinid_discovery_messages_rejected_total",
-			Help: "Datagrams on the discovery port that were not discovery messages, by reason (malformed, version, format, not_to_a_group).",
-		}, []string{"reason"}),
+// NewMetrics registers the discovery port's metrics with reg.
+func NewMetrics(reg *metrics.Registry) *Metrics {
+	return &Metrics{
+		received: reg.Counter("jinid_discovery_packets_received_total",
+			"Datagrams received on the multicast discovery port, by interface and address family.", "interface", "family"),
+		sent: reg.Counter("jinid_discovery_packets_sent_total",
+			"Multicast discovery datagrams sent, by interface, address family, kind (announcement, request) and protocol version.",
+			"interface", "family", "kind", "version"),
+		sendErrors: reg.Counter("jinid_discovery_send_errors_total",
+			"Multicast discovery datagrams that could not be sent, by interface and address family.", "interface", "family"),
+		dropped: reg.Counter("jinid_discovery_packets_dropped_total",
+			"Datagrams dropped before decoding, by interface and reason (oversized, read_error).", "interface", "reason"),
+		joined: reg.Gauge("jinid_discovery_interfaces_joined",
+			"Interfaces on which the discovery groups are joined, by address family.", "family"),
+		messages: reg.Counter("jinid_discovery_messages_received_total",
+			"Multicast discovery messages decoded, by interface, kind (request, announcement) and protocol version.",
+			"interface", "kind", "version"),
+		rejected: reg.Counter("jinid_discovery_messages_rejected_total",
+			"Datagrams on the discovery port that were not discovery messages, by interface and reason (malformed, version, format, not_to_a_group).",
+			"interface", "reason"),
 	}
-	for _, c := range []prometheus.Collector{m.received, m.sent, m.sendErrors, m.dropped, m.joined, m.messages, m.rejected} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
 
 func fam(f int) string { return "ipv" + strconv.Itoa(f) }
 
-func (m *Metrics) countReceived(f int) {
+func (m *Metrics) countReceived(ifc string, f int) {
 	if m != nil {
-		m.received.WithLabelValues(fam(f)).Inc()
+		m.received.Inc(ifc, fam(f))
 	}
 }
 
-func (m *Metrics) countSent(f int) {
+// countSent counts a datagram sent to a group, labelled with what it
+// is.
+func (m *Metrics) countSent(ifc string, f int, data []byte, group netip.Addr) {
+	if m == nil {
+		return
+	}
+	kind, version := "other", "unknown"
+	if v, err := discovery.PacketVersion(data); err == nil {
+		version = strconv.Itoa(v)
+		switch group {
+		case discovery.RequestGroupV4, discovery.RequestGroupV6:
+			kind = "request"
+		case discovery.AnnouncementGroupV4, discovery.AnnouncementGroupV6:
+			kind = "announcement"
+		}
+	}
+	m.sent.Inc(ifc, fam(f), kind, version)
+}
+
+func (m *Metrics) countSendError(ifc string, f int) {
 	if m != nil {
-		m.sent.WithLabelValues(fam(f)).Inc()
+		m.sendErrors.Inc(ifc, fam(f))
 	}
 }
 
-func (m *Metrics) countSendError(f int) {
+func (m *Metrics) countDropped(ifc, reason string) {
 	if m != nil {
-		m.sendErrors.WithLabelValues(fam(f)).Inc()
-	}
-}
-
-func (m *Metrics) countDropped(reason string) {
-	if m != nil {
-		m.dropped.WithLabelValues(reason).Inc()
+		m.dropped.Inc(ifc, reason)
 	}
 }
 
@@ -92,18 +91,18 @@ func (m *Metrics) setJoined(socks map[sockKey]*sock) {
 		n[k.family]++
 	}
 	for f, c := range n {
-		m.joined.WithLabelValues(fam(f)).Set(float64(c))
+		m.joined.Set(float64(c), fam(f))
 	}
 }
 
-func (m *Metrics) countMessage(kind string, version int) {
+func (m *Metrics) countMessage(ifc, kind string, version int) {
 	if m != nil {
-		m.messages.WithLabelValues(kind, strconv.Itoa(version)).Inc()
+		m.messages.Inc(ifc, kind, strconv.Itoa(version))
 	}
 }
 
-func (m *Metrics) countRejected(reason string) {
+func (m *Metrics) countRejected(ifc, reason string) {
 	if m != nil {
-		m.rejected.WithLabelValues(reason).Inc()
+		m.rejected.Inc(ifc, reason)
 	}
 }

@@ -530,7 +530,7 @@ func (t *transport) read(s *sock) {
 			if errors.Is(err, net.ErrClosed) || t.ctx.Err() != nil {
 				return
 			}
-			t.cfg.Metrics.countDropped("read_error")
+			t.cfg.Metrics.countDropped(s.ifc.Name, "read_error")
 			failures++
 			if failures >= 10 {
 				t.log.Warn("dropping a failing socket; it is reopened on the next interface change", "interface", s.ifc.Name, "err", err)
@@ -545,9 +545,9 @@ func (t *transport) read(s *sock) {
 			continue
 		}
 		failures = 0
-		t.cfg.Metrics.countReceived(s.key.family)
+		t.cfg.Metrics.countReceived(s.ifc.Name, s.key.family)
 		if n > t.cfg.ReceiveLimit {
-			t.cfg.Metrics.countDropped("oversized")
+			t.cfg.Metrics.countDropped(s.ifc.Name, "oversized")
 			continue
 		}
 		if idx == 0 {
@@ -698,10 +698,10 @@ func (t *transport) send(x target, group netip.Addr, build func(Joined) ([][]byt
 				t.requestSync()
 				return nil
 			}
-			t.cfg.Metrics.countSendError(j.Family)
+			t.cfg.Metrics.countSendError(j.Name, j.Family)
 			return fmt.Errorf("sending to %s on %s: %w", dst, j.Name, err)
 		}
-		t.cfg.Metrics.countSent(j.Family)
+		t.cfg.Metrics.countSent(j.Name, j.Family, p, group)
 	}
 	return nil
 }

@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/netmon"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/netlab"
 )
 
@@ -51,7 +50,6 @@ type node struct {
 	host    *netlab.Host
 	tr      *transport
 	metrics *Metrics
-	reg     *prometheus.Registry
 	warns   *warnCounter
 	got     chan Packet
 	pending []Packet
@@ -67,12 +65,8 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*transportConfig)) *node {
 	if err := mon.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &node{t: t, host: h, metrics: m, reg: reg, warns: &warnCounter{}, got: make(chan Packet, 100000)}
+	m := NewMetrics(metrics.New())
+	n := &node{t: t, host: h, metrics: m, warns: &warnCounter{}, got: make(chan Packet, 100000)}
 	cfg := transportConfig{
 		Namespace: h.Namespace(), Monitor: mon, Metrics: m,
 		Logger:  slog.New(n.warns),
@@ -204,7 +198,7 @@ func TestHostsHearEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes[2].expect("who is there", hosts[1].Links()[0].IPv4, "eth0", discovery.RequestGroupV4)
-	if got := testutil.ToFloat64(nodes[0].metrics.sent.WithLabelValues("ipv4")); got != 1 {
+	if got := nodes[0].metrics.sent.Get("eth0", "ipv4", "other", "unknown"); got != 1 {
 		t.Errorf("sent ipv4 = %v, want 1", got)
 	}
 	j := nodes[0].tr.Joined()

@@ -8,11 +8,14 @@
 package api
 
 import (
+	"cmp"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
@@ -31,10 +34,59 @@ type Config struct {
 	Guard *access.Guard
 	// BodyBytes bounds request bodies; 0 means httpjson's default.
 	BodyBytes int64
-	// Ready says whether the daemon can do its work, and if not what
-	// fails (its store cannot be written, say); nil is always ready.
-	Ready  func() (ok bool, failing string)
+	// Live are the liveness checks of GET /healthz (the process can
+	// serve: nothing in it is wedged); nil: answering is enough.
+	Live func() []Check
+	// Ready are the readiness checks of GET /readyz (the daemon can do
+	// its work: its store can be written, its services run, multicast is
+	// joined); nil is always ready.
+	Ready  func() []Check
 	Logger *slog.Logger
+	// Metrics, if set, counts requests by route and status, and is
+	// served at GET /metrics (read scope).
+	Metrics *metrics.Registry
+	// Status, if set, is the status page, served at GET / (read scope).
+	Status http.HandlerFunc
+}
+
+// Check is one health or readiness check, as /healthz and /readyz list
+// them.
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Detail says why a check fails (or, when it passes, what it found).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Health is the body of /healthz and /readyz: the status, and every
+// check with its outcome.
+type Health struct {
+	Status string  `json:"status"`
+	Checks []Check `json:"checks"`
+	// Failing names the checks that fail, in order.
+	Failing []string `json:"failing,omitempty"`
+}
+
+// health answers a set of checks: 200 with status ok when all pass, 503
+// naming the failing ones otherwise.
+func health(w http.ResponseWriter, checks []Check, ok, failing string) {
+	h := Health{Status: ok, Checks: checks}
+	if h.Checks == nil {
+		h.Checks = []Check{}
+	}
+	for _, c := range checks {
+		if !c.OK {
+			h.Failing = append(h.Failing, c.Name)
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if len(h.Failing) > 0 {
+		h.Status = failing
+		w.Header().Set("Retry-After", "10")
+		httpjson.Write(w, http.StatusServiceUnavailable, h)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, h)
 }
 
 // NotRun names a part of the API by its prefix.
@@ -71,31 +123,91 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(fault.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
 	})
+	// Health and readiness need nothing of the caller: a load balancer
+	// or a service manager asks without a token.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+		var checks []Check
+		if cfg.Live != nil {
+			checks = cfg.Live()
+		}
+		health(w, checks, "ok", "failing")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		var checks []Check
 		if cfg.Ready != nil {
-			if ok, failing := cfg.Ready(); !ok {
-				w.Header().Set("Retry-After", "10")
-				httpjson.Write(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "failing": failing})
-				return
-			}
+			checks = cfg.Ready()
 		}
-		httpjson.Write(w, http.StatusOK, map[string]string{"status": "ready"})
+		health(w, checks, "ready", "not ready")
 	})
+	ops := guarded{mux, cfg.Guard}
+	if cfg.Metrics != nil {
+		ops.Handle(httpjson.Read, "GET /metrics", cfg.Metrics.Handler().ServeHTTP)
+	}
+	if cfg.Status != nil {
+		ops.Handle(httpjson.Read, "GET /{$}", cfg.Status)
+	}
 	var h http.Handler = mux
 	if cfg.BodyBytes > 0 {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mux.ServeHTTP(w, r.WithContext(httpjson.WithBodyLimit(r.Context(), cfg.BodyBytes)))
 		})
 	}
-	if cfg.Guard == nil {
+	if cfg.Guard != nil {
+		h = cfg.Guard.Handler(h)
+	}
+	if cfg.Metrics == nil {
 		return h
 	}
-	return cfg.Guard.Handler(h)
+	return counted(h, mux, cfg.Metrics)
 }
+
+// counted counts each request by the route the mux matches (its
+// pattern: a bounded set, never the path a client made up) and the status
+// answered.
+func counted(next http.Handler, mux *http.ServeMux, reg *metrics.Registry) http.Handler {
+	requests := reg.Counter("jinid_api_requests_total",
+		`HTTP requests to the API and the operations endpoints, by route ("METHOD /pattern"; "unmatched" for none) and status code.`,
+		"route", "code")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, route := mux.Handler(r)
+		if route == "" {
+			route = "unmatched"
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		requests.Inc(route, strconv.Itoa(cmp.Or(sw.status, http.StatusOK)))
+	})
+}
+
+// statusWriter notes the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets long polls flush through.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Routes lists the "METHOD /path" patterns the services register, for
 // documentation tests.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/outbound"
@@ -66,6 +67,15 @@ func (o Outcome) String() string {
 	return [...]string{"delivered", "unknown event", "definite failure", "gave up", "indefinite failure"}[o]
 }
 
+// label is the outcome as a metric label.
+func (o Outcome) label() string {
+	return [...]string{"delivered", "unknown_event", "definite_failure", "gave_up", "indefinite_failure"}[o]
+}
+
+// deliveryBuckets: a LAN listener answers in milliseconds; retries
+// stretch a delivery to seconds and, while a listener is down, minutes.
+var deliveryBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
 // Delivery is one event for one listener.
 type Delivery struct {
 	Listener string // URL
@@ -93,6 +103,11 @@ type Config struct {
 	// Backoff after the first indefinite failure (default 100 ms),
 	// doubling up to MaxBackoff (default 30 s).
 	Backoff, MaxBackoff time.Duration
+	// Metrics, if set, counts deliveries by outcome and their time.
+	Metrics *metrics.Registry
+	// OnFailure, if set, hears of every delivery that ended undelivered
+	// (for the status page's notable events).
+	OnFailure func(listener string, out Outcome, err error)
 }
 
 // Dispatcher delivers events.
@@ -104,6 +119,9 @@ type Dispatcher struct {
 
 	mu     sync.Mutex
 	queues map[string]*queue
+
+	deliveries *metrics.Counter
+	duration   *metrics.Histogram
 }
 
 type queue struct {
@@ -129,7 +147,12 @@ func New(cfg Config) *Dispatcher {
 		cfg.MaxBackoff = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Dispatcher{cfg: cfg, ctx: ctx, cancel: cancel, queues: map[string]*queue{}}
+	return &Dispatcher{cfg: cfg, ctx: ctx, cancel: cancel, queues: map[string]*queue{},
+		deliveries: cfg.Metrics.Counter("jinid_event_deliveries_total",
+			"Remote events delivered or given up on, by outcome (delivered, unknown_event, definite_failure, gave_up).", "outcome"),
+		duration: cfg.Metrics.Histogram("jinid_event_delivery_duration_seconds",
+			"Time from an event's first attempt to its outcome, retries included, by outcome.", deliveryBuckets, "outcome"),
+	}
 }
 
 // Send queues a delivery behind the listener's earlier ones.
@@ -198,7 +221,13 @@ func (d *Dispatcher) work(url string, q *queue) {
 		del := q.pending[0]
 		d.mu.Unlock()
 
+		start := d.cfg.Clock.Now()
 		out, err := d.deliver(del)
+		d.deliveries.Inc(out.label())
+		d.duration.Observe(d.cfg.Clock.Now().Sub(start).Seconds(), out.label())
+		if out != Delivered && d.cfg.OnFailure != nil {
+			d.cfg.OnFailure(del.Listener, out, err)
+		}
 		d.mu.Lock()
 		q.pending = q.pending[1:]
 		d.mu.Unlock()

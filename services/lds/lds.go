@@ -115,6 +115,10 @@ type Config struct {
 	// address is described with that address only to those on its link.
 	// Nil means no address is on any link.
 	LinkOf func(netip.Addr) string
+	// OnEvent, if set, hears every event of the discovery engines, with
+	// the engine's name ("group", "locator"), before the service applies
+	// it: for metrics and the status page. It must not block.
+	OnEvent func(ev discovery.Event, by string)
 }
 
 // DefaultMaxPerRegistration bounds one registration's groups, and its
@@ -187,6 +191,8 @@ type lookupService struct {
 	// DiscardedBy hear when it is.
 	Pending     bool     `json:"pending"`
 	DiscardedBy []string `json:"discardedBy"`
+	// Since is when the service first heard of it.
+	Since time.Time `json:"since,omitzero"`
 
 	holders  map[string]*reg // registrations whose managed set has it
 	storedAs string          // its key in registrarBucket, if stored
@@ -467,6 +473,33 @@ func (s *Service) Registrars(id string) ([]discovery.LookupService, error) {
 	return out, nil
 }
 
+// Known is a lookup service the service holds, for the status page.
+type Known struct {
+	discovery.LookupService
+	// ByGroup: group discovery holds it; Locators: those it was found
+	// through.
+	ByGroup  bool
+	Locators []string
+	// Since it was first heard of.
+	Since time.Time
+}
+
+// Known lists the lookup services discovery holds now (not those lost
+// or only pending), ordered by ServiceID.
+func (s *Service) Known() []Known {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Known, 0, len(s.lus))
+	for _, l := range s.lus {
+		if l.Lost || !l.ByGroup && len(l.Locs) == 0 {
+			continue
+		}
+		out = append(out, Known{LookupService: l.LS.Clone(), ByGroup: l.ByGroup, Locators: slices.Clone(l.Locs), Since: l.Since})
+	}
+	slices.SortFunc(out, func(a, b Known) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return out
+}
+
 // Count reports the registrations.
 func (s *Service) Count() int {
 	s.mu.Lock()
@@ -671,6 +704,9 @@ func (s *Service) release(tx *store.Tx, id string) error {
 // --- engine events ---------------------------------------------------------
 
 func (s *Service) onGroupEvent(ev discovery.Event) {
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(ev, "group")
+	}
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		l := s.lus[ev.StandIn]
 		if ev.Kind != discovery.Identified || l == nil {
@@ -722,6 +758,9 @@ func (s *Service) onGroupEvent(ev discovery.Event) {
 }
 
 func (s *Service) onLocatorEvent(ev discovery.Event) {
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(ev, "locator")
+	}
 	loc := ev.Locator.String()
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
 		l := s.lookupService(ev.LookupService)
@@ -799,7 +838,7 @@ func (s *Service) lookupService(ls discovery.LookupService) *lookupService {
 			return l
 		}
 	}
-	l := &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}}
+	l := &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}, Since: s.clock.Now()}
 	s.lus[ls.ID] = l
 	return l
 }

@@ -569,6 +569,20 @@ func (g *Grantor) fire() {
 	g.mu.Unlock()
 }
 
+// CountByKind is how many leases of each kind are live, for metrics.
+func (g *Grantor) CountByKind() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := make(map[string]int, len(g.kinds))
+	for k := range g.kinds {
+		n[k] = 0
+	}
+	for _, e := range g.leases {
+		n[e.rec.Kind]++
+	}
+	return n
+}
+
 // Count is how many leases are live, for status and tests.
 func (g *Grantor) Count() int {
 	g.mu.Lock()

@@ -1123,3 +1123,11 @@ func (s *Service) leaseLive(r *reg) bool {
 	_, err := s.cfg.Grantor.Get(r.Lease)
 	return err == nil
 }
+
+// Count reports the registrations and the events stored for them, for
+// metrics and the status page.
+func (s *Service) Count() (registrations, events int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.regs), s.total
+}

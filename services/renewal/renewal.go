@@ -37,6 +37,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/event"
@@ -123,6 +124,11 @@ type Config struct {
 	// MaxLeasesPerSet bounds the client leases of one set; 0 means
 	// DefaultMaxLeasesPerSet.
 	MaxLeasesPerSet int
+	// Metrics, if set, counts renewal calls and failures by grantor.
+	Metrics *metrics.Registry
+	// OnFailure, if set, hears of each renewal call that failed, whole
+	// or for some of its leases (for the status page's notable events).
+	OnFailure func(grantor string, err error)
 }
 
 // ClientLease is a lease held in a set, as the API shows it.
@@ -214,6 +220,8 @@ type Service struct {
 	endTimer clock.Timer
 	endAt    int64 // when endTimer fires; 0 if none
 	closed   bool
+
+	calls, failures *metrics.Counter
 }
 
 // New loads the service and registers its lease kind; call the grantor's
@@ -246,7 +254,11 @@ func New(cfg Config) (*Service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock), ctx: ctx, stop: cancel,
 		sets: map[string]*set{}, members: map[string]*member{}, grantors: map[string]*grantorQueue{},
-		ends: pqueue.New(func(a, b *member) bool { return a.end < b.end }, func(m *member) *int { return &m.endSlot })}
+		ends: pqueue.New(func(a, b *member) bool { return a.end < b.end }, func(m *member) *int { return &m.endSlot }),
+		calls: cfg.Metrics.Counter("jinid_renewal_calls_total",
+			"Renewal calls the lease renewal service made (each renews a batch of leases), by grantor.", "grantor"),
+		failures: cfg.Metrics.Counter("jinid_renewal_failures_total",
+			"Renewal calls that failed, whole or for some of their leases, by grantor.", "grantor")}
 	if err := s.load(); err != nil {
 		cancel()
 		return nil, err
@@ -1006,6 +1018,7 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 	results, err := s.cfg.Renewer.RenewAll(ctx, grantorURL, rs)
 	cancel()
 	rtt := s.clock.Now().Sub(start)
+	s.countCall(g.url, results, err)
 	var evs []event.Delivery
 	uerr := s.cfg.Store.Update(func(tx *store.Tx) error {
 		s.mu.Lock()
@@ -1078,4 +1091,33 @@ func saturatingAdd(now, d int64) int64 {
 		return math.MaxInt64
 	}
 	return now + d
+}
+
+// countCall counts a renewal call, and a failure if it failed whole or
+// for any lease.
+func (s *Service) countCall(grantor string, results []Result, err error) {
+	s.calls.Inc(grantor)
+	if err == nil {
+		for _, r := range results {
+			if r.Err != nil {
+				err = fmt.Errorf("lease %s: %s", r.Err.Code, r.Err.Message)
+				break
+			}
+		}
+	}
+	if err == nil {
+		return
+	}
+	s.failures.Inc(grantor)
+	if s.cfg.OnFailure != nil {
+		s.cfg.OnFailure(grantor, err)
+	}
+}
+
+// Count reports the renewal sets and the client leases in them, for
+// metrics and the status page.
+func (s *Service) Count() (sets, leases int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sets), len(s.members)
 }

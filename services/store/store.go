@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/fault"
 	bolt "go.etcd.io/bbolt"
 )
@@ -47,7 +49,36 @@ type Store struct {
 	probes  sync.WaitGroup
 	// ProbeEvery is how often a write is tried while in trouble.
 	ProbeEvery time.Duration
+
+	commits *metrics.Histogram
+	// writing is when the running write began (UnixNano), 0 when none
+	// runs: a write that never ends is a wedged daemon (liveness).
+	writing atomic.Int64
 }
+
+// Writing says how long the write under way has run; 0 if none.
+func (s *Store) Writing() time.Duration {
+	if at := s.writing.Load(); at != 0 {
+		return time.Since(time.Unix(0, at))
+	}
+	return 0
+}
+
+// Instrument has the store report its commits' time and its size to
+// reg; call it before the store is used.
+func (s *Store) Instrument(reg *metrics.Registry) {
+	s.commits = reg.Histogram("jinid_store_commit_duration_seconds",
+		"Time to commit a change to the store, fsync included.", commitBuckets)
+	reg.GaugeFunc("jinid_store_size_bytes", "Size of the store's file.", nil, func(emit func(float64, ...string)) {
+		if fi, err := os.Stat(s.path); err == nil {
+			emit(float64(fi.Size()))
+		}
+	})
+}
+
+// commitBuckets: an fsync takes tens of microseconds on tmpfs, a few
+// milliseconds on flash or SSD, up to seconds on a busy SD card.
+var commitBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}
 
 // RetryAfter is what a client is told to wait, in seconds, when the
 // store cannot be written.
@@ -192,10 +223,16 @@ func (s *Store) Update(fn func(*Tx) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	t := &Tx{}
+	start := time.Now()
+	s.writing.Store(start.UnixNano())
+	defer s.writing.Store(0)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t.tx = tx
 		return fn(t)
 	})
+	if err == nil {
+		s.commits.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		if why := diskTrouble(err); why != "" {
 			return s.troubled(why)

@@ -13,25 +13,36 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 )
 
 // readyz is the daemon's readiness, asked through hc at api: its status
-// code, what fails, and Retry-After.
-func readyz(t *testing.T, hc *http.Client, api string) (int, string, string) {
+// code, the failing checks ("name: detail", joined by "; ") and
+// Retry-After. A body that does not list its checks fails the test.
+func readyz(t *testing.T, hc *http.Client, url string) (int, string, string) {
 	t.Helper()
-	resp, err := hc.Get(api + "/readyz")
+	resp, err := hc.Get(url + "/readyz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body struct {
-		Failing string `json:"failing"`
-	}
+	var body api.Health
 	raw, _ := io.ReadAll(resp.Body)
-	json.Unmarshal(raw, &body)
-	return resp.StatusCode, body.Failing, resp.Header.Get("Retry-After")
+	if err := json.Unmarshal(raw, &body); err != nil || len(body.Checks) == 0 {
+		t.Fatalf("/readyz answered %q (%v): want its checks", raw, err)
+	}
+	var failing []string
+	for _, c := range body.Checks {
+		if !c.OK {
+			failing = append(failing, c.Name+": "+c.Detail)
+		}
+	}
+	if len(failing) != len(body.Failing) || (resp.StatusCode == 200) != (len(failing) == 0) {
+		t.Fatalf("/readyz answered %d %q: the status, the failing list and the checks disagree", resp.StatusCode, raw)
+	}
+	return resp.StatusCode, strings.Join(failing, "; "), resp.Header.Get("Retry-After")
 }
 
 // The daemon's data directory on a small disk that fills up: writes are
@@ -85,7 +96,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("a write on a full disk: %v", refused)
 	}
 	status, failing, retry := readyz(t, http.DefaultClient, d.API)
-	if status != 503 || !strings.Contains(failing, "no space") || retry == "" {
+	if status != 503 || !strings.HasPrefix(failing, "store: ") || !strings.Contains(failing, "no space") || retry == "" {
 		t.Fatalf("readiness on a full disk: %d %q Retry-After %q", status, failing, retry)
 	}
 	if resp, err := http.Get(d.API + "/healthz"); err != nil || resp.StatusCode != 200 {

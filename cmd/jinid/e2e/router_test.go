@@ -115,7 +115,7 @@ func TestReadyOnlyWithAnInterface(t *testing.T) {
 		t.Fatalf("no warning:\n%s", d.Log())
 	}
 	status, failing := readiness(t, d.Socket)
-	if status != 503 || !strings.Contains(failing, "no eligible interface") {
+	if status != 503 || !strings.HasPrefix(failing, "multicast: no eligible interface") {
 		t.Fatalf("readiness with no interface: %d %q", status, failing)
 	}
 	start := time.Now()

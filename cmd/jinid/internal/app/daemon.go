@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/cmd/jinid/internal/status"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
@@ -117,6 +118,8 @@ type Config struct {
 	// Limits bound what clients and peers may cost; zero fields take the
 	// defaults (DefaultLimits).
 	Limits Limits
+	// Version is the build's, for the status page.
+	Version string
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -230,6 +233,8 @@ type Daemon struct {
 	// mcPort is the lookup service's discovery port (nil with multicast
 	// off): readiness asks it which interfaces it serves.
 	mcPort atomic.Pointer[mcast.Port]
+	// obs is what the daemon shows of itself.
+	obs *observed
 }
 
 // ldsNetwork is the lookup discovery service's group discovery network:
@@ -277,7 +282,8 @@ func New(cfg Config, log *slog.Logger) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Daemon{cfg: cfg, limits: cfg.Limits.withDefaults(), log: log, errc: make(chan error, 1)}, nil
+	return &Daemon{cfg: cfg, limits: cfg.Limits.withDefaults(), log: log, errc: make(chan error, 1),
+		obs: newObserved(time.Now(), cfg.AnnounceInterval)}, nil
 }
 
 // Start builds the parts and starts them in order; it returns once the
@@ -338,6 +344,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.store = st
+	st.Instrument(d.obs.metrics)
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
 
 	// Every request sent on someone's behalf goes through a client of
@@ -348,7 +355,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	out := func(timeout time.Duration) *http.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
-	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout)})
+	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout),
+		Metrics: d.obs.metrics, OnFailure: d.obs.onDeliveryFailed})
 	d.parts.Add("event delivery", dispatcher)
 
 	grantor := lease.New(st, clock.Real{}, d.log)
@@ -366,13 +374,14 @@ func (d *Daemon) build(ctx context.Context) error {
 		Group: group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval,
 			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
 		Locator:            locator.Config{Dial: ldsNet.dialLocator},
-		MaxPerRegistration: d.limits.LDSInterest, LinkOf: ldsNet.linkOf})
+		MaxPerRegistration: d.limits.LDSInterest, LinkOf: ldsNet.linkOf, OnEvent: d.obs.onDiscoveryEvent})
 	if err != nil {
 		return err
 	}
 	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
 		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: d.limits.LeasesPerSet})
+		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: d.limits.LeasesPerSet,
+		Metrics: d.obs.metrics, OnFailure: d.obs.onRenewalFailed})
 	if err != nil {
 		return err
 	}
@@ -384,6 +393,8 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.setQuotas(grantor)
+	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox = grantor, ldsSvc, renewalSvc, mailboxSvc
+	d.countsMetrics()
 	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	d.parts.Add("the lease renewal service", renewalSvc)
 	d.parts.Add("the event mailbox", mailboxSvc)
@@ -404,7 +415,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens},
-		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log, Ready: d.ready})
+		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log,
+		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
 }
@@ -433,7 +445,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	}
 
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
-		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute})
+		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
+		Metrics: mcast.NewMetrics(d.obs.metrics)})
 	if err != nil {
 		return err
 	}
@@ -448,6 +461,9 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {
 			responder.OnRequest(*m.Request, m.Packet)
+		}
+		if m.Announcement != nil {
+			d.onAnnouncement(*m.Announcement, m.Packet)
 		}
 	}
 	port, err := host.Open(mcast.PortConfig{OnMessage: onMessage, OnChange: d.announceNow})
@@ -598,19 +614,6 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 		ServiceID: m.ServiceID, APIURL: d.apiURL(ap.Addr().Unmap()), Groups: m.Groups,
 		Locator: discovery.Locator{Host: host, Port: port}.String(),
 	}}}, nil
-}
-
-// ready says whether the daemon can do its work: its store can be
-// written (a full or read-only disk makes it not ready, until a write
-// succeeds again).
-func (d *Daemon) ready() (bool, string) {
-	if ok, why := d.store.Health(); !ok {
-		return false, "store: " + why
-	}
-	if p := d.mcPort.Load(); p != nil && len(p.Joined()) == 0 {
-		return false, "multicast: no eligible interface (the log's interface lines say why each is not served; see --interfaces)"
-	}
-	return true, ""
 }
 
 // multicastState says how multicast discovery stands, for the start line.

@@ -7,8 +7,10 @@ package jinidtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,16 +35,57 @@ var built struct {
 	paths map[string]string // by package
 }
 
-// Main runs a package's tests and then removes the binary Binary built.
-// Call it from TestMain.
+// Main runs a package's tests, fails the run if a process a test started
+// from the binaries built here still runs (a test that forgot its
+// cleanup: the process would outlive the run), and then removes the
+// binaries. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	built.Lock()
+	defer built.Unlock()
 	if built.dir != "" {
+		if left := Leftovers(os.Getpid(), built.dir); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: processes started by the tests still run after them (a missing cleanup):\n  %s\n", strings.Join(left, "\n  "))
+			for _, l := range left {
+				var pid int
+				fmt.Sscan(l, &pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			code = 1
+		}
 		os.RemoveAll(built.dir)
 	}
-	built.Unlock()
 	os.Exit(code)
+}
+
+// Leftovers lists the running children of process parent whose
+// executable lies under dir, as "PID path".
+func Leftovers(parent int, dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which may hold anything,
+		// close with its last ")": state, then the parent's PID.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		f := strings.Fields(string(rest))
+		if len(f) < 2 || f[1] != strconv.Itoa(parent) || f[0] == "Z" {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, dir+string(filepath.Separator)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d %s", pid, exe))
+	}
+	return out
 }
 
 // Binary builds the static jinid binary once per test process and returns

@@ -1,0 +1,350 @@
+// Package metrics is jinid's Prometheus registry: metric families with
+// their help text and label names, counters and gauges kept by
+// VictoriaMetrics/metrics (small, no protobuf: see docs/operations.md),
+// classic "le" histograms, gauges read at scrape time, and the text
+// exposition with HELP and TYPE for every family.
+//
+// A nil *Registry is valid and counts nothing, as are the metrics it
+// returns, so a component built without one (in its own tests) needs no
+// checks.
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+// Registry holds metric families; families are made while the daemon
+// is built, series whenever they are first counted.
+type Registry struct {
+	mu   sync.Mutex
+	fams map[string]*family
+}
+
+// family is one metric's name, help, type and label names, and its
+// series: in set for counters and gauges, in hist for histograms, or
+// produced by read at scrape time.
+type family struct {
+	name, help, typ string
+	labels          []string
+	set             *vm.Set
+	hist            *Histogram
+	read            func(emit func(v float64, values ...string))
+}
+
+// New returns an empty registry.
+func New() *Registry { return &Registry{fams: map[string]*family{}} }
+
+var validName = regexp.MustCompile(`^jinid_[a-z][a-z0-9_]*[a-z0-9]$`)
+var validLabel = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// add registers a family. A bad or repeated name, no help text or a bad
+// label is a programming error: it panics, as a duplicate HTTP route
+// does.
+func (r *Registry) add(f *family) {
+	if !validName.MatchString(f.name) {
+		panic(fmt.Sprintf("metrics: %q is not a jinid_ metric name", f.name))
+	}
+	if strings.TrimSpace(f.help) == "" {
+		panic(fmt.Sprintf("metrics: %s has no help text", f.name))
+	}
+	for _, l := range f.labels {
+		if !validLabel.MatchString(l) || l == "le" {
+			panic(fmt.Sprintf("metrics: %s: bad label name %q", f.name, l))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.fams[f.name]; dup {
+		panic(fmt.Sprintf("metrics: %s registered twice", f.name))
+	}
+	r.fams[f.name] = f
+}
+
+// Counter is a family of counters, one series per label values.
+type Counter struct{ f *family }
+
+// Counter registers a counter family; by Prometheus rules its name ends
+// in _total.
+func (r *Registry) Counter(name, help string, labels ...string) *Counter {
+	if r == nil {
+		return nil
+	}
+	if !strings.HasSuffix(name, "_total") {
+		panic(fmt.Sprintf("metrics: counter %s does not end in _total", name))
+	}
+	f := &family{name: name, help: help, typ: "counter", labels: labels, set: vm.NewSet()}
+	r.add(f)
+	return &Counter{f}
+}
+
+// Add adds n to the series of the label values (one per label, in
+// order).
+func (c *Counter) Add(n int, values ...string) {
+	if c != nil {
+		c.f.set.GetOrCreateCounter(c.f.series(values)).Add(n)
+	}
+}
+
+// Inc adds one to the series of the label values.
+func (c *Counter) Inc(values ...string) { c.Add(1, values...) }
+
+// Get is the series' value (tests).
+func (c *Counter) Get(values ...string) uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.f.set.GetOrCreateCounter(c.f.series(values)).Get()
+}
+
+// Gauge is a family of gauges set as things change.
+type Gauge struct{ f *family }
+
+// Gauge registers a gauge family.
+func (r *Registry) Gauge(name, help string, labels ...string) *Gauge {
+	if r == nil {
+		return nil
+	}
+	f := &family{name: name, help: help, typ: "gauge", labels: labels, set: vm.NewSet()}
+	r.add(f)
+	return &Gauge{f}
+}
+
+// Set sets the series of the label values to v.
+func (g *Gauge) Set(v float64, values ...string) {
+	if g != nil {
+		g.f.set.GetOrCreateGauge(g.f.series(values), nil).Set(v)
+	}
+}
+
+// Get is the series' value (tests).
+func (g *Gauge) Get(values ...string) float64 {
+	if g == nil {
+		return 0
+	}
+	return g.f.set.GetOrCreateGauge(g.f.series(values), nil).Get()
+}
+
+// GaugeFunc registers a gauge family whose series read calls emit for
+// at each scrape: counts the daemon keeps anyway (registrations, the
+// store's size) need no bookkeeping of their own. read must not block.
+func (r *Registry) GaugeFunc(name, help string, labels []string, read func(emit func(v float64, values ...string))) {
+	if r == nil {
+		return
+	}
+	r.add(&family{name: name, help: help, typ: "gauge", labels: labels, read: read})
+}
+
+// series is the name with its labels, as VictoriaMetrics keys it.
+func (f *family) series(values []string) string {
+	if len(values) != len(f.labels) {
+		panic(fmt.Sprintf("metrics: %s takes labels %v, given %d values", f.name, f.labels, len(values)))
+	}
+	return f.name + labelSet(f.labels, values, "")
+}
+
+// labelSet writes {a="x",b="y"} (nothing without labels), escaping
+// values as the text format says, and le last if given.
+func labelSet(names, values []string, le string) string {
+	if len(names) == 0 && le == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(n)
+		b.WriteString(`="`)
+		b.WriteString(escape(values[i]))
+		b.WriteByte('"')
+	}
+	if le != "" {
+		if len(names) > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`le="`)
+		b.WriteString(le)
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+var escaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func escape(v string) string { return escaper.Replace(v) }
+
+// Histogram is a family of classic Prometheus histograms (cumulative
+// "le" buckets, _sum and _count), one per label values.
+type Histogram struct {
+	f       *family
+	buckets []float64
+	mu      sync.Mutex
+	series  map[string]*histSeries
+}
+
+type histSeries struct {
+	values []string
+	counts []atomic.Uint64 // per bucket, not cumulative; the last is +Inf
+	sum    atomic.Uint64   // float64 bits
+	count  atomic.Uint64
+}
+
+// Histogram registers a histogram family with the given upper bounds
+// (ascending; +Inf is implied).
+func (r *Registry) Histogram(name, help string, buckets []float64, labels ...string) *Histogram {
+	if r == nil {
+		return nil
+	}
+	if !slices.IsSorted(buckets) || len(buckets) == 0 {
+		panic(fmt.Sprintf("metrics: %s: buckets must be given in ascending order", name))
+	}
+	h := &Histogram{buckets: slices.Clone(buckets), series: map[string]*histSeries{}}
+	h.f = &family{name: name, help: help, typ: "histogram", labels: labels, hist: h}
+	r.add(h.f)
+	return h
+}
+
+// Observe records v in the series of the label values.
+func (h *Histogram) Observe(v float64, values ...string) {
+	if h == nil {
+		return
+	}
+	key := h.f.series(values)
+	h.mu.Lock()
+	s := h.series[key]
+	if s == nil {
+		s = &histSeries{values: slices.Clone(values), counts: make([]atomic.Uint64, len(h.buckets)+1)}
+		h.series[key] = s
+	}
+	h.mu.Unlock()
+	i, _ := slices.BinarySearch(h.buckets, v)
+	s.counts[i].Add(1)
+	for {
+		old := s.sum.Load()
+		if s.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			break
+		}
+	}
+	s.count.Add(1)
+}
+
+// Count is how many values the series has recorded (tests).
+func (h *Histogram) Count(values ...string) uint64 {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.series[h.f.series(values)]; s != nil {
+		return s.count.Load()
+	}
+	return 0
+}
+
+func (h *Histogram) write(w io.Writer) {
+	h.mu.Lock()
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range h.series {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	all := make([]*histSeries, len(keys))
+	for i, k := range keys {
+		all[i] = h.series[k]
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		var cum uint64
+		for i := range s.counts {
+			cum += s.counts[i].Load()
+			le := "+Inf"
+			if i < len(h.buckets) {
+				le = strconv.FormatFloat(h.buckets[i], 'g', -1, 64)
+			}
+			fmt.Fprintf(w, "%s_bucket%s %d\n", h.f.name, labelSet(h.f.labels, s.values, le), cum)
+		}
+		labels := labelSet(h.f.labels, s.values, "")
+		fmt.Fprintf(w, "%s_sum%s %s\n", h.f.name, labels, strconv.FormatFloat(math.Float64frombits(s.sum.Load()), 'g', -1, 64))
+		fmt.Fprintf(w, "%s_count%s %d\n", h.f.name, labels, s.count.Load())
+	}
+}
+
+// WritePrometheus writes every family in the text exposition format,
+// each with its HELP and TYPE, in name order, then the Go runtime's and
+// the process's own (go_*, process_*).
+func (r *Registry) WritePrometheus(w io.Writer) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	fams := make([]*family, 0, len(r.fams))
+	for _, f := range r.fams {
+		fams = append(fams, f)
+	}
+	r.mu.Unlock()
+	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
+	var buf bytes.Buffer
+	for _, f := range fams {
+		fmt.Fprintf(&buf, "# HELP %s %s\n# TYPE %s %s\n", f.name, escapeHelp(f.help), f.name, f.typ)
+		switch {
+		case f.hist != nil:
+			f.hist.write(&buf)
+		case f.read != nil:
+			f.read(func(v float64, values ...string) {
+				if len(values) != len(f.labels) {
+					return
+				}
+				fmt.Fprintf(&buf, "%s%s %s\n", f.name, labelSet(f.labels, values, ""), strconv.FormatFloat(v, 'g', -1, 64))
+			})
+		default:
+			f.set.WritePrometheus(&buf)
+		}
+	}
+	w.Write(buf.Bytes())
+	vm.WriteProcessMetrics(w)
+}
+
+var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+
+func escapeHelp(h string) string { return helpEscaper.Replace(h) }
+
+// Handler serves the exposition (GET /metrics).
+func (r *Registry) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		r.WritePrometheus(w)
+	})
+}
+
+// Families lists every family as "name type: help" in name order, for
+// the test that pins names and help text.
+func (r *Registry) Families() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, f := range r.fams {
+		l := ""
+		if len(f.labels) > 0 {
+			l = "{" + strings.Join(f.labels, ",") + "}"
+		}
+		out = append(out, fmt.Sprintf("%s%s %s: %s", f.name, l, f.typ, f.help))
+	}
+	slices.Sort(out)
+	return out
+}
