@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -181,5 +182,26 @@ func TestOutboundOnlyThroughOutbound(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The daemon's metrics are Prometheus text without protobuf: linking
+// protobuf (as client_golang does) costs about 2 MB on mips, because its
+// reflection keeps the linker from dropping unused methods anywhere in
+// the binary.
+func TestDaemonLinksNoProtobuf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "./cmd/jinid").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		for _, bad := range []string{"google.golang.org/protobuf", "github.com/golang/protobuf", "github.com/prometheus/client_golang"} {
+			if strings.HasPrefix(p, bad) {
+				t.Errorf("jinid links %s", p)
+			}
+		}
 	}
 }
