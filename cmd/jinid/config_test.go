@@ -1,18 +1,22 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // configuredDaemonFlags parses args for the daemon command and applies
-// the config file, as RunE does, without running anything.
-func configuredDaemonFlags(t *testing.T, file string, args ...string) (*cobra.Command, error) {
+// the environment env and the config file, as RunE does, without running
+// anything.
+func configuredDaemonFlags(t *testing.T, file string, env map[string]string, args ...string) (*cobra.Command, sources, error) {
 	t.Helper()
 	root := newRootCmd(os.Stdout, os.Stderr)
 	cmd, _, err := root.Find([]string{"daemon"})
@@ -20,16 +24,14 @@ func configuredDaemonFlags(t *testing.T, file string, args ...string) (*cobra.Co
 		t.Fatal(err)
 	}
 	if err := cmd.ParseFlags(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fc, path, err := loadConfig(file)
-	if err != nil {
-		return nil, err
+	c, errs := readConfig(file)
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
 	}
-	if fc != nil {
-		err = fc.apply(cmd.Flags(), path)
-	}
-	return cmd, err
+	src, errs := resolve(cmd.Flags(), c, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return cmd, src, errors.Join(errs...)
 }
 
 func writeConfig(t *testing.T, body string) string {
@@ -45,7 +47,7 @@ func TestConfigFile(t *testing.T) {
 		"multicast":false,"dnsSD":false,"discoveryPort":4170,"apiListen":"127.0.0.1:5000","dataDir":"/tmp/x","logLevel":"debug",
 		"apiSocket":"/run/x.sock","socketGroup":"jinid","anonymous":"none","apiHosts":["gw.lan"],"advertise":"gw.example.org",
 		"allowOutbound":["127.0.0.0/8"],"apiTLSCert":"/etc/c.pem","apiTLSKey":"/etc/k.pem"}`)
-	cmd, err := configuredDaemonFlags(t, p, "--discovery-port", "4180")
+	cmd, _, err := configuredDaemonFlags(t, p, nil, "--discovery-port", "4180")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +86,142 @@ func TestConfigFile(t *testing.T) {
 
 func TestConfigFileErrors(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
-		{`{"groups":["lab"],"colour":"red"}`, `unknown field "colour"`},
-		{`{"announceInterval":"often"}`, `announceInterval "often": want a duration`},
-		{`{"schemaVersion":9}`, "schemaVersion 9 is newer"},
-		{`{"discoveryPort":"x"}`, "discoveryPort"},
-		{`not json`, "invalid character"},
+		{`{"groups":["lab"],"colour":"red"}`, `:1:19: colour: unknown key`},
+		{`{"announceInterval":"often"}`, `:1:21: announceInterval: want a duration such as 120s`},
+		{`{"schemaVersion":9}`, ":1:18: schemaVersion: schemaVersion 9 is newer"},
+		{`{"discoveryPort":"x"}`, ":1:18: discoveryPort: want a whole number"},
+		{`not json`, ":1:2: not JSON"},
+		{`{"groups": ["lab"]`, ":1:19: the file ends before its object does"},
 	} {
-		_, err := configuredDaemonFlags(t, writeConfig(t, tc.body))
+		_, _, err := configuredDaemonFlags(t, writeConfig(t, tc.body), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.body, err, tc.want)
 		}
 	}
-	if _, err := configuredDaemonFlags(t, "/nonexistent/jinid.json"); err == nil || !strings.Contains(err.Error(), "reading config") {
+	if _, _, err := configuredDaemonFlags(t, "/nonexistent/jinid.json", nil); err == nil || !strings.Contains(err.Error(), "reading config") {
 		t.Errorf("a named config file that is missing: %v", err)
+	}
+}
+
+// config check names every error with its file, line, column and key,
+// in words a person reads (no Go types).
+func TestConfigCheck(t *testing.T) {
+	p := writeConfig(t, `{
+  "schemaVersion": 1,
+  "announceInterval": 120,
+  "groups": ["lab"],
+  "interfaces": "eth0",
+  "colour": "red",
+  "limits": {"apiConns": 64, "apiConn": 1},
+  "mailboxQuota": 500,
+  "logLevel": "loud",
+  "groups": ["again"]
+}`)
+	out, _, err := run(t, nil, "config", "check", p)
+	if err == nil || !strings.Contains(err.Error(), "error(s)") {
+		t.Fatalf("config check of a bad file: %v", err)
+	}
+	for _, want := range []string{
+		p + ":3:23: announceInterval: want a string",
+		p + ":5:17: interfaces: want a list of strings",
+		p + `:6:3: colour: unknown key`,
+		p + `:7:13: limits: unknown limit "apiConn"`,
+		p + ":10:3: groups: given twice",
+		p + `:9:15: logLevel: --log-level "loud": want debug, info, warn or error`,
+	} {
+		if !strings.Contains(out, want+"\n") && !strings.Contains(out, want) {
+			t.Errorf("config check does not say %q:\n%s", want, out)
+		}
+	}
+	for _, leak := range []string{"Go struct", "unmarshal", "json: "} {
+		if strings.Contains(out, leak) {
+			t.Errorf("config check leaks %q:\n%s", leak, out)
+		}
+	}
+	good := writeConfig(t, `{"schemaVersion":1,"groups":["","lab"],"mailboxQuota":500,"limits":{"apiConns":64},"logLevel":"debug"}`)
+	if out, _, err := run(t, nil, "config", "check", good); err != nil || out != good+": ok\n" {
+		t.Fatalf("config check of a good file: %q %v", out, err)
+	}
+	// A value the file gives in the right shape but the daemon refuses.
+	bad := writeConfig(t, `{"apiListen":"4162"}`)
+	if out, _, err := run(t, nil, "config", "check", bad); err == nil || !strings.Contains(out, "want host:port") {
+		t.Fatalf("config check of a bad listen address: %q %v", out, err)
+	}
+}
+
+// One precedence for every setting: flag, then environment, then file,
+// then default; and each value's source is known.
+func TestConfigPrecedence(t *testing.T) {
+	p := writeConfig(t, `{"discoveryPort": 4170, "renewalMargin": "40s", "announceInterval": "30s", "multicast": false,
+  "limits": {"apiConns": 64}}`)
+	env := map[string]string{"JINID_DISCOVERY_PORT": "4175", "JINID_RENEWAL_MARGIN": "50s", "JINID_GROUPS": ",lab", "JINID_MAILBOX_QUOTA": "7"}
+	cmd, src, err := configuredDaemonFlags(t, p, env, "--discovery-port", "4180")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cmd.Flags()
+	for _, c := range []struct{ flag, value, key, from string }{
+		{"discovery-port", "4180", "discoveryPort", "flag --discovery-port"},
+		{"renewal-margin", "50s", "renewalMargin", "env JINID_RENEWAL_MARGIN"},
+		{"announce-interval", "30s", "announceInterval", p + ":1:49"},
+		{"no-multicast", "true", "multicast", p + ":1:76"},
+		{"groups", "[lab]", "groups", "env JINID_GROUPS"},
+		{"public-group", "true", "groups", "env JINID_GROUPS"},
+		{"mailbox-quota", "7", "mailboxQuota", "env JINID_MAILBOX_QUOTA"},
+		{"limit", "[apiConns=64]", "limits", p + ":2:3"},
+		{"lds-announce-interval", "2m0s", "ldsAnnounceInterval", "default"},
+	} {
+		if got := f.Lookup(c.flag).Value.String(); got != c.value {
+			t.Errorf("--%s = %q, want %q", c.flag, got, c.value)
+		}
+		if src[c.key] != c.from {
+			t.Errorf("%s came from %q, want %q", c.key, src[c.key], c.from)
+		}
+	}
+	if _, _, err := configuredDaemonFlags(t, "", map[string]string{"JINID_ANNOUNCE_INTERVAL": "often"}); err == nil ||
+		!strings.Contains(err.Error(), `JINID_ANNOUNCE_INTERVAL="often": want a duration`) {
+		t.Errorf("a bad environment value: %v", err)
+	}
+}
+
+// Every setting has a flag of the daemon (and so an environment
+// variable), and every flag of the daemon but the one-shot ones is a
+// setting.
+func TestEverySettingEverywhere(t *testing.T) {
+	root := newRootCmd(os.Stdout, os.Stderr)
+	cmd, _, _ := root.Find([]string{"daemon"})
+	cmd.ParseFlags(nil)
+	keys := map[string]bool{}
+	for _, s := range settings {
+		if cmd.Flags().Lookup(s.flag) == nil {
+			t.Errorf("setting %s: no flag --%s", s.key, s.flag)
+		}
+		keys[s.flag] = true
+	}
+	oneShot := map[string]bool{"config": true, "print-interfaces": true, "public-group": true, "help": true}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !keys[f.Name] && !oneShot[f.Name] {
+			t.Errorf("flag --%s is no config key", f.Name)
+		}
+	})
+}
+
+func TestConfigPrint(t *testing.T) {
+	p := writeConfig(t, `{"groups": ["", "lab"], "mailboxQuota": 9}`)
+	t.Setenv("JINID_RENEWAL_MARGIN", "45s")
+	out, _, err := run(t, nil, "config", "print", "--config", p, "--discovery-port", "4999")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^discoveryPort +4999 +flag --discovery-port +--discovery-port +JINID_DISCOVERY_PORT$`),
+		regexp.MustCompile(`(?m)^renewalMargin +45s +env JINID_RENEWAL_MARGIN +--renewal-margin +JINID_RENEWAL_MARGIN$`),
+		regexp.MustCompile(`(?m)^mailboxQuota +9 +` + regexp.QuoteMeta(p) + `:1:25 `),
+		regexp.MustCompile(`(?m)^multicast +true +default `),
+		regexp.MustCompile(`(?m)^groups +\[lab\] public=true +` + regexp.QuoteMeta(p) + `:1:2 `),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("config print lacks %s:\n%s", want, out)
+		}
 	}
 }

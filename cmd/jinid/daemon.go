@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/app"
 	"github.com/jinid/jinid/discovery"
@@ -23,18 +27,23 @@ import (
 // stop is asked for.
 const shutdownGrace = 10 * time.Second
 
+// daemonOptions are the daemon command's flags, and what it makes of
+// them.
+type daemonOptions struct {
+	configPath string
+	cfg        app.Config
+	groups     []string
+	public     bool
+	interval   time.Duration
+	anonymous  string
+	allow      []string
+	limits     map[string]int64
+	// printInterfaces: say what would be served, and exit.
+	printInterfaces bool
+}
+
 func newDaemonCmd(g *globalFlags) *cobra.Command {
-	var (
-		configPath string
-		cfg        app.Config
-		groups     []string
-		public     bool
-		interval   time.Duration
-		anonymous  string
-		allow      []string
-		// printInterfaces: say what would be served, and exit.
-		printInterfaces bool
-	)
+	o := &daemonOptions{}
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the jinid appliance until SIGINT or SIGTERM",
@@ -91,54 +100,24 @@ the peer reached it at, or --advertise.`,
   jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fc, path, err := loadConfig(configPath)
+			given := commandLine(cmd.Flags())
+			file, _, err := o.resolve(cmd.Flags(), os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			if fc != nil {
-				if err := fc.apply(cmd.Flags(), path); err != nil {
-					return err
-				}
-			}
-			log, err := g.logger(cmd.ErrOrStderr())
+			log, level, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if fc != nil {
-				log.Info("configuration read", "file", path)
-				if fc.Limits != nil {
-					cfg.Limits = *fc.Limits
-				}
+			if file != "" {
+				log.Info("configuration read", "file", file)
 			}
-			if cmd.Flags().Changed("groups") || cmd.Flags().Changed("public-group") {
-				cfg.Groups = slices.Clone(groups)
-				if public {
-					cfg.Groups = append(cfg.Groups, "")
-				}
-				if slices.Contains(groups, "") {
-					return errors.New(`--groups: an empty group name; the public group is --public-group`)
-				}
-				for _, g := range groups {
-					if err := discovery.CheckGroup(g); err != nil {
-						return fmt.Errorf("--groups: %w", err)
-					}
-				}
-			}
-			cfg.AnnounceInterval = interval
-			if !cmd.Flags().Changed("exclude-interfaces") {
-				cfg.Exclude = nil
-			}
-			if cfg.Anonymous, err = access.ParseAnonymous(anonymous); err != nil {
-				return fmt.Errorf("--anonymous: %w", err)
-			}
-			if cfg.AllowOutbound, err = parsePrefixes(allow); err != nil {
-				return fmt.Errorf("--allow-outbound: %w", err)
-			}
-			if cfg.APISocket == "none" {
-				cfg.APISocket = ""
+			cfg, err := o.config(cmd.Flags())
+			if err != nil {
+				return err
 			}
 			cfg.Version = version
-			if printInterfaces {
+			if o.printInterfaces {
 				return writeInterfaces(cmd.OutOrStdout(), cfg)
 			}
 			d, err := app.New(cfg, log)
@@ -156,12 +135,23 @@ the peer reached it at, or --advertise.`,
 			if err := d.Start(ctx); err != nil {
 				return err
 			}
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(cmd.Flags())}
 			var runErr error
-			select {
-			case <-ctx.Done():
-				log.Info("stopping", "reason", "signal")
-			case runErr = <-d.Err():
-				log.Error("stopping", "reason", runErr)
+		run:
+			for {
+				select {
+				case <-hup:
+					r.reload()
+				case <-ctx.Done():
+					log.Info("stopping", "reason", "signal")
+					break run
+				case runErr = <-d.Err():
+					log.Error("stopping", "reason", runErr)
+					break run
+				}
 			}
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 			defer cancel()
@@ -171,17 +161,23 @@ the peer reached it at, or --advertise.`,
 			return runErr
 		},
 	}
-	cmd.Flags().StringVar(&cfg.APIListen, "api-listen", app.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
-	f := cmd.Flags()
-	f.StringVar(&configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
+	o.bind(cmd.Flags())
+	return cmd
+}
+
+// bind defines the daemon's flags on f.
+func (o *daemonOptions) bind(f *pflag.FlagSet) {
+	cfg := &o.cfg
+	f.StringVar(&cfg.APIListen, "api-listen", app.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
+	f.StringVar(&o.configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", app.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
-	f.StringSliceVar(&groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
-	f.BoolVar(&public, "public-group", true, `with --groups: also be a member of the public group ("")`)
-	f.DurationVar(&interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
+	f.StringSliceVar(&o.groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
+	f.BoolVar(&o.public, "public-group", true, `with --groups: also be a member of the public group ("")`)
+	f.DurationVar(&o.interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
 	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
 	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
 	f.BoolVar(&cfg.ExcludeDefaultRoute, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN, whatever its name) unless --interfaces names it")
-	f.BoolVar(&printInterfaces, "print-interfaces", false, "print every interface with whether multicast discovery would be served on it and why (as the start-up log says), then exit")
+	f.BoolVar(&o.printInterfaces, "print-interfaces", false, "print every interface with whether multicast discovery would be served on it and why (as the start-up log says), then exit")
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
@@ -193,13 +189,86 @@ the peer reached it at, or --advertise.`,
 		"how often the lookup discovery service expects lookup services to announce; silent for 3 intervals and unreachable means discarded")
 	f.StringVar(&cfg.APISocket, "api-socket", app.DefaultSocket(), `unix socket of the API for this host's administrator (no token; "none": no socket)`)
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group (name or number) that may use the API socket besides the daemon's user")
-	f.StringVar(&anonymous, "anonymous", "read", "what a network request without a token may do: none, read, client or admin")
+	f.StringVar(&o.anonymous, "anonymous", "read", "what a network request without a token may do: none, read, client or admin")
 	f.StringSliceVar(&cfg.APIHosts, "api-host", nil, "further names the API answers to in the Host header (its addresses, localhost and the host name always work)")
 	f.StringVar(&cfg.Advertise, "advertise", "", "host (address or DNS name) to put in every URL and locator handed out, instead of the address the peer reached")
-	f.StringSliceVar(&allow, "allow-outbound", nil, "prefixes (e.g. 127.0.0.0/8,fe80::/10) requests on clients' behalf may go to although they are loopback, link-local or this host's")
+	f.StringSliceVar(&o.allow, "allow-outbound", nil, "prefixes (e.g. 127.0.0.0/8,fe80::/10) requests on clients' behalf may go to although they are loopback, link-local or this host's")
 	f.StringVar(&cfg.TLSCert, "api-tls-cert", "", "PEM certificate (chain) to serve the network API over HTTPS (with --api-tls-key)")
 	f.StringVar(&cfg.TLSKey, "api-tls-key", "", "PEM private key of --api-tls-cert")
-	return cmd
+	f.StringToInt64Var(&o.limits, "limit", nil, "limits as name=value,... (the config file's limits keys, e.g. apiConns=128,bodyBytes=262144; docs/security.md lists them); others keep the config file's or their defaults")
+	f.StringVar(&cfg.SnapshotDir, "snapshot-dir", "", "keep the live store in --data-dir (a tmpfs, say) and snapshots of it here (persistent storage), restored at start when the live store is missing; \"\": no snapshots")
+	f.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", app.DefaultSnapshotInterval, "with --snapshot-dir: time between snapshots (also taken at a clean stop and by \"jinid snapshot\")")
+}
+
+// resolve reads the config file (--config, or the default one if it
+// exists) and applies the environment and the file under the command
+// line's flags. It returns the file read ("" for none) and where each
+// setting came from.
+func (o *daemonOptions) resolve(f *pflag.FlagSet, env func(string) (string, bool)) (string, sources, error) {
+	c, errs := readConfig(o.configPath)
+	if len(errs) > 0 {
+		return "", nil, errors.Join(errs...)
+	}
+	src, errs := resolve(f, c, env)
+	if len(errs) > 0 {
+		return "", nil, errors.Join(errs...)
+	}
+	if c == nil {
+		return "", src, nil
+	}
+	return c.path, src, nil
+}
+
+// config makes the daemon's configuration of the resolved flags.
+func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
+	cfg := o.cfg
+	var err error
+	if f.Changed("groups") || f.Changed("public-group") {
+		cfg.Groups = slices.Clone(o.groups)
+		if o.public {
+			cfg.Groups = append(cfg.Groups, "")
+		}
+		if slices.Contains(o.groups, "") {
+			return cfg, errors.New(`--groups: an empty group name; the public group is --public-group`)
+		}
+		for _, g := range o.groups {
+			if err := discovery.CheckGroup(g); err != nil {
+				return cfg, fmt.Errorf("--groups: %w", err)
+			}
+		}
+	}
+	cfg.AnnounceInterval = o.interval
+	if !f.Changed("exclude-interfaces") {
+		cfg.Exclude = nil
+	}
+	if cfg.Anonymous, err = access.ParseAnonymous(o.anonymous); err != nil {
+		return cfg, fmt.Errorf("--anonymous: %w", err)
+	}
+	if cfg.AllowOutbound, err = parsePrefixes(o.allow); err != nil {
+		return cfg, fmt.Errorf("--allow-outbound: %w", err)
+	}
+	if cfg.Limits, err = limitsOf(o.limits); err != nil {
+		return cfg, err
+	}
+	if cfg.APISocket == "none" {
+		cfg.APISocket = ""
+	}
+	return cfg, cfg.Validate()
+}
+
+// commandLine records the flags the command line set, as text, so that
+// a reload applies them again over a re-read config file.
+func commandLine(f *pflag.FlagSet) map[string]string {
+	given := map[string]string{}
+	f.Visit(func(fl *pflag.Flag) {
+		switch v := fl.Value.(type) {
+		case pflag.SliceValue:
+			given[fl.Name] = strings.Join(v.GetSlice(), ",")
+		default:
+			given[fl.Name] = strings.TrimSuffix(strings.TrimPrefix(v.String(), "["), "]")
+		}
+	})
+	return given
 }
 
 // parsePrefixes reads CIDR prefixes; a lone address is its own prefix.

@@ -115,7 +115,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger(cmd.ErrOrStderr())
+			log, _, err := g.logger(cmd.ErrOrStderr())
 			if err != nil {
 				return usageError{err}
 			}

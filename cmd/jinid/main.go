@@ -83,23 +83,34 @@ Start with:
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
-	root.AddCommand(newVersionCmd(), newInspectCmd(), newDiscoverCmd(&g), newDaemonCmd(&g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(), newRenewalCmd(), newMailboxCmd(), newTokenCmd())
+	root.AddCommand(newVersionCmd(), newInspectCmd(), newDiscoverCmd(&g), newDaemonCmd(&g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(), newRenewalCmd(), newMailboxCmd(), newTokenCmd(), newConfigCmd())
 	return root
 }
 
 // logger builds the process's logger from the global flags; logs go to
-// stderr so that command output on stdout stays clean.
-func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+// stderr so that command output on stdout stays clean. The level can be
+// changed while it runs (a reload).
+func (g *globalFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) {
+	level, err := parseLevel(g.logLevel)
+	if err != nil {
+		return nil, nil, err
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	opts := &slog.HandlerOptions{Level: lv}
 	switch strings.ToLower(g.logFormat) {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(slog.NewTextHandler(w, opts)), lv, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(slog.NewJSONHandler(w, opts)), lv, nil
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+	return nil, nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return level, nil
 }

@@ -1131,3 +1131,13 @@ func (s *Service) Count() (registrations, events int) {
 	defer s.mu.Unlock()
 	return len(s.regs), s.total
 }
+
+// SetQuotas changes the events stored per registration and in all (0:
+// the defaults); events stored beyond a lowered quota stay, and new ones
+// wait until there is room.
+func (s *Service) SetQuotas(perRegistration, total int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.MaxPerRegistration = cmp.Or(perRegistration, DefaultMaxPerRegistration)
+	s.cfg.MaxEvents = cmp.Or(total, DefaultMaxEvents)
+}

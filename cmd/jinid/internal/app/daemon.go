@@ -120,6 +120,13 @@ type Config struct {
 	Limits Limits
 	// Version is the build's, for the status page.
 	Version string
+	// SnapshotDir, if set, is where consistent snapshots of the store
+	// are written (persistent storage, while DataDir may be a tmpfs); the
+	// newest is restored at start when DataDir holds no store.
+	SnapshotDir string
+	// SnapshotInterval between scheduled snapshots; 0 means
+	// DefaultSnapshotInterval.
+	SnapshotInterval time.Duration
 }
 
 // DefaultDataDir is where state lives unless told otherwise: the system
@@ -651,3 +658,8 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 }
 
 var _ lifecycle.Service = (*Daemon)(nil)
+
+// DefaultSnapshotInterval is the time between scheduled snapshots: four
+// a day, so a reboot loses at most six hours while the flash sees a few
+// writes of the store a day.
+const DefaultSnapshotInterval = 6 * time.Hour

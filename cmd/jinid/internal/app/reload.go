@@ -1,0 +1,49 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Reload applies what of cfg can change while the daemon runs: the
+// lookup service's member groups, the quotas (leases by kind and client,
+// the event mailbox's) and the batch size. It returns what it changed,
+// one line each. cfg must have been validated; what else differs from
+// the running configuration takes effect at the next start (the caller
+// says so).
+func (d *Daemon) Reload(cfg Config) ([]string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var changed []string
+	if cfg.Groups != nil {
+		old := d.registrar.Meta().Groups
+		if !sameSet(old, cfg.Groups) {
+			if err := d.registrar.SetGroups(cfg.Groups); err != nil {
+				return changed, fmt.Errorf("member groups: %w", err)
+			}
+			changed = append(changed, fmt.Sprintf("groups: %s -> %s", groupList(old), groupList(cfg.Groups)))
+		}
+	}
+	limits := cfg.Limits.withDefaults()
+	if limits != d.limits {
+		d.limits = limits
+		d.setQuotas(d.obs.grantor)
+		changed = append(changed, "limits: quotas and batch size applied (connection caps and sizes take effect at the next start)")
+	}
+	if cfg.MailboxMaxPerRegistration != d.cfg.MailboxMaxPerRegistration || cfg.MailboxMaxEvents != d.cfg.MailboxMaxEvents {
+		d.obs.mailbox.SetQuotas(cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents)
+		changed = append(changed, fmt.Sprintf("mailbox quotas: %d per registration, %d in all (0: the defaults)",
+			cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents))
+	}
+	d.cfg.Groups, d.cfg.Limits = cfg.Groups, cfg.Limits
+	d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
+	return changed, nil
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
