@@ -92,6 +92,7 @@ func (r *reloader) reload() {
 	if level != r.level.Level() {
 		r.log.Info("configuration changed", "change", "log level: "+r.level.Level().String()+" -> "+level.String())
 		r.level.Set(level)
+		changed = append(changed, "log level")
 	}
 	values := settingValues(fs)
 	for _, s := range settings {
