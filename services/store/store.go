@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -298,4 +299,19 @@ func (t *Tx) ForEach(bucket string, fn func(key string, raw []byte) error) error
 		return nil
 	}
 	return b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+}
+
+// WriteSnapshot writes a consistent copy of the store (a read
+// transaction: writers go on meanwhile) to w, and returns its size.
+func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("writing a snapshot of %s: %w", s.path, err)
+	}
+	return n, nil
 }

@@ -269,3 +269,17 @@ func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
 func (c *Client) RevokeToken(ctx context.Context, idOrName string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(idOrName), nil, nil)
 }
+
+// SnapshotTaken is the answer to Snapshot.
+type SnapshotTaken struct {
+	File  string    `json:"file"`
+	Bytes int64     `json:"bytes"`
+	At    time.Time `json:"at"`
+}
+
+// Snapshot has the daemon write a snapshot of its store to its snapshot
+// directory now (an administrator's).
+func (c *Client) Snapshot(ctx context.Context) (SnapshotTaken, error) {
+	var out SnapshotTaken
+	return out, c.do(ctx, http.MethodPost, "/v1/snapshot", struct{}{}, &out)
+}

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -179,6 +180,16 @@ func (c Config) Validate() error {
 	if err := c.Limits.validate(); err != nil {
 		return err
 	}
+	if c.SnapshotDir != "" {
+		a, _ := filepath.Abs(c.SnapshotDir)
+		b, _ := filepath.Abs(c.DataDir)
+		if a == b {
+			return fmt.Errorf("snapshot directory %s: it is the data directory; give one on persistent storage apart from it", c.SnapshotDir)
+		}
+	}
+	if c.SnapshotInterval != 0 && c.SnapshotInterval < time.Minute {
+		return fmt.Errorf("snapshot interval %s: at least 1m (each snapshot writes the whole store)", c.SnapshotInterval)
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("API TLS: give both a certificate and its key, or neither")
 	}
@@ -346,6 +357,11 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
 	}
 
+	if d.cfg.SnapshotDir != "" {
+		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
+			return err
+		}
+	}
 	st, err := store.Open(d.cfg.DataDir)
 	if err != nil {
 		return err
@@ -353,6 +369,13 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.store = st
 	st.Instrument(d.obs.metrics)
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
+	var snaps *snapshots
+	if d.cfg.SnapshotDir != "" {
+		// Stopped just before the store closes, once every service has
+		// stopped: the last snapshot holds all they acknowledged.
+		snaps = newSnapshots(st, d.cfg.SnapshotDir, cmp.Or(d.cfg.SnapshotInterval, DefaultSnapshotInterval), d.log, d.obs.metrics)
+		d.parts.Add("snapshots", snaps)
+	}
 
 	// Every request sent on someone's behalf goes through a client of
 	// outbound's, dialing from the daemon's namespace under one address
@@ -421,7 +444,14 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("tokens", tokens)
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	mux := api.New(api.Config{Services: []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens},
+	services := []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens}
+	var notRun []api.NotRun
+	if snaps != nil {
+		services = append(services, snaps)
+	} else {
+		notRun = append(notRun, api.NotRun{Prefix: "/v1/snapshot", Name: "snapshots (start the daemon with --snapshot-dir)"})
+	}
+	mux := api.New(api.Config{Services: services, NotRun: notRun,
 		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log,
 		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
