@@ -220,7 +220,7 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a, err := netip.ParseAddr(host); err == nil && now.Before(r.suspect[a.WithZone("")].until) {
+	if r.suspectedLocked(addr, now) {
 		r.Suspect.Add(1)
 		return
 	}
@@ -301,6 +301,16 @@ func forgetIf[K comparable, V any](m map[K]V, limit int, old func(V) bool) {
 	}
 }
 
+// suspectedLocked reports whether the host of addr is left alone now.
+func (r *Responder) suspectedLocked(addr string, now time.Time) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && now.Before(r.suspect[a.WithZone("")].until)
+}
+
 // suspectLocked marks a as not to be tried for a while: longer each time
 // in a row it fails, drawn at random within a quarter of it.
 func (r *Responder) suspectLocked(a netip.Addr, now time.Time) {
@@ -326,6 +336,13 @@ func (r *Responder) work() {
 		}
 		r.mu.Lock()
 		j, ok := r.queue.pop()
+		if ok && r.suspectedLocked(j.addr, time.Now()) {
+			// Queued before its address failed for another request: a
+			// flood of made-up sources costs one try per address, however
+			// many of its requests wait.
+			r.Suspect.Add(1)
+			ok = false
+		}
 		r.mu.Unlock()
 		if ok {
 			r.answer(j)

@@ -160,6 +160,9 @@ func readConfig(path string) (*configFile, []error) {
 		return nil, []error{ConfigError{File: path, Msg: fmt.Sprintf("larger than %d bytes: not a jinid config file", maxConfigBytes)}}
 	}
 	c := &configFile{path: path, raw: raw}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return c, nil // an empty file sets nothing
+	}
 	at := func(off int64, key, msg string) error {
 		l, col := position(raw, off)
 		return ConfigError{File: path, Line: l, Col: col, Key: key, Msg: msg}

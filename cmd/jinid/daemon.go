@@ -65,8 +65,13 @@ lookup services for them and POSTs RemoteDiscoveryEvents (see
 clients hand it their leases and it renews them until a desired
 expiration (see "jinid renewal --help").
 
-Settings come from the flags and, under them, a JSON config file
-(--config, or /etc/jinid/jinid.json when it exists), for example:
+Every setting is a flag, a JSON config file key and an environment
+variable (JINID_ and the flag's name: --data-dir is JINID_DATA_DIR). The
+command line wins over the environment, which wins over the config file
+(--config, or /etc/jinid/jinid.json when it exists), which wins over the
+defaults. "jinid config check" validates a file, "jinid config print"
+shows what the daemon would run with and where each value comes from. For
+example:
 
   {"schemaVersion": 1, "groups": ["", "lab"], "announceInterval": "120s",
    "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
@@ -74,10 +79,24 @@ Settings come from the flags and, under them, a JSON config file
    "dnsSD": true, "ldsAnnounceInterval": "120s", "renewalMargin": "30s",
    "logLevel": "info", "logFormat": "text", "apiSocket": "/run/jinid/jinid.sock",
    "socketGroup": "jinid", "anonymous": "read", "apiHosts": ["gw.lan"],
-   "advertise": "", "allowOutbound": [], "apiTLSCert": "", "apiTLSKey": ""}
+   "mailboxQuota": 100000, "limits": {"apiConns": 256},
+   "snapshotDir": "", "snapshotInterval": "6h"}
+
+SIGHUP re-reads the configuration: groups, quotas, limits' quotas and the
+log level change at once; the log names anything else that changed as
+taking effect at the next start, and a file that does not validate is
+refused, the running configuration kept.
+
+With --snapshot-dir, the live store may sit on a tmpfs (OpenWrt's /var):
+a snapshot goes to the snapshot directory every --snapshot-interval, at a
+clean stop and on "jinid snapshot", and a missing live store is restored
+from it at start (docs/operations.md).
 
 Endpoints (on --api-listen, and on the local socket --api-socket):
-  GET /healthz   200 while the daemon serves
+  GET /          the status page, for a browser (read scope)
+  GET /metrics   Prometheus metrics (read scope)
+  GET /healthz   liveness, JSON checks: 200 while the process can serve
+  GET /readyz    readiness, JSON checks: 503 naming what fails
   /v1/...        the client API (see docs/api/openapi.yaml)
 
 Access (docs/security.md): on the local socket every request is the

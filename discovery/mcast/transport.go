@@ -530,10 +530,10 @@ func (t *transport) read(s *sock) {
 			if errors.Is(err, net.ErrClosed) || t.ctx.Err() != nil {
 				return
 			}
-			t.cfg.Metrics.countDropped(s.ifc.Name, "read_error")
+			t.cfg.Metrics.countDropped(t.nameOf(s.key.index), "read_error")
 			failures++
 			if failures >= 10 {
-				t.log.Warn("dropping a failing socket; it is reopened on the next interface change", "interface", s.ifc.Name, "err", err)
+				t.log.Warn("dropping a failing socket; it is reopened on the next interface change", "interface", t.nameOf(s.key.index), "err", err)
 				t.drop(s)
 				return
 			}
@@ -545,22 +545,31 @@ func (t *transport) read(s *sock) {
 			continue
 		}
 		failures = 0
-		t.cfg.Metrics.countReceived(s.ifc.Name, s.key.family)
-		if n > t.cfg.ReceiveLimit {
-			t.cfg.Metrics.countDropped(s.ifc.Name, "oversized")
-			continue
-		}
 		if idx == 0 {
 			idx = s.key.index
 		}
+		// The socket's fields change under mu as interfaces do: what the
+		// packet needs is read under it.
 		t.mu.Lock()
 		name, subnets := t.names[idx], t.subnets[idx]
 		t.mu.Unlock()
+		t.cfg.Metrics.countReceived(name, s.key.family)
+		if n > t.cfg.ReceiveLimit {
+			t.cfg.Metrics.countDropped(name, "oversized")
+			continue
+		}
 		t.cfg.Handler(Packet{
 			Data: append([]byte(nil), buf[:n]...), Src: src, Dst: dst,
 			IfIndex: idx, IfName: name, Family: s.key.family, At: t.cfg.Now(), Subnets: subnets,
 		})
 	}
+}
+
+// nameOf is the name of interface idx, as last seen.
+func (t *transport) nameOf(idx int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.names[idx]
 }
 
 func (t *transport) drop(s *sock) {
