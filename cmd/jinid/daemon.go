@@ -82,8 +82,8 @@ example:
    "mailboxQuota": 100000, "limits": {"apiConns": 256},
    "snapshotDir": "", "snapshotInterval": "6h"}
 
-SIGHUP re-reads the configuration: groups, quotas, limits' quotas and the
-log level change at once; the log names anything else that changed as
+SIGHUP re-reads the configuration: groups, interfaces, quotas, limits'
+quotas and the log level change at once; the log names anything else that changed as
 taking effect at the next start, and a file that does not validate is
 refused, the running configuration kept.
 

@@ -337,9 +337,24 @@ func (p *Port) SendReply(ifIndex, family int, dst netip.AddrPort, b []byte) erro
 // eligible for multicast discovery and why, as Decide does (the status
 // page's interface list).
 func (h *Host) Decisions() ([]Decision, error) {
-	st, err := h.cfg.Monitor.Snapshot()
+	h.mu.Lock()
+	cfg := h.cfg
+	h.mu.Unlock()
+	st, err := cfg.Monitor.Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("reading the interfaces: %w", err)
 	}
-	return Decide(st, h.cfg)
+	return Decide(st, cfg)
+}
+
+// SetSelection changes which interfaces every port serves (a reload):
+// sockets on interfaces still served stay open, the others close, new
+// ones open, each logged as at start.
+func (h *Host) SetSelection(sel Selection) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cfg.Include, h.cfg.Exclude, h.cfg.ExcludeDefaultRoute = sel.Include, sel.Exclude, sel.ExcludeDefaultRoute
+	for _, hp := range h.ports {
+		hp.tr.setSelection(sel)
+	}
 }

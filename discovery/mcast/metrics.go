@@ -58,7 +58,7 @@ func (m *Metrics) countSent(ifc string, f int, data []byte, group netip.Addr) {
 		return
 	}
 	kind, version := "other", "unknown"
-	if v, err := discovery.PacketVersion(data); err == nil {
+	if v, err := discovery.PacketVersion(data); err == nil && (v == discovery.ProtocolV1 || v == discovery.ProtocolV2) {
 		version = strconv.Itoa(v)
 		switch group {
 		case discovery.RequestGroupV4, discovery.RequestGroupV6:

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -233,6 +234,17 @@ type transport struct {
 	// interface gone. One slot: pending requests coalesce.
 	resync      chan struct{}
 	unsubscribe func()
+	// sel is the interface selection, which a reload may change.
+	sel atomic.Pointer[Selection]
+}
+
+// Selection says which interfaces serve multicast discovery: Include
+// and Exclude are name patterns (a nil Exclude, the defaults), and
+// ExcludeDefaultRoute leaves out an interface a default route goes out
+// of unless Include names it.
+type Selection struct {
+	Include, Exclude    []string
+	ExcludeDefaultRoute bool
 }
 
 // New checks cfg and returns a transport ready to Start.
@@ -240,7 +252,7 @@ func newTransport(cfg transportConfig) (*transport, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &transport{
+	t := &transport{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		socks:   make(map[sockKey]*sock),
@@ -248,7 +260,19 @@ func newTransport(cfg transportConfig) (*transport, error) {
 		names:   make(map[int]string),
 		synced:  make(chan struct{}, 1),
 		resync:  make(chan struct{}, 1),
-	}, nil
+	}
+	t.sel.Store(&Selection{Include: cfg.Include, Exclude: cfg.Exclude, ExcludeDefaultRoute: cfg.ExcludeDefaultRoute})
+	return t, nil
+}
+
+// setSelection changes the interface selection and has the sockets
+// follow: those of interfaces still served stay open.
+func (t *transport) setSelection(sel Selection) {
+	if sel.Exclude == nil {
+		sel.Exclude = DefaultExclude
+	}
+	t.sel.Store(&sel)
+	t.requestSync()
 }
 
 // Start joins the groups on the current interfaces, then follows changes
@@ -318,20 +342,21 @@ func (t *transport) eligible(ifc netmon.Interface) (bool, string) {
 	case !ifc.IsUp():
 		return false, "down"
 	}
+	sel := t.sel.Load()
 	// Named outright (not by a pattern), it is wanted whatever the
 	// exclusions say.
-	if slices.Contains(t.cfg.Include, ifc.Name) {
+	if slices.Contains(sel.Include, ifc.Name) {
 		return true, ""
 	}
-	for _, p := range t.cfg.Exclude {
+	for _, p := range sel.Exclude {
 		if ok, _ := path.Match(p, ifc.Name); ok {
 			return false, "excluded by pattern " + p
 		}
 	}
-	if t.cfg.ExcludeDefaultRoute && ifc.DefaultRoute {
+	if sel.ExcludeDefaultRoute && ifc.DefaultRoute {
 		return false, "has the default route (--exclude-default-route)"
 	}
-	if len(t.cfg.Include) > 0 && !slices.ContainsFunc(t.cfg.Include, func(p string) bool {
+	if len(sel.Include) > 0 && !slices.ContainsFunc(sel.Include, func(p string) bool {
 		ok, _ := path.Match(p, ifc.Name)
 		return ok
 	}) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/api/apitypes"
 )
 
@@ -82,4 +83,40 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		t.Errorf("the registration did not survive a refused reload: %v", err)
 	}
 	d.Stop(t)
+}
+
+// The interfaces follow a reload: an interface added to "interfaces" is
+// joined, one taken out is left, and the one that stays keeps its
+// sockets.
+func TestReloadInterfaces(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	gw := lab.Host("gw")
+	gw.Attach(lab.LAN())
+	gw.Attach(lab.LAN())
+	conf := filepath.Join(t.TempDir(), "jinid.json")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"interfaces": ["eth0"]}`)
+	d := jinidtest.LabDaemon(t, bin, gw, "--config", conf)
+	if !strings.Contains(d.Log(), `multicast="on (eth0)"`) {
+		t.Fatalf("start:\n%s", d.Log())
+	}
+	write(`{"interfaces": ["eth1"]}`)
+	d.Process.Signal(syscall.SIGHUP)
+	jinidtest.WaitUntil(t, "eth1 joined and eth0 left", func() bool {
+		l := d.Log()
+		return strings.Contains(l, `joined discovery groups" interface=eth1`) && strings.Contains(l, `left discovery groups" interface=eth0`)
+	})
+	if !strings.Contains(d.Log(), `change="interfaces: --interfaces [\"eth1\"]`) {
+		t.Errorf("the change is not logged:\n%s", d.Log())
+	}
+	if strings.Contains(d.Log(), "takes effect at the next start") {
+		t.Errorf("the interfaces were said to wait for a restart:\n%s", d.Log())
+	}
 }

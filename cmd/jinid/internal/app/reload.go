@@ -3,10 +3,13 @@ package app
 import (
 	"fmt"
 	"slices"
+
+	"github.com/jinid/jinid/discovery/mcast"
 )
 
 // Reload applies what of cfg can change while the daemon runs: the
-// lookup service's member groups, the quotas (leases by kind and client,
+// lookup service's member groups, the interfaces multicast serves, the
+// quotas (leases by kind and client,
 // the event mailbox's) and the batch size. It returns what it changed,
 // one line each. cfg must have been validated; what else differs from
 // the running configuration takes effect at the next start (the caller
@@ -35,6 +38,14 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 		d.obs.mailbox.SetQuotas(cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents)
 		changed = append(changed, fmt.Sprintf("mailbox quotas: %d per registration, %d in all (0: the defaults)",
 			cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents))
+	}
+	if d.host != nil && (!slices.Equal(cfg.Include, d.cfg.Include) || !slices.Equal(cfg.Exclude, d.cfg.Exclude) ||
+		cfg.ExcludeDefaultRoute != d.cfg.ExcludeDefaultRoute) {
+		// The transport logs each interface it now serves or leaves.
+		d.host.SetSelection(mcast.Selection{Include: cfg.Include, Exclude: cfg.Exclude, ExcludeDefaultRoute: cfg.ExcludeDefaultRoute})
+		changed = append(changed, fmt.Sprintf("interfaces: --interfaces %q, --exclude-interfaces %q, --exclude-default-route %v",
+			cfg.Include, cfg.Exclude, cfg.ExcludeDefaultRoute))
+		d.cfg.Include, d.cfg.Exclude, d.cfg.ExcludeDefaultRoute = cfg.Include, cfg.Exclude, cfg.ExcludeDefaultRoute
 	}
 	d.cfg.Groups, d.cfg.Limits = cfg.Groups, cfg.Limits
 	d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
