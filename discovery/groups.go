@@ -1,9 +1,11 @@
 package discovery
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/jinid/jinid/internal/javaio"
@@ -61,4 +63,17 @@ func SameGroups(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// GroupsText shows groups for people: the public group "" as
+// "(public)", the names joined by sep, and an empty list as "(none)".
+func GroupsText(groups []string, sep string) string {
+	if len(groups) == 0 {
+		return "(none)"
+	}
+	shown := make([]string, len(groups))
+	for i, g := range groups {
+		shown[i] = cmp.Or(g, "(public)")
+	}
+	return strings.Join(shown, sep)
 }

@@ -250,11 +250,11 @@ func writeResults(w io.Writer, results []finder.Result, merged bool) {
 			if len(r.Interfaces) > 0 {
 				ifaces = strings.Join(r.Interfaces, ",")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Address, ifaces, groupsText(r.Groups), versionsText(r.Versions),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Address, ifaces, discovery.GroupsText(r.Groups, ","), versionsText(r.Versions),
 				strings.Join(r.How, ","), reg)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", iface, familyText(r.Family), id, r.Address, groupsText(r.Groups),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", iface, familyText(r.Family), id, r.Address, discovery.GroupsText(r.Groups, ","),
 			versionsText(r.Versions), strings.Join(r.How, ","), reg)
 	}
 	tw.Flush()
@@ -337,20 +337,6 @@ func versionsText(vs []int) string {
 	out := make([]string, len(vs))
 	for i, v := range vs {
 		out[i] = "v" + strconv.Itoa(v)
-	}
-	return strings.Join(out, ",")
-}
-
-func groupsText(gs []string) string {
-	if len(gs) == 0 {
-		return "(none)"
-	}
-	out := make([]string, len(gs))
-	for i, g := range gs {
-		if g == "" {
-			g = "(public)"
-		}
-		out[i] = g
 	}
 	return strings.Join(out, ",")
 }

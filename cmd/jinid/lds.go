@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/fault"
@@ -235,7 +236,7 @@ func mutation(s string) (client.Mutation, error) {
 func printRegistration(w io.Writer, r apitypes.LDSRegistration) error {
 	groups := "(all groups)"
 	if r.Groups != nil {
-		groups = groupsText(r.Groups)
+		groups = discovery.GroupsText(r.Groups, ",")
 	}
 	locs := strings.Join(r.Locators, " ")
 	if locs == "" {
@@ -254,7 +255,7 @@ func printRegistrars(w io.Writer, rs []apitypes.Registrar) {
 		if r.APIURL != nil {
 			reg = "jinid " + *r.APIURL
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), groupsText(r.Groups), reg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), discovery.GroupsText(r.Groups, ","), reg)
 	}
 	tw.Flush()
 }
@@ -353,7 +354,7 @@ func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
 		}
 		var ls []string
 		for _, r := range ev.Registrars {
-			ls = append(ls, fmt.Sprintf("%s@%s groups=%s", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), groupsText(r.Groups)))
+			ls = append(ls, fmt.Sprintf("%s@%s groups=%s", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), discovery.GroupsText(r.Groups, ",")))
 		}
 		line += "  " + kind + " " + strings.Join(ls, "; ")
 	case ev.Transition != "":

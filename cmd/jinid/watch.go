@@ -154,7 +154,7 @@ func (p *eventPrinter) print(e manager.Event) {
 		by = append(by, "locator")
 	}
 	line := fmt.Sprintf("%s  %-10s  %s  %s  groups=%s", we.Time.Format(time.RFC3339Nano), we.Event, we.ServiceID,
-		discovery.HostPort(we.Host, we.Port), groupsText(we.Groups))
+		discovery.HostPort(we.Host, we.Port), discovery.GroupsText(we.Groups, ","))
 	if we.Interface != "" {
 		line += "  interface=" + we.Interface
 	}

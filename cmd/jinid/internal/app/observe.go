@@ -66,7 +66,7 @@ func (o *observed) onDiscoveryEvent(ev discovery.Event, by string) {
 			how += ", " + ev.Reason
 		}
 		o.journal.Add("lookup service "+ev.Kind.String(), fmt.Sprintf("%s at %s, groups %s (%s)",
-			ev.ID, ev.Address(), groupList(ev.Groups), how))
+			ev.ID, ev.Address(), discovery.GroupsText(ev.Groups, ","), how))
 	}
 }
 
@@ -76,17 +76,6 @@ func (o *observed) onDeliveryFailed(listener string, out event.Outcome, _ error)
 
 func (o *observed) onRenewalFailed(grantor string, err error) {
 	o.journal.Add("renewal failed", fmt.Sprintf("at %s: %v", grantor, err))
-}
-
-func groupList(gs []string) string {
-	if len(gs) == 0 {
-		return "(none)"
-	}
-	out := make([]string, len(gs))
-	for i, g := range gs {
-		out[i] = cmp.Or(g, "(public)")
-	}
-	return strings.Join(out, ",")
 }
 
 // onAnnouncement notes a lookup service heard announcing (not this one).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 )
 
@@ -25,7 +26,7 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 			if err := d.registrar.SetGroups(cfg.Groups); err != nil {
 				return changed, fmt.Errorf("member groups: %w", err)
 			}
-			changed = append(changed, fmt.Sprintf("groups: %s -> %s", groupList(old), groupList(cfg.Groups)))
+			changed = append(changed, fmt.Sprintf("groups: %s -> %s", discovery.GroupsText(old, ","), discovery.GroupsText(cfg.Groups, ",")))
 		}
 	}
 	limits := cfg.Limits.withDefaults()

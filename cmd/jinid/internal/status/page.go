@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jinid/jinid/discovery"
 )
 
 // style is the page's only style sheet, inlined: no external asset.
@@ -114,7 +116,7 @@ func Render(b *bytes.Buffer, p Page) {
 	fmt.Fprintf(b, "<h1>jinid <span class=\"muted\">%s</span> — %s</h1>\n<dl id=\"identity\">\n", e(p.Version), state)
 	for _, kv := range [][2]string{
 		{"Lookup service", "<code>" + e(p.Identity.ServiceID) + "</code>"},
-		{"Groups", e(groups(p.Identity.Groups))},
+		{"Groups", e(discovery.GroupsText(p.Identity.Groups, ", "))},
 		{"API", "<code>" + e(p.Identity.API) + "</code>"},
 		{"Unicast discovery", "<code>" + e(p.Identity.Unicast) + "</code>"},
 		{"Multicast", e(p.Multicast)},
@@ -157,7 +159,7 @@ func Render(b *bytes.Buffer, p Page) {
 			}
 			return `class="lookup-service" data-id="` + e(ls.ServiceID) + `"`, []string{
 				"<code>" + e(ls.ServiceID) + "</code> <span class=\"muted\">" + e(ls.Kind) + "</span>",
-				"<code>" + e(ls.Address) + "</code>", e(groups(ls.Groups)), strings.Join(vs, ", "), e(ls.How), e(since(p.Now, ls.Since))}
+				"<code>" + e(ls.Address) + "</code>", e(discovery.GroupsText(ls.Groups, ", ")), strings.Join(vs, ", "), e(ls.How), e(since(p.Now, ls.Since))}
 		})
 	table(b, "Services", "counts", []string{"Service", "What", "Count"}, len(p.Counts), "", func(i int) (string, []string) {
 		c := p.Counts[i]
@@ -195,20 +197,6 @@ func table(b *bytes.Buffer, title, id string, head []string, n int, empty string
 		fmt.Fprintf(b, "<tr><td colspan=\"%d\" class=\"muted\">%s</td></tr>\n", len(head), empty)
 	}
 	b.WriteString("</table></div>\n")
-}
-
-func groups(gs []string) string {
-	if len(gs) == 0 {
-		return "(none)"
-	}
-	out := make([]string, len(gs))
-	for i, g := range gs {
-		if g == "" {
-			g = "(public)"
-		}
-		out[i] = g
-	}
-	return strings.Join(out, ", ")
 }
 
 func stamp(t time.Time) string { return t.Format("2006-01-02 15:04:05") }
