@@ -150,13 +150,15 @@ the peer reached it at, or --advertise.`,
 				// overrides it.
 				debug.SetMemoryLimit(int64(cmp.Or(cfg.Limits.MemoryBytes, app.DefaultLimits().MemoryBytes)))
 			}
+			// Caught before the start line: a SIGHUP sent once it is
+			// logged must reload, not kill (the signal's default).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			ctx := cmd.Context()
 			if err := d.Start(ctx); err != nil {
 				return err
 			}
-			hup := make(chan os.Signal, 1)
-			signal.Notify(hup, syscall.SIGHUP)
-			defer signal.Stop(hup)
 			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(cmd.Flags())}
 			var runErr error
 		run:

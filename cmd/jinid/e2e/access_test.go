@@ -89,9 +89,12 @@ func TestAccessOnALAN(t *testing.T) {
 	api := "http://" + gl.IPv4.String() + ":4162"
 	ctx := t.Context()
 
-	// The guest, anonymous: may look, may not change.
-	if a := raw(t, guest, "GET", api+"/v1/lookup", "", "", "", ""); a.status != 200 {
-		t.Fatalf("anonymous read: %+v", a)
+	// The guest, anonymous: may look (the status page and the metrics
+	// too: they need the read scope), may not change.
+	for _, path := range []string{"/v1/lookup", "/", "/metrics"} {
+		if a := raw(t, guest, "GET", api+path, "", "", "", ""); a.status != 200 {
+			t.Fatalf("anonymous read of %s: %+v", path, a)
+		}
 	}
 	for _, c := range []struct{ method, path, body string }{
 		{"PUT", "/v1/lookup/groups", `{"groups":["pwned"]}`},

@@ -52,8 +52,17 @@ func TestMetricNames(t *testing.T) {
 	lan := lab.LAN()
 	h := lab.Host("gw")
 	l := h.Attach(lan)
-	jinidtest.LabDaemon(t, bin, h)
-	status, body := get(t, h, "http://"+l.IPv4.String()+":4162/metrics")
+	// With access control on, the metrics and the status page need a
+	// token of the read scope at least.
+	d := jinidtest.LabDaemon(t, bin, h, "--anonymous", "none")
+	base := "http://" + l.IPv4.String() + ":4162"
+	for _, path := range []string{"/metrics", "/"} {
+		if a := raw(t, h, "GET", base+path, "", "", "", ""); a.status != 401 {
+			t.Errorf("GET %s without a token: %+v, want 401", path, a)
+		}
+	}
+	a := raw(t, h, "GET", base+"/metrics", d.AdminToken(t), "", "", "")
+	status, body := a.status, a.body
 	if status != 200 {
 		t.Fatalf("/metrics: %d %s", status, body)
 	}
