@@ -72,6 +72,7 @@ Start with:
   jinid discover                     find the lookup services on the LAN
   jinid lookup register|query|list   use the lookup service of a running jinid
   jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
+  jinid config check|print           validate the config file / show the effective settings
   jinid version                      show what build this is`,
 		SilenceUsage:  true, // a failing command is not a usage mistake
 		SilenceErrors: true, // main prints the error once
