@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/cmd/jinid/internal/app"
+	"github.com/jinid/jinid/cmd/jinid/internal/paths"
 	"github.com/jinid/jinid/services/api/client"
 )
 
@@ -32,7 +32,7 @@ type apiFlags struct {
 func (f *apiFlags) add(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the local socket `+
-		app.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
+		paths.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
 	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (default: $JINID_TOKEN)")
 	pf.StringVar(&f.ca, "ca", "", "PEM file of the certificate authority an https API's certificate is checked against (default: the system's)")
 }
@@ -45,8 +45,8 @@ func (f *apiFlags) target() string {
 	case os.Getenv("JINID_SERVER") != "":
 		return os.Getenv("JINID_SERVER")
 	}
-	if fi, err := os.Stat(app.DefaultSocket()); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		return "unix://" + app.DefaultSocket()
+	if fi, err := os.Stat(paths.DefaultSocket()); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		return "unix://" + paths.DefaultSocket()
 	}
 	return defaultServer
 }

@@ -1,3 +1,5 @@
+//go:build !jinid_tools
+
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/app"
+	"github.com/jinid/jinid/cmd/jinid/internal/paths"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/services/access"
@@ -191,7 +194,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	cfg := &o.cfg
 	f.StringVar(&cfg.APIListen, "api-listen", app.DefaultAPIListen, "address (host:port) of the HTTP client API and /healthz")
 	f.StringVar(&o.configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
-	f.StringVar(&cfg.DataDir, "data-dir", app.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
+	f.StringVar(&cfg.DataDir, "data-dir", paths.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
 	f.StringSliceVar(&o.groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
 	f.BoolVar(&o.public, "public-group", true, `with --groups: also be a member of the public group ("")`)
 	f.DurationVar(&o.interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
@@ -208,7 +211,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 		"the lease renewal service renews client leases this long (plus twice the grantor's round trip) before they expire")
 	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,
 		"how often the lookup discovery service expects lookup services to announce; silent for 3 intervals and unreachable means discarded")
-	f.StringVar(&cfg.APISocket, "api-socket", app.DefaultSocket(), `unix socket of the API for this host's administrator (no token; "none": no socket)`)
+	f.StringVar(&cfg.APISocket, "api-socket", paths.DefaultSocket(), `unix socket of the API for this host's administrator (no token; "none": no socket)`)
 	f.StringVar(&cfg.SocketGroup, "socket-group", "", "group (name or number) that may use the API socket besides the daemon's user")
 	f.StringVar(&o.anonymous, "anonymous", "read", "what a network request without a token may do: none, read, client or admin")
 	f.StringSliceVar(&cfg.APIHosts, "api-host", nil, "further names the API answers to in the Host header (its addresses, localhost and the host name always work)")

@@ -84,7 +84,7 @@ Start with:
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
-	root.AddCommand(newVersionCmd(), newInspectCmd(), newDiscoverCmd(&g), newDaemonCmd(&g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(), newRenewalCmd(), newMailboxCmd(), newTokenCmd(), newConfigCmd(), newSnapshotCmd())
+	root.AddCommand(commands(&g)...)
 	return root
 }
 

@@ -1,3 +1,5 @@
+//go:build !jinid_router
+
 package main
 
 import (

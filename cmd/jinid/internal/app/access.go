@@ -20,19 +20,6 @@ import (
 	"github.com/jinid/jinid/services/httpjson"
 )
 
-// DefaultSocket is where the API's unix socket goes unless told
-// otherwise: the system's runtime directory for a daemon run as root,
-// the user's otherwise (the CLI looks there first).
-func DefaultSocket() string {
-	if os.Geteuid() == 0 {
-		return "/run/jinid/jinid.sock"
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "jinid", "jinid.sock")
-	}
-	return filepath.Join(DefaultDataDir(), "jinid.sock")
-}
-
 // AdminTokenFile is where the first start writes the first admin token,
 // in the data directory.
 const AdminTokenFile = "admin.token"

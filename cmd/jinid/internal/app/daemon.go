@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -128,21 +127,6 @@ type Config struct {
 	// SnapshotInterval between scheduled snapshots; 0 means
 	// DefaultSnapshotInterval.
 	SnapshotInterval time.Duration
-}
-
-// DefaultDataDir is where state lives unless told otherwise: the system
-// place for a daemon run as root, the user's state directory otherwise.
-func DefaultDataDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/jinid"
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "jinid")
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "state", "jinid")
-	}
-	return "jinid-data"
 }
 
 // Validate reports the first thing wrong with c.
