@@ -205,3 +205,48 @@ func TestDaemonLinksNoProtobuf(t *testing.T) {
 		}
 	}
 }
+
+// The router's two binaries build, and each links only its half: the
+// daemon no packet decoding (gopacket fills megabytes of tables at init,
+// in every process that links it) and no client commands; the tools no
+// daemon.
+func TestRouterBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the router binaries")
+	}
+	for _, c := range []struct {
+		tags      string
+		forbidden []string
+	}{
+		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"}},
+		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}},
+	} {
+		bin := filepath.Join(t.TempDir(), "jinid")
+		build := exec.Command("go", "build", "-tags", c.tags, "-o", bin, "./cmd/jinid")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build -tags %q: %v\n%s", c.tags, err, out)
+		}
+		// A template executed anywhere (html/template, or a cobra
+		// template of our own) keeps every exported method in the binary:
+		// megabytes on mips.
+		syms, err := exec.Command("go", "tool", "nm", bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go tool nm: %v", err)
+		}
+		if strings.Contains(string(syms), "text/template.(*state).evalField") {
+			t.Errorf("-tags %q executes a text template", c.tags)
+		}
+		out, err := exec.Command("go", "list", "-tags", c.tags, "-deps", "./cmd/jinid").CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			for _, bad := range c.forbidden {
+				if strings.HasPrefix(p, bad) {
+					t.Errorf("-tags %q links %s", c.tags, p)
+				}
+			}
+		}
+	}
+}

@@ -74,6 +74,10 @@ Start with:
   jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
   jinid config check|print           validate the config file / show the effective settings
   jinid version                      show what build this is`,
+		// cobra prints "jinid version " and this; a version template of
+		// our own would link text/template, whose reflection costs
+		// megabytes (docs/performance.md).
+		Version:       strings.TrimPrefix(versionLine(), "jinid "),
 		SilenceUsage:  true, // a failing command is not a usage mistake
 		SilenceErrors: true, // main prints the error once
 	}

@@ -1,0 +1,31 @@
+# Builds for release: make dist cross-builds every target into dist/,
+# stripped and static, with the version, commit and date stamped in.
+#
+#   dist/<target>/jinid         everything (servers, desktops)
+#   dist/<target>/jinid-daemon  the daemon alone, for routers (-tags jinid_router)
+#   dist/<target>/jinid-tools   inspection, discovery and the API clients (-tags jinid_tools)
+#
+# make sizes prints each binary's size against its budget
+# (docs/performance.md); STRICT=1 makes an overrun fail.
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
+# target: GOARCH and its variant (GOARM, GOMIPS).
+TARGETS := amd64 arm64 armv7 armv5 mips mipsle mips64 mips64le riscv64
+
+.PHONY: dist sizes clean
+dist: $(TARGETS:%=dist/%)
+
+dist/%: FORCE
+	@scripts/build-target $* "$(LDFLAGS)" $@
+
+sizes: dist
+	@scripts/sizes dist
+
+clean:
+	rm -rf dist
+
+FORCE:
