@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/VictoriaMetrics/metrics v1.35.1
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/google/gopacket v1.1.19
 	github.com/miekg/dns v1.1.73
 	github.com/spf13/cobra v1.10.2

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -162,13 +165,18 @@ the peer reached it at, or --advertise.`,
 			if err := d.Start(ctx); err != nil {
 				return err
 			}
+			// Under systemd (Type=notify): started. Nothing is sent
+			// elsewhere (no NOTIFY_SOCKET).
+			notify(log, daemon.SdNotifyReady)
 			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(cmd.Flags())}
 			var runErr error
 		run:
 			for {
 				select {
 				case <-hup:
+					notify(log, daemon.SdNotifyReloading)
 					r.reload()
+					notify(log, daemon.SdNotifyReady)
 				case <-ctx.Done():
 					log.Info("stopping", "reason", "signal")
 					break run
@@ -177,6 +185,7 @@ the peer reached it at, or --advertise.`,
 					break run
 				}
 			}
+			notify(log, daemon.SdNotifyStopping)
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 			defer cancel()
 			if err := d.Shutdown(sctx); err != nil {
@@ -293,6 +302,13 @@ func commandLine(f *pflag.FlagSet) map[string]string {
 		}
 	})
 	return given
+}
+
+// notify tells systemd how the daemon stands, when it runs under it.
+func notify(log *slog.Logger, state string) {
+	if _, err := daemon.SdNotify(false, state); err != nil {
+		log.Warn("telling systemd how the daemon stands failed", "state", state, "err", err)
+	}
 }
 
 // parsePrefixes reads CIDR prefixes; a lone address is its own prefix.
