@@ -29,3 +29,10 @@ clean:
 	rm -rf dist
 
 FORCE:
+
+# The Debian packages of the amd64 and arm64 builds (nfpm, as a Go tool).
+DEBVERSION ?= 0.0.0+git$(shell git rev-parse --short HEAD 2>/dev/null)
+.PHONY: deb
+deb: dist/amd64 dist/arm64
+	scripts/package deb dist/amd64/jinid $(DEBVERSION) amd64 dist/jinid_$(DEBVERSION)_amd64.deb
+	scripts/package deb dist/arm64/jinid $(DEBVERSION) arm64 dist/jinid_$(DEBVERSION)_arm64.deb
