@@ -36,3 +36,12 @@ DEBVERSION ?= 0.0.0+git$(shell git rev-parse --short HEAD 2>/dev/null)
 deb: dist/amd64 dist/arm64
 	scripts/package deb dist/amd64/jinid $(DEBVERSION) amd64 dist/jinid_$(DEBVERSION)_amd64.deb
 	scripts/package deb dist/arm64/jinid $(DEBVERSION) arm64 dist/jinid_$(DEBVERSION)_arm64.deb
+
+# The OpenWrt packages of the router builds, by OpenWrt architecture.
+.PHONY: ipk
+ipk: dist/mips dist/mipsle dist/armv7 dist/arm64 dist/amd64
+	scripts/package ipk dist/mips $(DEBVERSION) mips_24kc dist/jinid_$(DEBVERSION)_mips_24kc.ipk
+	scripts/package ipk dist/mipsle $(DEBVERSION) mipsel_24kc dist/jinid_$(DEBVERSION)_mipsel_24kc.ipk
+	scripts/package ipk dist/armv7 $(DEBVERSION) arm_cortex-a7 dist/jinid_$(DEBVERSION)_arm_cortex-a7.ipk
+	scripts/package ipk dist/arm64 $(DEBVERSION) aarch64_generic dist/jinid_$(DEBVERSION)_aarch64_generic.ipk
+	scripts/package ipk dist/amd64 $(DEBVERSION) x86_64 dist/jinid_$(DEBVERSION)_x86_64.ipk
