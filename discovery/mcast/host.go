@@ -130,6 +130,10 @@ func NewHost(cfg HostConfig) (*Host, error) {
 	return &Host{cfg: cfg, log: cfg.Logger, ports: map[int]*hostPort{}}, nil
 }
 
+// RescanEvery is how often a host's own interface monitor reads every
+// interface afresh, whatever the kernel said.
+const RescanEvery = 10 * time.Minute
+
 // NewNetlinkHost returns a host with an interface monitor of its own,
 // following cfg.Namespace through netlink (cfg.Monitor is ignored): Start
 // starts the monitor, Shutdown stops both.
@@ -138,7 +142,11 @@ func NewNetlinkHost(cfg HostConfig) (*Host, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	mon, err := netmon.NewNetlink(cfg.Namespace, log, time.Minute)
+	// The kernel tells of every change; the full re-read only backs that
+	// up (a lost subscription resubscribes and re-reads at once), so it
+	// is rare: each one wakes every port of the host (idle CPU on a
+	// router, issue 21).
+	mon, err := netmon.NewNetlink(cfg.Namespace, log, RescanEvery)
 	if err != nil {
 		return nil, err
 	}
