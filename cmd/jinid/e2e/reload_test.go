@@ -23,12 +23,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "jinid.json")
-	write := func(body string) {
-		t.Helper()
-		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(body string) { writeConfigFile(t, conf, body) }
 	write(`{"schemaVersion": 1, "groups": ["", "lab"], "logLevel": "info"}`)
 	d := jinidtest.StartDaemon(t, bin, filepath.Join(dir, "data"), "--config", conf)
 	c := jinidtest.Client(t, d.API)
@@ -97,12 +92,7 @@ func TestReloadInterfaces(t *testing.T) {
 	gw.Attach(lab.LAN())
 	gw.Attach(lab.LAN())
 	conf := filepath.Join(t.TempDir(), "jinid.json")
-	write := func(body string) {
-		t.Helper()
-		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(body string) { writeConfigFile(t, conf, body) }
 	write(`{"interfaces": ["eth0"]}`)
 	d := jinidtest.LabDaemon(t, bin, gw, "--config", conf)
 	if !strings.Contains(d.Log(), `multicast="on (eth0)"`) {
@@ -122,5 +112,13 @@ func TestReloadInterfaces(t *testing.T) {
 	}
 	if strings.Contains(d.Log(), "takes effect at the next start") {
 		t.Errorf("the interfaces were said to wait for a restart:\n%s", d.Log())
+	}
+}
+
+// writeConfigFile writes a config file for a daemon to read (again).
+func writeConfigFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
