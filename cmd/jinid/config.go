@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -440,13 +441,7 @@ func applyLimits(flags *pflag.FlagSet, raw json.RawMessage) error {
 	}
 	names := limitNames()
 	var parts []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(names, k) {
 			return fmt.Errorf("unknown limit %q (docs/security.md lists them)", k)
 		}

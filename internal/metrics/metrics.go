@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
@@ -257,13 +258,7 @@ func (h *Histogram) Count(values ...string) uint64 {
 
 func (h *Histogram) write(w io.Writer) {
 	h.mu.Lock()
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range h.series {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	keys := slices.Sorted(maps.Keys(h.series))
 	all := make([]*histSeries, len(keys))
 	for i, k := range keys {
 		all[i] = h.series[k]
