@@ -127,8 +127,10 @@ type Config struct {
 	// Metrics, if set, counts renewal calls and failures by grantor.
 	Metrics *metrics.Registry
 	// OnFailure, if set, hears of each renewal call that failed, whole
-	// or for some of its leases (for the status page's notable events).
-	OnFailure func(grantor string, err error)
+	// or for some of its leases, as a category (Unreachable, Timeout,
+	// UnknownLease, ...) fit to show: never the grantor's own words (for
+	// the status page's notable events).
+	OnFailure func(grantor string, why fault.Code)
 }
 
 // ClientLease is a lease held in a set, as the API shows it.
@@ -1097,20 +1099,23 @@ func saturatingAdd(now, d int64) int64 {
 // for any lease.
 func (s *Service) countCall(grantor string, results []Result, err error) {
 	s.calls.Inc(grantor)
-	if err == nil {
+	var why fault.Code
+	if err != nil {
+		why = outbound.Fault(err).Code
+	} else {
 		for _, r := range results {
 			if r.Err != nil {
-				err = fmt.Errorf("lease %s: %s", r.Err.Code, r.Err.Message)
+				why = r.Err.Code
 				break
 			}
 		}
 	}
-	if err == nil {
+	if why == "" {
 		return
 	}
 	s.failures.Inc(grantor)
 	if s.cfg.OnFailure != nil {
-		s.cfg.OnFailure(grantor, err)
+		s.cfg.OnFailure(grantor, why)
 	}
 }
 

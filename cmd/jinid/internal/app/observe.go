@@ -15,6 +15,7 @@ import (
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/mailbox"
@@ -74,8 +75,8 @@ func (o *observed) onDeliveryFailed(listener string, out event.Outcome, _ error)
 	o.journal.Add("event not delivered", fmt.Sprintf("to %s: %s", listener, out))
 }
 
-func (o *observed) onRenewalFailed(grantor string, err error) {
-	o.journal.Add("renewal failed", fmt.Sprintf("at %s: %v", grantor, err))
+func (o *observed) onRenewalFailed(grantor string, why fault.Code) {
+	o.journal.Add("renewal failed", fmt.Sprintf("at %s: %s", grantor, why))
 }
 
 // onAnnouncement notes a lookup service heard announcing (not this one).
