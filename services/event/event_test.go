@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/outbound"
 	"go.uber.org/goleak"
@@ -102,7 +103,10 @@ func TestOutcomes(t *testing.T) {
 	mux.HandleFunc("/down", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK}), Backoff: 5 * time.Millisecond})
+	reg := metrics.New()
+	var failures atomic.Int64
+	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK}), Backoff: 5 * time.Millisecond,
+		Metrics: reg, OnFailure: func(string, Outcome, error) { failures.Add(1) }})
 	defer d.Shutdown(context.Background())
 	for _, tc := range []struct {
 		path  string
@@ -123,6 +127,18 @@ func TestOutcomes(t *testing.T) {
 	d.Send(Delivery{Listener: "http://127.0.0.1:1/refused", Event: ev(1), Until: time.Now().Add(50 * time.Millisecond), Done: func(o Outcome, _ error) { done <- o }})
 	if got := <-done; got != GaveUp {
 		t.Errorf("refused connection: %v, want GaveUp after retrying", got)
+	}
+	// Each outcome counted, with its time, before Done heard it.
+	for outcome, n := range map[string]uint64{"unknown_event": 1, "definite_failure": 1, "gave_up": 2, "delivered": 0} {
+		if got := d.deliveries.Get(outcome); got != n {
+			t.Errorf("deliveries %s: %d, want %d", outcome, got, n)
+		}
+		if got := d.duration.Count(outcome); got != n {
+			t.Errorf("delivery durations %s: %d, want %d", outcome, got, n)
+		}
+	}
+	if failures.Load() != 4 {
+		t.Errorf("OnFailure heard %d failures, want 4", failures.Load())
 	}
 }
 
