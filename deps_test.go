@@ -1,6 +1,7 @@
 package jinid
 
 import (
+	"errors"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -217,9 +218,12 @@ func TestRouterBuilds(t *testing.T) {
 	for _, c := range []struct {
 		tags      string
 		forbidden []string
+		// elsewhere is a command of the other binary: it says where.
+		elsewhere, where string
 	}{
-		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"}},
-		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}},
+		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"},
+			"inspect", "jinid-tools"},
+		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
 	} {
 		bin := filepath.Join(t.TempDir(), "jinid")
 		build := exec.Command("go", "build", "-tags", c.tags, "-o", bin, "./cmd/jinid")
@@ -236,6 +240,11 @@ func TestRouterBuilds(t *testing.T) {
 		}
 		if strings.Contains(string(syms), "text/template.(*state).evalField") {
 			t.Errorf("-tags %q executes a text template", c.tags)
+		}
+		said, err := exec.Command(bin, c.elsewhere).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(said), c.where) {
+			t.Errorf("-tags %q: jinid %s: %v %q, want exit 2 naming %s", c.tags, c.elsewhere, err, said, c.where)
 		}
 		out, err := exec.Command("go", "list", "-tags", c.tags, "-deps", "./cmd/jinid").CombinedOutput()
 		if err != nil {

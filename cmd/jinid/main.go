@@ -68,12 +68,7 @@ River) lookup services and clients, and lets you look at discovery traffic
 packet by packet.
 
 Start with:
-  jinid daemon                       run the appliance (API on :4162)
-  jinid discover                     find the lookup services on the LAN
-  jinid lookup register|query|list   use the lookup service of a running jinid
-  jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
-  jinid config check|print           validate the config file / show the effective settings
-  jinid version                      show what build this is`,
+` + startWith,
 		// cobra prints "jinid version " and this; a version template of
 		// our own would link text/template, whose reflection costs
 		// megabytes (docs/performance.md).
