@@ -439,10 +439,10 @@ func applyLimits(flags *pflag.FlagSet, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return errors.New(wantOf("stringToInt64"))
 	}
-	names := limitNames()
+	fields := limitFields()
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !slices.Contains(names, k) {
+		if _, ok := fields[k]; !ok {
 			return fmt.Errorf("unknown limit %q (docs/security.md lists them)", k)
 		}
 		var n int64
@@ -462,13 +462,14 @@ func applyLimits(flags *pflag.FlagSet, raw json.RawMessage) error {
 	return nil
 }
 
-// limitNames are the keys of the limits object.
-func limitNames() []string {
+// limitFields maps each key of the limits object (its JSON name) to its
+// field of app.Limits.
+func limitFields() map[string]int {
 	t := reflect.TypeFor[app.Limits]()
-	out := make([]string, 0, t.NumField())
+	out := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
 		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag != "" && tag != "-" {
-			out = append(out, tag)
+			out[tag] = i
 		}
 	}
 	return out
@@ -479,21 +480,16 @@ func limitNames() []string {
 func limitsOf(given map[string]int64) (app.Limits, error) {
 	var l app.Limits
 	v := reflect.ValueOf(&l).Elem()
-	t := v.Type()
+	fields := limitFields()
 	for k, n := range given {
-		found := false
-		for i := range t.NumField() {
-			if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); tag == k {
-				if n < 0 {
-					return l, fmt.Errorf("--limit %s=%d: want 0 or more", k, n)
-				}
-				v.Field(i).SetInt(n)
-				found = true
-			}
-		}
-		if !found {
+		i, ok := fields[k]
+		if !ok {
 			return l, fmt.Errorf("--limit %s: unknown limit (docs/security.md lists them)", k)
 		}
+		if n < 0 {
+			return l, fmt.Errorf("--limit %s=%d: want 0 or more", k, n)
+		}
+		v.Field(i).SetInt(n)
 	}
 	return l, nil
 }
