@@ -21,8 +21,9 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 	}
 	var changed []string
 	if cfg.Groups != nil {
+		// The registrar keeps its groups sorted, each once.
 		old := d.registrar.Meta().Groups
-		if !sameSet(old, cfg.Groups) {
+		if !slices.Equal(old, slices.Compact(slices.Sorted(slices.Values(cfg.Groups)))) {
 			if err := d.registrar.SetGroups(cfg.Groups); err != nil {
 				return changed, fmt.Errorf("member groups: %w", err)
 			}
@@ -51,11 +52,4 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 	d.cfg.Groups, d.cfg.Limits = cfg.Groups, cfg.Limits
 	d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
 	return changed, nil
-}
-
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
