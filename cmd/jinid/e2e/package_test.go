@@ -106,7 +106,7 @@ func TestDebPackageSmoke(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		_, body := get(t, h, "http://"+h.Links()[0].IPv4.String()+":4162/v1/lookup")
+		body := raw(t, h, "GET", "http://"+h.Links()[0].IPv4.String()+":4162/v1/lookup", "", "", "", "").body
 		var info struct {
 			ServiceID string `json:"serviceID"`
 		}

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"flag"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,19 +16,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
-
-// get fetches url from inside lab host h.
-func get(t *testing.T, h *netlab.Host, url string) (int, string) {
-	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: jinidtest.DialFrom(h)}}
-	resp, err := hc.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
 
 // idOf is the lookup service ID a daemon's start line gives.
 func idOf(t *testing.T, log string) string {
@@ -126,7 +111,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	ids := []string{idOf(t, pa.Log()), idOf(t, pb.Log())}
 	url := "http://" + gl.IPv4.String() + ":4162/"
 	jinidtest.WaitUntil(t, "both lookup services on the page", func() bool {
-		_, page := get(t, gw, url)
+		page := raw(t, gw, "GET", url, "", "", "", "").body
 		return strings.Contains(page, ids[0]) && strings.Contains(page, ids[1])
 	})
 
