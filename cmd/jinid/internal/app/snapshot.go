@@ -70,7 +70,7 @@ func restoreSnapshot(dataDir, snapDir string, log *slog.Logger) (bool, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return false, fmt.Errorf("creating data directory %s: %w", dataDir, err)
 	}
-	if _, err := writeAtomically(live, in); err != nil {
+	if _, err := writeAtomically(live, func(w io.Writer) (int64, error) { return io.Copy(w, in) }); err != nil {
 		return false, fmt.Errorf("restoring the snapshot %s: %w", src, err)
 	}
 	log.Info("store restored from its snapshot (the live store was missing: a reboot?)", "snapshot", src,
@@ -78,15 +78,15 @@ func restoreSnapshot(dataDir, snapDir string, log *slog.Logger) (bool, error) {
 	return true, nil
 }
 
-// writeAtomically writes path from r via a temporary file in the same
-// directory, synced, then renamed over path, the directory synced.
-func writeAtomically(path string, r io.Reader) (int64, error) {
+// writeAtomically writes path with write via a temporary file in the
+// same directory, synced, then renamed over path, the directory synced.
+func writeAtomically(path string, write func(io.Writer) (int64, error)) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".snapshot-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, r)
+	n, err := write(tmp)
 	if err == nil {
 		err = tmp.Chmod(0o600)
 	}
@@ -118,13 +118,7 @@ func (s *snapshots) Take(why string) (int64, error) {
 		s.taken.Inc("failed")
 		return 0, fmt.Errorf("creating snapshot directory %s: %w", s.dir, err)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := s.st.WriteSnapshot(pw)
-		pw.CloseWithError(err)
-	}()
-	n, err := writeAtomically(filepath.Join(s.dir, SnapshotFile), pr)
-	pr.CloseWithError(errors.New("snapshot abandoned"))
+	n, err := writeAtomically(filepath.Join(s.dir, SnapshotFile), s.st.WriteSnapshot)
 	if err != nil {
 		s.taken.Inc("failed")
 		s.log.Error("snapshot failed; the previous one is kept", "reason", why, "dir", s.dir, "err", err)
