@@ -88,7 +88,7 @@ func (d *Daemon) onAnnouncement(a discovery.Announcement, p mcast.Packet) {
 	if host == "" {
 		host = p.Src.Addr().String()
 	}
-	d.obs.heard.Note(p.At, a.ServiceID.String(), discovery.Locator{Host: discovery.WithZone(host, p.IfName), Port: a.Port}.Address(),
+	d.obs.heard.Note(p.At, a.ServiceID.String(), discovery.Locator{Host: p.Zoned(host), Port: a.Port}.Address(),
 		a.Groups, a.Version, p.IfName)
 }
 
