@@ -66,3 +66,32 @@ func BenchmarkObserve(b *testing.B) {
 		b.ReportMetric(float64(n), "bytes/snapshot")
 	})
 }
+
+// BenchmarkSnapshotRouter measures a snapshot on OpenWrt-like settings:
+// 200 registrations (a type and a Name attribute each), the store on a
+// tmpfs, the snapshot at the default interval; it reports the bytes
+// each snapshot and a day of them write to flash.
+func BenchmarkSnapshotRouter(b *testing.B) {
+	dir := testenv.Tmpfs(b, "16m")
+	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: dir, NoMulticast: true}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Shutdown(context.Background()) })
+	for i := range 200 {
+		it := lookup.Item{Types: []string{"com.example.Printer"},
+			Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer %d", i)}}}}
+		if _, err := d.registrar.Register(it, 3_600_000, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n int64
+	for b.Loop() {
+		n, _ = d.store.WriteSnapshot(io.Discard)
+	}
+	b.ReportMetric(float64(n), "bytes/snapshot")
+	b.ReportMetric(float64(n)*float64(24*time.Hour/DefaultSnapshotInterval), "bytes/day")
+}
