@@ -1,15 +1,10 @@
 package main
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -71,19 +66,9 @@ func (f *apiFlags) connect() (*client.Client, error) {
 			opts = append(opts, client.WithToken(token))
 		}
 	}
-	hc := &http.Client{Timeout: 30 * time.Second}
-	if f.ca != "" {
-		pem, err := os.ReadFile(f.ca)
-		if err != nil {
-			return nil, fmt.Errorf("--ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("--ca: no PEM certificate in " + f.ca)
-		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		hc.Transport = t
+	hc, err := apiHTTP(target, f.ca)
+	if err != nil {
+		return nil, err
 	}
 	return client.New(target, hc, opts...)
 }

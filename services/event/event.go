@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -97,7 +98,7 @@ type Delivery struct {
 type Config struct {
 	// Client makes the requests: the daemon's outbound client (nil: one
 	// of outbound's defaults).
-	Client *http.Client
+	Client http1.Doer
 	Clock  clock.Clock // default: real
 	Logger *slog.Logger
 	// Backoff after the first indefinite failure (default 100 ms),
@@ -290,7 +291,7 @@ func (d *Dispatcher) sleep(t time.Duration) bool {
 // destination the outbound policy refuses. It sends the hop count in
 // HopsHeader. The dispatcher and the mailbox's pushes both deliver
 // through it.
-func Attempt(ctx context.Context, hc *http.Client, url string, body []byte, hops int) (Outcome, error) {
+func Attempt(ctx context.Context, hc http1.Doer, url string, body []byte, hops int) (Outcome, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Definite, fmt.Errorf("listener URL %q: %w", url, err)

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"path"
 	"slices"
@@ -32,6 +31,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/event"
@@ -106,7 +106,7 @@ type Config struct {
 	MaxPerRegistration, MaxEvents int
 	// Client posts events to targets: the daemon's outbound client (nil:
 	// one of outbound's defaults).
-	Client *http.Client
+	Client http1.Doer
 	// Backoff after an indefinite delivery failure, doubling up to
 	// MaxBackoff.
 	Backoff, MaxBackoff time.Duration

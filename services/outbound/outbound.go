@@ -12,10 +12,10 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"syscall"
 	"time"
 
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/fault"
 )
@@ -39,18 +39,15 @@ type Config struct {
 // resolution, passes the policy. It does not follow redirects: a listener
 // or grantor answering 3xx gets that answer taken as it is (a definite
 // failure), so a URL handed to jinid cannot send it elsewhere. It uses no
-// proxy: the requests are for hosts on the LAN.
-func New(cfg Config) *http.Client {
+// proxy: the requests are for hosts on the LAN. It sends to https URLs
+// in the full build; the router build has no TLS (http1.ErrNoTLS).
+func New(cfg Config) *http1.Client {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	policy := cfg.Policy.orStrict()
 	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: policy.control}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.MaxIdleConnsPerHost = 4
-	t.MaxResponseHeaderBytes = 16 << 10
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var conn net.Conn
 		err := cfg.Namespace.Do(func() error {
 			var err error
@@ -59,12 +56,11 @@ func New(cfg Config) *http.Client {
 		})
 		return conn, err
 	}
-	return &http.Client{
-		Timeout:   cfg.Timeout,
-		Transport: t,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	return &http1.Client{
+		Dial:                   dial,
+		DialTLS:                dialTLS(dial),
+		Timeout:                cfg.Timeout,
+		MaxResponseHeaderBytes: 16 << 10,
 	}
 }
 

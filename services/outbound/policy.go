@@ -200,6 +200,9 @@ func (p *Policy) CheckURL(what, raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
 		return fault.New(fault.InvalidArgument, "%s %q: want an http or https URL", what, raw)
 	}
+	if u.Scheme == "https" && !HTTPS {
+		return fault.New(fault.InvalidArgument, "%s %q: this jinid (the router build) sends no https requests; give an http URL", what, raw)
+	}
 	if u.User != nil {
 		return fault.New(fault.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/lease"
@@ -17,7 +18,7 @@ import (
 type HTTPRenewer struct {
 	// Client makes the requests (the daemon's outbound client); nil
 	// means the API client's default.
-	Client *http.Client
+	Client http1.Doer
 }
 
 // RenewAll implements Renewer. A call refused as a whole with 4xx is a

@@ -18,13 +18,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/api/apitypes"
 )
 
 // Client talks to one jinid.
 type Client struct {
 	base  string
-	hc    *http.Client
+	hc    http1.Doer
 	token string
 }
 
@@ -36,32 +37,43 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 
 // New returns a client of the jinid at base: http://host:port,
 // https://host:port, or unix:///path/to/jinid.sock (the local socket,
-// where no token is needed). A nil hc means a client with a 30 s timeout.
-func New(base string, hc *http.Client, opts ...Option) (*Client, error) {
+// where no token is needed). hc sends the requests: an *http.Client
+// (https needs one), or nil for a plain-HTTP client with a 30 s timeout
+// (an http1.Client, which links no TLS). For the socket, only hc's
+// timeout counts.
+func New(base string, hc http1.Doer, opts ...Option) (*Client, error) {
 	u, err := url.Parse(base)
 	if err == nil && u.Scheme == "unix" && u.Path != "" {
-		// The socket's connection is the transport's; the URL only
-		// routes the requests.
+		// The socket's connection is the client's; the URL only routes
+		// the requests.
 		sock := u.Path
-		t := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		hc, base = &http1.Client{Timeout: timeoutOf(hc), Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}
-		timeout := 30 * time.Second
-		if hc != nil {
-			timeout = hc.Timeout
-		}
-		hc, base = &http.Client{Timeout: timeout, Transport: t}, "http://localhost"
+		}}, "http://localhost"
 	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server %q: want http://host:port, https://host:port or unix:///path/to/jinid.sock", base)
 	}
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = &http1.Client{Timeout: defaultTimeout}
 	}
 	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc}
 	for _, o := range opts {
 		o(c)
 	}
 	return c, nil
+}
+
+const defaultTimeout = 30 * time.Second
+
+// timeoutOf is hc's timeout, or the default.
+func timeoutOf(hc http1.Doer) time.Duration {
+	switch c := hc.(type) {
+	case *http.Client:
+		return c.Timeout
+	case *http1.Client:
+		return c.Timeout
+	}
+	return defaultTimeout
 }
 
 // Error is an error the server answered; errors.As to *apitypes.Error

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -71,15 +70,6 @@ func groupID(group string) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(g.Gid)
-}
-
-// loadTLS reads the network API's certificate and key.
-func loadTLS(cert, key string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(cert, key)
-	if err != nil {
-		return nil, fmt.Errorf("API TLS certificate %s and key %s: %w", cert, key, err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // addrsCache keeps the process's interface addresses for a moment: the

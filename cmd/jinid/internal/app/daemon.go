@@ -6,7 +6,6 @@ package app
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +31,7 @@ import (
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/connlimit"
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/access"
@@ -176,6 +176,9 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("API TLS: give both a certificate and its key, or neither")
+	}
+	if c.TLSCert != "" && !TLS {
+		return errors.New("API TLS: this jinid (the router build) serves plain HTTP only; use the full jinid build for HTTPS, or a TLS proxy in front")
 	}
 	if c.Anonymous != "" {
 		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
@@ -326,11 +329,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
 		Loopback: d.limits.APIConnsPerSource})
 	if d.cfg.TLSCert != "" {
-		tc, err := loadTLS(d.cfg.TLSCert, d.cfg.TLSKey)
-		if err != nil {
+		if d.apiLn, err = listenTLS(d.apiLn, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
 			return err
 		}
-		d.apiLn = tls.NewListener(apiLn, tc)
 	}
 	if d.cfg.APISocket != "" {
 		sock, err := listenSocket(d.cfg.APISocket, d.cfg.SocketGroup)
@@ -366,7 +367,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// policy; every URL handed in is checked against it too.
 	ldsNet := &ldsNetwork{ns: d.cfg.Namespace}
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log})
-	out := func(timeout time.Duration) *http.Client {
+	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
 	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout),
@@ -545,7 +546,7 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 	// Timeouts for a LAN: a client that sends its headers slower than
 	// this, or keeps an idle connection longer, is a slowloris or has
 	// gone; a long poll (the mailbox's next) waits at most 25 s.
-	srv := &http.Server{
+	srv := &http1.Server{
 		Handler:           h,
 		ConnContext:       d.connContext,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -553,7 +554,7 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       30 * time.Second,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		Logger:            d.log,
 	}
 	var wg sync.WaitGroup
 	return lifecycle.Funcs{
