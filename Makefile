@@ -6,7 +6,7 @@
 #   dist/<target>/jinid-tools   inspection, discovery and the API clients (-tags jinid_tools)
 #
 # make sizes prints each binary's size against its budget
-# (docs/performance.md); STRICT=1 makes an overrun fail.
+# (docs/performance.md); STRICT=1 (as CI runs it) makes an overrun fail.
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)

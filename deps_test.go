@@ -217,7 +217,11 @@ func linksNone(t *testing.T, tags string, prefixes ...string) {
 // The router's two binaries build, and each links only its half: the
 // daemon no packet decoding (gopacket fills megabytes of tables at init,
 // in every process that links it) and no client commands; the tools no
-// daemon.
+// daemon. The daemon also leaves out what its 8 MB budget cannot carry
+// (docs/performance.md, "Router builds"): cobra and the regular
+// expressions and templates it brings, miekg/dns (DNS-SD is the system
+// responder's there), and any TLS handshake (net/http's Server and
+// Transport link both; http1 serves and sends instead).
 func TestRouterBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the router binaries")
@@ -228,7 +232,8 @@ func TestRouterBuilds(t *testing.T) {
 		// elsewhere is a command of the other binary: it says where.
 		elsewhere, where string
 	}{
-		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"},
+		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
+			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd"},
 			"inspect", "jinid-tools"},
 		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
 	} {
@@ -247,6 +252,14 @@ func TestRouterBuilds(t *testing.T) {
 		}
 		if strings.Contains(string(syms), "text/template.(*state).evalField") {
 			t.Errorf("-tags %q executes a text template", c.tags)
+		}
+		if strings.Contains(c.tags, "jinid_router") {
+			for _, sym := range []string{"crypto/tls.(*Conn).clientHandshake", "crypto/tls.(*Conn).serverHandshake",
+				"net/http.(*Server).Serve", "net/http.(*Transport).roundTrip"} {
+				if strings.Contains(string(syms), " "+sym+"\n") {
+					t.Errorf("-tags %q links %s", c.tags, sym)
+				}
+			}
 		}
 		said, err := exec.Command(bin, c.elsewhere).CombinedOutput()
 		var exit *exec.ExitError

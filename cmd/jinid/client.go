@@ -1,3 +1,5 @@
+//go:build !jinid_router
+
 package main
 
 import (
@@ -62,6 +64,9 @@ type templateFlags struct {
 	types     []string
 	attrs     []string
 }
+
+// add puts the API flags on a command group.
+func (f *apiFlags) add(cmd *cobra.Command) { f.bind(cmd.PersistentFlags()) }
 
 func (f *templateFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.serviceID, "service-id", "", "ServiceID (UUID form)")

@@ -10,7 +10,7 @@ import "github.com/spf13/cobra"
 // tools (-tags jinid_tools: packet inspection and the client commands,
 // which link gopacket and the CLI's code the daemon does not need).
 func commands(g *globalFlags) []*cobra.Command {
-	return append(daemonCommands(g), toolCommands(g)...)
+	return append(commandsOf(daemonCommands(g)), toolCommands(g)...)
 }
 
 // startWith is the root help's list of first commands.

@@ -7,7 +7,7 @@ import "github.com/spf13/cobra"
 // commands of the router's tools binary: inspection, discovery and the
 // API clients, without the daemon, whose commands say where it is.
 func commands(g *globalFlags) []*cobra.Command {
-	return append(append([]*cobra.Command{newVersionCmd()}, toolCommands(g)...),
+	return append(append([]*cobra.Command{versionSpec().command()}, toolCommands(g)...),
 		elsewhere("the daemon binary (jinid-daemon)", "daemon", "config", "snapshot")...)
 }
 

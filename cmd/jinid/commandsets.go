@@ -2,9 +2,7 @@
 
 package main
 
-import "github.com/spf13/cobra"
-
 // daemonCommands run and operate the daemon.
-func daemonCommands(g *globalFlags) []*cobra.Command {
-	return []*cobra.Command{newVersionCmd(), newDaemonCmd(g), newConfigCmd(), newSnapshotCmd()}
+func daemonCommands(g *globalFlags) []*spec {
+	return []*spec{versionSpec(), daemonSpec(g), configSpec(), snapshotSpec()}
 }

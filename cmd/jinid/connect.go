@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/paths"
 	"github.com/jinid/jinid/services/api/client"
@@ -23,9 +23,8 @@ type apiFlags struct {
 	server, tokenFile, ca string
 }
 
-// add puts the flags on a command group.
-func (f *apiFlags) add(cmd *cobra.Command) {
-	pf := cmd.PersistentFlags()
+// bind defines the flags on pf.
+func (f *apiFlags) bind(pf *pflag.FlagSet) {
 	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the local socket `+
 		paths.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
 	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (default: $JINID_TOKEN)")

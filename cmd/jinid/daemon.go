@@ -19,7 +19,6 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/app"
@@ -48,12 +47,12 @@ type daemonOptions struct {
 	printInterfaces bool
 }
 
-func newDaemonCmd(g *globalFlags) *cobra.Command {
+func daemonSpec(g *globalFlags) *spec {
 	o := &daemonOptions{}
-	cmd := &cobra.Command{
-		Use:   "daemon",
-		Short: "Run the jinid appliance until SIGINT or SIGTERM",
-		Long: `Run the jinid appliance in the foreground, with its embedded defaults
+	return &spec{
+		use:   "daemon",
+		short: "Run the jinid appliance until SIGINT or SIGTERM",
+		long: `Run the jinid appliance in the foreground, with its embedded defaults
 unless flags say otherwise. It logs to standard error and stops cleanly on
 SIGINT (Ctrl-C) or SIGTERM, letting requests in flight finish.
 
@@ -119,31 +118,31 @@ pushes, lease renewals) never go to loopback, link-local, multicast or
 this host's own addresses, nor follow redirects, unless --allow-outbound
 names the prefix. Every URL and locator it hands out carries the address
 the peer reached it at, or --advertise.`,
-		Example: `  jinid daemon
+		example: `  jinid daemon
   jinid daemon --groups lab,ops --interfaces 'eth*' --data-dir /var/lib/jinid
   jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json
   jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			given := commandLine(cmd.Flags())
-			file, _, err := o.resolve(cmd.Flags(), os.LookupEnv)
+		flags: o.bind,
+		run: func(inv *invocation) error {
+			given := commandLine(inv.flags)
+			file, _, err := o.resolve(inv.flags, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			log, level, err := g.logger(cmd.ErrOrStderr())
+			log, level, err := g.logger(inv.stderr)
 			if err != nil {
 				return err
 			}
 			if file != "" {
 				log.Info("configuration read", "file", file)
 			}
-			cfg, err := o.config(cmd.Flags())
+			cfg, err := o.config(inv.flags)
 			if err != nil {
 				return err
 			}
 			cfg.Version = version
 			if o.printInterfaces {
-				return writeInterfaces(cmd.OutOrStdout(), cfg)
+				return writeInterfaces(inv.stdout, cfg)
 			}
 			d, err := app.New(cfg, log)
 			if err != nil {
@@ -161,14 +160,14 @@ the peer reached it at, or --advertise.`,
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
-			ctx := cmd.Context()
+			ctx := inv.ctx
 			if err := d.Start(ctx); err != nil {
 				return err
 			}
 			// Under systemd (Type=notify): started. Nothing is sent
 			// elsewhere (no NOTIFY_SOCKET).
 			notify(log, daemon.SdNotifyReady)
-			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(cmd.Flags())}
+			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(inv.flags)}
 			var runErr error
 		run:
 			for {
@@ -194,8 +193,6 @@ the peer reached it at, or --advertise.`,
 			return runErr
 		},
 	}
-	o.bind(cmd.Flags())
-	return cmd
 }
 
 // bind defines the daemon's flags on f.

@@ -1,4 +1,4 @@
-//go:build jinid_router || jinid_tools
+//go:build jinid_tools
 
 package main
 

@@ -4,28 +4,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-
-	"github.com/spf13/cobra"
 )
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := newRootCmd(os.Stdout, os.Stderr).ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jinid:", err)
-		os.Exit(exitCode(err))
-	}
-}
 
 // Exit statuses: 1 when a command failed (or, for discover, found
 // nothing), 2 when it was called wrongly.
@@ -44,47 +28,27 @@ func (e usageError) Unwrap() error { return e.err }
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 func exitCode(err error) int {
-	if errors.As(err, new(usageError)) {
+	// cobra says "unknown command" with a plain error.
+	if errors.As(err, new(usageError)) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
 	}
 	return exitFailure
 }
 
-// globalFlags are shared by every command.
-type globalFlags struct {
-	logLevel  string
-	logFormat string
-}
-
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	var g globalFlags
-	root := &cobra.Command{
-		Use:   "jinid",
-		Short: "A Jini discovery appliance",
-		Long: `jinid brings the Jini discovery world to LAN gateways, boards and servers.
+// rootLong is jinid's own help.
+const rootLong = `jinid brings the Jini discovery world to LAN gateways, boards and servers.
 
 It speaks the Jini discovery protocols (versions 1 and 2) with Java (Apache
 River) lookup services and clients, and lets you look at discovery traffic
 packet by packet.
 
 Start with:
-` + startWith,
-		// cobra prints "jinid version " and this; a version template of
-		// our own would link text/template, whose reflection costs
-		// megabytes (docs/performance.md).
-		Version:       strings.TrimPrefix(versionLine(), "jinid "),
-		SilenceUsage:  true, // a failing command is not a usage mistake
-		SilenceErrors: true, // main prints the error once
-	}
-	// A flag that does not parse is a usage error, in every command.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
-	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
-	root.AddCommand(commands(&g)...)
-	return root
+` + startWith
+
+// globalFlags are shared by every command.
+type globalFlags struct {
+	logLevel  string
+	logFormat string
 }
 
 // logger builds the process's logger from the global flags; logs go to

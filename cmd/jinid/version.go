@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-
-	"github.com/spf13/cobra"
 )
 
 // Stamped at build time (make dist) with -ldflags "-X main.version=v1.2.3
@@ -41,13 +39,12 @@ func versionLine() string {
 	return fmt.Sprintf("jinid %s%s %s %s/%s", version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Show jinid's version, commit and build date, the Go it was built with, and its platform",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+func versionSpec() *spec {
+	return &spec{
+		use:   "version",
+		short: "Show jinid's version, commit and build date, the Go it was built with, and its platform",
+		run: func(inv *invocation) error {
+			_, err := fmt.Fprintln(inv.stdout, versionLine())
 			return err
 		},
 	}

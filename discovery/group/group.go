@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,7 +238,11 @@ func (e *entry) note(host string, port int, iface string) {
 	default:
 		return
 	}
-	slices.SortFunc(e.addrs, func(a, b address) int { return discovery.CompareAddresses(a.host, a.port, b.host, b.port) })
+	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
+	sort.Slice(e.addrs, func(i, j int) bool {
+		a, b := e.addrs[i], e.addrs[j]
+		return discovery.CompareAddresses(a.host, a.port, b.host, b.port) < 0
+	})
 	best := e.addrs[0]
 	e.ls.Host, e.ls.Port = best.host, best.port
 	if best.iface != "" {

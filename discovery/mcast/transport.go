@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,7 +411,8 @@ func Decide(st netmon.State, cfg HostConfig) ([]Decision, error) {
 	for _, ifc := range st {
 		out = append(out, tr.decide(ifc))
 	}
-	slices.SortFunc(out, func(a, b Decision) int { return a.Interface.Index - b.Interface.Index })
+	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
+	sort.Slice(out, func(i, j int) bool { return out[i].Interface.Index < out[j].Interface.Index })
 	return out, nil
 }
 
@@ -621,11 +623,10 @@ func (t *transport) served() []target {
 	for _, s := range t.socks {
 		out = append(out, target{s, s.joined()})
 	}
-	slices.SortFunc(out, func(a, b target) int {
-		if a.j.Index != b.j.Index {
-			return a.j.Index - b.j.Index
-		}
-		return a.j.Family - b.j.Family
+	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].j, out[j].j
+		return a.Index < b.Index || a.Index == b.Index && a.Family < b.Family
 	})
 	return out
 }

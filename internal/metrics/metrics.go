@@ -1,8 +1,16 @@
 // Package metrics is jinid's Prometheus registry: metric families with
-// their help text and label names, counters and gauges kept by
-// VictoriaMetrics/metrics (small, no protobuf: see docs/operations.md),
-// classic "le" histograms, gauges read at scrape time, and the text
-// exposition with HELP and TYPE for every family.
+// their help text and label names, counters and gauges, classic "le"
+// histograms, gauges read at scrape time, the Go runtime's and the
+// process's own metrics, and the text exposition with HELP and TYPE for
+// every family.
+//
+// It is written here rather than on a metrics library: client_golang
+// links protobuf (whose reflection stops the linker from dropping unused
+// methods anywhere: 2 MB of the mips daemon), and VictoriaMetrics/metrics,
+// used before, compiles a regular expression at init, which links the
+// regexp packages: 0.2 MB of a daemon whose budget is 8 MB
+// (docs/performance.md). The text format is small and this package's
+// tests pin it.
 //
 // A nil *Registry is valid and counts nothing, as are the metrics it
 // returns, so a component built without one (in its own tests) needs no
@@ -16,14 +24,11 @@ import (
 	"maps"
 	"math"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-
-	vm "github.com/VictoriaMetrics/metrics"
 )
 
 // Registry holds metric families; families are made while the daemon
@@ -39,7 +44,7 @@ type Registry struct {
 type family struct {
 	name, help, typ string
 	labels          []string
-	set             *vm.Set
+	set             *seriesSet // counters and gauges
 	hist            *Histogram
 	read            func(emit func(v float64, values ...string))
 }
@@ -47,21 +52,39 @@ type family struct {
 // New returns an empty registry.
 func New() *Registry { return &Registry{fams: map[string]*family{}} }
 
-var validName = regexp.MustCompile(`^jinid_[a-z][a-z0-9_]*[a-z0-9]$`)
-var validLabel = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+// validName reports whether name is jinid_ and a lower-case snake-case
+// word that ends in a letter or digit; validLabel whether name is a
+// lower-case snake-case label. (Loops, not regular expressions: the
+// regexp packages would cost the mips daemon 0.18 MB for these two.)
+func validName(name string) bool {
+	rest, ok := strings.CutPrefix(name, "jinid_")
+	return ok && validLabel(rest) && !strings.HasSuffix(rest, "_")
+}
+
+func validLabel(name string) bool {
+	if name == "" || name[0] < 'a' || name[0] > 'z' {
+		return false
+	}
+	for i := range len(name) {
+		if c := name[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // add registers a family. A bad or repeated name, no help text or a bad
 // label is a programming error: it panics, as a duplicate HTTP route
 // does.
 func (r *Registry) add(f *family) {
-	if !validName.MatchString(f.name) {
+	if !validName(f.name) {
 		panic(fmt.Sprintf("metrics: %q is not a jinid_ metric name", f.name))
 	}
 	if strings.TrimSpace(f.help) == "" {
 		panic(fmt.Sprintf("metrics: %s has no help text", f.name))
 	}
 	for _, l := range f.labels {
-		if !validLabel.MatchString(l) || l == "le" {
+		if !validLabel(l) || l == "le" {
 			panic(fmt.Sprintf("metrics: %s: bad label name %q", f.name, l))
 		}
 	}
@@ -85,7 +108,7 @@ func (r *Registry) Counter(name, help string, labels ...string) *Counter {
 	if !strings.HasSuffix(name, "_total") {
 		panic(fmt.Sprintf("metrics: counter %s does not end in _total", name))
 	}
-	f := &family{name: name, help: help, typ: "counter", labels: labels, set: vm.NewSet()}
+	f := &family{name: name, help: help, typ: "counter", labels: labels, set: &seriesSet{}}
 	r.add(f)
 	return &Counter{f}
 }
@@ -94,7 +117,7 @@ func (r *Registry) Counter(name, help string, labels ...string) *Counter {
 // order).
 func (c *Counter) Add(n int, values ...string) {
 	if c != nil {
-		c.f.set.GetOrCreateCounter(c.f.series(values)).Add(n)
+		c.f.set.get(c.f.series(values)).Add(uint64(n))
 	}
 }
 
@@ -106,7 +129,7 @@ func (c *Counter) Get(values ...string) uint64 {
 	if c == nil {
 		return 0
 	}
-	return c.f.set.GetOrCreateCounter(c.f.series(values)).Get()
+	return c.f.set.get(c.f.series(values)).Load()
 }
 
 // Gauge is a family of gauges set as things change.
@@ -117,7 +140,7 @@ func (r *Registry) Gauge(name, help string, labels ...string) *Gauge {
 	if r == nil {
 		return nil
 	}
-	f := &family{name: name, help: help, typ: "gauge", labels: labels, set: vm.NewSet()}
+	f := &family{name: name, help: help, typ: "gauge", labels: labels, set: &seriesSet{float: true}}
 	r.add(f)
 	return &Gauge{f}
 }
@@ -125,7 +148,7 @@ func (r *Registry) Gauge(name, help string, labels ...string) *Gauge {
 // Set sets the series of the label values to v.
 func (g *Gauge) Set(v float64, values ...string) {
 	if g != nil {
-		g.f.set.GetOrCreateGauge(g.f.series(values), nil).Set(v)
+		g.f.set.get(g.f.series(values)).Store(math.Float64bits(v))
 	}
 }
 
@@ -134,7 +157,7 @@ func (g *Gauge) Get(values ...string) float64 {
 	if g == nil {
 		return 0
 	}
-	return g.f.set.GetOrCreateGauge(g.f.series(values), nil).Get()
+	return math.Float64frombits(g.f.set.get(g.f.series(values)).Load())
 }
 
 // GaugeFunc registers a gauge family whose series read calls emit for
@@ -147,7 +170,49 @@ func (r *Registry) GaugeFunc(name, help string, labels []string, read func(emit 
 	r.add(&family{name: name, help: help, typ: "gauge", labels: labels, read: read})
 }
 
-// series is the name with its labels, as VictoriaMetrics keys it.
+// seriesSet holds a counter or gauge family's series by name and
+// labels: counts, or float64 bits for a gauge.
+type seriesSet struct {
+	float  bool
+	mu     sync.Mutex
+	series map[string]*atomic.Uint64
+}
+
+func (s *seriesSet) get(key string) *atomic.Uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.series[key]
+	if v == nil {
+		if s.series == nil {
+			s.series = map[string]*atomic.Uint64{}
+		}
+		v = new(atomic.Uint64)
+		s.series[key] = v
+	}
+	return v
+}
+
+// write writes the series in name order.
+func (s *seriesSet) write(w io.Writer) {
+	s.mu.Lock()
+	keys := slices.Sorted(maps.Keys(s.series))
+	vals := make([]uint64, len(keys))
+	for i, k := range keys {
+		vals[i] = s.series[k].Load()
+	}
+	s.mu.Unlock()
+	for i, k := range keys {
+		if s.float {
+			fmt.Fprintf(w, "%s %s\n", k, formatFloat(math.Float64frombits(vals[i])))
+		} else {
+			fmt.Fprintf(w, "%s %d\n", k, vals[i])
+		}
+	}
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// series is the name with its labels, as the exposition writes it.
 func (f *family) series(values []string) string {
 	if len(values) != len(f.labels) {
 		panic(fmt.Sprintf("metrics: %s takes labels %v, given %d values", f.name, f.labels, len(values)))
@@ -308,11 +373,12 @@ func (r *Registry) WritePrometheus(w io.Writer) {
 				fmt.Fprintf(&buf, "%s%s %s\n", f.name, labelSet(f.labels, values, ""), strconv.FormatFloat(v, 'g', -1, 64))
 			})
 		default:
-			f.set.WritePrometheus(&buf)
+			f.set.write(&buf)
 		}
 	}
+	writeRuntime(&buf)
+	writeProcess(&buf)
 	w.Write(buf.Bytes())
-	vm.WriteProcessMetrics(w)
 }
 
 var helpEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`)

@@ -70,6 +70,10 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 		"le as label": func(r *Registry) { r.Histogram("jinid_h_seconds", "H.", []float64{1}, "le") },
 		"upper case":  func(r *Registry) { r.Gauge("jinid_A", "A.") },
 		"ends with _": func(r *Registry) { r.Gauge("jinid_a_", "A.") },
+		"digit first": func(r *Registry) { r.Gauge("jinid_1a", "A.") },
+		"prefix only": func(r *Registry) { r.Gauge("jinid_", "A.") },
+		"dash":        func(r *Registry) { r.Gauge("jinid_a-b", "A.") },
+		"label dash":  func(r *Registry) { r.Gauge("jinid_a", "A.", "a-b") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -79,5 +83,21 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 			}()
 			f(New())
 		})
+	}
+}
+
+// TestParseStat: the command may hold spaces and parentheses; the
+// fields are counted from the last ')'.
+func TestParseStat(t *testing.T) {
+	line := "4242 (jinid (x) y) S 1 4242 4242 0 -1 4194560 1500 0 0 0 250 75 0 0 20 0 9 0 123456 12345678 3210 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	got, err := parseStat([]byte(line))
+	want := stat{utime: 250, stime: 75, threads: 9, start: 123456, vsize: 12345678, rss: 3210}
+	if err != nil || got != want {
+		t.Fatalf("parseStat = %+v, %v; want %+v", got, err, want)
+	}
+	for _, bad := range []string{"", "4242 jinid S 1", "4242 (jinid) S 1 2 3", strings.Replace(line, " 250 ", " x ", 1)} {
+		if _, err := parseStat([]byte(bad)); err == nil {
+			t.Errorf("parseStat(%.30q): no error", bad)
+		}
 	}
 }

@@ -371,3 +371,17 @@ func BenchmarkGuard(b *testing.B) {
 		})
 	}
 }
+
+// TestTokenNames: 1 to 64 letters, digits, '.', '_' or '-', starting with
+// a letter or digit.
+func TestTokenNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ci": true, "a": true, "Z9": true, "gw.lab_ops-1": true, strings.Repeat("x", 64): true,
+		"": false, strings.Repeat("x", 65): false, "-lead": false, ".lead": false, "_lead": false,
+		"sp ace": false, "slash/": false, "ümlaut": false, "new\nline": false, "a:b": false,
+	} {
+		if got := validName(name); got != want {
+			t.Errorf("validName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -14,8 +14,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -145,7 +145,25 @@ func writeSecret(path, secret string) error {
 	return errors.Join(err, f.Chmod(0o600), f.Sync(), f.Close())
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// validName reports whether name is 1 to 64 letters, digits, '.', '_'
+// or '-', starting with a letter or digit. (A loop, not a regular
+// expression: the regexp packages are 0.18 MB of the mips daemon, and
+// this was their one use there.)
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Create makes a token and returns its secret, the only time it is shown.
 // expires is when it stops working (the zero time: never).
@@ -161,7 +179,7 @@ func (t *Tokens) Create(name string, scope Scope, expires time.Time) (string, To
 }
 
 func (t *Tokens) create(name string, scope Scope, expires int64, also func(*store.Tx) error) (string, Token, error) {
-	if !namePattern.MatchString(name) {
+	if !validName(name) {
 		return "", Token{}, fault.New(fault.InvalidArgument, "token name %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	if _, err := ParseScope(string(scope)); err != nil {
@@ -220,7 +238,8 @@ func (t *Tokens) List() []Token {
 	for _, r := range t.byID {
 		out = append(out, r.Token)
 	}
-	slices.SortFunc(out, func(a, b Token) int { return strings.Compare(a.Name, b.Name) })
+	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/announce/dnssd"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
@@ -77,7 +77,7 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mdns, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{announce.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
+	mdns, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{dnssd.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
 		var m dns.Msg
 		if m.Unpack(p.Data) == nil && m.Response && len(m.Answer) > 0 {
 			see("mDNS answer")
@@ -127,7 +127,7 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	want := []string{"announcement over IPv4", "announcement over IPv6", "answer to a request", "mDNS answer", "LDS discovered"}
 	req := discovery.Request{Version: discovery.ProtocolV2, Host: fl.IPv4.String(), Port: ln.Addr().(*net.TCPAddr).Port, Groups: []string{"own"}}
 	q := new(dns.Msg)
-	q.SetQuestion(announce.ServiceType, dns.TypePTR)
+	q.SetQuestion(dnssd.ServiceType, dns.TypePTR)
 	query, _ := q.Pack()
 	for deadline := attached.Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		mu.Lock()
@@ -145,7 +145,7 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 		})
 		mdns.SendTo(func(f int) netip.Addr {
 			if f == 4 {
-				return announce.MDNSGroupV4
+				return dnssd.MDNSGroupV4
 			}
 			return netip.Addr{}
 		}, func(mcast.Joined) ([][]byte, error) { return [][]byte{query}, nil })

@@ -513,33 +513,6 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	return nil
 }
 
-// buildDNSSD adds the DNS-SD (mDNS) advertisement, another handle on the
-// multicast host. It is a convenience (Jini discovery works without it),
-// so a failure is logged, not fatal.
-func (d *Daemon) buildDNSSD() {
-	adv, err := announce.NewAdvertiser(announce.AdvertiserConfig{ServiceID: d.registrar.Meta().ServiceID, Port: d.unicastPort,
-		APIURL: d.apiURL, Groups: func() []string { return d.registrar.Meta().Groups }, Host: d.host, Logger: d.log})
-	if err != nil {
-		d.log.Warn("DNS-SD advertisement off", "err", err)
-		return
-	}
-	d.parts.Add("DNS-SD", bestEffort{adv, d.log})
-}
-
-// bestEffort starts a convenience: a failure is logged, and the daemon
-// runs on without it.
-type bestEffort struct {
-	lifecycle.Service
-	log *slog.Logger
-}
-
-func (b bestEffort) Start(ctx context.Context) error {
-	if err := b.Service.Start(ctx); err != nil {
-		b.log.Warn("DNS-SD advertisement off", "err", err)
-	}
-	return nil
-}
-
 // apiServer serves the API on the listener opened first, and on the
 // socket.
 func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {

@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
 
-	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/announce/dnssd"
 	"github.com/jinid/jinid/discovery"
 )
 
@@ -31,7 +31,7 @@ func (f *finder) browse() error {
 	f.closers = append(f.closers, func() { pc.Close() })
 	p := ipv4.NewPacketConn(pc)
 	q := new(dns.Msg)
-	q.SetQuestion(announce.ServiceType, dns.TypePTR)
+	q.SetQuestion(dnssd.ServiceType, dns.TypePTR)
 	query, err := q.Pack()
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (f *finder) browse() error {
 			if err := p.SetMulticastInterface(&net.Interface{Index: j.Index, Name: j.Name}); err != nil {
 				continue
 			}
-			dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(announce.MDNSGroupV4, 5353))
+			dst := net.UDPAddrFromAddrPort(netip.AddrPortFrom(dnssd.MDNSGroupV4, 5353))
 			if _, err := pc.WriteTo(query, dst); err != nil {
 				f.log.Debug("mDNS query", "interface", j.Name, "err", err)
 			}

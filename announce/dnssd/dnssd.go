@@ -1,4 +1,9 @@
-package announce
+// Package dnssd advertises the lookup service over DNS-SD (mDNS) as
+// _jini._tcp.local. It is apart from announce because miekg/dns fills
+// tables of every record type at init in whatever binary imports it
+// (0.45 MB of the mips daemon): the router build does without it and
+// leaves mDNS to the system's responder (OpenWrt's umdns).
+package dnssd
 
 import (
 	"context"
