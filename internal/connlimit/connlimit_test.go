@@ -1,6 +1,7 @@
 package connlimit
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"testing"
@@ -81,5 +82,32 @@ func TestTake(t *testing.T) {
 	l.release(a)
 	if !l.take(b) {
 		t.Fatal("b refused with a place free")
+	}
+}
+
+// A capped connection can still be half-closed, as the API server does
+// when a client sends a body it will not read.
+func TestCloseWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Listener(ln, Config{Max: 1})
+	defer l.Close()
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			io.Copy(io.Discard, c) // until the server's FIN
+			c.Close()
+		}
+	}()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		t.Fatal("a capped TCP connection cannot be half-closed")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -110,8 +111,12 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		conn.Close()
 	}
 	fail := func(err error) (*http.Response, error) {
+		// The connection's deadline is the context's: whichever
+		// fires first, the context's error says what happened.
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			err = ctxErr
+		} else if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+			err = context.DeadlineExceeded
 		}
 		end()
 		return nil, err

@@ -240,13 +240,13 @@ const (
 )
 
 // lingeringClose ends a connection whose client may still be sending (a
-// body too large to read): it sends FIN, then reads and drops what comes
-// for a moment, so the client gets the whole answer before the
-// connection goes (net/http's closeWriteAndWait does the same).
+// body too large to read): it sends FIN where it can, then reads and
+// drops what comes for a moment, so that the close is no reset that
+// destroys the answer in flight (net/http's closeWriteAndWait does the
+// same).
 func (c *conn) lingeringClose() {
-	cw, ok := c.rwc.(interface{ CloseWrite() error })
-	if !ok || cw.CloseWrite() != nil {
-		return
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
 	}
 	c.rwc.SetReadDeadline(time.Now().Add(lingerTime))
 	io.CopyN(io.Discard, c.rwc, lingerBytes)

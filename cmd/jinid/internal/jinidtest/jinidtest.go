@@ -423,9 +423,14 @@ func NewSink(t testing.TB, h *netlab.Host, ip string) *Sink {
 	return s
 }
 
-// ServeHTTP records one body.
+// ServeHTTP records one body. A body cut short is no delivery (the
+// daemon gave up on it, stopping, say, and knows it failed): it is not
+// recorded.
 func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return
+	}
 	var v map[string]any
 	if err := json.Unmarshal(body, &v); err != nil {
 		s.t.Errorf("sink got %q at %s: %v", body, r.URL.Path, err)
