@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,10 +22,11 @@ const DefaultMaxResponseHeaderBytes = 64 << 10
 // ErrNoTLS is the error of an https URL for a Client without DialTLS.
 var ErrNoTLS = errors.New("https is not available: this client has no TLS (jinid's router build sends http only)")
 
-// Client sends requests over HTTP/1.1, one connection per exchange: the
-// requests jinid sends go to many hosts and seldom twice a second to one,
-// so a pool would mostly hold idle connections. It follows no redirects
-// and uses no proxy.
+// Client sends requests over HTTP/1.1. It keeps up to MaxIdlePerHost
+// connections to a host open between exchanges (an event listener gets
+// many in a row; a connection each would cost a handshake and leave a
+// TIME_WAIT socket behind every one), and follows no redirects and uses
+// no proxy. The zero value is usable: a connection per exchange.
 type Client struct {
 	// Dial opens a connection; nil uses a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -37,6 +39,27 @@ type Client struct {
 	// MaxResponseHeaderBytes bounds an answer's status line and header;
 	// 0 means DefaultMaxResponseHeaderBytes.
 	MaxResponseHeaderBytes int64
+	// MaxIdlePerHost is how many connections to one host are kept for
+	// the next exchanges; 0 keeps none. IdleTimeout is how long one is
+	// kept unused (0: 30 s); maxIdle bounds them over all hosts.
+	MaxIdlePerHost int
+	IdleTimeout    time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*pconn // by scheme and address, newest last
+}
+
+// maxIdle bounds the idle connections a Client keeps in all.
+const maxIdle = 32
+
+// pconn is a connection that may carry several exchanges.
+type pconn struct {
+	conn  net.Conn
+	lr    *io.LimitedReader
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	key   string
+	since time.Time // idle since
 }
 
 // Do sends req and reads the answer's header; the caller reads and
@@ -56,6 +79,19 @@ func (c *Client) Do(req *http.Request) (*http.Response, error) {
 		return nil, &url.Error{Op: op[:1] + strings.ToLower(op[1:]), URL: redacted(req.URL), Err: err}
 	}
 	return resp, nil
+}
+
+// CloseIdleConnections closes the connections kept for later exchanges.
+func (c *Client) CloseIdleConnections() {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	for _, pcs := range idle {
+		for _, pc := range pcs {
+			pc.conn.Close()
+		}
+	}
 }
 
 // redacted is u without its password, for errors and logs.
@@ -89,28 +125,105 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), port)
 	}
+	key := u.Scheme + "://" + addr
 
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	// A kept connection the server has since closed fails before any
+	// answer: the exchange is tried again on a new one, if the body can
+	// be sent again.
+	for pc := c.take(key); pc != nil; pc = c.take(key) {
+		resp, err, sent := c.exchange(ctx, cancel, pc, req)
+		if err == nil {
+			return resp, nil
+		}
+		if sent || (req.Body != nil && req.GetBody == nil) {
+			cancel()
+			return nil, err
+		}
+		if req.GetBody != nil {
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				cancel()
+				return nil, gerr
+			}
+			r2 := *req
+			r2.Body = body
+			req = &r2
+		}
 	}
 	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	pc := &pconn{conn: conn, key: key, lr: &io.LimitedReader{R: conn}, bw: bufio.NewWriterSize(conn, 4096)}
+	pc.br = bufio.NewReaderSize(pc.lr, 4096)
+	resp, err, _ := c.exchange(ctx, cancel, pc, req)
+	if err != nil {
+		cancel()
+	}
+	return resp, err
+}
+
+// take returns a kept connection to key, if one is there and fresh.
+func (c *Client) take(key string) *pconn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pcs := c.idle[key]; len(pcs) > 0; pcs = c.idle[key] {
+		pc := pcs[len(pcs)-1]
+		c.idle[key] = pcs[:len(pcs)-1]
+		if time.Since(pc.since) < c.idleTimeout() {
+			return pc
+		}
+		pc.conn.Close()
+	}
+	return nil
+}
+
+func (c *Client) idleTimeout() time.Duration {
+	if c.IdleTimeout > 0 {
+		return c.IdleTimeout
+	}
+	return 30 * time.Second
+}
+
+// keep puts pc back for a later exchange, if there is room.
+func (c *Client) keep(pc *pconn) {
+	pc.conn.SetDeadline(time.Time{})
+	pc.since = time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, pcs := range c.idle {
+		n += len(pcs)
+	}
+	if len(c.idle[pc.key]) >= c.MaxIdlePerHost || n >= maxIdle {
+		pc.conn.Close()
+		return
+	}
+	if c.idle == nil {
+		c.idle = map[string][]*pconn{}
+	}
+	c.idle[pc.key] = append(c.idle[pc.key], pc)
+}
+
+// exchange sends req on pc and reads the answer's header. sent says
+// whether the server may have acted on it (an answer's first byte came):
+// if not, a failed exchange on a kept connection may be tried again.
+// cancel ends ctx: the answer's body calls it when closed; on an error
+// the caller does.
+func (c *Client) exchange(ctx context.Context, cancel context.CancelFunc, pc *pconn, req *http.Request) (_ *http.Response, _ error, sent bool) {
+	conn := pc.conn
 	// The exchange's deadline and its cancellation reach the connection,
 	// the answer's body included.
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	end := func() {
-		stop()
-		cancel()
-		conn.Close()
-	}
-	fail := func(err error) (*http.Response, error) {
+	fail := func(err error) (*http.Response, error, bool) {
 		// The connection's deadline is the context's: whichever
 		// fires first, the context's error says what happened.
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -118,17 +231,20 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		} else if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
 			err = context.DeadlineExceeded
 		}
-		end()
-		return nil, err
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			sent = true // no retry after the deadline
+		}
+		return nil, err, sent
 	}
 
 	out := *req
-	out.Close = true // one exchange per connection: say so
-	bw := bufio.NewWriterSize(conn, 4096)
-	if err := out.Write(bw); err != nil {
+	out.Close = c.MaxIdlePerHost == 0 // say so when there is no reuse
+	if err := out.Write(pc.bw); err != nil {
 		return fail(fmt.Errorf("sending the request: %w", err))
 	}
-	if err := bw.Flush(); err != nil {
+	if err := pc.bw.Flush(); err != nil {
 		return fail(fmt.Errorf("sending the request: %w", err))
 	}
 
@@ -136,14 +252,17 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	if maxHeader <= 0 {
 		maxHeader = DefaultMaxResponseHeaderBytes
 	}
-	lr := &io.LimitedReader{R: conn, N: maxHeader}
-	br := bufio.NewReaderSize(lr, 4096)
 	var resp *http.Response
 	for range 5 {
-		lr.N = maxHeader
-		resp, err = http.ReadResponse(br, req)
+		pc.lr.N = maxHeader
+		if _, err := pc.br.Peek(1); err != nil {
+			return fail(fmt.Errorf("reading the answer: %w", err))
+		}
+		sent = true
+		var err error
+		resp, err = http.ReadResponse(pc.br, req)
 		if err != nil {
-			if lr.N <= 0 {
+			if pc.lr.N <= 0 {
 				err = fmt.Errorf("the answer's header is over %d bytes", maxHeader)
 			}
 			return fail(fmt.Errorf("reading the answer: %w", err))
@@ -158,21 +277,49 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode < 200 {
 		return fail(errors.New("reading the answer: no final status after 5 interim answers"))
 	}
-	lr.N = 1<<63 - 1
-	resp.Body = &responseBody{rc: resp.Body, end: end}
-	return resp, nil
+	pc.lr.N = 1<<63 - 1
+	reuse := !out.Close && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
+	resp.Body = &responseBody{rc: resp.Body, end: func(eof bool) {
+		// Kept only if the exchange ended whole before its deadline.
+		intact := stop() && ctx.Err() == nil
+		cancel()
+		if eof && reuse && intact {
+			c.keep(pc)
+		} else {
+			conn.Close()
+		}
+	}}
+	return resp, nil, true
 }
 
-// responseBody is an answer's body; closing it closes the connection.
+// responseBody is an answer's body. Read to its end, it gives the
+// connection back for another exchange; closed before, it closes it.
 type responseBody struct {
-	rc  io.ReadCloser
-	end func()
+	rc   io.ReadCloser
+	end  func(eof bool)
+	eof  bool
+	done bool
 }
 
-func (b *responseBody) Read(p []byte) (int, error) { return b.rc.Read(p) }
+func (b *responseBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.eof = true
+	}
+	return n, err
+}
 
 func (b *responseBody) Close() error {
-	b.end()
+	if !b.done {
+		b.done = true
+		if !b.eof {
+			// A short rest is read to keep the connection.
+			if n, err := io.CopyN(io.Discard, b.rc, 4<<10); errors.Is(err, io.EOF) && n < 4<<10 {
+				b.eof = true
+			}
+		}
+		b.end(b.eof)
+	}
 	return nil
 }
 

@@ -101,3 +101,55 @@ func TestClientAndServer(t *testing.T) {
 		t.Errorf("dialed %v, want %s twice", dialed, addr)
 	}
 }
+
+// TestClientKeepsConnections: with MaxIdlePerHost, a host's exchanges
+// share a connection; one the server closed meanwhile is replaced
+// without the caller seeing it; an answer saying "Connection: close", or
+// a body left mostly unread, ends its connection.
+func TestClientKeepsConnections(t *testing.T) {
+	s := &Server{Handler: testHandler(), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 5 * time.Second}
+	addr := serve(t, s)
+	dials := 0
+	c := &Client{Timeout: 5 * time.Second, MaxIdlePerHost: 2, Dial: func(ctx context.Context, n, a string) (net.Conn, error) {
+		dials++
+		return (&net.Dialer{}).DialContext(ctx, n, a)
+	}}
+	defer c.CloseIdleConnections()
+	exchange := func(method, path, body string, readAll bool) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		if readAll {
+			io.ReadAll(resp.Body)
+		} else {
+			resp.Body.Read(make([]byte, 1))
+		}
+		resp.Body.Close()
+	}
+	for range 5 {
+		exchange("POST", "/echo", "event", true)
+	}
+	if dials != 1 {
+		t.Errorf("5 exchanges took %d connections, want 1", dials)
+	}
+	// The server drops its idle connections (a restart, its idle
+	// timeout): the next POST goes through on a new one.
+	s.closeConns(false)
+	exchange("POST", "/echo", "after", true)
+	if dials != 2 {
+		t.Errorf("after the server closed the kept connection: %d dials, want 2", dials)
+	}
+	exchange("GET", "/close", "", true) // answers Connection: close
+	exchange("GET", "/small", "", true)
+	if dials != 3 {
+		t.Errorf("after Connection: close: %d dials, want 3", dials)
+	}
+	exchange("GET", "/big", "", false) // 12 KB, 1 byte read
+	exchange("GET", "/small", "", true)
+	if dials != 4 {
+		t.Errorf("after a body left unread: %d dials, want 4", dials)
+	}
+}

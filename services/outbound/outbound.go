@@ -61,6 +61,9 @@ func New(cfg Config) *http1.Client {
 		DialTLS:                dialTLS(dial),
 		Timeout:                cfg.Timeout,
 		MaxResponseHeaderBytes: 16 << 10,
+		// A listener gets events in bursts: its connection is kept
+		// for the next (32 kept at most over all hosts).
+		MaxIdlePerHost: 4,
 	}
 }
 
