@@ -100,7 +100,6 @@ type Responder struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	wake   chan struct{} // one token per job queued
 
 	mu      sync.Mutex
 	recent  map[string]time.Time         // last answer per connect-back address
@@ -108,6 +107,8 @@ type Responder struct {
 	suspect map[netip.Addr]suspicion     // connect-back addresses not to try for now
 	good    map[netip.Addr]time.Time     // sources answered: served first
 	queue   fairQueue
+	active  int  // workers running
+	stopped bool // Shutdown began: no new worker
 	// lastShout is when Overloaded was last called; shoutLater, if set,
 	// calls it again once OverloadAnnounceEvery has passed, so every
 	// refused request is followed by an announcement within that time.
@@ -161,7 +162,7 @@ func NewResponder(cfg ResponderConfig) *Responder {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Responder{cfg: cfg, ctx: ctx, cancel: cancel, wake: make(chan struct{}, cfg.MaxPending),
+	r := &Responder{cfg: cfg, ctx: ctx, cancel: cancel,
 		recent: map[string]time.Time{}, limits: map[netip.Addr]*rate.Limiter{}, suspect: map[netip.Addr]suspicion{},
 		good: map[netip.Addr]time.Time{},
 		warn: rate.NewLimiter(rate.Every(time.Minute), 1)}
@@ -172,20 +173,16 @@ func NewResponder(cfg ResponderConfig) *Responder {
 	return r
 }
 
-// Start starts the workers that connect back.
-func (r *Responder) Start(context.Context) error {
-	for range r.cfg.MaxAnswers {
-		r.wg.Add(1)
-		go r.work()
-	}
-	return nil
-}
+// Start readies the responder; a worker starts for each request queued
+// while fewer than MaxAnswers run.
+func (r *Responder) Start(context.Context) error { return nil }
 
 // Shutdown stops answering and waits for answers in progress (their
 // connections are cut short).
 func (r *Responder) Shutdown(context.Context) error {
 	r.cancel()
 	r.mu.Lock()
+	r.stopped = true
 	if r.shoutLater != nil {
 		r.shoutLater.Stop()
 	}
@@ -253,7 +250,11 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	}
 	forget(r.recent, maxTracked, now, r.cfg.DupWindow)
 	r.recent[addr] = now
-	r.wake <- struct{}{} // never blocks: one token per queued job, at most MaxPending
+	if r.active < r.cfg.MaxAnswers && !r.stopped {
+		r.active++
+		r.wg.Add(1)
+		go r.work()
+	}
 }
 
 // overloadedLocked has the lookup service announce itself for a refused
@@ -325,26 +326,29 @@ func (r *Responder) suspectLocked(a netip.Addr, now time.Time) {
 	r.suspect[a] = s
 }
 
-// work connects back for queued requests, one at a time.
+// work connects back for queued requests, one at a time, until none is
+// left: workers run only while there is work (an idle daemon has none,
+// where MaxAnswers parked goroutines would hold their stacks for
+// nothing).
 func (r *Responder) work() {
 	defer r.wg.Done()
 	for {
-		select {
-		case <-r.ctx.Done():
-			return
-		case <-r.wake:
-		}
 		r.mu.Lock()
 		j, ok := r.queue.pop()
-		if ok && r.suspectedLocked(j.addr, time.Now()) {
+		if !ok || r.ctx.Err() != nil {
+			r.active--
+			r.mu.Unlock()
+			return
+		}
+		suspected := r.suspectedLocked(j.addr, time.Now())
+		if suspected {
 			// Queued before its address failed for another request: a
 			// flood of made-up sources costs one try per address, however
 			// many of its requests wait.
 			r.Suspect.Add(1)
-			ok = false
 		}
 		r.mu.Unlock()
-		if ok {
+		if !suspected {
 			r.answer(j)
 		}
 	}

@@ -110,6 +110,23 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 				writeHelp(stdout, path, fs)
 				return errHelp
 			}
+			if rest[0] == "help" {
+				// cobra's "help [command]": the help of the command named.
+				for _, name := range rest[1:] {
+					i := slices.IndexFunc(path[len(path)-1].subs, func(s *spec) bool { return s.name() == name })
+					if i < 0 {
+						return usagef("unknown help topic %q", strings.Join(rest[1:], " "))
+					}
+					path = append(path, path[len(path)-1].subs[i])
+				}
+				hfs := pflag.NewFlagSet(commandPath(path), pflag.ContinueOnError)
+				if f := path[len(path)-1].flags; f != nil {
+					f(hfs)
+				}
+				hfs.AddFlagSet(global)
+				writeHelp(stdout, path, hfs)
+				return errHelp
+			}
 			i := slices.IndexFunc(cur.subs, func(s *spec) bool { return s.name() == rest[0] })
 			if i < 0 {
 				if where, ok := elsewhere[rest[0]]; ok && len(path) == 1 {

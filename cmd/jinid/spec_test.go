@@ -67,6 +67,7 @@ func TestDispatchHelp(t *testing.T) {
 		{[]string{"daemon", "-h"}, []string{"Usage:\n  jinid daemon [flags]", "Examples:\n  jinid daemon", "--no-multicast", "--log-format"}},
 		{[]string{"config"}, []string{"Usage:\n  jinid config [command]", "  check", "  print"}},
 		{[]string{"config", "check", "--help"}, []string{"jinid config check [FILE] [flags]", "FILE:LINE:COLUMN"}},
+		{[]string{"help", "daemon"}, []string{"Usage:\n  jinid daemon [flags]", "--api-listen"}},
 	} {
 		out, err := dispatched(t, c.args...)
 		if err != errHelp {

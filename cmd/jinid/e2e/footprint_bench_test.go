@@ -20,8 +20,8 @@ import (
 )
 
 // BenchmarkFootprint sets jinid's router daemon beside avahi-daemon in
-// one run, each alone in a network namespace with one veth interface
-// (IPv4 and IPv6, multicast on): the time from exec to ready, the RSS
+// one run, each alone in a network namespace with one veth interface on
+// a LAN of its own (IPv4 and IPv6, multicast on): the time from exec to ready, the RSS
 // 5 s after start, and the CPU used while idle over JINID_IDLE_SECONDS
 // (default 60), as seconds per hour. The router daemon is built as make
 // dist builds it (scripts/build-target); JINID_FOOTPRINT_BEFORE may name
@@ -57,13 +57,13 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	for b.Loop() {
 		lab := netlab.New(b)
-		lan := lab.LAN()
 		results := make([]footprint, len(subjects))
 		// Started together, so that the idle windows are the same
-		// minutes of the same machine.
+		// minutes of the same machine; each on a LAN of its own, so
+		// that none hears the others' announcements.
 		for i, s := range subjects {
 			h := lab.Host(fmt.Sprintf("fp%d", i))
-			h.Attach(lan)
+			h.Attach(lab.LAN())
 			results[i] = startSubject(b, h, s.name, s.bin)
 		}
 		time.Sleep(5 * time.Second)
