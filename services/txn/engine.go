@@ -1,0 +1,612 @@
+// Package txn is the transaction manager (the Jini Transaction
+// specification, TX): transactions that participants join, and the
+// two-phase commit the manager runs when a client commits, with its
+// decision kept through crashes (TX.2.8).
+//
+// This file is the engine: states, joins, voting, the commit point and
+// the roll-forward, on an injected clock and with the participants behind
+// a Caller, so that every rule can be tested without a network. Where
+// the specification's 1.x text and its later version differ, the later
+// one is followed: prepare's votes are NOTCHANGED, ABORTED or PREPARED
+// (the 1.x "COMMITTED" in TX.2.7 is an erratum), and an outcome that
+// prepareAndCommit leaves unknowable is told as such (ErrOutcomeUnknown),
+// never as success or CannotCommit.
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/ids"
+)
+
+// State is a transaction's state as the manager sees it (TX.2.7).
+type State int
+
+// The states getState reports. PREPARED is a participant's state only.
+const (
+	Active State = iota + 1
+	Voting
+	Committed
+	Aborted
+)
+
+func (s State) String() string {
+	switch s {
+	case Active:
+		return "ACTIVE"
+	case Voting:
+		return "VOTING"
+	case Committed:
+		return "COMMITTED"
+	case Aborted:
+		return "ABORTED"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Vote is a participant's answer to prepare or prepareAndCommit.
+type Vote int
+
+// Votes (TX.2.6); VoteCommitted only answers prepareAndCommit.
+const (
+	VoteNotChanged Vote = iota + 1
+	VotePrepared
+	VoteAborted
+	VoteCommitted
+)
+
+// Op is a call the manager makes on a participant.
+type Op string
+
+// The participant operations (TX.2.6).
+const (
+	OpPrepare          Op = "prepare"
+	OpCommit           Op = "commit"
+	OpAbort            Op = "abort"
+	OpPrepareAndCommit Op = "prepareAndCommit"
+)
+
+// Errors of the client's and the joiners' operations (TX.2.5, TX.2.7),
+// and the participants' definite answers.
+var (
+	ErrUnknownTransaction  = errors.New("unknown transaction")
+	ErrCannotJoin          = errors.New("the transaction is no longer active: it cannot be joined")
+	ErrCannotCommit        = errors.New("the transaction aborted: it cannot commit")
+	ErrCannotAbort         = errors.New("the transaction committed: it cannot abort")
+	ErrCrashCount          = errors.New("the participant joined before with another crash count: the transaction is aborted")
+	ErrOutcomeUnknown      = errors.New("the outcome of the transaction cannot be known: its one participant was asked to prepare and commit and then forgot the transaction")
+	ErrNoSuchObject        = errors.New("no such object")
+	ErrTooManyParticipants = errors.New("the transaction has as many participants as it may")
+)
+
+// TimeoutExpired is commit's or abort's error when waitFor passed before
+// every participant was told the outcome, which was decided
+// (Committed says which).
+type TimeoutExpired struct{ Committed bool }
+
+func (e *TimeoutExpired) Error() string {
+	if e.Committed {
+		return "the transaction committed, but not every participant was told within waitFor"
+	}
+	return "the transaction aborted, but not every participant was told within waitFor"
+}
+
+// Participant is a joiner: where the manager calls it, and the crash
+// count it joined with.
+type Participant struct {
+	URL        string `json:"url"`
+	CrashCount int64  `json:"crashCount"`
+}
+
+// Caller makes a participant call. An error wrapping ErrUnknownTransaction
+// or ErrNoSuchObject is the participant's definite answer; any other error
+// is indefinite (the call may be tried again).
+type Caller interface {
+	Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error)
+}
+
+// Journal keeps the commit points (TX.2.8): the PREPARED participants of
+// a committed transaction, until every one has rolled forward. Nothing
+// else is written (presumed abort).
+type Journal interface {
+	// Committed makes the decision durable; the transaction commits only
+	// once it returns nil.
+	Committed(id string, prepared []Participant) error
+	// Finished forgets a committed transaction every participant of
+	// which rolled forward.
+	Finished(id string) error
+}
+
+// Record is a committed transaction still rolling forward, as the
+// journal gives it back after a restart.
+type Record struct {
+	ID       string
+	Prepared []Participant
+}
+
+// Config configures an Engine. Zero durations take the defaults.
+type Config struct {
+	Caller  Caller
+	Journal Journal
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	// PrepareFor bounds how long a participant's indefinite prepare
+	// failures are retried before the transaction aborts (default 2 min).
+	PrepareFor time.Duration
+	// Backoff after an indefinite failure, doubling up to MaxBackoff
+	// (defaults 100 ms and 30 s); commits are retried for ever.
+	Backoff, MaxBackoff time.Duration
+	// MaxParticipants bounds a transaction's joiners (default 1024).
+	MaxParticipants int
+}
+
+// Engine runs transactions.
+type Engine struct {
+	cfg    Config
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	txs map[string]*txn
+}
+
+// txn is one transaction.
+type txn struct {
+	id    string
+	state State
+	parts []Participant
+	// deciding is set while the commit decision is being made durable:
+	// an abort then waits for the outcome.
+	deciding bool
+	unknown  bool          // the outcome cannot be known
+	decided  chan struct{} // closed once COMMITTED or ABORTED
+	notified chan struct{} // closed once every participant was told
+	prepared []Participant
+	votes    map[string]Vote // by participant URL, once answered
+	stop     context.CancelFunc
+}
+
+// New returns an engine; Recover loads what a restart left rolling
+// forward, Shutdown stops it.
+func New(cfg Config) *Engine {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PrepareFor == 0 {
+		cfg.PrepareFor = 2 * time.Minute
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	if cfg.MaxParticipants == 0 {
+		cfg.MaxParticipants = 1024
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{}}
+}
+
+// Shutdown stops every roll-forward and abort notification and waits for
+// them; committed transactions stay in the journal for the next start.
+func (e *Engine) Shutdown(context.Context) error {
+	e.cancel()
+	e.wg.Wait()
+	return nil
+}
+
+// Recover resumes the roll-forward of committed transactions. It is
+// called before the API answers anything, so that no participant hears
+// "unknown transaction" for a committed one.
+func (e *Engine) Recover(recs []Record) {
+	for _, r := range recs {
+		t := &txn{id: r.ID, state: Committed, prepared: r.Prepared, decided: make(chan struct{}), notified: make(chan struct{})}
+		close(t.decided)
+		e.mu.Lock()
+		e.txs[r.ID] = t
+		e.mu.Unlock()
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.rollForward(t)
+		}()
+	}
+}
+
+// Create starts a transaction and returns its ID.
+func (e *Engine) Create() string {
+	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]Vote{}}
+	e.mu.Lock()
+	e.txs[t.id] = t
+	e.mu.Unlock()
+	return t.id
+}
+
+// State is the transaction's state.
+func (e *Engine) State(id string) (State, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := e.txs[id]
+	if t == nil {
+		return 0, ErrUnknownTransaction
+	}
+	return t.state, nil
+}
+
+// Join adds a participant (TX.2.7): only while ACTIVE; the same URL with
+// the same crash count again is a no-op, with another it is
+// ErrCrashCount and the transaction aborts.
+func (e *Engine) Join(id string, p Participant) error {
+	e.mu.Lock()
+	t := e.txs[id]
+	if t == nil {
+		e.mu.Unlock()
+		return ErrUnknownTransaction
+	}
+	if t.state != Active {
+		e.mu.Unlock()
+		return ErrCannotJoin
+	}
+	for _, q := range t.parts {
+		if q.URL != p.URL {
+			continue
+		}
+		if q.CrashCount == p.CrashCount {
+			e.mu.Unlock()
+			return nil
+		}
+		e.abortLocked(t)
+		e.mu.Unlock()
+		return ErrCrashCount
+	}
+	if len(t.parts) >= e.cfg.MaxParticipants {
+		e.mu.Unlock()
+		return ErrTooManyParticipants
+	}
+	t.parts = append(t.parts, p)
+	e.mu.Unlock()
+	return nil
+}
+
+// Commit commits the transaction (TX.2.5). waitFor < 0 is the
+// one-parameter form: it returns once the outcome is decided; otherwise it
+// also waits, up to waitFor, for every participant to be told, else it
+// returns *TimeoutExpired (never before the outcome is decided).
+func (e *Engine) Commit(ctx context.Context, id string, waitFor time.Duration) error {
+	start := e.cfg.Clock.Now()
+	e.mu.Lock()
+	t := e.txs[id]
+	if t == nil {
+		e.mu.Unlock()
+		return ErrUnknownTransaction
+	}
+	if t.state == Active {
+		t.state = Voting
+		vctx, stop := context.WithCancel(e.ctx)
+		t.stop = stop
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.vote(vctx, t)
+		}()
+	}
+	e.mu.Unlock()
+	if err := e.wait(ctx, t, start, waitFor); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case t.unknown:
+		return ErrOutcomeUnknown
+	case t.state == Aborted:
+		return ErrCannotCommit
+	}
+	return nil
+}
+
+// Abort aborts the transaction (TX.2.5): at once while ACTIVE or VOTING;
+// ErrCannotAbort once COMMITTED is durable. waitFor is as for Commit.
+func (e *Engine) Abort(ctx context.Context, id string, waitFor time.Duration) error {
+	start := e.cfg.Clock.Now()
+	e.mu.Lock()
+	t := e.txs[id]
+	if t == nil {
+		e.mu.Unlock()
+		return ErrUnknownTransaction
+	}
+	if !t.deciding && (t.state == Active || t.state == Voting) {
+		e.abortLocked(t)
+	}
+	e.mu.Unlock()
+	if err := e.wait(ctx, t, start, waitFor); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.state == Committed {
+		return ErrCannotAbort
+	}
+	return nil
+}
+
+// wait waits for the decision, and with waitFor ≥ 0 for the
+// notifications up to start+waitFor.
+func (e *Engine) wait(ctx context.Context, t *txn, start time.Time, waitFor time.Duration) error {
+	select {
+	case <-t.decided:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if waitFor < 0 {
+		return nil
+	}
+	left := waitFor - e.cfg.Clock.Now().Sub(start)
+	if left > 0 {
+		expired := make(chan struct{})
+		timer := e.cfg.Clock.AfterFunc(left, func() { close(expired) })
+		defer timer.Stop()
+		select {
+		case <-t.notified:
+			return nil
+		case <-expired:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case <-t.notified:
+		return nil
+	default:
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return &TimeoutExpired{Committed: t.state == Committed}
+}
+
+// abortLocked moves t to ABORTED and tells its participants (best
+// effort): those that voted PREPARED, those whose vote is still coming,
+// and those not yet asked; not those that voted NOTCHANGED (dropped: no
+// further communication, TX.2.7) or ABORTED.
+func (e *Engine) abortLocked(t *txn) {
+	if t.state == Aborted || t.state == Committed {
+		return
+	}
+	t.state = Aborted
+	if t.stop != nil {
+		t.stop()
+	}
+	var tell []Participant
+	for _, p := range t.parts {
+		if v := t.votes[p.URL]; v != VoteNotChanged && v != VoteAborted {
+			tell = append(tell, p)
+		}
+	}
+	if len(tell) == 0 {
+		close(t.notified) // nobody to tell: notified as it is decided
+		close(t.decided)
+		return
+	}
+	close(t.decided)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.tellAbort(t, tell)
+	}()
+}
+
+// tellAbort calls abort on each participant, a few times at most.
+func (e *Engine) tellAbort(t *txn, ps []Participant) {
+	defer close(t.notified)
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			backoff := e.cfg.Backoff
+			for attempt := 1; attempt <= 3; attempt++ {
+				_, err := e.cfg.Caller.Call(e.ctx, p, OpAbort, t.id, attempt)
+				if err == nil || errors.Is(err, ErrUnknownTransaction) || errors.Is(err, ErrNoSuchObject) || !e.sleep(e.ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, e.cfg.MaxBackoff)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// sleep waits d on the engine's clock; false if ctx ended first.
+func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
+	done := make(chan struct{})
+	t := e.cfg.Clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	}
+}
+
+// vote runs the voting (TX.2.7): prepare everyone; if every participant
+// but the last voted NOTCHANGED, the last gets prepareAndCommit.
+func (e *Engine) vote(ctx context.Context, t *txn) {
+	e.mu.Lock()
+	parts := append([]Participant(nil), t.parts...)
+	e.mu.Unlock()
+	if len(parts) == 0 {
+		e.decide(t, nil)
+		return
+	}
+	head, last := parts[:len(parts)-1], parts[len(parts)-1]
+	votes := make([]Vote, len(head))
+	var wg sync.WaitGroup
+	for i, p := range head {
+		wg.Go(func() { votes[i] = e.prepare(ctx, t, p, OpPrepare) })
+	}
+	wg.Wait()
+	var prepared []Participant
+	for i, v := range votes {
+		switch v {
+		case VoteAborted:
+			e.abort(t)
+			return
+		case VotePrepared:
+			prepared = append(prepared, head[i])
+		}
+	}
+	if len(prepared) > 0 {
+		switch e.prepare(ctx, t, last, OpPrepare) {
+		case VoteAborted:
+			e.abort(t)
+			return
+		case VotePrepared:
+			prepared = append(prepared, last)
+		}
+		e.decide(t, prepared)
+		return
+	}
+	// Everyone else read-only: the last one prepares and commits in one
+	// call.
+	switch v := e.prepare(ctx, t, last, OpPrepareAndCommit); v {
+	case VoteAborted:
+		e.abort(t)
+	case VotePrepared: // tolerated: a commit follows
+		e.decide(t, []Participant{last})
+	case 0: // unknowable: it may have committed, then forgotten
+		e.mu.Lock()
+		t.unknown = true
+		e.mu.Unlock()
+		e.abort(t)
+	default: // COMMITTED or NOTCHANGED: nothing left to tell
+		e.decide(t, nil)
+	}
+}
+
+// abort aborts t unless it was decided meanwhile.
+func (e *Engine) abort(t *txn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.abortLocked(t)
+}
+
+// prepare asks p to vote, retrying indefinite failures for PrepareFor.
+// UnknownTransaction or NoSuchObject is a vote to abort; for
+// prepareAndCommit, after an indefinite failure, it means the outcome
+// cannot be known (0).
+func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote {
+	deadline := e.cfg.Clock.Now().Add(e.cfg.PrepareFor)
+	backoff := e.cfg.Backoff
+	failed := false
+	for attempt := 1; ; attempt++ {
+		v, err := e.cfg.Caller.Call(ctx, p, op, t.id, attempt)
+		switch {
+		case err == nil && (v == VoteCommitted && op == OpPrepareAndCommit || v >= VoteNotChanged && v <= VoteAborted):
+			e.mu.Lock()
+			if t.state == Voting {
+				t.votes[p.URL] = v
+			}
+			e.mu.Unlock()
+			return v
+		case errors.Is(err, ErrUnknownTransaction), errors.Is(err, ErrNoSuchObject):
+			if op == OpPrepareAndCommit && failed {
+				return 0
+			}
+			return VoteAborted
+		}
+		if ctx.Err() != nil {
+			return VoteAborted // aborted meanwhile, or shutting down
+		}
+		failed = true
+		if err == nil {
+			e.log.Warn("participant answered an impossible vote", "participant", p.URL, "op", op, "vote", v)
+		}
+		if !e.cfg.Clock.Now().Add(backoff).Before(deadline) {
+			if op == OpPrepareAndCommit {
+				return 0 // it may have committed: nobody can say
+			}
+			return VoteAborted
+		}
+		if !e.sleep(ctx, backoff) {
+			return VoteAborted
+		}
+		backoff = min(2*backoff, e.cfg.MaxBackoff)
+	}
+}
+
+// decide commits t: the PREPARED participants are made durable first
+// (the commit point), then the transaction is COMMITTED and rolls
+// forward. An abort that came meanwhile wins only before the commit
+// point.
+func (e *Engine) decide(t *txn, prepared []Participant) {
+	e.mu.Lock()
+	if t.state != Voting {
+		e.mu.Unlock()
+		return
+	}
+	t.deciding = true
+	e.mu.Unlock()
+	if len(prepared) > 0 {
+		if err := e.cfg.Journal.Committed(t.id, prepared); err != nil {
+			e.log.Error("cannot make a commit decision durable: the transaction aborts", "id", t.id, "err", err)
+			e.mu.Lock()
+			t.deciding = false
+			e.abortLocked(t)
+			e.mu.Unlock()
+			return
+		}
+	}
+	e.mu.Lock()
+	t.deciding = false
+	t.state = Committed
+	t.prepared = prepared
+	if len(prepared) == 0 {
+		close(t.notified) // nobody to tell: notified as it is decided
+	}
+	close(t.decided)
+	e.mu.Unlock()
+	if len(prepared) > 0 {
+		e.rollForward(t)
+	}
+}
+
+// rollForward calls commit on every PREPARED participant until each has
+// answered (UnknownTransaction means it rolled forward already), then
+// forgets the decision.
+func (e *Engine) rollForward(t *txn) {
+	var wg sync.WaitGroup
+	for _, p := range t.prepared {
+		wg.Go(func() {
+			backoff := e.cfg.Backoff
+			for attempt := 1; ; attempt++ {
+				_, err := e.cfg.Caller.Call(e.ctx, p, OpCommit, t.id, attempt)
+				if err == nil || errors.Is(err, ErrUnknownTransaction) || errors.Is(err, ErrNoSuchObject) {
+					return
+				}
+				if !e.sleep(e.ctx, backoff) {
+					return
+				}
+				backoff = min(2*backoff, e.cfg.MaxBackoff)
+			}
+		})
+	}
+	wg.Wait()
+	if e.ctx.Err() != nil {
+		return // stopping: the journal keeps it for the next start
+	}
+	if err := e.cfg.Journal.Finished(t.id); err != nil {
+		e.log.Warn("cannot forget a rolled-forward transaction; it is rolled forward again at the next start", "id", t.id, "err", err)
+	}
+	close(t.notified)
+}

@@ -1,0 +1,606 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/internal/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// call is one participant call the fake saw.
+type call struct {
+	url string
+	op  Op
+}
+
+// fakes are participants: each URL's answers by operation, in order (the
+// last repeats), recorded as they are called.
+type fakes struct {
+	mu      sync.Mutex
+	answers map[string]map[Op][]answer
+	calls   []call
+	block   map[string]chan struct{} // a URL's calls wait for this
+}
+
+type answer struct {
+	vote Vote
+	err  error
+}
+
+var errDown = errors.New("connection refused")
+
+func newFakes() *fakes {
+	return &fakes{answers: map[string]map[Op][]answer{}, block: map[string]chan struct{}{}}
+}
+
+func (f *fakes) on(url string, op Op, as ...answer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.answers[url] == nil {
+		f.answers[url] = map[Op][]answer{}
+	}
+	f.answers[url][op] = as
+}
+
+func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call{p.URL, op})
+	block := f.block[p.URL]
+	as := f.answers[p.URL][op]
+	var a answer
+	switch {
+	case len(as) > 0:
+		a = as[0]
+		if len(as) > 1 {
+			f.answers[p.URL][op] = as[1:]
+		}
+	case op == OpPrepare || op == OpPrepareAndCommit:
+		a = answer{vote: VotePrepared}
+		if op == OpPrepareAndCommit {
+			a.vote = VoteCommitted
+		}
+	}
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return a.vote, a.err
+}
+
+// seen lists the calls made of op (all ops when "").
+func (f *fakes) seen(op Op) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if op == "" || c.op == op {
+			out = append(out, c.url)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// journal is an in-memory journal that counts its writes.
+type journal struct {
+	mu       sync.Mutex
+	records  map[string][]Participant
+	writes   int
+	fail     error
+	writing  chan struct{} // closed when a write begins
+	block    chan struct{} // a write waits for this
+	finished []string
+	// before lists, at each write, the commit calls made so far.
+	callsAtWrite []int
+	f            *fakes
+}
+
+func (j *journal) Committed(id string, ps []Participant) error {
+	if j.writing != nil {
+		close(j.writing)
+	}
+	if j.block != nil {
+		<-j.block
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.fail != nil {
+		return j.fail
+	}
+	if j.records == nil {
+		j.records = map[string][]Participant{}
+	}
+	j.records[id] = slices.Clone(ps)
+	j.writes++
+	if j.f != nil {
+		j.callsAtWrite = append(j.callsAtWrite, len(j.f.seen(OpCommit)))
+	}
+	return nil
+}
+
+func (j *journal) Finished(id string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.records, id)
+	j.finished = append(j.finished, id)
+	return nil
+}
+
+type rig struct {
+	e *Engine
+	f *fakes
+	j *journal
+	c *clock.Fake
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	f := newFakes()
+	j := &journal{f: f}
+	c := clock.NewFake(time.Unix(1_700_000_000, 0))
+	e := New(Config{Caller: f, Journal: j, Clock: c, PrepareFor: time.Minute, Backoff: time.Second, MaxBackoff: 4 * time.Second})
+	t.Cleanup(func() { e.Shutdown(context.Background()) })
+	return &rig{e: e, f: f, j: j, c: c}
+}
+
+// tx makes a transaction with participants a, b, c, ... (n of them).
+func (r *rig) tx(t *testing.T, n int) string {
+	t.Helper()
+	id := r.e.Create()
+	for i := range n {
+		if err := r.e.Join(id, Participant{URL: fmt.Sprintf("p%d", i), CrashCount: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// commitAsync commits in the background; the result comes on the
+// channel.
+func (r *rig) commitAsync(id string, waitFor time.Duration) chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- r.e.Commit(context.Background(), id, waitFor) }()
+	return ch
+}
+
+// tick advances the fake clock by d once a timer waits.
+func (r *rig) tick(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(r.c.Pending()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no timer pending")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.c.Advance(d)
+}
+
+// until waits for cond, for real time (the engine's goroutines), at most
+// 5 s.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func state(t *testing.T, e *Engine, id string) State {
+	t.Helper()
+	s, err := e.State(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestConformance holds one named case per rule of TX.2.5-TX.2.8 (and the
+// later specification's clarifications).
+func TestConformance(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		run  func(t *testing.T, r *rig)
+	}{
+		{"create is ACTIVE", func(t *testing.T, r *rig) {
+			if s := state(t, r.e, r.e.Create()); s != Active {
+				t.Fatalf("state %v", s)
+			}
+		}},
+		{"unknown transaction everywhere", func(t *testing.T, r *rig) {
+			if _, err := r.e.State("nope"); !errors.Is(err, ErrUnknownTransaction) {
+				t.Error("State:", err)
+			}
+			if err := r.e.Join("nope", Participant{URL: "p"}); !errors.Is(err, ErrUnknownTransaction) {
+				t.Error("Join:", err)
+			}
+			if err := r.e.Commit(ctx, "nope", -1); !errors.Is(err, ErrUnknownTransaction) {
+				t.Error("Commit:", err)
+			}
+			if err := r.e.Abort(ctx, "nope", -1); !errors.Is(err, ErrUnknownTransaction) {
+				t.Error("Abort:", err)
+			}
+		}},
+		{"repeat join with the same crash count is a no-op", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			if err := r.e.Join(id, Participant{URL: "p0", CrashCount: 1}); err != nil {
+				t.Fatal(err)
+			}
+			r.e.Commit(ctx, id, -1)
+			if got := r.f.seen(OpPrepare); !slices.Equal(got, []string{"p0", "p1"}) {
+				t.Errorf("prepare calls %v, want p0 and p1 once each", got)
+			}
+		}},
+		{"join with another crash count aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			if err := r.e.Join(id, Participant{URL: "p1", CrashCount: 2}); !errors.Is(err, ErrCrashCount) {
+				t.Fatalf("Join: %v", err)
+			}
+			if s := state(t, r.e, id); s != Aborted {
+				t.Fatalf("state %v, want ABORTED", s)
+			}
+			until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Errorf("Commit after: %v", err)
+			}
+		}},
+		{"join while VOTING is CannotJoin", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.block["p0"] = make(chan struct{})
+			done := r.commitAsync(id, -1)
+			until(t, "voting", func() bool { return len(r.f.seen("")) == 1 })
+			if err := r.e.Join(id, Participant{URL: "late"}); !errors.Is(err, ErrCannotJoin) {
+				t.Errorf("Join: %v", err)
+			}
+			close(r.f.block["p0"])
+			<-done
+		}},
+		{"join after COMMITTED is CannotJoin", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.e.Commit(ctx, id, -1)
+			if err := r.e.Join(id, Participant{URL: "late"}); !errors.Is(err, ErrCannotJoin) {
+				t.Errorf("Join: %v", err)
+			}
+		}},
+		{"join after ABORTED is CannotJoin", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.e.Abort(ctx, id, -1)
+			if err := r.e.Join(id, Participant{URL: "late"}); !errors.Is(err, ErrCannotJoin) {
+				t.Errorf("Join: %v", err)
+			}
+		}},
+		{"no participants commits with nothing written", func(t *testing.T, r *rig) {
+			id := r.tx(t, 0)
+			if err := r.e.Commit(ctx, id, -1); err != nil || state(t, r.e, id) != Committed || r.j.writes != 0 {
+				t.Fatalf("%v %v, %d writes", err, state(t, r.e, id), r.j.writes)
+			}
+		}},
+		{"one participant gets prepareAndCommit; COMMITTED needs no write", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			if err := r.e.Commit(ctx, id, -1); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.f.seen(""); !slices.Equal(got, []string{"p0"}) || r.f.calls[0].op != OpPrepareAndCommit || r.j.writes != 0 {
+				t.Fatalf("calls %v, %d writes", r.f.calls, r.j.writes)
+			}
+		}},
+		{"prepareAndCommit NOTCHANGED commits", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{vote: VoteNotChanged})
+			if err := r.e.Commit(ctx, id, -1); err != nil || state(t, r.e, id) != Committed {
+				t.Fatal(err)
+			}
+		}},
+		{"prepareAndCommit ABORTED is CannotCommit", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{vote: VoteAborted})
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) || state(t, r.e, id) != Aborted {
+				t.Fatal(err)
+			}
+			if len(r.f.seen(OpAbort)) != 0 {
+				t.Error("a participant that voted ABORTED was told abort")
+			}
+		}},
+		{"prepareAndCommit PREPARED is followed by a durable decision and a commit", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{vote: VotePrepared})
+			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if r.j.writes != 1 || !slices.Equal(r.f.seen(OpCommit), []string{"p0"}) {
+				t.Fatalf("%d writes, commits %v", r.j.writes, r.f.seen(OpCommit))
+			}
+		}},
+		{"prepareAndCommit failing then unknown: the outcome cannot be known", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{err: errDown}, answer{err: ErrUnknownTransaction})
+			done := r.commitAsync(id, -1)
+			r.tick(t, time.Second)
+			if err := <-done; !errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
+			}
+		}},
+		{"prepareAndCommit unknown at once aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{err: ErrUnknownTransaction})
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+		}},
+		{"all PREPARED: durable before any commit call, then every one committed", func(t *testing.T, r *rig) {
+			id := r.tx(t, 3)
+			if err := r.e.Commit(ctx, id, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if r.j.writes != 1 || r.j.callsAtWrite[0] != 0 || len(r.j.records[id]) != 0 && !slices.Contains(r.j.finished, id) {
+				t.Fatalf("writes %d, commit calls at the write %v", r.j.writes, r.j.callsAtWrite)
+			}
+			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"p0", "p1", "p2"}) {
+				t.Fatalf("commits %v", got)
+			}
+			if !slices.Contains(r.j.finished, id) {
+				t.Error("the decision was not forgotten once everyone rolled forward")
+			}
+		}},
+		{"NOTCHANGED voters are dropped and the last gets prepareAndCommit", func(t *testing.T, r *rig) {
+			id := r.tx(t, 3)
+			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
+			if err := r.e.Commit(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.f.seen(OpPrepareAndCommit); !slices.Equal(got, []string{"p2"}) || len(r.f.seen(OpCommit)) != 0 {
+				t.Fatalf("prepareAndCommit %v, commits %v", got, r.f.seen(OpCommit))
+			}
+		}},
+		{"one PREPARED and one NOTCHANGED: only the PREPARED one commits", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{vote: VotePrepared})
+			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
+			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"p0"}) {
+				t.Fatalf("commits %v", got)
+			}
+		}},
+		{"an ABORTED vote aborts; PREPARED voters are told, NOTCHANGED ones not", func(t *testing.T, r *rig) {
+			id := r.tx(t, 3)
+			r.f.on("p0", OpPrepare, answer{vote: VotePrepared})
+			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("p2", OpPrepare, answer{vote: VoteAborted})
+			// p2 is last: it is asked to prepare only after p0 and p1.
+			if err := r.e.Commit(ctx, id, time.Minute); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+			if got := r.f.seen(OpAbort); !slices.Equal(got, []string{"p0"}) {
+				t.Fatalf("aborts %v, want p0 only", got)
+			}
+		}},
+		{"UnknownTransaction on prepare aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{err: ErrUnknownTransaction})
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+		}},
+		{"NoSuchObject on prepare aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{err: ErrNoSuchObject})
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+		}},
+		{"indefinite prepare failures are retried, then commit", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{err: errDown}, answer{err: errDown}, answer{vote: VotePrepared})
+			done := r.commitAsync(id, -1)
+			r.tick(t, time.Second)
+			r.tick(t, 2*time.Second)
+			if err := <-done; err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+		}},
+		{"indefinite prepare failures past PrepareFor abort", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{err: errDown})
+			done := r.commitAsync(id, -1)
+			for range 25 {
+				var err error
+				finished := false
+				until(t, "a retry or the end", func() bool {
+					select {
+					case err = <-done:
+						finished = true
+						return true
+					default:
+						return len(r.c.Pending()) > 0
+					}
+				})
+				if finished {
+					if !errors.Is(err, ErrCannotCommit) {
+						t.Fatalf("Commit: %v", err)
+					}
+					return
+				}
+				r.c.Advance(4 * time.Second)
+			}
+			t.Fatal("still voting after 100 s of failures (PrepareFor 1 min)")
+		}},
+		{"commit is retried until the participant answers", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p1", OpCommit, answer{err: errDown}, answer{err: errDown}, answer{})
+			if err := r.e.Commit(ctx, id, -1); err != nil {
+				t.Fatal(err)
+			}
+			r.tick(t, time.Second)
+			r.tick(t, 2*time.Second)
+			until(t, "the third commit call", func() bool { return len(r.f.seen(OpCommit)) == 4 })
+			until(t, "the decision forgotten", func() bool {
+				r.j.mu.Lock()
+				defer r.j.mu.Unlock()
+				return slices.Contains(r.j.finished, id)
+			})
+		}},
+		{"UnknownTransaction on commit means rolled forward", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p1", OpCommit, answer{err: ErrUnknownTransaction})
+			if err := r.e.Commit(ctx, id, time.Minute); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if len(r.f.seen(OpCommit)) != 2 {
+				t.Errorf("commits %v", r.f.seen(OpCommit))
+			}
+		}},
+		{"abort while ACTIVE, twice; commit after it is CannotCommit", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			if err := r.e.Abort(ctx, id, -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Abort(ctx, id, -1); err != nil {
+				t.Fatal("second abort:", err)
+			}
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+			until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			if len(r.f.seen(OpPrepare)) != 0 {
+				t.Error("prepare called after an abort")
+			}
+		}},
+		{"abort after COMMITTED is CannotAbort", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.e.Commit(ctx, id, -1)
+			if err := r.e.Abort(ctx, id, -1); !errors.Is(err, ErrCannotAbort) {
+				t.Fatalf("Abort: %v", err)
+			}
+		}},
+		{"abort racing the commit point waits and is CannotAbort", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.j.block, r.j.writing = make(chan struct{}), make(chan struct{})
+			done := r.commitAsync(id, -1)
+			<-r.j.writing // the decision is being written
+			aborted := make(chan error, 1)
+			go func() { aborted <- r.e.Abort(ctx, id, -1) }()
+			close(r.j.block)
+			if err := <-done; err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if err := <-aborted; !errors.Is(err, ErrCannotAbort) {
+				t.Fatalf("Abort: %v, want CannotAbort", err)
+			}
+			if len(r.f.seen(OpAbort)) != 0 {
+				t.Error("a participant was told abort for a committed transaction")
+			}
+		}},
+		{"abort while VOTING wins; late PREPARED voters are told", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.block["p0"] = make(chan struct{})
+			done := r.commitAsync(id, -1)
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			if err := r.e.Abort(ctx, id, -1); err != nil {
+				t.Fatalf("Abort: %v", err)
+			}
+			if err := <-done; !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+			until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			close(r.f.block["p0"])
+			if len(r.f.seen(OpCommit)) != 0 {
+				t.Error("commit called after an abort")
+			}
+		}},
+		{"a decision that cannot be written aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.j.fail = errors.New("disk full")
+			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
+			}
+			if len(r.f.seen(OpCommit)) != 0 {
+				t.Error("commit called without a durable decision")
+			}
+		}},
+		{"waitFor expiring after the decision is TimeoutExpired committed=true", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p1", OpCommit, answer{err: errDown})
+			done := r.commitAsync(id, 3*time.Second)
+			until(t, "committed", func() bool { s, _ := r.e.State(id); return s == Committed })
+			until(t, "timers", func() bool { return len(r.c.Pending()) >= 2 })
+			r.c.Advance(3 * time.Second)
+			var te *TimeoutExpired
+			if err := <-done; !errors.As(err, &te) || !te.Committed {
+				t.Fatalf("Commit: %v", err)
+			}
+			r.f.on("p1", OpCommit, answer{})
+		}},
+		{"waitFor 0 after an abort is TimeoutExpired committed=false or done", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.block["p0"] = make(chan struct{})
+			err := r.e.Abort(ctx, id, 0)
+			var te *TimeoutExpired
+			if !errors.As(err, &te) || te.Committed {
+				t.Fatalf("Abort: %v", err)
+			}
+			close(r.f.block["p0"])
+		}},
+		{"waitFor long enough returns once everyone was told", func(t *testing.T, r *rig) {
+			id := r.tx(t, 3)
+			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.f.seen(OpCommit)) != 3 {
+				t.Fatalf("returned before every commit: %v", r.f.seen(OpCommit))
+			}
+		}},
+		{"getState is never PREPARED, VOTING while prepares run", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.block["p0"] = make(chan struct{})
+			done := r.commitAsync(id, -1)
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			if s := state(t, r.e, id); s != Voting {
+				t.Errorf("state %v, want VOTING", s)
+			}
+			close(r.f.block["p0"])
+			<-done
+		}},
+		{"too many participants", func(t *testing.T, r *rig) {
+			id := r.e.Create()
+			for i := range r.e.cfg.MaxParticipants {
+				r.e.Join(id, Participant{URL: fmt.Sprint(i)})
+			}
+			if err := r.e.Join(id, Participant{URL: "one more"}); !errors.Is(err, ErrTooManyParticipants) {
+				t.Fatalf("Join: %v", err)
+			}
+		}},
+		{"recovered decisions roll forward and read COMMITTED", func(t *testing.T, r *rig) {
+			r.e.Recover([]Record{{ID: "old", Prepared: []Participant{{URL: "a"}, {URL: "b"}}}})
+			if s := state(t, r.e, "old"); s != Committed {
+				t.Fatalf("state %v", s)
+			}
+			until(t, "rolled forward", func() bool { return len(r.f.seen(OpCommit)) == 2 })
+			if err := r.e.Abort(ctx, "old", -1); !errors.Is(err, ErrCannotAbort) {
+				t.Errorf("Abort: %v", err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newRig(t)) })
+	}
+}
