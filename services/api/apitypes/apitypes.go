@@ -38,6 +38,16 @@ const (
 	TooMany     Code = "TooMany"     // a quota reached; retry after some have ended
 	Unavailable Code = "Unavailable" // the daemon cannot do it now (its disk); retry after
 
+	// The transaction manager (TX.2.5, TX.2.7; API.md, "Transaction
+	// manager").
+	UnknownTransaction Code = "UnknownTransaction" // UnknownTransactionException
+	CannotJoin         Code = "CannotJoin"         // CannotJoinException
+	CannotCommit       Code = "CannotCommit"       // CannotCommitException
+	CannotAbort        Code = "CannotAbort"        // CannotAbortException
+	CrashCount         Code = "CrashCount"         // CrashCountException
+	TimeoutExpired     Code = "TimeoutExpired"     // TimeoutExpiredException (Committed says the outcome)
+	OutcomeUnknown     Code = "OutcomeUnknown"     // the outcome cannot be known (indefinite)
+
 	// What became of a request jinid sent on a client's behalf (in
 	// renewal failure events and the like): a category, never the
 	// remote's answer.
@@ -54,8 +64,12 @@ func (c Code) Status() int {
 		return http.StatusBadRequest
 	case UnsupportedOperation, LeaseDenied, InvalidIterator:
 		return http.StatusConflict
-	case NoSuchObject, UnknownLease:
+	case NoSuchObject, UnknownLease, UnknownTransaction:
 		return http.StatusNotFound
+	case CannotJoin, CannotCommit, CannotAbort, CrashCount, TimeoutExpired:
+		return http.StatusConflict
+	case OutcomeUnknown:
+		return http.StatusBadGateway
 	case UnknownEvent:
 		return http.StatusGone
 	case Unauthenticated:
@@ -90,6 +104,9 @@ type Error struct {
 	// RetryAfter, in seconds, says when to try again (also the
 	// Retry-After header).
 	RetryAfter int `json:"retryAfter,omitempty"`
+	// Committed says, for TimeoutExpired, whether the transaction
+	// committed (true) or aborted (false).
+	Committed *bool `json:"committed,omitempty"`
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
