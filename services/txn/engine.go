@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -172,6 +173,10 @@ type txn struct {
 	prepared []Participant
 	votes    map[string]Vote // by participant URL, once answered
 	stop     context.CancelFunc
+	// A nested transaction's parent (on this manager), and a
+	// transaction's nested ones (TX.3).
+	parent   *txn
+	children []*txn
 }
 
 // New returns an engine; Recover loads what a restart left rolling
@@ -234,6 +239,51 @@ func (e *Engine) Create() string {
 	return t.id
 }
 
+// CreateNested starts a transaction nested in parent (TX.3): while
+// parent is ACTIVE, else ErrCannotJoin.
+func (e *Engine) CreateNested(parent string) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.txs[parent]
+	switch {
+	case p == nil:
+		return "", ErrUnknownTransaction
+	case p.state != Active:
+		return "", ErrCannotJoin
+	}
+	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]Vote{}, parent: p}
+	p.children = append(p.children, t)
+	e.txs[t.id] = t
+	return t.id, nil
+}
+
+// EnclosedBy reports whether id is nested, at any depth, in ancestor.
+func (e *Engine) EnclosedBy(id, ancestor string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, a := e.txs[id], e.txs[ancestor]
+	if t == nil || a == nil {
+		return false, ErrUnknownTransaction
+	}
+	for p := t.parent; p != nil; p = p.parent {
+		if p == a {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// LeaseEnded is the grantor's word that the transaction's lease expired
+// or was cancelled: an ACTIVE transaction aborts (TX.2.5); one being
+// voted on or decided goes on.
+func (e *Engine) LeaseEnded(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := e.txs[id]; t != nil && t.state == Active {
+		e.abortLocked(t)
+	}
+}
+
 // State is the transaction's state.
 func (e *Engine) State(id string) (State, error) {
 	e.mu.Lock()
@@ -294,6 +344,13 @@ func (e *Engine) Commit(ctx context.Context, id string, waitFor time.Duration) e
 	}
 	if t.state == Active {
 		t.state = Voting
+		// A nested transaction still ACTIVE can no longer commit into
+		// this one.
+		for _, c := range t.children {
+			if c.state == Active {
+				e.abortLocked(c)
+			}
+		}
 		vctx, stop := context.WithCancel(e.ctx)
 		t.stop = stop
 		e.wg.Add(1)
@@ -388,6 +445,10 @@ func (e *Engine) abortLocked(t *txn) {
 	if t.stop != nil {
 		t.stop()
 	}
+	// Aborting a transaction aborts the nested ones not yet committed
+	// (TX.2.7); the committed ones' results are dropped with it (their
+	// participants are this one's now, told below).
+	e.dropLocked(t.children)
 	var tell []Participant
 	for _, p := range t.parts {
 		if v := t.votes[p.URL]; v != VoteNotChanged && v != VoteAborted {
@@ -555,6 +616,11 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 		e.mu.Unlock()
 		return
 	}
+	if t.parent != nil {
+		e.promoteLocked(t, prepared)
+		e.mu.Unlock()
+		return
+	}
 	t.deciding = true
 	e.mu.Unlock()
 	if len(prepared) > 0 {
@@ -579,6 +645,49 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 	if len(prepared) > 0 {
 		e.rollForward(t)
 	}
+}
+
+// dropLocked marks committed nested transactions aborted, at any depth,
+// and aborts the others.
+func (e *Engine) dropLocked(ts []*txn) {
+	for _, c := range ts {
+		if c.state == Committed {
+			c.state = Aborted
+			e.dropLocked(c.children)
+		} else {
+			e.abortLocked(c)
+		}
+	}
+}
+
+// promoteLocked commits a nested transaction (TX.2.7): its PREPARED
+// participants become the parent's, all or none; they hear commit or
+// abort when the parent completes. A participant the parent knows with
+// another crash count aborts the parent (and so this transaction); a
+// parent no longer ACTIVE cannot take them, and this one aborts.
+func (e *Engine) promoteLocked(t *txn, prepared []Participant) {
+	p := t.parent
+	if p.state != Active {
+		e.abortLocked(t)
+		return
+	}
+	for _, q := range prepared {
+		for _, have := range p.parts {
+			if have.URL == q.URL && have.CrashCount != q.CrashCount {
+				e.abortLocked(p)
+				return
+			}
+		}
+	}
+	for _, q := range prepared {
+		if !slices.ContainsFunc(p.parts, func(h Participant) bool { return h.URL == q.URL }) {
+			p.parts = append(p.parts, q)
+		}
+	}
+	t.state = Committed
+	t.prepared = prepared
+	close(t.notified) // handed to the parent: it tells them
+	close(t.decided)
 }
 
 // rollForward calls commit on every PREPARED participant until each has

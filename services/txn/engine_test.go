@@ -599,6 +599,111 @@ func TestConformance(t *testing.T) {
 				t.Errorf("Abort: %v", err)
 			}
 		}},
+		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.e.LeaseEnded(id)
+			if s := state(t, r.e, id); s != Aborted {
+				t.Fatalf("state %v", s)
+			}
+			until(t, "told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+		}},
+		{"lease end while VOTING changes nothing", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.block["p0"] = make(chan struct{})
+			done := r.commitAsync(id, -1)
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			r.e.LeaseEnded(id)
+			close(r.f.block["p0"])
+			if err := <-done; err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+		}},
+		{"nested: created in an ACTIVE parent only", func(t *testing.T, r *rig) {
+			if _, err := r.e.CreateNested("nope"); !errors.Is(err, ErrUnknownTransaction) {
+				t.Error("unknown parent:", err)
+			}
+			p := r.tx(t, 0)
+			r.e.Abort(ctx, p, -1)
+			if _, err := r.e.CreateNested(p); !errors.Is(err, ErrCannotJoin) {
+				t.Error("aborted parent:", err)
+			}
+		}},
+		{"nested: commit promotes PREPARED participants, who hear commit only with the parent", func(t *testing.T, r *rig) {
+			p := r.tx(t, 1)
+			n, _ := r.e.CreateNested(p)
+			r.e.Join(n, Participant{URL: "np", CrashCount: 7})
+			r.e.Join(n, Participant{URL: "ro", CrashCount: 1})
+			r.f.on("ro", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("np", OpPrepareAndCommit, answer{vote: VotePrepared})
+			if err := r.e.Commit(ctx, n, -1); err != nil {
+				t.Fatalf("nested commit: %v", err)
+			}
+			if len(r.f.seen(OpCommit)) != 0 || r.j.writes != 0 {
+				t.Fatalf("a nested commit took effect: commits %v, %d writes", r.f.seen(OpCommit), r.j.writes)
+			}
+			if err := r.e.Commit(ctx, p, time.Hour); err != nil {
+				t.Fatalf("parent commit: %v", err)
+			}
+			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"np", "p0"}) {
+				t.Fatalf("commits %v, want the promoted np and p0", got)
+			}
+		}},
+		{"nested: a parent's abort reaches the promoted participants", func(t *testing.T, r *rig) {
+			p := r.tx(t, 0)
+			n, _ := r.e.CreateNested(p)
+			r.e.Join(n, Participant{URL: "np", CrashCount: 1})
+			r.f.on("np", OpPrepareAndCommit, answer{vote: VotePrepared})
+			r.e.Commit(ctx, n, -1)
+			r.e.Abort(ctx, p, -1)
+			until(t, "np told", func() bool { return slices.Equal(r.f.seen(OpAbort), []string{"np"}) })
+			if s := state(t, r.e, n); s != Aborted {
+				t.Errorf("nested state %v after the parent aborted, want ABORTED (its results dropped)", s)
+			}
+		}},
+		{"nested: aborts cascade to uncommitted descendants", func(t *testing.T, r *rig) {
+			p := r.tx(t, 0)
+			n, _ := r.e.CreateNested(p)
+			g, _ := r.e.CreateNested(n)
+			r.e.Abort(ctx, p, -1)
+			if state(t, r.e, n) != Aborted || state(t, r.e, g) != Aborted {
+				t.Fatalf("child %v, grandchild %v", state(t, r.e, n), state(t, r.e, g))
+			}
+		}},
+		{"nested: a parent's commit aborts children still ACTIVE", func(t *testing.T, r *rig) {
+			p := r.tx(t, 0)
+			n, _ := r.e.CreateNested(p)
+			r.e.Commit(ctx, p, -1)
+			if err := r.e.Commit(ctx, n, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("nested commit after the parent's: %v", err)
+			}
+		}},
+		{"nested: a crash-count conflict on promotion aborts the parent", func(t *testing.T, r *rig) {
+			p := r.e.Create()
+			r.e.Join(p, Participant{URL: "x", CrashCount: 1})
+			n, _ := r.e.CreateNested(p)
+			r.e.Join(n, Participant{URL: "x", CrashCount: 2})
+			r.f.on("x", OpPrepareAndCommit, answer{vote: VotePrepared})
+			if err := r.e.Commit(ctx, n, -1); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("nested commit: %v", err)
+			}
+			if s := state(t, r.e, p); s != Aborted {
+				t.Fatalf("parent %v, want ABORTED", s)
+			}
+		}},
+		{"nested: enclosedBy holds for every ancestor", func(t *testing.T, r *rig) {
+			p := r.tx(t, 0)
+			n, _ := r.e.CreateNested(p)
+			g, _ := r.e.CreateNested(n)
+			s, _ := r.e.CreateNested(p)
+			for _, c := range []struct {
+				id, anc string
+				want    bool
+			}{{g, n, true}, {g, p, true}, {n, p, true}, {p, g, false}, {g, s, false}, {g, g, false}} {
+				if got, err := r.e.EnclosedBy(c.id, c.anc); err != nil || got != c.want {
+					t.Errorf("EnclosedBy: %v %v, want %v", got, err, c.want)
+				}
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newRig(t)) })
