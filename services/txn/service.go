@@ -1,0 +1,214 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
+	"github.com/jinid/jinid/services/store"
+)
+
+// LeaseKind is the grantor's kind of a transaction's lease.
+const LeaseKind = "transaction"
+
+// DefaultPolicy bounds transaction leases: an hour at most, ten minutes
+// when the client lets the grantor choose.
+var DefaultPolicy = lease.Policy{Default: 10 * 60_000, Max: 60 * 60_000}
+
+// ServiceConfig configures the transaction manager service.
+type ServiceConfig struct {
+	Store   *store.Store
+	Grantor *lease.Grantor
+	// Outbound checks every participant URL when it joins; Client calls
+	// the participants (the daemon's outbound client, its own: a
+	// participant's prepare may take long).
+	Outbound *outbound.Policy
+	Client   http1.Doer
+	// Manager is the manager's URL as participants call it back (the
+	// daemon's advertised API base URL).
+	Manager string
+	Policy  lease.Policy
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	// Engine settings; zero means the engine's defaults.
+	PrepareFor, Backoff, MaxBackoff time.Duration
+	MaxParticipants                 int
+}
+
+// Service is the transaction manager as one of the daemon's services.
+type Service struct {
+	cfg     ServiceConfig
+	eng     *Engine
+	journal *StoreJournal
+
+	mu      sync.Mutex
+	leaseOf map[string]string // transaction ID → its lease ID
+	closing map[string]bool   // commit or abort received: its lease ends quietly
+}
+
+var _ lifecycle.Service = (*Service)(nil)
+
+// NewService builds the service and resumes the roll-forward of the
+// transactions committed before a restart: it is called before the API
+// answers anything, so no participant hears "unknown transaction" for
+// one the manager committed.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	if cfg.Policy == (lease.Policy{}) {
+		cfg.Policy = DefaultPolicy
+	}
+	if cfg.Client == nil {
+		cfg.Client = outbound.New(outbound.Config{Timeout: time.Minute, Policy: cfg.Outbound})
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	j := NewStoreJournal(cfg.Store)
+	recs, err := j.Load()
+	if err != nil {
+		return nil, fmt.Errorf("transaction manager: %w", err)
+	}
+	s := &Service{cfg: cfg, journal: j, leaseOf: map[string]string{}, closing: map[string]bool{}}
+	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
+		Logger: cfg.Logger, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
+		MaxParticipants: cfg.MaxParticipants})
+	s.eng.Recover(recs)
+	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
+	return s, nil
+}
+
+// Start implements lifecycle.Service.
+func (s *Service) Start(context.Context) error { return nil }
+
+// Shutdown stops the roll-forwards (the journal keeps them) and writes
+// what the journal holds back.
+func (s *Service) Shutdown(ctx context.Context) error {
+	err := s.eng.Shutdown(ctx)
+	s.journal.Flush()
+	return err
+}
+
+// release is the grantor's: the lease expired or was cancelled. An ACTIVE
+// transaction aborts; one whose commit or abort was received ends its
+// lease quietly.
+func (s *Service) release(_ *store.Tx, id string) error {
+	s.mu.Lock()
+	quiet := s.closing[id]
+	delete(s.closing, id)
+	delete(s.leaseOf, id)
+	s.mu.Unlock()
+	if !quiet {
+		s.eng.LeaseEnded(id)
+	}
+	return nil
+}
+
+// Create starts a transaction (nested in parent unless "") with a lease
+// of the requested duration.
+func (s *Service) Create(requested int64, parent, owner string) (string, lease.Record, error) {
+	var id string
+	var err error
+	if parent == "" {
+		id = s.eng.Create()
+	} else if id, err = s.eng.CreateNested(parent); err != nil {
+		return "", lease.Record{}, codeOf(err)
+	}
+	var rec lease.Record
+	err = s.cfg.Store.Update(func(tx *store.Tx) error {
+		var err error
+		rec, err = s.cfg.Grantor.Grant(tx, LeaseKind, id, owner, requested)
+		return err
+	})
+	if err != nil {
+		s.eng.LeaseEnded(id) // never seen: aborts at once
+		return "", lease.Record{}, err
+	}
+	s.mu.Lock()
+	s.leaseOf[id] = rec.ID
+	s.mu.Unlock()
+	return id, rec, nil
+}
+
+// Join adds a participant; its URL must be one the outbound policy
+// lets jinid call.
+func (s *Service) Join(id string, p Participant) error {
+	if err := s.cfg.Outbound.CheckURL("participant", p.URL); err != nil {
+		return err
+	}
+	return codeOf(s.eng.Join(id, p))
+}
+
+// State is the transaction's state.
+func (s *Service) State(id string) (State, error) {
+	st, err := s.eng.State(id)
+	return st, codeOf(err)
+}
+
+// Commit commits; waitFor < 0 is the one-parameter form.
+func (s *Service) Commit(ctx context.Context, id string, waitFor time.Duration) (State, error) {
+	s.endLease(id)
+	err := s.eng.Commit(ctx, id, waitFor)
+	st, _ := s.eng.State(id)
+	return st, codeOf(err)
+}
+
+// Abort aborts; waitFor < 0 is the one-parameter form.
+func (s *Service) Abort(ctx context.Context, id string, waitFor time.Duration) (State, error) {
+	s.endLease(id)
+	err := s.eng.Abort(ctx, id, waitFor)
+	st, _ := s.eng.State(id)
+	return st, codeOf(err)
+}
+
+// endLease ends the transaction's lease once commit or abort is
+// received: renewing or cancelling it then answers UnknownLease.
+func (s *Service) endLease(id string) {
+	s.mu.Lock()
+	lid, ok := s.leaseOf[id]
+	if ok {
+		s.closing[id] = true
+	}
+	s.mu.Unlock()
+	if ok {
+		s.cfg.Grantor.Cancel(lid)
+	}
+}
+
+// codeOf turns the engine's errors into the API's coded ones.
+func codeOf(err error) error {
+	var te *TimeoutExpired
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		committed := te.Committed
+		return &fault.Error{Code: apitypes.TimeoutExpired, Message: te.Error(), Committed: &committed}
+	case errors.Is(err, ErrUnknownTransaction):
+		return fault.New(apitypes.UnknownTransaction, "no such transaction")
+	case errors.Is(err, ErrCannotJoin):
+		return fault.New(apitypes.CannotJoin, "%s", err)
+	case errors.Is(err, ErrCannotCommit):
+		return fault.New(apitypes.CannotCommit, "%s", err)
+	case errors.Is(err, ErrCannotAbort):
+		return fault.New(apitypes.CannotAbort, "%s", err)
+	case errors.Is(err, ErrCrashCount):
+		return fault.New(apitypes.CrashCount, "%s", err)
+	case errors.Is(err, ErrOutcomeUnknown):
+		return fault.New(apitypes.OutcomeUnknown, "%s", err)
+	case errors.Is(err, ErrTooManyParticipants):
+		return fault.Limit(fault.TooMany, "participants", 0, "%s", err)
+	}
+	return err
+}

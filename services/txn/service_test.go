@@ -1,0 +1,203 @@
+package txn_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
+	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
+)
+
+// participant is an HTTP participant that votes as told and records the
+// operations it is called with.
+type participant struct {
+	mu   sync.Mutex
+	vote string
+	ops  []string
+	srv  *httptest.Server
+}
+
+func newParticipant(t *testing.T, vote string) *participant {
+	p := &participant{vote: vote}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var cb txn.Callback
+		json.NewDecoder(r.Body).Decode(&cb)
+		p.mu.Lock()
+		p.ops = append(p.ops, string(cb.Op))
+		vote := p.vote
+		p.mu.Unlock()
+		if cb.Op == txn.OpPrepareAndCommit && vote == "PREPARED" {
+			vote = "COMMITTED"
+		}
+		json.NewEncoder(w).Encode(txn.Answer{Vote: vote})
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *participant) seen() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.ops, ",")
+}
+
+type rig struct {
+	srv *httptest.Server
+	g   *lease.Grantor
+	s   *txn.Service
+}
+
+func newRig(t *testing.T, dir string) *rig {
+	t.Helper()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	s, err := txn.NewService(txn.ServiceConfig{Store: st, Grantor: g, Outbound: loopbackOK,
+		Client: outbound.New(outbound.Config{Policy: loopbackOK}), Manager: "http://gw:4162", Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start(context.Background())
+	s.Start(context.Background())
+	r := &rig{srv: httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}})), g: g, s: s}
+	t.Cleanup(func() {
+		r.srv.Close()
+		s.Shutdown(context.Background())
+		g.Shutdown(context.Background())
+		st.Close()
+	})
+	return r
+}
+
+// do sends a request to the API and decodes the answer into out.
+func (r *rig) do(t *testing.T, method, path, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, r.srv.URL+path, bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		json.Unmarshal(raw, out)
+	}
+	return resp.StatusCode
+}
+
+type errBody struct {
+	Error struct {
+		Code      string `json:"code"`
+		Committed *bool  `json:"committed"`
+	} `json:"error"`
+}
+
+// Through the API: create, join three participants, commit; each hears
+// prepare then commit; the transaction reads COMMITTED; its lease is gone.
+func TestThroughTheAPI(t *testing.T) {
+	r := newRig(t, t.TempDir())
+	var created struct {
+		ID, Manager string
+		Lease       struct{ ID string }
+	}
+	if code := r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created); code != 200 || created.ID == "" || created.Manager != "http://gw:4162" {
+		t.Fatalf("create: %d %+v", code, created)
+	}
+	ps := []*participant{newParticipant(t, "PREPARED"), newParticipant(t, "PREPARED"), newParticipant(t, "NOTCHANGED")}
+	for _, p := range ps {
+		if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+p.srv.URL+`/tx"},"crashCount":1}`, nil); code != 204 {
+			t.Fatalf("join: %d", code)
+		}
+	}
+	var st struct{ State string }
+	if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/commit", `{"waitFor":10000}`, &st); code != 200 || st.State != "COMMITTED" {
+		t.Fatalf("commit: %d %+v", code, st)
+	}
+	if ps[0].seen() != "prepare,commit" || ps[1].seen() != "prepare,commit" || ps[2].seen() != "prepare" {
+		t.Fatalf("participants saw %q %q %q", ps[0].seen(), ps[1].seen(), ps[2].seen())
+	}
+	if code := r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); code != 200 || st.State != "COMMITTED" {
+		t.Fatalf("state: %d %+v", code, st)
+	}
+	var eb errBody
+	if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/abort", `{}`, &eb); code != 409 || eb.Error.Code != "CannotAbort" {
+		t.Fatalf("abort after commit: %d %+v", code, eb)
+	}
+}
+
+// Bad input gets a clear error and changes nothing.
+func TestBadInput(t *testing.T) {
+	r := newRig(t, t.TempDir())
+	var created struct{ ID string }
+	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"GET", "/v1/transactions/nope", "", 404, "UnknownTransaction"},
+		{"POST", "/v1/transactions/nope/commit", `{}`, 404, "UnknownTransaction"},
+		{"POST", "/v1/transactions/nope/participants", `{"participant":{"url":"http://127.0.0.1:1/"},"crashCount":1}`, 404, "UnknownTransaction"},
+		{"POST", "/v1/transactions", `{}`, 400, "NullArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"crashCount":1}`, 400, "NullArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"participant":{"url":"ftp://x"},"crashCount":1}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"participant":{"url":"http://169.254.1.1/"},"crashCount":1}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"participant":{"url":"http://127.0.0.1:1/"}}`, 400, "NullArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/commit", `{"waitFor":-1}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"manager":"http://elsewhere:4162","id":"x"}}`, 409, "UnsupportedOperation"},
+	} {
+		var eb errBody
+		if got := r.do(t, c.method, c.path, c.body, &eb); got != c.status || eb.Error.Code != c.code {
+			t.Errorf("%s %s %s: %d %s, want %d %s", c.method, c.path, c.body, got, eb.Error.Code, c.status, c.code)
+		}
+	}
+	var st struct{ State string }
+	if r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ACTIVE" {
+		t.Errorf("after the bad requests: %s, want ACTIVE", st.State)
+	}
+}
+
+// Cancelling an ACTIVE transaction's lease aborts it; after commit or
+// abort the lease is gone (UnknownLease).
+func TestTransactionLease(t *testing.T) {
+	r := newRig(t, t.TempDir())
+	var created struct {
+		ID    string
+		Lease struct{ ID string }
+	}
+	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
+	if err := r.g.Cancel(created.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	var st struct{ State string }
+	if r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ABORTED" {
+		t.Fatalf("after the lease was cancelled: %s", st.State)
+	}
+	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
+	r.do(t, "POST", "/v1/transactions/"+created.ID+"/commit", `{}`, &st)
+	if st.State != "COMMITTED" {
+		t.Fatalf("commit: %s", st.State)
+	}
+	if err := r.g.Cancel(created.Lease.ID); err == nil {
+		t.Error("the lease of a committed transaction could still be cancelled")
+	}
+}
