@@ -61,6 +61,7 @@ var settings = []setting{
 	{key: "excludeDefaultRoute", flag: "exclude-default-route", reload: true},
 	{key: "multicast", flag: "no-multicast", invert: true},
 	{key: "dnsSD", flag: "no-dns-sd", invert: true},
+	{key: "transactions", flag: "no-transactions", invert: true},
 	{key: "discoveryPort", flag: "discovery-port"},
 	{key: "ldsAnnounceInterval", flag: "lds-announce-interval"},
 	{key: "renewalMargin", flag: "renewal-margin"},

@@ -13,6 +13,7 @@ import (
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // docs/api/openapi.yaml documents every route the API serves, with its
@@ -25,7 +26,7 @@ func TestOpenAPIInStep(t *testing.T) {
 	lines := strings.Split(string(doc), "\n")
 	// Every service's routes: registering them touches no state, so zero
 	// services will do.
-	services := []httpjson.Service{&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{}, &access.Tokens{}}
+	services := []httpjson.Service{&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{}, &access.Tokens{}, &txn.Service{}}
 	routes, needs := api.Routes(services...), api.Needs(services...)
 	scope := map[httpjson.Need]string{httpjson.Capability: "none", httpjson.Read: "read", httpjson.Client: "client", httpjson.Admin: "admin"}
 	if len(routes) < 40 {

@@ -220,6 +220,16 @@ func (d *Daemon) apiURL(local netip.Addr) string {
 	return scheme + "://" + d.peerHost(local) + ":" + port
 }
 
+// managerURL is the transaction manager's URL as participants call it
+// back: the API at --advertise, else at this host's primary address.
+func (d *Daemon) managerURL() string {
+	a, _ := primaryAddr()
+	if u := d.apiURL(a); u != "" {
+		return u
+	}
+	return d.apiURL(netip.IPv6Loopback())
+}
+
 // connContext marks each API connection: the unix socket's as the local
 // administrator's, and every one with how its peer reaches this daemon.
 func (d *Daemon) connContext(ctx context.Context, c net.Conn) context.Context {

@@ -45,6 +45,7 @@ import (
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // DefaultAPIListen is where the client API and the operations endpoints
@@ -77,6 +78,9 @@ type Config struct {
 	DiscoveryPort int
 	// NoDNSSD turns off the DNS-SD (mDNS) advertisement.
 	NoDNSSD bool
+	// NoTransactions turns off the transaction manager: its routes
+	// answer that it does not run.
+	NoTransactions bool
 	// LDSAnnounceInterval is how often the lookup discovery service
 	// expects lookup services to announce (three silent intervals and a
 	// failed probe discard one); 0 means 120 s.
@@ -407,12 +411,24 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The transaction manager resumes the roll-forward of what it
+	// committed before a restart here, before the API answers anything.
+	var txnSvc *txn.Service
+	if !d.cfg.NoTransactions {
+		if txnSvc, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
+			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn")}); err != nil {
+			return err
+		}
+	}
 	d.setQuotas(grantor)
 	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox = grantor, ldsSvc, renewalSvc, mailboxSvc
 	d.countsMetrics()
 	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	d.parts.Add("the lease renewal service", renewalSvc)
 	d.parts.Add("the event mailbox", mailboxSvc)
+	if txnSvc != nil {
+		d.parts.Add("the transaction manager", txnSvc)
+	}
 
 	if err := d.buildDiscovery(ctx, ldsNet, ldsSvc); err != nil {
 		return err
@@ -431,6 +447,11 @@ func (d *Daemon) build(ctx context.Context) error {
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	services := []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens}
 	var notRun []api.NotRun
+	if txnSvc != nil {
+		services = append(services, txnSvc)
+	} else {
+		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})
+	}
 	if snaps != nil {
 		services = append(services, snaps)
 	} else {
