@@ -137,6 +137,16 @@ func TestClientKeepsConnections(t *testing.T) {
 	}
 	// The server drops its idle connections (a restart, its idle
 	// timeout): the next POST goes through on a new one.
+	until(t, "the server's connection idle", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			if c.state != stateIdle {
+				return false
+			}
+		}
+		return len(s.conns) == 1
+	})
 	s.closeConns(false)
 	exchange("POST", "/echo", "after", true)
 	if dials != 2 {
@@ -151,5 +161,17 @@ func TestClientKeepsConnections(t *testing.T) {
 	exchange("GET", "/small", "", true)
 	if dials != 4 {
 		t.Errorf("after a body left unread: %d dials, want 4", dials)
+	}
+}
+
+// until waits for cond, at most 5 s.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -412,6 +412,13 @@ func (c *conn) exchange(connCtx context.Context, req *http.Request, tlsState *tl
 	if !c.handle(w, req) {
 		return false
 	}
+	// A body left unread beyond what will be drained ends the
+	// connection: the answer says so, so that the client opens a new one
+	// for its next request rather than reuse this one (net/http does the
+	// same when a handler's MaxBytesReader stops reading).
+	if !body.eof && !body.expect && (req.ContentLength < 0 || req.ContentLength-body.read > maxDrain) {
+		w.closeAfter = true
+	}
 	w.finish()
 	err := bw.Flush()
 	// A body left unread may still be coming: closing now would answer
@@ -463,6 +470,7 @@ type requestBody struct {
 	w      *response
 	expect bool // the client waits for 100 Continue
 	eof    bool
+	read   int64 // bytes read so far
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -474,6 +482,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.rc.Read(p)
+	b.read += int64(n)
 	switch {
 	case errors.Is(err, io.EOF):
 		b.eof = true

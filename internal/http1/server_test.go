@@ -157,8 +157,8 @@ func TestLargeBodyRefused(t *testing.T) {
 			t.Fatalf("posting 4 MB: %v, want the 413", err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestEntityTooLarge {
-			t.Fatalf("status %d, want 413", resp.StatusCode)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+			t.Fatalf("status %d, Connection: close %v; want 413 and close", resp.StatusCode, resp.Close)
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
