@@ -335,32 +335,8 @@ func (e *Engine) Join(id string, p Participant) error {
 // also waits, up to waitFor, for every participant to be told, else it
 // returns *TimeoutExpired (never before the outcome is decided).
 func (e *Engine) Commit(ctx context.Context, id string, waitFor time.Duration) error {
-	start := e.cfg.Clock.Now()
-	e.mu.Lock()
-	t := e.txs[id]
-	if t == nil {
-		e.mu.Unlock()
-		return ErrUnknownTransaction
-	}
-	if t.state == Active {
-		t.state = Voting
-		// A nested transaction still ACTIVE can no longer commit into
-		// this one.
-		for _, c := range t.children {
-			if c.state == Active {
-				e.abortLocked(c)
-			}
-		}
-		vctx, stop := context.WithCancel(e.ctx)
-		t.stop = stop
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.vote(vctx, t)
-		}()
-	}
-	e.mu.Unlock()
-	if err := e.wait(ctx, t, start, waitFor); err != nil {
+	t, err := e.complete(ctx, id, waitFor, e.beginVotingLocked)
+	if err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -377,18 +353,12 @@ func (e *Engine) Commit(ctx context.Context, id string, waitFor time.Duration) e
 // Abort aborts the transaction (TX.2.5): at once while ACTIVE or VOTING;
 // ErrCannotAbort once COMMITTED is durable. waitFor is as for Commit.
 func (e *Engine) Abort(ctx context.Context, id string, waitFor time.Duration) error {
-	start := e.cfg.Clock.Now()
-	e.mu.Lock()
-	t := e.txs[id]
-	if t == nil {
-		e.mu.Unlock()
-		return ErrUnknownTransaction
-	}
-	if !t.deciding && (t.state == Active || t.state == Voting) {
-		e.abortLocked(t)
-	}
-	e.mu.Unlock()
-	if err := e.wait(ctx, t, start, waitFor); err != nil {
+	t, err := e.complete(ctx, id, waitFor, func(t *txn) {
+		if !t.deciding && (t.state == Active || t.state == Voting) {
+			e.abortLocked(t)
+		}
+	})
+	if err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -397,6 +367,43 @@ func (e *Engine) Abort(ctx context.Context, id string, waitFor time.Duration) er
 		return ErrCannotAbort
 	}
 	return nil
+}
+
+// complete runs begin on the transaction under the lock, then waits as
+// waitFor says (see wait).
+func (e *Engine) complete(ctx context.Context, id string, waitFor time.Duration, begin func(*txn)) (*txn, error) {
+	start := e.cfg.Clock.Now()
+	e.mu.Lock()
+	t := e.txs[id]
+	if t == nil {
+		e.mu.Unlock()
+		return nil, ErrUnknownTransaction
+	}
+	begin(t)
+	e.mu.Unlock()
+	return t, e.wait(ctx, t, start, waitFor)
+}
+
+// beginVotingLocked starts the voting of an ACTIVE transaction.
+func (e *Engine) beginVotingLocked(t *txn) {
+	if t.state != Active {
+		return
+	}
+	t.state = Voting
+	// A nested transaction still ACTIVE can no longer commit into this
+	// one.
+	for _, c := range t.children {
+		if c.state == Active {
+			e.abortLocked(c)
+		}
+	}
+	vctx, stop := context.WithCancel(e.ctx)
+	t.stop = stop
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.vote(vctx, t)
+	}()
 }
 
 // wait waits for the decision, and with waitFor ≥ 0 for the
