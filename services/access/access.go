@@ -283,6 +283,10 @@ func (r *recorder) WriteHeader(status int) {
 // NoteInternal implements httpjson's internal-error note.
 func (r *recorder) NoteInternal(err error) { r.internal = err }
 
+// Unwrap lets http.ResponseController reach the connection (the
+// transaction manager's commit lifts its deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // Flush lets long polls flush through the recorder.
 func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
