@@ -30,7 +30,7 @@ func main() {
 // is.
 func toolsElsewhere() map[string]string {
 	out := map[string]string{}
-	for _, name := range []string{"inspect", "discover", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token"} {
+	for _, name := range []string{"inspect", "discover", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token", "txn"} {
 		out[name] = "the tools binary (jinid-tools; /usr/bin/jinid in the OpenWrt package)"
 	}
 	return out
