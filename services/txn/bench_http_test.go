@@ -1,0 +1,135 @@
+package txn_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
+	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
+	txnpart "github.com/jinid/jinid/services/txn/participant"
+)
+
+// BenchmarkCommitHTTP: the whole path on loopback — a client creates a
+// transaction through the API, joins three Go participants (each its
+// own HTTP server, voting PREPARED), and commits with waitFor; one
+// client at a time and 32 at once. Reports committed transactions per
+// second, store writes (fsyncs) per committed transaction and the
+// client's latency for the whole transaction.
+func BenchmarkCommitHTTP(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			st, err := store.Open(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			reg := metrics.New()
+			st.Instrument(reg)
+			g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+			loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+			s, err := txn.NewService(txn.ServiceConfig{Store: st, Grantor: g, Outbound: loopbackOK,
+				Client: outbound.New(outbound.Config{Policy: loopbackOK}), Manager: "http://gw:4162"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			g.Start(context.Background())
+			defer g.Shutdown(context.Background())
+			defer s.Shutdown(context.Background())
+			srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
+			defer srv.Close()
+			var urls []string
+			for range 3 {
+				p := httptest.NewServer(&txnpart.Handler{
+					Prepare: func(context.Context, string) (txn.Vote, error) { return txn.VotePrepared, nil },
+					Commit:  func(context.Context, string) error { return nil },
+					Abort:   func(context.Context, string) error { return nil },
+				})
+				defer p.Close()
+				urls = append(urls, p.URL)
+			}
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			defer tr.CloseIdleConnections()
+			hc := &http.Client{Transport: tr}
+			post := func(path, body string, out any) {
+				resp, err := hc.Post(srv.URL+path, "application/json", bytes.NewReader([]byte(body)))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode/100 != 2 {
+					b.Errorf("%s: %d %s", path, resp.StatusCode, raw)
+				}
+				if out != nil {
+					json.Unmarshal(raw, out)
+				}
+			}
+			writes := func() int {
+				var sb strings.Builder
+				reg.WritePrometheus(&sb)
+				for line := range strings.Lines(sb.String()) {
+					if v, ok := strings.CutPrefix(line, "jinid_store_commit_duration_seconds_count "); ok {
+						n, _ := strconv.Atoi(strings.TrimSpace(v))
+						return n
+					}
+				}
+				return 0
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			before := writes()
+			next := make(chan struct{})
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range clients {
+				wg.Go(func() {
+					for range next {
+						start := time.Now()
+						var created struct{ ID string }
+						post("/v1/transactions", `{"leaseDuration":60000}`, &created)
+						for _, u := range urls {
+							post("/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+u+`"},"crashCount":1}`, nil)
+						}
+						post("/v1/transactions/"+created.ID+"/commit", `{"waitFor":10000}`, nil)
+						mu.Lock()
+						lat = append(lat, time.Since(start))
+						mu.Unlock()
+					}
+				})
+			}
+			for range b.N {
+				next <- struct{}{}
+			}
+			close(next)
+			wg.Wait()
+			b.StopTimer()
+			// Each transaction's lease grant is a write of its own; the
+			// decision's write is the one the manager adds.
+			b.ReportMetric(float64(writes()-before)/float64(b.N), "writes/txn")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
