@@ -6,26 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/services/api"
-	"github.com/jinid/jinid/services/httpjson"
-	"github.com/jinid/jinid/services/lease"
-	"github.com/jinid/jinid/services/outbound"
-	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/services/txn"
 	txnpart "github.com/jinid/jinid/services/txn/participant"
+	"github.com/jinid/jinid/services/txn/txntest"
 )
 
 // BenchmarkCommitHTTP: the whole path on loopback — a client creates a
@@ -37,25 +27,7 @@ import (
 func BenchmarkCommitHTTP(b *testing.B) {
 	for _, clients := range []int{1, 32} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			st, err := store.Open(b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			reg := metrics.New()
-			st.Instrument(reg)
-			g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
-			loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-			s, err := txn.NewService(txn.ServiceConfig{Store: st, Grantor: g, Outbound: loopbackOK,
-				Client: outbound.New(outbound.Config{Policy: loopbackOK}), Manager: "http://gw:4162"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			g.Start(context.Background())
-			defer g.Shutdown(context.Background())
-			defer s.Shutdown(context.Background())
-			srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
-			defer srv.Close()
+			m := txntest.Start(b, txn.ServiceConfig{})
 			var urls []string
 			for range 3 {
 				p := httptest.NewServer(&txnpart.Handler{
@@ -70,7 +42,7 @@ func BenchmarkCommitHTTP(b *testing.B) {
 			defer tr.CloseIdleConnections()
 			hc := &http.Client{Transport: tr}
 			post := func(path, body string, out any) {
-				resp, err := hc.Post(srv.URL+path, "application/json", bytes.NewReader([]byte(body)))
+				resp, err := hc.Post(m.URL+path, "application/json", bytes.NewReader([]byte(body)))
 				if err != nil {
 					b.Error(err)
 					return
@@ -84,20 +56,9 @@ func BenchmarkCommitHTTP(b *testing.B) {
 					json.Unmarshal(raw, out)
 				}
 			}
-			writes := func() int {
-				var sb strings.Builder
-				reg.WritePrometheus(&sb)
-				for line := range strings.Lines(sb.String()) {
-					if v, ok := strings.CutPrefix(line, "jinid_store_commit_duration_seconds_count "); ok {
-						n, _ := strconv.Atoi(strings.TrimSpace(v))
-						return n
-					}
-				}
-				return 0
-			}
 			var mu sync.Mutex
 			var lat []time.Duration
-			before := writes()
+			before := m.Writes()
 			next := make(chan struct{})
 			var wg sync.WaitGroup
 			b.ResetTimer()
@@ -125,7 +86,7 @@ func BenchmarkCommitHTTP(b *testing.B) {
 			b.StopTimer()
 			// Each transaction's lease grant is a write of its own; the
 			// decision's write is the one the manager adds.
-			b.ReportMetric(float64(writes()-before)/float64(b.N), "writes/txn")
+			b.ReportMetric(float64(m.Writes()-before)/float64(b.N), "writes/txn")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")

@@ -2,25 +2,17 @@ package txn_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/services/api"
-	"github.com/jinid/jinid/services/httpjson"
-	"github.com/jinid/jinid/services/lease"
-	"github.com/jinid/jinid/services/outbound"
-	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/services/txn"
+	"github.com/jinid/jinid/services/txn/txntest"
 )
 
 // participant is an HTTP participant that votes as told and records the
@@ -57,40 +49,18 @@ func (p *participant) seen() string {
 }
 
 type rig struct {
-	srv *httptest.Server
-	g   *lease.Grantor
-	s   *txn.Service
+	*txntest.Manager
 }
 
-func newRig(t *testing.T, dir string) *rig {
+func newRig(t *testing.T) *rig {
 	t.Helper()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
-	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	s, err := txn.NewService(txn.ServiceConfig{Store: st, Grantor: g, Outbound: loopbackOK,
-		Client: outbound.New(outbound.Config{Policy: loopbackOK}), Manager: "http://gw:4162", Backoff: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Start(context.Background())
-	s.Start(context.Background())
-	r := &rig{srv: httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}})), g: g, s: s}
-	t.Cleanup(func() {
-		r.srv.Close()
-		s.Shutdown(context.Background())
-		g.Shutdown(context.Background())
-		st.Close()
-	})
-	return r
+	return &rig{txntest.Start(t, txn.ServiceConfig{Backoff: 10 * time.Millisecond})}
 }
 
 // do sends a request to the API and decodes the answer into out.
 func (r *rig) do(t *testing.T, method, path, body string, out any) int {
 	t.Helper()
-	req, _ := http.NewRequest(method, r.srv.URL+path, bytes.NewReader([]byte(body)))
+	req, _ := http.NewRequest(method, r.URL+path, bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -114,7 +84,7 @@ type errBody struct {
 // Through the API: create, join three participants, commit; each hears
 // prepare then commit; the transaction reads COMMITTED; its lease is gone.
 func TestThroughTheAPI(t *testing.T) {
-	r := newRig(t, t.TempDir())
+	r := newRig(t)
 	var created struct {
 		ID, Manager string
 		Lease       struct{ ID string }
@@ -146,7 +116,7 @@ func TestThroughTheAPI(t *testing.T) {
 
 // Bad input gets a clear error and changes nothing.
 func TestBadInput(t *testing.T) {
-	r := newRig(t, t.TempDir())
+	r := newRig(t)
 	var created struct{ ID string }
 	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
 	for _, c := range []struct {
@@ -179,13 +149,13 @@ func TestBadInput(t *testing.T) {
 // Cancelling an ACTIVE transaction's lease aborts it; after commit or
 // abort the lease is gone (UnknownLease).
 func TestTransactionLease(t *testing.T) {
-	r := newRig(t, t.TempDir())
+	r := newRig(t)
 	var created struct {
 		ID    string
 		Lease struct{ ID string }
 	}
 	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
-	if err := r.g.Cancel(created.Lease.ID); err != nil {
+	if err := r.Grantor.Cancel(created.Lease.ID); err != nil {
 		t.Fatal(err)
 	}
 	var st struct{ State string }
@@ -197,7 +167,7 @@ func TestTransactionLease(t *testing.T) {
 	if st.State != "COMMITTED" {
 		t.Fatalf("commit: %s", st.State)
 	}
-	if err := r.g.Cancel(created.Lease.ID); err == nil {
+	if err := r.Grantor.Cancel(created.Lease.ID); err == nil {
 		t.Error("the lease of a committed transaction could still be cancelled")
 	}
 }

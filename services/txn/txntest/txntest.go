@@ -1,0 +1,76 @@
+// Package txntest runs a transaction manager behind the API for tests: a
+// store in a temporary directory, a lease grantor, the service, and an
+// httptest server, with loopback allowed as a participant address.
+package txntest
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
+	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
+)
+
+// Manager is a running transaction manager.
+type Manager struct {
+	URL     string // the API's
+	Grantor *lease.Grantor
+	Service *txn.Service
+	metrics *metrics.Registry
+}
+
+// Start runs one until the test ends. cfg's Store, Grantor, Outbound,
+// Client and Manager are filled in; its other settings are kept.
+func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
+	t.Helper()
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.New()
+	st.Instrument(reg)
+	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+	// Participants in tests listen on loopback, which the outbound
+	// policy refuses unless allowed.
+	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	cfg.Store, cfg.Grantor, cfg.Outbound = st, g, loopbackOK
+	cfg.Client, cfg.Manager = outbound.New(outbound.Config{Policy: loopbackOK}), "http://gw:4162"
+	s, err := txn.NewService(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start(context.Background())
+	s.Start(context.Background())
+	srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
+	t.Cleanup(func() {
+		srv.Close()
+		s.Shutdown(context.Background())
+		g.Shutdown(context.Background())
+		st.Close()
+	})
+	return &Manager{URL: srv.URL, Grantor: g, Service: s, metrics: reg}
+}
+
+// Writes is how many writes (each an fsync) the store has committed.
+func (m *Manager) Writes() int {
+	var b strings.Builder
+	m.metrics.WritePrometheus(&b)
+	for line := range strings.Lines(b.String()) {
+		if v, ok := strings.CutPrefix(line, "jinid_store_commit_duration_seconds_count "); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
