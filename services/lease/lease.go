@@ -2,7 +2,10 @@
 // durations by per-kind policy, renews and cancels (one by one and in
 // batches with per-lease results, the LeaseMap semantics), keeps every
 // lease in the store with the resource it covers, and frees the resource
-// promptly when a lease ends, from a heap of expirations.
+// promptly when a lease ends, from a heap of expirations. A volatile kind's
+// leases are kept in memory only: they cover resources a restart ends
+// anyway (a transaction's, under presumed abort), so granting, renewing
+// and cancelling them costs no store write.
 package lease
 
 import (
@@ -80,12 +83,13 @@ type Quota struct {
 type Release func(tx *store.Tx, resource string) error
 
 type kind struct {
-	policy  Policy
-	release Release
-	renewed func(Record)
-	quota   Quota
-	count   int            // leases held
-	owners  map[string]int // leases held by owner
+	policy   Policy
+	release  Release
+	volatile bool // in memory only: release gets a nil tx
+	renewed  func(Record)
+	quota    Quota
+	count    int            // leases held
+	owners   map[string]int // leases held by owner
 }
 
 type entry struct {
@@ -123,6 +127,16 @@ func (g *Grantor) Register(k string, p Policy, release Release) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.kinds[k] = &kind{policy: p, release: release, owners: map[string]int{}}
+}
+
+// RegisterVolatile declares a kind whose leases live in memory only, for
+// resources that do not outlive the process: Grant takes a nil tx for
+// them, and release is called with a nil tx. The leases are listed,
+// renewed and cancelled like any other.
+func (g *Grantor) RegisterVolatile(k string, p Policy, release Release) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.kinds[k] = &kind{policy: p, release: release, volatile: true, owners: map[string]int{}}
 }
 
 // Start reads the stored leases and, in one transaction, releases those
@@ -206,7 +220,8 @@ func (g *Grantor) policy(k string) (kind, error) {
 }
 
 // Grant leases a new resource within the owner's transaction: the lease is
-// stored with the resource and tracked once both are on disk.
+// stored with the resource and tracked once both are on disk. A volatile
+// kind's lease is tracked at once, and tx may be nil.
 func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64) (Record, error) {
 	kd, err := g.policy(k)
 	if err != nil {
@@ -223,6 +238,10 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64
 		return Record{}, err
 	}
 	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d), Owner: owner}
+	if kd.volatile {
+		g.track(r)
+		return r, nil
+	}
 	return r, g.put(tx, r)
 }
 
@@ -250,20 +269,23 @@ func (g *Grantor) put(tx *store.Tx, r Record) error {
 	if err := tx.Put(bucket, r.ID, r); err != nil {
 		return err
 	}
-	tx.OnCommit(func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if e, ok := g.leases[r.ID]; ok {
-			e.rec = r
-			if g.heap.Contains(e) { // not while it is being expired
-				g.heap.Update(e)
-			}
-		} else {
-			g.add(r)
-		}
-		g.schedule()
-	})
+	tx.OnCommit(func() { g.track(r) })
 	return nil
+}
+
+// track adds r to the leases in memory, or updates it there.
+func (g *Grantor) track(r Record) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e, ok := g.leases[r.ID]; ok {
+		e.rec = r
+		if g.heap.Contains(e) { // not while it is being expired
+			g.heap.Update(e)
+		}
+	} else {
+		g.add(r)
+	}
+	g.schedule()
 }
 
 // add tracks r; call with g.mu held.
@@ -361,7 +383,12 @@ func (g *Grantor) RenewAll(rs []Renewal) []Result {
 				var d int64
 				if d, err = kd.policy.Grant(rn.Duration); err == nil {
 					r.Expiration = expirationAfter(g.now(), d)
-					ok = append(ok, i)
+					if kd.volatile {
+						g.track(r)
+						g.renewed(kd, r)
+					} else {
+						ok = append(ok, i)
+					}
 				}
 			}
 		}
@@ -385,11 +412,17 @@ func (g *Grantor) RenewAll(rs []Renewal) []Result {
 		return out
 	}
 	for _, i := range ok {
-		if kd, _ := g.policy(out[i].Lease.Kind); kd.renewed != nil {
-			kd.renewed(out[i].Lease)
-		}
+		kd, _ := g.policy(out[i].Lease.Kind)
+		g.renewed(kd, out[i].Lease)
 	}
 	return out
+}
+
+// renewed tells the kind's OnRenew hook, if any, of a stored renewal.
+func (g *Grantor) renewed(kd kind, r Record) {
+	if kd.renewed != nil {
+		kd.renewed(r)
+	}
 }
 
 // OnRenew has f told of every renewal of a lease of kind k, once it is
@@ -453,10 +486,12 @@ func (g *Grantor) Drop(tx *store.Tx, id string) error {
 	return nil
 }
 
-func (g *Grantor) forget(id string) {
+// forget stops tracking lease id; false if it was not tracked.
+func (g *Grantor) forget(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if e, ok := g.leases[id]; ok {
+	e, ok := g.leases[id]
+	if ok {
 		g.heap.Remove(e)
 		delete(g.leases, id)
 		if k := g.kinds[e.rec.Kind]; k != nil {
@@ -469,12 +504,34 @@ func (g *Grantor) forget(id string) {
 		}
 	}
 	g.schedule()
+	return ok
 }
 
-// expire deletes leases and releases their resources in one transaction.
+// expire deletes leases and releases their resources in one transaction;
+// volatile ones are released without it.
 func (g *Grantor) expire(recs []Record) error {
+	stored := recs[:0:0]
+	for _, r := range recs {
+		kd, err := g.policy(r.Kind)
+		if err != nil {
+			return err
+		}
+		if !kd.volatile {
+			stored = append(stored, r)
+			continue
+		}
+		if !g.forget(r.ID) {
+			continue // cancelled and expired at once: released once
+		}
+		if err := kd.release(nil, r.Resource); err != nil {
+			g.log.Warn("releasing a volatile lease's resource failed", "kind", r.Kind, "resource", r.Resource, "err", err)
+		}
+	}
+	if len(stored) == 0 {
+		return nil
+	}
 	return g.store.Update(func(tx *store.Tx) error {
-		for _, r := range recs {
+		for _, r := range stored {
 			kd, err := g.policy(r.Kind)
 			if err != nil {
 				return err

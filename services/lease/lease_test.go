@@ -205,3 +205,69 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("released %v after the long lease's end", got)
 	}
 }
+
+// A volatile kind's leases are granted, renewed, cancelled and expired
+// without a store write, and are gone after a restart.
+func TestVolatile(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	f := newFixture(t, dir, clk)
+	var mu sync.Mutex
+	var released []string
+	f.g.RegisterVolatile("txn", Policy{Default: minute, Max: hour}, func(tx *store.Tx, res string) error {
+		if tx != nil {
+			t.Error("a volatile release got a store transaction")
+		}
+		mu.Lock()
+		released = append(released, res)
+		mu.Unlock()
+		return nil
+	})
+	stored := func() int {
+		n := 0
+		f.st.View(func(tx *store.Tx) error {
+			return tx.ForEach(bucket, func(string, []byte) error { n++; return nil })
+		})
+		return n
+	}
+	a, err := f.g.Grant(nil, "txn", "a", "", lease30s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := f.g.Grant(nil, "txn", "b", "", minute)
+	c, _ := f.g.Grant(nil, "txn", "c", "", minute)
+	if n := stored(); n != 0 || f.g.Count() != 3 {
+		t.Fatalf("%d stored, %d tracked; want 0 and 3", n, f.g.Count())
+	}
+	if r, err := f.g.Renew(b.ID, hour); err != nil || r.Expiration != t0.UnixMilli()+hour {
+		t.Fatalf("renew: %+v %v", r, err)
+	}
+	if err := f.g.Cancel(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.g.Cancel(c.ID); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("cancelling twice: %v", err)
+	}
+	clk.Advance(31 * time.Second) // a expires
+	mu.Lock()
+	got := append([]string(nil), released...)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != "c" || got[1] != "a" {
+		t.Fatalf("released %v, want [c a]", got)
+	}
+	if _, err := f.g.Get(a.ID); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("expired volatile lease: %v", err)
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("%d leases stored", n)
+	}
+	f.g.Shutdown(context.Background())
+	f.st.Close()
+	f2 := newFixture(t, dir, clk)
+	f2.g.RegisterVolatile("txn", Policy{Default: minute, Max: hour}, func(*store.Tx, string) error { return nil })
+	if _, err := f2.g.Get(b.ID); !fault.Is(err, fault.UnknownLease) {
+		t.Fatalf("a volatile lease outlived a restart: %v", err)
+	}
+}
+
+const lease30s = 30_000

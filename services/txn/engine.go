@@ -145,6 +145,9 @@ type Config struct {
 	Backoff, MaxBackoff time.Duration
 	// MaxParticipants bounds a transaction's joiners (default 1024).
 	MaxParticipants int
+	// Retain is how long a completed transaction's state is still
+	// answered, once every participant heard the outcome (default 1 min).
+	Retain time.Duration
 }
 
 // Engine runs transactions.
@@ -199,6 +202,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.MaxParticipants == 0 {
 		cfg.MaxParticipants = 1024
+	}
+	if cfg.Retain == 0 {
+		cfg.Retain = time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{}}
@@ -463,7 +469,7 @@ func (e *Engine) abortLocked(t *txn) {
 		}
 	}
 	if len(tell) == 0 {
-		close(t.notified) // nobody to tell: notified as it is decided
+		e.told(t) // nobody to tell: told as it is decided
 		close(t.decided)
 		return
 	}
@@ -477,7 +483,7 @@ func (e *Engine) abortLocked(t *txn) {
 
 // tellAbort calls abort on each participant, a few times at most.
 func (e *Engine) tellAbort(t *txn, ps []Participant) {
-	defer close(t.notified)
+	defer e.told(t)
 	var wg sync.WaitGroup
 	for _, p := range ps {
 		wg.Go(func() {
@@ -645,7 +651,7 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 	t.state = Committed
 	t.prepared = prepared
 	if len(prepared) == 0 {
-		close(t.notified) // nobody to tell: notified as it is decided
+		e.told(t) // nobody to tell: told as it is decided
 	}
 	close(t.decided)
 	e.mu.Unlock()
@@ -724,5 +730,40 @@ func (e *Engine) rollForward(t *txn) {
 	if err := e.cfg.Journal.Finished(t.id); err != nil {
 		e.log.Warn("cannot forget a rolled-forward transaction; it is rolled forward again at the next start", "id", t.id, "err", err)
 	}
+	e.told(t)
+}
+
+// told records that every participant of t heard its outcome. A
+// top-level transaction is forgotten Retain later (getState answers
+// until then), with its nested ones: under presumed abort a participant
+// that asks about a forgotten transaction rolls back, which is right,
+// since every PREPARED participant of a committed one has answered
+// commit by now.
+func (e *Engine) told(t *txn) {
 	close(t.notified)
+	if t.parent == nil {
+		e.cfg.Clock.AfterFunc(e.cfg.Retain, func() { e.forget(t) })
+	}
+}
+
+// forget drops t and its nested transactions.
+func (e *Engine) forget(t *txn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var drop func(*txn)
+	drop = func(t *txn) {
+		delete(e.txs, t.id)
+		for _, c := range t.children {
+			drop(c)
+		}
+	}
+	drop(t)
+}
+
+// Open is how many transactions the engine holds (open, or completed
+// within Retain), for metrics and tests.
+func (e *Engine) Open() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.txs)
 }

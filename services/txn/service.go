@@ -85,7 +85,10 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		Logger: cfg.Logger, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
 		MaxParticipants: cfg.MaxParticipants})
 	s.eng.Recover(recs)
-	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
+	// Presumed abort: a transaction not yet committed ends with the
+	// process, so its lease needs no disk either. The commit point is
+	// the only write a transaction costs.
+	cfg.Grantor.RegisterVolatile(LeaseKind, cfg.Policy, s.release)
 	return s, nil
 }
 
@@ -125,12 +128,7 @@ func (s *Service) Create(requested int64, parent, owner string) (string, lease.R
 	} else if id, err = s.eng.CreateNested(parent); err != nil {
 		return "", lease.Record{}, codeOf(err)
 	}
-	var rec lease.Record
-	err = s.cfg.Store.Update(func(tx *store.Tx) error {
-		var err error
-		rec, err = s.cfg.Grantor.Grant(tx, LeaseKind, id, owner, requested)
-		return err
-	})
+	rec, err := s.cfg.Grantor.Grant(nil, LeaseKind, id, owner, requested)
 	if err != nil {
 		s.eng.LeaseEnded(id) // never seen: aborts at once
 		return "", lease.Record{}, err

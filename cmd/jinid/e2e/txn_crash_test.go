@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/services/txn"
+)
+
+// crashStage is when a kill happens, relative to one commit.
+type crashStage int
+
+const (
+	atRandom       crashStage = iota // after a random pause, wherever the stream is
+	beforeDecision                   // the last participant is being asked to prepare
+	afterDurable                     // a participant hears commit: the decision is on disk
+	midwayCommits                    // a second participant is being told commit
+)
+
+func (s crashStage) String() string {
+	return [...]string{"at a random moment", "before the decision", "right after the decision is durable", "midway through the commit calls"}[s]
+}
+
+// recorder is a participant that votes PREPARED (the second one, ABORTED
+// on about one transaction in eight) and records, per
+// transaction, what the manager told it. Before it answers a call, it
+// runs the test's hook (which may SIGKILL the manager).
+type recorder struct {
+	index int
+	hook  func(index int, op txn.Op, id string)
+
+	mu                        sync.Mutex
+	prepared, commits, aborts map[string]int
+}
+
+func newRecorder(t *testing.T, index int, hook func(int, txn.Op, string)) (*recorder, string) {
+	r := &recorder{index: index, hook: hook, prepared: map[string]int{}, commits: map[string]int{}, aborts: map[string]int{}}
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return r, srv.URL + "/tx"
+}
+
+func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	var cb txn.Callback
+	if err := json.NewDecoder(req.Body).Decode(&cb); err != nil {
+		http.Error(w, "bad callback", http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	switch cb.Op {
+	case txn.OpPrepare, txn.OpPrepareAndCommit:
+		r.prepared[cb.ID]++
+	case txn.OpCommit:
+		r.commits[cb.ID]++ // rolled forward, whether or not the answer arrives
+	case txn.OpAbort:
+		r.aborts[cb.ID]++
+	}
+	r.mu.Unlock()
+	r.hook(r.index, cb.Op, cb.ID)
+	w.Header().Set("Content-Type", "application/json")
+	switch cb.Op {
+	case txn.OpPrepare:
+		if r.index == 1 && strings.ContainsAny(cb.ID[len(cb.ID)-1:], "07") {
+			io.WriteString(w, `{"vote":"ABORTED"}`) // one in eight, about
+			return
+		}
+		io.WriteString(w, `{"vote":"PREPARED"}`)
+	case txn.OpPrepareAndCommit:
+		io.WriteString(w, `{"vote":"COMMITTED"}`)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// told reports what the participant heard of transaction id.
+func (r *recorder) told(id string) (prepared, committed, aborted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prepared[id] > 0, r.commits[id] > 0, r.aborts[id] > 0
+}
+
+// outcome is what the client was told of a commit.
+type outcome int
+
+const (
+	sawNothing   outcome = iota // the call failed: the daemon died under it
+	sawCommitted                // 200 COMMITTED
+	sawAborted                  // 409 CannotCommit
+)
+
+// The transaction manager's commit point survives SIGKILL. Under a
+// steady stream of transactions with three participants each, the daemon
+// is killed 20 times, five at each stage of a commit, and restarted on
+// the same store and address. In the end no participant heard both commit
+// and abort of one transaction, every transaction a client saw commit was
+// committed at each participant, none a client saw abort was committed
+// anywhere, a transaction committed anywhere was committed everywhere,
+// and one nobody heard commit reads as unknown (presumed abort), never
+// COMMITTED.
+func TestTransactionsSurviveSIGKILL(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	api := "http://" + addr
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	var (
+		current atomic.Pointer[jinidtest.Daemon]
+		armed   atomic.Int32 // the stage whose trigger kills, or -1
+		fired   = make(chan struct{}, 1)
+		firstMu sync.Mutex
+		first   = map[string]int{} // commit calls seen per transaction
+	)
+	armed.Store(-1)
+	kill := func() {
+		if d := current.Load(); d != nil {
+			d.Kill()
+		}
+	}
+	hook := func(index int, op txn.Op, id string) {
+		stage := crashStage(armed.Load())
+		var now bool
+		switch {
+		case stage == beforeDecision && op == txn.OpPrepare && index == 2:
+			now = true
+		case op == txn.OpCommit && (stage == afterDurable || stage == midwayCommits):
+			firstMu.Lock()
+			first[id]++
+			n := first[id]
+			firstMu.Unlock()
+			now = stage == afterDurable && n == 1 || stage == midwayCommits && n == 2
+		}
+		if now && armed.CompareAndSwap(int32(stage), -1) {
+			kill()
+			fired <- struct{}{}
+		}
+	}
+	var ps []*recorder
+	var urls []string
+	for i := range 3 {
+		p, u := newRecorder(t, i, hook)
+		ps, urls = append(ps, p), append(urls, u)
+	}
+
+	start := func() {
+		t.Helper()
+		current.Store(jinidtest.StartDaemon(t, bin, dir, "--api-listen", addr))
+	}
+	start()
+
+	// The stream: four clients, each creating, joining the three and
+	// committing, again and again.
+	var (
+		outMu    sync.Mutex
+		outcomes = map[string]outcome{}
+		stop     = make(chan struct{})
+		clients  sync.WaitGroup
+	)
+	hc := &http.Client{Timeout: 20 * time.Second}
+	post := func(path, body string, out any) (int, error) {
+		resp, err := hc.Post(api+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if out != nil {
+			json.Unmarshal(raw, out)
+		}
+		return resp.StatusCode, nil
+	}
+	one := func() {
+		var created struct{ ID string }
+		if code, err := post("/v1/transactions", `{"leaseDuration":60000}`, &created); err != nil || code != 200 {
+			time.Sleep(5 * time.Millisecond) // the daemon is restarting
+			return
+		}
+		for _, u := range urls {
+			if code, err := post("/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+u+`"},"crashCount":1}`, nil); err != nil || code != 204 {
+				return
+			}
+		}
+		outMu.Lock()
+		outcomes[created.ID] = sawNothing
+		outMu.Unlock()
+		var st struct{ State string }
+		code, err := post("/v1/transactions/"+created.ID+"/commit", `{}`, &st)
+		o := sawNothing
+		switch {
+		case err == nil && code == 200 && st.State == "COMMITTED":
+			o = sawCommitted
+		case err == nil && code == 409:
+			o = sawAborted
+		}
+		outMu.Lock()
+		outcomes[created.ID] = o
+		outMu.Unlock()
+	}
+	for range 4 {
+		clients.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					one()
+				}
+			}
+		})
+	}
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		clients.Wait()
+	}()
+
+	committedSoFar := func() int {
+		outMu.Lock()
+		defer outMu.Unlock()
+		n := 0
+		for _, o := range outcomes {
+			if o == sawCommitted {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 20 {
+		stage := crashStage(i % 4)
+		// Let the stream run between kills: a few more commits each time.
+		before := committedSoFar()
+		jinidtest.WaitUntil(t, "the stream commits again", func() bool { return committedSoFar() >= before+3 })
+		if stage == atRandom {
+			time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond)
+			kill()
+		} else {
+			firstMu.Lock()
+			clear(first)
+			firstMu.Unlock()
+			armed.Store(int32(stage))
+			select {
+			case <-fired:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("kill %d (%s) never triggered:\n%s", i+1, stage, current.Load().Log())
+			}
+		}
+		t.Logf("kill %d: %s", i+1, stage)
+		start()
+	}
+	before := committedSoFar()
+	jinidtest.WaitUntil(t, "the stream commits after the last restart", func() bool { return committedSoFar() >= before+3 })
+	close(stop)
+	clients.Wait()
+
+	outMu.Lock()
+	defer outMu.Unlock()
+	var ids []string
+	for id := range outcomes {
+		ids = append(ids, id)
+	}
+	// Every decision rolls forward: wait until each transaction that any
+	// participant heard commit of, or a client saw commit, is committed
+	// at all three.
+	rolledForward := func(id string) bool {
+		anyCommit, all := outcomes[id] == sawCommitted, true
+		for _, p := range ps {
+			_, c, _ := p.told(id)
+			anyCommit = anyCommit || c
+			all = all && c
+		}
+		return !anyCommit || all
+	}
+	jinidtest.WaitUntil(t, "every committed transaction rolled forward at every participant", func() bool {
+		for _, id := range ids {
+			if !rolledForward(id) {
+				return false
+			}
+		}
+		return true
+	})
+	counts := map[outcome]int{}
+	for _, id := range ids {
+		o := outcomes[id]
+		counts[o]++
+		committedAnywhere := false
+		for i, p := range ps {
+			prepared, c, a := p.told(id)
+			if c && a {
+				t.Errorf("transaction %s: participant %d heard both commit and abort", id, i)
+			}
+			if c && !prepared {
+				t.Errorf("transaction %s: participant %d heard commit without having prepared", id, i)
+			}
+			if o == sawAborted && c {
+				t.Errorf("transaction %s: the client saw it abort, participant %d committed", id, i)
+			}
+			committedAnywhere = committedAnywhere || c
+		}
+		if committedAnywhere {
+			continue
+		}
+		// Nobody rolled it forward: the manager must not say COMMITTED
+		// to a participant recovering and asking (TX.2.8.1).
+		var st struct{ State string }
+		resp, err := hc.Get(api + "/v1/transactions/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if st.State == "COMMITTED" {
+			t.Errorf("transaction %s: COMMITTED, yet no participant heard commit", id)
+		}
+	}
+	t.Logf("%d transactions: %d seen committed, %d seen aborted, %d cut off by a kill", len(ids), counts[sawCommitted], counts[sawAborted], counts[sawNothing])
+	if counts[sawCommitted] < 60 || counts[sawAborted] == 0 {
+		t.Errorf("%d transactions committed, %d aborted: the stream hardly ran", counts[sawCommitted], counts[sawAborted])
+	}
+}
