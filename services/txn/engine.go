@@ -740,10 +740,10 @@ func (e *Engine) rollForward(t *txn) {
 // since every PREPARED participant of a committed one has answered
 // commit by now.
 func (e *Engine) told(t *txn) {
-	close(t.notified)
 	if t.parent == nil {
 		e.cfg.Clock.AfterFunc(e.cfg.Retain, func() { e.forget(t) })
 	}
+	close(t.notified)
 }
 
 // forget drops t and its nested transactions.

@@ -599,6 +599,31 @@ func TestConformance(t *testing.T) {
 				t.Errorf("Abort: %v", err)
 			}
 		}},
+		{"a completed transaction is answered for Retain after everyone was told, then forgotten", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.block["p1"] = make(chan struct{})
+			done := r.commitAsync(id, -1)
+			until(t, "prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			r.c.Advance(time.Hour) // still voting: nothing is forgotten
+			if s := state(t, r.e, id); s != Voting {
+				t.Fatalf("state %v", s)
+			}
+			close(r.f.block["p1"])
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Commit(ctx, id, 0); err != nil { // returns once everyone was told
+				until(t, "everyone told", func() bool { return r.e.Commit(ctx, id, 0) == nil })
+			}
+			r.c.Advance(59 * time.Second)
+			if s := state(t, r.e, id); s != Committed {
+				t.Fatalf("state %v before Retain passed", s)
+			}
+			r.c.Advance(time.Second)
+			if _, err := r.e.State(id); !errors.Is(err, ErrUnknownTransaction) || r.e.Open() != 0 {
+				t.Fatalf("after Retain: %v, %d held", err, r.e.Open())
+			}
+		}},
 		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.e.LeaseEnded(id)

@@ -83,8 +83,11 @@ type errBody struct {
 
 // Through the API: create, join three participants, commit; each hears
 // prepare then commit; the transaction reads COMMITTED; its lease is gone.
+// The whole transaction costs one store write: its decision (the lease is
+// in memory, and forgetting the decision rides along with a later write).
 func TestThroughTheAPI(t *testing.T) {
 	r := newRig(t)
+	writes := r.Writes()
 	var created struct {
 		ID, Manager string
 		Lease       struct{ ID string }
@@ -104,6 +107,9 @@ func TestThroughTheAPI(t *testing.T) {
 	}
 	if ps[0].seen() != "prepare,commit" || ps[1].seen() != "prepare,commit" || ps[2].seen() != "prepare" {
 		t.Fatalf("participants saw %q %q %q", ps[0].seen(), ps[1].seen(), ps[2].seen())
+	}
+	if n := r.Writes() - writes; n != 1 {
+		t.Errorf("%d store writes for one committed transaction, want 1", n)
 	}
 	if code := r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); code != 200 || st.State != "COMMITTED" {
 		t.Fatalf("state: %d %+v", code, st)
