@@ -18,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -146,8 +146,16 @@ type Config struct {
 	// MaxParticipants bounds a transaction's joiners (default 1024).
 	MaxParticipants int
 	// Retain is how long a completed transaction's state is still
-	// answered, once every participant heard the outcome (default 1 min).
-	Retain time.Duration
+	// answered, once every participant heard the outcome (default 1 min),
+	// for MaxRetained transactions at most (default 4096; the oldest go
+	// first).
+	Retain      time.Duration
+	MaxRetained int
+	// Parents reaches parents on other managers; LinkURL is where a
+	// nested transaction's link is served (see CreateRemote). Without
+	// them, parents are on this manager only.
+	Parents Parents
+	LinkURL func(id, token string) string
 }
 
 // Engine runs transactions.
@@ -157,9 +165,15 @@ type Engine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// incarnation is this engine's crash count as a participant of
+	// other managers' transactions (the links): every start is a new
+	// one, since nested transactions do not outlive the process.
+	incarnation int64
 
-	mu  sync.Mutex
-	txs map[string]*txn
+	mu       sync.Mutex
+	txs      map[string]*txn
+	retained []retention // completed, oldest first
+	sweep    clock.Timer // forgets the oldest retained when due
 }
 
 // txn is one transaction.
@@ -180,6 +194,11 @@ type txn struct {
 	// transaction's nested ones (TX.3).
 	parent   *txn
 	children []*txn
+	// A nested transaction's parent on another manager, the token of
+	// its link there, and the link as that parent's participant.
+	remote *Ref
+	token  string
+	link   Participant
 }
 
 // New returns an engine; Recover loads what a restart left rolling
@@ -206,8 +225,12 @@ func New(cfg Config) *Engine {
 	if cfg.Retain == 0 {
 		cfg.Retain = time.Minute
 	}
+	if cfg.MaxRetained == 0 {
+		cfg.MaxRetained = 4096
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{}}
+	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{},
+		incarnation: rand.Int64()}
 }
 
 // Shutdown stops every roll-forward and abort notification and waits for
@@ -215,6 +238,12 @@ func New(cfg Config) *Engine {
 func (e *Engine) Shutdown(context.Context) error {
 	e.cancel()
 	e.wg.Wait()
+	e.mu.Lock()
+	if e.sweep != nil {
+		e.sweep.Stop()
+		e.sweep = nil
+	}
+	e.mu.Unlock()
 	return nil
 }
 
@@ -469,7 +498,7 @@ func (e *Engine) abortLocked(t *txn) {
 		}
 	}
 	if len(tell) == 0 {
-		e.told(t) // nobody to tell: told as it is decided
+		e.toldLocked(t) // nobody to tell: told as it is decided
 		close(t.decided)
 		return
 	}
@@ -636,6 +665,10 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 	}
 	t.deciding = true
 	e.mu.Unlock()
+	if t.remote != nil {
+		e.promoteRemote(t, prepared)
+		return
+	}
 	if len(prepared) > 0 {
 		if err := e.cfg.Journal.Committed(t.id, prepared); err != nil {
 			e.log.Error("cannot make a commit decision durable: the transaction aborts", "id", t.id, "err", err)
@@ -651,7 +684,7 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 	t.state = Committed
 	t.prepared = prepared
 	if len(prepared) == 0 {
-		e.told(t) // nobody to tell: told as it is decided
+		e.toldLocked(t) // nobody to tell: told as it is decided
 	}
 	close(t.decided)
 	e.mu.Unlock()
@@ -684,18 +717,9 @@ func (e *Engine) promoteLocked(t *txn, prepared []Participant) {
 		e.abortLocked(t)
 		return
 	}
-	for _, q := range prepared {
-		for _, have := range p.parts {
-			if have.URL == q.URL && have.CrashCount != q.CrashCount {
-				e.abortLocked(p)
-				return
-			}
-		}
-	}
-	for _, q := range prepared {
-		if !slices.ContainsFunc(p.parts, func(h Participant) bool { return h.URL == q.URL }) {
-			p.parts = append(p.parts, q)
-		}
+	if err := e.promoteIntoLocked(p, prepared, ""); err != nil {
+		e.abortLocked(t) // a crash-count conflict aborted p, and so t, already
+		return
 	}
 	t.state = Committed
 	t.prepared = prepared
@@ -733,31 +757,62 @@ func (e *Engine) rollForward(t *txn) {
 	e.told(t)
 }
 
-// told records that every participant of t heard its outcome. A
-// top-level transaction is forgotten Retain later (getState answers
-// until then), with its nested ones: under presumed abort a participant
-// that asks about a forgotten transaction rolls back, which is right,
-// since every PREPARED participant of a committed one has answered
-// commit by now.
+// told records that every participant of t heard its outcome.
 func (e *Engine) told(t *txn) {
-	if t.parent == nil {
-		e.cfg.Clock.AfterFunc(e.cfg.Retain, func() { e.forget(t) })
-	}
-	close(t.notified)
-}
-
-// forget drops t and its nested transactions.
-func (e *Engine) forget(t *txn) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var drop func(*txn)
-	drop = func(t *txn) {
-		delete(e.txs, t.id)
-		for _, c := range t.children {
-			drop(c)
-		}
+	e.toldLocked(t)
+}
+
+// toldLocked is told with e.mu held. A top-level transaction is then
+// retained for Retain (getState answers until then), at most MaxRetained
+// of them, and forgotten with its nested ones: under presumed abort a
+// participant that asks about a forgotten transaction rolls back, which
+// is right, since every PREPARED participant of a committed one has
+// answered commit by now.
+func (e *Engine) toldLocked(t *txn) {
+	close(t.notified)
+	if t.parent != nil {
+		return // forgotten with its top-level transaction
 	}
-	drop(t)
+	e.retained = append(e.retained, retention{t, e.cfg.Clock.Now().Add(e.cfg.Retain)})
+	for len(e.retained) > e.cfg.MaxRetained {
+		e.forgetLocked(e.retained[0].t)
+		e.retained = e.retained[1:]
+	}
+	if e.sweep == nil {
+		e.sweep = e.cfg.Clock.AfterFunc(e.cfg.Retain, e.sweepRetained)
+	}
+}
+
+// retention is a completed transaction kept until a time.
+type retention struct {
+	t     *txn
+	until time.Time
+}
+
+// sweepRetained forgets the completed transactions whose Retain passed
+// (they are in order: Retain is the same for all).
+func (e *Engine) sweepRetained() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.cfg.Clock.Now()
+	for len(e.retained) > 0 && !e.retained[0].until.After(now) {
+		e.forgetLocked(e.retained[0].t)
+		e.retained = e.retained[1:]
+	}
+	e.sweep = nil
+	if len(e.retained) > 0 && e.ctx.Err() == nil {
+		e.sweep = e.cfg.Clock.AfterFunc(e.retained[0].until.Sub(now), e.sweepRetained)
+	}
+}
+
+// forgetLocked drops t and its nested transactions.
+func (e *Engine) forgetLocked(t *txn) {
+	delete(e.txs, t.id)
+	for _, c := range t.children {
+		e.forgetLocked(c)
+	}
 }
 
 // Open is how many transactions the engine holds (open, or completed

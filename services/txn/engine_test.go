@@ -624,6 +624,23 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("after Retain: %v, %d held", err, r.e.Open())
 			}
 		}},
+		{"at most MaxRetained completed transactions are held, the oldest forgotten first", func(t *testing.T, r *rig) {
+			r.e.cfg.MaxRetained = 2
+			var ids []string
+			for range 3 {
+				id := r.tx(t, 0)
+				if err := r.e.Commit(ctx, id, -1); err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			if _, err := r.e.State(ids[0]); !errors.Is(err, ErrUnknownTransaction) || r.e.Open() != 2 {
+				t.Fatalf("the oldest: %v; %d held, want 2", err, r.e.Open())
+			}
+			if s := state(t, r.e, ids[2]); s != Committed {
+				t.Fatalf("the newest: %v", s)
+			}
+		}},
 		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.e.LeaseEnded(id)

@@ -9,6 +9,7 @@ import (
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // Limits bound what the LAN's clients and peers may cost the daemon:
@@ -61,6 +62,9 @@ type Limits struct {
 	RenewalSetsPerClient      int `json:"renewalSetsPerClient"`
 	Mailboxes                 int `json:"mailboxes"`
 	MailboxesPerClient        int `json:"mailboxesPerClient"`
+	// Transactions not yet committed or aborted (each holds a lease).
+	Transactions          int `json:"transactions"`
+	TransactionsPerClient int `json:"transactionsPerClient"`
 	// ItemsBytes and ItemsBytesPerClient bound the bytes of service
 	// items (the lookup service holds them in memory).
 	ItemsBytes          int `json:"itemsBytes"`
@@ -91,7 +95,7 @@ func DefaultLimits() Limits {
 		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20, Listings: 4,
 		Items: 20_000, ItemsPerClient: 2_000, ItemsBytes: 16 << 20, ItemsBytesPerClient: 4 << 20, Notifies: 2_000, NotifiesPerClient: 200,
 		LDSRegistrations: 1_000, LDSRegistrationsPerClient: 100, RenewalSets: 1_000, RenewalSetsPerClient: 100,
-		Mailboxes: 1_000, MailboxesPerClient: 100,
+		Mailboxes: 1_000, MailboxesPerClient: 100, Transactions: 10_000, TransactionsPerClient: 1_000,
 		LDSInterest: 256, LeasesPerSet: 10_000,
 		MailboxBytesPerRegistration: 16 << 20, MailboxBytes: 256 << 20,
 		MemoryBytes: 48 << 20,
@@ -133,6 +137,8 @@ func (d *Daemon) setQuotas(g *lease.Grantor) {
 			TotalKey: "ldsRegistrations", PerOwnerKey: "ldsRegistrationsPerClient"},
 		renewal.SetLease:  {Total: l.RenewalSets, PerOwner: l.RenewalSetsPerClient, TotalKey: "renewalSets", PerOwnerKey: "renewalSetsPerClient"},
 		mailbox.LeaseKind: {Total: l.Mailboxes, PerOwner: l.MailboxesPerClient, TotalKey: "mailboxes", PerOwnerKey: "mailboxesPerClient"},
+		txn.LeaseKind: {Total: l.Transactions, PerOwner: l.TransactionsPerClient,
+			TotalKey: "transactions", PerOwnerKey: "transactionsPerClient"},
 	} {
 		g.SetQuota(kind, q)
 	}
