@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -96,4 +98,83 @@ func (c HTTPCaller) Call(ctx context.Context, p Participant, op Op, id string, a
 		}
 	}
 	return 0, fmt.Errorf("%w: vote %.20q to %s", ErrIndefinite, a.Vote, op)
+}
+
+// HTTPParents reaches parents on other managers over their API (API.md,
+// "Transaction manager"), with the daemon's outbound client.
+type HTTPParents struct {
+	Client http1.Doer
+}
+
+var _ Parents = HTTPParents{}
+
+// ErrParentRefused is a parent's manager refusing this one's request
+// (401 or 403: it wants a token, parent.token, with the client scope).
+var ErrParentRefused = errors.New("the parent's manager refused the request: it wants a token with the client scope (parent.token)")
+
+// Join implements Parents.
+func (p HTTPParents) Join(ctx context.Context, parent Ref, as Participant) error {
+	return p.post(ctx, parent, "/participants", struct {
+		Participant struct {
+			URL string `json:"url"`
+		} `json:"participant"`
+		CrashCount int64 `json:"crashCount"`
+	}{struct {
+		URL string `json:"url"`
+	}{as.URL}, as.CrashCount})
+}
+
+// Promote implements Parents.
+func (p HTTPParents) Promote(ctx context.Context, parent Ref, parts []Participant, drop Participant) error {
+	return p.post(ctx, parent, "/promote", PromoteRequest{Participants: parts, Drop: &Dropped{URL: drop.URL}})
+}
+
+// PromoteRequest is the body of POST /v1/transactions/{id}/promote.
+type PromoteRequest struct {
+	Participants []Participant `json:"participants"`
+	Drop         *Dropped      `json:"drop"`
+}
+
+// Dropped names the participant a promotion drops.
+type Dropped struct {
+	URL string `json:"url"`
+}
+
+// post sends body to the parent's transaction; the answer is classified
+// by its error code, as a participant's is.
+func (p HTTPParents) post(ctx context.Context, parent Ref, path string, body any) error {
+	raw, _ := json.Marshal(body)
+	u := strings.TrimSuffix(parent.Manager, "/") + "/v1/transactions/" + url.PathEscape(parent.ID) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("parent manager URL: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if parent.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+parent.Token)
+	}
+	resp, err := p.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrIndefinite, err)
+	}
+	defer resp.Body.Close()
+	ans, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	var eb apitypes.ErrorBody
+	json.Unmarshal(ans, &eb)
+	switch {
+	case eb.Error.Code == apitypes.UnknownTransaction:
+		return ErrUnknownTransaction
+	case eb.Error.Code == apitypes.CannotJoin:
+		return ErrCannotJoin
+	case eb.Error.Code == apitypes.CrashCount:
+		return ErrCrashCount
+	case eb.Error.Code == apitypes.TooMany:
+		return ErrTooManyParticipants
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return ErrParentRefused
+	}
+	return fmt.Errorf("%w: HTTP %d", ErrIndefinite, resp.StatusCode)
 }

@@ -62,6 +62,21 @@ const (
 	VoteCommitted
 )
 
+// String is the vote as the callback protocol spells it.
+func (v Vote) String() string {
+	switch v {
+	case VoteNotChanged:
+		return "NOTCHANGED"
+	case VotePrepared:
+		return "PREPARED"
+	case VoteAborted:
+		return "ABORTED"
+	case VoteCommitted:
+		return "COMMITTED"
+	}
+	return fmt.Sprintf("Vote(%d)", int(v))
+}
+
 // Op is a call the manager makes on a participant.
 type Op string
 
@@ -543,7 +558,10 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // vote runs the voting (TX.2.7): prepare everyone; if every participant
-// but the last voted NOTCHANGED, the last gets prepareAndCommit.
+// but the last voted NOTCHANGED, the last gets prepareAndCommit. Not in a
+// nested transaction: a participant that committed there would have
+// rolled its changes into the parent without being promoted, and so
+// would never hear whether the parent commits.
 func (e *Engine) vote(ctx context.Context, t *txn) {
 	e.mu.Lock()
 	parts := append([]Participant(nil), t.parts...)
@@ -569,7 +587,7 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 			prepared = append(prepared, head[i])
 		}
 	}
-	if len(prepared) > 0 {
+	if len(prepared) > 0 || t.parent != nil || t.remote != nil {
 		switch e.prepare(ctx, t, last, OpPrepare) {
 		case VoteAborted:
 			e.abort(t)

@@ -732,6 +732,17 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("parent %v, want ABORTED", s)
 			}
 		}},
+		{"nested: a single participant is asked prepare, never prepareAndCommit", func(t *testing.T, r *rig) {
+			p := r.tx(t, 0)
+			n, _ := r.e.CreateNested(p)
+			r.e.Join(n, Participant{URL: "np", CrashCount: 1})
+			if err := r.e.Commit(ctx, n, -1); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.f.seen(""); !slices.Equal(got, []string{"np"}) || len(r.f.seen(OpPrepare)) != 1 {
+				t.Fatalf("calls %v, want one prepare", got)
+			}
+		}},
 		{"nested: enclosedBy holds for every ancestor", func(t *testing.T, r *rig) {
 			p := r.tx(t, 0)
 			n, _ := r.e.CreateNested(p)

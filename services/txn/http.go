@@ -23,6 +23,10 @@ func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/participants", s.httpJoin)
 	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/commit", s.httpCommit)
 	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/abort", s.httpAbort)
+	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/promote", s.httpPromote)
+	// A nested transaction's link, as its parent's manager calls it: the
+	// URL is the capability.
+	mux.Handle(httpjson.Capability, "POST /v1/transactions/{id}/links/{token}", s.httpLink)
 }
 
 // TxRef names a transaction on a manager.
@@ -31,10 +35,18 @@ type TxRef struct {
 	ID      string `json:"id"`
 }
 
+// parentRef is a create's parent: a token for its manager, if that one
+// wants one, rides along (kept in memory only).
+type parentRef struct {
+	Manager string `json:"manager"`
+	ID      string `json:"id"`
+	Token   string `json:"token"`
+}
+
 func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		LeaseDuration *int64 `json:"leaseDuration"`
-		Parent        *TxRef `json:"parent"`
+		LeaseDuration *int64     `json:"leaseDuration"`
+		Parent        *parentRef `json:"parent"`
 	}
 	if err := httpjson.Decode(w, r, &req); err != nil {
 		httpjson.WriteError(w, err)
@@ -44,15 +56,15 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	parent := ""
+	var parent Ref
 	if req.Parent != nil {
-		if req.Parent.Manager != "" && req.Parent.Manager != s.cfg.Manager {
-			httpjson.WriteError(w, fault.New(fault.UnsupportedOperation, "a parent on another manager is not supported yet: create the nested transaction on the parent's manager"))
+		if req.Parent.ID == "" {
+			httpjson.WriteError(w, fault.New(fault.NullArgument, "parent.id is required (or no parent, for a top-level transaction)"))
 			return
 		}
-		parent = req.Parent.ID
+		parent = Ref{Manager: req.Parent.Manager, ID: req.Parent.ID, Token: req.Parent.Token}
 	}
-	id, rec, err := s.Create(*req.LeaseDuration, parent, access.PrincipalOf(r.Context()).Owner())
+	id, rec, err := s.Create(r.Context(), *req.LeaseDuration, parent, access.PrincipalOf(r.Context()).Owner())
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
@@ -66,15 +78,84 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) httpState(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	st, err := s.State(id)
+	st, parent, err := s.State(id)
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
+	var p *TxRef
+	if parent != nil {
+		p = &TxRef{Manager: parent.Manager, ID: parent.ID}
+	}
 	httpjson.Write(w, http.StatusOK, struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-	}{id, st.String()})
+		ID     string `json:"id"`
+		State  string `json:"state"`
+		Parent *TxRef `json:"parent"`
+	}{id, st.String(), p})
+}
+
+func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {
+	var req PromoteRequest
+	if err := httpjson.Decode(w, r, &req); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	seen := make(map[string]bool, len(req.Participants))
+	for i, p := range req.Participants {
+		switch {
+		case p.URL == "":
+			httpjson.WriteError(w, fault.New(fault.NullArgument, "participants[%d].url is required", i))
+			return
+		case seen[p.URL]:
+			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "participants[%d]: the same url twice", i))
+			return
+		}
+		seen[p.URL] = true
+	}
+	drop := ""
+	if req.Drop != nil {
+		drop = req.Drop.URL
+	}
+	if err := s.Promote(r.PathValue("id"), req.Participants, drop); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpLink answers the parent's manager on a nested transaction's link,
+// with the participant callback protocol. A prepare may wait for the
+// nested transaction's own commit to end.
+func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
+	var cb Callback
+	if err := httpjson.Decode(w, r, &cb); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	switch cb.Op {
+	case OpPrepare, OpPrepareAndCommit, OpCommit, OpAbort:
+	default:
+		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "op %.20q: want prepare, prepareAndCommit, commit or abort", cb.Op))
+		return
+	}
+	liftDeadlines(w)
+	v, err := s.eng.Link(r.Context(), r.PathValue("id"), r.PathValue("token"), cb.Op)
+	switch {
+	case err != nil:
+		httpjson.WriteError(w, fault.New(fault.Unavailable, "stopping: call again"))
+	case cb.Op == OpCommit || cb.Op == OpAbort:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		httpjson.Write(w, http.StatusOK, Answer{Vote: v.String()})
+	}
+}
+
+// liftDeadlines frees a request that may take as long as voting takes
+// from the deadlines of an ordinary one.
+func liftDeadlines(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
 }
 
 func (s *Service) httpJoin(w http.ResponseWriter, r *http.Request) {
@@ -124,10 +205,7 @@ func (s *Service) complete(w http.ResponseWriter, r *http.Request, op func(ctx c
 		}
 		waitFor = time.Duration(*req.WaitFor) * time.Millisecond
 	}
-	// The deadlines of an ordinary request do not bound this one.
-	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Time{})
-	rc.SetReadDeadline(time.Time{})
+	liftDeadlines(w)
 	st, err := op(r.Context(), r.PathValue("id"), waitFor)
 	if err != nil {
 		httpjson.WriteError(w, err)

@@ -103,6 +103,22 @@ func (e *Engine) Link(ctx context.Context, id, token string, op Op) (Vote, error
 	return VoteNotChanged, nil
 }
 
+// Parent is a nested transaction's parent: Manager "" when it is on this
+// manager; false for a top-level transaction. The token is not given.
+func (e *Engine) Parent(id string) (Ref, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch t := e.txs[id]; {
+	case t == nil:
+		return Ref{}, false
+	case t.parent != nil:
+		return Ref{ID: t.parent.id}, true
+	case t.remote != nil:
+		return Ref{Manager: t.remote.Manager, ID: t.remote.ID}, true
+	}
+	return Ref{}, false
+}
+
 // Promote adds participants promoted from a nested transaction on another
 // manager to transaction id (TX.2.7), all or none, and drops the nested
 // transaction's link from it. Only while ACTIVE (else ErrCannotJoin); a

@@ -68,7 +68,7 @@ func newRemoteRig(t *testing.T) (*rig, *fakeParents) {
 	return &rig{e: e, f: f, j: j, c: c}, ps
 }
 
-var parentRef = Ref{Manager: "http://a:4162", ID: "P"}
+var theParent = Ref{Manager: "http://a:4162", ID: "P"}
 
 // TestNestedRemote holds the rules of nested transactions whose parent is
 // on another manager, and of promote on this one (TX.2.2, TX.2.7).
@@ -79,7 +79,7 @@ func TestNestedRemote(t *testing.T) {
 		run  func(t *testing.T, r *rig, ps *fakeParents)
 	}{
 		{"create joins the parent through a link with this manager's crash count", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, err := r.e.CreateRemote(ctx, parentRef)
+			id, err := r.e.CreateRemote(ctx, theParent)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +93,7 @@ func TestNestedRemote(t *testing.T) {
 		{"a parent that cannot be joined fails the create, and nothing is held", func(t *testing.T, r *rig, ps *fakeParents) {
 			for _, want := range []error{ErrUnknownTransaction, ErrCannotJoin, ErrIndefinite} {
 				ps.joinErr = want
-				if _, err := r.e.CreateRemote(ctx, parentRef); !errors.Is(err, want) {
+				if _, err := r.e.CreateRemote(ctx, theParent); !errors.Is(err, want) {
 					t.Errorf("create: %v, want %v", err, want)
 				}
 			}
@@ -102,7 +102,7 @@ func TestNestedRemote(t *testing.T) {
 			}
 		}},
 		{"commit promotes the PREPARED participants and drops the link, at once", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			link := r.e.txs[id].link.URL
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "ro", CrashCount: 1})
@@ -122,7 +122,7 @@ func TestNestedRemote(t *testing.T) {
 			}
 		}},
 		{"nothing PREPARED: committed with no promotion", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			if err := r.e.Commit(ctx, id, -1); err != nil || ps.promoted() != 0 {
 				t.Fatalf("commit: %v, %d promotions", err, ps.promoted())
 			}
@@ -130,7 +130,7 @@ func TestNestedRemote(t *testing.T) {
 		{"a refused promotion aborts and its participants are told", func(t *testing.T, r *rig, ps *fakeParents) {
 			for _, refusal := range []error{ErrCannotJoin, ErrUnknownTransaction, ErrCrashCount} {
 				ps.promErrs = []error{refusal}
-				id, _ := r.e.CreateRemote(ctx, parentRef)
+				id, _ := r.e.CreateRemote(ctx, theParent)
 				r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 				r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 				if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
@@ -141,7 +141,7 @@ func TestNestedRemote(t *testing.T) {
 		}},
 		{"a promotion retried past PrepareFor leaves the outcome unknown", func(t *testing.T, r *rig, ps *fakeParents) {
 			ps.promErrs = []error{ErrIndefinite}
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 			done := r.commitAsync(id, -1)
@@ -160,7 +160,7 @@ func TestNestedRemote(t *testing.T) {
 		}},
 		{"a promotion that fails once is retried", func(t *testing.T, r *rig, ps *fakeParents) {
 			ps.promErrs = []error{ErrIndefinite, nil}
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 			done := r.commitAsync(id, -1)
@@ -170,7 +170,7 @@ func TestNestedRemote(t *testing.T) {
 			}
 		}},
 		{"the parent's abort through the link aborts it and its descendants", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			g, _ := r.e.CreateNested(id)
 			tok := r.e.txs[id].token
@@ -183,7 +183,7 @@ func TestNestedRemote(t *testing.T) {
 			until(t, "x told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
 		}},
 		{"the parent's prepare ends an ACTIVE nested one and votes NOTCHANGED", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			for _, op := range []Op{OpPrepare, OpPrepareAndCommit} {
 				if v, err := r.e.Link(ctx, id, r.e.txs[id].token, op); err != nil || v != VoteNotChanged {
 					t.Fatalf("%s: %v %v", op, v, err)
@@ -197,7 +197,7 @@ func TestNestedRemote(t *testing.T) {
 			}
 		}},
 		{"the parent's prepare waits for a promotion under way", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 			r.f.block["y"] = make(chan struct{})
@@ -222,7 +222,7 @@ func TestNestedRemote(t *testing.T) {
 			}
 		}},
 		{"a link call with a wrong token or an unknown ID changes nothing", func(t *testing.T, r *rig, ps *fakeParents) {
-			id, _ := r.e.CreateRemote(ctx, parentRef)
+			id, _ := r.e.CreateRemote(ctx, theParent)
 			for _, c := range []struct{ id, token string }{{id, "wrong"}, {id, ""}, {"unknown", "x"}} {
 				for _, op := range []Op{OpAbort, OpPrepare, OpCommit} {
 					if v, err := r.e.Link(ctx, c.id, c.token, op); err != nil || op == OpPrepare && v != VoteNotChanged {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +84,10 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	s := &Service{cfg: cfg, journal: j, leaseOf: map[string]string{}, closing: map[string]bool{}}
 	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
 		Logger: cfg.Logger, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
-		MaxParticipants: cfg.MaxParticipants})
+		MaxParticipants: cfg.MaxParticipants, Parents: HTTPParents{Client: cfg.Client},
+		LinkURL: func(id, token string) string {
+			return strings.TrimSuffix(cfg.Manager, "/") + "/v1/transactions/" + id + "/links/" + token
+		}})
 	s.eng.Recover(recs)
 	// Presumed abort: a transaction not yet committed ends with the
 	// process, so its lease needs no disk either. The commit point is
@@ -118,14 +122,24 @@ func (s *Service) release(_ *store.Tx, id string) error {
 	return nil
 }
 
-// Create starts a transaction (nested in parent unless "") with a lease
-// of the requested duration.
-func (s *Service) Create(requested int64, parent, owner string) (string, lease.Record, error) {
+// Create starts a transaction with a lease of the requested duration:
+// a top-level one if parent.ID is "", else one nested in parent, on this
+// manager (parent.Manager "" or this one's) or on another.
+func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner string) (string, lease.Record, error) {
 	var id string
 	var err error
-	if parent == "" {
+	switch {
+	case parent.ID == "":
 		id = s.eng.Create()
-	} else if id, err = s.eng.CreateNested(parent); err != nil {
+	case parent.Manager == "" || parent.Manager == s.cfg.Manager:
+		id, err = s.eng.CreateNested(parent.ID)
+	default:
+		if err = s.cfg.Outbound.CheckURL("parent.manager", parent.Manager); err != nil {
+			return "", lease.Record{}, err
+		}
+		id, err = s.eng.CreateRemote(ctx, parent)
+	}
+	if err != nil {
 		return "", lease.Record{}, codeOf(err)
 	}
 	rec, err := s.cfg.Grantor.Grant(nil, LeaseKind, id, owner, requested)
@@ -148,10 +162,32 @@ func (s *Service) Join(id string, p Participant) error {
 	return codeOf(s.eng.Join(id, p))
 }
 
-// State is the transaction's state.
-func (s *Service) State(id string) (State, error) {
+// State is the transaction's state, and a nested one's parent (its
+// Manager this manager's URL when it is here).
+func (s *Service) State(id string) (State, *Ref, error) {
 	st, err := s.eng.State(id)
-	return st, codeOf(err)
+	if err != nil {
+		return 0, nil, codeOf(err)
+	}
+	p, ok := s.eng.Parent(id)
+	if !ok {
+		return st, nil, nil
+	}
+	if p.Manager == "" {
+		p.Manager = s.cfg.Manager
+	}
+	return st, &p, nil
+}
+
+// Promote takes participants promoted from a nested transaction on
+// another manager, and drops that manager's link (TX.2.7).
+func (s *Service) Promote(id string, parts []Participant, drop string) error {
+	for _, p := range parts {
+		if err := s.cfg.Outbound.CheckURL("participant", p.URL); err != nil {
+			return err
+		}
+	}
+	return codeOf(s.eng.Promote(id, parts, drop))
 }
 
 // Commit commits; waitFor < 0 is the one-parameter form.
@@ -207,6 +243,10 @@ func codeOf(err error) error {
 		return fault.New(apitypes.OutcomeUnknown, "%s", err)
 	case errors.Is(err, ErrTooManyParticipants):
 		return fault.Limit(fault.TooMany, "participants", 0, "%s", err)
+	case errors.Is(err, ErrParentRefused):
+		return fault.New(fault.Forbidden, "%s", err)
+	case errors.Is(err, ErrIndefinite):
+		return outbound.Fault(err) // the parent's manager: a category, never its answer
 	}
 	return err
 }

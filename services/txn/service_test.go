@@ -92,7 +92,7 @@ func TestThroughTheAPI(t *testing.T) {
 		ID, Manager string
 		Lease       struct{ ID string }
 	}
-	if code := r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created); code != 200 || created.ID == "" || created.Manager != "http://gw:4162" {
+	if code := r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created); code != 200 || created.ID == "" || created.Manager != r.URL {
 		t.Fatalf("create: %d %+v", code, created)
 	}
 	ps := []*participant{newParticipant(t, "PREPARED"), newParticipant(t, "PREPARED"), newParticipant(t, "NOTCHANGED")}
@@ -139,7 +139,15 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"participant":{"url":"http://169.254.1.1/"},"crashCount":1}`, 400, "InvalidArgument"},
 		{"POST", "/v1/transactions/" + created.ID + "/participants", `{"participant":{"url":"http://127.0.0.1:1/"}}`, 400, "NullArgument"},
 		{"POST", "/v1/transactions/" + created.ID + "/commit", `{"waitFor":-1}`, 400, "InvalidArgument"},
-		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"manager":"http://elsewhere:4162","id":"x"}}`, 409, "UnsupportedOperation"},
+		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"manager":"http://127.0.0.1:1","id":"x"}}`, 502, "Refused"},
+		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"manager":"ftp://x","id":"x"}}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"manager":"http://127.0.0.1:1"}}`, 400, "NullArgument"},
+		{"POST", "/v1/transactions", `{"leaseDuration":1000,"parent":{"id":"nope"}}`, 404, "UnknownTransaction"},
+		{"POST", "/v1/transactions/nope/promote", `{"participants":[]}`, 404, "UnknownTransaction"},
+		{"POST", "/v1/transactions/" + created.ID + "/promote", `{"participants":[{"crashCount":1}]}`, 400, "NullArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/promote", `{"participants":[{"url":"http://127.0.0.1:1/","crashCount":1},{"url":"http://127.0.0.1:1/","crashCount":2}]}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/promote", `{"participants":[{"url":"http://169.254.1.1/","crashCount":1}]}`, 400, "InvalidArgument"},
+		{"POST", "/v1/transactions/" + created.ID + "/links/x", `{"op":"vote"}`, 400, "InvalidArgument"},
 	} {
 		var eb errBody
 		if got := r.do(t, c.method, c.path, c.body, &eb); got != c.status || eb.Error.Code != c.code {
@@ -175,5 +183,65 @@ func TestTransactionLease(t *testing.T) {
 	}
 	if err := r.Grantor.Cancel(created.Lease.ID); err == nil {
 		t.Error("the lease of a committed transaction could still be cancelled")
+	}
+}
+
+// A transaction nested in a parent on another manager, through both
+// managers' APIs: B joins the parent on A through a link; B's commit
+// promotes its participant into the parent and drops the link; the
+// participant then hears A's prepare and commit. An abort of the parent
+// while the nested transaction is ACTIVE reaches it through the link.
+func TestNestedAcrossManagers(t *testing.T) {
+	a, b := newRig(t), newRig(t)
+	create := func(r *rig, body string) string {
+		t.Helper()
+		var created struct{ ID string }
+		if code := r.do(t, "POST", "/v1/transactions", body, &created); code != 200 {
+			t.Fatalf("create %s: %d", body, code)
+		}
+		return created.ID
+	}
+	join := func(r *rig, id string, p *participant) {
+		t.Helper()
+		if code := r.do(t, "POST", "/v1/transactions/"+id+"/participants", `{"participant":{"url":"`+p.srv.URL+`/tx"},"crashCount":1}`, nil); code != 204 {
+			t.Fatalf("join: %d", code)
+		}
+	}
+	var st struct {
+		State  string
+		Parent *struct{ Manager, ID string }
+	}
+
+	parent := create(a, `{"leaseDuration":60000}`)
+	nested := create(b, `{"leaseDuration":60000,"parent":{"manager":"`+a.URL+`","id":"`+parent+`"}}`)
+	if b.do(t, "GET", "/v1/transactions/"+nested, "", &st); st.State != "ACTIVE" || st.Parent == nil || st.Parent.Manager != a.URL || st.Parent.ID != parent {
+		t.Fatalf("nested: %+v", st)
+	}
+	x, y := newParticipant(t, "PREPARED"), newParticipant(t, "PREPARED")
+	join(b, nested, x)
+	join(a, parent, y)
+	if b.do(t, "POST", "/v1/transactions/"+nested+"/commit", `{}`, &st); st.State != "COMMITTED" || x.seen() != "prepare" {
+		t.Fatalf("nested commit: %s; x saw %q", st.State, x.seen())
+	}
+	if a.do(t, "POST", "/v1/transactions/"+parent+"/commit", `{"waitFor":10000}`, &st); st.State != "COMMITTED" {
+		t.Fatalf("parent commit: %s", st.State)
+	}
+	if x.seen() != "prepare,prepare,commit" || y.seen() != "prepare,commit" {
+		t.Fatalf("x saw %q, y %q", x.seen(), y.seen())
+	}
+
+	parent = create(a, `{"leaseDuration":60000}`)
+	nested = create(b, `{"leaseDuration":60000,"parent":{"manager":"`+a.URL+`","id":"`+parent+`"}}`)
+	z := newParticipant(t, "PREPARED")
+	join(b, nested, z)
+	if a.do(t, "POST", "/v1/transactions/"+parent+"/abort", `{"waitFor":10000}`, &st); st.State != "ABORTED" {
+		t.Fatalf("parent abort: %s", st.State)
+	}
+	if b.do(t, "GET", "/v1/transactions/"+nested, "", &st); st.State != "ABORTED" {
+		t.Fatalf("nested after the parent's abort: %s", st.State)
+	}
+	var eb errBody
+	if code := b.do(t, "POST", "/v1/transactions/"+nested+"/commit", `{}`, &eb); code != 409 || eb.Error.Code != "CannotCommit" {
+		t.Fatalf("nested commit after the parent's abort: %d %+v", code, eb)
 	}
 }

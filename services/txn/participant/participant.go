@@ -155,22 +155,8 @@ func (h *Handler) answer(w http.ResponseWriter, v txn.Vote, err error) {
 		writeError(w, http.StatusServiceUnavailable, apitypes.Unavailable, "try again")
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(txn.Answer{Vote: voteName(v)})
+		json.NewEncoder(w).Encode(txn.Answer{Vote: v.String()})
 	}
-}
-
-func voteName(v txn.Vote) string {
-	switch v {
-	case txn.VotePrepared:
-		return "PREPARED"
-	case txn.VoteNotChanged:
-		return "NOTCHANGED"
-	case txn.VoteAborted:
-		return "ABORTED"
-	case txn.VoteCommitted:
-		return "COMMITTED"
-	}
-	return ""
 }
 
 func writeError(w http.ResponseWriter, status int, code apitypes.Code, msg string) {

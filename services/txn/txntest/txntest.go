@@ -6,6 +6,7 @@ package txntest
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
@@ -44,15 +45,24 @@ func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 	// Participants in tests listen on loopback, which the outbound
 	// policy refuses unless allowed.
 	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	// The API's address is known first: it is the manager's URL, which
+	// participants and other managers call back.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.Store, cfg.Grantor, cfg.Outbound = st, g, loopbackOK
-	cfg.Client, cfg.Manager = outbound.New(outbound.Config{Policy: loopbackOK}), "http://gw:4162"
+	cfg.Client, cfg.Manager = outbound.New(outbound.Config{Policy: loopbackOK}), "http://"+ln.Addr().String()
 	s, err := txn.NewService(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.Start(context.Background())
 	s.Start(context.Background())
-	srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
+	srv := httptest.NewUnstartedServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		s.Shutdown(context.Background())
