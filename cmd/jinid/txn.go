@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/participant"
 )
@@ -33,21 +35,42 @@ and a participant to try the two-phase commit from a terminal:
 	api.add(cmd)
 	connect := api.connect
 
-	var dur string
+	var dur, parent, parentManager, parentTokenFile string
 	create := &cobra.Command{
-		Use:   "create [--duration 10m]",
-		Short: "Create a transaction; prints its ID",
-		Args:  cobra.NoArgs,
+		Use:   "create [--duration 10m] [--parent ID [--parent-manager URL [--parent-token-file FILE]]]",
+		Short: "Create a transaction, or one nested in a parent; prints its ID",
+		Long: `Create a transaction; prints its ID. With --parent, the transaction is
+nested in that one: on this manager, or with --parent-manager on another
+jinid, which this one joins through a link (give --parent-token-file, a
+file holding a token of that jinid with the client scope, unless it lets
+anonymous clients join).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
 			}
+			if parent == "" && (parentManager != "" || parentTokenFile != "") {
+				return usageError{errors.New("--parent-manager and --parent-token-file need --parent")}
+			}
+			p := client.TxnParent{ID: parent, Manager: parentManager}
+			if parentTokenFile != "" {
+				raw, err := os.ReadFile(parentTokenFile)
+				if err != nil {
+					return fmt.Errorf("--parent-token-file: %w", err)
+				}
+				p.Token = strings.TrimSpace(string(raw))
+			}
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			tx, err := c.TxnCreate(cmd.Context(), d)
+			var tx client.Transaction
+			if parent == "" {
+				tx, err = c.TxnCreate(cmd.Context(), d)
+			} else {
+				tx, err = c.TxnCreateNested(cmd.Context(), d, p)
+			}
 			if err != nil {
 				return err
 			}
@@ -56,6 +79,9 @@ and a participant to try the two-phase commit from a terminal:
 		},
 	}
 	create.Flags().StringVar(&dur, "duration", "10m", "lease duration: a duration, any or forever")
+	create.Flags().StringVar(&parent, "parent", "", "nest the transaction in this one")
+	create.Flags().StringVar(&parentManager, "parent-manager", "", "the parent's manager, when it is another jinid (its API URL)")
+	create.Flags().StringVar(&parentTokenFile, "parent-token-file", "", "a file with a token for the parent's manager")
 
 	state := &cobra.Command{
 		Use:   "state TRANSACTION",

@@ -41,7 +41,21 @@ func TestTxnCommands(t *testing.T) {
 	if _, _, err := run(t, nil, "txn", "abort", id, "--server", m.URL); err == nil || !strings.Contains(err.Error(), "cannot abort") {
 		t.Fatalf("abort after commit: %v", err)
 	}
+	// Nested: on this manager, and on another one (a second manager).
+	out, _, err = run(t, nil, "txn", "create", "--server", m.URL)
+	parent := strings.TrimSpace(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := run(t, nil, "txn", "create", "--parent", parent, "--server", m.URL); err != nil || len(strings.TrimSpace(out)) != 32 {
+		t.Fatalf("create nested here: %q %v", out, err)
+	}
+	m2 := txntest.Start(t, txn.ServiceConfig{})
+	if out, _, err := run(t, nil, "txn", "create", "--parent", parent, "--parent-manager", m.URL, "--server", m2.URL); err != nil || len(strings.TrimSpace(out)) != 32 {
+		t.Fatalf("create nested elsewhere: %q %v", out, err)
+	}
 	for _, bad := range [][]string{
+		{"txn", "create", "--parent-manager", m.URL, "--server", m.URL},
 		{"txn", "participant", "--vote", "maybe"},
 		{"txn", "commit", id, "--wait-for", "-1s", "--server", m.URL},
 	} {
@@ -50,3 +64,4 @@ func TestTxnCommands(t *testing.T) {
 		}
 	}
 }
+

@@ -24,6 +24,22 @@ func (c *Client) TxnCreate(ctx context.Context, duration int64) (Transaction, er
 	return out, c.do(ctx, http.MethodPost, "/v1/transactions", map[string]any{"leaseDuration": duration}, &out)
 }
 
+// TxnParent names a nested transaction's parent: ID on the manager at
+// Manager ("" for the one called), with Token for that manager's API if
+// it wants one.
+type TxnParent struct {
+	Manager string `json:"manager,omitempty"`
+	ID      string `json:"id"`
+	Token   string `json:"token,omitempty"`
+}
+
+// TxnCreateNested creates a transaction nested in parent, leased for
+// duration (ms).
+func (c *Client) TxnCreateNested(ctx context.Context, duration int64, parent TxnParent) (Transaction, error) {
+	var out Transaction
+	return out, c.do(ctx, http.MethodPost, "/v1/transactions", map[string]any{"leaseDuration": duration, "parent": parent}, &out)
+}
+
 // TxnJoin joins the participant at url with its crash count.
 func (c *Client) TxnJoin(ctx context.Context, id, participant string, crashCount int64) error {
 	return c.do(ctx, http.MethodPost, txnPath(id, "/participants"),
