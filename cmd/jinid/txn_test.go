@@ -64,4 +64,3 @@ func TestTxnCommands(t *testing.T) {
 		}
 	}
 }
-
