@@ -58,8 +58,11 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	switch cb.Op {
-	case txn.OpPrepare, txn.OpPrepareAndCommit:
+	case txn.OpPrepare:
 		r.prepared[cb.ID]++
+	case txn.OpPrepareAndCommit: // answered COMMITTED below
+		r.prepared[cb.ID]++
+		r.commits[cb.ID]++
 	case txn.OpCommit:
 		r.commits[cb.ID]++ // rolled forward, whether or not the answer arrives
 	case txn.OpAbort:
@@ -337,5 +340,57 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 	t.Logf("%d transactions: %d seen committed, %d seen aborted, %d cut off by a kill", len(ids), counts[sawCommitted], counts[sawAborted], counts[sawNothing])
 	if counts[sawCommitted] < 60 || counts[sawAborted] == 0 {
 		t.Errorf("%d transactions committed, %d aborted: the stream hardly ran", counts[sawCommitted], counts[sawAborted])
+	}
+}
+
+// A transaction nested across two real daemons: B's nested transaction
+// joins A's parent through its link (so B's manager URL must be one A
+// can call), B's commit promotes its participant into A's parent, and the
+// participant hears A's prepare and commit.
+func TestNestedAcrossDaemons(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	a := jinidtest.StartDaemon(t, bin, t.TempDir())
+	b := jinidtest.StartDaemon(t, bin, t.TempDir())
+	p, pURL := newRecorder(t, 0, func(int, txn.Op, string) {})
+	hc := &http.Client{Timeout: 20 * time.Second}
+	post := func(base, path, body string, out any) int {
+		t.Helper()
+		resp, err := hc.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if out != nil {
+			json.Unmarshal(raw, out)
+		}
+		if resp.StatusCode/100 != 2 {
+			t.Logf("POST %s%s: %d %s", base, path, resp.StatusCode, raw)
+		}
+		return resp.StatusCode
+	}
+	var parent, nested struct{ ID, Manager string }
+	if post(a.API, "/v1/transactions", `{"leaseDuration":60000}`, &parent) != 200 {
+		t.Fatal("create the parent")
+	}
+	if post(b.API, "/v1/transactions", `{"leaseDuration":60000,"parent":{"manager":"`+parent.Manager+`","id":"`+parent.ID+`"}}`, &nested) != 200 {
+		t.Fatalf("create the nested transaction:\n%s", b.Log())
+	}
+	if post(b.API, "/v1/transactions/"+nested.ID+"/participants", `{"participant":{"url":"`+pURL+`"},"crashCount":1}`, nil) != 204 {
+		t.Fatal("join")
+	}
+	var st struct{ State string }
+	if post(b.API, "/v1/transactions/"+nested.ID+"/commit", `{}`, &st); st.State != "COMMITTED" {
+		t.Fatalf("nested commit: %s", st.State)
+	}
+	if prepared, committed, _ := p.told(nested.ID); !prepared || committed {
+		t.Fatalf("after the nested commit: prepared %v, committed %v", prepared, committed)
+	}
+	if post(a.API, "/v1/transactions/"+parent.ID+"/commit", `{"waitFor":10000}`, &st); st.State != "COMMITTED" {
+		t.Fatalf("parent commit: %s", st.State)
+	}
+	if prepared, committed, aborted := p.told(parent.ID); !prepared || !committed || aborted {
+		t.Fatalf("the promoted participant on the parent: prepared %v, committed %v, aborted %v", prepared, committed, aborted)
 	}
 }
