@@ -139,6 +139,22 @@ type Journal interface {
 	Finished(id string) error
 }
 
+// boundedCaller lets at most cap(slots) calls run at once.
+type boundedCaller struct {
+	Caller
+	slots chan struct{}
+}
+
+func (c *boundedCaller) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: waiting to call: %w", ErrIndefinite, ctx.Err())
+	}
+	defer func() { <-c.slots }()
+	return c.Caller.Call(ctx, p, op, id, attempt)
+}
+
 // Record is a committed transaction still rolling forward, as the
 // journal gives it back after a restart.
 type Record struct {
@@ -166,6 +182,11 @@ type Config struct {
 	// first).
 	Retain      time.Duration
 	MaxRetained int
+	// MaxCalls bounds the participant calls in flight, over all
+	// transactions (default 512): each is a goroutine and a connection.
+	// Calls beyond it wait for one to end; each transaction's calls run
+	// side by side, so a slow participant holds only its own.
+	MaxCalls int
 	// Parents reaches parents on other managers; LinkURL is where a
 	// nested transaction's link is served (see CreateRemote). Without
 	// them, parents are on this manager only.
@@ -243,6 +264,10 @@ func New(cfg Config) *Engine {
 	if cfg.MaxRetained == 0 {
 		cfg.MaxRetained = 4096
 	}
+	if cfg.MaxCalls == 0 {
+		cfg.MaxCalls = 512
+	}
+	cfg.Caller = &boundedCaller{Caller: cfg.Caller, slots: make(chan struct{}, cfg.MaxCalls)}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{},
 		incarnation: rand.Int64()}

@@ -641,6 +641,25 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("the newest: %v", s)
 			}
 		}},
+		{"at most MaxCalls participant calls run at once; the rest wait their turn", func(t *testing.T, r *rig) {
+			r.e.cfg.Caller = &boundedCaller{Caller: r.f, slots: make(chan struct{}, 2)}
+			r.f.block["p0"] = make(chan struct{})
+			var dones []chan error
+			for range 3 {
+				dones = append(dones, r.commitAsync(r.tx(t, 1), -1))
+			}
+			until(t, "two calls", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 2 })
+			time.Sleep(20 * time.Millisecond)
+			if n := len(r.f.seen(OpPrepareAndCommit)); n != 2 {
+				t.Fatalf("%d calls in flight, want 2", n)
+			}
+			close(r.f.block["p0"])
+			for _, d := range dones {
+				if err := <-d; err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.e.LeaseEnded(id)
