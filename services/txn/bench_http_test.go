@@ -84,8 +84,7 @@ func BenchmarkCommitHTTP(b *testing.B) {
 			close(next)
 			wg.Wait()
 			b.StopTimer()
-			// Each transaction's lease grant is a write of its own; the
-			// decision's write is the one the manager adds.
+			// The decision is the only write (the lease is in memory).
 			b.ReportMetric(float64(m.Writes()-before)/float64(b.N), "writes/txn")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
 			slices.Sort(lat)
