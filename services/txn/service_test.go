@@ -245,3 +245,40 @@ func TestNestedAcrossManagers(t *testing.T) {
 		t.Fatalf("nested commit after the parent's abort: %d %+v", code, eb)
 	}
 }
+
+// A participant list past the limit is refused (429 TooMany, naming the
+// limit) and the transaction goes on; a commit repeated gets the same
+// answer; an abort after it is CannotAbort, and changes nothing.
+func TestOversizedAndRepeated(t *testing.T) {
+	r := &rig{txntest.Start(t, txn.ServiceConfig{MaxParticipants: 2})}
+	var created struct{ ID string }
+	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
+	ps := []*participant{newParticipant(t, "PREPARED"), newParticipant(t, "PREPARED"), newParticipant(t, "PREPARED")}
+	for i, p := range ps {
+		var eb errBody
+		code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+p.srv.URL+`/tx"},"crashCount":1}`, &eb)
+		if want := 204; i == 2 {
+			if code != 429 || eb.Error.Code != "TooMany" {
+				t.Fatalf("the third join: %d %+v", code, eb)
+			}
+		} else if code != want {
+			t.Fatalf("join %d: %d", i, code)
+		}
+	}
+	var eb errBody
+	if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/promote", `{"participants":[{"url":"`+ps[2].srv.URL+`/tx","crashCount":1}]}`, &eb); code != 429 || eb.Error.Code != "TooMany" {
+		t.Fatalf("promote past the limit: %d %+v", code, eb)
+	}
+	var st struct{ State string }
+	for range 2 {
+		if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/commit", `{"waitFor":10000}`, &st); code != 200 || st.State != "COMMITTED" {
+			t.Fatalf("commit: %d %+v", code, st)
+		}
+	}
+	if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/abort", `{}`, &eb); code != 409 || eb.Error.Code != "CannotAbort" {
+		t.Fatalf("abort after commit: %d %+v", code, eb)
+	}
+	if ps[0].seen() != "prepare,commit" || ps[2].seen() != "" {
+		t.Fatalf("participants saw %q and %q", ps[0].seen(), ps[2].seen())
+	}
+}
