@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -205,12 +204,7 @@ func TestMailboxCrash(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := jinidtest.FreeAddr(t)
 	d := jinidtest.StartDaemon(t, bin, dir, "--api-listen", addr)
 	c, _ := client.New(d.API, freshHTTP(30*time.Second))
 	reg, err := c.MailboxRegister(t.Context(), 3_600_000, true)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,12 +113,7 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := jinidtest.FreeAddr(t)
 	api := "http://" + addr
 
 	seed := uint64(time.Now().UnixNano())

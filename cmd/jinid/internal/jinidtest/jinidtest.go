@@ -222,6 +222,18 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	return d
 }
 
+// FreeAddr is a loopback address with a port free a moment ago, for a
+// daemon that must come back at the same address after a kill.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // Log is what the daemon has logged so far.
 func (d *Daemon) Log() string {
 	d.mu.Lock()
