@@ -8,10 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/jinid/jinid/services/txn"
 	txnpart "github.com/jinid/jinid/services/txn/participant"
@@ -56,40 +53,17 @@ func BenchmarkCommitHTTP(b *testing.B) {
 					json.Unmarshal(raw, out)
 				}
 			}
-			var mu sync.Mutex
-			var lat []time.Duration
 			before := m.Writes()
-			next := make(chan struct{})
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			for range clients {
-				wg.Go(func() {
-					for range next {
-						start := time.Now()
-						var created struct{ ID string }
-						post("/v1/transactions", `{"leaseDuration":60000}`, &created)
-						for _, u := range urls {
-							post("/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+u+`"},"crashCount":1}`, nil)
-						}
-						post("/v1/transactions/"+created.ID+"/commit", `{"waitFor":10000}`, nil)
-						mu.Lock()
-						lat = append(lat, time.Since(start))
-						mu.Unlock()
-					}
-				})
-			}
-			for range b.N {
-				next <- struct{}{}
-			}
-			close(next)
-			wg.Wait()
-			b.StopTimer()
+			txn.RunClients(b, clients, func() {
+				var created struct{ ID string }
+				post("/v1/transactions", `{"leaseDuration":60000}`, &created)
+				for _, u := range urls {
+					post("/v1/transactions/"+created.ID+"/participants", `{"participant":{"url":"`+u+`"},"crashCount":1}`, nil)
+				}
+				post("/v1/transactions/"+created.ID+"/commit", `{"waitFor":10000}`, nil)
+			})
 			// The decision is the only write (the lease is in memory).
 			b.ReportMetric(float64(m.Writes()-before)/float64(b.N), "writes/txn")
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "txn/s")
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }
