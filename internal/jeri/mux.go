@@ -1,0 +1,148 @@
+// Package jeri speaks Jini Extensible Remote Invocation as the JGDMS
+// implementation of Java puts it on TCP: the multiplexing protocol that
+// carries up to 256 sessions on one connection (both roles), and the
+// invocation framing of BasicObjectEndpoint and BasicInvocationHandler on
+// top of it (object identifier, method hash, return or throw).
+//
+// It knows nothing of the objects it serves: a Dispatcher routes calls by
+// object Uuid to whatever implements them. ../shared/design/JERI.md has
+// the wire facts this code follows.
+package jeri
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrProtocol is wrapped by every error about a peer that broke the
+// multiplexing protocol. The connection is closed after it.
+var ErrProtocol = errors.New("jeri mux protocol violation")
+
+// The connection header both sides send first: "Jmux", version 1, the
+// initial ration of each session (in units of 256 bytes; 0 is
+// unlimited), and flags.
+var muxMagic = [4]byte{'J', 'm', 'u', 'x'}
+
+const muxVersion = 1
+
+// Message types, the first byte of a message header.
+const (
+	opNoOperation = 0x00
+	opShutdown    = 0x02
+	opPing        = 0x04
+	opPingAck     = 0x06
+	opError       = 0x08
+	opIncrement   = 0x10 // | shift
+	opAbort       = 0x20 // | partial
+	opClose       = 0x30
+	opAck         = 0x40
+	opData        = 0x80 // | flags
+
+	dataOpen        = 0x10
+	dataClose       = 0x08
+	dataEOF         = 0x04
+	dataAckRequired = 0x02
+)
+
+// fragment is the most data jinid puts in one Data message; Java sends
+// 1024.
+const fragment = 8192
+
+// header is a connection header.
+type header struct {
+	version byte
+	ration  int64 // bytes; 0 is unlimited
+	flags   byte
+}
+
+func readHeader(r io.Reader) (header, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return header{}, fmt.Errorf("reading mux connection header: %w", err)
+	}
+	if [4]byte(b[:4]) != muxMagic {
+		return header{}, fmt.Errorf("%w: connection header %x is not Jmux", ErrProtocol, b[:4])
+	}
+	if b[4] < 1 {
+		return header{}, fmt.Errorf("%w: mux version %d", ErrProtocol, b[4])
+	}
+	return header{version: b[4], ration: int64(binary.BigEndian.Uint16(b[5:7])) << 8, flags: b[7]}, nil
+}
+
+func appendHeader(dst []byte, ration int64) []byte {
+	dst = append(dst, muxMagic[:]...)
+	dst = append(dst, muxVersion)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(ration>>8))
+	return append(dst, 0)
+}
+
+// message is one mux message as read: its header and, for the types that
+// have one, its body.
+type message struct {
+	op      byte
+	session byte
+	// n is the header's last two bytes: a body length, a ration
+	// increment or a ping cookie.
+	n    uint16
+	body []byte
+}
+
+// hasBody reports whether a message of type op carries n bytes after its
+// header.
+func hasBody(op byte) bool {
+	switch {
+	case op&0x80 != 0, op&0xF0 == opAbort:
+		return true
+	}
+	switch op {
+	case opNoOperation, opShutdown, opError:
+		return true
+	}
+	return false
+}
+
+// readMessage reads the next message into buf (reused between calls).
+func readMessage(r io.Reader, buf []byte) (message, []byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return message{}, buf, err
+	}
+	m := message{op: h[0], session: h[1], n: binary.BigEndian.Uint16(h[2:])}
+	if !hasBody(m.op) {
+		return m, buf, nil
+	}
+	if cap(buf) < int(m.n) {
+		buf = make([]byte, m.n)
+	}
+	m.body = buf[:m.n]
+	if _, err := io.ReadFull(r, m.body); err != nil {
+		return message{}, buf, fmt.Errorf("%w: message 0x%02x cut short: %w", ErrProtocol, m.op, err)
+	}
+	return m, buf, nil
+}
+
+func appendMessage(dst []byte, op, session byte, n uint16, body []byte) []byte {
+	dst = append(dst, op, session)
+	dst = binary.BigEndian.AppendUint16(dst, n)
+	return append(dst, body...)
+}
+
+// increment returns the ration a client grants with an IncrementRation
+// message.
+func increment(m message) int64 { return int64(m.n) << (m.op & 0x0E) }
+
+// appendIncrement appends IncrementRation messages granting n bytes.
+func appendIncrement(dst []byte, session byte, n int64) []byte {
+	for n > 0 {
+		shift := byte(0)
+		for n>>shift > 0xFFFF && shift < 14 {
+			shift += 2
+		}
+		v := min(n>>shift, 0xFFFF)
+		dst = appendMessage(dst, opIncrement|shift, session, uint16(v), nil)
+		n -= v << shift
+	}
+	return dst
+}

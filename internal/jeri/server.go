@@ -1,0 +1,454 @@
+package jeri
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jinid/jinid/internal/connlimit"
+)
+
+// Defaults of a server's caps.
+const (
+	DefaultMaxConns     = 128
+	DefaultMaxPerSource = 8
+	// DefaultMaxRequest bounds one call's bytes: a registration with a
+	// 100 kB service object fits many times over.
+	DefaultMaxRequest = 1 << 20
+	// DefaultMaxCalls bounds the calls one connection has running.
+	DefaultMaxCalls = 16
+	// DefaultIdle closes a connection with no session for this long;
+	// Java closes its own after 15 s.
+	DefaultIdle = 2 * time.Minute
+	// handshakeTimeout bounds the wait for a client's connection
+	// header.
+	handshakeTimeout = 10 * time.Second
+	// rationWait bounds how long a reply waits for a client to grant
+	// ration before the connection is given up.
+	rationWait = 30 * time.Second
+)
+
+// Handler answers one call: the bytes a client sent on a session, up to
+// its end of file. It must always answer; the reply goes back on the
+// session. ctx ends when the connection does.
+type Handler func(ctx context.Context, req []byte, conn Conn) []byte
+
+// Conn says which connection a call came on.
+type Conn struct {
+	Local, Remote net.Addr
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	Handler Handler
+	// MaxConns, MaxPerSource: connections at once, in all and from one
+	// address. MaxRequest: bytes of one call. MaxCalls: calls running at
+	// once on one connection. Idle: a connection with nothing running
+	// is closed after this long. Zero means the defaults.
+	MaxConns, MaxPerSource int
+	MaxRequest             int
+	MaxCalls               int
+	Idle                   time.Duration
+	Logger                 *slog.Logger
+}
+
+// Server is the server side of the mux protocol on a listener.
+type Server struct {
+	cfg  ServerConfig
+	ln   *connlimit.Limited
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+
+	// ProtocolErrors counts connections closed for breaking the
+	// protocol.
+	ProtocolErrors atomic.Int64
+	logged         atomic.Int64 // unix seconds of the last warning
+}
+
+// NewServer returns a server for ln; it owns ln from now on.
+func NewServer(ln net.Listener, cfg ServerConfig) *Server {
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxPerSource <= 0 {
+		cfg.MaxPerSource = DefaultMaxPerSource
+	}
+	if cfg.MaxRequest <= 0 {
+		cfg.MaxRequest = DefaultMaxRequest
+	}
+	if cfg.MaxCalls <= 0 {
+		cfg.MaxCalls = DefaultMaxCalls
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:   cfg,
+		ln:    connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource}),
+		ctx:   ctx,
+		stop:  cancel,
+		conns: make(map[net.Conn]struct{}),
+	}
+}
+
+// Addr is the listener's address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Refused counts connections closed for a cap.
+func (s *Server) Refused() int64 { return s.ln.Refused.Load() }
+
+// Start begins accepting.
+func (s *Server) Start(context.Context) error {
+	s.wg.Add(1)
+	go s.accept()
+	return nil
+}
+
+// Shutdown stops accepting, closes every connection and waits for the
+// calls running on them.
+func (s *Server) Shutdown(context.Context) error {
+	s.stop()
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.warn("accepting Jini ERI connection", "err", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		s.mu.Lock()
+		if s.ctx.Err() != nil {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.ServeConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// warn logs at most once every 10 seconds: what a remote host triggers
+// must not flood the log.
+func (s *Server) warn(msg string, args ...any) {
+	now := time.Now().Unix()
+	if last := s.logged.Load(); now-last >= 10 && s.logged.CompareAndSwap(last, now) {
+		s.cfg.Logger.Warn(msg, args...)
+	}
+}
+
+// ServeConn runs the server side of the mux protocol on c until the
+// client goes away, breaks the protocol or idles, and closes c.
+func (s *Server) ServeConn(c net.Conn) {
+	sc := &serverConn{s: s, c: c, info: Conn{Local: c.LocalAddr(), Remote: c.RemoteAddr()}}
+	sc.cond = sync.NewCond(&sc.mu)
+	sc.calls = make(chan struct{}, s.cfg.MaxCalls)
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	err := sc.serve(ctx)
+	sc.mu.Lock()
+	sc.closed = true
+	sc.cond.Broadcast()
+	sc.mu.Unlock()
+	cancel()
+	sc.wg.Wait()
+	c.Close()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+		if errors.Is(err, ErrProtocol) {
+			s.ProtocolErrors.Add(1)
+		}
+		s.warn("Jini ERI connection closed", "peer", sc.info.Remote, "err", err)
+	}
+}
+
+type sessionState int
+
+const (
+	sessionIdle sessionState = iota
+	sessionReceiving
+	sessionRunning
+)
+
+type session struct {
+	state sessionState
+	req   []byte
+	// ration left for sending to the client, if it limits it.
+	ration int64
+	// aborted: the client gave up on the call; its reply is dropped.
+	aborted bool
+}
+
+type serverConn struct {
+	s    *Server
+	c    net.Conn
+	info Conn
+	wg   sync.WaitGroup
+
+	wmu sync.Mutex // one message on the wire at a time
+
+	mu       sync.Mutex
+	cond     *sync.Cond // ration granted, or closed
+	sessions [256]session
+	running  int
+	buffered int
+	limited  bool  // the client limits what we send
+	initial  int64 // its initial ration per session
+	closed   bool
+
+	calls chan struct{}
+}
+
+func (sc *serverConn) serve(ctx context.Context) error {
+	sc.c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	r := bufio.NewReaderSize(sc.c, 4096)
+	h, err := readHeader(r)
+	if err != nil {
+		return err
+	}
+	sc.limited, sc.initial = h.ration > 0, h.ration
+	// Ration 0: unlimited. What a client may send is bounded by
+	// MaxRequest per call and MaxCalls per connection instead.
+	if err := sc.write(appendHeader(nil, 0)); err != nil {
+		return err
+	}
+	var buf []byte
+	for {
+		sc.mu.Lock()
+		busy := sc.running > 0 || sc.buffered > 0
+		sc.mu.Unlock()
+		if busy {
+			sc.c.SetReadDeadline(time.Time{})
+		} else {
+			sc.c.SetReadDeadline(time.Now().Add(sc.s.cfg.Idle))
+		}
+		var m message
+		m, buf, err = readMessage(r, buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && !busy {
+				sc.write(appendMessage(nil, opShutdown, 0, 4, []byte("idle")))
+				return nil
+			}
+			return err
+		}
+		if err := sc.handle(ctx, m); err != nil {
+			if errors.Is(err, ErrProtocol) {
+				msg := err.Error()
+				sc.write(appendMessage(nil, opError, 0, uint16(len(msg)), []byte(msg)))
+			}
+			return err
+		}
+	}
+}
+
+func (sc *serverConn) handle(ctx context.Context, m message) error {
+	switch {
+	case m.op&0x80 != 0:
+		return sc.data(ctx, m)
+	case m.op&0xF0 == opIncrement:
+		sc.mu.Lock()
+		sc.sessions[m.session].ration += increment(m)
+		sc.cond.Broadcast()
+		sc.mu.Unlock()
+		return nil
+	case m.op&0xFE == opAbort:
+		sc.mu.Lock()
+		ss := &sc.sessions[m.session]
+		state := ss.state
+		switch state {
+		case sessionReceiving:
+			sc.buffered -= len(ss.req)
+			*ss = session{}
+		case sessionRunning:
+			ss.aborted = true
+			sc.cond.Broadcast()
+		}
+		sc.mu.Unlock()
+		if state == sessionReceiving {
+			return sc.write(appendMessage(nil, opClose, m.session, 0, nil))
+		}
+		return nil
+	}
+	switch m.op {
+	case opNoOperation, opAck, opPingAck:
+		return nil
+	case opPing:
+		return sc.write(appendMessage(nil, opPingAck, 0, m.n, nil))
+	case opError:
+		return fmt.Errorf("client reported an error: %q", truncate(m.body))
+	}
+	return fmt.Errorf("%w: message type 0x%02x from a client", ErrProtocol, m.op)
+}
+
+func (sc *serverConn) data(ctx context.Context, m message) error {
+	flags := m.op & 0x1F
+	if flags&(dataClose|dataAckRequired) != 0 {
+		return fmt.Errorf("%w: data flags 0x%02x from a client", ErrProtocol, flags)
+	}
+	sc.mu.Lock()
+	ss := &sc.sessions[m.session]
+	if flags&dataOpen != 0 {
+		if ss.state != sessionIdle {
+			sc.mu.Unlock()
+			return fmt.Errorf("%w: session %d opened while in use", ErrProtocol, m.session)
+		}
+		*ss = session{state: sessionReceiving, ration: sc.initial}
+	} else if ss.state != sessionReceiving {
+		sc.mu.Unlock()
+		return fmt.Errorf("%w: data on session %d, which is not open", ErrProtocol, m.session)
+	}
+	if len(ss.req)+len(m.body) > sc.s.cfg.MaxRequest {
+		sc.mu.Unlock()
+		return fmt.Errorf("%w: call on session %d larger than %d bytes", ErrProtocol, m.session, sc.s.cfg.MaxRequest)
+	}
+	ss.req = append(ss.req, m.body...)
+	sc.buffered += len(m.body)
+	if flags&dataEOF == 0 {
+		sc.mu.Unlock()
+		return nil
+	}
+	req := ss.req
+	ss.req, ss.state = nil, sessionRunning
+	sc.buffered -= len(req)
+	sc.running++
+	sc.mu.Unlock()
+
+	// At most MaxCalls run at once; past that, reading waits, and the
+	// client's sends wait behind it.
+	select {
+	case sc.calls <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		defer func() { <-sc.calls }()
+		reply := sc.s.cfg.Handler(ctx, req, sc.info)
+		err := sc.reply(m.session, reply)
+		sc.mu.Lock()
+		sc.sessions[m.session] = session{}
+		sc.running--
+		sc.mu.Unlock()
+		if err != nil {
+			// The reply could not be sent whole: the connection is of no
+			// more use, and the client learns so when it closes.
+			sc.c.Close()
+		}
+	}()
+	return nil
+}
+
+// reply sends a call's reply on its session, within the ration the
+// client grants, and ends the session (eof and close).
+func (sc *serverConn) reply(session byte, b []byte) error {
+	for {
+		sc.mu.Lock()
+		ss := &sc.sessions[session]
+		if ss.aborted {
+			sc.mu.Unlock()
+			return sc.write(appendMessage(nil, opClose, session, 0, nil))
+		}
+		n := min(len(b), fragment)
+		if sc.limited {
+			deadline := time.Now().Add(rationWait)
+			for ss.ration <= 0 && len(b) > 0 && !sc.closed && !ss.aborted {
+				if time.Now().After(deadline) {
+					sc.mu.Unlock()
+					return errors.New("client granted no ration")
+				}
+				waitCond(sc.cond, rationWait)
+			}
+			if sc.closed {
+				sc.mu.Unlock()
+				return net.ErrClosed
+			}
+			if ss.aborted {
+				sc.mu.Unlock()
+				continue
+			}
+			n = int(min(int64(n), ss.ration))
+			ss.ration -= int64(n)
+		}
+		last := n == len(b)
+		op := byte(opData)
+		if last {
+			op |= dataEOF | dataClose
+		}
+		sc.mu.Unlock()
+		err := sc.write(appendMessage(nil, op, session, uint16(n), b[:n]))
+		if err != nil || last {
+			return err
+		}
+		b = b[n:]
+	}
+}
+
+// waitCond waits on c (whose lock is held) for at most d.
+func waitCond(c *sync.Cond, d time.Duration) {
+	t := time.AfterFunc(d, func() {
+		c.L.Lock()
+		c.Broadcast()
+		c.L.Unlock()
+	})
+	c.Wait()
+	t.Stop()
+}
+
+func (sc *serverConn) write(b []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.c.SetWriteDeadline(time.Now().Add(rationWait))
+	_, err := sc.c.Write(b)
+	return err
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return string(b)
+}
