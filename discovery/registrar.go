@@ -8,6 +8,10 @@ type Registrar struct {
 	Marshalled []byte
 	// Descriptor is set when the registrar is a jinid lookup service's.
 	Descriptor *Descriptor
+	// Proxy, when jinid serves Java clients, is the registrar proxy's own
+	// object stream (with the Descriptor inside); it is wrapped in the
+	// container of the protocol version when sent.
+	Proxy []byte
 }
 
 // Descriptor is what a jinid lookup service puts in its proxy slot: the
@@ -18,6 +22,13 @@ type Descriptor struct {
 	Groups    []string  `json:"groups"`
 	Locator   string    `json:"locator"`
 }
+
+// DescriptorMark starts the string jinid adds to its Java registrar
+// proxy's custom data (RegistrarProxy's, after the ServiceID): the
+// Descriptor as JSON, for other jinids. Java's readObject reads the
+// ServiceID and skips the rest, as ObjectInputStream does with any custom
+// data a class does not read.
+const DescriptorMark = "jinid-descriptor:"
 
 // IsJinid reports whether the registrar is a jinid lookup service's.
 func (r Registrar) IsJinid() bool { return r.Descriptor != nil }

@@ -62,6 +62,8 @@ var settings = []setting{
 	{key: "multicast", flag: "no-multicast", invert: true},
 	{key: "dnsSD", flag: "no-dns-sd", invert: true},
 	{key: "transactions", flag: "no-transactions", invert: true},
+	{key: "java", flag: "no-java", invert: true},
+	{key: "javaPort", flag: "java-port"},
 	{key: "discoveryPort", flag: "discovery-port"},
 	{key: "ldsAnnounceInterval", flag: "lds-announce-interval"},
 	{key: "renewalMargin", flag: "renewal-margin"},

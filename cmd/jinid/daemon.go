@@ -212,6 +212,8 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
 	f.BoolVar(&cfg.NoTransactions, "no-transactions", false, "do not run the transaction manager (its routes answer that it does not run)")
+	f.BoolVar(&cfg.NoJava, "no-java", false, "do not serve Java clients: no Jini ERI port, no Java registrar proxy in unicast responses")
+	f.IntVar(&cfg.JavaPort, "java-port", 0, "TCP port Java clients call the lookup service on (Jini ERI); 0: the port of the last run, a free one at first")
 	f.IntVar(&cfg.MailboxMaxPerRegistration, "mailbox-quota", 0, "events the event mailbox stores for one registration (0: 100000); beyond, senders are told to retry")
 	f.IntVar(&cfg.MailboxMaxEvents, "mailbox-total-quota", 0, "events the event mailbox stores in all (0: 1000000)")
 	f.DurationVar(&cfg.RenewalMargin, "renewal-margin", 30*time.Second,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
@@ -131,6 +132,13 @@ func marshalled(r discovery.Registrar, version int) ([]byte, error) {
 	if r.Marshalled != nil {
 		return r.Marshalled, nil
 	}
+	c := javaio.MarshalledObject
+	if version == discovery.ProtocolV2 {
+		c = javaio.MarshalledInstance
+	}
+	if r.Proxy != nil {
+		return javaio.AppendMarshalled(nil, c, r.Proxy), nil
+	}
 	if r.Descriptor == nil {
 		return nil, errors.New("registrar has neither a marshalled proxy nor a descriptor")
 	}
@@ -138,24 +146,58 @@ func marshalled(r discovery.Registrar, version int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding registrar descriptor: %w", err)
 	}
-	c := javaio.MarshalledObject
-	if version == discovery.ProtocolV2 {
-		c = javaio.MarshalledInstance
-	}
 	return javaio.AppendMarshalledString(nil, c, string(js)), nil
 }
 
-// readDescriptor recognises a jinid proxy.
+// readDescriptor recognises a jinid proxy: a Java registrar proxy
+// carrying jinid's descriptor in its custom data, or (from jinids before
+// they served Java) the descriptor alone as a string.
 func readDescriptor(proxy []byte) *discovery.Descriptor {
 	s, _, ok := javaio.UnmarshalString(proxy)
 	if !ok {
-		return nil
+		if s, ok = descriptorInProxy(proxy); !ok {
+			return nil
+		}
 	}
 	var d discovery.Descriptor
 	if json.Unmarshal([]byte(s), &d) != nil || d.ServiceID.IsZero() {
 		return nil
 	}
 	return &d
+}
+
+// descriptorInProxy finds the descriptor string in the custom data of a
+// marshalled registrar proxy.
+func descriptorInProxy(container []byte) (string, bool) {
+	v, err := javaio.Decode(container)
+	if err != nil {
+		return "", false
+	}
+	c, ok := v.(*javaio.Object)
+	if !ok {
+		return "", false
+	}
+	ob, _ := c.Get("objBytes")
+	a, ok := ob.(*javaio.Array)
+	if !ok {
+		return "", false
+	}
+	v, err = javaio.Decode(a.Prim)
+	if err != nil {
+		return "", false
+	}
+	p, ok := v.(*javaio.Object)
+	if !ok {
+		return "", false
+	}
+	for _, cd := range p.Data {
+		for _, x := range cd.Custom {
+			if s, ok := x.(string); ok && strings.HasPrefix(s, discovery.DescriptorMark) {
+				return s[len(discovery.DescriptorMark):], true
+			}
+		}
+	}
+	return "", false
 }
 
 // Append appends the response's bytes to dst, as a lookup service writes

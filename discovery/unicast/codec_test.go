@@ -2,12 +2,14 @@ package unicast
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
@@ -73,12 +75,25 @@ func TestResponseVectors(t *testing.T) {
 	}
 }
 
+// The descriptor is recovered both from a jinid that serves Java (inside
+// the registrar proxy's custom data) and from one that does not (the
+// descriptor alone, as a string).
 func TestJinidDescriptorRoundTrip(t *testing.T) {
 	id, _ := discovery.ParseServiceID("01234567-89ab-cdef-fedc-ba9876543210")
 	d := &discovery.Descriptor{ServiceID: id, APIURL: "http://192.0.2.10:4162", Groups: []string{"", "lab"}, Locator: "jini://192.0.2.10:4160"}
-	for _, version := range []int{1, 2} {
+	js, _ := json.Marshal(d)
+	proxyClass := &javaio.Class{Name: "RegistrarProxy", SUID: 2, Flags: javaio.FlagSerializable | javaio.FlagWriteMethod}
+	proxy, err := javaio.Encode(javaio.NewObject(proxyClass).SetCustom("RegistrarProxy", javaio.Block(id[:]), discovery.DescriptorMark+string(js)), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		version int
+		proxy   []byte
+	}{{1, nil}, {2, nil}, {1, proxy}, {2, proxy}} {
+		version := c.version
 		resp := &Response{Version: version, Format: discovery.PlaintextFormat, Host: "192.0.2.10", Port: 4160,
-			Groups: d.Groups, Registrar: discovery.Registrar{Descriptor: d}}
+			Groups: d.Groups, Registrar: discovery.Registrar{Descriptor: d, Proxy: c.proxy}}
 		b, err := resp.Append(nil)
 		if err != nil {
 			t.Fatal(err)

@@ -75,6 +75,17 @@ func objHash(b []byte) int32 {
 	return h
 }
 
+// AppendMarshalled appends a complete object stream holding a container
+// whose marshalled object is the object stream obj.
+func AppendMarshalled(dst []byte, c Container, obj []byte) []byte {
+	dst = appendContainerPrefix(dst, c, objHash(obj), len(obj))
+	dst = append(dst, obj...)
+	if containers[c].flags&scWriteMethod != 0 {
+		dst = append(dst, tcEndBlockData)
+	}
+	return dst
+}
+
 // AppendMarshalledString appends a complete object stream holding a
 // container whose marshalled object is the java.lang.String s. This is what
 // a jinid lookup service puts where Java clients expect a registrar proxy.
@@ -87,12 +98,7 @@ func AppendMarshalledString(dst []byte, c Container, s string) []byte {
 		obj = binary.BigEndian.AppendUint64(obj, uint64(n))
 	}
 	obj = AppendModifiedUTF8(obj, s)
-	dst = appendContainerPrefix(dst, c, objHash(obj), len(obj))
-	dst = append(dst, obj...)
-	if containers[c].flags&scWriteMethod != 0 {
-		dst = append(dst, tcEndBlockData)
-	}
-	return dst
+	return AppendMarshalled(dst, c, obj)
 }
 
 // UnmarshalString reports whether stream is exactly what

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/jinid/jinid/internal/javaio"
@@ -16,6 +17,20 @@ type Uuid [16]byte
 func (u Uuid) String() string {
 	h := hex.EncodeToString(u[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// MarshalText writes the Uuid in its usual form.
+func (u Uuid) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText reads the usual form.
+func (u *Uuid) UnmarshalText(b []byte) error {
+	s := strings.ReplaceAll(string(b), "-", "")
+	raw, err := hex.DecodeString(s)
+	if err != nil || len(raw) != 16 || len(b) != 36 {
+		return fmt.Errorf("uuid %q: want 8-4-4-4-12 hex digits", b)
+	}
+	copy(u[:], raw)
+	return nil
 }
 
 // Bits returns the Uuid's two longs.

@@ -12,6 +12,19 @@ import java.lang.reflect.Method;
 
 public class JavaCat {
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--methods")) {
+            // The remote methods of interfaces, as name and JVM descriptor.
+            for (int i = 1; i < args.length; i++) {
+                Class<?> cl = Class.forName(args[i], false, JavaCat.class.getClassLoader());
+                java.util.List<String> lines = new java.util.ArrayList<>();
+                for (Method m : cl.getMethods()) {
+                    lines.add("method " + m.getName() + " " + descriptor(m));
+                }
+                java.util.Collections.sort(lines);
+                lines.forEach(System.out::println);
+            }
+            return;
+        }
         Method hasWrite = ObjectStreamClass.class.getDeclaredMethod("hasWriteObjectMethod");
         hasWrite.setAccessible(true);
         for (String name : args) {
@@ -39,5 +52,25 @@ public class JavaCat {
                 System.out.println();
             }
         }
+    }
+
+    static String descriptor(Method m) {
+        StringBuilder b = new StringBuilder("(");
+        for (Class<?> p : m.getParameterTypes()) b.append(sig(p));
+        return b.append(')').append(sig(m.getReturnType())).toString();
+    }
+
+    static String sig(Class<?> c) {
+        if (c.isArray()) return c.getName().replace('.', '/');
+        if (c == void.class) return "V";
+        if (c == boolean.class) return "Z";
+        if (c == byte.class) return "B";
+        if (c == char.class) return "C";
+        if (c == short.class) return "S";
+        if (c == int.class) return "I";
+        if (c == long.class) return "J";
+        if (c == float.class) return "F";
+        if (c == double.class) return "D";
+        return "L" + c.getName().replace('.', '/') + ";";
     }
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/internal/jeri"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/access"
@@ -41,6 +42,7 @@ import (
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/lookup/javalookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
@@ -78,6 +80,13 @@ type Config struct {
 	DiscoveryPort int
 	// NoDNSSD turns off the DNS-SD (mDNS) advertisement.
 	NoDNSSD bool
+	// NoJava turns off the lookup service for Java clients: no Jini ERI
+	// port, and unicast responses carry no Java registrar proxy.
+	NoJava bool
+	// JavaPort is the Jini ERI port Java clients call the registrar on;
+	// 0 keeps the one of the last run (chosen free on the first), so
+	// proxies Java clients hold stay valid across restarts.
+	JavaPort int
 	// NoTransactions turns off the transaction manager: its routes
 	// answer that it does not run.
 	NoTransactions bool
@@ -235,7 +244,8 @@ type Daemon struct {
 	store     *store.Store
 	registrar *lookup.Registrar
 	unicast   *unicast.Server
-	host      *mcast.Host // nil with multicast off
+	java      *javalookup.Service // nil with NoJava
+	host      *mcast.Host         // nil with multicast off
 	// announcer is nil with multicast off; the registrar's hook may run
 	// in any goroutine.
 	announcer atomic.Pointer[announce.Announcer]
@@ -482,6 +492,11 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log,
 		MaxConns: d.limits.DiscoveryConns, MaxPerSource: d.limits.DiscoveryConnsPerSource})
 	d.parts.Add("unicast discovery", d.unicast)
+	if !d.cfg.NoJava {
+		if err := d.buildJava(ctx); err != nil {
+			return err
+		}
+	}
 	if d.cfg.NoMulticast {
 		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")
 		return nil
@@ -626,10 +641,61 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 	}
 	port := d.unicastPort()
 	m := d.registrar.Meta()
-	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{
+	desc := &discovery.Descriptor{
 		ServiceID: m.ServiceID, APIURL: d.apiURL(ap.Addr().Unmap()), Groups: m.Groups,
 		Locator: discovery.Locator{Host: host, Port: port}.String(),
-	}}}, nil
+	}
+	reg := discovery.Registrar{Descriptor: desc}
+	if d.java != nil {
+		if reg.Proxy, err = d.java.Proxy(host, desc); err != nil {
+			return nil, err
+		}
+	}
+	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: reg}, nil
+}
+
+// buildJava serves the registrar to Java clients: Jini ERI on a port of
+// its own, kept with the object's Uuid in the store.
+func (d *Daemon) buildJava(ctx context.Context) error {
+	id, err := javalookup.LoadIdentity(d.store)
+	if err != nil {
+		return err
+	}
+	port := d.cfg.JavaPort
+	if port == 0 {
+		port = id.Port
+	}
+	var ln net.Listener
+	err = d.cfg.Namespace.Do(func() error {
+		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("", strconv.Itoa(port)))
+		if err != nil && d.cfg.JavaPort == 0 && port != 0 {
+			// The port of the last run is taken: Java clients holding
+			// the old proxy rediscover jinid and get the new one.
+			d.log.Warn("the Jini ERI port of the last run is in use; taking another", "port", port, "err", err)
+			ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", ":0")
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("listening for Java clients (Jini ERI) on port %d: %w", port, err)
+	}
+	id.Port = ln.Addr().(*net.TCPAddr).Port
+	if err := javalookup.SaveIdentity(d.store, id); err != nil {
+		ln.Close()
+		return fmt.Errorf("keeping the Java registrar's identity: %w", err)
+	}
+	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Identity: id, UnicastPort: d.unicastPort, Logger: d.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.java = java
+	disp := jeri.NewDispatcher()
+	disp.Export(id.Object, java)
+	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri")})
+	d.parts.Add("the lookup service for Java clients (Jini ERI)", srv)
+	d.log.Info("serving Java clients", "port", id.Port, "object", id.Object.String(), "lineage", java.Lineage().Name)
+	return nil
 }
 
 // multicastState says how multicast discovery stands, for the start line.

@@ -1,0 +1,176 @@
+package javalookup
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/store"
+)
+
+// Identity is what Java proxies hold of jinid's registrar besides its
+// host: the object's Uuid and the Jini ERI port. Both are kept in the
+// store, so proxies a Java client holds keep working across restarts.
+type Identity struct {
+	Object jeri.Uuid `json:"object"`
+	Port   int       `json:"port"`
+}
+
+const (
+	bucket      = "javalookup"
+	identityKey = "identity"
+)
+
+// LoadIdentity reads the identity, making a new object Uuid (and no
+// port yet) on first use.
+func LoadIdentity(st *store.Store) (Identity, error) {
+	var id Identity
+	err := st.View(func(tx *store.Tx) error {
+		_, err := tx.Get(bucket, identityKey, &id)
+		return err
+	})
+	if err != nil {
+		return Identity{}, fmt.Errorf("reading the Java registrar's identity: %w", err)
+	}
+	if id.Object == (jeri.Uuid{}) {
+		rand.Read(id.Object[:])
+		id.Object[6] = id.Object[6]&0x0F | 0x40 // a random (version 4) Uuid, as Java makes them
+		id.Object[8] = id.Object[8]&0x3F | 0x80
+	}
+	return id, nil
+}
+
+// SaveIdentity stores the identity.
+func SaveIdentity(st *store.Store, id Identity) error {
+	return st.Update(func(tx *store.Tx) error { return tx.Put(bucket, identityKey, id) })
+}
+
+// Config gives the service its dependencies.
+type Config struct {
+	Registrar *lookup.Registrar
+	Identity  Identity
+	// UnicastPort is the unicast discovery port, for getLocator.
+	UnicastPort func() int
+	// Lineage is the Java lineage served; nil means JGDMS.
+	Lineage *Lineage
+	Logger  *slog.Logger
+}
+
+// Service is the registrar as Java clients use it: a jeri.Object, and
+// the maker of the proxies that lead to it.
+type Service struct {
+	cfg Config
+	l   *Lineage
+
+	mu      sync.Mutex
+	proxies map[proxyKey][]byte
+}
+
+type proxyKey struct {
+	host       string
+	sid        discovery.ServiceID
+	descriptor string
+}
+
+// New returns the service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Lineage == nil {
+		l, err := JGDMS()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Lineage = l
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Logger = cfg.Logger.With("component", "javalookup")
+	return &Service{cfg: cfg, l: cfg.Lineage, proxies: make(map[proxyKey][]byte)}, nil
+}
+
+// Lineage is the lineage served.
+func (s *Service) Lineage() *Lineage { return s.l }
+
+// Proxy returns the registrar proxy's object stream for clients that
+// reach jinid at host, carrying d for other jinids. Proxies are made
+// once per host and descriptor.
+func (s *Service) Proxy(host string, d *discovery.Descriptor) ([]byte, error) {
+	var desc []byte
+	if d != nil {
+		var err error
+		if desc, err = json.Marshal(d); err != nil {
+			return nil, err
+		}
+	}
+	sid := s.cfg.Registrar.Meta().ServiceID
+	k := proxyKey{host, sid, string(desc)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.proxies[k]; ok {
+		return b, nil
+	}
+	b, err := s.l.RegistrarBytes(Endpoint{Host: host, Port: s.cfg.Identity.Port, Object: s.cfg.Identity.Object}, sid, string(desc))
+	if err != nil {
+		return nil, fmt.Errorf("making the registrar proxy: %w", err)
+	}
+	if len(s.proxies) >= 64 {
+		// Hosts and descriptors change rarely; a full cache is one
+		// whose entries went stale.
+		clear(s.proxies)
+	}
+	s.proxies[k] = b
+	return b, nil
+}
+
+// Invoke serves a call to the registrar.
+func (s *Service) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	key, ok := s.l.Method(c.Method)
+	if !ok {
+		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))
+	}
+	switch key {
+	case "getMemberGroups/0":
+		groups := s.cfg.Registrar.Meta().Groups
+		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(s.strings(groups)) })
+	case "getLocator/0":
+		loc := s.l.Classes.Class("net.jini.discovery.ConstrainableLookupLocator")
+		o := javaio.NewObject(loc).Set("host", hostOf(c.Conn.Local)).
+			Set("port", int32(s.cfg.UnicastPort())).Set("scheme", "jini")
+		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(o) })
+	case "getAdmin/0":
+		return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
+			"jinid's lookup service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
+	}
+	return jeri.Throw(jeri.NewException("java.rmi.UnmarshalException",
+		fmt.Sprintf("jinid does not implement the registrar method %s", key)))
+}
+
+func (s *Service) strings(v []string) *javaio.Array {
+	a := &javaio.Array{Class: s.l.Classes.Class("[Ljava.lang.String;"), Elems: make([]javaio.Value, len(v))}
+	for i, g := range v {
+		a.Elems[i] = g
+	}
+	return a
+}
+
+// hostOf is the address a client reached jinid on, as a host for the
+// client to use again.
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return ap.Addr().Unmap().WithZone("").String()
+}
