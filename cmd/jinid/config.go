@@ -64,6 +64,7 @@ var settings = []setting{
 	{key: "transactions", flag: "no-transactions", invert: true},
 	{key: "java", flag: "no-java", invert: true},
 	{key: "javaPort", flag: "java-port"},
+	{key: "javaRegisterFrom", flag: "java-register-from"},
 	{key: "discoveryPort", flag: "discovery-port"},
 	{key: "ldsAnnounceInterval", flag: "lds-announce-interval"},
 	{key: "renewalMargin", flag: "renewal-margin"},

@@ -42,6 +42,7 @@ type daemonOptions struct {
 	interval   time.Duration
 	anonymous  string
 	allow      []string
+	javaFrom   []string
 	limits     map[string]int64
 	// printInterfaces: say what would be served, and exit.
 	printInterfaces bool
@@ -213,6 +214,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.BoolVar(&cfg.NoDNSSD, "no-dns-sd", false, "do not advertise the lookup service over mDNS as _jini._tcp.local")
 	f.BoolVar(&cfg.NoTransactions, "no-transactions", false, "do not run the transaction manager (its routes answer that it does not run)")
 	f.BoolVar(&cfg.NoJava, "no-java", false, "do not serve Java clients: no Jini ERI port, no Java registrar proxy in unicast responses")
+	f.StringSliceVar(&o.javaFrom, "java-register-from", nil, "prefixes (e.g. 192.168.1.0/24) whose Java clients may register services; with --anonymous client or admin, any may")
 	f.IntVar(&cfg.JavaPort, "java-port", 0, "TCP port Java clients call the lookup service on (Jini ERI); 0: the port of the last run, a free one at first")
 	f.IntVar(&cfg.MailboxMaxPerRegistration, "mailbox-quota", 0, "events the event mailbox stores for one registration (0: 100000); beyond, senders are told to retry")
 	f.IntVar(&cfg.MailboxMaxEvents, "mailbox-total-quota", 0, "events the event mailbox stores in all (0: 1000000)")
@@ -279,6 +281,9 @@ func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	}
 	if cfg.AllowOutbound, err = parsePrefixes(o.allow); err != nil {
 		return cfg, fmt.Errorf("--allow-outbound: %w", err)
+	}
+	if cfg.JavaRegisterFrom, err = parsePrefixes(o.javaFrom); err != nil {
+		return cfg, fmt.Errorf("--java-register-from: %w", err)
 	}
 	if cfg.Limits, err = limitsOf(o.limits); err != nil {
 		return cfg, err

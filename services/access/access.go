@@ -57,6 +57,13 @@ func ParseAnonymous(s string) (Scope, error) {
 	return sc, nil
 }
 
+// Allows reports whether s allows what other does (read < client <
+// admin; none allows nothing).
+func (s Scope) Allows(other Scope) bool {
+	level := map[Scope]int{ScopeRead: 1, ScopeClient: 2, ScopeAdmin: 3}
+	return level[s] > 0 && level[s] >= level[other]
+}
+
 // meets reports whether s allows what need asks.
 func (s Scope) meets(need httpjson.Need) bool {
 	level := map[Scope]httpjson.Need{ScopeRead: httpjson.Read, ScopeClient: httpjson.Client, ScopeAdmin: httpjson.Admin}

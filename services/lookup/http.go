@@ -254,7 +254,7 @@ func (r *Registrar) httpAttributes(w http.ResponseWriter, req *http.Request) {
 		c.Modify = &AttributeModify{Templates: attributesFrom(m.Templates), Changes: make([]*Attribute, len(m.Changes))}
 		for i, ch := range m.Changes {
 			if ch != nil {
-				a := Attribute(*ch)
+				a := attributeFrom(*ch)
 				c.Modify.Changes[i] = &a
 			}
 		}
@@ -309,7 +309,7 @@ func APIItem(it Item) apitypes.Item {
 	out := apitypes.Item{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint, Service: it.Service,
 		Attributes: make([]apitypes.Attribute, len(it.Attributes))}
 	for i, a := range it.Attributes {
-		out.Attributes[i] = apitypes.Attribute(a)
+		out.Attributes[i] = apitypes.Attribute{Type: a.Type, Supertypes: a.Supertypes, Fields: a.Fields}
 	}
 	return out
 }
@@ -329,7 +329,11 @@ func attributesFrom(as []apitypes.Attribute) []Attribute {
 	}
 	out := make([]Attribute, len(as))
 	for i, a := range as {
-		out[i] = Attribute(a)
+		out[i] = attributeFrom(a)
 	}
 	return out
+}
+
+func attributeFrom(a apitypes.Attribute) Attribute {
+	return Attribute{Type: a.Type, Supertypes: a.Supertypes, Fields: a.Fields}
 }

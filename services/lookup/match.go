@@ -18,6 +18,19 @@ type Attribute struct {
 	Type       string
 	Supertypes []string
 	Fields     map[string]any
+	// Java is set on an entry a Java client sent: what Java needs of it
+	// that Fields does not say. Only the Java side reads it.
+	Java *JavaEntry
+}
+
+// JavaEntry is the Java form of an entry, as opaque object streams in
+// the Java lineage's classes: the entry class and its superclasses
+// (Reggie's EntryClass, with field names and types folded into its hash)
+// and the field values in Java's order, with their Java types.
+type JavaEntry struct {
+	Class    []byte  `json:"class"`
+	Values   []byte  `json:"values"`
+	Codebase *string `json:"codebase,omitempty"`
 }
 
 // Item is a registered service. Service is the service object as the
@@ -28,6 +41,21 @@ type Item struct {
 	Attributes []Attribute
 	Endpoint   string
 	Service    json.RawMessage
+	// Java is set on an item a Java client registered: its service
+	// object and bootstrap proxy as object streams, which only Java
+	// reads. Service then holds the service object's bytes for HTTP
+	// clients.
+	Java *JavaItem
+}
+
+// JavaItem is what only Java reads of an item a Java client registered.
+type JavaItem struct {
+	// Service is the service object as Reggie's proxy sent it (a
+	// MarshalledWrapper), as an object stream.
+	Service []byte `json:"service"`
+	// BootstrapProxy is an object stream, or nil.
+	BootstrapProxy []byte  `json:"bootstrapProxy,omitempty"`
+	Codebase       *string `json:"codebase,omitempty"`
 }
 
 // Template selects items: every non-empty part must match.

@@ -10,6 +10,7 @@ type attributeRecord struct {
 	Type       string         `json:"type"`
 	Supertypes []string       `json:"supertypes,omitempty"`
 	Fields     map[string]any `json:"fields"`
+	Java       *JavaEntry     `json:"java,omitempty"`
 }
 
 type itemFields struct {
@@ -18,6 +19,7 @@ type itemFields struct {
 	Attributes []attributeRecord `json:"attributes"`
 	Endpoint   string            `json:"endpoint,omitempty"`
 	Service    json.RawMessage   `json:"service,omitempty"`
+	Java       *JavaItem         `json:"java,omitempty"`
 }
 
 type templateRecord struct {
@@ -70,13 +72,13 @@ func attributesOf(rs []attributeRecord) []Attribute {
 func recordOf(si *storedItem) itemRecord {
 	it := si.Item
 	return itemRecord{Lease: si.Lease, Owner: si.Owner, Item: itemFields{ServiceID: it.ServiceID, Types: it.Types,
-		Attributes: attributeRecords(it.Attributes), Endpoint: it.Endpoint, Service: it.Service}}
+		Attributes: attributeRecords(it.Attributes), Endpoint: it.Endpoint, Service: it.Service, Java: it.Java}}
 }
 
 func (r itemRecord) stored() storedItem {
 	it := r.Item
 	return storedItem{Lease: r.Lease, Owner: r.Owner, Item: Item{ServiceID: it.ServiceID, Types: it.Types,
-		Attributes: attributesOf(it.Attributes), Endpoint: it.Endpoint, Service: it.Service}}
+		Attributes: attributesOf(it.Attributes), Endpoint: it.Endpoint, Service: it.Service, Java: it.Java}}
 }
 
 func notifyRecordOf(n *storedNotify) notifyRecord {

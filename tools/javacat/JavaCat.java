@@ -25,6 +25,31 @@ public class JavaCat {
             }
             return;
         }
+        if (args.length > 0 && args[0].equals("--entries")) {
+            // Entry classes as Reggie sees them: the public instance fields
+            // each class declares, sorted by name (superclasses listed too).
+            java.util.Set<String> done = new java.util.HashSet<>();
+            for (int i = 1; i < args.length; i++) {
+                java.util.List<Class<?>> chain = new java.util.ArrayList<>();
+                for (Class<?> c = Class.forName(args[i], false, JavaCat.class.getClassLoader()); c != null; c = c.getSuperclass()) chain.add(0, c);
+                for (Class<?> c : chain) {
+                    if (!done.add(c.getName())) continue;
+                    StringBuilder b = new StringBuilder("entry " + c.getName());
+                    if (c.getSuperclass() != null) b.append(" extends ").append(c.getSuperclass().getName());
+                    System.out.println(b);
+                    java.util.List<String> fields = new java.util.ArrayList<>();
+                    for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                        int m = f.getModifiers();
+                        if (!java.lang.reflect.Modifier.isPublic(m) || java.lang.reflect.Modifier.isStatic(m)
+                            || java.lang.reflect.Modifier.isTransient(m) || java.lang.reflect.Modifier.isFinal(m)) continue;
+                        fields.add("  " + f.getName() + " " + f.getType().getName());
+                    }
+                    java.util.Collections.sort(fields);
+                    fields.forEach(System.out::println);
+                }
+            }
+            return;
+        }
         Method hasWrite = ObjectStreamClass.class.getDeclaredMethod("hasWriteObjectMethod");
         hasWrite.setAccessible(true);
         for (String name : args) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
 )
@@ -57,7 +59,15 @@ func SaveIdentity(st *store.Store, id Identity) error {
 // Config gives the service its dependencies.
 type Config struct {
 	Registrar *lookup.Registrar
-	Identity  Identity
+	Grantor   *lease.Grantor
+	// MayRegister says whether a Java client on conn may register and
+	// change services; nil lets none. Its error is the message the
+	// client sees.
+	MayRegister func(conn jeri.Conn) error
+	// MayRead says whether a Java client on conn may look up; nil lets
+	// all.
+	MayRead func(conn jeri.Conn) error
+	Identity    Identity
 	// UnicastPort is the unicast discovery port, for getLocator.
 	UnicastPort func() int
 	// Lineage is the Java lineage served; nil means JGDMS.
@@ -68,8 +78,9 @@ type Config struct {
 // Service is the registrar as Java clients use it: a jeri.Object, and
 // the maker of the proxies that lead to it.
 type Service struct {
-	cfg Config
-	l   *Lineage
+	cfg     Config
+	l       *Lineage
+	entries map[string]*entryClass
 
 	mu      sync.Mutex
 	proxies map[proxyKey][]byte
@@ -94,7 +105,11 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("component", "javalookup")
-	return &Service{cfg: cfg, l: cfg.Lineage, proxies: make(map[proxyKey][]byte)}, nil
+	entries, err := parseEntries(entriesText)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, l: cfg.Lineage, entries: entries, proxies: make(map[proxyKey][]byte)}, nil
 }
 
 // Lineage is the lineage served.
@@ -131,11 +146,27 @@ func (s *Service) Proxy(host string, d *discovery.Descriptor) ([]byte, error) {
 	return b, nil
 }
 
+func (s *Service) mayRegister(c jeri.Conn) error {
+	if s.cfg.MayRegister == nil {
+		return errors.New("jinid: Java clients may not register services here")
+	}
+	return s.cfg.MayRegister(c)
+}
+
 // Invoke serves a call to the registrar.
 func (s *Service) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	key, ok := s.l.Method(c.Method)
 	if !ok {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))
+	}
+	if s.cfg.MayRead != nil && key != "getMemberGroups/0" && key != "getLocator/0" {
+		if err := s.cfg.MayRead(c.Conn); err != nil {
+			return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
+		}
+	}
+	k := &call{s: s, c: c, host: hostOf(c.Conn.Local)}
+	if r := s.dispatch(ctx, key, k); r != nil {
+		return r
 	}
 	switch key {
 	case "getMemberGroups/0":

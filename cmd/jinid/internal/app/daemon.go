@@ -87,6 +87,11 @@ type Config struct {
 	// 0 keeps the one of the last run (chosen free on the first), so
 	// proxies Java clients hold stay valid across restarts.
 	JavaPort int
+	// JavaRegisterFrom lists the networks whose Java clients may register
+	// and change services (Java clients send no token). With Anonymous
+	// client or admin, any may; Java look-ups follow Anonymous like any
+	// request without a token, and these networks may always look up.
+	JavaRegisterFrom []netip.Prefix
 	// NoTransactions turns off the transaction manager: its routes
 	// answer that it does not run.
 	NoTransactions bool
@@ -243,6 +248,7 @@ type Daemon struct {
 	hostNames []string
 	store     *store.Store
 	registrar *lookup.Registrar
+	grantor   *lease.Grantor
 	unicast   *unicast.Server
 	java      *javalookup.Service // nil with NoJava
 	host      *mcast.Host         // nil with multicast off
@@ -389,6 +395,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("event delivery", dispatcher)
 
 	grantor := lease.New(st, clock.Real{}, d.log)
+	d.grantor = grantor
 	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
 		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort,
 		MaxItemBytes: d.limits.ItemBytes, ItemsBytes: d.limits.ItemsBytes, ItemsBytesPerOwner: d.limits.ItemsBytesPerClient, PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}); err != nil {
@@ -654,6 +661,34 @@ func (d *Daemon) respond(_ unicast.Request, local net.Addr) (*unicast.Response, 
 	return &unicast.Response{Host: host, Port: port, Groups: m.Groups, Registrar: reg}, nil
 }
 
+// javaMay says what Java clients, who send no token, may do: what a
+// request without a token may (--anonymous), and from the networks of
+// --java-register-from, register and look up.
+func (d *Daemon) javaMay(need access.Scope) func(jeri.Conn) error {
+	anon := d.cfg.Anonymous
+	if anon == "" {
+		anon = access.ScopeRead
+	}
+	return func(c jeri.Conn) error {
+		if anon.Allows(need) {
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(c.Remote.String())
+		if err == nil {
+			for _, p := range d.cfg.JavaRegisterFrom {
+				if p.Contains(ap.Addr().Unmap()) {
+					return nil
+				}
+			}
+		}
+		what := "register services"
+		if need == access.ScopeRead {
+			what = "look up services"
+		}
+		return fmt.Errorf("jinid: Java clients at %s may not %s here; its administrator can allow it with --java-register-from", ap.Addr().Unmap(), what)
+	}
+}
+
 // buildJava serves the registrar to Java clients: Jini ERI on a port of
 // its own, kept with the object's Uuid in the store.
 func (d *Daemon) buildJava(ctx context.Context) error {
@@ -684,7 +719,8 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 		ln.Close()
 		return fmt.Errorf("keeping the Java registrar's identity: %w", err)
 	}
-	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Identity: id, UnicastPort: d.unicastPort, Logger: d.log})
+	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Grantor: d.grantor, Identity: id,
+		UnicastPort: d.unicastPort, MayRegister: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log})
 	if err != nil {
 		ln.Close()
 		return err

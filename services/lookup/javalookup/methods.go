@@ -1,0 +1,573 @@
+package javalookup
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lookup"
+)
+
+// call is one registrar call being served.
+type call struct {
+	s    *Service
+	c    *jeri.Call
+	host string // the host the client reached us on
+}
+
+func (k *call) readObject() (javaio.Value, error) { return k.c.Args.ReadObject() }
+
+// owner is who a Java client is, for ownership and quotas: it has no
+// token, so its address.
+func (k *call) owner() string { return "java@" + hostOf(k.c.Conn.Remote) }
+
+func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply {
+	switch key {
+	case "register/2":
+		return k.register()
+	case "lookup/1":
+		return k.lookupOne()
+	case "lookup/2":
+		return k.lookupMatches()
+	case "lookUp/2":
+		return k.lookupBootstrap()
+	case "addAttributes/3", "setAttributes/3":
+		return k.attributes(key == "setAttributes/3")
+	case "modifyAttributes/4":
+		return k.modifyAttributes()
+	case "renewServiceLease/3":
+		return k.renewServiceLease()
+	case "cancelServiceLease/2":
+		return k.cancelServiceLease()
+	case "renewLeases/3":
+		return k.renewLeases()
+	case "cancelLeases/2":
+		return k.cancelLeases()
+	}
+	return nil
+}
+
+// argError is the exception for arguments jinid cannot use.
+func argError(err error) jeri.Reply {
+	return jeri.Throw(jeri.NewException("java.rmi.UnmarshalException", "jinid: "+err.Error()))
+}
+
+// faultReply turns an error of the registrar into the exception Reggie
+// would throw.
+func (k *call) faultReply(err error) jeri.Reply {
+	var f *fault.Error
+	if errors.As(err, &f) {
+		switch f.Code {
+		case fault.UnknownLease, fault.NoSuchObject:
+			return jeri.Throw(k.s.unknownLease(f.Message))
+		case fault.Forbidden, fault.Unauthenticated:
+			return jeri.Throw(jeri.NewException("java.rmi.AccessException", "jinid: "+f.Message))
+		case fault.InvalidArgument, fault.NullArgument:
+			return jeri.Throw(jeri.NewException("java.lang.IllegalArgumentException", f.Message))
+		}
+		return jeri.Throw(jeri.NewException("java.rmi.RemoteException", "jinid: "+f.Message))
+	}
+	k.s.cfg.Logger.Warn("registrar call failed", "err", err)
+	return jeri.Throw(jeri.NewException("java.rmi.RemoteException", "jinid could not complete the call; see its log"))
+}
+
+// unknownLease is JGDMS's UnknownLeaseException.
+func (s *Service) unknownLease(msg string) *javaio.Object {
+	o := javaio.NewObject(s.l.Classes.Class("net.jini.core.lease.UnknownLeaseException"))
+	noStack := &javaio.Array{Class: s.l.Classes.Class("[Ljava.lang.StackTraceElement;")}
+	return o.Set("detailMessage", msg).Set("message", msg).Set("stackTrace", noStack).Set("stack", noStack).
+		Set("suppressed", &javaio.Array{Class: s.l.Classes.Class("[Ljava.lang.Throwable;")})
+}
+
+func (k *call) register() jeri.Reply {
+	if err := k.s.mayRegister(k.c.Conn); err != nil {
+		return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
+	}
+	v, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	dur, err := k.c.Args.ReadLong()
+	if err != nil {
+		return argError(err)
+	}
+	it, err := k.s.itemFrom(v)
+	if err != nil {
+		return argError(err)
+	}
+	reg, err := k.s.cfg.Registrar.Register(it, dur, k.owner())
+	if err != nil {
+		return k.faultReply(err)
+	}
+	sid, _ := discovery.ParseServiceID(reg.ServiceID)
+	ls, err := k.s.serviceLease(k.host, sid, reg.Lease.ID, reg.Lease.Expiration)
+	if err != nil {
+		return k.faultReply(err)
+	}
+	r := k.s.l.New("ConstrainableRegistration").Set("lease", ls).Set("server", k.s.server(k.host))
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(r) })
+}
+
+// leaseUuid is a lease ID (32 hex digits) as a Java Uuid.
+func (s *Service) leaseUuid(id string) (*javaio.Object, error) {
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != 16 {
+		return nil, fmt.Errorf("lease ID %q is not 128 bits", id)
+	}
+	return javaio.NewObject(s.l.Classes.Class("net.jini.id.UuidFactory$Impl")).
+		Set("bits0", int64(binary.BigEndian.Uint64(b[:8]))).Set("bits1", int64(binary.BigEndian.Uint64(b[8:]))), nil
+}
+
+// leaseID reads a Java Uuid argument as a lease ID.
+func leaseID(v javaio.Value) (string, error) {
+	o, err := object(v, "net.jini.id.Uuid")
+	if err != nil {
+		return "", err
+	}
+	b0, _ := field(o, "bits0").(int64)
+	b1, _ := field(o, "bits1").(int64)
+	u := jeri.UuidOf(b0, b1)
+	return hex.EncodeToString(u[:]), nil
+}
+
+// remaining is the duration a lease object carries: jinid's grant, in
+// milliseconds from now.
+func (s *Service) remaining(expiration int64) int64 {
+	return max(expiration-s.cfg.Grantor.Now().UnixMilli(), 0)
+}
+
+func (s *Service) serviceLease(host string, sid discovery.ServiceID, leaseID string, expiration int64) (*javaio.Object, error) {
+	id, err := s.leaseUuid(leaseID)
+	if err != nil {
+		return nil, err
+	}
+	var d [8]byte
+	binary.BigEndian.PutUint64(d[:], uint64(s.remaining(expiration)))
+	o := s.l.New("ConstrainableServiceLease").Set("serialFormat", int32(1)).Set("leaseID", id).Set("server", s.server(host))
+	o.SetCustom("org.apache.river.lease.AbstractLease", javaio.Block(d[:]))
+	o.SetCustom(s.l.Package+".RegistrarLease", serviceIDBlock(s.cfg.Registrar.Meta().ServiceID))
+	o.SetCustom(s.l.Package+".ServiceLease", serviceIDBlock(sid))
+	return o, nil
+}
+
+func (s *Service) server(host string) *javaio.Object {
+	return s.l.server(Endpoint{Host: host, Port: s.cfg.Identity.Port, Object: s.cfg.Identity.Object})
+}
+
+// itemTo is an item as Java reads it. Like Reggie, it leaves out the
+// type tree (serviceType null): clients do not need it back.
+func (s *Service) itemTo(it lookup.Item) (*javaio.Object, error) {
+	o := s.l.New("Item")
+	sid, err := discovery.ParseServiceID(it.ServiceID)
+	if err != nil {
+		return nil, err
+	}
+	o.Set("serviceID", s.l.serviceID(sid))
+	var reps []javaio.Value
+	for _, a := range it.Attributes {
+		if rep, ok := s.entryTo(a); ok {
+			reps = append(reps, rep)
+		}
+	}
+	o.Set("attributeSets", &javaio.Array{Class: s.l.Classes.Class("[L" + s.l.Package + ".EntryRep;"), Elems: reps})
+	if it.Java != nil {
+		svc, err := javaio.Decode(it.Java.Service)
+		if err != nil {
+			return nil, err
+		}
+		o.Set("service", svc)
+		if it.Java.BootstrapProxy != nil {
+			bp, err := javaio.Decode(it.Java.BootstrapProxy)
+			if err != nil {
+				return nil, err
+			}
+			o.Set("bootstrapProxy", bp)
+		}
+		if it.Java.Codebase != nil {
+			o.Set("codebase", *it.Java.Codebase)
+		}
+		return o, nil
+	}
+	w, err := s.wrapString(string(it.Service))
+	if err != nil {
+		return nil, err
+	}
+	return o.Set("service", w), nil
+}
+
+// wrapString is a MarshalledWrapper holding a String: the service
+// object Java gets for an item registered over HTTP (its JSON).
+func (s *Service) wrapString(v string) (*javaio.Object, error) {
+	obj, err := javaio.Encode(v, false)
+	if err != nil {
+		return nil, err
+	}
+	inst := javaio.NewObject(s.l.Classes.Class("org.apache.river.api.io.AtomicMarshalledInstance")).
+		Set("hash", objHash(obj)).
+		Set("objBytes", &javaio.Array{Class: s.l.Classes.Class("[B"), Prim: obj})
+	return javaio.NewObject(s.l.Classes.Class("org.apache.river.proxy.MarshalledWrapper")).Set("instance", inst), nil
+}
+
+// objHash is MarshalledInstance's hash of its bytes.
+func objHash(b []byte) int32 {
+	var h int32
+	for _, c := range b {
+		h = 31*h + int32(int8(c))
+	}
+	return h
+}
+
+func (k *call) template() (lookup.Template, error) {
+	v, err := k.readObject()
+	if err != nil {
+		return lookup.Template{}, err
+	}
+	return k.s.templateFrom(v)
+}
+
+// lookupOne is lookup(Template): the service object of one match, or
+// null.
+func (k *call) lookupOne() jeri.Reply {
+	t, err := k.template()
+	if err != nil {
+		return argError(err)
+	}
+	items, _, err := k.s.cfg.Registrar.Query(t, 1)
+	if err != nil {
+		return k.faultReply(err)
+	}
+	if len(items) == 0 {
+		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+	}
+	o, err := k.s.itemTo(items[0])
+	if err != nil {
+		return k.faultReply(err)
+	}
+	svc, _ := o.Get("service")
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(svc) })
+}
+
+// lookupMatches is lookup(Template, int): Matches, items in a
+// LinkedList.
+func (k *call) lookupMatches() jeri.Reply {
+	t, err := k.template()
+	if err != nil {
+		return argError(err)
+	}
+	n, err := k.c.Args.ReadInt()
+	if err != nil {
+		return argError(err)
+	}
+	items, total, err := k.s.cfg.Registrar.Query(t, max(int(n), 0))
+	if err != nil {
+		return k.faultReply(err)
+	}
+	list := javaio.NewObject(k.s.l.Classes.Class("java.util.LinkedList"))
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(items)))
+	custom := []javaio.Value{javaio.Block(size[:])}
+	for _, it := range items {
+		o, err := k.s.itemTo(it)
+		if err != nil {
+			return k.faultReply(err)
+		}
+		custom = append(custom, o)
+	}
+	list.SetCustom("java.util.LinkedList", custom...)
+	m := k.s.l.New("Matches").Set("items", list).Set("totalMatches", int32(total))
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(m) })
+}
+
+// lookupBootstrap is lookUp(Template, int): the bootstrap proxies of the
+// matches that have one.
+func (k *call) lookupBootstrap() jeri.Reply {
+	t, err := k.template()
+	if err != nil {
+		return argError(err)
+	}
+	n, err := k.c.Args.ReadInt()
+	if err != nil {
+		return argError(err)
+	}
+	items, _, err := k.s.cfg.Registrar.Query(t, max(int(n), 0))
+	if err != nil {
+		return k.faultReply(err)
+	}
+	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Object;")}
+	for _, it := range items {
+		if it.Java == nil || it.Java.BootstrapProxy == nil {
+			continue
+		}
+		bp, err := javaio.Decode(it.Java.BootstrapProxy)
+		if err != nil {
+			continue
+		}
+		out.Elems = append(out.Elems, bp)
+	}
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+}
+
+// serviceAndLease reads the (ServiceID, Uuid) that name a registration.
+func (k *call) serviceAndLease() (string, string, error) {
+	v, err := k.readObject()
+	if err != nil {
+		return "", "", err
+	}
+	sid, err := k.s.serviceIDFrom(v)
+	if err != nil || sid == "" {
+		return "", "", fmt.Errorf("%w: no ServiceID", errArg)
+	}
+	u, err := k.readObject()
+	if err != nil {
+		return "", "", err
+	}
+	id, err := leaseID(u)
+	return sid, id, err
+}
+
+// checkLease makes sure the lease is the registration's current one, as
+// Reggie does: a lease of a cancelled registration is unknown.
+func (k *call) checkLease(sid, id string) error {
+	rec, err := k.s.cfg.Registrar.Lease(sid)
+	if err != nil || rec.ID != id {
+		return fault.New(fault.UnknownLease, "No service recorded for ID: %s", sid)
+	}
+	return nil
+}
+
+func (k *call) entries() ([]lookup.Attribute, error) {
+	v, err := k.readObject()
+	if err != nil {
+		return nil, err
+	}
+	reps, err := elems(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []lookup.Attribute
+	for _, r := range reps {
+		if r == nil {
+			out = append(out, lookup.Attribute{})
+			continue
+		}
+		a, err := k.s.entryFrom(r, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (k *call) attributes(set bool) jeri.Reply {
+	sid, id, err := k.serviceAndLease()
+	if err != nil {
+		return argError(err)
+	}
+	attrs, err := k.entries()
+	if err != nil {
+		return argError(err)
+	}
+	if err := k.checkLease(sid, id); err != nil {
+		return k.faultReply(err)
+	}
+	c := lookup.AttributeChange{Add: attrs}
+	if set {
+		c = lookup.AttributeChange{Set: attrs}
+		if attrs == nil {
+			c.Set = []lookup.Attribute{}
+		}
+	}
+	if err := k.s.cfg.Registrar.ChangeAttributes(sid, c, k.owner()); err != nil {
+		return k.faultReply(err)
+	}
+	return jeri.Return(nil)
+}
+
+func (k *call) modifyAttributes() jeri.Reply {
+	sid, id, err := k.serviceAndLease()
+	if err != nil {
+		return argError(err)
+	}
+	tmpls, err := k.entries()
+	if err != nil {
+		return argError(err)
+	}
+	v, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	reps, err := elems(v)
+	if err != nil {
+		return argError(err)
+	}
+	changes := make([]*lookup.Attribute, len(reps))
+	for i, r := range reps {
+		if r == nil {
+			continue
+		}
+		a, err := k.s.entryFrom(r, true)
+		if err != nil {
+			return argError(err)
+		}
+		changes[i] = &a
+	}
+	for i := range tmpls {
+		for name, v := range tmpls[i].Fields {
+			if v == nil {
+				delete(tmpls[i].Fields, name)
+			}
+		}
+		tmpls[i].Java = nil
+	}
+	if err := k.checkLease(sid, id); err != nil {
+		return k.faultReply(err)
+	}
+	c := lookup.AttributeChange{Modify: &lookup.AttributeModify{Templates: tmpls, Changes: changes}}
+	if err := k.s.cfg.Registrar.ChangeAttributes(sid, c, k.owner()); err != nil {
+		return k.faultReply(err)
+	}
+	return jeri.Return(nil)
+}
+
+func (k *call) renewServiceLease() jeri.Reply {
+	sid, id, err := k.serviceAndLease()
+	if err != nil {
+		return argError(err)
+	}
+	dur, err := k.c.Args.ReadLong()
+	if err != nil {
+		return argError(err)
+	}
+	if err := k.checkLease(sid, id); err != nil {
+		return k.faultReply(err)
+	}
+	rec, err := k.s.cfg.Grantor.Renew(id, dur)
+	if err != nil {
+		return k.faultReply(err)
+	}
+	granted := k.s.remaining(rec.Expiration)
+	return jeri.Return(func(e *javaio.Encoder) error { e.WriteLong(granted); return nil })
+}
+
+func (k *call) cancelServiceLease() jeri.Reply {
+	sid, id, err := k.serviceAndLease()
+	if err != nil {
+		return argError(err)
+	}
+	if err := k.checkLease(sid, id); err != nil {
+		return k.faultReply(err)
+	}
+	if err := k.s.cfg.Grantor.Cancel(id); err != nil {
+		return k.faultReply(err)
+	}
+	return jeri.Return(nil)
+}
+
+// batchLease reads the lease of one entry of a batch: a ServiceID (a
+// service lease) or a Long (an event lease's event ID), with its Uuid.
+func (k *call) batchLease(reg javaio.Value, u javaio.Value) (string, error) {
+	id, err := leaseID(u)
+	if err != nil {
+		return "", err
+	}
+	if o, ok := reg.(*javaio.Object); ok && o.Class.IsA("net.jini.core.lookup.ServiceID") {
+		sid, err := k.s.serviceIDFrom(o)
+		if err != nil {
+			return "", err
+		}
+		return id, k.checkLease(sid, id)
+	}
+	return id, nil
+}
+
+func (k *call) renewLeases() jeri.Reply {
+	regsV, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	idsV, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	dursV, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	regs, err1 := elems(regsV)
+	ids, err2 := elems(idsV)
+	durs, ok := dursV.(*javaio.Array)
+	if err := errors.Join(err1, err2); err != nil || !ok || len(regs) != len(ids) || durs.Len() != len(ids) || durs.Prim == nil {
+		return argError(fmt.Errorf("%w: renewLeases wants three arrays of one length", errArg))
+	}
+	durations := make([]int64, len(ids))
+	exceptions := make([]javaio.Value, len(ids))
+	failed := false
+	for i := range ids {
+		id, err := k.batchLease(regs[i], ids[i])
+		if err == nil {
+			r, rerr := k.s.cfg.Grantor.Renew(id, int64(binary.BigEndian.Uint64(durs.Prim[i*8:])))
+			if err = rerr; err == nil {
+				durations[i] = k.s.remaining(r.Expiration)
+				continue
+			}
+		}
+		failed = true
+		durations[i] = -1
+		exceptions[i] = k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id))
+	}
+	raw := make([]byte, 8*len(durations))
+	for i, d := range durations {
+		binary.BigEndian.PutUint64(raw[i*8:], uint64(d))
+	}
+	rr := k.s.l.New("RenewResults").Set("durations", &javaio.Array{Class: k.s.l.Classes.Class("[J"), Prim: raw})
+	if failed {
+		var excs []javaio.Value
+		for _, e := range exceptions {
+			if e != nil {
+				excs = append(excs, e)
+			}
+		}
+		rr.Set("exceptions", &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: excs})
+	}
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(rr) })
+}
+
+func (k *call) cancelLeases() jeri.Reply {
+	regsV, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	idsV, err := k.readObject()
+	if err != nil {
+		return argError(err)
+	}
+	regs, err1 := elems(regsV)
+	ids, err2 := elems(idsV)
+	if err := errors.Join(err1, err2); err != nil || len(regs) != len(ids) {
+		return argError(fmt.Errorf("%w: cancelLeases wants two arrays of one length", errArg))
+	}
+	exceptions := make([]javaio.Value, len(ids))
+	failed := false
+	for i := range ids {
+		id, err := k.batchLease(regs[i], ids[i])
+		if err == nil {
+			err = k.s.cfg.Grantor.Cancel(id)
+		}
+		if err != nil {
+			failed = true
+			exceptions[i] = k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id))
+		}
+	}
+	if !failed {
+		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+	}
+	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: exceptions}
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+}
