@@ -66,8 +66,8 @@ type Config struct {
 	MayRegister func(conn jeri.Conn) error
 	// MayRead says whether a Java client on conn may look up; nil lets
 	// all.
-	MayRead func(conn jeri.Conn) error
-	Identity    Identity
+	MayRead  func(conn jeri.Conn) error
+	Identity Identity
 	// UnicastPort is the unicast discovery port, for getLocator.
 	UnicastPort func() int
 	// Lineage is the Java lineage served; nil means JGDMS.
