@@ -366,3 +366,26 @@ type nopListener struct{}
 func (nopListener) Accept() (net.Conn, error) { return nil, net.ErrClosed }
 func (nopListener) Close() error              { return nil }
 func (nopListener) Addr() net.Addr            { return &net.TCPAddr{} }
+
+// Java reuses session 0 for every call, opening it again the moment it
+// has read the reply: the session must be free by then.
+func TestSessionReusedAtOnce(t *testing.T) {
+	s := startServer(t, ServerConfig{})
+	rc := dialRaw(t, s, 0)
+	req := request(objID, 1, func(e *javaio.Encoder) { e.WriteLong(1) })
+	for i := range 500 {
+		rc.send(appendMessage(nil, opData|dataOpen|dataEOF, 0, uint16(len(req)), req)...)
+		for {
+			m, _, err := readMessage(rc.r, nil)
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			if m.op == opError {
+				t.Fatalf("call %d: %s", i, m.body)
+			}
+			if m.op&0x80 != 0 && m.op&dataEOF != 0 {
+				break
+			}
+		}
+	}
+}

@@ -368,12 +368,7 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		defer sc.wg.Done()
 		defer func() { <-sc.calls }()
 		reply := sc.s.cfg.Handler(ctx, req, sc.info)
-		err := sc.reply(m.session, reply)
-		sc.mu.Lock()
-		sc.sessions[m.session] = session{}
-		sc.running--
-		sc.mu.Unlock()
-		if err != nil {
+		if err := sc.reply(m.session, reply); err != nil {
 			// The reply could not be sent whole: the connection is of no
 			// more use, and the client learns so when it closes.
 			sc.c.Close()
@@ -383,12 +378,15 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 }
 
 // reply sends a call's reply on its session, within the ration the
-// client grants, and ends the session (eof and close).
+// client grants, and ends the session (eof and close). The session is
+// free again before its last message goes out: a client may open it anew
+// the moment it reads that message.
 func (sc *serverConn) reply(session byte, b []byte) error {
 	for {
 		sc.mu.Lock()
 		ss := &sc.sessions[session]
 		if ss.aborted {
+			sc.endLocked(session)
 			sc.mu.Unlock()
 			return sc.write(appendMessage(nil, opClose, session, 0, nil))
 		}
@@ -397,12 +395,14 @@ func (sc *serverConn) reply(session byte, b []byte) error {
 			deadline := time.Now().Add(rationWait)
 			for ss.ration <= 0 && len(b) > 0 && !sc.closed && !ss.aborted {
 				if time.Now().After(deadline) {
+					sc.endLocked(session)
 					sc.mu.Unlock()
 					return errors.New("client granted no ration")
 				}
 				waitCond(sc.cond, rationWait)
 			}
 			if sc.closed {
+				sc.endLocked(session)
 				sc.mu.Unlock()
 				return net.ErrClosed
 			}
@@ -417,6 +417,7 @@ func (sc *serverConn) reply(session byte, b []byte) error {
 		op := byte(opData)
 		if last {
 			op |= dataEOF | dataClose
+			sc.endLocked(session)
 		}
 		sc.mu.Unlock()
 		err := sc.write(appendMessage(nil, op, session, uint16(n), b[:n]))
@@ -425,6 +426,12 @@ func (sc *serverConn) reply(session byte, b []byte) error {
 		}
 		b = b[n:]
 	}
+}
+
+// endLocked frees a session whose call is over.
+func (sc *serverConn) endLocked(id byte) {
+	sc.sessions[id] = session{}
+	sc.running--
 }
 
 // waitCond waits on c (whose lock is held) for at most d.

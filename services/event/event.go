@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,6 +93,15 @@ type Delivery struct {
 	// Hops is the event's hop count (HopsHeader): 0 for an event
 	// generated here.
 	Hops int
+	// Native is what a Transport other than HTTP needs beyond Event (for
+	// the lookup service, its item with the Java form).
+	Native any
+}
+
+// Transport delivers events to listeners of a URL scheme other than
+// http and https (jeri, to Java listeners), with Attempt's outcomes.
+type Transport interface {
+	Attempt(ctx context.Context, del Delivery) (Outcome, error)
 }
 
 // Config configures a Dispatcher.
@@ -109,6 +119,9 @@ type Config struct {
 	// OnFailure, if set, hears of every delivery that ended undelivered
 	// (for the status page's notable events).
 	OnFailure func(listener string, out Outcome, err error)
+	// Transports deliver to listeners of other schemes, by scheme
+	// ("jeri"); a listener of a scheme with none fails definitely.
+	Transports map[string]Transport
 }
 
 // Dispatcher delivers events.
@@ -174,6 +187,17 @@ func (d *Dispatcher) Send(del Delivery) {
 		d.wg.Add(1)
 		go d.work(del.Listener, q)
 	}
+}
+
+// AddTransport makes t deliver to listeners of scheme, before the
+// dispatcher is given any delivery.
+func (d *Dispatcher) AddTransport(scheme string, t Transport) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cfg.Transports == nil {
+		d.cfg.Transports = make(map[string]Transport)
+	}
+	d.cfg.Transports[scheme] = t
 }
 
 // Pending reports how many deliveries are queued, for status and tests.
@@ -249,8 +273,18 @@ func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 		return Definite, fmt.Errorf("encoding event: %w", err)
 	}
 	backoff := d.cfg.Backoff
+	attempt := func() (Outcome, error) { return Attempt(d.ctx, d.cfg.Client, del.Listener, body, del.Hops) }
+	if scheme, _, ok := strings.Cut(del.Listener, "://"); ok && scheme != "http" && scheme != "https" {
+		d.mu.Lock()
+		t := d.cfg.Transports[scheme]
+		d.mu.Unlock()
+		if t == nil {
+			return Definite, fmt.Errorf("listener %q: no transport for %s", del.Listener, scheme)
+		}
+		attempt = func() (Outcome, error) { return t.Attempt(d.ctx, del) }
+	}
 	for {
-		out, err := Attempt(d.ctx, d.cfg.Client, del.Listener, body, del.Hops)
+		out, err := attempt()
 		if out != Indefinite || d.ctx.Err() != nil {
 			if out == Indefinite {
 				out = GaveUp

@@ -581,17 +581,34 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 			}
 		}
 		r.mu.Unlock()
+		var native *Item
+		if after != nil {
+			native = after
+		}
 		for i, ev := range events {
-			r.deliver(updated[i], ev)
+			var it *Item
+			if ev.Item != nil {
+				it = native
+			}
+			r.deliver(updated[i], ev, it)
 		}
 	}, nil
+}
+
+// NativeEvent is what a lookup service event carries for listeners that
+// are not HTTP (Java's): the item as registered, its Java form included,
+// and the handback as given.
+type NativeEvent struct {
+	Item     *Item
+	Handback []byte
 }
 
 // deliver sends one event; a listener that answers UnknownEvent or fails
 // definitely has its registration cancelled, as the event specification
 // allows.
-func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent) {
+func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent, item *Item) {
 	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: r.cfg.Grantor.EndOf(n.Lease),
+		Native: NativeEvent{Item: item, Handback: n.Handback},
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
@@ -635,7 +652,7 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	if req.Listener == "" {
 		return NotifyRegistration{}, fault.New(fault.NullArgument, "listener is required")
 	}
-	if err := r.cfg.Outbound.CheckURL("listener", req.Listener); err != nil {
+	if err := r.cfg.Outbound.CheckListener("listener", req.Listener); err != nil {
 		return NotifyRegistration{}, err
 	}
 	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {
@@ -763,6 +780,24 @@ func (r *Registrar) Lease(serviceID string) (lease.Record, error) {
 		return lease.Record{}, fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
 	}
 	return r.cfg.Grantor.Get(si.Lease)
+}
+
+// NotifyLease returns the lease of the live notify registration with
+// eventID (as Java clients name theirs).
+func (r *Registrar) NotifyLease(eventID int64) (lease.Record, error) {
+	r.mu.RLock()
+	var leaseID string
+	for _, n := range r.notifies {
+		if n.EventID == eventID {
+			leaseID = n.Lease
+			break
+		}
+	}
+	r.mu.RUnlock()
+	if leaseID == "" {
+		return lease.Record{}, fault.New(fault.UnknownLease, "No event registration recorded for ID: %d", eventID)
+	}
+	return r.cfg.Grantor.Get(leaseID)
 }
 
 // Count reports how many services and notify registrations there are.

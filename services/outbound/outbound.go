@@ -45,17 +45,7 @@ func New(cfg Config) *http1.Client {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	policy := cfg.Policy.orStrict()
-	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: policy.control}
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var conn net.Conn
-		err := cfg.Namespace.Do(func() error {
-			var err error
-			conn, err = dialer.DialContext(ctx, network, addr)
-			return err
-		})
-		return conn, err
-	}
+	dial := Dialer(cfg)
 	return &http1.Client{
 		Dial:                   dial,
 		DialTLS:                dialTLS(dial),
@@ -64,6 +54,26 @@ func New(cfg Config) *http1.Client {
 		// A listener gets events in bursts: its connection is kept
 		// for the next (32 kept at most over all hosts).
 		MaxIdlePerHost: 4,
+	}
+}
+
+// Dialer returns the dial function of New's client, for requests on
+// clients' behalf that are not HTTP (Jini ERI calls to Java listeners):
+// TCP from cfg's namespace, every address checked by the policy after
+// name resolution.
+func Dialer(cfg Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: cfg.Policy.orStrict().control}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var conn net.Conn
+		err := cfg.Namespace.Do(func() error {
+			var err error
+			conn, err = dialer.DialContext(ctx, network, addr)
+			return err
+		})
+		return conn, err
 	}
 }
 

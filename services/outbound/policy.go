@@ -190,6 +190,26 @@ func (p *Policy) control(_, address string, _ syscall.RawConn) error {
 	return nil
 }
 
+// CheckListener checks a listener URL: an http or https URL as CheckURL
+// does, or a Java listener's jeri://host:port/UUID (the Jini ERI
+// endpoint and object of a Java RemoteEventListener).
+func (p *Policy) CheckListener(what, raw string) error {
+	if !strings.HasPrefix(raw, "jeri://") {
+		return p.CheckURL(what, raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Port() == "" || u.User != nil {
+		return fault.New(fault.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
+	}
+	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if err := p.Check(a); err != nil {
+			return fault.New(fault.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
+				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
+		}
+	}
+	return nil
+}
+
 // CheckURL checks a URL handed to jinid to send requests to (a listener,
 // a push target, a lease grantor; what names it in errors): http or
 // https with a host, no user name or password, and not a literal address

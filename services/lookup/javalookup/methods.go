@@ -49,6 +49,12 @@ func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply 
 		return k.renewLeases()
 	case "cancelLeases/2":
 		return k.cancelLeases()
+	case "notify/5", "notiFy/5":
+		return k.notify()
+	case "renewEventLease/3":
+		return k.renewEventLease()
+	case "cancelEventLease/2":
+		return k.cancelEventLease()
 	}
 	return nil
 }
@@ -484,7 +490,11 @@ func (k *call) batchLease(reg javaio.Value, u javaio.Value) (string, error) {
 		}
 		return id, k.checkLease(sid, id)
 	}
-	return id, nil
+	if o, ok := reg.(*javaio.Object); ok && o.Class.IsA("java.lang.Long") {
+		eid, _ := field(o, "value").(int64)
+		return id, k.checkEventLease(eid, id)
+	}
+	return "", fmt.Errorf("%w: a lease of a batch is named by a %s", errArg, describe(reg))
 }
 
 func (k *call) renewLeases() jeri.Reply {

@@ -249,6 +249,8 @@ type Daemon struct {
 	store     *store.Store
 	registrar *lookup.Registrar
 	grantor   *lease.Grantor
+	events    *event.Dispatcher
+	policy    *outbound.Policy
 	unicast   *unicast.Server
 	java      *javalookup.Service // nil with NoJava
 	host      *mcast.Host         // nil with multicast off
@@ -393,6 +395,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	dispatcher := event.New(event.Config{Logger: d.log, Client: out(outbound.DefaultTimeout),
 		Metrics: d.obs.metrics, OnFailure: d.obs.onDeliveryFailed})
 	d.parts.Add("event delivery", dispatcher)
+	d.events, d.policy = dispatcher, policy
 
 	grantor := lease.New(st, clock.Real{}, d.log)
 	d.grantor = grantor
@@ -726,10 +729,13 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 		return err
 	}
 	d.java = java
+	transport := java.NewTransport(outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy}))
+	d.events.AddTransport("jeri", transport)
 	disp := jeri.NewDispatcher()
 	disp.Export(id.Object, java)
 	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri")})
 	d.parts.Add("the lookup service for Java clients (Jini ERI)", srv)
+	d.parts.Add("events to Java listeners", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return transport.Close() }})
 	d.log.Info("serving Java clients", "port", id.Port, "object", id.Object.String(), "lineage", java.Lineage().Name)
 	return nil
 }
