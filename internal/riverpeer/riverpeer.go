@@ -139,3 +139,135 @@ func (r *Reggie) Kill() {
 
 // String names it for test messages.
 func (r *Reggie) String() string { return fmt.Sprintf("Reggie %s at %s", r.ServiceID, r.Locator) }
+
+// Run runs one of the jar's programs (RegistrarClient, JoinService,
+// SdmLookup, LookupWatch, ...) in lab host h with args, and returns its
+// standard output when it exits, within timeout (then it is killed).
+// Programs exit non-zero when a check of theirs failed; that is returned
+// as err with the output, for the test to report.
+func Run(t testing.TB, h *netlab.Host, timeout time.Duration, javaOpts []string, class string, args ...string) (string, error) {
+	t.Helper()
+	java := Java(t)
+	jarPath, _ := paths(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := h.Command(ctx, java, append(append(append([]string{}, javaOpts...), "-cp", jarPath, class), args...)...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%s: %w\nstderr:\n%s", class, err, lastLines(stderr.String(), 30))
+	}
+	return stdout.String(), err
+}
+
+// Start starts one of the jar's programs in h and returns it running;
+// the test's end kills it.
+func Start(t testing.TB, h *netlab.Host, javaOpts []string, class string, args ...string) *Program {
+	t.Helper()
+	java := Java(t)
+	jarPath, _ := paths(t)
+	cmd := h.Command(context.Background(), java, append(append(append([]string{}, javaOpts...), "-cp", jarPath, class), args...)...)
+	p := &Program{cmd: cmd, lines: make(chan string, 1024), exited: make(chan struct{})}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", class, err)
+	}
+	t.Cleanup(p.Kill)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out = append(p.out, sc.Text())
+			p.mu.Unlock()
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+// Program is a running Java program.
+type Program struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	exited chan struct{}
+	stderr strings.Builder
+	mu     sync.Mutex
+	out    []string
+}
+
+// WaitLine waits for a line of output matching re and returns it.
+func (p *Program) WaitLine(t testing.TB, re *regexp.Regexp, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-p.lines:
+			if re.MatchString(l) {
+				return l
+			}
+		case <-p.exited:
+			// Lines read before the exit may still be queued.
+			for {
+				select {
+				case l := <-p.lines:
+					if re.MatchString(l) {
+						return l
+					}
+				default:
+					t.Fatalf("program exited before printing %q; output:\n%s", re, p.Output())
+				}
+			}
+		case <-deadline:
+			t.Fatalf("no line matching %q in %s; output:\n%s", re, timeout, p.Output())
+		}
+	}
+}
+
+// Output is everything printed so far.
+func (p *Program) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.out, "\n")
+}
+
+// Wait waits for the program to exit, up to timeout, and returns its
+// output.
+func (p *Program) Wait(t testing.TB, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		t.Fatalf("program still running after %s; output:\n%s", timeout, p.Output())
+	}
+	return p.Output()
+}
+
+// Kill stops the program at once and waits for it.
+func (p *Program) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
