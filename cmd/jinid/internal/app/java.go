@@ -1,0 +1,98 @@
+//go:build !jinid_router
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/lookup/javalookup"
+	"github.com/jinid/jinid/services/outbound"
+)
+
+// Java tells whether this build serves Java clients: the router build
+// does not (the registrar proxy, Jini ERI and Java serialization would
+// put a mips daemon over its size budget, docs/performance.md).
+const Java = true
+
+// javaMay says what Java clients, who send no token, may do: what a
+// request without a token may (--anonymous), and from the networks of
+// --java-register-from, register and look up.
+func (d *Daemon) javaMay(need access.Scope) func(jeri.Conn) error {
+	anon := d.cfg.Anonymous
+	if anon == "" {
+		anon = access.ScopeRead
+	}
+	return func(c jeri.Conn) error {
+		if anon.Allows(need) {
+			return nil
+		}
+		ap, err := netip.ParseAddrPort(c.Remote.String())
+		if err == nil {
+			for _, p := range d.cfg.JavaRegisterFrom {
+				if p.Contains(ap.Addr().Unmap()) {
+					return nil
+				}
+			}
+		}
+		what := "register services"
+		if need == access.ScopeRead {
+			what = "look up services"
+		}
+		return fmt.Errorf("jinid: Java clients at %s may not %s here; its administrator can allow it with --java-register-from", ap.Addr().Unmap(), what)
+	}
+}
+
+// buildJava serves the registrar to Java clients: Jini ERI on a port of
+// its own, kept with the object's Uuid in the store.
+func (d *Daemon) buildJava(ctx context.Context) error {
+	id, err := javalookup.LoadIdentity(d.store)
+	if err != nil {
+		return err
+	}
+	port := d.cfg.JavaPort
+	if port == 0 {
+		port = id.Port
+	}
+	var ln net.Listener
+	err = d.cfg.Namespace.Do(func() error {
+		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("", strconv.Itoa(port)))
+		if err != nil && d.cfg.JavaPort == 0 && port != 0 {
+			// The port of the last run is taken: Java clients holding
+			// the old proxy rediscover jinid and get the new one.
+			d.log.Warn("the Jini ERI port of the last run is in use; taking another", "port", port, "err", err)
+			ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", ":0")
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("listening for Java clients (Jini ERI) on port %d: %w", port, err)
+	}
+	id.Port = ln.Addr().(*net.TCPAddr).Port
+	if err := javalookup.SaveIdentity(d.store, id); err != nil {
+		ln.Close()
+		return fmt.Errorf("keeping the Java registrar's identity: %w", err)
+	}
+	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Grantor: d.grantor, Identity: id,
+		UnicastPort: d.unicastPort, MayRegister: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	d.java = java
+	transport := java.NewTransport(outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy}))
+	d.events.AddTransport("jeri", transport)
+	disp := jeri.NewDispatcher()
+	disp.Export(id.Object, java)
+	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri")})
+	d.parts.Add("the lookup service for Java clients (Jini ERI)", srv)
+	d.parts.Add("events to Java listeners", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return transport.Close() }})
+	d.log.Info("serving Java clients", "port", id.Port, "object", id.Object.String(), "lineage", java.Lineage().Name)
+	return nil
+}
