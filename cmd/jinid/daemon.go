@@ -64,6 +64,14 @@ unless --no-multicast, announcements on every suitable interface (each
 carrying that interface's address) and answers to multicast requests.
 It logs one line per interface saying whether and why it is served.
 
+Java Jini programs (JGDMS, with the registrar proxy classes on their class
+path) use the same lookup service: unicast responses carry a real Java
+registrar proxy, and they call it over Jini ERI on --java-port. Java
+programs send no token: they may look up as --anonymous allows, and
+register services from the networks of --java-register-from (or from
+anywhere with --anonymous client). --no-java turns this off; the router
+build does not have it. See docs/java.md.
+
 It also runs the lookup discovery service (/v1/lds/...): clients register
 groups and locators of interest and a listener URL, and jinid discovers
 lookup services for them and POSTs RemoteDiscoveryEvents (see
