@@ -37,6 +37,9 @@ var jar []byte
 //go:embed reggie.config
 var reggieConfig []byte
 
+//go:embed src/JinidPeer.java
+var harnessSource []byte
+
 // Java returns the path of the java command. Without one the test is
 // skipped, or failed when CI=true (CI installs it).
 func Java(t testing.TB) string {
@@ -46,7 +49,36 @@ func Java(t testing.TB) string {
 
 var files struct {
 	sync.Mutex
-	dir string
+	dir     string
+	harness string // compiled JinidPeer, "" until first asked for
+}
+
+// classpath is the class path of a program: the jar's, and for
+// JinidPeer (src/JinidPeer.java, jinid's own test programs) its classes,
+// compiled on first use. Compiling needs javac (a JDK): without one the
+// test is skipped, or failed when CI=true.
+func classpath(t testing.TB, class string) string {
+	t.Helper()
+	jarPath, _ := paths(t)
+	if class != "JinidPeer" {
+		return jarPath
+	}
+	javac := testenv.LookPath(t, "javac", "openjdk-17-jdk-headless")
+	files.Lock()
+	defer files.Unlock()
+	if files.harness == "" {
+		dir := filepath.Join(files.dir, "harness")
+		src := filepath.Join(files.dir, "JinidPeer.java")
+		if err := os.WriteFile(src, harnessSource, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(javac, "-nowarn", "-cp", jarPath, "-d", dir, src).CombinedOutput()
+		if err != nil {
+			t.Fatalf("compiling JinidPeer.java: %v\n%s", err, out)
+		}
+		files.harness = dir
+	}
+	return files.harness + string(os.PathListSeparator) + jarPath
 }
 
 // paths writes the jar and Reggie's configuration out once per process
@@ -148,10 +180,10 @@ func (r *Reggie) String() string { return fmt.Sprintf("Reggie %s at %s", r.Servi
 func Run(t testing.TB, h *netlab.Host, timeout time.Duration, javaOpts []string, class string, args ...string) (string, error) {
 	t.Helper()
 	java := Java(t)
-	jarPath, _ := paths(t)
+	cp := classpath(t, class)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := h.Command(ctx, java, append(append(append([]string{}, javaOpts...), "-cp", jarPath, class), args...)...)
+	cmd := h.Command(ctx, java, append(append(append([]string{}, javaOpts...), "-cp", cp, class), args...)...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -167,8 +199,8 @@ func Run(t testing.TB, h *netlab.Host, timeout time.Duration, javaOpts []string,
 func Start(t testing.TB, h *netlab.Host, javaOpts []string, class string, args ...string) *Program {
 	t.Helper()
 	java := Java(t)
-	jarPath, _ := paths(t)
-	cmd := h.Command(context.Background(), java, append(append(append([]string{}, javaOpts...), "-cp", jarPath, class), args...)...)
+	cp := classpath(t, class)
+	cmd := h.Command(context.Background(), java, append(append(append([]string{}, javaOpts...), "-cp", cp, class), args...)...)
 	p := &Program{cmd: cmd, lines: make(chan string, 1024), exited: make(chan struct{})}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

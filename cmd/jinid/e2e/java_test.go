@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +202,149 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+var insecureSDM = []string{"-Dorg.apache.river.sdm.insecureLookup=true"}
+
+// A ServiceDiscoveryManager LookupCache (JGDMS, listening on the LAN)
+// sees a JoinManager service added, changed (setAttributes) and removed
+// (terminate) through jinid: jinid as a Jini ERI server and as the
+// client that calls the cache's listener.
+func TestJavaLookupCache(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	cache := riverpeer.Start(t, jl.java, insecureSDM, "JinidPeer", "cache", "--locator", jl.locator(),
+		"--listen-host", jl.javaIP.String(), "--secs", "60")
+	cache.WaitLine(t, regexp.MustCompile(`^cache ready`), 30*time.Second)
+	join := riverpeer.Start(t, jl.java, nil, "JinidPeer", "join", "--locator", jl.locator(), "--name", "svc",
+		"--change-after", "4", "--secs", "8")
+	sid := strings.Fields(join.WaitLine(t, regexp.MustCompile(`^serviceID `), 30*time.Second))[1]
+	cache.WaitLine(t, regexp.MustCompile(`^added `+sid+` svc$`), 30*time.Second)
+	cache.WaitLine(t, regexp.MustCompile(`^changed `+sid+` svc-changed$`), 30*time.Second)
+	cache.WaitLine(t, regexp.MustCompile(`^removed `+sid+`$`), 30*time.Second)
+}
+
+// jinid SIGKILLed while a JoinManager service and a LookupCache are
+// attached, and started again on its store: the service is still
+// registered and renewing, and the cache, with no restart of the Java
+// side, sees the change and the removal that follow.
+func TestJavaSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	cache := riverpeer.Start(t, jl.java, insecureSDM, "JinidPeer", "cache", "--locator", jl.locator(),
+		"--listen-host", jl.javaIP.String(), "--secs", "90")
+	cache.WaitLine(t, regexp.MustCompile(`^cache ready`), 30*time.Second)
+	join := riverpeer.Start(t, jl.java, nil, "JinidPeer", "join", "--locator", jl.locator(), "--name", "svc",
+		"--change-after", "14", "--secs", "20")
+	sid := strings.Fields(join.WaitLine(t, regexp.MustCompile(`^serviceID `), 30*time.Second))[1]
+	cache.WaitLine(t, regexp.MustCompile(`^added `+sid), 30*time.Second)
+
+	jl.proc.Kill()
+	prefix := netip.PrefixFrom(jl.jinidIP, 24).Masked().String()
+	jl.proc = jinidtest.LabDaemon(t, jl.bin, jl.jinid, "--java-register-from", prefix, "--data-dir", jl.proc.Dir)
+	if id := idOf(t, jl.proc.Log()); id != jl.serviceID {
+		t.Fatalf("ServiceID %s after the restart, %s before", id, jl.serviceID)
+	}
+	c := jinidtest.LabClient(t, jl.java, "http://"+jl.jinidIP.String()+":4162")
+	items, _, err := c.Query(context.Background(), apitypes.Template{ServiceID: sid}, 1)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("after the restart: %+v, %v", items, err)
+	}
+	cache.WaitLine(t, regexp.MustCompile(`^changed `+sid+` svc-changed$`), 40*time.Second)
+	cache.WaitLine(t, regexp.MustCompile(`^removed `+sid+`$`), 40*time.Second)
+}
+
+// A call of a method the registrar does not have, and a call to an
+// object jinid does not export, each end in an exception in Java (a Java
+// call has no timeout: silence would hang it).
+func TestJavaSeesExceptions(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	out, err := riverpeer.Run(t, jl.java, 60*time.Second, nil, "JinidPeer", "probe", "--locator", jl.locator())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"probe unknown-method java.rmi.UnmarshalException: unrecognized method hash",
+		"probe unknown-object java.rmi.NoSuchObjectException",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+// A JoinManager asking for 4 s leases with a 4 s round-trip allowance
+// renews back to back (JERI.md §12: about 2,000 calls a second against
+// Reggie). For 60 s of that, jinid keeps answering, uses less than one
+// of the machine's cores, and logs next to nothing; the rate is in
+// docs/performance.md.
+func TestJavaRenewalStorm(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	pid := jl.proc.Process.Pid
+	cpu := func() time.Duration {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	}
+	// The access log's lines are this test's own HTTP checks.
+	logLines := func() int {
+		n := 0
+		for _, l := range strings.Split(jl.proc.Log(), "\n") {
+			if l != "" && !strings.Contains(l, "component=access") {
+				n++
+			}
+		}
+		return n
+	}
+	logBefore := logLines()
+	cpu0, start := cpu(), time.Now()
+	p := riverpeer.Start(t, jl.java, nil, "JoinService", "--locator", jl.locator(), "--name", "storm",
+		"--lease", "4000", "--rtt", "4000", "--secs", "60", "--request-host", jl.javaIP.String())
+	p.WaitLine(t, regexp.MustCompile(`joined `), 30*time.Second)
+	c := jinidtest.LabClient(t, jl.java, "http://"+jl.jinidIP.String()+":4162")
+	for time.Since(start) < 55*time.Second {
+		if _, _, err := c.Query(context.Background(), apitypes.Template{Types: []string{"com.example.Hello"}}, 1); err != nil {
+			t.Fatalf("jinid stopped answering HTTP during the storm: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	out := p.Wait(t, 60*time.Second)
+	used, wall := cpu()-cpu0, time.Since(start)
+	renewals := javaCalls(t, jl, "renewServiceLease/3")
+	logged := logLines() - logBefore
+	t.Logf("storm: %d renewals in %s (%.0f/s); jinid used %s of CPU (%.2f cores); %d log lines",
+		renewals, wall.Round(time.Second), float64(renewals)/wall.Seconds(), used, used.Seconds()/wall.Seconds(), logged)
+	if !strings.Contains(out, "removed=yes") {
+		t.Errorf("JoinService:\n%s", out)
+	}
+	if renewals < 1000 {
+		t.Fatalf("only %d renewals: no storm to measure", renewals)
+	}
+	if used > wall {
+		t.Errorf("jinid used %s of CPU in %s: more than one core", used, wall)
+	}
+	if logged > 10 {
+		t.Errorf("%d log lines during the storm:\n%s", logged, jl.proc.Log())
+	}
+}
+
+// javaCalls reads jinid's count of a registrar method's calls from its
+// metrics.
+func javaCalls(t *testing.T, jl *javaLab, method string) int {
+	t.Helper()
+	body := raw(t, jl.java, "GET", "http://"+jl.jinidIP.String()+":4162/metrics", "", "", "", "").body
+	re := regexp.MustCompile(`(?m)^jinid_java_calls_total\{method="` + regexp.QuoteMeta(method) + `",outcome="return"\} (\d+)$`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no %s calls in the metrics", method)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
@@ -73,6 +75,8 @@ type Config struct {
 	// Lineage is the Java lineage served; nil means JGDMS.
 	Lineage *Lineage
 	Logger  *slog.Logger
+	// Metrics, if set, counts and times the calls Java clients make.
+	Metrics *metrics.Registry
 }
 
 // Service is the registrar as Java clients use it: a jeri.Object, and
@@ -84,6 +88,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	proxies map[proxyKey][]byte
+
+	calls    *metrics.Counter
+	duration *metrics.Histogram
 }
 
 type proxyKey struct {
@@ -109,7 +116,12 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, l: cfg.Lineage, entries: entries, proxies: make(map[proxyKey][]byte)}, nil
+	return &Service{cfg: cfg, l: cfg.Lineage, entries: entries, proxies: make(map[proxyKey][]byte),
+		calls: cfg.Metrics.Counter("jinid_java_calls_total",
+			"Registrar calls Java clients made over Jini ERI, by method and outcome (return, throw).", "method", "outcome"),
+		duration: cfg.Metrics.Histogram("jinid_java_call_duration_seconds",
+			"Time jinid took to serve a Java client's registrar call, by method.", callBuckets, "method"),
+	}, nil
 }
 
 // Lineage is the lineage served.
@@ -153,10 +165,29 @@ func (s *Service) mayRegister(c jeri.Conn) error {
 	return s.cfg.MayRegister(c)
 }
 
+// callBuckets are the seconds a registrar call takes: a lookup in tens
+// of microseconds, a registration with its fsync in milliseconds.
+var callBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1}
+
 // Invoke serves a call to the registrar.
 func (s *Service) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	start := time.Now()
 	key, ok := s.l.Method(c.Method)
 	if !ok {
+		key = "unknown"
+	}
+	reply := s.invoke(ctx, key, ok, c)
+	outcome := "return"
+	if len(reply) > 0 && reply[0] != 1 {
+		outcome = "throw"
+	}
+	s.calls.Inc(key, outcome)
+	s.duration.Observe(time.Since(start).Seconds(), key)
+	return reply
+}
+
+func (s *Service) invoke(ctx context.Context, key string, known bool, c *jeri.Call) jeri.Reply {
+	if !known {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))
 	}
 	if s.cfg.MayRead != nil && key != "getMemberGroups/0" && key != "getLocator/0" {

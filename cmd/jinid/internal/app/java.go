@@ -79,7 +79,7 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 		ln.Close()
 		return fmt.Errorf("keeping the Java registrar's identity: %w", err)
 	}
-	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Grantor: d.grantor, Identity: id,
+	java, err := javalookup.New(javalookup.Config{Registrar: d.registrar, Grantor: d.grantor, Identity: id, Metrics: d.obs.metrics,
 		UnicastPort: d.unicastPort, MayRegister: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log})
 	if err != nil {
 		ln.Close()

@@ -285,6 +285,13 @@ func (p *LabProc) Log() string {
 	return p.logs.String()
 }
 
+// Kill SIGKILLs the daemon (no shutdown at all, as a power cut) and waits
+// for it to be gone.
+func (p *LabProc) Kill() {
+	p.Process.Signal(syscall.SIGKILL)
+	p.Wait()
+}
+
 // AdminToken is the admin token the daemon wrote on its first start.
 func (p *LabProc) AdminToken(t testing.TB) string {
 	t.Helper()

@@ -1,0 +1,177 @@
+// JinidPeer: jinid's own Java test programs, beside the jar's (compiled
+// at test time by riverpeer.Harness against river-peer.jar).
+//
+//   JinidPeer cache --locator L --listen-host H --secs N
+//       a ServiceDiscoveryManager LookupCache for com.example.Hello,
+//       printing "added SID NAME", "changed SID NAME", "removed SID"
+//   JinidPeer join --locator L --name N --change-after S --secs S
+//       a JoinManager service (com.example.HelloProxy, Name(N)) that sets
+//       its attributes to Name(N-changed) after --change-after seconds and
+//       terminates after --secs; prints "serviceID SID", "changed",
+//       "terminated"
+//   JinidPeer bench --locator L --n N
+//       times register, lookup (by ServiceID) and renew, N of each, and
+//       prints "bench OP n=N p50=US p99=US mean=US" per operation
+//   JinidPeer probe --locator L
+//       calls the registrar's endpoint with a method it does not have and
+//       an object it does not export; prints "probe WHAT EXCEPTION: MSG"
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.Proxy;
+import java.util.*;
+import com.example.Hello;
+import com.example.HelloProxy;
+import net.jini.core.discovery.LookupLocator;
+import net.jini.core.entry.Entry;
+import net.jini.core.event.RemoteEventListener;
+import net.jini.core.lease.Lease;
+import net.jini.core.lookup.*;
+import net.jini.discovery.LookupDiscoveryManager;
+import net.jini.id.UuidFactory;
+import net.jini.jeri.BasicInvocationHandler;
+import net.jini.jeri.BasicObjectEndpoint;
+import net.jini.lookup.LookupCache;
+import net.jini.lookup.ServiceDiscoveryEvent;
+import net.jini.lookup.ServiceDiscoveryListener;
+import net.jini.lookup.ServiceDiscoveryManager;
+import net.jini.lookup.entry.Name;
+
+public class JinidPeer {
+    static final Map<String, String> opts = new HashMap<>();
+
+    static String opt(String k, String def) { return opts.getOrDefault(k, def); }
+
+    static synchronized void say(String s) { System.out.println(s); System.out.flush(); }
+
+    public static void main(String[] a) throws Exception {
+        Preload.classes();
+        for (int i = 1; i + 1 < a.length; i += 2) opts.put(a[i], a[i + 1]);
+        switch (a[0]) {
+            case "cache": cache(); break;
+            case "bench": bench(); break;
+            case "join": join(); break;
+            case "probe": probe(); break;
+            default: System.err.println("unknown mode " + a[0]); System.exit(2);
+        }
+        Runtime.getRuntime().halt(0);
+    }
+
+    static String name(ServiceItem it) {
+        for (Entry e : it.attributeSets) if (e instanceof Name) return ((Name) e).name;
+        return "-";
+    }
+
+    static void cache() throws Exception {
+        LookupDiscoveryManager ldm = new LookupDiscoveryManager(new String[0],
+            new LookupLocator[] { new LookupLocator(opt("--locator", null)) }, null);
+        net.jini.config.Configuration cfg = net.jini.config.ConfigurationProvider.getInstance(new String[] { "-",
+            "net.jini.lookup.ServiceDiscoveryManager.eventListenerExporter=new net.jini.jeri.BasicJeriExporter("
+                + "net.jini.jeri.tcp.TcpServerEndpoint.getInstance(\"" + opt("--listen-host", null) + "\", 0), new net.jini.jeri.BasicILFactory(), false, false)" });
+        ServiceDiscoveryManager sdm = new ServiceDiscoveryManager(ldm, null, cfg);
+        LookupCache c = sdm.createLookupCache(new ServiceTemplate(null, new Class[] { Hello.class }, null), null,
+            new ServiceDiscoveryListener() {
+                public void serviceAdded(ServiceDiscoveryEvent e) { say("added " + e.getPostEventServiceItem().serviceID + " " + name(e.getPostEventServiceItem())); }
+                public void serviceChanged(ServiceDiscoveryEvent e) { say("changed " + e.getPostEventServiceItem().serviceID + " " + name(e.getPostEventServiceItem())); }
+                public void serviceRemoved(ServiceDiscoveryEvent e) { say("removed " + e.getPreEventServiceItem().serviceID); }
+            });
+        say("cache ready");
+        Thread.sleep(Long.parseLong(opt("--secs", "30")) * 1000);
+        say("end");
+    }
+
+    static void join() throws Exception {
+        String n = opt("--name", "join");
+        LookupDiscoveryManager ldm = new LookupDiscoveryManager(new String[0],
+            new LookupLocator[] { new LookupLocator(opt("--locator", null)) }, null);
+        net.jini.lookup.JoinManager jm = new net.jini.lookup.JoinManager(new HelloProxy(n), new Entry[] { new Name(n) },
+            (net.jini.lookup.ServiceIDListener) id -> say("serviceID " + id), ldm, new net.jini.lease.LeaseRenewalManager());
+        long change = Long.parseLong(opt("--change-after", "5")), secs = Long.parseLong(opt("--secs", "15"));
+        Thread.sleep(change * 1000);
+        jm.setAttributes(new Entry[] { new Name(n + "-changed") });
+        say("changed");
+        Thread.sleep(Math.max(0, secs - change) * 1000);
+        jm.terminate();
+        say("terminated");
+        Thread.sleep(1000);
+    }
+
+    static ServiceRegistrar registrar() throws Exception {
+        return new LookupLocator(opt("--locator", null)).getRegistrar(20000);
+    }
+
+    static void report(String op, long[] ns) {
+        long[] s = ns.clone();
+        Arrays.sort(s);
+        long sum = 0;
+        for (long v : s) sum += v;
+        say(String.format("bench %s n=%d p50=%d p99=%d mean=%d", op, s.length, s[s.length / 2] / 1000,
+            s[Math.min(s.length - 1, (int) (s.length * 0.99))] / 1000, sum / s.length / 1000));
+    }
+
+    static void bench() throws Exception {
+        int n = Integer.parseInt(opt("--n", "200"));
+        ServiceRegistrar reg = registrar();
+        // Warm up both sides: class loading, connections.
+        for (int i = 0; i < 50; i++) {
+            ServiceRegistration r = reg.register(new ServiceItem(null, new HelloProxy("warm"), new Entry[] { new Name("warm") }), 60000);
+            reg.lookup(new ServiceTemplate(r.getServiceID(), null, null));
+            r.getLease().renew(60000);
+            r.getLease().cancel();
+        }
+        long[] tgroups = new long[n], treg = new long[n], tlook = new long[n], tren = new long[n];
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            reg.getGroups();
+            tgroups[i] = System.nanoTime() - t0;
+        }
+        List<ServiceRegistration> regs = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            ServiceRegistration r = reg.register(new ServiceItem(null, new HelloProxy("b" + i), new Entry[] { new Name("bench-" + i) }), 60000);
+            treg[i] = System.nanoTime() - t0;
+            regs.add(r);
+        }
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            Object o = reg.lookup(new ServiceTemplate(regs.get(i).getServiceID(), null, null));
+            tlook[i] = System.nanoTime() - t0;
+            if (o == null) throw new IllegalStateException("lookup found nothing");
+        }
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            regs.get(i).getLease().renew(60000);
+            tren[i] = System.nanoTime() - t0;
+        }
+        report("getGroups", tgroups);
+        report("register", treg);
+        report("lookup", tlook);
+        report("renew", tren);
+        for (ServiceRegistration r : regs) r.getLease().cancel();
+    }
+
+    static void probe() throws Exception {
+        ServiceRegistrar reg = registrar();
+        Field f = reg.getClass().getSuperclass().getDeclaredField("server");
+        f.setAccessible(true);
+        Object server = f.get(reg);
+        BasicInvocationHandler h = (BasicInvocationHandler) Proxy.getInvocationHandler(server);
+        BasicObjectEndpoint oe = (BasicObjectEndpoint) h.getObjectEndpoint();
+        try {
+            RemoteEventListener l = (RemoteEventListener) Proxy.newProxyInstance(JinidPeer.class.getClassLoader(),
+                new Class[] { RemoteEventListener.class }, new BasicInvocationHandler(oe, null));
+            l.notify(null);
+            say("probe unknown-method returned");
+        } catch (Throwable t) {
+            say("probe unknown-method " + t.getClass().getName() + ": " + t.getMessage());
+        }
+        try {
+            BasicObjectEndpoint other = new BasicObjectEndpoint(oe.getEndpoint(), UuidFactory.generate(), false);
+            RemoteEventListener l = (RemoteEventListener) Proxy.newProxyInstance(JinidPeer.class.getClassLoader(),
+                new Class[] { RemoteEventListener.class }, new BasicInvocationHandler(other, null));
+            l.notify(null);
+            say("probe unknown-object returned");
+        } catch (Throwable t) {
+            say("probe unknown-object " + t.getClass().getName() + ": " + t.getMessage());
+        }
+    }
+}
