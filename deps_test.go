@@ -138,6 +138,7 @@ func TestServicesLayers(t *testing.T) {
 		{core, core, "the core serves the services and knows none of them"},
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
+		{[]string{"services/lookup/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
 	}
 	all := imports(t)
 	for _, dep := range all["services/api/apitypes"] {
@@ -233,7 +234,8 @@ func TestRouterBuilds(t *testing.T) {
 		elsewhere, where string
 	}{
 		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
-			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd"},
+			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
+			module + "/services/lookup/javalookup", module + "/internal/jeri"},
 			"inspect", "jinid-tools"},
 		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
 	} {

@@ -303,3 +303,10 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Command is one of the jar's programs to run on this host, outside any
+// lab (the codec checks, Decode and Encode, need no network).
+func Command(t testing.TB, ctx context.Context, class string, args ...string) *exec.Cmd {
+	t.Helper()
+	return exec.CommandContext(ctx, Java(t), append([]string{"-cp", classpath(t, class), class}, args...)...)
+}

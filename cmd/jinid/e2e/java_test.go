@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 type javaLab struct {
 	bin       string
 	lab       *netlab.Lab
+	lan       *netlab.LAN
 	jinid     *netlab.Host
 	java      *netlab.Host
 	jinidIP   netip.Addr
@@ -37,9 +39,9 @@ func newJavaLab(t *testing.T, args ...string) *javaLab {
 	t.Helper()
 	riverpeer.Java(t)
 	jl := &javaLab{bin: jinidtest.Binary(t), lab: netlab.New(t)}
-	lan := jl.lab.LAN()
+	jl.lan = jl.lab.LAN()
 	jl.jinid, jl.java = jl.lab.Host("jinid"), jl.lab.Host("java")
-	jl.jinidIP, jl.javaIP = jl.jinid.Attach(lan).IPv4, jl.java.Attach(lan).IPv4
+	jl.jinidIP, jl.javaIP = jl.jinid.Attach(jl.lan).IPv4, jl.java.Attach(jl.lan).IPv4
 	prefix := netip.PrefixFrom(jl.jinidIP, 24).Masked().String()
 	jl.proc = jinidtest.LabDaemon(t, jl.bin, jl.jinid, append([]string{"--java-register-from", prefix}, args...)...)
 	jl.serviceID = idOf(t, jl.proc.Log())
@@ -347,4 +349,69 @@ func javaCalls(t *testing.T, jl *javaLab, method string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
+}
+
+// TestJavaBench is the measurement of docs/performance.md, "Java
+// clients", run on demand (JINID_BENCH=1): one Java client times
+// getGroups, register, lookup and renew against jinid and against a real
+// Reggie on the same LAN, alternately, and then fills jinid with Java
+// registrations to measure what each costs in memory and on disk.
+func TestJavaBench(t *testing.T) {
+	if os.Getenv("JINID_BENCH") == "" {
+		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
+	}
+	jl := newJavaLab(t)
+	rh := jl.lab.Host("reggie")
+	rip := rh.Attach(jl.lan).IPv4
+	reggie := riverpeer.StartReggie(t, rh, rip)
+	for round := range 2 {
+		for _, target := range []struct{ name, locator string }{{"reggie", reggie.Locator}, {"jinid", jl.locator()}} {
+			out, err := riverpeer.Run(t, jl.java, 5*time.Minute, nil, "JinidPeer", "bench", "--locator", target.locator, "--n", "1000")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "bench ") {
+					t.Logf("round %d %s: %s", round+1, target.name, l)
+				}
+			}
+		}
+	}
+	reggie.Kill()
+	// jinid's own share of each call: its time from the request read to
+	// the reply written.
+	metrics := raw(t, jl.java, "GET", "http://"+jl.jinidIP.String()+":4162/metrics", "", "", "", "").body
+	for _, m := range []string{"getMemberGroups/0", "register/2", "lookup/1", "renewServiceLease/3"} {
+		get := func(suffix string) float64 {
+			re := regexp.MustCompile(`(?m)^jinid_java_call_duration_seconds_` + suffix + `\{method="` + regexp.QuoteMeta(m) + `"\} (\S+)$`)
+			sm := re.FindStringSubmatch(metrics)
+			if sm == nil {
+				t.Fatalf("no %s %s in the metrics", m, suffix)
+			}
+			v, _ := strconv.ParseFloat(sm[1], 64)
+			return v
+		}
+		t.Logf("jinid's time in %s: mean %.0f µs over %.0f calls", m, get("sum")/get("count")*1e6, get("count"))
+	}
+
+	rss := func() int {
+		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", jl.proc.Process.Pid))
+		m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(raw)
+		n, _ := strconv.Atoi(string(m[1]))
+		return n * 1024
+	}
+	size := func() int64 {
+		fi, err := os.Stat(filepath.Join(jl.proc.Dir, "jinid.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	const n = 1500 // under the per-client quota (itemsPerClient, 2000)
+	rss0, size0 := rss(), size()
+	p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "fill", "--locator", jl.locator(), "--n", strconv.Itoa(n), "--secs", "5")
+	p.WaitLine(t, regexp.MustCompile(`^filled `), 5*time.Minute)
+	rss1, size1 := rss(), size()
+	t.Logf("%d Java registrations: RSS +%d B (%d B each), store +%d B (%d B each)", n, rss1-rss0, (rss1-rss0)/n, size1-size0, (size1-size0)/n)
+	p.Wait(t, 5*time.Minute)
 }

@@ -12,6 +12,9 @@
 //   JinidPeer bench --locator L --n N
 //       times register, lookup (by ServiceID) and renew, N of each, and
 //       prints "bench OP n=N p50=US p99=US mean=US" per operation
+//   JinidPeer fill --locator L --n N --secs S
+//       registers N services (Name(fill-i), 10 min leases), prints
+//       "filled N", holds them S seconds and cancels them
 //   JinidPeer probe --locator L
 //       calls the registrar's endpoint with a method it does not have and
 //       an object it does not export; prints "probe WHAT EXCEPTION: MSG"
@@ -50,6 +53,7 @@ public class JinidPeer {
             case "cache": cache(); break;
             case "bench": bench(); break;
             case "join": join(); break;
+            case "fill": fill(); break;
             case "probe": probe(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
@@ -146,6 +150,17 @@ public class JinidPeer {
         report("register", treg);
         report("lookup", tlook);
         report("renew", tren);
+        for (ServiceRegistration r : regs) r.getLease().cancel();
+    }
+
+    static void fill() throws Exception {
+        int n = Integer.parseInt(opt("--n", "1000"));
+        ServiceRegistrar reg = registrar();
+        List<ServiceRegistration> regs = new ArrayList<>();
+        for (int i = 0; i < n; i++)
+            regs.add(reg.register(new ServiceItem(null, new HelloProxy("f" + i), new Entry[] { new Name("fill-" + i) }), 600000));
+        say("filled " + n);
+        Thread.sleep(Long.parseLong(opt("--secs", "10")) * 1000);
         for (ServiceRegistration r : regs) r.getLease().cancel();
     }
 
