@@ -53,6 +53,9 @@ type JavaItem struct {
 	// Service is the service object as Reggie's proxy sent it (a
 	// MarshalledWrapper), as an object stream.
 	Service []byte `json:"service"`
+	// Type is the service's type tree (Reggie's ServiceType), for the
+	// browsing calls.
+	Type []byte `json:"type,omitempty"`
 	// BootstrapProxy is an object stream, or nil.
 	BootstrapProxy []byte  `json:"bootstrapProxy,omitempty"`
 	Codebase       *string `json:"codebase,omitempty"`

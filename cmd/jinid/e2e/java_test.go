@@ -106,6 +106,27 @@ func TestJavaRegistrarClientLikeReggie(t *testing.T) {
 	if jevents != 3 || revents != 3 {
 		t.Errorf("events: jinid %d, Reggie %d; want 3 each", jevents, revents)
 	}
+
+	// The browsing calls (getServiceTypes, getEntryClasses,
+	// getFieldValues) answer alike. (Asked for every type, Reggie also
+	// names its own proxy's: it registers itself as a service, which
+	// jinid does not; that line is left out.)
+	browse := func(h *netlab.Host, locator string) string {
+		out, err := riverpeer.Run(t, h, 60*time.Second, nil, "JinidPeer", "browse", "--locator", locator)
+		if err != nil {
+			t.Errorf("browsing %s: %v\n%s", locator, err, out)
+		}
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "browse ") && !strings.HasPrefix(l, "browse types-all ") {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	if jb, rb := browse(jl.java, jl.locator()), browse(rc, reggie.Locator); jb != rb || strings.Count(jb, "\n") != 4 {
+		t.Errorf("browsing jinid:\n%s\nbrowsing Reggie:\n%s", jb, rb)
+	}
 	if t.Failed() {
 		t.Logf("jinid:\n%s\nReggie:\n%s", jout, rout)
 	}

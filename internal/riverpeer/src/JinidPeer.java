@@ -15,6 +15,9 @@
 //   JinidPeer fill --locator L --n N --secs S
 //       registers N services (Name(fill-i), 10 min leases), prints
 //       "filled N", holds them S seconds and cancels them
+//   JinidPeer browse --locator L
+//       registers two services and prints what getServiceTypes,
+//       getEntryClasses and getFieldValues answer ("browse WHAT [...]")
 //   JinidPeer probe --locator L
 //       calls the registrar's endpoint with a method it does not have and
 //       an object it does not export; prints "probe WHAT EXCEPTION: MSG"
@@ -54,6 +57,7 @@ public class JinidPeer {
             case "bench": bench(); break;
             case "join": join(); break;
             case "fill": fill(); break;
+            case "browse": browse(); break;
             case "probe": probe(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
@@ -162,6 +166,34 @@ public class JinidPeer {
         say("filled " + n);
         Thread.sleep(Long.parseLong(opt("--secs", "10")) * 1000);
         for (ServiceRegistration r : regs) r.getLease().cancel();
+    }
+
+    static String names(Class<?>[] cs) {
+        if (cs == null) return "null";
+        List<String> out = new ArrayList<>();
+        for (Class<?> c : cs) out.add(c == null ? "null" : c.getName());
+        Collections.sort(out);
+        return out.toString();
+    }
+
+    static void browse() throws Exception {
+        ServiceRegistrar reg = registrar();
+        ServiceRegistration a = reg.register(new ServiceItem(null, new HelloProxy("a"), new Entry[] { new Name("browse-a"),
+            new net.jini.lookup.entry.ServiceInfo("hello", "example", "example", "1.0", "m", "s1") }), 60000);
+        ServiceRegistration b = reg.register(new ServiceItem(null, new HelloProxy("b"), new Entry[] { new Name("browse-b") }), 60000);
+        ServiceTemplate all = new ServiceTemplate(null, new Class[] { Hello.class }, null);
+        say("browse types-all " + names(reg.getServiceTypes(new ServiceTemplate(null, null, null), "")));
+        say("browse types-hello " + names(reg.getServiceTypes(all, "")));
+        say("browse types-prefix " + names(reg.getServiceTypes(new ServiceTemplate(null, null, null), "java.")));
+        say("browse entries " + names(reg.getEntryClasses(all)));
+        say("browse entries-name " + names(reg.getEntryClasses(new ServiceTemplate(null, null, new Entry[] { new Name() }))));
+        Object[] vals = reg.getFieldValues(new ServiceTemplate(null, null, new Entry[] { new Name() }), 0, "name");
+        List<String> vs = new ArrayList<>();
+        if (vals != null) for (Object o : vals) vs.add(String.valueOf(o));
+        Collections.sort(vs);
+        say("browse names " + (vals == null ? "null" : vs.toString()));
+        a.getLease().cancel();
+        b.getLease().cancel();
     }
 
     static void probe() throws Exception {

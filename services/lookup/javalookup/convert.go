@@ -375,6 +375,11 @@ func (s *Service) itemFrom(v javaio.Value) (lookup.Item, error) {
 	if ji.Service, err = javaio.Encode(svc, false); err != nil {
 		return lookup.Item{}, err
 	}
+	if st := field(o, "serviceType"); st != nil {
+		if ji.Type, err = javaio.Encode(st, false); err != nil {
+			return lookup.Item{}, err
+		}
+	}
 	if bp := field(o, "bootstrapProxy"); bp != nil {
 		if ji.BootstrapProxy, err = javaio.Encode(bp, false); err != nil {
 			return lookup.Item{}, err

@@ -55,6 +55,12 @@ func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply 
 		return k.renewEventLease()
 	case "cancelEventLease/2":
 		return k.cancelEventLease()
+	case "getServiceTypes/2":
+		return k.getServiceTypes()
+	case "getEntryClasses/1":
+		return k.getEntryClasses()
+	case "getFieldValues/3":
+		return k.getFieldValues()
 	}
 	return nil
 }
