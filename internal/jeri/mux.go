@@ -10,6 +10,7 @@
 package jeri
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -145,4 +146,75 @@ func appendIncrement(dst []byte, session byte, n int64) []byte {
 		n -= v << shift
 	}
 	return dst
+}
+
+// Frame is one mux message as a capture shows it.
+type Frame struct {
+	// Offset is where the message starts in the stream.
+	Offset  int
+	Op      byte
+	Session byte
+	// N is the header's last two bytes: a length, an increment or a
+	// cookie.
+	N    uint16
+	Body []byte
+}
+
+// Data and its flags, for readers of Frames.
+func (f Frame) Data() bool  { return f.Op&0x80 != 0 }
+func (f Frame) Open() bool  { return f.Data() && f.Op&dataOpen != 0 }
+func (f Frame) EOF() bool   { return f.Data() && f.Op&dataEOF != 0 }
+func (f Frame) Close() bool { return f.Data() && f.Op&dataClose != 0 || f.Op == opClose }
+
+// Name names the message type.
+func (f Frame) Name() string {
+	switch {
+	case f.Data():
+		return "Data"
+	case f.Op&0xF0 == opIncrement:
+		return "IncrementRation"
+	case f.Op&0xFE == opAbort:
+		return "Abort"
+	}
+	switch f.Op {
+	case opNoOperation:
+		return "NoOperation"
+	case opShutdown:
+		return "Shutdown"
+	case opPing:
+		return "Ping"
+	case opPingAck:
+		return "PingAck"
+	case opError:
+		return "Error"
+	case opClose:
+		return "Close"
+	case opAck:
+		return "Acknowledgment"
+	}
+	return fmt.Sprintf("0x%02x", f.Op)
+}
+
+// IsMux reports whether a TCP stream starts with the mux connection
+// header.
+func IsMux(stream []byte) bool { return len(stream) >= 4 && [4]byte(stream[:4]) == muxMagic }
+
+// Frames parses one direction of a captured mux connection: its header's
+// ration and its messages, up to the first that is cut short (err says
+// so).
+func Frames(stream []byte) (ration int64, frames []Frame, err error) {
+	r := bytes.NewReader(stream)
+	h, err := readHeader(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	for r.Len() > 0 {
+		off := len(stream) - r.Len()
+		m, _, err := readMessage(r, nil)
+		if err != nil {
+			return h.ration, frames, fmt.Errorf("at byte %d: %w", off, err)
+		}
+		frames = append(frames, Frame{Offset: off, Op: m.op, Session: m.session, N: m.n, Body: m.body})
+	}
+	return h.ration, frames, nil
 }

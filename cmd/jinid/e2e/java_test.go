@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -435,4 +437,64 @@ func TestJavaBench(t *testing.T) {
 	rss1, size1 := rss(), size()
 	t.Logf("%d Java registrations: RSS +%d B (%d B each), store +%d B (%d B each)", n, rss1-rss0, (rss1-rss0)/n, size1-size0, (size1-size0)/n)
 	p.Wait(t, 5*time.Minute)
+}
+
+// jinid inspect decodes a Java client's session with jinid: the unicast
+// exchange that hands over the registrar proxy, then each Jini ERI call
+// by method name, with how it ended (the UnknownLeaseException of
+// renew-after-cancel included), and the events jinid sends the client's
+// listener.
+func TestInspectJERI(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	saved := filepath.Join(t.TempDir(), "java.pcap")
+	cmd := jl.java.Command(t.Context(), jl.bin, "inspect", "--iface", "eth0", "--duration", "40s", "--write", saved)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// Capturing once a unicast discovery shows up in the output.
+	jinidtest.WaitUntil(t, "inspect to capture", func() bool {
+		jl.java.Command(t.Context(), jl.bin, "discover", "--locator", jl.locator(), "--no-multicast", "--timeout", "2s").Run()
+		select {
+		case <-lines:
+			return true
+		default:
+			return false
+		}
+	})
+	if out, err := riverpeer.Run(t, jl.java, 90*time.Second, nil, "RegistrarClient", "--locator", jl.locator(),
+		"--listen-host", jl.javaIP.String()); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for range lines {
+	}
+	cmd.Wait()
+	decoded, err := exec.Command(jl.bin, "inspect", "--pcap", saved).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"unicast-response v2 lookup=" + jl.jinidIP.String() + ":4160",
+		"Registrar.getMemberGroups/0 -> return",
+		"Registrar.register/2 -> return",
+		"Registrar.notify/5 -> return",
+		"Registrar.renewServiceLease/3 -> throw net.jini.core.lease.UnknownLeaseException",
+		"RemoteEventListener.notify -> return",
+	} {
+		if !strings.Contains(string(decoded), want) {
+			t.Errorf("the capture decodes without %q:\n%s", want, decoded)
+		}
+	}
 }

@@ -107,6 +107,15 @@ func (l *Lineage) Method(hash int64) (string, bool) {
 	return k, ok
 }
 
+// Hashes returns the hashes of every registrar method.
+func (l *Lineage) Hashes() []int64 {
+	out := make([]int64, 0, len(l.methods))
+	for h := range l.methods {
+		out = append(out, h)
+	}
+	return out
+}
+
 // Hash returns the hash of a registrar method by key.
 func (l *Lineage) Hash(key string) int64 { return l.hashes[key] }
 

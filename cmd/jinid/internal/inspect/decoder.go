@@ -16,6 +16,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/jeri"
 )
 
 // Limits that keep a capture of hostile traffic from holding unbounded
@@ -39,6 +40,14 @@ type Decoder struct {
 	// called back on: TCP connections there are unicast discovery too,
 	// whatever the port.
 	replyTo map[netip.AddrPort]struct{}
+	// jeri holds the Jini ERI endpoints Java registrar proxies named:
+	// TCP connections there are Jini ERI calls.
+	jeri map[netip.AddrPort]struct{}
+	// methods names method hashes; made on first use.
+	methods map[int64]string
+	// calls holds, per connection to a Jini ERI endpoint, what the client
+	// sent so far, to learn listeners from notify calls as they pass.
+	calls map[exchangeKey]*callWatch
 	// exchanges pairs the two directions of each TCP connection.
 	exchanges map[exchangeKey]*exchange
 	// flushing collects exchanges that end during a flush, so they can be
@@ -52,6 +61,8 @@ func NewDecoder(emit func(Record)) *Decoder {
 	d := &Decoder{
 		emit:      emit,
 		replyTo:   make(map[netip.AddrPort]struct{}),
+		jeri:      make(map[netip.AddrPort]struct{}),
+		calls:     make(map[exchangeKey]*callWatch),
 		exchanges: make(map[exchangeKey]*exchange),
 	}
 	a := tcpassembly.NewAssembler(tcpassembly.NewStreamPool(d))
@@ -76,6 +87,7 @@ func (d *Decoder) Packet(p gopacket.Packet) {
 		}
 	case *layers.TCP:
 		if d.isDiscoveryTCP(nl, tl) {
+			d.watchCalls(nl, tl)
 			d.assembler.AssembleWithTimestamp(nl.NetworkFlow(), tl, ts)
 		}
 	}
@@ -229,7 +241,11 @@ func (d *Decoder) isDiscoveryTCP(nl gopacket.NetworkLayer, t *layers.TCP) bool {
 		if !ok {
 			continue
 		}
-		if _, ok := d.replyTo[netip.AddrPortFrom(addr.Unmap(), uint16(ep.port))]; ok {
+		ap := netip.AddrPortFrom(addr.Unmap(), uint16(ep.port))
+		if _, ok := d.replyTo[ap]; ok {
+			return true
+		}
+		if _, ok := d.jeri[ap]; ok {
 			return true
 		}
 	}
@@ -273,6 +289,7 @@ type half struct {
 	srcHost   string
 	srcPort   int
 	first     time.Time // when its first byte was seen; zero if none
+	chunks    []chunkTime
 	data      bytes.Buffer
 	truncated bool
 	done      bool
@@ -323,6 +340,7 @@ func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
 		if s.h.first.IsZero() {
 			s.h.first = r.Seen
 		}
+		s.h.noteChunk(r.Seen)
 		if room := maxStreamBytes - s.h.data.Len(); len(r.Bytes) > room {
 			s.h.data.Write(r.Bytes[:max(room, 0)])
 			s.h.truncated = true
@@ -359,6 +377,10 @@ func (d *Decoder) finish(x *exchange) {
 	if client == nil || client.first.IsZero() || (server != nil && !server.first.IsZero() && server.first.Before(client.first)) {
 		client, server = server, client
 	}
+	if client != nil && jeri.IsMux(client.data.Bytes()) {
+		d.decodeJERI(client, server)
+		return
+	}
 	var version int
 	if client != nil && !client.first.IsZero() {
 		r := Record{Time: client.first, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindUnicastRequest, Length: client.data.Len()}
@@ -376,11 +398,17 @@ func (d *Decoder) finish(x *exchange) {
 		d.emit(r)
 	}
 	if server != nil && !server.first.IsZero() {
-		d.emit(decodeResponse(server, version))
+		r, proxy := decodeResponse(server, version)
+		if proxy != nil {
+			d.learnJERI(proxy)
+		}
+		d.emit(r)
 	}
 }
 
-func decodeResponse(h *half, requested int) Record {
+// decodeResponse decodes a unicast response, and returns the marshalled
+// registrar proxy of a Java one (jinid's serving Java clients included).
+func decodeResponse(h *half, requested int) (Record, []byte) {
 	r := Record{Time: h.first, Source: h.src, Destination: h.dst, Transport: "tcp", Kind: KindUnicastResponse, Length: h.data.Len()}
 	p, err := unicast.ReadResponse(bytes.NewReader(h.data.Bytes()), unicast.DefaultMaxResponseSize)
 	if p != nil {
@@ -392,13 +420,13 @@ func decodeResponse(h *half, requested int) Record {
 	switch {
 	case errors.Is(err, unicast.ErrNoFormat):
 		r.Error = "the lookup service accepted none of the proposed formats"
-		return r
+		return r, nil
 	case err != nil:
 		r.Error = err.Error()
 		if h.truncated {
 			r.Error += fmt.Sprintf(" (stream cut at %d bytes)", maxStreamBytes)
 		}
-		return r
+		return r, nil
 	}
 	if requested != 0 && requested != p.Version {
 		r.Error = fmt.Sprintf("response is protocol version %d to a version %d request", p.Version, requested)
@@ -412,5 +440,5 @@ func decodeResponse(h *half, requested int) Record {
 		f.Registrar.Kind, f.Registrar.ServiceID, f.Registrar.APIURL = "jinid", d.ServiceID.String(), d.APIURL
 	}
 	r.Fields = f
-	return r
+	return r, p.Registrar.Marshalled
 }

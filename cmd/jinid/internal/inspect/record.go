@@ -112,6 +112,14 @@ func WriteText(w io.Writer, r Record) error {
 		if len(f.ProposedFormats) > 0 {
 			fmt.Fprintf(&b, " formats=%s", strings.Join(f.ProposedFormats, ","))
 		}
+	case *JERICallFields:
+		fmt.Fprintf(&b, " session=%d object=%s %s -> %s", f.Session, f.Object, f.Method, f.Status)
+		if f.Exception != "" {
+			fmt.Fprintf(&b, " %s", f.Exception)
+			if f.Message != "" {
+				fmt.Fprintf(&b, " %q", f.Message)
+			}
+		}
 	case *UnicastResponseFields:
 		fmt.Fprintf(&b, " lookup=%s:%d groups=%s registrar=%s", f.Host, f.Port, groupList(f.Groups, "(none)"), f.Registrar.Kind)
 		if f.Registrar.Kind == "jinid" {

@@ -1,0 +1,337 @@
+package inspect
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/services/lookup/javalookup"
+)
+
+// KindJERICall is a Jini ERI call: a Java client calling a lookup
+// service's registrar, or a lookup service calling a Java listener.
+const KindJERICall = "jeri-call"
+
+// maxJERIEndpoints bounds the Jini ERI endpoints learnt from proxies.
+const maxJERIEndpoints = 1024
+
+// JERICallFields are the decoded fields of one Jini ERI call: the mux
+// session, the object called, the method by name (or hash, when it is
+// not one jinid knows) and how the call ended.
+type JERICallFields struct {
+	Session int    `json:"session"`
+	Object  string `json:"object"`
+	Method  string `json:"method"`
+	// Status is return, throw, no-such-object, version-mismatch, or
+	// unanswered (the capture ends first).
+	Status    string `json:"status"`
+	Exception string `json:"exception,omitempty"`
+	Message   string `json:"message,omitempty"`
+	// ReplyLength is the reply's bytes.
+	ReplyLength int `json:"replyLength"`
+}
+
+// methodNames names the method hashes of the registrar (the JGDMS
+// lineage jinid serves) and of a Java event listener.
+func methodNames() map[int64]string {
+	names := map[int64]string{javalookup.MethodHash("notify", "(Lnet/jini/core/event/RemoteEvent;)V"): "RemoteEventListener.notify"}
+	if l, err := javalookup.JGDMS(); err == nil {
+		for _, h := range l.Hashes() {
+			k, _ := l.Method(h)
+			names[h] = "Registrar." + k
+		}
+	}
+	return names
+}
+
+// learnJERI remembers where a Java registrar proxy says its registrar
+// is, so the connections there are decoded as Jini ERI.
+func (d *Decoder) learnJERI(proxy []byte) {
+	v, err := javaio.Decode(proxy)
+	if err != nil {
+		return
+	}
+	c, ok := v.(*javaio.Object)
+	if !ok {
+		return
+	}
+	ob, _ := c.Get("objBytes")
+	a, ok := ob.(*javaio.Array)
+	if !ok {
+		return
+	}
+	v, err = javaio.Decode(a.Prim)
+	if err != nil {
+		return
+	}
+	d.learnEndpoint(findTCPEndpoint(v, 0))
+}
+
+// learnEndpoint remembers a TcpEndpoint as one where Jini ERI is spoken.
+func (d *Decoder) learnEndpoint(ep *javaio.Object) {
+	if ep == nil {
+		return
+	}
+	host, _ := ep.Get("host")
+	port, _ := ep.Get("port")
+	h, _ := host.(string)
+	p, _ := port.(int32)
+	addr, err := netip.ParseAddr(h)
+	if err != nil || p <= 0 || p > 0xFFFF {
+		return
+	}
+	if len(d.jeri) >= maxJERIEndpoints {
+		clear(d.jeri)
+	}
+	d.jeri[netip.AddrPortFrom(addr.Unmap(), uint16(p))] = struct{}{}
+}
+
+// findTCPEndpoint finds the first TcpEndpoint in a proxy's graph.
+func findTCPEndpoint(v javaio.Value, depth int) *javaio.Object {
+	o, ok := v.(*javaio.Object)
+	if !ok || depth > 8 {
+		return nil
+	}
+	if o.Class.IsA("net.jini.jeri.tcp.TcpEndpoint") {
+		return o
+	}
+	for _, cd := range o.Data {
+		for _, f := range cd.Fields {
+			if ep := findTCPEndpoint(f, depth+1); ep != nil {
+				return ep
+			}
+		}
+	}
+	return nil
+}
+
+// decodeJERI emits one record per call of a captured Jini ERI
+// connection: the client's half and the server's.
+func (d *Decoder) decodeJERI(client, server *half) {
+	_, cf, cerr := jeri.Frames(client.data.Bytes())
+	var sf []jeri.Frame
+	var serr error
+	if server != nil {
+		_, sf, serr = jeri.Frames(server.data.Bytes())
+	}
+	requests := sessions(cf, client)
+	replies := sessions(sf, server)
+	for _, q := range requests {
+		r := Record{Time: q.at, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindJERICall, Length: len(q.data)}
+		f := &JERICallFields{Session: int(q.session), Status: "unanswered"}
+		if len(q.data) < 18 {
+			r.Error = fmt.Sprintf("a call of %d bytes has no object identifier", len(q.data))
+		} else {
+			f.Object = jeri.Uuid(q.data[:16]).String()
+			f.Method = d.method(q.data[18:])
+		}
+		// The reply is the next one on the same session.
+		for i, p := range replies {
+			if p.session == q.session && !p.used && !p.at.Before(q.at) {
+				replies[i].used = true
+				f.ReplyLength = len(p.data)
+				f.Status, f.Exception, f.Message = replyStatus(p.data)
+				break
+			}
+		}
+		r.Fields = f
+		d.emit(r)
+	}
+	for _, e := range []struct {
+		err error
+		h   *half
+	}{{cerr, client}, {serr, server}} {
+		if e.err != nil && e.h != nil {
+			d.emit(Record{Time: e.h.first, Source: e.h.src, Destination: e.h.dst, Transport: "tcp", Kind: KindJERICall,
+				Length: e.h.data.Len(), Error: "mux: " + e.err.Error()})
+		}
+	}
+}
+
+type muxSession struct {
+	session byte
+	at      time.Time
+	data    []byte
+	used    bool
+}
+
+// sessions collects each session's data up to its end of file, in order.
+func sessions(frames []jeri.Frame, h *half) []muxSession {
+	open := map[byte]*muxSession{}
+	var out []muxSession
+	for _, f := range frames {
+		if !f.Data() {
+			continue
+		}
+		s := open[f.Session]
+		if s == nil {
+			s = &muxSession{session: f.Session, at: h.timeAt(f.Offset)}
+			open[f.Session] = s
+		}
+		s.data = append(s.data, f.Body...)
+		if f.EOF() {
+			out = append(out, *s)
+			delete(open, f.Session)
+		}
+	}
+	return out
+}
+
+func (d *Decoder) method(stream []byte) string {
+	dec, err := javaio.NewDecoder(stream)
+	if err != nil {
+		return "?"
+	}
+	h, err := dec.ReadLong()
+	if err != nil {
+		return "?"
+	}
+	if d.methods == nil {
+		d.methods = methodNames()
+	}
+	if name, ok := d.methods[h]; ok {
+		return name
+	}
+	return fmt.Sprintf("%016x", uint64(h))
+}
+
+// replyStatus reads how a call ended.
+func replyStatus(b []byte) (status, exception, message string) {
+	switch {
+	case len(b) == 1 && b[0] == 0:
+		return "no-such-object", "", ""
+	case len(b) < 2 || b[0] != 1:
+		return "malformed", "", ""
+	case b[1] == 1:
+		return "return", "", ""
+	case b[1] == 2:
+		v, err := javaio.Decode(b[2:])
+		if o, ok := v.(*javaio.Object); err == nil && ok {
+			m, _ := o.Get("detailMessage")
+			s, _ := m.(string)
+			if len(s) > 200 {
+				s = s[:200]
+			}
+			return "throw", o.Class.Name, s
+		}
+		return "throw", "", ""
+	}
+	return "version-mismatch", "", ""
+}
+
+// timeAt is when the byte at offset of a half was seen.
+func (h *half) timeAt(offset int) time.Time {
+	t := h.first
+	for _, c := range h.chunks {
+		if c.offset > offset {
+			break
+		}
+		t = c.seen
+	}
+	return t
+}
+
+type chunkTime struct {
+	offset int
+	seen   time.Time
+}
+
+// maxChunkTimes bounds the arrival times kept per half.
+const maxChunkTimes = 4096
+
+func (h *half) noteChunk(seen time.Time) {
+	if len(h.chunks) < maxChunkTimes {
+		h.chunks = append(h.chunks, chunkTime{h.data.Len(), seen})
+	}
+}
+
+// isJERI reports whether a TCP segment is to or from a learnt Jini ERI
+// endpoint.
+func (d *Decoder) isJERI(src, dst netip.AddrPort) bool {
+	_, a := d.jeri[src]
+	_, b := d.jeri[dst]
+	return a || b
+}
+
+// callWatch is a client's half of a connection to a registrar, as
+// captured packet by packet (in order, as a LAN delivers them).
+type callWatch struct {
+	data []byte
+	seen int // requests already looked at
+	done bool
+}
+
+// maxWatched bounds what is kept of one connection, and how many are.
+const (
+	maxWatchedBytes = 1 << 20
+	maxWatched      = 256
+)
+
+// watchCalls follows calls to learnt Jini ERI endpoints as they pass, so
+// that a notify call's listener is known before jinid calls it back: the
+// listener's connection is then decoded too.
+func (d *Decoder) watchCalls(nl gopacket.NetworkLayer, t *layers.TCP) {
+	if len(t.Payload) == 0 {
+		return
+	}
+	src, dst := nl.NetworkFlow().Endpoints()
+	daddr, ok := netip.AddrFromSlice(dst.Raw())
+	if !ok {
+		return
+	}
+	if _, ok := d.jeri[netip.AddrPortFrom(daddr.Unmap(), uint16(t.DstPort))]; !ok {
+		return
+	}
+	k := keyOf(net.JoinHostPort(src.String(), t.SrcPort.String()), net.JoinHostPort(dst.String(), t.DstPort.String()))
+	w := d.calls[k]
+	if w == nil {
+		if len(d.calls) >= maxWatched {
+			clear(d.calls)
+		}
+		w = &callWatch{}
+		d.calls[k] = w
+	}
+	if w.done || len(w.data)+len(t.Payload) > maxWatchedBytes {
+		w.done = true
+		return
+	}
+	w.data = append(w.data, t.Payload...)
+	_, frames, _ := jeri.Frames(w.data)
+	reqs := sessions(frames, &half{})
+	for _, q := range reqs[min(w.seen, len(reqs)):] {
+		if len(q.data) > 18 {
+			if m := d.method(q.data[18:]); m == "Registrar.notify/5" || m == "Registrar.notiFy/5" {
+				d.learnListener(q.data[18:])
+			}
+		}
+	}
+	w.seen = len(reqs)
+}
+
+// learnListener remembers the endpoint of the listener a notify call
+// registers.
+func (d *Decoder) learnListener(stream []byte) {
+	dec, err := javaio.NewDecoder(stream)
+	if err != nil {
+		return
+	}
+	if _, err := dec.ReadLong(); err != nil {
+		return
+	}
+	if _, err := dec.ReadObject(); err != nil { // the template
+		return
+	}
+	if _, err := dec.ReadInt(); err != nil { // the transitions
+		return
+	}
+	l, err := dec.ReadObject()
+	if err != nil {
+		return
+	}
+	d.learnEndpoint(findTCPEndpoint(l, 0))
+}
