@@ -156,17 +156,23 @@ func (k *call) getServiceTypes() jeri.Reply {
 		}
 	}
 	if len(items) == 0 {
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+		return returnObject(nil)
 	}
-	out := &javaio.Array{Class: k.s.l.Classes.Class("[L" + k.s.l.Package + ".ServiceTypeBase;")}
+	return returnObject(k.bases("ServiceTypeBase", "type", order, found, codebase))
+}
+
+// bases is Reggie's array of ServiceTypeBase or EntryClassBase: each type
+// found, in order, with the codebase it came with.
+func (k *call) bases(class, field string, order []string, found map[string]*typeTree, codebase map[string]string) *javaio.Array {
+	out := &javaio.Array{Class: k.s.l.Classes.Class("[L" + k.s.l.Package + "." + class + ";")}
 	for _, n := range order {
-		b := k.s.l.New("ServiceTypeBase").Set("type", found[n].obj)
+		b := k.s.l.New(class).Set(field, found[n].obj)
 		if cb, ok := codebase[n]; ok {
 			b.Set("codebase", cb)
 		}
 		out.Elems = append(out.Elems, b)
 	}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+	return out
 }
 
 // entryTree is an attribute's class hierarchy as Reggie's EntryClass
@@ -214,17 +220,9 @@ func (k *call) getEntryClasses() jeri.Reply {
 		}
 	}
 	if len(items) == 0 {
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+		return returnObject(nil)
 	}
-	out := &javaio.Array{Class: k.s.l.Classes.Class("[L" + k.s.l.Package + ".EntryClassBase;")}
-	for _, n := range order {
-		b := k.s.l.New("EntryClassBase").Set("eclass", found[n].obj)
-		if cb, ok := codebase[n]; ok {
-			b.Set("codebase", cb)
-		}
-		out.Elems = append(out.Elems, b)
-	}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+	return returnObject(k.bases("EntryClassBase", "eclass", order, found, codebase))
 }
 
 func (k *call) getFieldValues() jeri.Reply {
@@ -282,8 +280,8 @@ func (k *call) getFieldValues() jeri.Reply {
 		}
 	}
 	if len(items) == 0 {
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+		return returnObject(nil)
 	}
 	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Object;"), Elems: values}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+	return returnObject(out)
 }

@@ -116,7 +116,7 @@ func (k *call) notify() jeri.Reply {
 	er := javaio.NewObject(k.s.l.Classes.Class("net.jini.core.event.EventRegistration")).
 		Set("eventID", reg.EventID).Set("seqNum", reg.SeqNum).Set("lease", ls).
 		Set("source", k.s.l.Registrar(Endpoint{Host: k.host, Port: k.s.cfg.Identity.Port, Object: k.s.cfg.Identity.Object}, k.s.cfg.Registrar.Meta().ServiceID, ""))
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(er) })
+	return returnObject(er)
 }
 
 func (s *Service) eventLease(host string, eventID int64, leaseID string, expiration int64) (*javaio.Object, error) {

@@ -65,6 +65,11 @@ func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply 
 	return nil
 }
 
+// returnObject answers with v.
+func returnObject(v javaio.Value) jeri.Reply {
+	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(v) })
+}
+
 // argError is the exception for arguments jinid cannot use.
 func argError(err error) jeri.Reply {
 	return jeri.Throw(jeri.NewException("java.rmi.UnmarshalException", "jinid: "+err.Error()))
@@ -123,7 +128,7 @@ func (k *call) register() jeri.Reply {
 		return k.faultReply(err)
 	}
 	r := k.s.l.New("ConstrainableRegistration").Set("lease", ls).Set("server", k.s.server(k.host))
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(r) })
+	return returnObject(r)
 }
 
 // leaseUuid is a lease ID (32 hex digits) as a Java Uuid.
@@ -255,30 +260,40 @@ func (k *call) lookupOne() jeri.Reply {
 		return k.faultReply(err)
 	}
 	if len(items) == 0 {
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+		return returnObject(nil)
 	}
 	o, err := k.s.itemTo(items[0])
 	if err != nil {
 		return k.faultReply(err)
 	}
 	svc, _ := o.Get("service")
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(svc) })
+	return returnObject(svc)
+}
+
+// query reads the (Template, int maxMatches) of the lookup forms and
+// runs the query; a reply is the exception to answer instead.
+func (k *call) query() ([]lookup.Item, int, jeri.Reply) {
+	t, err := k.template()
+	if err != nil {
+		return nil, 0, argError(err)
+	}
+	n, err := k.c.Args.ReadInt()
+	if err != nil {
+		return nil, 0, argError(err)
+	}
+	items, total, err := k.s.cfg.Registrar.Query(t, max(int(n), 0))
+	if err != nil {
+		return nil, 0, k.faultReply(err)
+	}
+	return items, total, nil
 }
 
 // lookupMatches is lookup(Template, int): Matches, items in a
 // LinkedList.
 func (k *call) lookupMatches() jeri.Reply {
-	t, err := k.template()
-	if err != nil {
-		return argError(err)
-	}
-	n, err := k.c.Args.ReadInt()
-	if err != nil {
-		return argError(err)
-	}
-	items, total, err := k.s.cfg.Registrar.Query(t, max(int(n), 0))
-	if err != nil {
-		return k.faultReply(err)
+	items, total, reply := k.query()
+	if reply != nil {
+		return reply
 	}
 	list := javaio.NewObject(k.s.l.Classes.Class("java.util.LinkedList"))
 	var size [4]byte
@@ -293,23 +308,15 @@ func (k *call) lookupMatches() jeri.Reply {
 	}
 	list.SetCustom("java.util.LinkedList", custom...)
 	m := k.s.l.New("Matches").Set("items", list).Set("totalMatches", int32(total))
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(m) })
+	return returnObject(m)
 }
 
 // lookupBootstrap is lookUp(Template, int): the bootstrap proxies of the
 // matches that have one.
 func (k *call) lookupBootstrap() jeri.Reply {
-	t, err := k.template()
-	if err != nil {
-		return argError(err)
-	}
-	n, err := k.c.Args.ReadInt()
-	if err != nil {
-		return argError(err)
-	}
-	items, _, err := k.s.cfg.Registrar.Query(t, max(int(n), 0))
-	if err != nil {
-		return k.faultReply(err)
+	items, _, reply := k.query()
+	if reply != nil {
+		return reply
 	}
 	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Object;")}
 	for _, it := range items {
@@ -322,7 +329,7 @@ func (k *call) lookupBootstrap() jeri.Reply {
 		}
 		out.Elems = append(out.Elems, bp)
 	}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+	return returnObject(out)
 }
 
 // serviceAndLease reads the (ServiceID, Uuid) that name a registration.
@@ -552,7 +559,7 @@ func (k *call) renewLeases() jeri.Reply {
 		}
 		rr.Set("exceptions", &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: excs})
 	}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(rr) })
+	return returnObject(rr)
 }
 
 func (k *call) cancelLeases() jeri.Reply {
@@ -582,8 +589,8 @@ func (k *call) cancelLeases() jeri.Reply {
 		}
 	}
 	if !failed {
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(nil) })
+		return returnObject(nil)
 	}
 	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: exceptions}
-	return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(out) })
+	return returnObject(out)
 }

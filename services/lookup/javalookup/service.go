@@ -207,7 +207,7 @@ func (s *Service) invoke(ctx context.Context, key string, known bool, c *jeri.Ca
 		loc := s.l.Classes.Class("net.jini.discovery.ConstrainableLookupLocator")
 		o := javaio.NewObject(loc).Set("host", hostOf(c.Conn.Local)).
 			Set("port", int32(s.cfg.UnicastPort())).Set("scheme", "jini")
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(o) })
+		return returnObject(o)
 	case "getAdmin/0":
 		return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
 			"jinid's lookup service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
