@@ -110,7 +110,8 @@ func TestJavaRegistrarClientLikeReggie(t *testing.T) {
 	}
 
 	// The browsing calls (getServiceTypes, getEntryClasses,
-	// getFieldValues) answer alike. (Asked for every type, Reggie also
+	// getFieldValues), modifyAttributes and a LeaseMap.cancelAll
+	// (cancelLeases) answer alike. (Asked for every type, Reggie also
 	// names its own proxy's: it registers itself as a service, which
 	// jinid does not; that line is left out.)
 	browse := func(h *netlab.Host, locator string) string {
@@ -126,7 +127,7 @@ func TestJavaRegistrarClientLikeReggie(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	if jb, rb := browse(jl.java, jl.locator()), browse(rc, reggie.Locator); jb != rb || strings.Count(jb, "\n") != 4 {
+	if jb, rb := browse(jl.java, jl.locator()), browse(rc, reggie.Locator); jb != rb || strings.Count(jb, "\n") != 6 {
 		t.Errorf("browsing jinid:\n%s\nbrowsing Reggie:\n%s", jb, rb)
 	}
 	if t.Failed() {

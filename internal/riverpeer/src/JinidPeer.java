@@ -192,8 +192,15 @@ public class JinidPeer {
         if (vals != null) for (Object o : vals) vs.add(String.valueOf(o));
         Collections.sort(vs);
         say("browse names " + (vals == null ? "null" : vs.toString()));
-        a.getLease().cancel();
-        b.getLease().cancel();
+        // modifyAttributes: Name("browse-b") becomes Name("browse-c").
+        b.modifyAttributes(new Entry[] { new Name("browse-b") }, new Entry[] { new Name("browse-c") });
+        ServiceItem got = (ServiceItem) reg.lookup(new ServiceTemplate(b.getServiceID(), null, null), 1).items[0];
+        say("browse modified " + name(got));
+        // LeaseMap.cancelAll over both service leases: cancelLeases.
+        net.jini.core.lease.LeaseMap m = a.getLease().createLeaseMap(60000);
+        m.put(b.getLease(), Long.valueOf(60000));
+        m.cancelAll();
+        say("browse cancelled-all " + reg.lookup(new ServiceTemplate(null, new Class[] { Hello.class }, null), 10).totalMatches);
     }
 
     static void probe() throws Exception {
