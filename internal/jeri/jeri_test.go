@@ -389,3 +389,32 @@ func TestSessionReusedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// FuzzClientCall: whatever a server answers (a Java listener, or
+// anything at its address), a call ends with a reply or an error.
+func FuzzClientCall(f *testing.F) {
+	f.Add([]byte{0x8c, 0, 0, 6, 1, 1, 0xac, 0xed, 0, 5})
+	f.Add([]byte{0x10, 0, 0, 1, 0x04, 0, 0, 7, 0x8c, 0, 0, 1, 0})
+	f.Add([]byte{0x08, 0, 0, 3, 'b', 'a', 'd'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, z := net.Pipe()
+		defer a.Close()
+		go func() {
+			defer z.Close()
+			var hdr [8]byte
+			if _, err := io.ReadFull(z, hdr[:]); err != nil {
+				return
+			}
+			z.Write([]byte("Jmux\x01\x00\x00\x00"))
+			go io.Copy(io.Discard, z)
+			z.Write(b)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cc, err := NewClientConn(ctx, a)
+		if err != nil {
+			return
+		}
+		cc.Call(ctx, request(objID, 1, nil))
+	})
+}
