@@ -485,7 +485,13 @@ func (s *Service) entryTo(a lookup.Attribute) (*javaio.Object, bool) {
 	return rep.Set("eclass", s.entryClassObject(a.Type)).Set("fields", arr), true
 }
 
+// sameView compares two views of a field value; strings, the common
+// case, without encoding them.
 func sameView(a, b any) bool {
+	if x, ok := a.(string); ok {
+		y, ok := b.(string)
+		return ok && x == y
+	}
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)

@@ -154,18 +154,18 @@ func (k *call) eventAndLease() (string, error) {
 func (k *call) checkEventLease(eventID int64, id string) error {
 	rec, err := k.s.cfg.Registrar.NotifyLease(eventID)
 	if err != nil || rec.ID != id {
-		return errUnknownEvent(eventID)
+		return unknownEventLease(eventID)
 	}
 	return nil
 }
 
+// unknownEventLease is the error for an event lease that is not the
+// named registration's.
 type unknownEventLease int64
 
 func (e unknownEventLease) Error() string {
 	return fmt.Sprintf("No event registration recorded for ID: %d", int64(e))
 }
-
-func errUnknownEvent(id int64) error { return unknownEventLease(id) }
 
 func (k *call) renewEventLease() jeri.Reply {
 	id, err := k.eventAndLease()

@@ -1,16 +1,17 @@
 package javalookup
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 )
 
@@ -27,8 +28,19 @@ func (k *call) readObject() (javaio.Value, error) { return k.c.Args.ReadObject()
 // token, so its address.
 func (k *call) owner() string { return "java@" + hostOf(k.c.Conn.Remote) }
 
-func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply {
+// dispatch serves a registrar method by key; every method Reggie's
+// clients call is here, and any other answers an exception.
+func (s *Service) dispatch(key string, k *call) jeri.Reply {
 	switch key {
+	case "getMemberGroups/0":
+		return returnObject(s.strings(s.cfg.Registrar.Meta().Groups))
+	case "getLocator/0":
+		loc := s.l.Classes.Class("net.jini.discovery.ConstrainableLookupLocator")
+		return returnObject(javaio.NewObject(loc).Set("host", k.host).
+			Set("port", int32(s.cfg.UnicastPort())).Set("scheme", "jini"))
+	case "getAdmin/0":
+		return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
+			"jinid's lookup service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
 	case "register/2":
 		return k.register()
 	case "lookup/1":
@@ -62,7 +74,8 @@ func (s *Service) dispatch(ctx context.Context, key string, k *call) jeri.Reply 
 	case "getFieldValues/3":
 		return k.getFieldValues()
 	}
-	return nil
+	return jeri.Throw(jeri.NewException("java.rmi.UnmarshalException",
+		fmt.Sprintf("jinid does not implement the registrar method %s", key)))
 }
 
 // returnObject answers with v.
@@ -510,12 +523,36 @@ func (k *call) batchLease(reg javaio.Value, u javaio.Value) (string, error) {
 	return "", fmt.Errorf("%w: a lease of a batch is named by a %s", errArg, describe(reg))
 }
 
-func (k *call) renewLeases() jeri.Reply {
+// batch reads the Object[] and Uuid[] that name the leases of a batched
+// call (a ServiceID or a Long event ID for each, and its lease's Uuid)
+// and checks each lease is what names it: ids[i] is the lease ID, and
+// bad[i] set where it is not one.
+func (k *call) batch() (ids []string, bad []bool, err error) {
 	regsV, err := k.readObject()
 	if err != nil {
-		return argError(err)
+		return nil, nil, err
 	}
 	idsV, err := k.readObject()
+	if err != nil {
+		return nil, nil, err
+	}
+	regs, err1 := elems(regsV)
+	uuids, err2 := elems(idsV)
+	if err := errors.Join(err1, err2); err != nil || len(regs) != len(uuids) {
+		return nil, nil, fmt.Errorf("%w: a batch wants arrays of one length", errArg)
+	}
+	ids, bad = make([]string, len(regs)), make([]bool, len(regs))
+	for i := range regs {
+		ids[i], err = k.batchLease(regs[i], uuids[i])
+		bad[i] = err != nil
+	}
+	return ids, bad, nil
+}
+
+// renewLeases is LeaseMap.renewAll: the leases renewed in one store
+// transaction, as the HTTP batch renews them.
+func (k *call) renewLeases() jeri.Reply {
+	ids, bad, err := k.batch()
 	if err != nil {
 		return argError(err)
 	}
@@ -523,74 +560,68 @@ func (k *call) renewLeases() jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	regs, err1 := elems(regsV)
-	ids, err2 := elems(idsV)
 	durs, ok := dursV.(*javaio.Array)
-	if err := errors.Join(err1, err2); err != nil || !ok || len(regs) != len(ids) || durs.Len() != len(ids) || durs.Prim == nil {
-		return argError(fmt.Errorf("%w: renewLeases wants three arrays of one length", errArg))
+	if !ok || durs.Prim == nil || durs.Len() != len(ids) {
+		return argError(fmt.Errorf("%w: renewLeases wants as many durations as leases", errArg))
 	}
-	durations := make([]int64, len(ids))
-	exceptions := make([]javaio.Value, len(ids))
-	failed := false
-	for i := range ids {
-		id, err := k.batchLease(regs[i], ids[i])
-		if err == nil {
-			r, rerr := k.s.cfg.Grantor.Renew(id, int64(binary.BigEndian.Uint64(durs.Prim[i*8:])))
-			if err = rerr; err == nil {
-				durations[i] = k.s.remaining(r.Expiration)
-				continue
-			}
+	granted := slices.Clone(durs.Prim)
+	var asked []lease.Renewal
+	var at []int
+	for i, id := range ids {
+		if !bad[i] {
+			asked = append(asked, lease.Renewal{ID: id, Duration: int64(binary.BigEndian.Uint64(granted[i*8:]))})
+			at = append(at, i)
 		}
-		failed = true
-		durations[i] = -1
-		exceptions[i] = k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id))
 	}
-	raw := make([]byte, 8*len(durations))
-	for i, d := range durations {
-		binary.BigEndian.PutUint64(raw[i*8:], uint64(d))
-	}
-	rr := k.s.l.New("RenewResults").Set("durations", &javaio.Array{Class: k.s.l.Classes.Class("[J"), Prim: raw})
-	if failed {
-		var excs []javaio.Value
-		for _, e := range exceptions {
-			if e != nil {
-				excs = append(excs, e)
-			}
+	for j, r := range k.s.cfg.Grantor.RenewAll(asked) {
+		if r.Err != nil {
+			bad[at[j]] = true
+			continue
 		}
+		binary.BigEndian.PutUint64(granted[at[j]*8:], uint64(k.s.remaining(r.Lease.Expiration)))
+	}
+	// RenewResults: each lease's granted duration, -1 for one that
+	// failed, and the failures' exceptions in order.
+	var excs []javaio.Value
+	for i, id := range ids {
+		if bad[i] {
+			binary.BigEndian.PutUint64(granted[i*8:], ^uint64(0))
+			excs = append(excs, k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id)))
+		}
+	}
+	rr := k.s.l.New("RenewResults").Set("durations", &javaio.Array{Class: durs.Class, Prim: granted})
+	if excs != nil {
 		rr.Set("exceptions", &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: excs})
 	}
 	return returnObject(rr)
 }
 
+// cancelLeases is LeaseMap.cancelAll: null when every lease was
+// cancelled, else an exception where one was not.
 func (k *call) cancelLeases() jeri.Reply {
-	regsV, err := k.readObject()
+	ids, bad, err := k.batch()
 	if err != nil {
 		return argError(err)
 	}
-	idsV, err := k.readObject()
-	if err != nil {
-		return argError(err)
-	}
-	regs, err1 := elems(regsV)
-	ids, err2 := elems(idsV)
-	if err := errors.Join(err1, err2); err != nil || len(regs) != len(ids) {
-		return argError(fmt.Errorf("%w: cancelLeases wants two arrays of one length", errArg))
-	}
-	exceptions := make([]javaio.Value, len(ids))
-	failed := false
-	for i := range ids {
-		id, err := k.batchLease(regs[i], ids[i])
-		if err == nil {
-			err = k.s.cfg.Grantor.Cancel(id)
-		}
-		if err != nil {
-			failed = true
-			exceptions[i] = k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id))
+	var asked []string
+	var at []int
+	for i, id := range ids {
+		if !bad[i] {
+			asked = append(asked, id)
+			at = append(at, i)
 		}
 	}
-	if !failed {
+	for j, err := range k.s.cfg.Grantor.CancelAll(asked) {
+		bad[at[j]] = err != nil
+	}
+	if !slices.Contains(bad, true) {
 		return returnObject(nil)
 	}
-	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: exceptions}
+	out := &javaio.Array{Class: k.s.l.Classes.Class("[Ljava.lang.Exception;"), Elems: make([]javaio.Value, len(ids))}
+	for i, id := range ids {
+		if bad[i] {
+			out.Elems[i] = k.s.unknownLease(fmt.Sprintf("No lease recorded for ID: %s", id))
+		}
+	}
 	return returnObject(out)
 }

@@ -176,7 +176,7 @@ func (s *Service) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	if !ok {
 		key = "unknown"
 	}
-	reply := s.invoke(ctx, key, ok, c)
+	reply := s.invoke(key, ok, c)
 	outcome := "return"
 	if len(reply) > 0 && reply[0] != 1 {
 		outcome = "throw"
@@ -186,7 +186,7 @@ func (s *Service) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	return reply
 }
 
-func (s *Service) invoke(ctx context.Context, key string, known bool, c *jeri.Call) jeri.Reply {
+func (s *Service) invoke(key string, known bool, c *jeri.Call) jeri.Reply {
 	if !known {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))
 	}
@@ -195,25 +195,7 @@ func (s *Service) invoke(ctx context.Context, key string, known bool, c *jeri.Ca
 			return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
 		}
 	}
-	k := &call{s: s, c: c, host: hostOf(c.Conn.Local)}
-	if r := s.dispatch(ctx, key, k); r != nil {
-		return r
-	}
-	switch key {
-	case "getMemberGroups/0":
-		groups := s.cfg.Registrar.Meta().Groups
-		return jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(s.strings(groups)) })
-	case "getLocator/0":
-		loc := s.l.Classes.Class("net.jini.discovery.ConstrainableLookupLocator")
-		o := javaio.NewObject(loc).Set("host", hostOf(c.Conn.Local)).
-			Set("port", int32(s.cfg.UnicastPort())).Set("scheme", "jini")
-		return returnObject(o)
-	case "getAdmin/0":
-		return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
-			"jinid's lookup service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
-	}
-	return jeri.Throw(jeri.NewException("java.rmi.UnmarshalException",
-		fmt.Sprintf("jinid does not implement the registrar method %s", key)))
+	return s.dispatch(key, &call{s: s, c: c, host: hostOf(c.Conn.Local)})
 }
 
 func (s *Service) strings(v []string) *javaio.Array {
