@@ -199,6 +199,28 @@ func (f Frame) Name() string {
 // header.
 func IsMux(stream []byte) bool { return len(stream) >= 4 && [4]byte(stream[:4]) == muxMagic }
 
+// NextFrame parses the message at the start of b, which follows the
+// connection header: the message and its length, or ok false while b
+// holds only part of one.
+func NextFrame(b []byte) (f Frame, n int, ok bool) {
+	if len(b) < 4 {
+		return Frame{}, 0, false
+	}
+	f = Frame{Op: b[0], Session: b[1], N: binary.BigEndian.Uint16(b[2:4])}
+	n = 4
+	if hasBody(f.Op) {
+		n += int(f.N)
+		if len(b) < n {
+			return Frame{}, 0, false
+		}
+		f.Body = b[4:n]
+	}
+	return f, n, true
+}
+
+// HeaderLen is the length of the connection header.
+const HeaderLen = 8
+
 // Frames parses one direction of a captured mux connection: its header's
 // ration and its messages, up to the first that is cut short (err says
 // so).

@@ -258,15 +258,19 @@ func (d *Decoder) isJERI(src, dst netip.AddrPort) bool {
 	return a || b
 }
 
-// callWatch is a client's half of a connection to a registrar, as
-// captured packet by packet (in order, as a LAN delivers them).
+// callWatch follows a client's half of a connection to a registrar as
+// its packets pass (in order, as a LAN delivers them): the bytes not yet
+// parsed, and each session's call so far.
 type callWatch struct {
-	data []byte
-	seen int // requests already looked at
-	done bool
+	buf    []byte
+	header bool
+	open   map[byte][]byte
+	opened int // bytes in open
+	done   bool
 }
 
-// maxWatched bounds what is kept of one connection, and how many are.
+// maxWatched bounds what is held of one connection, and how many are
+// watched.
 const (
 	maxWatchedBytes = 1 << 20
 	maxWatched      = 256
@@ -274,7 +278,7 @@ const (
 
 // watchCalls follows calls to learnt Jini ERI endpoints as they pass, so
 // that a notify call's listener is known before jinid calls it back: the
-// listener's connection is then decoded too.
+// listener's connection is then decoded too. Each byte is parsed once.
 func (d *Decoder) watchCalls(nl gopacket.NetworkLayer, t *layers.TCP) {
 	if len(t.Payload) == 0 {
 		return
@@ -293,24 +297,49 @@ func (d *Decoder) watchCalls(nl gopacket.NetworkLayer, t *layers.TCP) {
 		if len(d.calls) >= maxWatched {
 			clear(d.calls)
 		}
-		w = &callWatch{}
+		w = &callWatch{open: map[byte][]byte{}}
 		d.calls[k] = w
 	}
-	if w.done || len(w.data)+len(t.Payload) > maxWatchedBytes {
-		w.done = true
+	if w.done {
 		return
 	}
-	w.data = append(w.data, t.Payload...)
-	_, frames, _ := jeri.Frames(w.data)
-	reqs := sessions(frames, &half{})
-	for _, q := range reqs[min(w.seen, len(reqs)):] {
-		if len(q.data) > 18 {
-			if m := d.method(q.data[18:]); m == "Registrar.notify/5" || m == "Registrar.notiFy/5" {
-				d.learnListener(q.data[18:])
+	w.buf = append(w.buf, t.Payload...)
+	if !w.header {
+		if len(w.buf) < jeri.HeaderLen {
+			return
+		}
+		if !jeri.IsMux(w.buf) {
+			w.done = true
+			return
+		}
+		w.buf, w.header = w.buf[jeri.HeaderLen:], true
+	}
+	for {
+		f, n, ok := jeri.NextFrame(w.buf)
+		if !ok {
+			break
+		}
+		w.buf = w.buf[n:]
+		if !f.Data() {
+			continue
+		}
+		w.open[f.Session] = append(w.open[f.Session], f.Body...)
+		w.opened += len(f.Body)
+		if f.EOF() {
+			q := w.open[f.Session]
+			delete(w.open, f.Session)
+			w.opened -= len(q)
+			if len(q) > 18 {
+				if m := d.method(q[18:]); m == "Registrar.notify/5" || m == "Registrar.notiFy/5" {
+					d.learnListener(q[18:])
+				}
 			}
 		}
 	}
-	w.seen = len(reqs)
+	// What is held: a partial frame, and the calls not yet ended.
+	if len(w.buf)+w.opened > maxWatchedBytes {
+		w.done, w.buf, w.open = true, nil, nil
+	}
 }
 
 // learnListener remembers the endpoint of the listener a notify call
