@@ -304,7 +304,7 @@ func (s *Service) view(v javaio.Value) any {
 	case string:
 		return v
 	case *javaio.Object:
-		if boxed[v.Class.Name] {
+		if boxed(v.Class.Name) {
 			x, _ := v.Get("value")
 			switch x := x.(type) {
 			case bool:
@@ -340,10 +340,14 @@ func (s *Service) view(v javaio.Value) any {
 	return map[string]any{"javaSerialized": base64.StdEncoding.EncodeToString(b)}
 }
 
-// boxed are the classes of boxed primitives.
-var boxed = map[string]bool{
-	"java.lang.Boolean": true, "java.lang.Byte": true, "java.lang.Character": true, "java.lang.Short": true,
-	"java.lang.Integer": true, "java.lang.Long": true, "java.lang.Float": true, "java.lang.Double": true,
+// boxed reports whether a class is a boxed primitive's.
+func boxed(class string) bool {
+	switch class {
+	case "java.lang.Boolean", "java.lang.Byte", "java.lang.Character", "java.lang.Short",
+		"java.lang.Integer", "java.lang.Long", "java.lang.Float", "java.lang.Double":
+		return true
+	}
+	return false
 }
 
 // itemFrom converts a Reggie Item a Java client registers.
