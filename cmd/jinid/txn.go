@@ -101,6 +101,30 @@ anonymous clients join).`,
 		},
 	}
 
+	var ancestorManager string
+	enclosedBy := &cobra.Command{
+		Use:   "enclosed-by TRANSACTION ANCESTOR [--ancestor-manager URL]",
+		Short: "Print whether the transaction is nested, at any depth, in ANCESTOR",
+		Long: `Print true if TRANSACTION is nested, at any depth, in ANCESTOR (enclosedBy),
+else false. The parents are followed up from TRANSACTION, each asked of
+its own manager; give --ancestor-manager (its API URL) when ANCESTOR is
+on another jinid.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			in, err := c.TxnEnclosedBy(cmd.Context(), args[0], client.TxnRef{Manager: ancestorManager, ID: args[1]})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), in)
+			return err
+		},
+	}
+	enclosedBy.Flags().StringVar(&ancestorManager, "ancestor-manager", "", "the ancestor's manager, when it is another jinid (its API URL)")
+
 	var crashCount int64
 	join := &cobra.Command{
 		Use:   "join TRANSACTION PARTICIPANT-URL [--crash-count N]",
@@ -157,7 +181,7 @@ anonymous clients join).`,
 			}
 			return c.TxnAbort(cmd.Context(), id, w)
 		})
-	cmd.AddCommand(create, state, join, commit, abort, newTxnParticipantCmd())
+	cmd.AddCommand(create, state, enclosedBy, join, commit, abort, newTxnParticipantCmd())
 	return cmd
 }
 

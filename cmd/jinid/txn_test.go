@@ -51,8 +51,35 @@ func TestTxnCommands(t *testing.T) {
 		t.Fatalf("create nested here: %q %v", out, err)
 	}
 	m2 := txntest.Start(t, txn.ServiceConfig{})
-	if out, _, err := run(t, nil, "txn", "create", "--parent", parent, "--parent-manager", m.URL, "--server", m2.URL); err != nil || len(strings.TrimSpace(out)) != 32 {
+	out, _, err = run(t, nil, "txn", "create", "--parent", parent, "--parent-manager", m.URL, "--server", m2.URL)
+	nested := strings.TrimSpace(out)
+	if err != nil || len(nested) != 32 {
 		t.Fatalf("create nested elsewhere: %q %v", out, err)
+	}
+	out, _, err = run(t, nil, "txn", "create", "--parent", nested, "--server", m2.URL)
+	inner := strings.TrimSpace(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// enclosedBy, across the two managers: inner is in nested (on m2),
+	// which is in parent (on m).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{inner, nested}, "true"},
+		{[]string{inner, parent, "--ancestor-manager", m.URL}, "true"},
+		{[]string{nested, parent, "--ancestor-manager", m.URL}, "true"},
+		{[]string{inner, parent}, "false"}, // no such transaction on m2
+		{[]string{nested, inner}, "false"},
+	} {
+		args := append([]string{"txn", "enclosed-by", "--server", m2.URL}, c.args...)
+		if out, _, err := run(t, nil, args...); err != nil || strings.TrimSpace(out) != c.want {
+			t.Errorf("enclosed-by %v: %q %v, want %s", c.args, out, err, c.want)
+		}
+	}
+	if _, _, err := run(t, nil, "txn", "enclosed-by", "nosuch", parent, "--server", m.URL); err == nil || !strings.Contains(err.Error(), "no such transaction") {
+		t.Errorf("enclosed-by of an unknown transaction: %v", err)
 	}
 	for _, bad := range [][]string{
 		{"txn", "create", "--parent-manager", m.URL, "--server", m.URL},

@@ -88,10 +88,11 @@ func (s *Service) httpState(w http.ResponseWriter, r *http.Request) {
 		p = &TxRef{Manager: parent.Manager, ID: parent.ID}
 	}
 	httpjson.Write(w, http.StatusOK, struct {
-		ID     string `json:"id"`
-		State  string `json:"state"`
-		Parent *TxRef `json:"parent"`
-	}{id, st.String(), p})
+		ID      string `json:"id"`
+		Manager string `json:"manager"`
+		State   string `json:"state"`
+		Parent  *TxRef `json:"parent"`
+	}{id, s.cfg.Manager, st.String(), p})
 }
 
 func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {

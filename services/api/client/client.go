@@ -27,6 +27,9 @@ type Client struct {
 	base  string
 	hc    http1.Doer
 	token string
+	// socket is set for a client of the local socket, whose hc dials
+	// the socket whatever the URL says.
+	socket bool
 }
 
 // Option sets something of a client.
@@ -43,7 +46,8 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // timeout counts.
 func New(base string, hc http1.Doer, opts ...Option) (*Client, error) {
 	u, err := url.Parse(base)
-	if err == nil && u.Scheme == "unix" && u.Path != "" {
+	socket := err == nil && u.Scheme == "unix" && u.Path != ""
+	if socket {
 		// The socket's connection is the client's; the URL only routes
 		// the requests.
 		sock := u.Path
@@ -56,7 +60,7 @@ func New(base string, hc http1.Doer, opts ...Option) (*Client, error) {
 	if hc == nil {
 		hc = &http1.Client{Timeout: defaultTimeout}
 	}
-	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc}
+	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc, socket: socket}
 	for _, o := range opts {
 		o(c)
 	}
