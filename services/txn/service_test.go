@@ -3,6 +3,7 @@ package txn_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -160,29 +161,57 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// Cancelling an ACTIVE transaction's lease aborts it; after commit or
-// abort the lease is gone (UnknownLease).
+// A transaction's lease is an ordinary lease of /v1/leases: renewing it
+// keeps an ACTIVE transaction, cancelling it or letting it expire aborts
+// it; once commit or abort was received, renew and cancel answer
+// UnknownLease (API.md, "Transaction manager").
 func TestTransactionLease(t *testing.T) {
 	r := newRig(t)
 	var created struct {
 		ID    string
 		Lease struct{ ID string }
 	}
-	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
-	if err := r.Grantor.Cancel(created.Lease.ID); err != nil {
-		t.Fatal(err)
-	}
 	var st struct{ State string }
+	var eb errBody
+	create := func(ms int) {
+		t.Helper()
+		if code := r.do(t, "POST", "/v1/transactions", fmt.Sprintf(`{"leaseDuration":%d}`, ms), &created); code != 200 {
+			t.Fatalf("create: %d", code)
+		}
+	}
+
+	create(60000)
+	if code := r.do(t, "POST", "/v1/leases/"+created.Lease.ID+"/renew", `{"duration":60000}`, nil); code != 200 {
+		t.Fatalf("renew an ACTIVE transaction's lease: %d", code)
+	}
+	if r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ACTIVE" {
+		t.Fatalf("after renewing: %s", st.State)
+	}
+	if code := r.do(t, "DELETE", "/v1/leases/"+created.Lease.ID, "", nil); code != 204 {
+		t.Fatalf("cancel: %d", code)
+	}
 	if r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ABORTED" {
 		t.Fatalf("after the lease was cancelled: %s", st.State)
 	}
-	r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000}`, &created)
-	r.do(t, "POST", "/v1/transactions/"+created.ID+"/commit", `{}`, &st)
-	if st.State != "COMMITTED" {
-		t.Fatalf("commit: %s", st.State)
+
+	create(50) // expires while ACTIVE
+	deadline := time.Now().Add(10 * time.Second)
+	for r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ABORTED"; r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st) {
+		if time.Now().After(deadline) {
+			t.Fatalf("50 ms after its lease was granted, a transaction is still %s", st.State)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if err := r.Grantor.Cancel(created.Lease.ID); err == nil {
-		t.Error("the lease of a committed transaction could still be cancelled")
+
+	for _, end := range []string{"commit", "abort"} {
+		create(60000)
+		r.do(t, "POST", "/v1/transactions/"+created.ID+"/"+end, `{}`, &st)
+		if code := r.do(t, "POST", "/v1/leases/"+created.Lease.ID+"/renew", `{"duration":60000}`, &eb); code != 404 || eb.Error.Code != "UnknownLease" {
+			t.Errorf("renew after %s: %d %s, want UnknownLease", end, code, eb.Error.Code)
+		}
+		if code := r.do(t, "DELETE", "/v1/leases/"+created.Lease.ID, "", &eb); code != 404 || eb.Error.Code != "UnknownLease" {
+			t.Errorf("cancel after %s: %d %s, want UnknownLease", end, code, eb.Error.Code)
+		}
 	}
 }
 
