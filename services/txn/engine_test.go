@@ -660,6 +660,80 @@ func TestConformance(t *testing.T) {
 				}
 			}
 		}},
+		{"a slow participant holds only its own transaction", func(t *testing.T, r *rig) {
+			r.f.block["slow"] = make(chan struct{})
+			slow := r.e.Create()
+			r.e.Join(slow, Participant{URL: "slow", CrashCount: 1})
+			r.e.Join(slow, Participant{URL: "p9", CrashCount: 1})
+			done := r.commitAsync(slow, -1)
+			until(t, "the slow prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "slow") })
+			for range 3 { // others commit, voting and rolling forward, meanwhile
+				if err := r.e.Commit(ctx, r.tx(t, 2), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s := state(t, r.e, slow); s != Voting {
+				t.Fatalf("the slow one: %v", s)
+			}
+			close(r.f.block["slow"])
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"votes in every combination of three participants", func(t *testing.T, _ *rig) {
+			votes := []Vote{VoteNotChanged, VotePrepared, VoteAborted}
+			for i := range 27 {
+				v := [3]Vote{votes[i%3], votes[i/3%3], votes[i/9]}
+				t.Run(fmt.Sprint(v), func(t *testing.T) {
+					r := newRig(t)
+					for k, vk := range v {
+						r.f.on(fmt.Sprintf("p%d", k), OpPrepare, answer{vote: vk})
+					}
+					// The last one, asked prepareAndCommit when the others
+					// voted NOTCHANGED, commits where it would prepare.
+					pac := v[2]
+					if pac == VotePrepared {
+						pac = VoteCommitted
+					}
+					r.f.on("p2", OpPrepareAndCommit, answer{vote: pac})
+					err := r.e.Commit(ctx, r.tx(t, 3), time.Hour)
+					aborted := slices.Contains(v[:], VoteAborted)
+					var prepared, tellAbort []string
+					for k, vk := range v {
+						if vk == VotePrepared && (k < 2 || slices.Contains(v[:2], VotePrepared)) {
+							prepared = append(prepared, fmt.Sprintf("p%d", k))
+						}
+					}
+					if aborted {
+						tellAbort = prepared
+						if v[0] == VoteAborted || v[1] == VoteAborted {
+							tellAbort = slices.DeleteFunc(slices.Clone(prepared), func(u string) bool { return u == "p2" })
+							tellAbort = append(tellAbort, "p2") // never asked: told
+						}
+						slices.Sort(tellAbort)
+						if !errors.Is(err, ErrCannotCommit) {
+							t.Fatalf("commit: %v, want CannotCommit", err)
+						}
+						if got := r.f.seen(OpAbort); !slices.Equal(got, tellAbort) {
+							t.Errorf("told abort: %v, want %v", got, tellAbort)
+						}
+						if len(r.f.seen(OpCommit)) != 0 || r.j.writes != 0 {
+							t.Errorf("an aborted transaction: commit calls %v, %d writes", r.f.seen(OpCommit), r.j.writes)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("commit: %v", err)
+					}
+					if got := r.f.seen(OpCommit); !slices.Equal(got, prepared) {
+						t.Errorf("told commit: %v, want %v", got, prepared)
+					}
+					if want := min(len(prepared), 1); r.j.writes != want || len(r.f.seen(OpAbort)) != 0 {
+						t.Errorf("%d writes (want %d), abort calls %v", r.j.writes, want, r.f.seen(OpAbort))
+					}
+				})
+			}
+		}},
 		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.e.LeaseEnded(id)
