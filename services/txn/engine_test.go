@@ -550,6 +550,26 @@ func TestConformance(t *testing.T) {
 			}
 			r.f.on("p1", OpCommit, answer{})
 		}},
+		{"waitFor passing before the decision does not end the wait", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.block["p0"] = make(chan struct{})
+			done := r.commitAsync(id, time.Second)
+			until(t, "the prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "p0") })
+			r.c.Advance(time.Minute) // waitFor is long past: still voting
+			select {
+			case err := <-done:
+				t.Fatalf("Commit returned %v before the decision", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(r.f.block["p0"])
+			var te *TimeoutExpired
+			if err := <-done; err != nil && (!errors.As(err, &te) || !te.Committed) {
+				t.Fatalf("Commit: %v, want nil or TimeoutExpired committed=true", err)
+			}
+			if s := state(t, r.e, id); s != Committed {
+				t.Fatalf("returned in %v", s)
+			}
+		}},
 		{"waitFor 0 after an abort is TimeoutExpired committed=false or done", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.f.block["p0"] = make(chan struct{})
