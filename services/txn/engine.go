@@ -19,11 +19,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/internal/metrics"
 )
 
 // State is a transaction's state as the manager sees it (TX.2.7).
@@ -139,10 +141,12 @@ type Journal interface {
 	Finished(id string) error
 }
 
-// boundedCaller lets at most cap(slots) calls run at once.
+// boundedCaller lets at most cap(slots) calls run at once, and counts
+// them.
 type boundedCaller struct {
 	Caller
 	slots chan struct{}
+	calls *metrics.Counter
 }
 
 func (c *boundedCaller) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
@@ -152,7 +156,16 @@ func (c *boundedCaller) Call(ctx context.Context, p Participant, op Op, id strin
 		return 0, fmt.Errorf("%w: waiting to call: %w", ErrIndefinite, ctx.Err())
 	}
 	defer func() { <-c.slots }()
-	return c.Caller.Call(ctx, p, op, id, attempt)
+	v, err := c.Caller.Call(ctx, p, op, id, attempt)
+	outcome := "answered"
+	switch {
+	case errors.Is(err, ErrUnknownTransaction), errors.Is(err, ErrNoSuchObject):
+		outcome = "unknown"
+	case err != nil:
+		outcome = "failed"
+	}
+	c.calls.Inc(string(op), outcome)
+	return v, err
 }
 
 // Record is a committed transaction still rolling forward, as the
@@ -168,6 +181,9 @@ type Config struct {
 	Journal Journal
 	Clock   clock.Clock
 	Logger  *slog.Logger
+	// Metrics, if set, counts outcomes and participant calls, and
+	// reads the transactions held (see registerMetrics).
+	Metrics *metrics.Registry
 	// PrepareFor bounds how long a participant's indefinite prepare
 	// failures are retried before the transaction aborts (default 2 min).
 	PrepareFor time.Duration
@@ -205,6 +221,8 @@ type Engine struct {
 	// other managers' transactions (the links): every start is a new
 	// one, since nested transactions do not outlive the process.
 	incarnation int64
+
+	outcomes *metrics.Counter
 
 	mu       sync.Mutex
 	txs      map[string]*txn
@@ -267,10 +285,68 @@ func New(cfg Config) *Engine {
 	if cfg.MaxCalls == 0 {
 		cfg.MaxCalls = 512
 	}
-	cfg.Caller = &boundedCaller{Caller: cfg.Caller, slots: make(chan struct{}, cfg.MaxCalls)}
+	calls := cfg.Metrics.Counter("jinid_transaction_participant_calls_total",
+		"Calls the transaction manager made of participants (and of parents' links), by operation and outcome (answered, unknown: UnknownTransaction or NoSuchObject, failed: no definite answer).", "op", "outcome")
+	cfg.Caller = &boundedCaller{Caller: cfg.Caller, slots: make(chan struct{}, cfg.MaxCalls), calls: calls}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{},
+	e := &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{},
 		incarnation: rand.Int64()}
+	e.registerMetrics(cfg.Metrics)
+	return e
+}
+
+// registerMetrics adds the engine's families to m (nil: none).
+func (e *Engine) registerMetrics(m *metrics.Registry) {
+	e.outcomes = m.Counter("jinid_transactions_completed_total",
+		"Transactions decided, by outcome (committed, aborted, unknown: prepareAndCommit left it unknowable); a nested one's commit is its promotion into the parent.", "outcome")
+	m.GaugeFunc("jinid_transactions", "Transactions the manager holds, by state (active, voting, committed, aborted); completed ones are held for a minute after every participant was told.",
+		[]string{"state"}, func(emit func(float64, ...string)) {
+			var n [Aborted + 1]int
+			e.mu.Lock()
+			for _, t := range e.txs {
+				n[t.state]++
+			}
+			e.mu.Unlock()
+			for s := Active; s <= Aborted; s++ {
+				emit(float64(n[s]), strings.ToLower(s.String()))
+			}
+		})
+	m.GaugeFunc("jinid_transactions_rolling_forward", "Committed transactions with participants still to be told commit (retried until each answers; kept on disk).",
+		nil, func(emit func(float64, ...string)) {
+			e.mu.Lock()
+			n := 0
+			for _, t := range e.txs {
+				if t.state == Committed && len(t.prepared) > 0 && !isClosed(t.notified) {
+					n++
+				}
+			}
+			e.mu.Unlock()
+			emit(float64(n))
+		})
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// decidedLocked closes t.decided once t is COMMITTED or ABORTED, and
+// counts the outcome.
+func (e *Engine) decidedLocked(t *txn) {
+	outcome := "aborted"
+	switch {
+	case t.unknown:
+		outcome = "unknown"
+	case t.state == Committed:
+		outcome = "committed"
+	}
+	e.outcomes.Inc(outcome)
+	close(t.decided)
 }
 
 // Shutdown stops every roll-forward and abort notification and waits for
@@ -539,10 +615,10 @@ func (e *Engine) abortLocked(t *txn) {
 	}
 	if len(tell) == 0 {
 		e.toldLocked(t) // nobody to tell: told as it is decided
-		close(t.decided)
+		e.decidedLocked(t)
 		return
 	}
-	close(t.decided)
+	e.decidedLocked(t)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -729,7 +805,7 @@ func (e *Engine) decide(t *txn, prepared []Participant) {
 	if len(prepared) == 0 {
 		e.toldLocked(t) // nobody to tell: told as it is decided
 	}
-	close(t.decided)
+	e.decidedLocked(t)
 	e.mu.Unlock()
 	if len(prepared) > 0 {
 		e.rollForward(t)
@@ -767,7 +843,7 @@ func (e *Engine) promoteLocked(t *txn, prepared []Participant) {
 	t.state = Committed
 	t.prepared = prepared
 	close(t.notified) // handed to the parent: it tells them
-	close(t.decided)
+	e.decidedLocked(t)
 }
 
 // rollForward calls commit on every PREPARED participant until each has

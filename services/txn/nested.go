@@ -199,7 +199,7 @@ func (e *Engine) promoteRemote(t *txn, prepared []Participant) {
 	t.state = Committed
 	t.prepared = prepared
 	e.toldLocked(t) // handed to the parent: it tells them
-	close(t.decided)
+	e.decidedLocked(t)
 }
 
 // retry calls f until it succeeds or fails definitely, retrying errors

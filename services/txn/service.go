@@ -12,6 +12,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -41,6 +42,8 @@ type ServiceConfig struct {
 	Policy  lease.Policy
 	Clock   clock.Clock
 	Logger  *slog.Logger
+	// Metrics, if set, gets the manager's families (Config.Metrics).
+	Metrics *metrics.Registry
 	// Engine settings; zero means the engine's defaults.
 	PrepareFor, Backoff, MaxBackoff time.Duration
 	MaxParticipants                 int
@@ -83,7 +86,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, journal: j, leaseOf: map[string]string{}, closing: map[string]bool{}}
 	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
-		Logger: cfg.Logger, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
+		Logger: cfg.Logger, Metrics: cfg.Metrics, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
 		MaxParticipants: cfg.MaxParticipants, Parents: HTTPParents{Client: cfg.Client},
 		LinkURL: func(id, token string) string {
 			return strings.TrimSuffix(cfg.Manager, "/") + "/v1/transactions/" + id + "/links/" + token

@@ -115,6 +115,18 @@ func TestThroughTheAPI(t *testing.T) {
 	if code := r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); code != 200 || st.State != "COMMITTED" {
 		t.Fatalf("state: %d %+v", code, st)
 	}
+	for series, want := range map[string]float64{
+		`jinid_transactions_completed_total{outcome="committed"}`:                    1,
+		`jinid_transactions{state="committed"}`:                                      1, // answered for a minute
+		`jinid_transactions{state="active"}`:                                         0,
+		`jinid_transaction_participant_calls_total{op="prepare",outcome="answered"}`: 3,
+		`jinid_transaction_participant_calls_total{op="commit",outcome="answered"}`:  2,
+		`jinid_transactions_rolling_forward`:                                         0,
+	} {
+		if got := r.Metric(series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	var eb errBody
 	if code := r.do(t, "POST", "/v1/transactions/"+created.ID+"/abort", `{}`, &eb); code != 409 || eb.Error.Code != "CannotAbort" {
 		t.Fatalf("abort after commit: %d %+v", code, eb)
@@ -158,6 +170,18 @@ func TestBadInput(t *testing.T) {
 	var st struct{ State string }
 	if r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ACTIVE" {
 		t.Errorf("after the bad requests: %s, want ACTIVE", st.State)
+	}
+	// Nothing was created or joined: one transaction, which commits
+	// without a participant call.
+	if n := r.Metric(`jinid_transactions{state="active"}`); n != 1 {
+		t.Errorf("%v transactions ACTIVE after the bad requests, want 1", n)
+	}
+	if r.do(t, "POST", "/v1/transactions/"+created.ID+"/commit", `{}`, &st); st.State != "COMMITTED" {
+		t.Errorf("commit after the bad requests: %s", st.State)
+	}
+	if n := r.Metric(`jinid_transaction_participant_calls_total{op="prepareAndCommit",outcome="answered"}`) +
+		r.Metric(`jinid_transaction_participant_calls_total{op="prepare",outcome="failed"}`); n != 0 {
+		t.Errorf("%v participant calls: a bad join added a participant", n)
 	}
 }
 

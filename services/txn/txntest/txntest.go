@@ -51,7 +51,7 @@ func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Store, cfg.Grantor, cfg.Outbound = st, g, loopbackOK
+	cfg.Store, cfg.Grantor, cfg.Outbound, cfg.Metrics = st, g, loopbackOK, reg
 	cfg.Client, cfg.Manager = outbound.New(outbound.Config{Policy: loopbackOK}), "http://"+ln.Addr().String()
 	s, err := txn.NewService(cfg)
 	if err != nil {
@@ -74,11 +74,17 @@ func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 
 // Writes is how many writes (each an fsync) the store has committed.
 func (m *Manager) Writes() int {
+	return int(m.Metric("jinid_store_commit_duration_seconds_count"))
+}
+
+// Metric is the value of a series as exposed, named with its labels
+// (`jinid_transactions{state="active"}`); 0 when absent.
+func (m *Manager) Metric(series string) float64 {
 	var b strings.Builder
 	m.metrics.WritePrometheus(&b)
 	for line := range strings.Lines(b.String()) {
-		if v, ok := strings.CutPrefix(line, "jinid_store_commit_duration_seconds_count "); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			return n
 		}
 	}

@@ -434,7 +434,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	var txnSvc *txn.Service
 	if !d.cfg.NoTransactions {
 		if txnSvc, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
-			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn")}); err != nil {
+			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn"), Metrics: d.obs.metrics}); err != nil {
 			return err
 		}
 	}
