@@ -301,28 +301,35 @@ func (e *Engine) registerMetrics(m *metrics.Registry) {
 		"Transactions decided, by outcome (committed, aborted, unknown: prepareAndCommit left it unknowable); a nested one's commit is its promotion into the parent.", "outcome")
 	m.GaugeFunc("jinid_transactions", "Transactions the manager holds, by state (active, voting, committed, aborted); completed ones are held for a minute after every participant was told.",
 		[]string{"state"}, func(emit func(float64, ...string)) {
-			var n [Aborted + 1]int
-			e.mu.Lock()
-			for _, t := range e.txs {
-				n[t.state]++
-			}
-			e.mu.Unlock()
+			c := e.Counts()
 			for s := Active; s <= Aborted; s++ {
-				emit(float64(n[s]), strings.ToLower(s.String()))
+				emit(float64(c.ByState[s]), strings.ToLower(s.String()))
 			}
 		})
 	m.GaugeFunc("jinid_transactions_rolling_forward", "Committed transactions with participants still to be told commit (retried until each answers; kept on disk).",
-		nil, func(emit func(float64, ...string)) {
-			e.mu.Lock()
-			n := 0
-			for _, t := range e.txs {
-				if t.state == Committed && len(t.prepared) > 0 && !isClosed(t.notified) {
-					n++
-				}
-			}
-			e.mu.Unlock()
-			emit(float64(n))
-		})
+		nil, func(emit func(float64, ...string)) { emit(float64(e.Counts().RollingForward)) })
+}
+
+// Counts are the transactions an engine holds.
+type Counts struct {
+	ByState [Aborted + 1]int // indexed by State
+	// RollingForward is how many committed ones have participants
+	// still to be told.
+	RollingForward int
+}
+
+// Counts counts the transactions held, for metrics and the status page.
+func (e *Engine) Counts() Counts {
+	var c Counts
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range e.txs {
+		c.ByState[t.state]++
+		if t.state == Committed && len(t.prepared) > 0 && !isClosed(t.notified) {
+			c.RollingForward++
+		}
+	}
+	return c
 }
 
 // isClosed reports whether ch is closed.

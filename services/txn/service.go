@@ -99,6 +99,13 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	return s, nil
 }
 
+// Count is how many transactions are open (ACTIVE or VOTING), and how
+// many committed ones are still rolling forward.
+func (s *Service) Count() (open, rollingForward int) {
+	c := s.eng.Counts()
+	return c.ByState[Active] + c.ByState[Voting], c.RollingForward
+}
+
 // Start implements lifecycle.Service.
 func (s *Service) Start(context.Context) error { return nil }
 

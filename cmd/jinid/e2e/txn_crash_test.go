@@ -455,4 +455,22 @@ func TestNestedAcrossDaemons(t *testing.T) {
 	if prepared, committed, aborted := p.told(parent.ID); !prepared || !committed || aborted {
 		t.Fatalf("the promoted participant on the parent: prepared %v, committed %v, aborted %v", prepared, committed, aborted)
 	}
+	// What an operator sees: each daemon counted one commit (B's the
+	// promotion), and the status page counts the transactions.
+	for _, d := range []*jinidtest.Daemon{a, b} {
+		for path, want := range map[string]string{
+			"/metrics": `jinid_transactions_completed_total{outcome="committed"} 1`,
+			"/":        "rolling forward",
+		} {
+			resp, err := hc.Get(d.API + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), want) {
+				t.Errorf("%s%s lacks %q", d.API, path, want)
+			}
+		}
+	}
 }

@@ -439,7 +439,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 	}
 	d.setQuotas(grantor)
-	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox = grantor, ldsSvc, renewalSvc, mailboxSvc
+	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox, d.obs.txn = grantor, ldsSvc, renewalSvc, mailboxSvc, txnSvc
 	d.countsMetrics()
 	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	d.parts.Add("the lease renewal service", renewalSvc)

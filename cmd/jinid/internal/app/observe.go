@@ -20,6 +20,7 @@ import (
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // observed is what the daemon shows of itself: metrics, the journal of
@@ -35,6 +36,7 @@ type observed struct {
 	lds     *lds.Service
 	renewal *renewal.Service
 	mailbox *mailbox.Service
+	txn     *txn.Service // nil with --no-transactions
 
 	lsEvents *metrics.Counter
 }
@@ -139,7 +141,7 @@ func (d *Daemon) counts() []status.Count {
 	items, notifies := d.registrar.Count()
 	sets, clientLeases := d.obs.renewal.Count()
 	boxes, events := d.obs.mailbox.Count()
-	return []status.Count{
+	counts := []status.Count{
 		{Service: "lookup", What: "registrations", N: items},
 		{Service: "lookup_notify", What: "registrations", N: notifies},
 		{Service: "lds", What: "registrations", N: d.obs.lds.Count()},
@@ -149,6 +151,12 @@ func (d *Daemon) counts() []status.Count {
 		{Service: "mailbox", What: "events stored", N: events},
 		{Service: "leases", What: "live", N: d.obs.grantor.Count()},
 	}
+	if d.obs.txn != nil {
+		open, rolling := d.obs.txn.Count()
+		counts = append(counts, status.Count{Service: "transactions", What: "open", N: open},
+			status.Count{Service: "transactions", What: "rolling forward", N: rolling})
+	}
+	return counts
 }
 
 // liveness: the process can serve. A store write that has run for a
