@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/metrics"
@@ -223,6 +225,9 @@ type Engine struct {
 	incarnation int64
 
 	outcomes *metrics.Counter
+	// logs lets through a line about a participant's failures now and
+	// then: participants are remote hosts, and may fail in floods.
+	logs rate.Sometimes
 
 	mu       sync.Mutex
 	txs      map[string]*txn
@@ -290,7 +295,7 @@ func New(cfg Config) *Engine {
 	cfg.Caller = &boundedCaller{Caller: cfg.Caller, slots: make(chan struct{}, cfg.MaxCalls), calls: calls}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, log: cfg.Logger.With("component", "txn"), ctx: ctx, cancel: cancel, txs: map[string]*txn{},
-		incarnation: rand.Int64()}
+		incarnation: rand.Int64(), logs: rate.Sometimes{First: 3, Interval: 10 * time.Second}}
 	e.registerMetrics(cfg.Metrics)
 	return e
 }
@@ -331,6 +336,9 @@ func (e *Engine) Counts() Counts {
 	}
 	return c
 }
+
+// quietly logs with f, rate-limited.
+func (e *Engine) quietly(f func()) { e.logs.Do(f) }
 
 // isClosed reports whether ch is closed.
 func isClosed(ch chan struct{}) bool {
@@ -762,6 +770,10 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 			e.log.Warn("participant answered an impossible vote", "participant", p.URL, "op", op, "vote", v)
 		}
 		if !e.cfg.Clock.Now().Add(backoff).Before(deadline) {
+			e.quietly(func() {
+				e.log.Warn("a participant gave no vote within the prepare time: the transaction aborts",
+					"participant", p.URL, "id", t.id, "op", op, "attempts", attempt, "err", err)
+			})
 			if op == OpPrepareAndCommit {
 				return 0 // it may have committed: nobody can say
 			}
@@ -865,6 +877,12 @@ func (e *Engine) rollForward(t *txn) {
 				_, err := e.cfg.Caller.Call(e.ctx, p, OpCommit, t.id, attempt)
 				if err == nil || errors.Is(err, ErrUnknownTransaction) || errors.Is(err, ErrNoSuchObject) {
 					return
+				}
+				if e.ctx.Err() == nil {
+					e.quietly(func() {
+						e.log.Warn("a participant of a committed transaction did not answer commit: asking again until it does",
+							"participant", p.URL, "id", t.id, "attempt", attempt, "err", err)
+					})
 				}
 				if !e.sleep(e.ctx, backoff) {
 					return

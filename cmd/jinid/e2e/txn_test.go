@@ -157,5 +157,10 @@ func TestTransactionsOnALAN(t *testing.T) {
 	if ps[2].failCommits != 0 {
 		t.Errorf("the 503 participant was not retried past its failures")
 	}
+	// The log explains the retries (rate-limited: three lines at most
+	// for its three failures).
+	if n := strings.Count(d.Log(), "did not answer commit"); n < 1 || n > 3 || !strings.Contains(d.Log(), ps[2].URL) {
+		t.Errorf("%d log lines about the failing participant, want 1 to 3 naming it:\n%s", n, d.Log())
+	}
 	t.Logf("committed in %s; the manager is %s", time.Since(start), created.Manager)
 }
