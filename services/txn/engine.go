@@ -609,12 +609,14 @@ func (e *Engine) wait(ctx context.Context, t *txn, start time.Time, waitFor time
 // abortLocked moves t to ABORTED and tells its participants (best
 // effort): those that voted PREPARED, those whose vote is still coming,
 // and those not yet asked; not those that voted NOTCHANGED (dropped: no
-// further communication, TX.2.7) or ABORTED.
+// further communication, TX.2.7) or ABORTED, nor one whose
+// prepareAndCommit may have committed.
 func (e *Engine) abortLocked(t *txn) {
 	if t.state == Aborted || t.state == Committed {
 		return
 	}
 	t.state = Aborted
+	t.deciding = false
 	if t.stop != nil {
 		t.stop()
 	}
@@ -624,7 +626,7 @@ func (e *Engine) abortLocked(t *txn) {
 	e.dropLocked(t.children)
 	var tell []Participant
 	for _, p := range t.parts {
-		if v := t.votes[p.URL]; v != VoteNotChanged && v != VoteAborted {
+		if v := t.votes[p.URL]; v != VoteNotChanged && v != VoteAborted && v != VoteCommitted {
 			tell = append(tell, p)
 		}
 	}
@@ -715,8 +717,17 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 		return
 	}
 	// Everyone else read-only: the last one prepares and commits in one
-	// call.
-	switch v := e.prepare(ctx, t, last, OpPrepareAndCommit); v {
+	// call. From then on the decision is the participant's: an abort
+	// waits for its answer, as for a decision being written.
+	e.mu.Lock()
+	if t.state != Voting {
+		e.mu.Unlock()
+		return
+	}
+	t.deciding = true
+	e.mu.Unlock()
+	v := e.prepare(ctx, t, last, OpPrepareAndCommit)
+	switch v { // each way ends deciding
 	case VoteAborted:
 		e.abort(t)
 	case VotePrepared: // tolerated: a commit follows
@@ -724,8 +735,11 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 	case 0: // unknowable: it may have committed, then forgotten
 		e.mu.Lock()
 		t.unknown = true
+		// Never told abort: it may have committed (and everyone else
+		// voted NOTCHANGED: nobody is told anything).
+		t.votes[last.URL] = VoteCommitted
+		e.abortLocked(t)
 		e.mu.Unlock()
-		e.abort(t)
 	default: // COMMITTED or NOTCHANGED: nothing left to tell
 		e.decide(t, nil)
 	}

@@ -336,6 +336,65 @@ func TestConformance(t *testing.T) {
 			if err := <-done; !errors.Is(err, ErrOutcomeUnknown) {
 				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
 			}
+			if got := r.f.seen(OpAbort); len(got) != 0 {
+				t.Fatalf("told abort after it may have committed: %v", got)
+			}
+		}},
+		{"abort during prepareAndCommit waits for its answer: CannotAbort once it committed", func(t *testing.T, r *rig) {
+			id := r.tx(t, 1)
+			r.f.block["p0"] = make(chan struct{})
+			committed := r.commitAsync(id, -1)
+			until(t, "the prepareAndCommit call", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 1 })
+			aborted := make(chan error, 1)
+			go func() { aborted <- r.e.Abort(ctx, id, -1) }()
+			select {
+			case err := <-aborted:
+				t.Fatalf("Abort returned %v while the participant was deciding", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			close(r.f.block["p0"])
+			if err := <-committed; err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			if err := <-aborted; !errors.Is(err, ErrCannotAbort) {
+				t.Fatalf("Abort: %v, want CannotAbort", err)
+			}
+			if got := r.f.seen(OpAbort); len(got) != 0 {
+				t.Fatalf("told abort after it committed: %v", got)
+			}
+		}},
+		{"prepareAndCommit unanswered past PrepareFor: unknown, and never told abort", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("p1", OpPrepareAndCommit, answer{err: errDown})
+			done := r.commitAsync(id, time.Hour)
+			for range 25 {
+				var err error
+				finished := false
+				until(t, "a retry or the end", func() bool {
+					select {
+					case err = <-done:
+						finished = true
+						return true
+					default:
+						return len(r.c.Pending()) > 0
+					}
+				})
+				if finished {
+					if !errors.Is(err, ErrOutcomeUnknown) {
+						t.Fatalf("Commit: %v, want OutcomeUnknown", err)
+					}
+					if got := r.f.seen(OpAbort); len(got) != 0 {
+						t.Fatalf("told abort after it may have committed: %v", got)
+					}
+					if s := state(t, r.e, id); s != Aborted {
+						t.Fatalf("state %v, want ABORTED (presumed abort)", s)
+					}
+					return
+				}
+				r.c.Advance(4 * time.Second)
+			}
+			t.Fatal("still voting after 100 s of failures (PrepareFor 1 min)")
 		}},
 		{"prepareAndCommit unknown at once aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
