@@ -755,11 +755,15 @@ func (e *Engine) abort(t *txn) {
 // prepare asks p to vote, retrying indefinite failures for PrepareFor.
 // UnknownTransaction or NoSuchObject is a vote to abort; for
 // prepareAndCommit, after an indefinite failure, it means the outcome
-// cannot be known (0).
+// cannot be known (0), as does the engine stopping once it was sent.
 func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote {
 	deadline := e.cfg.Clock.Now().Add(e.cfg.PrepareFor)
 	backoff := e.cfg.Backoff
 	failed := false
+	stopped := VoteAborted
+	if op == OpPrepareAndCommit {
+		stopped = 0
+	}
 	for attempt := 1; ; attempt++ {
 		v, err := e.cfg.Caller.Call(ctx, p, op, t.id, attempt)
 		switch {
@@ -777,7 +781,9 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 			return VoteAborted
 		}
 		if ctx.Err() != nil {
-			return VoteAborted // aborted meanwhile, or shutting down
+			// Shutting down (or, for prepare, aborted meanwhile): a
+			// prepareAndCommit sent may have committed.
+			return stopped
 		}
 		failed = true
 		if err == nil {
@@ -794,7 +800,7 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 			return VoteAborted
 		}
 		if !e.sleep(ctx, backoff) {
-			return VoteAborted
+			return stopped
 		}
 		backoff = min(2*backoff, e.cfg.MaxBackoff)
 	}
