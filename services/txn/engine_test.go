@@ -176,6 +176,31 @@ func (r *rig) commitAsync(id string, waitFor time.Duration) chan error {
 	return ch
 }
 
+// retriedUntilDone advances the fake clock past each retry's backoff
+// until done answers: at most 100 s (PrepareFor is 1 min).
+func (r *rig) retriedUntilDone(t *testing.T, done chan error) error {
+	t.Helper()
+	for range 25 {
+		var err error
+		finished := false
+		until(t, "a retry or the end", func() bool {
+			select {
+			case err = <-done:
+				finished = true
+				return true
+			default:
+				return len(r.c.Pending()) > 0
+			}
+		})
+		if finished {
+			return err
+		}
+		r.c.Advance(4 * time.Second)
+	}
+	t.Fatal("still voting after 100 s of failures (PrepareFor 1 min)")
+	return nil
+}
+
 // tick advances the fake clock by d once a timer waits.
 func (r *rig) tick(t *testing.T, d time.Duration) {
 	t.Helper()
@@ -367,34 +392,15 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
 			r.f.on("p1", OpPrepareAndCommit, answer{err: errDown})
-			done := r.commitAsync(id, time.Hour)
-			for range 25 {
-				var err error
-				finished := false
-				until(t, "a retry or the end", func() bool {
-					select {
-					case err = <-done:
-						finished = true
-						return true
-					default:
-						return len(r.c.Pending()) > 0
-					}
-				})
-				if finished {
-					if !errors.Is(err, ErrOutcomeUnknown) {
-						t.Fatalf("Commit: %v, want OutcomeUnknown", err)
-					}
-					if got := r.f.seen(OpAbort); len(got) != 0 {
-						t.Fatalf("told abort after it may have committed: %v", got)
-					}
-					if s := state(t, r.e, id); s != Aborted {
-						t.Fatalf("state %v, want ABORTED (presumed abort)", s)
-					}
-					return
-				}
-				r.c.Advance(4 * time.Second)
+			if err := r.retriedUntilDone(t, r.commitAsync(id, time.Hour)); !errors.Is(err, ErrOutcomeUnknown) {
+				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
 			}
-			t.Fatal("still voting after 100 s of failures (PrepareFor 1 min)")
+			if got := r.f.seen(OpAbort); len(got) != 0 {
+				t.Fatalf("told abort after it may have committed: %v", got)
+			}
+			if s := state(t, r.e, id); s != Aborted {
+				t.Fatalf("state %v, want ABORTED (presumed abort)", s)
+			}
 		}},
 		{"prepareAndCommit unknown at once aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
@@ -480,28 +486,9 @@ func TestConformance(t *testing.T) {
 		{"indefinite prepare failures past PrepareFor abort", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
 			r.f.on("p0", OpPrepare, answer{err: errDown})
-			done := r.commitAsync(id, -1)
-			for range 25 {
-				var err error
-				finished := false
-				until(t, "a retry or the end", func() bool {
-					select {
-					case err = <-done:
-						finished = true
-						return true
-					default:
-						return len(r.c.Pending()) > 0
-					}
-				})
-				if finished {
-					if !errors.Is(err, ErrCannotCommit) {
-						t.Fatalf("Commit: %v", err)
-					}
-					return
-				}
-				r.c.Advance(4 * time.Second)
+			if err := r.retriedUntilDone(t, r.commitAsync(id, -1)); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v", err)
 			}
-			t.Fatal("still voting after 100 s of failures (PrepareFor 1 min)")
 		}},
 		{"commit is retried until the participant answers", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
