@@ -102,7 +102,7 @@ var (
 	ErrCrashCount          = errors.New("the participant joined before with another crash count: the transaction is aborted")
 	ErrOutcomeUnknown      = errors.New("the outcome of the transaction cannot be known: its one participant was asked to prepare and commit and then forgot the transaction")
 	ErrNoSuchObject        = errors.New("no such object")
-	ErrTooManyParticipants = errors.New("the transaction has as many participants as it may")
+	ErrTooManyParticipants = errors.New("too many participants")
 )
 
 // TimeoutExpired is commit's or abort's error when waitFor passed before
@@ -192,8 +192,10 @@ type Config struct {
 	// Backoff after an indefinite failure, doubling up to MaxBackoff
 	// (defaults 100 ms and 30 s); commits are retried for ever.
 	Backoff, MaxBackoff time.Duration
-	// MaxParticipants bounds a transaction's joiners (default 1024).
-	MaxParticipants int
+	// MaxParticipants bounds a transaction's joiners (default 1024), and
+	// MaxTotalParticipants the joiners of all transactions held (default
+	// 8192): each costs memory, and a goroutine while it is called.
+	MaxParticipants, MaxTotalParticipants int
 	// Retain is how long a completed transaction's state is still
 	// answered, once every participant heard the outcome (default 1 min),
 	// for MaxRetained transactions at most (default 4096; the oldest go
@@ -231,6 +233,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	txs      map[string]*txn
+	joined   int // participants of the transactions held
 	retained []retention // completed, oldest first
 	sweep    clock.Timer // forgets the oldest retained when due
 }
@@ -280,6 +283,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.MaxParticipants == 0 {
 		cfg.MaxParticipants = 1024
+	}
+	if cfg.MaxTotalParticipants == 0 {
+		cfg.MaxTotalParticipants = 8192
 	}
 	if cfg.Retain == 0 {
 		cfg.Retain = time.Minute
@@ -487,11 +493,12 @@ func (e *Engine) Join(id string, p Participant) error {
 		e.mu.Unlock()
 		return ErrCrashCount
 	}
-	if len(t.parts) >= e.cfg.MaxParticipants {
+	if err := e.roomLocked(t, 1); err != nil {
 		e.mu.Unlock()
-		return ErrTooManyParticipants
+		return err
 	}
 	t.parts = append(t.parts, p)
+	e.joined++
 	e.mu.Unlock()
 	return nil
 }
@@ -971,8 +978,20 @@ func (e *Engine) sweepRetained() {
 	}
 }
 
+// roomLocked says whether t may take n more participants.
+func (e *Engine) roomLocked(t *txn, n int) error {
+	switch {
+	case len(t.parts)+n > e.cfg.MaxParticipants:
+		return fmt.Errorf("%w: a transaction has %d at most", ErrTooManyParticipants, e.cfg.MaxParticipants)
+	case e.joined+n > e.cfg.MaxTotalParticipants:
+		return fmt.Errorf("%w: the manager holds %d at most over all its transactions", ErrTooManyParticipants, e.cfg.MaxTotalParticipants)
+	}
+	return nil
+}
+
 // forgetLocked drops t and its nested transactions.
 func (e *Engine) forgetLocked(t *txn) {
+	e.joined -= len(t.parts)
 	delete(e.txs, t.id)
 	for _, c := range t.children {
 		e.forgetLocked(c)

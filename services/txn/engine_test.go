@@ -800,6 +800,28 @@ func TestConformance(t *testing.T) {
 				})
 			}
 		}},
+		{"participants over all transactions are capped, and counted until forgotten", func(t *testing.T, r *rig) {
+			r.e.cfg.MaxTotalParticipants = 3
+			a := r.tx(t, 2)
+			b := r.e.Create()
+			if err := r.e.Join(b, Participant{URL: "q0", CrashCount: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Join(b, Participant{URL: "q1", CrashCount: 1}); !errors.Is(err, ErrTooManyParticipants) {
+				t.Fatalf("a fourth participant: %v, want ErrTooManyParticipants", err)
+			}
+			if err := r.e.Abort(ctx, a, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.e.Join(b, Participant{URL: "q1", CrashCount: 1}); !errors.Is(err, ErrTooManyParticipants) {
+				t.Fatalf("while the aborted one is answered: %v, want ErrTooManyParticipants", err)
+			}
+			r.tick(t, time.Minute) // Retain: the aborted one is forgotten
+			until(t, "forgotten", func() bool { _, err := r.e.State(a); return err != nil })
+			if err := r.e.Join(b, Participant{URL: "q1", CrashCount: 1}); err != nil {
+				t.Fatalf("once the other was forgotten: %v", err)
+			}
+		}},
 		{"lease end while ACTIVE aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.e.LeaseEnded(id)

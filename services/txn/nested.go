@@ -155,9 +155,13 @@ func (e *Engine) promoteIntoLocked(t *txn, parts []Participant, drop string) err
 	if drop != "" && slices.ContainsFunc(t.parts, func(h Participant) bool { return h.URL == drop }) {
 		dropped = 1
 	}
-	if len(t.parts)+added-dropped > e.cfg.MaxParticipants {
-		return ErrTooManyParticipants
+	if added > dropped {
+		if err := e.roomLocked(t, added-dropped); err != nil {
+			return err
+		}
 	}
+	before := len(t.parts)
+	defer func() { e.joined += len(t.parts) - before }()
 	if dropped > 0 {
 		t.parts = slices.DeleteFunc(t.parts, func(h Participant) bool { return h.URL == drop })
 	}

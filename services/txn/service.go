@@ -46,7 +46,7 @@ type ServiceConfig struct {
 	Metrics *metrics.Registry
 	// Engine settings; zero means the engine's defaults.
 	PrepareFor, Backoff, MaxBackoff time.Duration
-	MaxParticipants                 int
+	MaxParticipants, MaxTotalParticipants int
 }
 
 // Service is the transaction manager as one of the daemon's services.
@@ -87,7 +87,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	s := &Service{cfg: cfg, journal: j, leaseOf: map[string]string{}, closing: map[string]bool{}}
 	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
-		MaxParticipants: cfg.MaxParticipants, Parents: HTTPParents{Client: cfg.Client},
+		MaxParticipants: cfg.MaxParticipants, MaxTotalParticipants: cfg.MaxTotalParticipants, Parents: HTTPParents{Client: cfg.Client},
 		LinkURL: func(id, token string) string {
 			return strings.TrimSuffix(cfg.Manager, "/") + "/v1/transactions/" + id + "/links/" + token
 		}})
