@@ -233,7 +233,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	txs      map[string]*txn
-	joined   int // participants of the transactions held
+	joined   int         // participants of the transactions held
 	retained []retention // completed, oldest first
 	sweep    clock.Timer // forgets the oldest retained when due
 }

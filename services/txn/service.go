@@ -45,7 +45,7 @@ type ServiceConfig struct {
 	// Metrics, if set, gets the manager's families (Config.Metrics).
 	Metrics *metrics.Registry
 	// Engine settings; zero means the engine's defaults.
-	PrepareFor, Backoff, MaxBackoff time.Duration
+	PrepareFor, Backoff, MaxBackoff       time.Duration
 	MaxParticipants, MaxTotalParticipants int
 }
 
