@@ -343,9 +343,6 @@ func (e *Engine) Counts() Counts {
 	return c
 }
 
-// quietly logs with f, rate-limited.
-func (e *Engine) quietly(f func()) { e.logs.Do(f) }
-
 // isClosed reports whether ch is closed.
 func isClosed(ch chan struct{}) bool {
 	select {
@@ -797,7 +794,7 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 			e.log.Warn("participant answered an impossible vote", "participant", p.URL, "op", op, "vote", v)
 		}
 		if !e.cfg.Clock.Now().Add(backoff).Before(deadline) {
-			e.quietly(func() {
+			e.logs.Do(func() {
 				e.log.Warn("a participant gave no vote within the prepare time: the transaction aborts",
 					"participant", p.URL, "id", t.id, "op", op, "attempts", attempt, "err", err)
 			})
@@ -906,7 +903,7 @@ func (e *Engine) rollForward(t *txn) {
 					return
 				}
 				if e.ctx.Err() == nil {
-					e.quietly(func() {
+					e.logs.Do(func() {
 						e.log.Warn("a participant of a committed transaction did not answer commit: asking again until it does",
 							"participant", p.URL, "id", t.id, "attempt", attempt, "err", err)
 					})
