@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"bytes"
 	"fmt"
 	"iter"
 	"net/netip"
@@ -13,16 +12,19 @@ import (
 // LookupService is a lookup service as the discovery engines know it:
 // what its unicast discovery answered, and its ServiceID.
 type LookupService struct {
+	// ID is its ServiceID, as its registrar proxy carries it (Reggie's
+	// and jinid's do; see Registrar.ServiceID) or, for a proxy jinid
+	// cannot read, as an announcement told it; until one does, StandIn.
 	ID ServiceID
-	// IDFromProxy says ID stands in for one jinid could not read: a Java
-	// lookup service found by request or locator keeps its ServiceID
-	// inside the proxy, which jinid does not unmarshal, so until an
-	// announcement tells the real one the ID is a hash of the proxy (the
-	// same proxy always gives the same ID).
-	IDFromProxy bool
-	Host        string
-	Port        int
-	Groups      []string
+	// StandIn is set when its proxy is of a class jinid cannot read (not
+	// Reggie's, not jinid's): a hash of the proxy, the same in every
+	// answer (unicast.StandInID). ID is StandIn until an announcement
+	// tells the real ServiceID; StandIn stays, so that later answers,
+	// which carry only the proxy, are known to be of this lookup service.
+	StandIn ServiceID
+	Host    string
+	Port    int
+	Groups  []string
 	// Version of the protocol its unicast discovery spoke.
 	Version int
 	// Interface it was heard on, for group discovery.
@@ -33,57 +35,25 @@ type LookupService struct {
 // Address is host:port.
 func (ls LookupService) Address() string { return Locator{Host: ls.Host, Port: ls.Port}.Address() }
 
-// Same reports whether two descriptions are of one lookup service. With
-// both ServiceIDs known, that is the same ServiceID. A Java lookup
-// service hides its ServiceID in its proxy (jinid stands a hash of the
-// proxy in for it until an announcement tells it), and it answers in
-// both protocol versions with proxies that differ byte for byte (a
-// MarshalledObject in version 1, a MarshalledInstance in version 2). So
-// when either ServiceID is a stand-in, two descriptions of Java lookup
-// services are one when their proxies are equal, or when both give their
-// port and host and port are the same.
-func (ls LookupService) Same(o LookupService) bool {
-	if ls.ID == o.ID {
-		return true
-	}
-	if !ls.IDFromProxy && !o.IDFromProxy || ls.Registrar.Descriptor != nil || o.Registrar.Descriptor != nil {
-		return false
-	}
-	if len(ls.Registrar.Marshalled) > 0 && bytes.Equal(ls.Registrar.Marshalled, o.Registrar.Marshalled) {
-		return true
-	}
-	return ls.Port != 0 && ls.Port == o.Port && SameHost(ls.Host, o.Host)
-}
+// IDIsStandIn reports whether ID stands in for a ServiceID not known
+// yet (see StandIn).
+func (ls LookupService) IDIsStandIn() bool { return !ls.StandIn.IsZero() && ls.ID == ls.StandIn }
 
-// Likely reports whether two descriptions not known to be of one lookup
-// service may be: Java lookup services, one with a stand-in ServiceID, at
-// one host, one of them not telling its port (a version 1 answer), with
-// the same groups. (If a host runs several Java lookup services with the
-// same groups, a version 1 answer may be taken for the wrong one; it then
-// tells nothing new.)
-func (ls LookupService) Likely(o LookupService) bool {
-	if !ls.IDFromProxy && !o.IDFromProxy || ls.Registrar.Descriptor != nil || o.Registrar.Descriptor != nil {
-		return false
-	}
-	return (ls.Port == 0 || o.Port == 0) && SameHost(ls.Host, o.Host) && SameGroups(ls.Groups, o.Groups)
+// Same reports whether two descriptions are of one lookup service: the
+// same ServiceID, or the same stand-in (one description may be from
+// before its real ServiceID was known, the other from after).
+func (ls LookupService) Same(o LookupService) bool {
+	return ls.ID == o.ID || !ls.StandIn.IsZero() && ls.StandIn == o.StandIn
 }
 
 // Lookup finds the lookup service ls describes among known (described by
-// describe): the first that is the Same, else the only one that is
-// Likely the same.
+// describe): the first that is the Same. Callers look a ServiceID up in
+// their index first; a description with a stand-in needs this search.
 func Lookup[T any](known iter.Seq[T], describe func(T) LookupService, ls LookupService) (T, bool) {
-	var likely []T
 	for k := range known {
-		d := describe(k)
-		if d.Same(ls) {
+		if describe(k).Same(ls) {
 			return k, true
 		}
-		if d.Likely(ls) {
-			likely = append(likely, k)
-		}
-	}
-	if len(likely) == 1 {
-		return likely[0], true
 	}
 	var zero T
 	return zero, false
@@ -121,10 +91,11 @@ const (
 	Discarded
 	// Changed: its member groups changed and it is still of interest.
 	Changed
-	// Identified: a Java lookup service known under a stand-in ServiceID
-	// (see LookupService.IDFromProxy) announced its real one; Event.StandIn
-	// is the ID it was known by. Nothing else changed.
-	Identified
+	// Updated: where it is reached changed (its best address, the port a
+	// version 1 answer did not tell), or the protocol version it is
+	// probed in. Nothing a client of discovery is told of: those who
+	// keep a description of it refresh it.
+	Updated
 )
 
 func (k EventKind) String() string {
@@ -135,8 +106,8 @@ func (k EventKind) String() string {
 		return "discarded"
 	case Changed:
 		return "changed"
-	case Identified:
-		return "identified"
+	case Updated:
+		return "updated"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -146,13 +117,13 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (k *EventKind) UnmarshalText(b []byte) error {
-	for _, c := range []EventKind{Discovered, Discarded, Changed, Identified} {
+	for _, c := range []EventKind{Discovered, Discarded, Changed, Updated} {
 		if string(b) == c.String() {
 			*k = c
 			return nil
 		}
 	}
-	return fmt.Errorf("event kind %q: want discovered, discarded, changed or identified", b)
+	return fmt.Errorf("event kind %q: want discovered, discarded, changed or updated", b)
 }
 
 // Why a lookup service was discarded.
@@ -168,6 +139,12 @@ const (
 	ReasonRequested = "requested"
 	// ReasonLocatorRemoved: its locator left the set of locators.
 	ReasonLocatorRemoved = "locator-removed"
+	// ReasonIdentified: it was known under a stand-in ServiceID (its
+	// proxy is of a class jinid cannot read) and announced its real one.
+	// A discovered event under the real ServiceID follows, so that
+	// whoever was told of the stand-in is told it is gone before hearing
+	// of the real one: every discard names a ServiceID discovered before.
+	ReasonIdentified = "identified"
 )
 
 // Event is one discovery event. For a discard, Groups are the last known
@@ -180,7 +157,4 @@ type Event struct {
 	Reason string
 	// Locator is set when the lookup service was found by locator.
 	Locator *Locator
-	// StandIn is set for Identified: the stand-in ServiceID it was known
-	// by until now.
-	StandIn ServiceID
 }

@@ -26,29 +26,28 @@ func TestSameHost(t *testing.T) {
 	}
 }
 
-// The identity rules for Java lookup services, whose ServiceID a stand-in
-// replaces until they announce it.
-func TestSameAndLikely(t *testing.T) {
-	java := func(id byte, standIn bool, host string, port int, proxy string, groups ...string) discovery.LookupService {
-		return discovery.LookupService{ID: discovery.ServiceID{id}, IDFromProxy: standIn, Host: host, Port: port,
-			Groups: groups, Registrar: discovery.Registrar{Marshalled: []byte(proxy)}}
+// One lookup service is one ServiceID, or one stand-in: a description
+// from before its real ServiceID was known is of the lookup service
+// described after.
+func TestSame(t *testing.T) {
+	ls := func(id, standIn byte, host string, port int) discovery.LookupService {
+		l := discovery.LookupService{ID: discovery.ServiceID{id}, Host: host, Port: port}
+		if standIn != 0 {
+			l.StandIn = discovery.ServiceID{standIn}
+		}
+		return l
 	}
-	jinid := discovery.LookupService{ID: discovery.ServiceID{9}, Host: "10.0.0.1", Port: 4160, Groups: []string{"lab"},
-		Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{}}}
 	for _, c := range []struct {
-		name         string
-		a, b         discovery.LookupService
-		same, likely bool
+		name    string
+		a, b    discovery.LookupService
+		same    bool
+		standIn bool // a's ID is a stand-in
 	}{
-		{"one ServiceID", java(1, false, "10.0.0.1", 4160, "x"), java(1, false, "10.0.0.2", 4170, "y"), true, false},
-		{"two real ServiceIDs, one address", java(1, false, "10.0.0.1", 4160, "x"), java(2, false, "10.0.0.1", 4160, "x"), false, false},
-		{"stand-in, same proxy", java(1, true, "10.0.0.1", 0, "x"), java(2, false, "10.0.0.2", 4170, "x"), true, false},
-		{"stand-in, same host and port", java(1, true, "10.0.0.1", 4160, "v1"), java(2, false, "10.0.0.1", 4160, "v2"), true, false},
-		{"stand-in, other port", java(1, true, "10.0.0.1", 4160, "v1"), java(2, true, "10.0.0.1", 4170, "v2"), false, false},
-		{"version 1 answer (no port), same groups", java(1, true, "10.0.0.1", 0, "v1", "lab"), java(2, true, "10.0.0.1", 4160, "v2", "lab"), false, true},
-		{"version 1 answer (no port), other groups", java(1, true, "10.0.0.1", 0, "v1", "lab"), java(2, true, "10.0.0.1", 4160, "v2", "ops"), false, false},
-		{"version 1 answer (no port), other host", java(1, true, "10.0.0.1", 0, "v1", "lab"), java(2, true, "10.0.0.2", 4160, "v2", "lab"), false, false},
-		{"a jinid lookup service is never a stand-in's", java(1, true, "10.0.0.1", 4160, "x", "lab"), jinid, false, false},
+		{"one ServiceID", ls(1, 0, "10.0.0.1", 4160), ls(1, 0, "10.0.0.2", 4170), true, false},
+		{"two ServiceIDs, one address", ls(1, 0, "10.0.0.1", 4160), ls(2, 0, "10.0.0.1", 4160), false, false},
+		{"a stand-in and the real ID", ls(7, 7, "10.0.0.1", 0), ls(2, 7, "10.0.0.1", 4160), true, true},
+		{"two stand-ins", ls(7, 7, "10.0.0.1", 4160), ls(8, 8, "10.0.0.1", 4160), false, true},
+		{"a stand-in and a readable proxy", ls(7, 7, "10.0.0.1", 4160), ls(2, 0, "10.0.0.1", 4160), false, true},
 	} {
 		if got := c.a.Same(c.b); got != c.same {
 			t.Errorf("%s: Same = %v", c.name, got)
@@ -56,8 +55,8 @@ func TestSameAndLikely(t *testing.T) {
 		if got := c.b.Same(c.a); got != c.same {
 			t.Errorf("%s: Same (swapped) = %v", c.name, got)
 		}
-		if got := c.a.Likely(c.b); got != c.likely {
-			t.Errorf("%s: Likely = %v", c.name, got)
+		if got := c.a.IDIsStandIn(); got != c.standIn {
+			t.Errorf("%s: IDIsStandIn = %v", c.name, got)
 		}
 	}
 }

@@ -6,6 +6,13 @@ type Registrar struct {
 	// exactly as received: a java.rmi.MarshalledObject in version 1, a
 	// net.jini.io.MarshalledInstance in version 2.
 	Marshalled []byte
+	// ServiceID is the lookup service's ServiceID as its proxy carries
+	// it: Reggie's RegistrarProxy writes it after its fields (in every
+	// lineage of the Java implementation), and jinid's proxy too. Zero
+	// when the proxy is of a class jinid does not know; the lookup
+	// service then has a stand-in until it announces (see
+	// LookupService.StandIn).
+	ServiceID ServiceID
 	// Descriptor is set when the registrar is a jinid lookup service's.
 	Descriptor *Descriptor
 	// Proxy, when jinid serves Java clients, is the registrar proxy's own

@@ -92,13 +92,17 @@ lookup service is found (or found again), "changed" when its groups change
 and it is still of interest, "discarded" when it leaves (with the reason:
 communication when its announcements stopped for 3 announcement intervals
 and it no longer answers, no-interest when its groups left the groups of
-interest, locator-removed), "gone" when it announced that it is a member
-of no group any more (what a lookup service does as it shuts down), and
-"identified" when a Java lookup service, listed until then under a
-stand-in ServiceID (a Java proxy hides its own; --json marks it
-serviceIDFromProxy), announces its real one (the line gives the stand-in
-it replaces). Lookup services found by --locator are never discarded for
-silence: only the announcements of those found by group are watched.
+interest, locator-removed), and "gone" when it announced that it is a
+member of no group any more (what a lookup service does as it shuts
+down). A lookup service is listed under the ServiceID its registrar proxy
+carries (Reggie's and jinid's do) from its first line on; one whose proxy
+is of a class jinid cannot read is listed under a stand-in (marked
+"stand-in", serviceIDStandIn in --json) until it announces its real one,
+and is then discarded under the stand-in (reason identified) and
+discovered under the real one: every discarded line names a ServiceID
+a discovered line named before. Lookup services found by --locator are
+never discarded for silence: only the announcements of those found by
+group are watched.
 --announce-interval says how often lookup services are expected to
 announce (120s, the Java default), from which the discard window follows.`,
 		Example: `  jinid discover
@@ -221,7 +225,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per result")
 	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
-	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded, gone or identified event as it happens")
+	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or gone event as it happens")
 	f.DurationVar(&announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
 	return cmd
 }

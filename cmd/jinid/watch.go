@@ -94,18 +94,17 @@ func (unicastOnly) Unicast(ctx context.Context, host string, port, version int) 
 // watchEvent is one event as --watch --json prints it.
 type watchEvent struct {
 	Time time.Time `json:"time"`
-	// Event is discovered, changed, discarded, identified, or gone: a
-	// lookup service that announced no groups any more, which is what
-	// one does as it shuts down.
+	// Event is discovered, changed, discarded, or gone: a lookup
+	// service that announced no groups any more, which is what one does
+	// as it shuts down.
 	Event     string `json:"event"`
 	Reason    string `json:"reason,omitempty"`
 	ServiceID string `json:"serviceID"`
-	// IDFromProxy: the ServiceID stands in for a Java lookup service's,
-	// which only its announcements tell.
-	IDFromProxy bool `json:"serviceIDFromProxy,omitempty"`
-	// StandIn, for "identified", is the stand-in ServiceID it was known
-	// by until its announcement told the real one.
-	StandIn   string   `json:"standIn,omitempty"`
+	// StandIn: the ServiceID stands in for that of a lookup service
+	// whose proxy jinid cannot read (not Reggie's, not jinid's), which
+	// only its announcements tell; it is then discarded under this one
+	// (reason "identified") and discovered under the real one.
+	StandIn   bool     `json:"serviceIDStandIn,omitempty"`
 	Host      string   `json:"host"`
 	Port      int      `json:"port"`
 	Groups    []string `json:"groups"`
@@ -126,7 +125,7 @@ type eventPrinter struct {
 }
 
 func (p *eventPrinter) print(e manager.Event) {
-	we := watchEvent{Time: e.At.UTC(), Event: e.Kind.String(), Reason: e.Reason, ServiceID: e.ID.String(), IDFromProxy: e.IDFromProxy,
+	we := watchEvent{Time: e.At.UTC(), Event: e.Kind.String(), Reason: e.Reason, ServiceID: e.ID.String(), StandIn: e.IDIsStandIn(),
 		Host: e.Host, Port: e.Port, Groups: e.Groups, Interface: e.Interface, ByGroup: e.ByGroup, ByLocator: e.ByLocator,
 		Version: e.Version, Kind: "java", ProxySize: len(e.Registrar.Marshalled)}
 	if gone(e) {
@@ -134,9 +133,6 @@ func (p *eventPrinter) print(e manager.Event) {
 	}
 	if e.Locator != nil {
 		we.Locator = e.Locator.String()
-	}
-	if e.Kind == discovery.Identified {
-		we.StandIn = e.StandIn.String()
 	}
 	if d := e.Registrar.Descriptor; d != nil {
 		we.Kind, we.APIURL, we.ProxySize = "jinid", d.APIURL, 0
@@ -166,8 +162,8 @@ func (p *eventPrinter) print(e manager.Event) {
 	if we.Reason != "" {
 		line += "  reason=" + we.Reason
 	}
-	if we.StandIn != "" {
-		line += "  stand-in=" + we.StandIn
+	if we.StandIn {
+		line += "  stand-in"
 	}
 	if we.Kind == "jinid" {
 		line += "  jinid " + we.APIURL

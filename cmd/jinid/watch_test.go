@@ -40,7 +40,9 @@ func TestWatchPrinter(t *testing.T) {
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discovered, At: at, LookupService: jinid}, ByGroup: true})
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Changed, At: at, LookupService: java, Locator: &loc}, ByLocator: true})
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discarded, At: at, LookupService: jinid, Reason: discovery.ReasonCommunication}})
-	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Identified, At: at, LookupService: java, StandIn: discovery.ServiceID{0xa5}}, ByGroup: true})
+	custom := java
+	custom.ID, custom.StandIn, custom.Groups = discovery.ServiceID{0xa5}, discovery.ServiceID{0xa5}, []string{"lab"}
+	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Discarded, At: at, LookupService: custom, Reason: discovery.ReasonIdentified}, ByGroup: true})
 	v6 := jinid
 	v6.Host, v6.Groups = "fe80::1%eth0", []string{"lab"}
 	p.print(manager.Event{Event: discovery.Event{Kind: discovery.Changed, At: at, LookupService: v6}, ByGroup: true})
@@ -49,7 +51,7 @@ func TestWatchPrinter(t *testing.T) {
 	want := `2026-11-21T10:00:00.123Z  discovered  01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
 2026-11-21T10:00:00.123Z  gone        02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=locator  java (proxy 377 bytes)
 2026-11-21T10:00:00.123Z  discarded   01000000-0000-0000-0000-000000000000  10.0.0.1:4160  groups=(public),lab  interface=eth0  reason=communication  jinid http://10.0.0.1:4162
-2026-11-21T10:00:00.123Z  identified  02000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=(none)  by=group  stand-in=a5000000-0000-0000-0000-000000000000  java (proxy 377 bytes)
+2026-11-21T10:00:00.123Z  discarded   a5000000-0000-0000-0000-000000000000  10.0.0.2:4160  groups=lab  by=group  reason=identified  stand-in  java (proxy 377 bytes)
 2026-11-21T10:00:00.123Z  changed     01000000-0000-0000-0000-000000000000  [fe80::1%eth0]:4160  groups=lab  interface=eth0  by=group  jinid http://10.0.0.1:4162
 2026-11-21T10:00:00.123Z  gone        01000000-0000-0000-0000-000000000000  [fe80::1%eth0]:4160  groups=(none)  interface=eth0  by=group  reason=no-interest  jinid http://10.0.0.1:4162
 `

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
@@ -31,13 +32,15 @@ type SimLUS struct {
 	Host   string
 	Port   int
 	Groups []string
-	// Java lookup services hand out an opaque proxy; others a jinid
-	// descriptor (which carries the ServiceID).
+	// Java lookup services hand out a registrar proxy as Reggie (JGDMS)
+	// does, which carries the ServiceID; others a jinid descriptor.
 	Java bool
+	// Opaque Java lookup services hand out a proxy of a class jinid
+	// cannot read (another lineage, a custom registrar): jinid learns
+	// their ServiceID from their announcements only.
+	Opaque bool
 	// Proxies are the bytes a Java lookup service hands out, by protocol
-	// version; by default one made up from its ID, the same for both. (A
-	// real one's differ: a MarshalledObject in version 1, a
-	// MarshalledInstance in version 2.)
+	// version; by default made from its ID (JavaProxy).
 	Proxies map[int][]byte
 	// AnswerVersions are the versions it answers multicast requests in;
 	// by default 2 only. A Java lookup service answers both, and its
@@ -231,10 +234,11 @@ func (l *SimLUS) response(version int) *unicast.Response {
 		r.Groups = []string{}
 	}
 	if l.Java {
-		r.Registrar.Marshalled = l.Proxies[version]
-		if r.Registrar.Marshalled == nil {
-			r.Registrar.Marshalled = []byte("java proxy of " + l.ID.String())
+		m := l.Proxies[version]
+		if m == nil {
+			m = JavaProxy(l.ID, l.Opaque, version)
 		}
+		r.Registrar = unicast.ReadRegistrar(m)
 	} else {
 		r.Registrar.Marshalled = []byte("jinid descriptor of " + l.ID.String())
 		r.Registrar.Descriptor = &discovery.Descriptor{ServiceID: l.ID, Groups: r.Groups,
@@ -244,12 +248,21 @@ func (l *SimLUS) response(version int) *unicast.Response {
 }
 
 // Reggie is a Java lookup service at host that behaves on the wire as
-// JGDMS's Reggie does: it answers requests in both protocol versions,
-// handing out the proxies the Java implementation encoded in the test
-// vectors (a version 1 MarshalledObject and a version 2 MarshalledInstance
-// of one registrar: different bytes), and it announces in version 2 only,
-// every time with sequence number 0.
+// JGDMS's Reggie does: it answers requests in both protocol versions with
+// its registrar proxy (a MarshalledObject in version 1, a
+// MarshalledInstance in version 2: different bytes, one proxy carrying
+// its ServiceID), the version 1 answer without its port, and it
+// announces in version 2 only, every time with sequence number 0.
 func Reggie(host string, groups ...string) SimLUS {
+	return SimLUS{Host: host, Groups: groups, Java: true,
+		AnswerVersions: []int{discovery.ProtocolV1, discovery.ProtocolV2}, FixedSequence: true}
+}
+
+// Custom is Reggie with a proxy of a class jinid cannot read (a custom
+// registrar, or a lineage it does not know): the dynamic proxy the Java
+// implementation encoded in the test vectors, the same object in both
+// versions.
+func Custom(host string, groups ...string) SimLUS {
 	proxies := map[int][]byte{}
 	for v, name := range map[int]string{discovery.ProtocolV1: "v1.unicast.response", discovery.ProtocolV2: "v2.unicast.response"} {
 		resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), 1<<20)
@@ -258,6 +271,33 @@ func Reggie(host string, groups ...string) SimLUS {
 		}
 		proxies[v] = resp.Registrar.Marshalled
 	}
-	return SimLUS{Host: host, Groups: groups, Java: true, Proxies: proxies,
-		AnswerVersions: []int{discovery.ProtocolV1, discovery.ProtocolV2}, FixedSequence: true}
+	l := Reggie(host, groups...)
+	l.Opaque, l.Proxies = true, proxies
+	return l
+}
+
+// JavaProxy returns the marshalled registrar proxy of a Java lookup
+// service with ServiceID id, as the given protocol version carries it:
+// JGDMS's ConstrainableRegistrarProxy (its fields left null: jinid reads
+// the ServiceID only), or with opaque a class of the same shape that
+// jinid does not know.
+func JavaProxy(id discovery.ServiceID, opaque bool, version int) []byte {
+	pkg := "org.apache.river.reggie.proxy"
+	if opaque {
+		pkg = "com.example.registrar"
+	}
+	flags := byte(javaio.FlagSerializable | javaio.FlagWriteMethod)
+	base := &javaio.Class{Name: pkg + ".RegistrarProxy", SUID: 2, Flags: flags,
+		Fields: []javaio.Field{{Code: 'L', Name: "server", Type: "Lorg/apache/river/reggie/proxy/Registrar;"}}}
+	c := &javaio.Class{Name: pkg + ".ConstrainableRegistrarProxy", SUID: 2, Flags: flags, Super: base,
+		Fields: []javaio.Field{{Code: 'L', Name: "constraints", Type: "Lnet/jini/core/constraint/MethodConstraints;"}}}
+	obj, err := javaio.Encode(javaio.NewObject(c).SetCustom(base.Name, javaio.Block(id[:])), false)
+	if err != nil {
+		panic(fmt.Sprintf("discoverytest: encoding a proxy: %v", err))
+	}
+	container := javaio.MarshalledInstance
+	if version == discovery.ProtocolV1 {
+		container = javaio.MarshalledObject
+	}
+	return javaio.AppendMarshalled(nil, container, obj)
 }

@@ -13,6 +13,13 @@
 // a change of its groups seen in an announcement is a changed event, or
 // a discard when no group of interest remains.
 //
+// A lookup service is known by the ServiceID its registrar proxy carries
+// from its first answer on. One whose proxy is of a class jinid cannot
+// read has a stand-in ServiceID until it announces its real one; it is
+// then discarded under the stand-in (discovery.ReasonIdentified) and
+// discovered under the real one, in that order, so that every discard
+// names a ServiceID discovered before it.
+//
 // The engine does no I/O of its own: a Network sends requests and runs
 // unicast discovery (Multicast is the real one), and whoever receives
 // announcements and answers to requests hands them to HandleAnnouncement
@@ -20,12 +27,10 @@
 package group
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -175,7 +180,10 @@ type Discovery struct {
 	all        bool
 	groups     []string
 	discovered map[discovery.ServiceID]*entry
-	proxyIDs   int // entries whose ID is a stand-in (see LookupService.IDFromProxy)
+	// standIns indexes the entries of lookup services whose proxies jinid
+	// cannot read, by stand-in (LookupService.StandIn): answers carry
+	// only that, announcements only the real ServiceID.
+	standIns   map[discovery.ServiceID]*entry
 	contacting map[discovery.ServiceID]bool
 	workers    int // contact workers running
 	reqTimer   clock.Timer
@@ -199,9 +207,6 @@ type entry struct {
 	seq      int64
 	hasSeq   bool
 	timer    clock.Timer
-	// proxies a Java lookup service handed out (one per version), by
-	// which its later answers are known.
-	proxies [][]byte
 	// addrs are where it was heard or reached (by interface and family),
 	// best first (discovery.CompareAddresses); ls is at the first.
 	addrs []address
@@ -276,6 +281,7 @@ func New(cfg Config) (*Discovery, error) {
 		events:     ordered.New(cfg.OnEvent),
 		pending:    make(chan contactJob, cfg.MaxPendingContacts),
 		discovered: map[discovery.ServiceID]*entry{},
+		standIns:   map[discovery.ServiceID]*entry{},
 		contacting: map[discovery.ServiceID]bool{},
 	}
 	d.setInterest(cfg.Groups)
@@ -399,7 +405,7 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		return
 	}
 	e := d.discovered[a.ServiceID]
-	if e == nil && d.proxyIDs > 0 {
+	if e == nil && len(d.standIns) > 0 {
 		e = d.adopt(a)
 	}
 	if e == nil {
@@ -423,6 +429,7 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		}
 		return
 	}
+	before := e.ls
 	e.lastSeen = d.clock.Now()
 	e.note(a.Host, a.Port, iface)
 	if a.Version == discovery.ProtocolV2 {
@@ -430,11 +437,12 @@ func (d *Discovery) HandleAnnouncement(a discovery.Announcement, iface string) {
 		// repeated announcement (or the same one heard on another
 		// interface), which says nothing new about groups.
 		if e.hasSeq && a.Sequence <= e.seq {
+			d.updated(e, before)
 			return
 		}
 		e.seq, e.hasSeq = a.Sequence, true
 	}
-	d.regroup(e, a.Groups)
+	d.regroup(e, a.Groups, before)
 }
 
 // HandleResponse takes the answer of a lookup service that contacted
@@ -462,7 +470,11 @@ func (d *Discovery) HandleLinks(served []string) {
 	}
 	gone := func(a address) bool { return a.iface != "" && !slices.Contains(served, a.iface) }
 	for _, e := range d.discovered {
-		if !slices.ContainsFunc(e.addrs, gone) || e.forget(gone) {
+		if !slices.ContainsFunc(e.addrs, gone) {
+			continue
+		}
+		if before := e.ls; e.forget(gone) {
+			d.updated(e, before)
 			continue
 		}
 		d.log.Info("lookup service reached only over an interface no longer served; discarded", "serviceID", e.ls.ID,
@@ -473,14 +485,15 @@ func (d *Discovery) HandleLinks(served []string) {
 }
 
 // adopt finds the lookup service discovered under a stand-in ID at the
-// address an announcement comes from, files it under the announced ID
-// and reports it identified. (Its answers in both versions were merged
-// into one entry as they came: see lookup.)
+// address an announcement comes from and identifies it by the announced
+// ServiceID. (A version 1 answer does not tell the port: such an entry
+// is it if it is the only one at the host, or the only one there with
+// the announced groups.)
 func (d *Discovery) adopt(a discovery.Announcement) *entry {
 	var sure, loose []*entry
-	for _, e := range d.discovered {
+	for _, e := range d.standIns {
 		switch {
-		case !e.ls.IDFromProxy || e.ls.Registrar.Descriptor != nil || !discovery.SameHost(e.ls.Host, a.Host):
+		case !e.ls.IDIsStandIn() || !discovery.SameHost(e.ls.Host, a.Host):
 		case e.ls.Port == a.Port:
 			sure = append(sure, e)
 		case e.ls.Port == 0:
@@ -494,11 +507,11 @@ func (d *Discovery) adopt(a discovery.Announcement) *entry {
 			e = only(slices.DeleteFunc(loose, func(e *entry) bool { return !discovery.SameGroups(e.ls.Groups, a.Groups) }))
 		}
 	}
-	if e != nil {
-		d.identify(e, a.ServiceID)
-		if e.ls.Port == 0 {
-			e.ls.Port = a.Port
-		}
+	if e == nil || !d.identify(e, a.ServiceID) {
+		return nil
+	}
+	if e.ls.Port == 0 {
+		e.ls.Port = a.Port
 	}
 	return e
 }
@@ -511,19 +524,24 @@ func only(es []*entry) *entry {
 	return nil
 }
 
-// identify files an entry known under a stand-in ID under its real one
-// and reports it; the caller holds mu.
-func (d *Discovery) identify(e *entry, id discovery.ServiceID) {
+// identify files an entry known under a stand-in ID under its real one.
+// To whoever follows the events it is a discard of the stand-in
+// (ReasonIdentified) and a discovery under the real ID: nobody is ever
+// told of a discard of an ID they were not told was discovered. It
+// reports false, changing nothing, when another lookup service holds
+// the ID (someone announcing an ID not theirs); the caller holds mu.
+func (d *Discovery) identify(e *entry, id discovery.ServiceID) bool {
 	if other := d.discovered[id]; other != nil && other != e {
-		return // cannot happen: lookup and adopt look the real ID up first
+		return false
 	}
 	was := e.ls.ID
+	d.emit(discovery.Discarded, e.ls, discovery.ReasonIdentified)
 	delete(d.discovered, was)
-	d.proxyIDs--
-	e.ls.ID, e.ls.IDFromProxy = id, false
+	e.ls.ID = id
 	d.discovered[id] = e
-	d.log.Debug("Java lookup service identified by its ServiceID", "serviceID", id, "standIn", was, "address", e.ls.Address())
-	d.events.Push(discovery.Event{Kind: discovery.Identified, At: d.clock.Now(), LookupService: e.ls.Clone(), StandIn: was})
+	d.log.Debug("lookup service identified by its announced ServiceID", "serviceID", id, "standIn", was, "address", e.ls.Address())
+	d.emit(discovery.Discovered, e.ls, "")
+	return true
 }
 
 // maxProbes bounds the addresses a silent lookup service is probed at
@@ -587,7 +605,7 @@ func (d *Discovery) contact(a discovery.Announcement, iface string) {
 		return
 	}
 	ls := unicast.NewLookupService(resp, a.ServiceID)
-	ls.ID, ls.IDFromProxy, ls.Interface = a.ServiceID, false, iface
+	ls.Interface = iface
 	d.found(ls)
 }
 
@@ -597,10 +615,11 @@ func (d *Discovery) found(ls discovery.LookupService) {
 		return
 	}
 	if e := d.lookup(ls); e != nil {
+		before := e.ls
 		d.merge(e, ls)
 		e.note(ls.Host, ls.Port, ls.Interface)
 		e.lastSeen = d.clock.Now()
-		d.regroup(e, ls.Groups)
+		d.regroup(e, ls.Groups, before)
 		return
 	}
 	if !d.interested(ls.Groups) {
@@ -608,12 +627,9 @@ func (d *Discovery) found(ls discovery.LookupService) {
 	}
 	e := &entry{ls: ls, lastSeen: d.clock.Now()}
 	e.note(ls.Host, ls.Port, ls.Interface)
-	if ls.Registrar.Descriptor == nil {
-		e.addProxy(ls.Registrar.Marshalled)
-	}
 	d.discovered[ls.ID] = e
-	if ls.IDFromProxy {
-		d.proxyIDs++
+	if !ls.StandIn.IsZero() {
+		d.standIns[ls.StandIn] = e
 	}
 	e.timer = d.after(d.window, func() { d.check(e) })
 	d.log.Debug("lookup service discovered", "serviceID", ls.ID, "address", ls.Address(), "groups", ls.Groups)
@@ -621,41 +637,16 @@ func (d *Discovery) found(ls discovery.LookupService) {
 }
 
 // lookup finds the entry of the lookup service ls describes: by its
-// ServiceID, or, when a stand-in ID is involved, the entry of the same
-// Java lookup service. A Java lookup service answers requests in both
-// versions with different proxies, and its version 1 answer lacks its
-// port: both answers must make one entry, not two. An entry is it when
-// it has had ls's proxy before; else as discovery.Lookup says (the same
-// proxy, or host and port; else the one entry likely to be it).
+// ServiceID, or by its stand-in (an answer from a lookup service whose
+// proxy jinid cannot read, identified since by an announcement).
 func (d *Discovery) lookup(ls discovery.LookupService) *entry {
 	if e := d.discovered[ls.ID]; e != nil {
 		return e
 	}
-	if !ls.IDFromProxy && d.proxyIDs == 0 || ls.Registrar.Descriptor != nil {
+	if ls.StandIn.IsZero() {
 		return nil
 	}
-	for _, e := range d.discovered {
-		if e.hadProxy(ls.Registrar.Marshalled) {
-			return e
-		}
-	}
-	e, _ := discovery.Lookup(maps.Values(d.discovered), func(e *entry) discovery.LookupService { return e.ls }, ls)
-	return e
-}
-
-// hadProxy reports whether the entry's lookup service handed out proxy.
-func (e *entry) hadProxy(proxy []byte) bool {
-	return len(proxy) > 0 && slices.ContainsFunc(e.proxies, func(p []byte) bool { return bytes.Equal(p, proxy) })
-}
-
-// maxProxies bounds the proxies an entry remembers: a Java lookup
-// service hands out one per protocol version.
-const maxProxies = 4
-
-func (e *entry) addProxy(proxy []byte) {
-	if len(proxy) > 0 && !e.hadProxy(proxy) && len(e.proxies) < maxProxies {
-		e.proxies = append(e.proxies, proxy)
-	}
+	return d.standIns[ls.StandIn]
 }
 
 // merge takes what another answer says of a known lookup service: its
@@ -663,10 +654,7 @@ func (e *entry) addProxy(proxy []byte) {
 // not give, and the newer protocol's answer (the version it is probed in,
 // with its proxy).
 func (d *Discovery) merge(e *entry, ls discovery.LookupService) {
-	if ls.Registrar.Descriptor == nil {
-		e.addProxy(ls.Registrar.Marshalled)
-	}
-	if e.ls.IDFromProxy && !ls.IDFromProxy {
+	if e.ls.IDIsStandIn() && !ls.IDIsStandIn() {
 		d.identify(e, ls.ID)
 	}
 	if ls.Version > e.ls.Version {
@@ -674,9 +662,11 @@ func (d *Discovery) merge(e *entry, ls discovery.LookupService) {
 	}
 }
 
-// regroup applies a lookup service's current groups.
-func (d *Discovery) regroup(e *entry, groups []string) {
+// regroup applies a lookup service's current groups; before is what was
+// known of it before the answer or announcement that gives them.
+func (d *Discovery) regroup(e *entry, groups []string, before discovery.LookupService) {
 	if discovery.SameGroups(e.ls.Groups, groups) {
+		d.updated(e, before)
 		return
 	}
 	e.ls.Groups = slices.Clone(groups)
@@ -737,6 +727,7 @@ func (d *Discovery) check(e *entry) {
 	if d.discovered[e.ls.ID] != e || d.closed {
 		return
 	}
+	before := e.ls
 	if err == nil {
 		e.forget(func(a address) bool { return slices.Contains(failed, a) })
 	}
@@ -749,13 +740,21 @@ func (d *Discovery) check(e *entry) {
 	}
 	e.lastSeen = d.clock.Now()
 	e.timer = d.after(d.window, func() { d.check(e) })
-	d.regroup(e, resp.Groups)
+	d.regroup(e, resp.Groups, before)
+}
+
+// updated reports that where a lookup service is reached, or the
+// protocol version it is probed in, changed since before (Updated).
+func (d *Discovery) updated(e *entry, before discovery.LookupService) {
+	if e.ls.Host != before.Host || e.ls.Port != before.Port || e.ls.Interface != before.Interface || e.ls.Version != before.Version {
+		d.emit(discovery.Updated, e.ls, "")
+	}
 }
 
 func (d *Discovery) remove(e *entry) {
 	delete(d.discovered, e.ls.ID)
-	if e.ls.IDFromProxy {
-		d.proxyIDs--
+	if !e.ls.StandIn.IsZero() {
+		delete(d.standIns, e.ls.StandIn)
 	}
 	e.timer.Stop()
 }
@@ -835,7 +834,7 @@ func (d *Discovery) request() {
 	groups := slices.Clone(d.groups)
 	known := make([]discovery.ServiceID, 0, len(d.discovered))
 	for id, e := range d.discovered {
-		if !e.ls.IDFromProxy {
+		if !e.ls.IDIsStandIn() {
 			known = append(known, id)
 		}
 	}

@@ -17,18 +17,29 @@ const interval = DefaultAnnouncementInterval
 
 // rig is an engine on a simulated LAN with a fake clock.
 type rig struct {
-	t      *testing.T
-	clk    *clock.Fake
-	lan    *discoverytest.LAN
-	d      *Discovery
-	events chan discovery.Event
+	t       *testing.T
+	clk     *clock.Fake
+	lan     *discoverytest.LAN
+	d       *Discovery
+	events  chan discovery.Event
+	updates chan discovery.Event
 }
 
 func newRig(t *testing.T, groups []string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan discovery.Event, 10000)}
-	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e discovery.Event) { r.events <- e }})
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan discovery.Event, 10000),
+		updates: make(chan discovery.Event, 10000)}
+	// Updated events (where a lookup service is reached) are what
+	// consumers refresh descriptions by, not what they report: the
+	// tests that look at them read updates.
+	d, err := New(Config{Groups: groups, Network: r.lan, Clock: r.clk, OnEvent: func(e discovery.Event) {
+		if e.Kind == discovery.Updated {
+			r.updates <- e
+			return
+		}
+		r.events <- e
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +161,7 @@ func TestDiscoveredByRequestThenKnown(t *testing.T) {
 	r.d.Start(context.Background())
 	r.clk.Advance(0)
 	e := r.next(discovery.Discovered, in, "")
-	if e.Host != "10.0.0.1" || e.Port != 4160 || !slices.Equal(e.Groups, []string{"a", "b"}) || e.IDFromProxy {
+	if e.Host != "10.0.0.1" || e.Port != 4160 || !slices.Equal(e.Groups, []string{"a", "b"}) || e.IDIsStandIn() {
 		t.Fatalf("discovered %+v", e.LookupService)
 	}
 	r.clk.Advance(DefaultRequestInterval)
@@ -327,31 +338,48 @@ func TestDiscardThenRediscovery(t *testing.T) {
 	r.next(discovery.Discovered, l, "")
 }
 
-func TestJavaProxyAdoptsAnnouncedID(t *testing.T) {
+// A Java lookup service's proxy carries its ServiceID: discovered under
+// it from its first answer, nothing more when it announces.
+func TestJavaProxyGivesTheServiceID(t *testing.T) {
 	r := newRig(t, nil)
 	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
 	r.d.Start(context.Background())
 	r.clk.Advance(0)
-	var e discovery.Event
-	select {
-	case e = <-r.events:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event")
+	if e := r.next(discovery.Discovered, l, ""); e.IDIsStandIn() || !e.StandIn.IsZero() {
+		t.Fatalf("discovered under a stand-in: %+v", e.LookupService)
 	}
-	if e.Kind != discovery.Discovered || !e.IDFromProxy || e.ID == l.ID {
-		t.Fatalf("first event %s, ID %s from proxy %v", e.Kind, e.ID, e.IDFromProxy)
-	}
-	// Its announcement tells the real ID: the same lookup service, not a
-	// second one, reported identified.
 	r.announce(l)
-	if id := r.next(discovery.Identified, l, ""); id.StandIn != e.ID || id.IDFromProxy {
-		t.Fatalf("identified: stand-in %s (want %s), ID from proxy %v", id.StandIn, e.ID, id.IDFromProxy)
+	r.none()
+}
+
+// A proxy jinid cannot read gets a stand-in; the announcement that tells
+// the real ServiceID discards the stand-in and discovers the real one,
+// in that order, and the same lookup service is then known by either.
+func TestOpaqueProxyIdentifiedByAnnouncement(t *testing.T) {
+	r := newRig(t, nil)
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true, Opaque: true})
+	r.d.Start(context.Background())
+	r.clk.Advance(0)
+	e := r.nextEvent()
+	if e.Kind != discovery.Discovered || !e.IDIsStandIn() || e.ID == l.ID {
+		t.Fatalf("first event %s %s (stand-in %s), want discovered under a stand-in", e.Kind, e.ID, e.StandIn)
+	}
+	r.announce(l)
+	if d := r.nextEvent(); d.Kind != discovery.Discarded || d.ID != e.ID || d.Reason != discovery.ReasonIdentified {
+		t.Fatalf("after the announcement: %s %s (%s), want the stand-in %s discarded (identified)", d.Kind, d.ID, d.Reason, e.ID)
+	}
+	if d := r.next(discovery.Discovered, l, ""); d.IDIsStandIn() || d.StandIn != e.ID {
+		t.Fatalf("discovered %s with stand-in %s, want the real ID with stand-in %s", d.ID, d.StandIn, e.ID)
 	}
 	r.none()
 	got := r.d.Discovered()
-	if len(got) != 1 || got[0].ID != l.ID || got[0].IDFromProxy {
+	if len(got) != 1 || got[0].ID != l.ID || got[0].IDIsStandIn() {
 		t.Fatalf("Discovered() = %+v, want one with the announced ID", got)
 	}
+	// Its answers to later requests carry only the proxy: the same one.
+	r.d.SetGroups([]string{"a"})
+	r.clk.Advance(0)
+	r.none()
 	if !r.d.Discard(l.ID) {
 		t.Fatal("Discard by the announced ID failed")
 	}
@@ -371,109 +399,136 @@ func (r *rig) nextEvent() discovery.Event {
 }
 
 // A Java lookup service that answers requests in both versions with
-// different proxies (and without its port in version 1) and announces
-// in version 2 only, always with sequence number 0, is one lookup
-// service: discovered once, identified by its first announcement, kept
-// while it announces, discarded once when it stops (issue 13, item 9).
+// different containers of its proxy (and without its port in version 1)
+// and announces in version 2 only, always with sequence number 0, is one
+// lookup service: discovered once, under its real ServiceID from the
+// first answer when jinid can read its proxy (Reggie's), or under a
+// stand-in replaced by its first announcement (a custom registrar's);
+// kept while it announces, discarded once when it stops (issue 13, item
+// 9; issue 31).
 func TestReggieIsOneLookupService(t *testing.T) {
-	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "", "lab"))
-	r.d.Start(context.Background())
-	r.clk.Advance(0) // the first request: answers in version 1 and 2
-	first := r.nextEvent()
-	if first.Kind != discovery.Discovered || !first.IDFromProxy {
-		t.Fatalf("first event %s %s (ID from proxy %v), want discovered under a stand-in", first.Kind, first.ID, first.IDFromProxy)
-	}
-	r.none()
-	if got := r.d.Discovered(); len(got) != 1 || got[0].Port != l.Port || got[0].Version != discovery.ProtocolV2 {
-		t.Fatalf("after both answers: %+v, want one lookup service at port %d, probed in version 2", got, l.Port)
-	}
+	for _, opaque := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Reggie", true: "custom"}[opaque], func(t *testing.T) {
+			r := newRig(t, []string{"lab"})
+			sim := discoverytest.Reggie("10.0.0.9", "", "lab")
+			if opaque {
+				sim = discoverytest.Custom("10.0.0.9", "", "lab")
+			}
+			l := r.lan.Add(sim)
+			r.d.Start(context.Background())
+			r.clk.Advance(0) // the first request: answers in version 1 and 2
+			first := r.nextEvent()
+			if first.Kind != discovery.Discovered || first.IDIsStandIn() != opaque || !opaque && first.ID != l.ID {
+				t.Fatalf("first event %s %s (stand-in %v), want discovered under %s", first.Kind, first.ID, first.IDIsStandIn(),
+					map[bool]string{false: l.ID.String(), true: "a stand-in"}[opaque])
+			}
+			r.none()
+			if got := r.d.Discovered(); len(got) != 1 || got[0].Port != l.Port || got[0].Version != discovery.ProtocolV2 {
+				t.Fatalf("after both answers: %+v, want one lookup service at port %d, probed in version 2", got, l.Port)
+			}
 
-	r.announce(l)
-	if e := r.next(discovery.Identified, l, ""); e.StandIn != first.ID {
-		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
-	}
-	// Announcing every interval, always with sequence 0: kept, never
-	// probed, nothing reported; the requests of the rounds name it.
-	for range 10 {
-		r.clk.Advance(interval)
-		r.announce(l)
-	}
-	r.none()
-	if n := r.lan.DialCount(l.Host + ":4160"); n != 0 {
-		t.Fatalf("probed %d times while it announced", n)
-	}
-	if known := r.lan.LastRequest().Known; !slices.Contains(known, l.ID) {
-		t.Fatalf("requests name %v as known, not %s", known, l.ID)
-	}
-	got := r.d.Discovered()
-	if len(got) != 1 || got[0].ID != l.ID || got[0].IDFromProxy {
-		t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
-	}
+			r.announce(l)
+			if opaque {
+				if d := r.nextEvent(); d.Kind != discovery.Discarded || d.ID != first.ID || d.Reason != discovery.ReasonIdentified {
+					t.Fatalf("after its announcement: %s %s (%s), want the stand-in discarded", d.Kind, d.ID, d.Reason)
+				}
+				r.next(discovery.Discovered, l, "")
+			}
+			// Announcing every interval, always with sequence 0: kept, never
+			// probed, nothing reported; the requests of the rounds name it.
+			for range 10 {
+				r.clk.Advance(interval)
+				r.announce(l)
+			}
+			r.none()
+			if n := r.lan.DialCount(l.Host + ":4160"); n != 0 {
+				t.Fatalf("probed %d times while it announced", n)
+			}
+			if known := r.lan.LastRequest().Known; !slices.Contains(known, l.ID) {
+				t.Fatalf("requests name %v as known, not %s", known, l.ID)
+			}
+			got := r.d.Discovered()
+			if len(got) != 1 || got[0].ID != l.ID || got[0].IDIsStandIn() {
+				t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
+			}
 
-	// It stops: discarded once, under its real ID, when the window after
-	// its last announcement has passed and the probe fails.
-	r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
-	r.clk.Advance(3 * interval)
-	r.next(discovery.Discarded, l, discovery.ReasonCommunication)
-	r.none()
+			// It stops: discarded once, under its real ID, when the window after
+			// its last announcement has passed and the probe fails.
+			r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
+			r.clk.Advance(3 * interval)
+			r.next(discovery.Discarded, l, discovery.ReasonCommunication)
+			r.none()
+		})
+	}
 }
 
 // Announced first, then the answers to requests sent before it was known
 // arrive: still one lookup service, no event.
 func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
-	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
-	r.announce(l)
-	r.next(discovery.Discovered, l, "")
-	for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
-		resp, err := r.lan.Unicast(t.Context(), l.Host, l.Port, v)
-		if err != nil {
-			t.Fatal(err)
+	for _, sim := range []discoverytest.SimLUS{discoverytest.Reggie("10.0.0.9", "lab"), discoverytest.Custom("10.0.0.9", "lab")} {
+		r := newRig(t, []string{"lab"})
+		l := r.lan.Add(sim)
+		r.announce(l)
+		r.next(discovery.Discovered, l, "")
+		for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
+			resp, err := r.lan.Unicast(t.Context(), l.Host, l.Port, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v == discovery.ProtocolV1 {
+				resp.Port = 0 // as a connect-back gives it
+			}
+			r.d.HandleResponse(resp, "sim0")
 		}
-		if v == discovery.ProtocolV1 {
-			resp.Port = 0 // as a connect-back gives it
+		r.none()
+		if got := r.d.Discovered(); len(got) != 1 || got[0].ID != l.ID {
+			t.Fatalf("opaque %v: Discovered() = %+v, want one under %s", sim.Opaque, got, l.ID)
 		}
-		r.d.HandleResponse(resp, "sim0")
-	}
-	r.none()
-	if got := r.d.Discovered(); len(got) != 1 || got[0].ID != l.ID {
-		t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
 	}
 }
 
 // Two Java lookup services on one host: a version 1 answer, which lacks
 // its port, is not pinned on the wrong one.
 func TestTwoJavaLookupServicesOnOneHost(t *testing.T) {
-	r := newRig(t, []string{"lab"})
-	a := discoverytest.Reggie("10.0.0.9", "lab")
-	b := discoverytest.Reggie("10.0.0.9", "lab", "b")
-	b.Port = 4170
-	b.Proxies = map[int][]byte{discovery.ProtocolV1: []byte("b v1 proxy"), discovery.ProtocolV2: []byte("b v2 proxy")}
-	la, lb := r.lan.Add(a), r.lan.Add(b)
-	r.d.Start(context.Background())
-	r.clk.Advance(0)
-	seen := map[discovery.ServiceID]bool{}
-	for range 2 {
-		e := r.nextEvent()
-		if e.Kind != discovery.Discovered {
-			t.Fatalf("event %s %s", e.Kind, e.ID)
+	for _, opaque := range []bool{false, true} {
+		r := newRig(t, []string{"lab"})
+		a := discoverytest.Reggie("10.0.0.9", "lab")
+		b := discoverytest.Reggie("10.0.0.9", "lab", "b")
+		a.Opaque, b.Opaque = opaque, opaque
+		b.Port = 4170
+		la, lb := r.lan.Add(a), r.lan.Add(b)
+		r.d.Start(context.Background())
+		r.clk.Advance(0)
+		seen := map[discovery.ServiceID]bool{}
+		for range 2 {
+			e := r.nextEvent()
+			if e.Kind != discovery.Discovered || e.IDIsStandIn() != opaque {
+				t.Fatalf("opaque %v: event %s %s (stand-in %v)", opaque, e.Kind, e.ID, e.IDIsStandIn())
+			}
+			seen[e.ID] = true
 		}
-		seen[e.ID] = true
-	}
-	r.none()
-	if len(seen) != 2 || len(r.d.Discovered()) != 2 {
-		t.Fatalf("discovered %v, now %+v; want two", seen, r.d.Discovered())
-	}
-	r.announce(la)
-	r.announce(lb)
-	for _, l := range []*discoverytest.SimLUS{la, lb} {
-		e := r.next(discovery.Identified, l, "")
-		if !seen[e.StandIn] || slices.Compare(e.Groups, l.Groups) != 0 {
-			t.Fatalf("%s identified from %s with groups %q", l.ID, e.StandIn, e.Groups)
+		r.none()
+		if len(seen) != 2 || len(r.d.Discovered()) != 2 {
+			t.Fatalf("opaque %v: discovered %v, now %+v; want two", opaque, seen, r.d.Discovered())
 		}
+		if !opaque && (!seen[la.ID] || !seen[lb.ID]) {
+			t.Fatalf("discovered %v, want %s and %s", seen, la.ID, lb.ID)
+		}
+		r.announce(la)
+		r.announce(lb)
+		if opaque {
+			for _, l := range []*discoverytest.SimLUS{la, lb} {
+				d := r.nextEvent()
+				if d.Kind != discovery.Discarded || d.Reason != discovery.ReasonIdentified || !seen[d.ID] {
+					t.Fatalf("%s %s (%s), want a stand-in discarded", d.Kind, d.ID, d.Reason)
+				}
+				if e := r.next(discovery.Discovered, l, ""); e.StandIn != d.ID || slices.Compare(e.Groups, l.Groups) != 0 {
+					t.Fatalf("%s discovered from stand-in %s with groups %q, want from %s", l.ID, e.StandIn, e.Groups, d.ID)
+				}
+			}
+		}
+		r.none()
 	}
-	r.none()
 }
 
 func TestConfigErrors(t *testing.T) {

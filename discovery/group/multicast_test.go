@@ -12,26 +12,22 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/vectors"
 )
 
-// javaRegistrar is the proxy River's lookup service hands out in a
-// protocol version, as the Java implementation encoded it.
-func javaRegistrar(t *testing.T, version int) discovery.Registrar {
-	t.Helper()
-	name := map[int]string{1: "v1.unicast.response", 2: "v2.unicast.response"}[version]
-	resp, err := unicast.ReadResponse(bytes.NewReader(vectors.Named(name).Bytes()), unicast.DefaultMaxResponseSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Registrar
+// javaRegistrar is the proxy a Java lookup service hands out in a
+// protocol version: Reggie's (JGDMS), which carries its ServiceID, or
+// with opaque one of a class jinid cannot read.
+func javaRegistrar(id discovery.ServiceID, opaque bool, version int) discovery.Registrar {
+	return unicast.ReadRegistrar(discoverytest.JavaProxy(id, opaque, version))
 }
 
 // TestMulticastJavaLookupServices runs group discovery on a real LAN of
-// namespaces against Java-style lookup services (River's proxies, which
-// jinid cannot read the ServiceID from) of both versions: each is
-// discovered once, under the ServiceID its announcements give, and one
-// that stops is discarded within the window.
+// namespaces against Java lookup services of both versions, one with
+// Reggie's proxy (its ServiceID read from its first answer), one with a
+// proxy jinid cannot read (a stand-in until it announces): each is
+// discovered under its real ServiceID in the end, every discard names an
+// ID discovered before (a stand-in, when its announcement came after an
+// answer), and one that stops is discarded within the window.
 func TestMulticastJavaLookupServices(t *testing.T) {
 	t.Parallel()
 	lab := netlab.New(t)
@@ -41,18 +37,19 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 		h.Attach(lan)
 	}
 	const every = 300 * time.Millisecond
-	start := func(h *netlab.Host, version int, id byte, groups ...string) *discoverytest.LookupService {
-		l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: version, ServiceID: discovery.ServiceID{id}, Groups: groups,
-			Registrar: javaRegistrar(t, version), Namespace: h.Namespace(), Announce: every})
+	start := func(h *netlab.Host, version int, id byte, opaque bool, groups ...string) *discoverytest.LookupService {
+		sid := discovery.ServiceID{id}
+		l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: version, ServiceID: sid, Groups: groups,
+			Registrar: javaRegistrar(sid, opaque, version), Namespace: h.Namespace(), Announce: every})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(l.Close)
 		return l
 	}
-	start(h1, 1, 1, "lab")
-	l2 := start(h2, 2, 2, "lab", "x")
-	start(h3, 2, 3, "other")
+	start(h1, 1, 1, false, "lab")
+	l2 := start(h2, 2, 2, true, "lab", "x")
+	start(h3, 2, 3, false, "other")
 
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: client.Namespace(), NoIPv6: true})
 	if err != nil {
@@ -79,73 +76,74 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 	}
 	d.Start(t.Context())
 
-	found := map[discovery.ServiceID]int{}
-	deadline := time.After(5 * time.Second)
-	for len(found) < 2 {
-		select {
-		case e := <-events:
-			switch {
-			case e.Kind == discovery.Discovered:
-				found[e.ID]++
-			case e.Kind == discovery.Identified && found[e.StandIn] == 1:
-				// One found under a stand-in announced its real ID.
-			default:
-				t.Fatalf("event %s %s before both were discovered", e.Kind, e.ID)
+	// The events as a client would follow them: a discovered ID is new,
+	// a discarded one was discovered; only a stand-in is discarded
+	// before lus2 stops, for its real ID.
+	live := map[discovery.ServiceID]bool{}
+	follow := func(e discovery.Event) {
+		t.Helper()
+		switch {
+		case e.Kind == discovery.Updated && live[e.ID]:
+			// Where it is reached: nothing a client hears.
+		case e.Kind == discovery.Discovered && !live[e.ID]:
+			if e.ID == (discovery.ServiceID{1}) && e.IDIsStandIn() {
+				t.Errorf("lus1 (Reggie's proxy) discovered under a stand-in")
 			}
-		case <-deadline:
-			t.Fatalf("discovered only %v", found)
+			live[e.ID] = true
+		case e.Kind == discovery.Discarded && live[e.ID] && e.IDIsStandIn() && e.Reason == discovery.ReasonIdentified:
+			delete(live, e.ID)
+		default:
+			t.Fatalf("event %s %s (reason %q, stand-in %v) with %v discovered", e.Kind, e.ID, e.Reason, e.IDIsStandIn(), live)
 		}
 	}
-	// Whichever way each was found first (a request's answer, under a
-	// stand-in ID, or an announcement), announcements settle it: two
-	// lookup services, under their real ServiceIDs, each stand-in
-	// reported identified and nothing else.
 	realIDs := func() []discovery.ServiceID {
 		var ids []discovery.ServiceID
 		for _, ls := range d.Discovered() {
 			if ls.Registrar.Descriptor != nil {
 				t.Errorf("%s: a descriptor from a Java proxy", ls.ID)
 			}
-			if !ls.IDFromProxy {
+			if !ls.IDIsStandIn() {
 				ids = append(ids, ls.ID)
 			}
 		}
 		slices.SortFunc(ids, func(a, b discovery.ServiceID) int { return bytes.Compare(a[:], b[:]) })
 		return ids
 	}
-	for settled := time.After(10 * every); !slices.Equal(realIDs(), []discovery.ServiceID{{1}, {2}}); {
+	for settled := time.After(10 * every); !slices.Equal(realIDs(), []discovery.ServiceID{{1}, {2}}) || len(live) != 2; {
 		select {
 		case e := <-events:
-			if e.Kind != discovery.Identified || found[e.StandIn] != 1 {
-				t.Fatalf("unexpected event %s %s (reason %q, stand-in %s)", e.Kind, e.ID, e.Reason, e.StandIn)
-			}
+			follow(e)
 		case <-settled:
-			t.Fatalf("discovered %v, want lus1 and lus2 under their real IDs", d.Discovered())
+			t.Fatalf("discovered %v (events: %v), want lus1 and lus2 under their real IDs", d.Discovered(), live)
 		}
 	}
 	for drained := false; !drained; {
 		select {
 		case e := <-events:
-			if e.Kind != discovery.Identified {
-				t.Fatalf("unexpected event %s %s (reason %q)", e.Kind, e.ID, e.Reason)
-			}
+			follow(e)
 		default:
 			drained = true
 		}
+	}
+	if !live[discovery.ServiceID{1}] || !live[discovery.ServiceID{2}] {
+		t.Fatalf("events leave %v discovered, want lus1 and lus2", live)
 	}
 
 	// lus2 stops: discarded once the window (3 × 300 ms) has passed.
 	l2.Close()
 	stopped := time.Now()
-	select {
-	case e := <-events:
-		if e.Kind != discovery.Discarded || e.ID != (discovery.ServiceID{2}) || e.Reason != discovery.ReasonCommunication {
-			t.Fatalf("event %s %s (reason %q), want lus2 discarded for communication", e.Kind, e.ID, e.Reason)
+	e := discovery.Event{Kind: discovery.Updated}
+	for e.Kind == discovery.Updated { // where lus1 is reached: nothing a client hears
+		select {
+		case e = <-events:
+		case <-time.After(5 * time.Second):
+			t.Fatal("lus2 not discarded")
 		}
-		if after := time.Since(stopped); after < 2*every || after > 3*every+time.Second {
-			t.Fatalf("discarded %v after it stopped; window %v", after, 3*every)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("lus2 not discarded")
+	}
+	if e.Kind != discovery.Discarded || e.ID != (discovery.ServiceID{2}) || e.Reason != discovery.ReasonCommunication {
+		t.Fatalf("event %s %s (reason %q), want lus2 discarded for communication", e.Kind, e.ID, e.Reason)
+	}
+	if after := time.Since(stopped); after < 2*every || after > 3*every+time.Second {
+		t.Fatalf("discarded %v after it stopped; window %v", after, 3*every)
 	}
 }

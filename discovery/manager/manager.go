@@ -68,18 +68,17 @@ type Manager struct {
 	mu      sync.Mutex
 	entries []*entry
 	ids     map[discovery.ServiceID]*entry // by every ID an entry is known by
-	proxies int                            // entries with a stand-in ID
 	closed  bool
 }
 
 type entry struct {
 	Discovered
-	// The IDs each engine knows it by: a Java lookup service may be known
-	// to one by its announced ServiceID and to the other by a stand-in.
+	// The IDs each engine knows it by: a lookup service whose proxy jinid
+	// cannot read is known to group discovery by its announced ServiceID
+	// and to locator discovery by a stand-in (see LookupService.StandIn).
 	gid, lid discovery.ServiceID
 	keys     []discovery.ServiceID // its keys in Manager.ids
 	locs     []discovery.Locator   // the locators that found it
-	proxied  bool                  // counted in Manager.proxies
 }
 
 // New returns a manager of both engines; Start starts them.
@@ -223,27 +222,16 @@ func (m *Manager) fromGroup(ev discovery.Event) {
 			return
 		}
 		e.gid, e.ByGroup = ev.ID, true
-		m.regroup(e, ev.LookupService)
+		m.update(e, ev.LookupService)
 	case discovery.Changed:
 		if e != nil {
 			e.gid = ev.ID
-			m.regroup(e, ev.LookupService)
+			m.update(e, ev.LookupService)
 		}
-	case discovery.Identified:
-		if e == nil {
-			e = m.ids[ev.StandIn]
-		}
-		if e == nil {
-			return
-		}
-		e.gid = ev.ID
-		if e.Port == 0 { // known from a version 1 answer, which lacks it
-			e.Host, e.Port = ev.Host, ev.Port
-		}
-		if e.IDFromProxy {
-			was := e.ID
-			e.ID, e.IDFromProxy = ev.ID, false
-			m.emitIdentified(e, was)
+	case discovery.Updated:
+		// Where it is reached: nothing to tell.
+		if e != nil && e.ByGroup {
+			e.Host, e.Port, e.Interface, e.Version, e.Registrar = ev.Host, ev.Port, ev.Interface, ev.Version, ev.Registrar
 		}
 	case discovery.Discarded:
 		if e == nil || ev.Reason == discovery.ReasonRequested {
@@ -251,8 +239,10 @@ func (m *Manager) fromGroup(ev discovery.Event) {
 		}
 		e.ByGroup, e.gid = false, discovery.ServiceID{}
 		if e.ByLocator {
-			// Wanted by locator: never passively discarded (LD.3.1).
-			m.regroup(e, ev.LookupService)
+			// Wanted by locator: never passively discarded (LD.3.1). (A
+			// stand-in group discovery identified stays until the
+			// discovered event under the real ID, which follows.)
+			m.update(e, ev.LookupService)
 			return
 		}
 		e.Groups = ev.Groups
@@ -279,7 +269,7 @@ func (m *Manager) fromLocator(ev discovery.Event) {
 		if !slices.ContainsFunc(e.locs, ev.Locator.Equal) {
 			e.locs = append(e.locs, *ev.Locator)
 		}
-		m.regroup(e, ev.LookupService)
+		m.update(e, ev.LookupService)
 	case discovery.Discarded:
 		if e == nil || ev.Reason == discovery.ReasonRequested {
 			return
@@ -299,14 +289,20 @@ func (m *Manager) fromLocator(ev discovery.Event) {
 	}
 }
 
-// regroup takes what an engine says of a lookup service now: its groups
-// (a changed event if they differ) and its real ServiceID in place of a
-// stand-in (an identified event).
-func (m *Manager) regroup(e *entry, ls discovery.LookupService) {
-	if e.IDFromProxy && !ls.IDFromProxy {
-		was := e.ID
-		e.ID, e.IDFromProxy = ls.ID, false
-		m.emitIdentified(e, was)
+// update takes what an engine says of a lookup service now: its real
+// ServiceID in place of a stand-in, told as a discard of the stand-in
+// (ReasonIdentified) then a discovery under the real ID, so that whoever
+// follows the events never hears of an ID they were not told of; and its
+// groups (a changed event if they differ).
+func (m *Manager) update(e *entry, ls discovery.LookupService) {
+	if e.Port == 0 && ls.Port != 0 { // known from a version 1 answer, which lacks it
+		e.Host, e.Port = ls.Host, ls.Port
+	}
+	if e.IDIsStandIn() && !ls.IDIsStandIn() {
+		m.emit(discovery.Discarded, e, discovery.ReasonIdentified)
+		e.ID, e.Groups = ls.ID, slices.Clone(ls.Groups)
+		m.emit(discovery.Discovered, e, "")
+		return
 	}
 	if slices.Equal(e.Groups, ls.Groups) {
 		return
@@ -315,18 +311,16 @@ func (m *Manager) regroup(e *entry, ls discovery.LookupService) {
 	m.emit(discovery.Changed, e, "")
 }
 
-// find looks a lookup service up by any ID it is known by, or, for a Java
-// lookup service (whose ServiceID one engine may know and the other not),
-// as discovery.Lookup says: by proxy or address.
+// find looks a lookup service up by any ID it is known by, or by its
+// stand-in.
 func (m *Manager) find(ls discovery.LookupService) *entry {
 	if e := m.ids[ls.ID]; e != nil {
 		return e
 	}
-	if !ls.IDFromProxy && m.proxies == 0 {
+	if ls.StandIn.IsZero() {
 		return nil
 	}
-	e, _ := discovery.Lookup(slices.Values(m.entries), func(e *entry) discovery.LookupService { return e.LookupService }, ls)
-	return e
+	return m.ids[ls.StandIn]
 }
 
 // reindex files e under the IDs it is known by now (none once removed).
@@ -337,35 +331,20 @@ func (m *Manager) reindex(e *entry) {
 	for _, k := range e.keys {
 		delete(m.ids, k)
 	}
-	if e.proxied {
-		m.proxies--
-		e.proxied = false
-	}
 	e.keys = e.keys[:0]
 	if !slices.Contains(m.entries, e) {
 		return
 	}
-	for _, k := range []discovery.ServiceID{e.ID, e.gid, e.lid} {
+	for _, k := range []discovery.ServiceID{e.ID, e.gid, e.lid, e.StandIn} {
 		if !k.IsZero() && !slices.Contains(e.keys, k) {
 			e.keys = append(e.keys, k)
 			m.ids[k] = e
 		}
 	}
-	if e.IDFromProxy {
-		m.proxies++
-		e.proxied = true
-	}
 }
 
 func (m *Manager) remove(e *entry) {
 	m.entries = slices.DeleteFunc(m.entries, func(o *entry) bool { return o == e })
-}
-
-func (m *Manager) emitIdentified(e *entry, standIn discovery.ServiceID) {
-	ev := Event{Event: discovery.Event{Kind: discovery.Identified, LookupService: e.LookupService.Clone(), Locator: e.Locator, StandIn: standIn},
-		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
-	ev.At = m.clock.Now()
-	m.events.Push(ev)
 }
 
 func (m *Manager) emit(kind discovery.EventKind, e *entry, reason string) {

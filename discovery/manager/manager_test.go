@@ -227,31 +227,40 @@ func TestDiscardAndRediscovery(t *testing.T) {
 	}
 }
 
+// A Java lookup service found by locator, then heard announcing: one
+// lookup service. Reggie's proxy gives its ServiceID from the start; a
+// proxy jinid cannot read gives a stand-in, discarded (identified) when
+// the announcement tells the real ID, which is then discovered.
 func TestJavaLookupServiceByLocatorAndAnnouncement(t *testing.T) {
-	r := newRig(t, []string{"a"}, "jini://10.0.0.1")
-	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
-	r.clk.Advance(0)
-	first := r.nextAny()
-	if first.Kind != discovery.Discovered || !first.IDFromProxy {
-		t.Fatalf("first event %s, ID from proxy %v", first.Kind, first.IDFromProxy)
+	for _, opaque := range []bool{false, true} {
+		r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+		l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true, Opaque: opaque})
+		r.clk.Advance(0)
+		first := r.nextAny()
+		if first.Kind != discovery.Discovered || first.IDIsStandIn() != opaque || !opaque && first.ID != l.ID {
+			t.Fatalf("opaque %v: first event %s %s (stand-in %v)", opaque, first.Kind, first.ID, first.IDIsStandIn())
+		}
+		r.announce(l)
+		if opaque {
+			if d := r.nextAny(); d.Kind != discovery.Discarded || d.ID != first.ID || d.Reason != discovery.ReasonIdentified {
+				t.Fatalf("after the announcement: %s %s (%s), want the stand-in discarded (identified)", d.Kind, d.ID, d.Reason)
+			}
+			if e := r.next(discovery.Discovered, l, "", true, true); e.StandIn != first.ID {
+				t.Fatalf("discovered with stand-in %s, want %s", e.StandIn, first.ID)
+			}
+		}
+		r.none()
+		got := r.m.Discovered()
+		if len(got) != 1 || got[0].ID != l.ID || !got[0].ByGroup || !got[0].ByLocator {
+			t.Fatalf("opaque %v: Discovered() = %+v", opaque, got)
+		}
+		// Discard by the real ID reaches both engines.
+		if !r.m.Discard(l.ID) {
+			t.Fatal("Discard reported false")
+		}
+		r.next(discovery.Discarded, l, discovery.ReasonRequested, false, false)
+		r.none()
 	}
-	// Its announcement gives the real ServiceID: the same lookup service,
-	// reported identified.
-	r.announce(l)
-	if e := r.next(discovery.Identified, l, "", true, true); e.StandIn != first.ID {
-		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
-	}
-	r.none()
-	got := r.m.Discovered()
-	if len(got) != 1 || got[0].ID != l.ID || !got[0].ByGroup || !got[0].ByLocator {
-		t.Fatalf("Discovered() = %+v", got)
-	}
-	// Discard by the real ID reaches both engines.
-	if !r.m.Discard(l.ID) {
-		t.Fatal("Discard reported false")
-	}
-	r.next(discovery.Discarded, l, discovery.ReasonRequested, false, false)
-	r.none()
 }
 
 func TestLateJoinerAndGroupChanges(t *testing.T) {
@@ -271,74 +280,85 @@ func TestLateJoinerAndGroupChanges(t *testing.T) {
 
 // A Java lookup service answering in both versions and announcing with
 // sequence 0 (as Reggie does), wanted by group and by locator: one lookup
-// service, discovered once, identified once; discarded once when it
-// stops, by group (LD.3.1: the locator still wants it, so it stays).
+// service, discovered once under its real ServiceID (Reggie's proxy
+// carries it) or under a stand-in then its real one (a proxy jinid cannot
+// read); discarded once when it stops, by group (LD.3.1: the locator
+// still wants it, so it stays).
 func TestReggieByGroupAndLocator(t *testing.T) {
-	for _, byLocator := range []bool{false, true} {
-		var locs []string
-		if byLocator {
-			locs = append(locs, "jini://10.0.0.9")
-		}
-		r := newRig(t, []string{"lab"}, locs...)
-		l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
-		r.m.Start(context.Background())
-		r.clk.Advance(0)
-		first := r.nextAny()
-		if first.Kind != discovery.Discovered || !first.IDFromProxy {
-			t.Fatalf("first event %s %s (ID from proxy %v)", first.Kind, first.ID, first.IDFromProxy)
-		}
-		r.clk.Advance(time.Minute) // the rest of the round of requests, answered in both versions
-		// Locator discovery dials in its own goroutine: wait until it has
-		// found it too (one lookup service, wanted both ways).
-		for deadline := time.Now().Add(5 * time.Second); byLocator; time.Sleep(time.Millisecond) {
-			if got := r.m.Discovered(); len(got) == 1 && got[0].ByGroup && got[0].ByLocator {
-				break
+	for _, opaque := range []bool{false, true} {
+		for _, byLocator := range []bool{false, true} {
+			var locs []string
+			if byLocator {
+				locs = append(locs, "jini://10.0.0.9")
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not found by both: %+v", r.m.Discovered())
+			r := newRig(t, []string{"lab"}, locs...)
+			sim := discoverytest.Reggie("10.0.0.9", "lab")
+			sim.Opaque = opaque
+			l := r.lan.Add(sim)
+			r.m.Start(context.Background())
+			r.clk.Advance(0)
+			first := r.nextAny()
+			if first.Kind != discovery.Discovered || first.IDIsStandIn() != opaque || !opaque && first.ID != l.ID {
+				t.Fatalf("opaque %v: first event %s %s (stand-in %v)", opaque, first.Kind, first.ID, first.IDIsStandIn())
 			}
-		}
-		r.announce(l)
-		if e := r.next(discovery.Identified, l, "", true, byLocator); e.StandIn != first.ID {
-			t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
-		}
-		for range 5 {
-			r.clk.Advance(group.DefaultAnnouncementInterval)
+			r.clk.Advance(time.Minute) // the rest of the round of requests, answered in both versions
+			// Locator discovery dials in its own goroutine: wait until it has
+			// found it too (one lookup service, wanted both ways).
+			for deadline := time.Now().Add(5 * time.Second); byLocator; time.Sleep(time.Millisecond) {
+				if got := r.m.Discovered(); len(got) == 1 && got[0].ByGroup && got[0].ByLocator {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("not found by both: %+v", r.m.Discovered())
+				}
+			}
 			r.announce(l)
+			if opaque {
+				if d := r.nextAny(); d.Kind != discovery.Discarded || d.ID != first.ID || d.Reason != discovery.ReasonIdentified {
+					t.Fatalf("after the announcement: %s %s (%s), want the stand-in discarded (identified)", d.Kind, d.ID, d.Reason)
+				}
+				r.next(discovery.Discovered, l, "", true, byLocator)
+			}
+			for range 5 {
+				r.clk.Advance(group.DefaultAnnouncementInterval)
+				r.announce(l)
+			}
+			r.none()
+			if got := r.m.Discovered(); len(got) != 1 || got[0].ID != l.ID || got[0].ByLocator != byLocator {
+				t.Fatalf("Discovered() = %+v", got)
+			}
+			r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
+			r.clk.Advance(window)
+			if byLocator {
+				r.none() // wanted by locator: never passively discarded
+			} else {
+				r.next(discovery.Discarded, l, discovery.ReasonCommunication, false, false)
+			}
+			r.none()
 		}
-		r.none()
-		if got := r.m.Discovered(); len(got) != 1 || got[0].ID != l.ID || got[0].ByLocator != byLocator {
-			t.Fatalf("Discovered() = %+v", got)
-		}
-		r.lan.Set(l, func(l *discoverytest.SimLUS) { l.Down = true })
-		r.clk.Advance(window)
-		if byLocator {
-			r.none() // wanted by locator: never passively discarded
-		} else {
-			r.next(discovery.Discarded, l, discovery.ReasonCommunication, false, false)
-		}
-		r.none()
 	}
 }
 
 // Identified by its announcement first, then found by a locator added
-// later: the same lookup service, no new event.
-func TestReggieIdentifiedThenByLocator(t *testing.T) {
+// later (which knows only its stand-in): the same lookup service, no new
+// event.
+func TestCustomIdentifiedThenByLocator(t *testing.T) {
 	r := newRig(t, []string{"lab"})
-	l := r.lan.Add(discoverytest.Reggie("10.0.0.9", "lab"))
+	l := r.lan.Add(discoverytest.Custom("10.0.0.9", "lab"))
 	r.m.Start(context.Background())
 	r.clk.Advance(0)
 	first := r.nextAny()
 	r.announce(l)
-	if e := r.next(discovery.Identified, l, "", true, false); e.StandIn != first.ID {
-		t.Fatalf("identified from %s, want from %s", e.StandIn, first.ID)
+	if d := r.nextAny(); d.Kind != discovery.Discarded || d.ID != first.ID || d.Reason != discovery.ReasonIdentified {
+		t.Fatalf("after the announcement: %s %s (%s), want the stand-in discarded (identified)", d.Kind, d.ID, d.Reason)
 	}
+	r.next(discovery.Discovered, l, "", true, false)
 	r.m.AddLocators(r.locator("jini://10.0.0.9"))
 	r.clk.Advance(0)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		got := r.m.Discovered()
-		if len(got) != 1 {
-			t.Fatalf("Discovered() = %+v, want one", got)
+		if len(got) != 1 || got[0].ID != l.ID {
+			t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
 		}
 		if got[0].ByLocator {
 			break

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
@@ -149,57 +148,6 @@ func marshalled(r discovery.Registrar, version int) ([]byte, error) {
 	return javaio.AppendMarshalledString(nil, c, string(js)), nil
 }
 
-// readDescriptor recognises a jinid proxy: a Java registrar proxy
-// carrying jinid's descriptor in its custom data, or (from jinids before
-// they served Java) the descriptor alone as a string.
-func readDescriptor(proxy []byte) *discovery.Descriptor {
-	s, _, ok := javaio.UnmarshalString(proxy)
-	if !ok {
-		if s, ok = descriptorInProxy(proxy); !ok {
-			return nil
-		}
-	}
-	var d discovery.Descriptor
-	if json.Unmarshal([]byte(s), &d) != nil || d.ServiceID.IsZero() {
-		return nil
-	}
-	return &d
-}
-
-// descriptorInProxy finds the descriptor string in the custom data of a
-// marshalled registrar proxy.
-func descriptorInProxy(container []byte) (string, bool) {
-	v, err := javaio.Decode(container)
-	if err != nil {
-		return "", false
-	}
-	c, ok := v.(*javaio.Object)
-	if !ok {
-		return "", false
-	}
-	ob, _ := c.Get("objBytes")
-	a, ok := ob.(*javaio.Array)
-	if !ok {
-		return "", false
-	}
-	v, err = javaio.Decode(a.Prim)
-	if err != nil {
-		return "", false
-	}
-	p, ok := v.(*javaio.Object)
-	if !ok {
-		return "", false
-	}
-	for _, cd := range p.Data {
-		for _, x := range cd.Custom {
-			if s, ok := x.(string); ok && strings.HasPrefix(s, discovery.DescriptorMark) {
-				return s[len(discovery.DescriptorMark):], true
-			}
-		}
-	}
-	return "", false
-}
-
 // Append appends the response's bytes to dst, as a lookup service writes
 // them after reading the request.
 func (p *Response) Append(dst []byte) ([]byte, error) {
@@ -288,7 +236,7 @@ func readV1(r io.Reader, maxSize int64, head int32) (*Response, error) {
 	return &Response{
 		Version:   discovery.ProtocolV1,
 		Groups:    groups,
-		Registrar: discovery.Registrar{Marshalled: m, Descriptor: readDescriptor(m)},
+		Registrar: ReadRegistrar(m),
 	}, nil
 }
 
@@ -324,7 +272,7 @@ func readV2(rd *javaio.Reader) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registrar proxy: %w", wrapJava(err))
 	}
-	p.Registrar = discovery.Registrar{Marshalled: m, Descriptor: readDescriptor(m)}
+	p.Registrar = ReadRegistrar(m)
 	return p, nil
 }
 

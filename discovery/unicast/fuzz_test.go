@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
@@ -66,6 +67,30 @@ func FuzzReadResponse(f *testing.F) {
 		if back.Host != p.Host || back.Port != p.Port || !slices.Equal(back.Groups, p.Groups) ||
 			!bytes.Equal(back.Registrar.Marshalled, p.Registrar.Marshalled) {
 			t.Fatalf("round trip changed the response")
+		}
+	})
+}
+
+// Whatever a lookup service hands out as its proxy, reading it ends,
+// keeps the bytes whole, and says the same twice.
+func FuzzReadRegistrar(f *testing.F) {
+	for _, name := range []string{"reggie-unicast-v1.bin", "reggie-unicast-v2.bin"} {
+		f.Add(captured(f, name).Registrar.Marshalled)
+	}
+	for _, name := range []string{"v1.unicast.response", "v2.unicast.response"} {
+		f.Add(vectorProxy(f, name))
+	}
+	f.Add(proxyOf(f, javaio.MarshalledObject, "com.sun.jini.reggie.RegistrarProxy", "x.Sub", javaio.Block{1, 2, 3}, javaio.Block(make([]byte, 13)), "s"))
+	f.Fuzz(func(t *testing.T, m []byte) {
+		r := ReadRegistrar(m)
+		if !bytes.Equal(r.Marshalled, m) {
+			t.Fatal("the proxy's bytes changed")
+		}
+		if again := ReadRegistrar(m); again.ServiceID != r.ServiceID || (again.Descriptor == nil) != (r.Descriptor == nil) {
+			t.Fatal("read differently twice")
+		}
+		if StandInID(m) != StandInID(bytes.Clone(m)) {
+			t.Fatal("stand-in differs for equal bytes")
 		}
 	})
 }

@@ -28,6 +28,19 @@
 // "pending" until an engine finds it again, and then only the
 // registrations that discarded it (and those it newly concerns) hear.
 //
+// What a registration is told is consistent, whatever the engines
+// report and in whatever order: every discarded event names ServiceIDs
+// an earlier discovered event to it named and no discarded event has
+// named since; no discovered event names one it holds; and getRegistrars
+// (Registrars) names exactly those discovered and not discarded since.
+// A Java lookup service is named by the ServiceID its registrar proxy
+// carries from its first event. One whose proxy is of a class jinid
+// cannot read is named by a stand-in until group discovery identifies
+// it by an announcement; the registrations holding it are then told it
+// is discarded under the stand-in, and discovered under the real
+// ServiceID (identified). TestEventsAreConsistent checks this on random
+// streams of engine events.
+//
 // State lives in the store; every change is on disk before its events
 // are sent, sequence numbers included, so a crash can leave a gap in a
 // registration's sequence numbers but never a repeated one. Memory is
@@ -179,8 +192,9 @@ type lookupService struct {
 	// discards do not take them away: other registrations keep it by
 	// them, LD.4.1.)
 	Locs []string `json:"locs"`
-	// LocatorID is the ID locator discovery knows it by (for a Java
-	// lookup service, a stand-in of its own).
+	// LocatorID is the ID locator discovery knows it by (for a lookup
+	// service whose proxy jinid cannot read, its stand-in: only
+	// announcements tell the real one).
 	LocatorID discovery.ServiceID `json:"locatorID,omitzero"`
 	// Lost: group discovery found it unreachable (a passive
 	// communication discard) and nothing has found it since: no
@@ -196,7 +210,9 @@ type lookupService struct {
 
 	holders  map[string]*reg // registrations whose managed set has it
 	storedAs string          // its key in registrarBucket, if stored
-	rekeyed  bool            // its ID changed: holders must be stored again
+	// legacy: stored by a jinid that listed Java lookup services under
+	// stand-ins it could not replace; discarded at start (see retire).
+	legacy bool
 }
 
 // New loads the service from the store, registers its lease kind and
@@ -244,6 +260,9 @@ func (s *Service) Start(ctx context.Context) error {
 		cmpOr(s.cfg.Group.AnnouncementInterval, group.DefaultAnnouncementInterval)
 	s.mu.Unlock()
 	s.l.Set(locs)
+	if err := s.retire(); err != nil {
+		return err
+	}
 	if err := errors.Join(s.g.Start(ctx), s.l.Start(ctx)); err != nil {
 		return err
 	}
@@ -295,6 +314,12 @@ func (s *Service) load() error {
 				return fmt.Errorf("lookup service %s: %w", k, err)
 			}
 			l.holders, l.storedAs = map[string]*reg{}, k
+			// Stored by a jinid from before it read Java proxies: a
+			// ServiceID it made up (see retire).
+			var old struct {
+				LS struct{ IDFromProxy bool } `json:"ls"`
+			}
+			l.legacy = json.Unmarshal(raw, &old) == nil && old.LS.IDFromProxy
 			s.lus[l.LS.ID] = &l
 			return nil
 		}); err != nil {
@@ -705,97 +730,131 @@ func (s *Service) release(tx *store.Tx, id string) error {
 // --- engine events ---------------------------------------------------------
 
 func (s *Service) onGroupEvent(ev discovery.Event) {
-	if s.cfg.OnEvent != nil {
+	if s.cfg.OnEvent != nil && ev.Kind != discovery.Updated {
 		s.cfg.OnEvent(ev, "group")
 	}
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		l := s.lus[ev.StandIn]
-		if ev.Kind != discovery.Identified || l == nil {
-			l = s.lookupService(ev.LookupService)
+		l, out, err := s.lookupService(tx, ev.LookupService)
+		if err != nil {
+			return nil, err
 		}
-		oldGroups := slices.Clone(l.LS.Groups)
-		if ev.Kind != discovery.Discarded {
-			l.Lost = false
-		}
-		switch ev.Kind {
-		case discovery.Identified:
-			// Its real ServiceID: the registrations holding it hold it
-			// under that from now on; nothing to tell them (LD has no
-			// such event, and nothing they want changed).
-			l.ByGroup = true
-			s.refresh(l, ev.LookupService)
-		case discovery.Discovered:
-			l.ByGroup = true
-			s.refresh(l, ev.LookupService)
-			if l.Pending {
-				return s.rediscovered(tx, l, oldGroups)
-			}
-		case discovery.Changed:
-			l.ByGroup = true
-			s.refresh(l, ev.LookupService)
-		case discovery.Discarded:
-			l.ByGroup = false
-			if ev.Reason == discovery.ReasonRequested || l.Pending {
-				// Our own Discard: others keep it until it is found again.
-				return nil, s.putLookupService(tx, l)
-			}
-			l.LS.Groups = slices.Clone(ev.Groups)
-			if ev.Reason == discovery.ReasonCommunication {
-				l.Lost = true
-				if id := l.LocatorID; len(l.Locs) > 0 && !id.IsZero() {
-					// Locator discovery holds it without looking: have it
-					// look again, so that those wanting it by locator find
-					// it again once it answers. (Once on disk, before the
-					// events go out; the engine only queues its own.)
-					tx.OnCommit(func() { s.l.Discard(id) })
-				}
-			}
-		}
-		return s.changed(tx, l, oldGroups)
+		evs, err := s.applyGroupEvent(tx, l, ev)
+		return append(out, evs...), err
 	})
 	if err != nil {
 		s.log.Error("applying a group discovery event", "event", ev.Kind, "serviceID", ev.ID, "err", err)
 	}
 }
 
+func (s *Service) applyGroupEvent(tx *store.Tx, l *lookupService, ev discovery.Event) ([]event.Delivery, error) {
+	oldGroups := slices.Clone(l.LS.Groups)
+	if ev.Kind != discovery.Discarded {
+		l.Lost = false
+	}
+	switch ev.Kind {
+	case discovery.Discovered:
+		l.ByGroup = true
+		s.refresh(l, ev.LookupService)
+		if l.Pending {
+			return s.rediscovered(tx, l, oldGroups)
+		}
+	case discovery.Updated:
+		// Where it is reached: the registrations' events and answers
+		// describe it so from now on; nothing to tell them.
+		s.refresh(l, ev.LookupService)
+		return nil, s.putLookupService(tx, l)
+	case discovery.Changed:
+		l.ByGroup = true
+		s.refresh(l, ev.LookupService)
+	case discovery.Discarded:
+		l.ByGroup = false
+		if ev.Reason == discovery.ReasonRequested || l.Pending {
+			// Our own Discard: others keep it until it is found again.
+			return nil, s.putLookupService(tx, l)
+		}
+		l.LS.Groups = slices.Clone(ev.Groups)
+		if ev.Reason == discovery.ReasonCommunication {
+			l.Lost = true
+			if id := l.LocatorID; len(l.Locs) > 0 && !id.IsZero() {
+				// Locator discovery holds it without looking: have it
+				// look again, so that those wanting it by locator find
+				// it again once it answers. (Once on disk, before the
+				// events go out; the engine only queues its own.)
+				tx.OnCommit(func() { s.l.Discard(id) })
+			}
+		}
+	}
+	return s.changed(tx, l, oldGroups)
+}
+
 func (s *Service) onLocatorEvent(ev discovery.Event) {
 	if s.cfg.OnEvent != nil {
 		s.cfg.OnEvent(ev, "locator")
 	}
-	loc := ev.Locator.String()
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		l := s.lookupService(ev.LookupService)
-		oldGroups := slices.Clone(l.LS.Groups)
-		switch ev.Kind {
-		case discovery.Discovered:
-			l.Lost, l.LocatorID = false, ev.ID
-			if !slices.Contains(l.Locs, loc) {
-				l.Locs = append(l.Locs, loc)
-			}
-			if !l.ByGroup {
-				s.refresh(l, ev.LookupService)
-			}
-			if l.Pending {
-				return s.rediscovered(tx, l, oldGroups)
-			}
-		case discovery.Discarded:
-			if ev.Reason == discovery.ReasonRequested {
-				// Our own Discard (or a look again after a communication
-				// discard): it is being found again; the registrations
-				// holding it by this locator keep it meanwhile (LD.4.1:
-				// only those that discarded hear of it).
-				return nil, s.putLookupService(tx, l)
-			}
-			l.Locs = slices.DeleteFunc(l.Locs, func(x string) bool { return x == loc })
-			if l.Pending {
-				return nil, s.putLookupService(tx, l)
-			}
+		l, out, err := s.lookupService(tx, ev.LookupService)
+		if err != nil {
+			return nil, err
 		}
-		return s.changed(tx, l, oldGroups)
+		evs, err := s.applyLocatorEvent(tx, l, ev)
+		return append(out, evs...), err
 	})
 	if err != nil {
 		s.log.Error("applying a locator discovery event", "event", ev.Kind, "serviceID", ev.ID, "err", err)
 	}
+}
+
+func (s *Service) applyLocatorEvent(tx *store.Tx, l *lookupService, ev discovery.Event) ([]event.Delivery, error) {
+	loc := ev.Locator.String()
+	oldGroups := slices.Clone(l.LS.Groups)
+	switch ev.Kind {
+	case discovery.Discovered:
+		l.Lost, l.LocatorID = false, ev.ID
+		if !slices.Contains(l.Locs, loc) {
+			l.Locs = append(l.Locs, loc)
+		}
+		if !l.ByGroup {
+			s.refresh(l, ev.LookupService)
+		}
+		if l.Pending {
+			return s.rediscovered(tx, l, oldGroups)
+		}
+	case discovery.Discarded:
+		if ev.Reason == discovery.ReasonRequested {
+			// Our own Discard (or a look again after a communication
+			// discard): it is being found again; the registrations
+			// holding it by this locator keep it meanwhile (LD.4.1:
+			// only those that discarded hear of it).
+			return nil, s.putLookupService(tx, l)
+		}
+		l.Locs = slices.DeleteFunc(l.Locs, func(x string) bool { return x == loc })
+		if l.Pending {
+			return nil, s.putLookupService(tx, l)
+		}
+	}
+	return s.changed(tx, l, oldGroups)
+}
+
+// retire discards the lookup services a jinid from before it read Java
+// proxies stored under ServiceIDs it made up: the registrations holding
+// them are told they are discarded, and hear of them again, under their
+// real ServiceIDs, once the engines find them.
+func (s *Service) retire() error {
+	return s.update(func(tx *store.Tx) ([]event.Delivery, error) {
+		var out []event.Delivery
+		for _, l := range s.allLookupServices() {
+			if !l.legacy {
+				continue
+			}
+			l.ByGroup, l.Locs, l.Lost, l.Pending, l.DiscardedBy, l.legacy = false, []string{}, false, false, nil, false
+			evs, err := s.changed(tx, l, l.LS.Groups)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, evs...)
+		}
+		return out, nil
+	})
 }
 
 // confirm ends the grace after a restart: lookup services held by group
@@ -826,40 +885,59 @@ func (s *Service) confirm() {
 	}
 }
 
-// lookupService finds or creates the entry for ls.
-func (s *Service) lookupService(ls discovery.LookupService) *lookupService {
-	if l := s.lus[ls.ID]; l != nil {
-		return l
+// lookupService finds or creates the entry for ls: by its ServiceID, or
+// by its stand-in. When ls tells the real ServiceID of one known until
+// now by its stand-in, the entry is filed under the real one, with the
+// events that says to the registrations holding it (identified).
+func (s *Service) lookupService(tx *store.Tx, ls discovery.LookupService) (*lookupService, []event.Delivery, error) {
+	l := s.lus[ls.ID]
+	if l == nil && !ls.StandIn.IsZero() {
+		// Only lookup services whose proxies jinid cannot read have
+		// stand-ins: a few at most.
+		l, _ = discovery.Lookup(maps.Values(s.lus), func(l *lookupService) discovery.LookupService { return l.LS }, ls)
 	}
-	if ls.Registrar.Descriptor == nil {
-		// A Java lookup service may be known under a stand-in ID and its
-		// real one, by one engine and the other.
-		l, ok := discovery.Lookup(maps.Values(s.lus), func(l *lookupService) discovery.LookupService { return l.LS }, ls)
-		if ok {
-			return l
-		}
+	if l == nil {
+		l = &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}, Since: s.clock.Now()}
+		s.lus[ls.ID] = l
+		return l, nil, nil
 	}
-	l := &lookupService{LS: ls.Clone(), Locs: []string{}, holders: map[string]*reg{}, Since: s.clock.Now()}
-	s.lus[ls.ID] = l
-	return l
+	if l.LS.IDIsStandIn() && !ls.IDIsStandIn() {
+		out, err := s.identified(tx, l, ls.ID)
+		return l, out, err
+	}
+	return l, nil, nil
 }
 
-// refresh takes an engine's newer description: groups, address, and a
-// real ServiceID in place of a stand-in.
-func (s *Service) refresh(l *lookupService, ls discovery.LookupService) {
-	if l.LS.IDFromProxy && !ls.IDFromProxy {
-		delete(s.lus, l.LS.ID)
-		for _, r := range l.holders {
-			for i, id := range r.Discovered {
-				if id == l.LS.ID {
-					r.Discovered[i] = ls.ID
-				}
-			}
+// identified files l, known until now under its stand-in, under its real
+// ServiceID id. Each registration holding it is told it is discarded
+// under the stand-in; the caller's reconcile then tells those that want
+// it (the same ones) it is discovered under id. A registration is never
+// told of a discard of an ID it was not told was discovered, nor keeps
+// an ID no longer reported.
+func (s *Service) identified(tx *store.Tx, l *lookupService, id discovery.ServiceID) ([]event.Delivery, error) {
+	holders := slices.SortedFunc(maps.Values(l.holders), func(a, b *reg) int { return cmp.Compare(a.EventID, b.EventID) })
+	var out []event.Delivery
+	for _, r := range holders {
+		out = append(out, s.drop(r, l))
+		if err := s.putReg(tx, r); err != nil {
+			return nil, err
 		}
-		s.lus[ls.ID] = l
-		l.rekeyed = true
 	}
+	s.log.Debug("lookup service identified by its announced ServiceID", "serviceID", id, "standIn", l.LS.ID, "registrations", len(holders))
+	delete(s.lus, l.LS.ID)
+	l.LS.ID = id
+	s.lus[id] = l
+	return out, s.putLookupService(tx, l)
+}
+
+// refresh takes an engine's newer description of l: groups, address,
+// protocol version. The ServiceID l is filed under stays (identified
+// changes it): locator discovery describes a lookup service whose proxy
+// jinid cannot read by its stand-in even once the real ID is known.
+func (s *Service) refresh(l *lookupService, ls discovery.LookupService) {
+	id, standIn := l.LS.ID, cmp.Or(l.LS.StandIn, ls.StandIn)
 	l.LS = ls.Clone()
+	l.LS.ID, l.LS.StandIn = id, standIn
 }
 
 // rediscovered: a pending lookup service was found again.
@@ -1012,14 +1090,6 @@ func (s *Service) putReg(tx *store.Tx, r *reg) error {
 // an engine still holds it).
 func (s *Service) putLookupService(tx *store.Tx, l *lookupService) error {
 	key := l.LS.ID.String()
-	if l.rekeyed {
-		l.rekeyed = false
-		for _, r := range l.holders {
-			if err := s.putReg(tx, r); err != nil {
-				return err
-			}
-		}
-	}
 	if l.storedAs != "" && l.storedAs != key || l.storedAs != "" && len(l.holders) == 0 && !l.Pending {
 		if err := tx.Delete(registrarBucket, l.storedAs); err != nil {
 			return err
@@ -1125,7 +1195,7 @@ func (s *Service) interestChanged() {
 
 // RegistrarOf describes a lookup service for the API.
 func RegistrarOf(ls discovery.LookupService) apitypes.Registrar {
-	r := apitypes.Registrar{ServiceID: ls.ID.String(), IDFromProxy: ls.IDFromProxy, Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
+	r := apitypes.Registrar{ServiceID: ls.ID.String(), StandIn: ls.IDIsStandIn(), Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
 		Locator: discovery.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
 	if r.Groups == nil {
 		r.Groups = []string{}

@@ -61,6 +61,13 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
+	return openRig(t)
+}
+
+// openRig is newRig for tests that check for leaks themselves (parallel
+// subtests: a parent's check runs once they have all ended).
+func openRig(t *testing.T) *rig {
+	t.Helper()
 	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), dir: t.TempDir(), rec: &recorder{ch: make(chan got, 1000)}}
 	r.open()
 	t.Cleanup(r.close)

@@ -20,19 +20,18 @@ import (
 // watchLine is one line of `jinid discover --watch --json`: the fields
 // these tests read, as a consumer of the output would parse them.
 type watchLine struct {
-	Event       string   `json:"event"`
-	Reason      string   `json:"reason"`
-	ServiceID   string   `json:"serviceID"`
-	IDFromProxy bool     `json:"serviceIDFromProxy"`
-	StandIn     string   `json:"standIn"`
-	Host        string   `json:"host"`
-	Port        int      `json:"port"`
-	Groups      []string `json:"groups"`
-	Interface   string   `json:"interface"`
-	ByGroup     bool     `json:"byGroup"`
-	ByLocator   bool     `json:"byLocator"`
-	Locator     string   `json:"locator"`
-	Kind        string   `json:"kind"`
+	Event     string   `json:"event"`
+	Reason    string   `json:"reason"`
+	ServiceID string   `json:"serviceID"`
+	StandIn   bool     `json:"serviceIDStandIn"`
+	Host      string   `json:"host"`
+	Port      int      `json:"port"`
+	Groups    []string `json:"groups"`
+	Interface string   `json:"interface"`
+	ByGroup   bool     `json:"byGroup"`
+	ByLocator bool     `json:"byLocator"`
+	Locator   string   `json:"locator"`
+	Kind      string   `json:"kind"`
 }
 
 // watched is one line with when it was read.

@@ -263,16 +263,19 @@ type NotifyRegistration struct {
 // marshalled object.
 type Registrar struct {
 	ServiceID string `json:"serviceID"`
-	// IDFromProxy: ServiceID stands in for a Java lookup service's own,
-	// which its proxy hides, until the lookup service announces it.
-	IDFromProxy bool     `json:"serviceIDFromProxy,omitempty"`
-	Host        string   `json:"host"`
-	Port        int      `json:"port"`
-	Groups      []string `json:"groups"`
-	Locator     string   `json:"locator"`
-	Kind        string   `json:"kind"` // "jinid" or "java"
-	APIURL      *string  `json:"apiURL"`
-	Marshalled  []byte   `json:"marshalled"`
+	// StandIn: ServiceID stands in for the lookup service's own, which
+	// its proxy (of a class jinid cannot read) does not tell, until it
+	// announces it; it is then discarded under this one and discovered
+	// under the real one. Reggie's and jinid's proxies are read: never
+	// a stand-in.
+	StandIn    bool     `json:"serviceIDStandIn,omitempty"`
+	Host       string   `json:"host"`
+	Port       int      `json:"port"`
+	Groups     []string `json:"groups"`
+	Locator    string   `json:"locator"`
+	Kind       string   `json:"kind"` // "jinid" or "java"
+	APIURL     *string  `json:"apiURL"`
+	Marshalled []byte   `json:"marshalled"`
 }
 
 // LDSRegistered answers a registration with the lookup discovery

@@ -50,7 +50,7 @@ func newObserved(now time.Time, announceEvery time.Duration) *observed {
 		// one: three missed announcements.
 		heard: status.NewHeard(3 * cmp.Or(announceEvery, 120*time.Second))}
 	o.lsEvents = o.metrics.Counter("jinid_lookup_service_events_total",
-		"Lookup services discovered, changed, identified and discarded by the lookup discovery service, by event, the engine that saw it (group, locator) and for discards the reason.",
+		"Lookup services discovered, changed and discarded by the lookup discovery service, by event, the engine that saw it (group, locator) and for discards the reason.",
 		"event", "by", "reason")
 	return o
 }

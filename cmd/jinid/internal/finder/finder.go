@@ -388,12 +388,16 @@ func (f *finder) dialContext(ctx context.Context, network, addr string) (net.Con
 }
 
 // found records an answer; id is the ServiceID an announcement gave, if
-// any (a Java proxy's own is inside what jinid does not unmarshal).
+// any: the one the registrar proxy carries (Reggie's and jinid's do)
+// comes first.
 func (f *finder) found(resp *unicast.Response, id, how, iface string) {
 	s := sighting{id: id, host: resp.Host, port: resp.Port, iface: iface, how: how, version: resp.Version,
 		groups: slices.Clone(resp.Groups), answered: true, kind: "java", proxy: len(resp.Registrar.Marshalled)}
 	if s.groups == nil {
 		s.groups = []string{}
+	}
+	if sid := resp.Registrar.ServiceID; !sid.IsZero() {
+		s.id = sid.String()
 	}
 	if d := resp.Registrar.Descriptor; d != nil {
 		s.kind, s.apiURL, s.id, s.proxy = "jinid", d.APIURL, d.ServiceID.String(), 0

@@ -436,6 +436,9 @@ func decodeResponse(h *half, requested int) (Record, []byte) {
 	}
 	f := &UnicastResponseFields{Host: p.Host, Port: p.Port, Groups: nonNil(p.Groups),
 		Registrar: RegistrarField{Kind: "java", Size: len(p.Registrar.Marshalled)}}
+	if sid := p.Registrar.ServiceID; !sid.IsZero() {
+		f.Registrar.ServiceID = sid.String()
+	}
 	if d := p.Registrar.Descriptor; d != nil {
 		f.Registrar.Kind, f.Registrar.ServiceID, f.Registrar.APIURL = "jinid", d.ServiceID.String(), d.APIURL
 	}

@@ -125,6 +125,9 @@ func WriteText(w io.Writer, r Record) error {
 		if f.Registrar.Kind == "jinid" {
 			fmt.Fprintf(&b, " id=%s api=%s", f.Registrar.ServiceID, f.Registrar.APIURL)
 		} else {
+			if f.Registrar.ServiceID != "" {
+				fmt.Fprintf(&b, " id=%s", f.Registrar.ServiceID)
+			}
 			fmt.Fprintf(&b, " proxy=%dB", f.Registrar.Size)
 		}
 	}
