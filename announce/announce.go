@@ -28,6 +28,7 @@ const (
 // Sender is the part of the multicast transport the announcer uses.
 type Sender interface {
 	Send(g mcast.Group, build func(mcast.Joined) ([][]byte, error)) error
+	SendOn(j mcast.Joined, g mcast.Group, build func(mcast.Joined) ([][]byte, error)) error
 }
 
 // Config configures an Announcer.
@@ -52,7 +53,16 @@ type Announcer struct {
 	wg      sync.WaitGroup
 	started atomic.Bool
 	stop    sync.Once
+
+	// on are the links AnnounceOn asked for, announced on by the
+	// announcer's goroutine when poked.
+	mu   sync.Mutex
+	on   map[link]bool
+	poke chan struct{}
 }
+
+// maxOn bounds the links waiting for an announcement of their own.
+const maxOn = 256
 
 // NewAnnouncer checks cfg; Start begins announcing.
 func NewAnnouncer(cfg Config) (*Announcer, error) {
@@ -68,7 +78,8 @@ func NewAnnouncer(cfg Config) (*Announcer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Announcer{cfg: cfg, trigger: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	return &Announcer{cfg: cfg, trigger: make(chan struct{}, 1), done: make(chan struct{}),
+		on: map[link]bool{}, poke: make(chan struct{}, 1)}, nil
 }
 
 // Start announces at once, then at every interval and on every Trigger.
@@ -85,6 +96,22 @@ func (a *Announcer) Start(context.Context) error {
 func (a *Announcer) Trigger() {
 	select {
 	case a.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// AnnounceOn asks for an announcement now on one interface and family
+// only (requesters there could not be answered); the announcements
+// every interval go on as they were. It never blocks: the announcer's
+// goroutine sends it.
+func (a *Announcer) AnnounceOn(ifIndex, family int) {
+	a.mu.Lock()
+	if len(a.on) < maxOn {
+		a.on[link{ifIndex, family}] = true
+	}
+	a.mu.Unlock()
+	select {
+	case a.poke <- struct{}{}:
 	default:
 	}
 }
@@ -110,25 +137,53 @@ func (a *Announcer) run() {
 		a.announce(a.cfg.Groups)
 		wake := make(chan struct{})
 		t := a.cfg.Clock.AfterFunc(a.cfg.Interval, func() { close(wake) })
-		select {
-		case <-a.done:
-			t.Stop()
-			return
-		case <-a.trigger:
-			t.Stop()
-		case <-wake:
+	wait:
+		for {
+			select {
+			case <-a.done:
+				t.Stop()
+				return
+			case <-a.trigger:
+				t.Stop()
+				break wait
+			case <-a.poke:
+				a.announceOn()
+			case <-wake:
+				break wait
+			}
 		}
 	}
 }
 
+// announceOn announces on the links AnnounceOn asked for.
+func (a *Announcer) announceOn() {
+	a.mu.Lock()
+	on := a.on
+	a.on = map[link]bool{}
+	a.mu.Unlock()
+	for l := range on {
+		a.send(a.cfg.Groups, func(build func(mcast.Joined) ([][]byte, error)) error {
+			return a.cfg.Transport.SendOn(mcast.Joined{Index: l.index, Family: l.family}, mcast.Announcements, build)
+		})
+	}
+}
+
 func (a *Announcer) announce(groups func() []string) {
+	a.send(groups, func(build func(mcast.Joined) ([][]byte, error)) error {
+		return a.cfg.Transport.Send(mcast.Announcements, build)
+	})
+}
+
+// send builds announcements (versions 1 and 2, one sequence number) of
+// the groups and sends them as send says.
+func (a *Announcer) send(groups func() []string, send func(build func(mcast.Joined) ([][]byte, error)) error) {
 	seq, err := a.cfg.Seq.Next()
 	if err != nil {
 		a.cfg.Logger.Error("cannot announce: no sequence number", "err", err)
 		return
 	}
 	gs := groups()
-	err = a.cfg.Transport.Send(mcast.Announcements, func(j mcast.Joined) ([][]byte, error) {
+	err = send(func(j mcast.Joined) ([][]byte, error) {
 		var out [][]byte
 		for _, v := range []int{discovery.ProtocolV1, discovery.ProtocolV2} {
 			// The host is the address of the interface the packet leaves

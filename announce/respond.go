@@ -42,10 +42,19 @@ const (
 	// enough.
 	DefaultDupWindow = 2 * time.Second
 	// DefaultPerSourceRate and DefaultPerSourceBurst: the requests one
-	// source address gets answered (a discovery client sends a few, then
-	// one every few seconds).
-	DefaultPerSourceRate  = rate.Limit(1)
-	DefaultPerSourceBurst = 4
+	// source address gets answered, at once and then each second. A
+	// discovery client asks in both versions (one connect-back port
+	// each), and a host may run several: a burst of 16 answers eight
+	// clients starting together on one host (20 hosts starting at once
+	// after an outage, each asking in both versions on both families, are
+	// 80 requests from 40 sources: each within its source's burst, all
+	// within MaxPending). The rate covers their next rounds, 5 s apart,
+	// until they hear the answer; a client that has it names the lookup
+	// service as known and asks no more of it. A made-up source sends
+	// one request or a few: what holds a spoofing flood off is the
+	// suspicion of addresses that did not answer and the fair queue.
+	DefaultPerSourceRate  = rate.Limit(2)
+	DefaultPerSourceBurst = 16
 	// DefaultSuspectFor is how long an address that did not answer a
 	// connect-back (no such host: the request's source was made up) is
 	// not connected to again. It doubles with each further failure, up to
@@ -53,12 +62,15 @@ const (
 	// made-up addresses marked together come back one by one, not in a
 	// burst.
 	DefaultSuspectFor = time.Minute
-	// DefaultOverloadAnnounceEvery: when requests are refused for want of
-	// room, the lookup service announces itself instead, this often at
-	// most. One multicast announcement reaches every real requester on
-	// the link at once (they contact it themselves), whatever the
-	// made-up requests cost.
-	DefaultOverloadAnnounceEvery = time.Second
+	// DefaultOverloadAnnounceEvery: when requests are refused (for want
+	// of room, or over their source's budget), the lookup service
+	// announces itself instead on the interface and family they came in
+	// on, within this time of each refusal and this often at most there.
+	// One multicast announcement reaches every real requester on the link
+	// at once (they contact it themselves, well within their first
+	// second), whatever the made-up requests cost; at most ten a second
+	// per link is little traffic.
+	DefaultOverloadAnnounceEvery = 100 * time.Millisecond
 
 	maxTracked = 4096 // sources, suspects and recent requests remembered
 )
@@ -79,10 +91,13 @@ type ResponderConfig struct {
 	DupWindow, SuspectFor        time.Duration
 	PerSourceRate                rate.Limit
 	PerSourceBurst               int
-	// Overloaded, if set, is called (at most once per
-	// OverloadAnnounceEvery) when a request is refused because the queue
-	// is full; the daemon announces then. It must not block.
-	Overloaded            func()
+	// Overloaded, if set, is called when requests are refused (the queue
+	// is full, or their source is over its budget or suspected), with
+	// the interface and family they came in on: the daemon announces
+	// there. It is called within OverloadAnnounceEvery of each refusal,
+	// at most once per OverloadAnnounceEvery for each interface and
+	// family. It must not block.
+	Overloaded            func(ifIndex, family int)
 	OverloadAnnounceEvery time.Duration
 	Logger                *slog.Logger
 }
@@ -109,16 +124,30 @@ type Responder struct {
 	queue   fairQueue
 	active  int  // workers running
 	stopped bool // Shutdown began: no new worker
-	// lastShout is when Overloaded was last called; shoutLater, if set,
-	// calls it again once OverloadAnnounceEvery has passed, so every
-	// refused request is followed by an announcement within that time.
-	lastShout  time.Time
-	shoutLater *time.Timer
-	warn       *rate.Limiter // the log line saying so
+	// shouts are the announcements asked for refused requests, by the
+	// interface and family they came in on.
+	shouts map[link]*shout
+	warn   *rate.Limiter // the log line saying so
 
 	// Counts, for status, metrics and tests.
 	Answered, Duplicates, Busy, Failed, OffLink, Suspect atomic.Int64
 }
+
+// link is an interface and family (requests come in on, announcements
+// go out on).
+type link struct{ index, family int }
+
+// shout is when Overloaded was last called for a link; later, if set,
+// calls it again once OverloadAnnounceEvery has passed since, so that
+// every refused request is followed by an announcement within that time.
+type shout struct {
+	last  time.Time
+	later *time.Timer
+}
+
+// maxLinks bounds the links shouts are kept for (interfaces come and go;
+// a few are served at once).
+const maxLinks = 256
 
 // suspicion is an address that did not answer: not tried until until;
 // strikes counts its failures in a row.
@@ -164,7 +193,7 @@ func NewResponder(cfg ResponderConfig) *Responder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Responder{cfg: cfg, ctx: ctx, cancel: cancel,
 		recent: map[string]time.Time{}, limits: map[netip.Addr]*rate.Limiter{}, suspect: map[netip.Addr]suspicion{},
-		good: map[netip.Addr]time.Time{},
+		good: map[netip.Addr]time.Time{}, shouts: map[link]*shout{},
 		warn: rate.NewLimiter(rate.Every(time.Minute), 1)}
 	r.queue.init()
 	if r.cfg.Dial == nil {
@@ -183,8 +212,10 @@ func (r *Responder) Shutdown(context.Context) error {
 	r.cancel()
 	r.mu.Lock()
 	r.stopped = true
-	if r.shoutLater != nil {
-		r.shoutLater.Stop()
+	for _, s := range r.shouts {
+		if s.later != nil && s.later.Stop() {
+			r.wg.Done() // its function will not run
+		}
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
@@ -218,7 +249,10 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.suspectedLocked(addr, now) {
+		// Made up, most likely; or a requester that cannot be reached
+		// just now: the announcement reaches it if it is there.
 		r.Suspect.Add(1)
+		r.refusedLocked(p, now)
 		return
 	}
 	if last, ok := r.recent[addr]; ok && now.Sub(last) < r.cfg.DupWindow {
@@ -233,14 +267,10 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 		lim = rate.NewLimiter(r.cfg.PerSourceRate, r.cfg.PerSourceBurst)
 		r.limits[src] = lim
 	}
-	if !lim.AllowN(now, 1) {
-		r.Busy.Add(1)
-		return
-	}
 	_, known := r.good[src]
-	if !r.queue.push(job{src: src, addr: addr, subnets: p.Subnets}, known, r.cfg.MaxPending) {
+	if !lim.AllowN(now, 1) || !r.queue.push(job{src: src, addr: addr, subnets: p.Subnets}, known, r.cfg.MaxPending, r.cfg.PerSourceBurst) {
 		r.Busy.Add(1)
-		r.overloadedLocked(now)
+		r.refusedLocked(p, now)
 		if r.warn.AllowN(now, 1) {
 			// A flood, most likely: said once in a while, with counts.
 			r.cfg.Logger.Warn("too many multicast requests to answer: refusing some and announcing instead",
@@ -257,25 +287,38 @@ func (r *Responder) OnRequest(req discovery.Request, p mcast.Packet) {
 	}
 }
 
-// overloadedLocked has the lookup service announce itself for a refused
-// request: now, or once OverloadAnnounceEvery has passed since the last
-// time (one announcement then serves every request refused meanwhile).
-func (r *Responder) overloadedLocked(now time.Time) {
-	if r.cfg.Overloaded == nil || r.shoutLater != nil {
+// refusedLocked has the lookup service announce itself on the link a
+// refused request came in on: now, or once OverloadAnnounceEvery has
+// passed since it last did there (one announcement then serves every
+// request refused there meanwhile).
+func (r *Responder) refusedLocked(p mcast.Packet, now time.Time) {
+	if r.cfg.Overloaded == nil || r.stopped {
 		return
 	}
-	wait := r.lastShout.Add(r.cfg.OverloadAnnounceEvery).Sub(now)
+	k := link{p.IfIndex, p.Family}
+	s := r.shouts[k]
+	if s == nil {
+		forgetIf(r.shouts, maxLinks, func(s *shout) bool { return s.later == nil })
+		s = &shout{}
+		r.shouts[k] = s
+	}
+	if s.later != nil {
+		return // one is due
+	}
+	wait := s.last.Add(r.cfg.OverloadAnnounceEvery).Sub(now)
 	if wait <= 0 {
-		r.lastShout = now
-		r.cfg.Overloaded()
+		s.last = now
+		r.cfg.Overloaded(k.index, k.family)
 		return
 	}
-	r.shoutLater = time.AfterFunc(wait, func() {
+	r.wg.Add(1)
+	s.later = time.AfterFunc(wait, func() {
+		defer r.wg.Done()
 		r.mu.Lock()
-		r.shoutLater, r.lastShout = nil, time.Now()
-		r.mu.Unlock()
-		if r.ctx.Err() == nil {
-			r.cfg.Overloaded()
+		defer r.mu.Unlock()
+		s.later, s.last = nil, time.Now()
+		if !r.stopped {
+			r.cfg.Overloaded(k.index, k.family)
 		}
 	})
 }
@@ -440,14 +483,14 @@ func (q *fairQueue) init() {
 	}
 }
 
-// push queues j, unless max jobs wait already or its source has two
-// waiting.
-func (q *fairQueue) push(j job, known bool, max int) bool {
+// push queues j, unless max jobs wait already or its source has
+// perSource waiting.
+func (q *fairQueue) push(j job, known bool, max, perSource int) bool {
 	rg := &q.rings[1]
 	if known {
 		rg = &q.rings[0]
 	}
-	if q.n >= max || len(rg.jobs[j.src]) >= 2 {
+	if q.n >= max || len(rg.jobs[j.src]) >= perSource {
 		return false
 	}
 	if len(rg.jobs[j.src]) == 0 {

@@ -128,13 +128,13 @@ func TestFairQueue(t *testing.T) {
 	var q fairQueue
 	q.init()
 	a, b, known := netip.MustParseAddr("198.18.1.2"), netip.MustParseAddr("198.18.1.3"), netip.MustParseAddr("198.18.1.4")
-	q.push(job{src: a, addr: "a1"}, false, 10)
-	q.push(job{src: a, addr: "a2"}, false, 10)
-	if q.push(job{src: a, addr: "a3"}, false, 10) {
+	q.push(job{src: a, addr: "a1"}, false, 10, 2)
+	q.push(job{src: a, addr: "a2"}, false, 10, 2)
+	if q.push(job{src: a, addr: "a3"}, false, 10, 2) {
 		t.Fatal("a third job of one source was queued")
 	}
-	q.push(job{src: b, addr: "b1"}, false, 10)
-	q.push(job{src: known, addr: "k1"}, true, 10)
+	q.push(job{src: b, addr: "b1"}, false, 10, 2)
+	q.push(job{src: known, addr: "k1"}, true, 10, 2)
 	var got []string
 	for {
 		j, ok := q.pop()
@@ -147,7 +147,7 @@ func TestFairQueue(t *testing.T) {
 		t.Fatalf("order %v, want [k1 a1 b1 a2]", got)
 	}
 	for i := range 3 {
-		q.push(job{src: netip.AddrFrom4([4]byte{198, 18, 1, byte(10 + i)})}, false, 2)
+		q.push(job{src: netip.AddrFrom4([4]byte{198, 18, 1, byte(10 + i)})}, false, 2, 2)
 	}
 	if q.n != 2 {
 		t.Fatalf("%d jobs queued with a bound of 2", q.n)
@@ -155,32 +155,112 @@ func TestFairQueue(t *testing.T) {
 }
 
 // A request refused for want of room makes the lookup service announce
-// itself instead: at once, or if it just did, once the interval has
-// passed (one announcement for all refused meanwhile).
+// itself instead, on the interface and family the request came in on: at
+// once, or if it just did there, once the interval has passed (one
+// announcement for all refused there meanwhile). Another link gets its
+// own at once.
 func TestResponderOverloadedAnnounces(t *testing.T) {
-	var shouts atomic.Int64
+	var mu sync.Mutex
+	shouts := map[link]int{}
+	var total atomic.Int64
 	block := make(chan struct{})
 	defer close(block)
 	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
 		Answer: func(c net.Conn) { c.Close() }, MaxAnswers: 1, MaxPending: 2, OverloadAnnounceEvery: 50 * time.Millisecond,
-		Dial:       func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
-		Overloaded: func() { shouts.Add(1) }})
+		Dial: func(context.Context, string) (net.Conn, error) { <-block; return nil, net.ErrClosed },
+		Overloaded: func(ifIndex, family int) {
+			mu.Lock()
+			shouts[link{ifIndex, family}]++
+			mu.Unlock()
+			total.Add(1)
+		}})
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Shutdown(context.Background()) })
-	for i := range 50 {
-		req, p := request(fmt.Sprintf("198.18.1.%d", 2+i), 30000)
+	on := func(ifIndex, family int, src string) {
+		req, p := request(src, 30000)
+		p.IfIndex, p.Family = ifIndex, family
 		r.OnRequest(req, p)
 	}
-	if r.Busy.Load() < 40 || shouts.Load() != 1 {
-		t.Fatalf("busy %d, announcements asked %d; want most refused and 1 announcement", r.Busy.Load(), shouts.Load())
+	for i := range 50 {
+		on(2, 4, fmt.Sprintf("198.18.1.%d", 2+i))
 	}
-	// Those refused after the first announcement get one of their own.
-	waitCount(t, "announcements", &shouts, 2)
-	time.Sleep(150 * time.Millisecond) // no refusal since: no third (a check of absence)
-	if n := shouts.Load(); n != 2 {
-		t.Fatalf("%d announcements for one burst of refusals, want 2", n)
+	on(3, 6, "2001:db8:1::9")
+	if r.Busy.Load() < 40 || total.Load() != 2 {
+		t.Fatalf("busy %d, announcements asked %d; want most refused, and one announcement on each link", r.Busy.Load(), total.Load())
+	}
+	// Those refused after the first announcement get one of their own,
+	// on their link only.
+	waitCount(t, "announcements", &total, 3)
+	time.Sleep(150 * time.Millisecond) // no refusal since: no fourth (a check of absence)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[link]int{{2, 4}: 2, {3, 6}: 1}; fmt.Sprint(shouts) != fmt.Sprint(want) {
+		t.Fatalf("announcements asked by link %v, want %v", shouts, want)
+	}
+}
+
+// Honest requesters starting together are all answered: twenty
+// discovery clients on four hosts, each asking in both versions (a
+// connect-back port each), are within the sources' budgets and the
+// queue, and nothing is refused.
+func TestResponderHonestBurst(t *testing.T) {
+	var shouts atomic.Int64
+	var answered atomic.Int64
+	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
+		Answer: func(c net.Conn) { c.Close(); answered.Add(1) },
+		Dial: func(context.Context, string) (net.Conn, error) {
+			c, s := net.Pipe()
+			s.Close()
+			return c, nil
+		},
+		Overloaded: func(int, int) { shouts.Add(1) }})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	n := 0
+	for host := range 4 {
+		for _, src := range []string{fmt.Sprintf("198.18.1.%d", 10+host), fmt.Sprintf("2001:db8:1::%d", 10+host)} {
+			for client := range 5 {
+				for version := range 2 {
+					req, p := request(src, 40000+2*client+version)
+					r.OnRequest(req, p)
+					n++
+				}
+			}
+		}
+	}
+	waitCount(t, "answered", &answered, int64(n))
+	if r.Busy.Load() != 0 || shouts.Load() != 0 {
+		t.Fatalf("%d of %d refused (%d announcements instead), want none", r.Busy.Load(), n, shouts.Load())
+	}
+}
+
+// A source over its budget is refused, and the lookup service announces
+// itself on its link instead: a requester refused for any reason hears
+// of the lookup service within the announcement interval.
+func TestResponderOverBudgetAnnounces(t *testing.T) {
+	var shouts atomic.Int64
+	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
+		Answer: func(c net.Conn) { c.Close() }, PerSourceBurst: 2, PerSourceRate: 0.001,
+		Dial: func(context.Context, string) (net.Conn, error) {
+			c, s := net.Pipe()
+			s.Close()
+			return c, nil
+		},
+		Overloaded: func(int, int) { shouts.Add(1) }})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Shutdown(context.Background()) })
+	for i := range 3 {
+		req, p := request("198.18.1.7", 30000+i)
+		r.OnRequest(req, p)
+	}
+	if r.Busy.Load() != 1 || shouts.Load() != 1 {
+		t.Fatalf("busy %d, announcements %d; want the third refused and an announcement", r.Busy.Load(), shouts.Load())
 	}
 }
 

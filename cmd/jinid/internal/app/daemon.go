@@ -522,7 +522,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	groups := func() []string { return d.registrar.Meta().Groups }
 	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
 		Answer: d.unicast.Handle, Namespace: d.cfg.Namespace, Logger: d.log,
-		MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending, Overloaded: d.announceNow})
+		MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending, Overloaded: d.announceOn})
 	d.parts.Add("answers to multicast requests", responder)
 	onMessage := func(m mcast.Message) {
 		if m.Request != nil {
@@ -631,6 +631,14 @@ func (d *Daemon) ownAddrs() ([]netip.Addr, error) {
 func (d *Daemon) announceNow() {
 	if a := d.announcer.Load(); a != nil {
 		a.Trigger()
+	}
+}
+
+// announceOn announces at once on one interface and family: requesters
+// there could not be answered.
+func (d *Daemon) announceOn(ifIndex, family int) {
+	if a := d.announcer.Load(); a != nil {
+		a.AnnounceOn(ifIndex, family)
 	}
 }
 
