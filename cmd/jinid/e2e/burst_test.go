@@ -66,7 +66,7 @@ func TestWatchersStartingTogether(t *testing.T) {
 			for run := range burstRuns() {
 				took := startTogether(t, bin, hosts, 5)
 				slices.Sort(took)
-				t.Logf("run %d: 20 watchers discovered the daemon in %v (median), %v at most", run+1, took[len(took)/2], took[len(took)-1])
+				t.Logf("%s LAN, run %d: 20 watchers discovered the daemon in %v (median), %v at most", lanKind, run+1, took[len(took)/2], took[len(took)-1])
 				if worst := took[len(took)-1]; worst > time.Second {
 					late = append(late, fmt.Sprintf("run %d: %v", run+1, worst))
 				}

@@ -167,6 +167,26 @@ func reggieScene(t *testing.T, bin string, n int, v1Only bool) {
 	}
 	registrars("after three announcement intervals")
 
+	// One-shot discovery lists it under the same ID.
+	args := []string{"--timeout", "3s", "--merge"}
+	if v1Only {
+		args = append(args, "--no-multicast")
+		for _, l := range locators {
+			args = append(args, "--locator", l)
+		}
+	} else {
+		args = append(args, "--groups", "lab")
+	}
+	var listed []string
+	for _, r := range discoverIn(t, bin, wh, args...) {
+		if r.Kind == "java" {
+			listed = append(listed, r.ServiceID)
+		}
+	}
+	if slices.Sort(listed); !slices.Equal(listed, rids) {
+		t.Fatalf("jinid discover listed %v, want %v", listed, rids)
+	}
+
 	// Killed: no more announcements, no answer. What group discovery held
 	// is discarded once, under the same IDs; what a locator wants stays.
 	for _, r := range reggies {

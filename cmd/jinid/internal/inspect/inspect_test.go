@@ -108,3 +108,26 @@ func BenchmarkReadCapture(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/float64(b.N), "records/op")
 }
+
+// A Java lookup service's unicast response names the ServiceID its
+// registrar proxy carries (Reggie's, as it sent it).
+func TestJavaResponseServiceID(t *testing.T) {
+	resp, err := os.ReadFile("../../../../internal/javaio/testdata/reggie-unicast-v2.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pcaptest.NewCapture(t)
+	cl, sv := "192.0.2.20", "192.0.2.10"
+	c.TCP(cl, 40000, sv, 4160, true, false, nil)
+	c.TCP(sv, 4160, cl, 40000, true, false, nil)
+	c.TCP(cl, 40000, sv, 4160, false, false, vectors.Named("v2.unicast.request").Bytes())
+	c.TCP(sv, 4160, cl, 40000, false, true, resp)
+	c.TCP(cl, 40000, sv, 4160, false, true, nil)
+	var text bytes.Buffer
+	if err := ReadCapture(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "registrar=java id=9b2043d1-e829-40e9-8bb9-1a3992edd610 proxy=") {
+		t.Fatalf("no Reggie's ServiceID in:\n%s", text.String())
+	}
+}

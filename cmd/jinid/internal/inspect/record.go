@@ -76,6 +76,7 @@ type UnicastResponseFields struct {
 type RegistrarField struct {
 	Kind      string `json:"kind"` // "jinid" or "java"
 	Size      int    `json:"size"` // bytes of the marshalled proxy
+	// ServiceID is the one the proxy carries (jinid's and Reggie's do).
 	ServiceID string `json:"serviceID,omitempty"`
 	APIURL    string `json:"apiURL,omitempty"`
 }
