@@ -201,6 +201,13 @@ func TestResponderOverloadedAnnounces(t *testing.T) {
 	}
 }
 
+// reachable dials a requester that is there (and hangs up at once).
+func reachable(context.Context, string) (net.Conn, error) {
+	c, s := net.Pipe()
+	s.Close()
+	return c, nil
+}
+
 // Honest requesters starting together are all answered: twenty
 // discovery clients on four hosts, each asking in both versions (a
 // connect-back port each), are within the sources' budgets and the
@@ -209,12 +216,8 @@ func TestResponderHonestBurst(t *testing.T) {
 	var shouts atomic.Int64
 	var answered atomic.Int64
 	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
-		Answer: func(c net.Conn) { c.Close(); answered.Add(1) },
-		Dial: func(context.Context, string) (net.Conn, error) {
-			c, s := net.Pipe()
-			s.Close()
-			return c, nil
-		},
+		Answer:     func(c net.Conn) { c.Close(); answered.Add(1) },
+		Dial:       reachable,
 		Overloaded: func(int, int) { shouts.Add(1) }})
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -245,11 +248,7 @@ func TestResponderOverBudgetAnnounces(t *testing.T) {
 	var shouts atomic.Int64
 	r := NewResponder(ResponderConfig{ServiceID: discovery.ServiceID{1}, Groups: func() []string { return []string{"lab"} },
 		Answer: func(c net.Conn) { c.Close() }, PerSourceBurst: 2, PerSourceRate: 0.001,
-		Dial: func(context.Context, string) (net.Conn, error) {
-			c, s := net.Pipe()
-			s.Close()
-			return c, nil
-		},
+		Dial:       reachable,
 		Overloaded: func(int, int) { shouts.Add(1) }})
 	if err := r.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -462,6 +462,40 @@ func TestReggieIsOneLookupService(t *testing.T) {
 	}
 }
 
+// Reggie's answers in either order, version 1 (without its port) or
+// version 2 first: one lookup service under its real ServiceID from the
+// first, its port learnt from the version 2 answer (an update, nothing a
+// client hears), and its announcement adds nothing.
+func TestReggieAnswersInEitherOrder(t *testing.T) {
+	for _, order := range [][]int{{discovery.ProtocolV1, discovery.ProtocolV2}, {discovery.ProtocolV2, discovery.ProtocolV1}} {
+		r := newRig(t, []string{"lab"})
+		sim := discoverytest.Reggie("10.0.0.9", "lab")
+		sim.AnswerVersions = order
+		l := r.lan.Add(sim)
+		r.d.Start(context.Background())
+		r.clk.Advance(0)
+		if e := r.next(discovery.Discovered, l, ""); e.IDIsStandIn() {
+			t.Fatalf("order %v: discovered under a stand-in", order)
+		}
+		r.announce(l)
+		r.none()
+		got := r.d.Discovered()
+		if len(got) != 1 || got[0].ID != l.ID || got[0].Port != l.Port || got[0].Version != discovery.ProtocolV2 {
+			t.Fatalf("order %v: Discovered() = %+v, want one under %s at port %d, probed in version 2", order, got, l.ID, l.Port)
+		}
+		if order[0] == discovery.ProtocolV1 {
+			select {
+			case u := <-r.updates:
+				if u.ID != l.ID || u.Port != l.Port {
+					t.Fatalf("update %s at port %d", u.ID, u.Port)
+				}
+			default:
+				t.Fatalf("no update when the version 2 answer gave the port")
+			}
+		}
+	}
+}
+
 // Announced first, then the answers to requests sent before it was known
 // arrive: still one lookup service, no event.
 func TestReggieAnnouncedThenLateAnswers(t *testing.T) {
