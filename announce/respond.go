@@ -7,6 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -387,13 +388,17 @@ func (r *Responder) work() {
 		if suspected {
 			// Queued before its address failed for another request: a
 			// flood of made-up sources costs one try per address, however
-			// many of its requests wait.
+			// many of its requests wait (a source's next job is taken only
+			// once its last connect-back is over).
 			r.Suspect.Add(1)
 		}
 		r.mu.Unlock()
 		if !suspected {
 			r.answer(j)
 		}
+		r.mu.Lock()
+		r.queue.done(j.src)
+		r.mu.Unlock()
 	}
 }
 
@@ -470,6 +475,9 @@ func (r *Responder) dial(ctx context.Context, addr string) (net.Conn, error) {
 type fairQueue struct {
 	rings [2]ring // 0: known sources, 1: the others
 	n     int
+	// busy are the sources with a connect-back under way: their next
+	// job waits for it (the worker that ends it takes the next).
+	busy map[netip.Addr]bool
 }
 
 type ring struct {
@@ -481,6 +489,7 @@ func (q *fairQueue) init() {
 	for i := range q.rings {
 		q.rings[i].jobs = map[netip.Addr][]job{}
 	}
+	q.busy = map[netip.Addr]bool{}
 }
 
 // push queues j, unless max jobs wait already or its source has
@@ -501,15 +510,17 @@ func (q *fairQueue) push(j job, known bool, max, perSource int) bool {
 	return true
 }
 
-// pop takes the next job: the known sources' ring first.
+// pop takes the next job of a source with no connect-back under way:
+// the known sources' ring first. The source is busy until done.
 func (q *fairQueue) pop() (job, bool) {
 	for i := range q.rings {
 		rg := &q.rings[i]
-		if len(rg.order) == 0 {
+		k := slices.IndexFunc(rg.order, func(src netip.Addr) bool { return !q.busy[src] })
+		if k < 0 {
 			continue
 		}
-		src := rg.order[0]
-		rg.order = rg.order[1:]
+		src := rg.order[k]
+		rg.order = slices.Delete(rg.order, k, k+1)
 		js := rg.jobs[src]
 		j := js[0]
 		if len(js) > 1 {
@@ -519,7 +530,11 @@ func (q *fairQueue) pop() (job, bool) {
 			delete(rg.jobs, src)
 		}
 		q.n--
+		q.busy[src] = true
 		return j, true
 	}
 	return job{}, false
 }
+
+// done ends the connect-back for a job of src that pop returned.
+func (q *fairQueue) done(src netip.Addr) { delete(q.busy, src) }

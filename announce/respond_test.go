@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,8 +123,9 @@ func TestResponderSpoofedFlood(t *testing.T) {
 	t.Logf("%d connect-backs tried; suspect %d, busy %d", len(tried), r.Suspect.Load(), r.Busy.Load())
 }
 
-// Sources answered before are served first, and each source gets one
-// turn at a time however many requests it has waiting.
+// Sources answered before are served first, each source gets one turn
+// at a time however many requests it has waiting, and none has two
+// connect-backs under way at once.
 func TestFairQueue(t *testing.T) {
 	var q fairQueue
 	q.init()
@@ -136,11 +138,22 @@ func TestFairQueue(t *testing.T) {
 	q.push(job{src: b, addr: "b1"}, false, 10, 2)
 	q.push(job{src: known, addr: "k1"}, true, 10, 2)
 	var got []string
+	var busy []netip.Addr // popped, not done yet
 	for {
 		j, ok := q.pop()
 		if !ok {
-			break
+			if len(busy) == 0 {
+				break
+			}
+			// A worker ends its connect-back, and takes the next.
+			q.done(busy[0])
+			busy = busy[1:]
+			continue
 		}
+		if slices.Contains(busy, j.src) {
+			t.Fatalf("%s popped while its source's last connect-back is under way", j.addr)
+		}
+		busy = append(busy, j.src)
 		got = append(got, j.addr)
 	}
 	if fmt.Sprint(got) != "[k1 a1 b1 a2]" {
