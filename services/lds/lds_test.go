@@ -629,3 +629,68 @@ func TestDiscardLeavesLocatorOnlyRegistrationsAlone(t *testing.T) {
 		t.Fatalf("the locator-only registration's set: %v", regs)
 	}
 }
+
+// A jinid from before it read Java proxies stored a Java lookup service
+// under a ServiceID it made up (IDFromProxy). After the upgrade the
+// registrations holding it are told it is discarded, under that ID, and
+// discovered under its real one once discovery finds it again.
+func TestLegacyStandInsRetired(t *testing.T) {
+	r := newRig(t)
+	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}, Java: true})
+	reg := r.register([]string{"a"}, "jini://10.0.0.1")
+	r.clk.Advance(0)
+	r.announce(l)
+	r.next(reg, false, l)
+	r.close()
+
+	// The records as the old jinid wrote them: under a made-up ID.
+	madeUp := discovery.ServiceID{0x5a, 0x5a}
+	st, err := store.Open(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(func(tx *store.Tx) error {
+		var rec map[string]any
+		if _, err := tx.Get(registrarBucket, l.ID.String(), &rec); err != nil {
+			return err
+		}
+		ls := rec["ls"].(map[string]any)
+		ls["ID"], ls["IDFromProxy"] = madeUp, true
+		delete(ls, "StandIn")
+		rec["locatorID"] = madeUp
+		if err := tx.Delete(registrarBucket, l.ID.String()); err != nil {
+			return err
+		}
+		if err := tx.Put(registrarBucket, madeUp.String(), rec); err != nil {
+			return err
+		}
+		var rg map[string]any
+		if _, err := tx.Get(regBucket, reg.ID, &rg); err != nil {
+			return err
+		}
+		rg["discovered"] = []discovery.ServiceID{madeUp}
+		return tx.Put(regBucket, reg.ID, rg)
+	})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r.open()
+	var e got
+	select {
+	case e = <-r.rec.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event after the upgrade")
+	}
+	if e.reg != reg.ID || !e.discarded || !slices.Equal(e.ids, []discovery.ServiceID{madeUp}) {
+		t.Fatalf("after the upgrade: %+v, want %s discarded", e, madeUp)
+	}
+	r.clk.Advance(0)
+	r.announce(l)
+	r.next(reg, false, l)
+	r.none()
+	if regs, _ := r.s.Registrars(reg.ID); len(regs) != 1 || regs[0].ID != l.ID {
+		t.Fatalf("getRegistrars: %+v, want %s", regs, l.ID)
+	}
+}
