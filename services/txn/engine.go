@@ -11,6 +11,20 @@
 // (the 1.x "COMMITTED" in TX.2.7 is an erratum), and an outcome that
 // prepareAndCommit leaves unknowable is told as such (ErrOutcomeUnknown),
 // never as success or CannotCommit.
+//
+// Three rules the text leaves to the reader, as the reference manager
+// (Mahalo) reads them:
+//   - TX.2.5: a commit of a transaction that aborts fails with
+//     CannotCommit, whatever its waitFor, as soon as the abort is
+//     decided; TimeoutExpired is for a transaction that committed (or,
+//     from abort, aborted) but whose participants were not all told
+//     within waitFor.
+//   - TX.2.5: a transaction whose lease expired is aborted at the moment
+//     of the next call on it, whenever the grantor's expiry runs
+//     (Service.lapse).
+//   - TX.2.7: every participant is asked to prepare at once, so voting
+//     takes one round (the slowest voter) whatever their number;
+//     prepareAndCommit goes to a transaction's one participant only.
 package txn
 
 import (
@@ -501,23 +515,34 @@ func (e *Engine) Join(id string, p Participant) error {
 }
 
 // Commit commits the transaction (TX.2.5). waitFor < 0 is the
-// one-parameter form: it returns once the outcome is decided; otherwise it
-// also waits, up to waitFor, for every participant to be told, else it
-// returns *TimeoutExpired (never before the outcome is decided).
+// one-parameter form: it returns once the outcome is decided; otherwise,
+// when the transaction committed, it also waits, up to waitFor, for
+// every participant to be told, else it returns *TimeoutExpired with
+// Committed true (never before the outcome is decided). A transaction
+// that aborted fails commit with ErrCannotCommit whatever waitFor, as
+// soon as that is decided (TX.2.5: "If the transaction reaches the
+// ABORTED state ... commit throws CannotCommitException"; a
+// TimeoutExpired with committed false is abort's, as in the reference
+// manager).
 func (e *Engine) Commit(ctx context.Context, id string, waitFor time.Duration) error {
-	t, err := e.complete(ctx, id, waitFor, e.beginVotingLocked)
+	start := e.cfg.Clock.Now()
+	t, err := e.begin(id, e.beginVotingLocked)
 	if err != nil {
 		return err
 	}
+	if err := e.waitDecided(ctx, t); err != nil {
+		return err
+	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	unknown, aborted := t.unknown, t.state == Aborted
+	e.mu.Unlock()
 	switch {
-	case t.unknown:
+	case unknown:
 		return ErrOutcomeUnknown
-	case t.state == Aborted:
+	case aborted:
 		return ErrCannotCommit
 	}
-	return nil
+	return e.waitNotified(ctx, t, start, waitFor)
 }
 
 // Abort aborts the transaction (TX.2.5): at once while ACTIVE or VOTING;
@@ -543,15 +568,23 @@ func (e *Engine) Abort(ctx context.Context, id string, waitFor time.Duration) er
 // waitFor says (see wait).
 func (e *Engine) complete(ctx context.Context, id string, waitFor time.Duration, begin func(*txn)) (*txn, error) {
 	start := e.cfg.Clock.Now()
+	t, err := e.begin(id, begin)
+	if err != nil {
+		return nil, err
+	}
+	return t, e.wait(ctx, t, start, waitFor)
+}
+
+// begin runs f on the transaction under the lock.
+func (e *Engine) begin(id string, f func(*txn)) (*txn, error) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	t := e.txs[id]
 	if t == nil {
-		e.mu.Unlock()
 		return nil, ErrUnknownTransaction
 	}
-	begin(t)
-	e.mu.Unlock()
-	return t, e.wait(ctx, t, start, waitFor)
+	f(t)
+	return t, nil
 }
 
 // beginVotingLocked starts the voting of an ACTIVE transaction.
@@ -579,11 +612,25 @@ func (e *Engine) beginVotingLocked(t *txn) {
 // wait waits for the decision, and with waitFor ≥ 0 for the
 // notifications up to start+waitFor.
 func (e *Engine) wait(ctx context.Context, t *txn, start time.Time, waitFor time.Duration) error {
+	if err := e.waitDecided(ctx, t); err != nil {
+		return err
+	}
+	return e.waitNotified(ctx, t, start, waitFor)
+}
+
+// waitDecided waits for the decision.
+func (e *Engine) waitDecided(ctx context.Context, t *txn) error {
 	select {
 	case <-t.decided:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// waitNotified waits, with waitFor ≥ 0, for the notifications of a
+// decided transaction up to start+waitFor.
+func (e *Engine) waitNotified(ctx context.Context, t *txn, start time.Time, waitFor time.Duration) error {
 	if waitFor < 0 {
 		return nil
 	}
@@ -679,23 +726,33 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// vote runs the voting (TX.2.7): prepare everyone; if every participant
-// but the last voted NOTCHANGED, the last gets prepareAndCommit. Not in a
+// vote runs the voting (TX.2.7): every participant is asked to prepare
+// at once, so that voting takes as long as the slowest voter, whatever
+// the number of participants; the outcome is decided once all have
+// voted. A transaction with one participant asks it to prepare and
+// commit in one call instead, as the reference manager does. Not a
 // nested transaction: a participant that committed there would have
 // rolled its changes into the parent without being promoted, and so
-// would never hear whether the parent commits.
+// would never hear whether the parent commits. (The 1.x text also
+// allows prepareAndCommit for the last participant once every other one
+// voted NOTCHANGED; holding that one back until the others answer costs
+// a whole prepare time in the common case to save a round trip in a
+// rare one, so jinid does not.)
 func (e *Engine) vote(ctx context.Context, t *txn) {
 	e.mu.Lock()
 	parts := append([]Participant(nil), t.parts...)
 	e.mu.Unlock()
-	if len(parts) == 0 {
+	switch {
+	case len(parts) == 0:
 		e.decide(t, nil)
 		return
+	case len(parts) == 1 && t.parent == nil && t.remote == nil:
+		e.prepareAndCommit(ctx, t, parts[0])
+		return
 	}
-	head, last := parts[:len(parts)-1], parts[len(parts)-1]
-	votes := make([]Vote, len(head))
+	votes := make([]Vote, len(parts))
 	var wg sync.WaitGroup
-	for i, p := range head {
+	for i, p := range parts {
 		wg.Go(func() { votes[i] = e.prepare(ctx, t, p, OpPrepare) })
 	}
 	wg.Wait()
@@ -706,23 +763,16 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 			e.abort(t)
 			return
 		case VotePrepared:
-			prepared = append(prepared, head[i])
+			prepared = append(prepared, parts[i])
 		}
 	}
-	if len(prepared) > 0 || t.parent != nil || t.remote != nil {
-		switch e.prepare(ctx, t, last, OpPrepare) {
-		case VoteAborted:
-			e.abort(t)
-			return
-		case VotePrepared:
-			prepared = append(prepared, last)
-		}
-		e.decide(t, prepared)
-		return
-	}
-	// Everyone else read-only: the last one prepares and commits in one
-	// call. From then on the decision is the participant's: an abort
-	// waits for its answer, as for a decision being written.
+	e.decide(t, prepared)
+}
+
+// prepareAndCommit asks a transaction's one participant to prepare and
+// commit in one call. From then on the decision is the participant's: an
+// abort waits for its answer, as for a decision being written.
+func (e *Engine) prepareAndCommit(ctx context.Context, t *txn, p Participant) {
 	e.mu.Lock()
 	if t.state != Voting {
 		e.mu.Unlock()
@@ -730,18 +780,17 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 	}
 	t.deciding = true
 	e.mu.Unlock()
-	v := e.prepare(ctx, t, last, OpPrepareAndCommit)
+	v := e.prepare(ctx, t, p, OpPrepareAndCommit)
 	switch v { // each way ends deciding
 	case VoteAborted:
 		e.abort(t)
 	case VotePrepared: // tolerated: a commit follows
-		e.decide(t, []Participant{last})
+		e.decide(t, []Participant{p})
 	case 0: // unknowable: it may have committed, then forgotten
 		e.mu.Lock()
 		t.unknown = true
-		// Never told abort: it may have committed (and everyone else
-		// voted NOTCHANGED: nobody is told anything).
-		t.votes[last.URL] = VoteCommitted
+		// Never told abort: it may have committed.
+		t.votes[p.URL] = VoteCommitted
 		e.abortLocked(t)
 		e.mu.Unlock()
 	default: // COMMITTED or NOTCHANGED: nothing left to tell

@@ -227,6 +227,23 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// notified waits until every participant of a decided transaction was
+// told its outcome (as commit and abort with waitFor do).
+func (r *rig) notified(t *testing.T, id string) {
+	t.Helper()
+	r.e.mu.Lock()
+	tx := r.e.txs[id]
+	r.e.mu.Unlock()
+	if tx == nil {
+		t.Fatalf("no transaction %s", id)
+	}
+	select {
+	case <-tx.notified:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the participants were not all told the outcome within 5 s")
+	}
+}
+
 func state(t *testing.T, e *Engine, id string) State {
 	t.Helper()
 	s, err := e.State(id)
@@ -389,9 +406,8 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"prepareAndCommit unanswered past PrepareFor: unknown, and never told abort", func(t *testing.T, r *rig) {
-			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
-			r.f.on("p1", OpPrepareAndCommit, answer{err: errDown})
+			id := r.tx(t, 1)
+			r.f.on("p0", OpPrepareAndCommit, answer{err: errDown})
 			if err := r.retriedUntilDone(t, r.commitAsync(id, time.Hour)); !errors.Is(err, ErrOutcomeUnknown) {
 				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
 			}
@@ -424,15 +440,40 @@ func TestConformance(t *testing.T) {
 				t.Error("the decision was not forgotten once everyone rolled forward")
 			}
 		}},
-		{"NOTCHANGED voters are dropped and the last gets prepareAndCommit", func(t *testing.T, r *rig) {
+		{"NOTCHANGED voters are dropped; several participants are never asked prepareAndCommit", func(t *testing.T, r *rig) {
 			id := r.tx(t, 3)
 			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
 			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
-			if err := r.e.Commit(ctx, id, 0); err != nil {
+			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.f.seen(OpPrepareAndCommit); !slices.Equal(got, []string{"p2"}) || len(r.f.seen(OpCommit)) != 0 {
-				t.Fatalf("prepareAndCommit %v, commits %v", got, r.f.seen(OpCommit))
+			if got := r.f.seen(OpCommit); len(r.f.seen(OpPrepareAndCommit)) != 0 || !slices.Equal(got, []string{"p2"}) || r.j.writes != 1 {
+				t.Fatalf("prepareAndCommit %v, commits %v, %d writes", r.f.seen(OpPrepareAndCommit), got, r.j.writes)
+			}
+			all := r.tx(t, 3)
+			for _, p := range []string{"p0", "p1", "p2"} {
+				r.f.on(p, OpPrepare, answer{vote: VoteNotChanged})
+			}
+			if err := r.e.Commit(ctx, all, time.Hour); err != nil || state(t, r.e, all) != Committed || r.j.writes != 1 || len(r.f.seen(OpCommit)) != 1 {
+				t.Fatalf("every one NOTCHANGED: %v, %v, %d writes, commits %v", err, state(t, r.e, all), r.j.writes, r.f.seen(OpCommit))
+			}
+		}},
+		{"every participant is asked to prepare at once", func(t *testing.T, r *rig) {
+			id := r.tx(t, 10)
+			for i := range 10 {
+				r.f.block[fmt.Sprintf("p%d", i)] = make(chan struct{})
+			}
+			done := r.commitAsync(id, -1)
+			// All ten asked while none has answered.
+			until(t, "ten prepares under way", func() bool { return len(r.f.seen(OpPrepare)) == 10 })
+			for i := range 10 {
+				close(r.f.block[fmt.Sprintf("p%d", i)])
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if n := len(r.f.seen(OpPrepare)); n != 10 || len(r.f.seen(OpPrepareAndCommit)) != 0 {
+				t.Fatalf("%d prepares, prepareAndCommit %v", n, r.f.seen(OpPrepareAndCommit))
 			}
 		}},
 		{"one PREPARED and one NOTCHANGED: only the PREPARED one commits", func(t *testing.T, r *rig) {
@@ -451,10 +492,10 @@ func TestConformance(t *testing.T) {
 			r.f.on("p0", OpPrepare, answer{vote: VotePrepared})
 			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
 			r.f.on("p2", OpPrepare, answer{vote: VoteAborted})
-			// p2 is last: it is asked to prepare only after p0 and p1.
 			if err := r.e.Commit(ctx, id, time.Minute); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
+			r.notified(t, id)
 			if got := r.f.seen(OpAbort); !slices.Equal(got, []string{"p0"}) {
 				t.Fatalf("aborts %v, want p0 only", got)
 			}
@@ -560,7 +601,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			if err := r.e.Abort(ctx, id, -1); err != nil {
 				t.Fatalf("Abort: %v", err)
 			}
@@ -616,6 +657,27 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("returned in %v", s)
 			}
 		}},
+		{"an ABORTED vote slower than waitFor is CannotCommit, not TimeoutExpired", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p1", OpPrepare, answer{vote: VoteAborted})
+			r.f.block["p1"] = make(chan struct{})
+			done := r.commitAsync(id, 500*time.Millisecond)
+			until(t, "the prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			r.c.Advance(3 * time.Second) // waitFor is long past when p1 votes
+			close(r.f.block["p1"])
+			if err := <-done; !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v, want CannotCommit", err)
+			}
+		}},
+		{"an aborted commit answers at once, whoever is still being told", func(t *testing.T, r *rig) {
+			id := r.tx(t, 2)
+			r.f.on("p1", OpPrepare, answer{vote: VoteAborted})
+			r.f.on("p0", OpAbort, answer{err: errDown}) // p0 voted PREPARED: told abort, and failing
+			if err := r.e.Commit(ctx, id, time.Hour); !errors.Is(err, ErrCannotCommit) {
+				t.Fatalf("Commit: %v, want CannotCommit", err)
+			}
+			until(t, "p0 told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+		}},
 		{"waitFor 0 after an abort is TimeoutExpired committed=false or done", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
 			r.f.block["p0"] = make(chan struct{})
@@ -639,7 +701,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			if s := state(t, r.e, id); s != Voting {
 				t.Errorf("state %v, want VOTING", s)
 			}
@@ -755,33 +817,26 @@ func TestConformance(t *testing.T) {
 					for k, vk := range v {
 						r.f.on(fmt.Sprintf("p%d", k), OpPrepare, answer{vote: vk})
 					}
-					// The last one, asked prepareAndCommit when the others
-					// voted NOTCHANGED, commits where it would prepare.
-					pac := v[2]
-					if pac == VotePrepared {
-						pac = VoteCommitted
-					}
-					r.f.on("p2", OpPrepareAndCommit, answer{vote: pac})
-					err := r.e.Commit(ctx, r.tx(t, 3), time.Hour)
-					aborted := slices.Contains(v[:], VoteAborted)
-					var prepared, tellAbort []string
+					id := r.tx(t, 3)
+					err := r.e.Commit(ctx, id, time.Hour)
+					var prepared []string
 					for k, vk := range v {
-						if vk == VotePrepared && (k < 2 || slices.Contains(v[:2], VotePrepared)) {
+						if vk == VotePrepared {
 							prepared = append(prepared, fmt.Sprintf("p%d", k))
 						}
 					}
-					if aborted {
-						tellAbort = prepared
-						if v[0] == VoteAborted || v[1] == VoteAborted {
-							tellAbort = slices.DeleteFunc(slices.Clone(prepared), func(u string) bool { return u == "p2" })
-							tellAbort = append(tellAbort, "p2") // never asked: told
-						}
-						slices.Sort(tellAbort)
+					if len(r.f.seen(OpPrepare)) != 3 || len(r.f.seen(OpPrepareAndCommit)) != 0 {
+						t.Fatalf("prepares %v, prepareAndCommit %v: want each asked to prepare", r.f.seen(OpPrepare), r.f.seen(OpPrepareAndCommit))
+					}
+					if slices.Contains(v[:], VoteAborted) {
 						if !errors.Is(err, ErrCannotCommit) {
 							t.Fatalf("commit: %v, want CannotCommit", err)
 						}
-						if got := r.f.seen(OpAbort); !slices.Equal(got, tellAbort) {
-							t.Errorf("told abort: %v, want %v", got, tellAbort)
+						// Every vote is in before the abort: the PREPARED
+						// voters are told, no other.
+						r.notified(t, id)
+						if got := r.f.seen(OpAbort); !slices.Equal(got, prepared) {
+							t.Errorf("told abort: %v, want %v", got, prepared)
 						}
 						if len(r.f.seen(OpCommit)) != 0 || r.j.writes != 0 {
 							t.Errorf("an aborted transaction: commit calls %v, %d writes", r.f.seen(OpCommit), r.j.writes)
@@ -834,7 +889,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 1 })
+			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			r.e.LeaseEnded(id)
 			close(r.f.block["p0"])
 			if err := <-done; err != nil {

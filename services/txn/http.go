@@ -140,6 +140,7 @@ func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	liftDeadlines(w)
+	s.lapse(r.PathValue("id"))
 	v, err := s.eng.Link(r.Context(), r.PathValue("id"), r.PathValue("token"), cb.Op)
 	switch {
 	case err != nil:

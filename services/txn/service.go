@@ -132,6 +132,34 @@ func (s *Service) release(_ *store.Tx, id string) error {
 	return nil
 }
 
+// lapse ends, as the grantor's expiry would, the transactions among id
+// and its ancestors on this manager whose leases have expired: at the
+// moment of each call, whenever the grantor's timer runs. TX.2.5: letting
+// the lease expire is equivalent to an abort, so a transaction whose
+// lease has expired is not joined, committed or nested into, and reads
+// ABORTED. (The expiry that follows finds it aborted and does nothing.)
+func (s *Service) lapse(id string) {
+	for seen := 0; id != "" && seen < maxNesting; seen++ {
+		s.mu.Lock()
+		lid, ok := s.leaseOf[id]
+		quiet := s.closing[id]
+		s.mu.Unlock()
+		if ok && !quiet {
+			if _, err := s.cfg.Grantor.Get(lid); err != nil {
+				s.eng.LeaseEnded(id)
+			}
+		}
+		p, ok := s.eng.Parent(id)
+		if !ok || p.Manager != "" {
+			return // top-level, or the parent is another manager's
+		}
+		id = p.ID
+	}
+}
+
+// maxNesting bounds the ancestors lapse looks at.
+const maxNesting = 64
+
 // Create starts a transaction with a lease of the requested duration:
 // a top-level one if parent.ID is "", else one nested in parent, on this
 // manager (parent.Manager "" or this one's) or on another.
@@ -142,6 +170,7 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 	case parent.ID == "":
 		id = s.eng.Create()
 	case parent.Manager == "" || parent.Manager == s.cfg.Manager:
+		s.lapse(parent.ID)
 		id, err = s.eng.CreateNested(parent.ID)
 	default:
 		if err = s.cfg.Outbound.CheckURL("parent.manager", parent.Manager); err != nil {
@@ -169,12 +198,14 @@ func (s *Service) Join(id string, p Participant) error {
 	if err := s.cfg.Outbound.CheckURL("participant", p.URL); err != nil {
 		return err
 	}
+	s.lapse(id)
 	return codeOf(s.eng.Join(id, p))
 }
 
 // State is the transaction's state, and a nested one's parent (its
 // Manager this manager's URL when it is here).
 func (s *Service) State(id string) (State, *Ref, error) {
+	s.lapse(id)
 	st, err := s.eng.State(id)
 	if err != nil {
 		return 0, nil, codeOf(err)
@@ -197,11 +228,13 @@ func (s *Service) Promote(id string, parts []Participant, drop string) error {
 			return err
 		}
 	}
+	s.lapse(id)
 	return codeOf(s.eng.Promote(id, parts, drop))
 }
 
 // Commit commits; waitFor < 0 is the one-parameter form.
 func (s *Service) Commit(ctx context.Context, id string, waitFor time.Duration) (State, error) {
+	s.lapse(id)
 	s.endLease(id)
 	err := s.eng.Commit(ctx, id, waitFor)
 	st, _ := s.eng.State(id)
@@ -210,6 +243,7 @@ func (s *Service) Commit(ctx context.Context, id string, waitFor time.Duration) 
 
 // Abort aborts; waitFor < 0 is the one-parameter form.
 func (s *Service) Abort(ctx context.Context, id string, waitFor time.Duration) (State, error) {
+	s.lapse(id)
 	s.endLease(id)
 	err := s.eng.Abort(ctx, id, waitFor)
 	st, _ := s.eng.State(id)

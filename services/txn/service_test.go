@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/txntest"
 )
@@ -333,5 +334,79 @@ func TestOversizedAndRepeated(t *testing.T) {
 	}
 	if ps[0].seen() != "prepare,commit" || ps[2].seen() != "" {
 		t.Fatalf("participants saw %q and %q", ps[0].seen(), ps[2].seen())
+	}
+}
+
+// A transaction whose lease has expired is over at the moment of the
+// next call, whether or not the grantor's expiry has run yet (TX.2.5:
+// letting the lease expire is an abort): a join is CannotJoin, a commit
+// CannotCommit, its state ABORTED, a nested create in it CannotJoin; and
+// a nested transaction whose parent's lease expired is aborted with it.
+// The fake clock moves past the expiration without running the
+// grantor's timer (a late sweep), 1 to 50 ms past it.
+func TestLeaseExpiryAtEachCall(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	r := &rig{txntest.Start(t, txn.ServiceConfig{Backoff: 10 * time.Millisecond, Clock: clk})}
+	p := newParticipant(t, "PREPARED")
+	var eb errBody
+	create := func(body string) string {
+		t.Helper()
+		var created struct{ ID string }
+		if code := r.do(t, "POST", "/v1/transactions", body, &created); code != 200 {
+			t.Fatalf("create %s: %d", body, code)
+		}
+		return created.ID
+	}
+	for _, past := range []time.Duration{time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
+		for _, call := range []struct {
+			name string
+			do   func(id string) (int, string)
+			want string
+		}{
+			{"join", func(id string) (int, string) {
+				code := r.do(t, "POST", "/v1/transactions/"+id+"/participants", `{"participant":{"url":"`+p.srv.URL+`/other"},"crashCount":1}`, &eb)
+				return code, eb.Error.Code
+			}, "CannotJoin"},
+			{"commit", func(id string) (int, string) {
+				code := r.do(t, "POST", "/v1/transactions/"+id+"/commit", `{"waitFor":1000}`, &eb)
+				return code, eb.Error.Code
+			}, "CannotCommit"},
+			{"state", func(id string) (int, string) {
+				var st struct{ State string }
+				code := r.do(t, "GET", "/v1/transactions/"+id, "", &st)
+				return code, st.State
+			}, "ABORTED"},
+			{"nested create", func(id string) (int, string) {
+				code := r.do(t, "POST", "/v1/transactions", `{"leaseDuration":60000,"parent":{"id":"`+id+`"}}`, &eb)
+				return code, eb.Error.Code
+			}, "CannotJoin"},
+		} {
+			eb = errBody{}
+			id := create(`{"leaseDuration":1000}`)
+			if code := r.do(t, "POST", "/v1/transactions/"+id+"/participants", `{"participant":{"url":"`+p.srv.URL+`"},"crashCount":1}`, nil); code != 204 {
+				t.Fatalf("join: %d", code)
+			}
+			clk.Skip(time.Second + past)
+			if code, got := call.do(id); got != call.want {
+				t.Errorf("%s %v after the lease's expiration: %d %s, want %s", call.name, past, code, got, call.want)
+			}
+			clk.Advance(0) // the grantor's expiry, late: nothing more happens
+			var st struct{ State string }
+			if r.do(t, "GET", "/v1/transactions/"+id, "", &st); st.State != "ABORTED" {
+				t.Errorf("%s %v after: %s, want ABORTED", call.name, past, st.State)
+			}
+		}
+	}
+	if strings.Contains(p.seen(), "prepare") || strings.Contains(p.seen(), "commit") {
+		t.Fatalf("a participant of an expired transaction was asked %s", p.seen())
+	}
+
+	// A nested transaction's parent expires: it is aborted with it.
+	parent := create(`{"leaseDuration":1000}`)
+	child := create(`{"leaseDuration":60000,"parent":{"id":"` + parent + `"}}`)
+	clk.Skip(time.Second + time.Millisecond)
+	var st struct{ State string }
+	if r.do(t, "GET", "/v1/transactions/"+child, "", &st); st.State != "ABORTED" {
+		t.Fatalf("a nested transaction whose parent's lease expired: %s, want ABORTED", st.State)
 	}
 }

@@ -32,7 +32,8 @@ type Manager struct {
 }
 
 // Start runs one until the test ends. cfg's Store, Grantor, Outbound,
-// Client and Manager are filled in; its other settings are kept.
+// Client and Manager are filled in; its other settings are kept (a Clock
+// is the grantor's too).
 func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 	t.Helper()
 	st, err := store.Open(t.TempDir())
@@ -41,7 +42,11 @@ func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 	}
 	reg := metrics.New()
 	st.Instrument(reg)
-	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	g := lease.New(st, clk, slog.New(slog.DiscardHandler))
 	// Participants in tests listen on loopback, which the outbound
 	// policy refuses unless allowed.
 	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
