@@ -4,13 +4,24 @@
 // renews them until their desired expiration.
 //
 // Each client lease is renewed, for min(renew duration, what is left of
-// its desired duration), a safety margin before its actual expiration;
-// the margin grows with the grantor's round-trip time and never exceeds
-// half the lease's current period. Leases of one grantor due within a
-// batch window of each other go in one renewAll call. Indefinite failures
-// are retried until the actual expiration (then a renewal failure event
-// carries the last error); definite ones (UnknownLease, LeaseDenied, 404,
-// 400) end the lease at once with a renewal failure event.
+// its desired duration), one round trip of its grantor (as measured) plus
+// a safety margin before its actual expiration, so that the answer is
+// back with the margin to spare; for a lease too short for the whole
+// margin, the safety part is half the lease's current period, and a
+// lease shorter still is renewed as soon as its last renewal is answered.
+// LR.2: a lease in a set is renewed as long as it is in the set, so one
+// whose renewal is under way when its recorded expiration comes stays
+// until the answer (a round trip of its grantor, and a second, at most):
+// the grantor, which had the request before the lease ended, says
+// whether it renewed it. Leases of one grantor due within a batch window
+// of each other go in one renewAll call. Indefinite failures are retried
+// until the actual expiration (then a renewal failure event carries the
+// last error); definite ones (UnknownLease, LeaseDenied, 404, 400) end
+// the lease at once with a renewal failure event. An event carries what
+// the grantor answered, code and message, when it answered as the API
+// does (LR.2: the exception the last attempt ended with); for any other
+// answer, only a category (BadAnswer, Timeout, ...): no other host's
+// bytes go out through jinid.
 //
 // Every set, client lease (desired and last recorded expiration),
 // listener registration and sequence number is in the store; a renewal's
@@ -163,6 +174,7 @@ type member struct {
 	end      int64 // when it leaves the set: min(Expiration, Desired)
 	failures int   // indefinite failures in a row
 	period   int64 // length of the current lease period, ms
+	graced   bool  // its end was put off for the answer of a call in flight
 	dueSlot  int   // its place in its grantor's queue (pqueue)
 	endSlot  int   // its place in the service's end queue (pqueue)
 	busy     bool  // in a renewal call now
@@ -196,7 +208,8 @@ type grantorQueue struct {
 	url   string
 	queue pqueue.Queue[*member] // by due time
 	busy  bool                  // a renewal call is in flight
-	rtt   time.Duration
+	rtt   time.Duration         // round trip, a moving average
+	last  time.Duration         // the last round trip
 	timer clock.Timer
 	at    int64 // when timer fires; 0 if none
 }
@@ -800,7 +813,7 @@ func (s *Service) clearRefused(setID string, eventID int64, regID string, o even
 // schedule files a client lease in the queues for what it needs next;
 // the caller holds mu.
 func (s *Service) schedule(m *member, now int64) {
-	m.end = min(m.Expiration, m.Desired)
+	m.end, m.graced = min(m.Expiration, m.Desired), false
 	s.ends.Update(m)
 	s.armEnd()
 	if m.busy {
@@ -829,11 +842,36 @@ func (s *Service) nextRenewal(g *grantorQueue, m *member, now int64) (int64, boo
 		at := now + backoff.Milliseconds()
 		return at, at < m.Expiration
 	}
-	margin := (s.cfg.SafetyMargin + 2*g.rtt).Milliseconds()
+	safety := s.cfg.SafetyMargin.Milliseconds()
 	if m.period > 0 {
-		margin = min(margin, m.period/2)
+		safety = min(safety, m.period/2)
 	}
-	return m.Expiration - margin, true
+	return max(m.Expiration-g.roundTrip().Milliseconds()-safety, now), true
+}
+
+// roundTrip is what a call to the grantor is expected to take: the
+// larger of its moving average and its last one, so that a grantor
+// slowing down is allowed for at once.
+func (g *grantorQueue) roundTrip() time.Duration { return max(g.rtt, g.last) }
+
+// measured takes a call's round trip.
+func (g *grantorQueue) measured(rtt time.Duration) {
+	g.last = rtt
+	if g.rtt == 0 {
+		g.rtt = rtt
+		return
+	}
+	g.rtt = (3*g.rtt + rtt) / 4
+}
+
+// grace is how long past its end a lease whose renewal is under way
+// stays, for the answer: a round trip of its grantor, and a second.
+func (s *Service) grace(m *member) int64 {
+	rtt := time.Duration(0)
+	if g := s.grantors[normalizeGrantor(m.Grantor)]; g != nil {
+		rtt = g.roundTrip()
+	}
+	return (rtt + time.Second).Milliseconds()
 }
 
 func (s *Service) grantor(url string) *grantorQueue {
@@ -950,6 +988,13 @@ func (s *Service) fireEnds() {
 		defer s.mu.Unlock()
 		now := s.now()
 		for m, ok := s.ends.Min(); ok && m.end <= now; m, ok = s.ends.Min() {
+			if m.busy && !m.graced && m.end == m.Expiration && m.Expiration < m.Desired {
+				// Its renewal is under way: the answer says whether it
+				// ended (the call, when it returns, schedules it again).
+				m.end, m.graced = m.end+s.grace(m), true
+				s.ends.Update(m)
+				continue
+			}
 			evs = append(evs, s.drop(tx, s.sets[m.Set], m, m.LastErr, now)...)
 		}
 		return nil
@@ -1027,7 +1072,7 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err == nil {
-			g.rtt = (3*g.rtt + rtt) / 4
+			g.measured(rtt)
 		}
 		done := s.now()
 		for i, m := range batch {

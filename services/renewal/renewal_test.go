@@ -187,6 +187,21 @@ func (r *rig) advance(d time.Duration) {
 	r.clk.AdvanceSettling(d, r.settle)
 }
 
+// release lets the calls held by hold return, and waits until they
+// have been recorded.
+func (r *rig) release(hold chan struct{}) {
+	r.t.Helper()
+	close(hold)
+	deadline := time.Now().Add(5 * time.Second)
+	for r.fake.hanging() > 0 {
+		if time.Now().After(deadline) {
+			r.t.Fatal("held calls still waiting after 5 s")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	r.settle()
+}
+
 func (r *rig) settle() {
 	deadline := time.Now().Add(5 * time.Second)
 	for r.s != nil && r.s.inflight.Load() > int64(r.fake.hanging()) {
@@ -563,7 +578,7 @@ func TestConformance(t *testing.T) {
 			r.noTimerWithin(time.Hour)
 		}},
 		// a hung grantor holds up nothing (issue 13.3)
-		{"renew/hung-call-lease-leaves-at-its-expiration-with-event", func(t *testing.T, r *rig) {
+		{"renew/hung-call-lease-leaves-a-grace-after-its-expiration-with-event", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
 			l := r.clientLease(g1, "a", time.Minute)
@@ -579,9 +594,14 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("left before its expiration: %+v", ls)
 			}
 			r.noEvent()
-			r.advance(time.Millisecond) // its actual expiration
+			r.advance(time.Millisecond) // its actual expiration: its renewal is under way
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
+				t.Fatalf("left while its renewal was under way: %+v", ls)
+			}
+			r.noEvent()
+			r.advance(time.Second) // the grace: a round trip (none yet measured) and a second
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
-				t.Fatalf("still listed at its expiration: %+v", ls)
+				t.Fatalf("still listed a grace after its expiration: %+v", ls)
 			}
 			e := r.event()
 			el := e.Event.(apitypes.RenewalFailureEvent).Lease
@@ -595,6 +615,21 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("back after the late answer: %+v", ls)
 			}
 		}},
+		{"renew/an-answer-just-after-the-expiration-keeps-what-the-grantor-renewed", func(t *testing.T, r *rig) {
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			hold := make(chan struct{})
+			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
+			r.advance(60 * time.Second) // renewal sent at 50 s, answered after its expiration
+			r.release(hold)
+			r.advance(500 * time.Millisecond)
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Expiration <= r.now() {
+				t.Fatalf("the lease its grantor renewed left the set: %+v", ls)
+			}
+			r.noEvent()
+		}},
 		{"renew/hung-call-other-leases-of-that-grantor-leave-on-time", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
 			r.s.SetFailureListener(c.ID, "http://l/", nil)
@@ -605,11 +640,11 @@ func TestConformance(t *testing.T) {
 			hold := make(chan struct{})
 			defer close(hold)
 			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
-			r.advance(60 * time.Second)
+			r.advance(61 * time.Second) // a's expiration and its grace (its renewal hangs)
 			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Lease.ID != "a" {
 				t.Fatalf("first event %+v", e.Event)
 			}
-			r.advance(10 * time.Second)
+			r.advance(9 * time.Second) // b's expiration: b waits for the call, not in it
 			e := r.event()
 			if el := e.Event.(apitypes.RenewalFailureEvent).Lease; el.ID != "b" || el.Expiration != b.Expiration || e.Event.Remote().SeqNum != 2 {
 				t.Fatalf("second event %+v", e.Event)
@@ -884,5 +919,34 @@ func TestConformance(t *testing.T) {
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))
+	}
+}
+
+// When a client lease is renewed: one round trip of its grantor plus the
+// safety margin before its expiration; the safety part is half the
+// lease's period at most; and at once when even that does not fit.
+func TestNextRenewal(t *testing.T) {
+	s := &Service{cfg: Config{SafetyMargin: 30 * time.Second}}
+	const now = 1_000_000
+	for _, c := range []struct {
+		name         string
+		period, left int64 // ms: the lease's period, and what is left of it now
+		rtt, last    time.Duration
+		want         int64 // ms from now
+	}{
+		{"long lease, fast grantor", 3_600_000, 3_600_000, time.Millisecond, time.Millisecond, 3_600_000 - 30_001},
+		{"long lease, slow grantor", 3_600_000, 3_600_000, 2 * time.Second, 2 * time.Second, 3_600_000 - 32_000},
+		{"a grantor slowing down: its last round trip counts", 3_600_000, 3_600_000, 100 * time.Millisecond, 5 * time.Second, 3_600_000 - 35_000},
+		{"3 s lease, 0.3 s round trip", 3_000, 3_000, 300 * time.Millisecond, 300 * time.Millisecond, 1_200},
+		{"3 s lease answered after 1 s: 2 s left", 2_000, 2_000, time.Second, time.Second, 0},
+		{"3 s lease, 1 s round trip, answered at once", 3_000, 3_000, time.Second, time.Second, 500},
+		{"shorter than a round trip: at once", 1_500, 1_500, 1500 * time.Millisecond, 1500 * time.Millisecond, 0},
+	} {
+		g := &grantorQueue{rtt: c.rtt, last: c.last}
+		m := &member{ClientLease: ClientLease{Expiration: now + c.left}, Desired: math.MaxInt64, period: c.period}
+		due, ok := s.nextRenewal(g, m, now)
+		if !ok || due-now != c.want {
+			t.Errorf("%s: renewed %d ms from now (%v), want %d", c.name, due-now, ok, c.want)
+		}
 	}
 }
