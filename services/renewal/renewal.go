@@ -99,6 +99,9 @@ type Sender interface {
 type Result struct {
 	Expiration int64
 	Err        *fault.Error
+	// Retry: the grantor refused for now (503, 429, ...), whatever the
+	// code it gave: an indefinite failure.
+	Retry bool
 }
 
 // Renewer renews leases at their grantor: one renewAll call. An error
@@ -1094,7 +1097,7 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 			case results[i].Err == nil:
 				m.period = results[i].Expiration - done
 				m.Expiration, m.LastErr, m.failures = results[i].Expiration, nil, 0
-			case definite(results[i].Err.Code):
+			case definite(results[i].Err.Code) && !results[i].Retry:
 				// It will not be renewed: out of the set now, its
 				// expiration the last one recorded (LR.2).
 				if err := tx.Delete(leasesBucket, m.key()); err != nil {

@@ -85,6 +85,10 @@ func timeoutOf(hc http1.Doer) time.Duration {
 type Error struct {
 	Status int
 	Err    apitypes.Error
+	// Coded says the answer's body was the API's coded error; when it
+	// was not (an HTML page, another service's text), Err's code is
+	// Internal and its message what the body said.
+	Coded bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Err.Error(), e.Status) }
@@ -119,10 +123,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if resp.StatusCode/100 != 2 {
 		var eb apitypes.ErrorBody
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-		if json.Unmarshal(raw, &eb) != nil || eb.Error.Code == "" {
+		coded := json.Unmarshal(raw, &eb) == nil && eb.Error.Code != ""
+		if !coded {
 			eb.Error = apitypes.Error{Code: apitypes.Internal, Message: strings.TrimSpace(string(raw))}
 		}
-		return &Error{Status: resp.StatusCode, Err: eb.Error}
+		return &Error{Status: resp.StatusCode, Err: eb.Error, Coded: coded}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
