@@ -74,8 +74,8 @@ type UnicastResponseFields struct {
 
 // RegistrarField says what kind of registrar proxy a response carried.
 type RegistrarField struct {
-	Kind      string `json:"kind"` // "jinid" or "java"
-	Size      int    `json:"size"` // bytes of the marshalled proxy
+	Kind string `json:"kind"` // "jinid" or "java"
+	Size int    `json:"size"` // bytes of the marshalled proxy
 	// ServiceID is the one the proxy carries (jinid's and Reggie's do).
 	ServiceID string `json:"serviceID,omitempty"`
 	APIURL    string `json:"apiURL,omitempty"`
