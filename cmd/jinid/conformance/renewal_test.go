@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,18 +44,7 @@ const grantedFor = 3 * time.Second
 func newLabGrantor(t *testing.T, h *netlab.Host, ip string, answer time.Duration) *labGrantor {
 	t.Helper()
 	g := &labGrantor{answer: answer, exp: map[string]time.Time{}}
-	var ln net.Listener
-	if err := h.Namespace().Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	g.URL = "http://" + ln.Addr().String()
+	g.URL = jinidtest.ServeIn(t, h, ip, g)
 	return g
 }
 
@@ -123,15 +111,7 @@ func (g *labGrantor) state() (calls int, lapses []string) {
 // grantor URL where no HTTP server is.
 func bannerServer(t *testing.T, h *netlab.Host, ip string) string {
 	t.Helper()
-	var ln net.Listener
-	if err := h.Namespace().Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := jinidtest.ListenIn(t, h, ip)
 	go func() {
 		for {
 			c, err := ln.Accept()

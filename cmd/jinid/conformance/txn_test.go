@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -122,18 +121,7 @@ type partCall struct {
 func newLabParticipants(t *testing.T, h *netlab.Host, ip string) *labParticipants {
 	t.Helper()
 	ps := &labParticipants{how: map[string]partBehaviour{}}
-	var ln net.Listener
-	if err := h.Namespace().Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: ps, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	ps.base = "http://" + ln.Addr().String()
+	ps.base = jinidtest.ServeIn(t, h, ip, ps)
 	return ps
 }
 

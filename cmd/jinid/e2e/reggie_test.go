@@ -234,15 +234,7 @@ func reggieScene(t *testing.T, bin string, n int, v1Only bool) {
 // from the lookup service itself. It returns the address it listens on.
 func versionOneOnly(t *testing.T, h *netlab.Host, ip netip.Addr, to netip.AddrPort) string {
 	t.Helper()
-	var ln net.Listener
-	if err := h.Namespace().Do(func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := jinidtest.ListenIn(t, h, ip.String())
 	go func() {
 		for {
 			conn, err := ln.Accept()

@@ -412,6 +412,33 @@ type posted struct {
 	body map[string]any
 }
 
+// ListenIn listens on TCP at ip (any port) inside lab host h, until the
+// test ends.
+func ListenIn(t testing.TB, h *netlab.Host, ip string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	if err := h.Namespace().Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// ServeIn serves handler over HTTP at ip inside lab host h until the
+// test ends, and returns its base URL.
+func ServeIn(t testing.TB, h *netlab.Host, ip string, handler http.Handler) string {
+	t.Helper()
+	ln := ListenIn(t, h, ip)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
 // NewSink serves a sink on ip inside lab host h, or on loopback in this
 // process's namespace when h is nil, until the test ends.
 func NewSink(t testing.TB, h *netlab.Host, ip string) *Sink {
