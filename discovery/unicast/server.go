@@ -35,6 +35,10 @@ type ServerConfig struct {
 	// all and from one address (loopback apart); one over a cap is
 	// closed at once. 0 means the defaults.
 	MaxConns, MaxPerSource int
+	// SourceBits4 and SourceBits6: the per-source cap counts addresses
+	// by these prefix lengths; 0 means connlimit's defaults (an IPv6 /64
+	// is one source).
+	SourceBits4, SourceBits6 int
 	// Timeout bounds one exchange; 0 means DefaultTimeout.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -66,7 +70,8 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	lim := connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource})
+	lim := connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
+		SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6})
 	return &Server{cfg: cfg, ln: lim, ctx: ctx, stop: cancel}
 }
 

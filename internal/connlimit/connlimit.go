@@ -24,6 +24,40 @@ type Config struct {
 	// Loopback is the most from this host (loopback addresses), counted
 	// apart from Max and PerSource.
 	Loopback int
+	// SourceBits4 and SourceBits6 are the prefix lengths a source is
+	// counted by: every address in one IPv4 /SourceBits4 or IPv6
+	// /SourceBits6 is one source. An IPv6 host has a /64 of its own and
+	// may take any address in it, so by default IPv6 sources are /64s
+	// and IPv4 ones single addresses (DefaultSourceBits4, 6).
+	SourceBits4, SourceBits6 int
+}
+
+// The prefix lengths sources are counted by unless configured.
+const (
+	DefaultSourceBits4 = 32
+	DefaultSourceBits6 = 64
+)
+
+// Source is the source address a counts as, in prefixes of bits4 (IPv4)
+// or bits6 (IPv6) bits, zero meaning the defaults: the first address of
+// its prefix.
+func Source(a netip.Addr, bits4, bits6 int) netip.Addr {
+	a = a.Unmap().WithZone("")
+	bits := cmpOr(bits6, DefaultSourceBits6)
+	if a.Is4() {
+		bits = cmpOr(bits4, DefaultSourceBits4)
+	}
+	if p, err := a.Prefix(bits); err == nil {
+		return p.Addr()
+	}
+	return a
+}
+
+func cmpOr(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Listener wraps ln.
@@ -52,7 +86,7 @@ func (l *Limited) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := sourceOf(c)
+		src := l.sourceOf(c)
 		if !l.take(src) {
 			l.Refused.Add(1)
 			c.Close()
@@ -69,12 +103,15 @@ func (l *Limited) Held() int {
 	return l.total + l.loopback
 }
 
-func sourceOf(c net.Conn) netip.Addr {
+func (l *Limited) sourceOf(c net.Conn) netip.Addr {
 	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	if err != nil {
 		return netip.Addr{} // a unix socket: one source
 	}
-	return ap.Addr().Unmap().WithZone("")
+	if ap.Addr().Unmap().IsLoopback() {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	return Source(ap.Addr(), l.cfg.SourceBits4, l.cfg.SourceBits6)
 }
 
 func (l *Limited) take(src netip.Addr) bool {

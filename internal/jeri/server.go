@@ -24,6 +24,21 @@ const (
 	DefaultMaxRequest = 1 << 20
 	// DefaultMaxCalls bounds the calls one connection has running.
 	DefaultMaxCalls = 16
+	// DefaultMaxBuffered bounds the bytes one connection's calls hold,
+	// from the first byte of each until its handler returns: a client
+	// cannot make jinid hold more than this for it by opening sessions
+	// and never ending them (256 sessions of a megabyte each, else).
+	DefaultMaxBuffered = 4 << 20
+	// DefaultMaxBufferedTotal bounds the same over every connection.
+	DefaultMaxBufferedTotal = 32 << 20
+	// DefaultProgress: a connection with a call not yet whole must send
+	// at least MinProgress bytes every DefaultProgress, or finish it;
+	// else it is closed (one byte of a call, then silence, holds
+	// nothing for long).
+	DefaultProgress = 10 * time.Second
+	// MinProgress is the bytes a call not yet whole must bring each
+	// progress interval.
+	MinProgress = 1024
 	// DefaultIdle closes a connection with no session for this long;
 	// Java closes its own after 15 s.
 	DefaultIdle = 2 * time.Minute
@@ -56,7 +71,22 @@ type ServerConfig struct {
 	MaxRequest             int
 	MaxCalls               int
 	Idle                   time.Duration
-	Logger                 *slog.Logger
+	// MaxBuffered and MaxBufferedTotal bound the bytes held for calls,
+	// from a session's first byte until its handler returns, on one
+	// connection and on all; a call that would pass either is a protocol
+	// error and its connection is closed. Progress is the interval in
+	// which a call not yet whole must bring MinProgress bytes.
+	MaxBuffered, MaxBufferedTotal int
+	Progress                      time.Duration
+	// Allow, if set, says whether a connection from remote may be served
+	// at all (it may do something on this daemon): one it refuses is
+	// closed before anything is read from it.
+	Allow func(remote net.Addr) bool
+	// SourceBits4 and SourceBits6: the per-source cap counts addresses by
+	// these prefix lengths (an IPv6 host has a /64 of its own); zero
+	// means connlimit's defaults.
+	SourceBits4, SourceBits6 int
+	Logger                   *slog.Logger
 }
 
 // Server is the server side of the mux protocol on a listener.
@@ -70,9 +100,12 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 
+	// buffered is what every connection's calls hold.
+	buffered atomic.Int64
+
 	// ProtocolErrors counts connections closed for breaking the
-	// protocol.
-	ProtocolErrors atomic.Int64
+	// protocol; Disallowed, those not served for their source.
+	ProtocolErrors, Disallowed atomic.Int64
 	logged         atomic.Int64 // unix seconds of the last warning
 }
 
@@ -93,13 +126,23 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 	if cfg.Idle <= 0 {
 		cfg.Idle = DefaultIdle
 	}
+	if cfg.MaxBuffered <= 0 {
+		cfg.MaxBuffered = DefaultMaxBuffered
+	}
+	if cfg.MaxBufferedTotal <= 0 {
+		cfg.MaxBufferedTotal = DefaultMaxBufferedTotal
+	}
+	if cfg.Progress <= 0 {
+		cfg.Progress = DefaultProgress
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg:   cfg,
-		ln:    connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource}),
+		ln: connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
+			SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6}),
 		ctx:   ctx,
 		stop:  cancel,
 		conns: make(map[net.Conn]struct{}),
@@ -111,6 +154,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Refused counts connections closed for a cap.
 func (s *Server) Refused() int64 { return s.ln.Refused.Load() }
+
+// Buffered is the bytes held for calls on every connection now.
+func (s *Server) Buffered() int64 { return s.buffered.Load() }
 
 // Start begins accepting.
 func (s *Server) Start(context.Context) error {
@@ -150,6 +196,12 @@ func (s *Server) accept() {
 			case <-s.ctx.Done():
 				return
 			}
+			continue
+		}
+		if s.cfg.Allow != nil && !s.cfg.Allow(c.RemoteAddr()) {
+			// Nothing to do here for this source: nothing is read.
+			s.Disallowed.Add(1)
+			c.Close()
 			continue
 		}
 		s.mu.Lock()
@@ -196,6 +248,11 @@ func (s *Server) ServeConn(c net.Conn) {
 	cancel()
 	sc.wg.Wait()
 	c.Close()
+	// What calls not yet whole held (running ones gave theirs back).
+	sc.mu.Lock()
+	s.buffered.Add(-int64(sc.held))
+	sc.held = 0
+	sc.mu.Unlock()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
 		if errors.Is(err, ErrProtocol) {
 			s.ProtocolErrors.Add(1)
@@ -233,7 +290,8 @@ type serverConn struct {
 	cond     *sync.Cond // ration granted, or closed
 	sessions [256]session
 	running  int
-	buffered int
+	buffered int // bytes of calls not yet whole
+	held     int // bytes of calls, whole or not, until their handlers return
 	limited  bool  // the client limits what we send
 	initial  int64 // its initial ration per session
 	closed   bool
@@ -255,24 +313,52 @@ func (sc *serverConn) serve(ctx context.Context) error {
 		return err
 	}
 	var buf []byte
+	// While a call is not yet whole, the next MinProgress bytes must
+	// come by due; each time they have, due moves Progress on. (A read
+	// deadline that passes ends the connection: a read cut short leaves
+	// nothing to go on with.)
+	var due time.Time
+	need := MinProgress
 	for {
 		sc.mu.Lock()
-		busy := sc.running > 0 || sc.buffered > 0
+		running, receiving := sc.running > 0, sc.buffered > 0
 		sc.mu.Unlock()
-		if busy {
+		switch {
+		case receiving:
+			if due.IsZero() {
+				due, need = time.Now().Add(sc.s.cfg.Progress), MinProgress
+			}
+			sc.c.SetReadDeadline(due)
+		case running:
+			// The client waits for replies.
+			due = time.Time{}
 			sc.c.SetReadDeadline(time.Time{})
-		} else {
+		default:
+			due = time.Time{}
 			sc.c.SetReadDeadline(time.Now().Add(sc.s.cfg.Idle))
 		}
 		var m message
 		m, buf, err = readMessage(r, buf)
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && !busy {
-				sc.write(appendMessage(nil, opShutdown, 0, 4, []byte("idle")))
-				return nil
+			if errors.As(err, &ne) && ne.Timeout() {
+				if receiving {
+					err = fmt.Errorf("%w: a call not yet whole brought under %d bytes in %v", ErrProtocol, MinProgress, sc.s.cfg.Progress)
+					msg := err.Error()
+					sc.write(appendMessage(nil, opError, 0, uint16(len(msg)), []byte(msg)))
+					return err
+				}
+				if !running {
+					sc.write(appendMessage(nil, opShutdown, 0, 4, []byte("idle")))
+					return nil
+				}
 			}
 			return err
+		}
+		if m.op&0x80 != 0 && !due.IsZero() {
+			if need -= len(m.body); need <= 0 {
+				due, need = time.Now().Add(sc.s.cfg.Progress), MinProgress
+			}
 		}
 		if err := sc.handle(ctx, m); err != nil {
 			if errors.Is(err, ErrProtocol) {
@@ -300,6 +386,7 @@ func (sc *serverConn) handle(ctx context.Context, m message) error {
 		state := ss.state
 		switch state {
 		case sessionReceiving:
+			sc.release(len(ss.req))
 			sc.buffered -= len(ss.req)
 			*ss = session{}
 		case sessionRunning:
@@ -344,6 +431,10 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		sc.mu.Unlock()
 		return fmt.Errorf("%w: call on session %d larger than %d bytes", ErrProtocol, m.session, sc.s.cfg.MaxRequest)
 	}
+	if err := sc.reserve(len(m.body)); err != nil {
+		sc.mu.Unlock()
+		return err
+	}
 	ss.req = append(ss.req, m.body...)
 	sc.buffered += len(m.body)
 	if flags&dataEOF == 0 {
@@ -368,6 +459,9 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		defer sc.wg.Done()
 		defer func() { <-sc.calls }()
 		reply := sc.s.cfg.Handler(ctx, req, sc.info)
+		sc.mu.Lock()
+		sc.release(len(req))
+		sc.mu.Unlock()
 		if err := sc.reply(m.session, reply); err != nil {
 			// The reply could not be sent whole: the connection is of no
 			// more use, and the client learns so when it closes.
@@ -426,6 +520,26 @@ func (sc *serverConn) reply(session byte, b []byte) error {
 		}
 		b = b[n:]
 	}
+}
+
+// reserve counts n more bytes held for calls against the connection's
+// budget and the server's; the caller holds mu.
+func (sc *serverConn) reserve(n int) error {
+	if sc.held+n > sc.s.cfg.MaxBuffered {
+		return fmt.Errorf("%w: calls holding more than %d bytes on one connection", ErrProtocol, sc.s.cfg.MaxBuffered)
+	}
+	if total := sc.s.buffered.Add(int64(n)); total > int64(sc.s.cfg.MaxBufferedTotal) {
+		sc.s.buffered.Add(-int64(n))
+		return fmt.Errorf("%w: calls on every connection hold %d bytes, the most they may", ErrProtocol, sc.s.cfg.MaxBufferedTotal)
+	}
+	sc.held += n
+	return nil
+}
+
+// release gives back n bytes reserve counted; the caller holds mu.
+func (sc *serverConn) release(n int) {
+	sc.held -= n
+	sc.s.buffered.Add(-int64(n))
 }
 
 // endLocked frees a session whose call is over.

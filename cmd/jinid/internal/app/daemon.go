@@ -347,7 +347,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Beyond the caps a connection is closed at once; this host's own
 	// (a health probe) have places of their own.
 	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
-		Loopback: d.limits.APIConnsPerSource})
+		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
 	if d.cfg.TLSCert != "" {
 		if d.apiLn, err = listenTLS(d.apiLn, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
 			return err
@@ -498,7 +498,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 		return fmt.Errorf("listening for unicast discovery on port %d: %w", d.cfg.DiscoveryPort, err)
 	}
 	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log,
-		MaxConns: d.limits.DiscoveryConns, MaxPerSource: d.limits.DiscoveryConnsPerSource})
+		MaxConns: d.limits.DiscoveryConns, MaxPerSource: d.limits.DiscoveryConnsPerSource,
+		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
 	d.parts.Add("unicast discovery", d.unicast)
 	if !d.cfg.NoJava {
 		if err := d.buildJava(ctx); err != nil {

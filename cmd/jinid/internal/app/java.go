@@ -90,7 +90,13 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 	d.events.AddTransport("jeri", transport)
 	disp := jeri.NewDispatcher()
 	disp.Export(id.Object, java)
-	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri")})
+	mayRead := d.javaMay(access.ScopeRead)
+	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri"),
+		MaxBuffered: d.limits.JavaBuffered, MaxBufferedTotal: d.limits.JavaBufferedTotal,
+		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6,
+		// A source that may not even look has nothing to do here:
+		// nothing of what it sends is read.
+		Allow: func(remote net.Addr) bool { return mayRead(jeri.Conn{Remote: remote}) == nil }})
 	d.parts.Add("the lookup service for Java clients (Jini ERI)", srv)
 	d.parts.Add("events to Java listeners", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return transport.Close() }})
 	d.log.Info("serving Java clients", "port", id.Port, "object", id.Object.String(), "lineage", java.Lineage().Name)

@@ -27,6 +27,17 @@ type Limits struct {
 	// DiscoveryConns and DiscoveryConnsPerSource cap unicast discovery's.
 	DiscoveryConns          int `json:"discoveryConns"`
 	DiscoveryConnsPerSource int `json:"discoveryConnsPerSource"`
+	// SourcePrefix4 and SourcePrefix6 are the prefix lengths a source is
+	// counted by for every per-source cap (the API's, unicast
+	// discovery's, Jini ERI's): an IPv6 host has a /64 of its own and
+	// may take any address of it.
+	SourcePrefix4 int `json:"sourcePrefix4"`
+	SourcePrefix6 int `json:"sourcePrefix6"`
+	// JavaBuffered and JavaBufferedTotal bound the bytes Java clients'
+	// calls hold (from their first byte until answered) on one Jini ERI
+	// connection and on all.
+	JavaBuffered      int `json:"javaBuffered"`
+	JavaBufferedTotal int `json:"javaBufferedTotal"`
 	// ConnectBacks run at once to answer multicast requests, and at most
 	// ConnectBacksPending wait.
 	ConnectBacks        int `json:"connectBacks"`
@@ -89,7 +100,8 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		APIConns: 512, APIConnsPerSource: 64, SocketConns: 128,
-		DiscoveryConns: 256, DiscoveryConnsPerSource: 8,
+		DiscoveryConns: 256, DiscoveryConnsPerSource: 8, SourcePrefix4: 32, SourcePrefix6: 64,
+		JavaBuffered: 4 << 20, JavaBufferedTotal: 32 << 20,
 		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
 		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
 		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20, Listings: 4,
@@ -121,6 +133,12 @@ func (l Limits) validate() error {
 			return fmt.Errorf("limits.%s %d: want a positive number (or 0 for the default, %v)",
 				t.Field(i).Tag.Get("json"), v.Field(i).Int(), reflect.ValueOf(DefaultLimits()).Field(i))
 		}
+	}
+	if l.SourcePrefix4 > 32 {
+		return fmt.Errorf("limits.sourcePrefix4 %d: an IPv4 prefix is 32 bits at most", l.SourcePrefix4)
+	}
+	if l.SourcePrefix6 > 128 {
+		return fmt.Errorf("limits.sourcePrefix6 %d: an IPv6 prefix is 128 bits at most", l.SourcePrefix6)
 	}
 	return nil
 }
