@@ -106,7 +106,7 @@ type Server struct {
 	// ProtocolErrors counts connections closed for breaking the
 	// protocol; Disallowed, those not served for their source.
 	ProtocolErrors, Disallowed atomic.Int64
-	logged         atomic.Int64 // unix seconds of the last warning
+	logged                     atomic.Int64 // unix seconds of the last warning
 }
 
 // NewServer returns a server for ln; it owns ln from now on.
@@ -140,7 +140,7 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:   cfg,
+		cfg: cfg,
 		ln: connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
 			SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6}),
 		ctx:   ctx,
@@ -290,8 +290,8 @@ type serverConn struct {
 	cond     *sync.Cond // ration granted, or closed
 	sessions [256]session
 	running  int
-	buffered int // bytes of calls not yet whole
-	held     int // bytes of calls, whole or not, until their handlers return
+	buffered int   // bytes of calls not yet whole
+	held     int   // bytes of calls, whole or not, until their handlers return
 	limited  bool  // the client limits what we send
 	initial  int64 // its initial ration per session
 	closed   bool
