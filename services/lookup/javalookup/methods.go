@@ -116,9 +116,6 @@ func (s *Service) unknownLease(msg string) *javaio.Object {
 }
 
 func (k *call) register() jeri.Reply {
-	if err := k.s.mayRegister(k.c.Conn); err != nil {
-		return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
-	}
 	v, err := k.readObject()
 	if err != nil {
 		return argError(err)

@@ -62,8 +62,9 @@ func SaveIdentity(st *store.Store, id Identity) error {
 type Config struct {
 	Registrar *lookup.Registrar
 	Grantor   *lease.Grantor
-	// MayRegister says whether a Java client on conn may register and
-	// change services; nil lets none. Its error is the message the
+	// MayRegister says whether a Java client on conn may change the
+	// registry: register and change services, register for events, renew
+	// and cancel leases; nil lets none. Its error is the message the
 	// client sees.
 	MayRegister func(conn jeri.Conn) error
 	// MayRead says whether a Java client on conn may look up; nil lets
@@ -190,12 +191,32 @@ func (s *Service) invoke(key string, known bool, c *jeri.Call) jeri.Reply {
 	if !known {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))
 	}
-	if s.cfg.MayRead != nil && key != "getMemberGroups/0" && key != "getLocator/0" {
-		if err := s.cfg.MayRead(c.Conn); err != nil {
-			return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
-		}
+	var err error
+	switch {
+	case key == "getMemberGroups/0" || key == "getLocator/0":
+		// What discovery tells anyone anyway.
+	case changes(key):
+		err = s.mayRegister(c.Conn)
+	case s.cfg.MayRead != nil:
+		err = s.cfg.MayRead(c.Conn)
+	}
+	if err != nil {
+		return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
 	}
 	return s.dispatch(key, &call{s: s, c: c, host: hostOf(c.Conn.Local)})
+}
+
+// changes tells the registrar methods that change the registry (what an
+// HTTP client needs a client token for: registrations, event
+// registrations, attributes, leases) from those that only look.
+func changes(key string) bool {
+	switch key {
+	case "register/2", "notify/5", "notiFy/5", "addAttributes/3", "setAttributes/3", "modifyAttributes/4",
+		"renewServiceLease/3", "cancelServiceLease/2", "renewLeases/3", "cancelLeases/2",
+		"renewEventLease/3", "cancelEventLease/2":
+		return true
+	}
+	return false
 }
 
 func (s *Service) strings(v []string) *javaio.Array {

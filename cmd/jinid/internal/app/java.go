@@ -41,7 +41,7 @@ func (d *Daemon) javaMay(need access.Scope) func(jeri.Conn) error {
 				}
 			}
 		}
-		what := "register services"
+		what := "register services, or events, or renew or cancel leases"
 		if need == access.ScopeRead {
 			what = "look up services"
 		}
