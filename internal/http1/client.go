@@ -39,6 +39,10 @@ type Client struct {
 	// MaxResponseHeaderBytes bounds an answer's status line and header;
 	// 0 means DefaultMaxResponseHeaderBytes.
 	MaxResponseHeaderBytes int64
+	// MaxResponseBodyBytes bounds an answer's body: reading past it
+	// fails with ErrBodyTooLarge (and the connection is closed, not
+	// kept); 0 is no bound.
+	MaxResponseBodyBytes int64
 	// MaxIdlePerHost is how many connections to one host are kept for
 	// the next exchanges; 0 keeps none. IdleTimeout is how long one is
 	// kept unused (0: 30 s); maxIdle bounds them over all hosts.
@@ -279,7 +283,7 @@ func (c *Client) exchange(ctx context.Context, cancel context.CancelFunc, pc *pc
 	}
 	pc.lr.N = 1<<63 - 1
 	reuse := !out.Close && !resp.Close && resp.StatusCode != http.StatusSwitchingProtocols
-	resp.Body = &responseBody{rc: resp.Body, end: func(eof bool) {
+	resp.Body = &responseBody{rc: resp.Body, left: c.MaxResponseBodyBytes, limited: c.MaxResponseBodyBytes > 0, end: func(eof bool) {
 		// Kept only if the exchange ended whole before its deadline.
 		intact := stop() && ctx.Err() == nil
 		cancel()
@@ -295,14 +299,35 @@ func (c *Client) exchange(ctx context.Context, cancel context.CancelFunc, pc *pc
 // responseBody is an answer's body. Read to its end, it gives the
 // connection back for another exchange; closed before, it closes it.
 type responseBody struct {
-	rc   io.ReadCloser
-	end  func(eof bool)
-	eof  bool
-	done bool
+	rc      io.ReadCloser
+	end     func(eof bool)
+	eof     bool
+	done    bool
+	limited bool
+	left    int64 // of the bound, when limited
+	over    bool
 }
 
+// ErrBodyTooLarge is what reading an answer's body past the client's
+// MaxResponseBodyBytes gives.
+var ErrBodyTooLarge = errors.New("the answer's body is larger than the client reads")
+
 func (b *responseBody) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, ErrBodyTooLarge
+	}
+	if b.limited && int64(len(p)) > b.left+1 {
+		// One byte past the bound tells a body that ends there from
+		// one that goes on.
+		p = p[:b.left+1]
+	}
 	n, err := b.rc.Read(p)
+	if b.limited {
+		if b.left -= int64(n); b.left < 0 {
+			b.over = true
+			return n - 1, ErrBodyTooLarge
+		}
+	}
 	if errors.Is(err, io.EOF) {
 		b.eof = true
 	}
@@ -312,7 +337,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 func (b *responseBody) Close() error {
 	if !b.done {
 		b.done = true
-		if !b.eof {
+		if !b.eof && !b.over {
 			// A short rest is read to keep the connection.
 			if n, err := io.CopyN(io.Discard, b.rc, 4<<10); errors.Is(err, io.EOF) && n < 4<<10 {
 				b.eof = true

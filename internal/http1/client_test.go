@@ -3,12 +3,15 @@ package http1
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -173,5 +176,66 @@ func until(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// countingConn counts the bytes read from the network.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// An answer's body is read no further than MaxResponseBodyBytes: a body
+// of exactly that is read whole, one byte more fails with
+// ErrBodyTooLarge, and a huge one costs the client little more than the
+// bound (its connection closed, not kept).
+func TestClientBoundsTheBody(t *testing.T) {
+	const limit = 100 << 10
+	hts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		chunk := make([]byte, 32<<10)
+		for n > 0 {
+			k, err := w.Write(chunk[:min(n, len(chunk))])
+			if err != nil {
+				return
+			}
+			n -= k
+		}
+	}))
+	defer hts.Close()
+	var read atomic.Int64
+	c := &Client{Timeout: 10 * time.Second, MaxResponseBodyBytes: limit, MaxIdlePerHost: 1,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			return countingConn{conn, &read}, err
+		}}
+	get := func(n int) (int, error) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/?n=%d", hts.URL, n), nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return len(b), err
+	}
+	if n, err := get(limit); n != limit || err != nil {
+		t.Fatalf("a body of the bound: %d bytes, %v", n, err)
+	}
+	if n, err := get(limit + 1); n != limit || !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("one byte more: %d bytes, %v", n, err)
+	}
+	read.Store(0)
+	if _, err := get(143 << 20); !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("143 MiB: %v", err)
+	}
+	if n := read.Load(); n > limit+256<<10 {
+		t.Fatalf("read %d bytes of a 143 MiB answer with a bound of %d", n, limit)
 	}
 }

@@ -23,6 +23,11 @@ import (
 // DefaultTimeout bounds one request.
 const DefaultTimeout = 10 * time.Second
 
+// DefaultMaxBody bounds what jinid reads of an answer to a request it
+// sent on someone's behalf: a renewal batch of a thousand leases is a
+// tenth of it; a listener's or participant's answer, a few bytes.
+const DefaultMaxBody = 1 << 20
+
 // Config says how a client connects.
 type Config struct {
 	// Timeout of one request, answer included; 0 means DefaultTimeout.
@@ -33,6 +38,11 @@ type Config struct {
 	// Policy decides where connections may go; nil means the fixed rules
 	// alone (no allowances, no own addresses known).
 	Policy *Policy
+	// MaxBody bounds the bytes read of an answer's body: past it, the
+	// read fails (http1.ErrBodyTooLarge, a BadAnswer); 0 means
+	// DefaultMaxBody. Every reader of an answer on someone's behalf gets
+	// its bound here, so none can be written without one.
+	MaxBody int64
 }
 
 // New returns a client. Every address it connects to, after name
@@ -45,12 +55,16 @@ func New(cfg Config) *http1.Client {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
 	dial := Dialer(cfg)
 	return &http1.Client{
 		Dial:                   dial,
 		DialTLS:                dialTLS(dial),
 		Timeout:                cfg.Timeout,
 		MaxResponseHeaderBytes: 16 << 10,
+		MaxResponseBodyBytes:   cfg.MaxBody,
 		// A listener gets events in bursts: its connection is kept
 		// for the next (32 kept at most over all hosts).
 		MaxIdlePerHost: 4,

@@ -13,6 +13,7 @@ import (
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // HTTPRenewer renews leases at grantors that speak API.md's lease
@@ -20,7 +21,8 @@ import (
 // API's Go client: POST {grantor}/v1/leases/renew.
 type HTTPRenewer struct {
 	// Client makes the requests (the daemon's outbound client); nil
-	// means the API client's default.
+	// means an outbound client with the policy's fixed rules. Either way
+	// what a grantor answers is read within outbound's bound.
 	Client http1.Doer
 }
 
@@ -31,7 +33,11 @@ type HTTPRenewer struct {
 // and message, into each lease's result; any other answer is an error
 // the service turns into a category.
 func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
-	c, err := client.New(grantor, h.Client)
+	hc := h.Client
+	if hc == nil {
+		hc = outbound.New(outbound.Config{})
+	}
+	c, err := client.New(grantor, hc)
 	if err != nil {
 		return nil, fmt.Errorf("grantor %q: %w", grantor, err)
 	}

@@ -2,12 +2,16 @@ package renewal
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
@@ -59,7 +63,7 @@ func TestGrantorAnswers(t *testing.T) {
 				w.Write([]byte(c.body))
 			}))
 			defer srv.Close()
-			rs, err := HTTPRenewer{}.RenewAll(context.Background(), srv.URL, []lease.Renewal{{ID: "7", Duration: 3000}})
+			rs, err := loopbackRenewer().RenewAll(context.Background(), srv.URL, []lease.Renewal{{ID: "7", Duration: 3000}})
 			if c.code == "" {
 				if err == nil {
 					t.Fatalf("results %+v, want the call failed", rs)
@@ -97,11 +101,41 @@ func TestGrantorIsNotHTTP(t *testing.T) {
 			c.Close()
 		}
 	}()
-	_, err = HTTPRenewer{}.RenewAll(context.Background(), "http://"+ln.Addr().String(), []lease.Renewal{{ID: "7", Duration: 3000}})
+	_, err = loopbackRenewer().RenewAll(context.Background(), "http://"+ln.Addr().String(), []lease.Renewal{{ID: "7", Duration: 3000}})
 	if err == nil {
 		t.Fatal("an SSH server renewed a lease")
 	}
 	if f := outbound.Fault(err); f.Code != apitypes.BadAnswer || strings.Contains(f.Message, "SSH") || strings.Contains(f.Message, "OpenSSH") {
 		t.Fatalf("told as %s %q, want BadAnswer without the banner", f.Code, f.Message)
+	}
+}
+
+// loopbackRenewer is the daemon's renewer, its outbound client let to
+// reach the test's grantors on loopback.
+func loopbackRenewer() HTTPRenewer {
+	p := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	return HTTPRenewer{Client: outbound.New(outbound.Config{Policy: p, Timeout: 10 * time.Second})}
+}
+
+// A grantor answering 143 MiB is read no further than outbound's bound,
+// and the renewal fails as a bad answer.
+func TestGrantorAnswersTooMuch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"results":[{"id":"7","error":{"code":"Internal","message":"`))
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for range 143 << 4 { // 143 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	_, err := loopbackRenewer().RenewAll(context.Background(), srv.URL, []lease.Renewal{{ID: "7", Duration: 3000}})
+	if !errors.Is(err, http1.ErrBodyTooLarge) {
+		t.Fatalf("a 143 MiB answer: %v, want ErrBodyTooLarge", err)
+	}
+	if f := outbound.Fault(err); f.Code != apitypes.BadAnswer {
+		t.Fatalf("told as %s, want BadAnswer", f.Code)
 	}
 }
