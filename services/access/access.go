@@ -93,6 +93,17 @@ func (p Principal) Owner() string {
 	return p.owner
 }
 
+// MayAct says whether the caller of ctx may act on a registration owner
+// made (an Owner): owner itself, or an administrator. Anyone else is
+// Forbidden, told what (never who owns it).
+func MayAct(ctx context.Context, owner, what string) error {
+	by := PrincipalOf(ctx).Owner()
+	if by == "" || by == owner {
+		return nil
+	}
+	return fault.New(fault.Forbidden, "%s was made by another client: only it, or an administrator, may change it or see its lease", what)
+}
+
 type principalKey struct{}
 
 // PrincipalOf returns the caller of a request's context. A context the
@@ -220,7 +231,21 @@ func (g *Guard) audit(p Principal, r *http.Request, status int) {
 			return
 		}
 	}
-	g.log.Info("API change", "token", p.Name, "source", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "status", status)
+	g.log.Info("API change", "token", p.Name, "source", r.RemoteAddr, "method", r.Method, "path", shortPath(r.URL.Path), "status", status)
+}
+
+// shortPath is a request path with every long segment (an ID: of a
+// registration, a lease, a mailbox listener, each a capability to some)
+// cut to its first eight characters, for the log: enough to tell one
+// from another, not enough to use.
+func shortPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if len(s) > 12 {
+			segs[i] = s[:8] + "…"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // Require wraps a route's handler: it runs only for a caller whose scope

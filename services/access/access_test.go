@@ -385,3 +385,40 @@ func TestTokenNames(t *testing.T) {
 		}
 	}
 }
+
+// The audit log names paths with their IDs cut short: enough to tell
+// them apart, not enough to use (a lease ID, a mailbox listener are the
+// power to cancel, to send).
+func TestAuditPathsShortened(t *testing.T) {
+	for path, want := range map[string]string{
+		"/v1/leases/9f86d081884c7d659a2feaa0c55ad015/renew":      "/v1/leases/9f86d081…/renew",
+		"/v1/mailbox/listeners/a3f2c9b8e7d6c5b4a3f2c9b8e7d6c5b4": "/v1/mailbox/listeners/a3f2c9b8…",
+		"/v1/lookup/groups": "/v1/lookup/groups",
+		"/v1/transactions/0123456789abcdef0123456789abcdef/commit": "/v1/transactions/01234567…/commit",
+	} {
+		if got := shortPath(path); got != want {
+			t.Errorf("shortPath(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+// Only a registration's maker, or an administrator, may act on it.
+func TestMayAct(t *testing.T) {
+	alice := Principal{Name: "alice", Scope: ScopeClient, owner: "token:a"}
+	bob := Principal{Name: "bob", Scope: ScopeClient, owner: "token:b"}
+	anon := Principal{Name: "anonymous", Scope: ScopeClient, owner: "anonymous:198.18.1.9", anonymous: true}
+	admin := Principal{Name: "root", Scope: ScopeAdmin, owner: "token:r"}
+	for _, c := range []struct {
+		p     Principal
+		owner string
+		ok    bool
+	}{
+		{alice, "token:a", true}, {bob, "token:a", false}, {anon, "token:a", false}, {admin, "token:a", true},
+		{alice, "", false}, {admin, "", true}, {anon, "anonymous:198.18.1.9", true},
+	} {
+		ctx := context.WithValue(context.Background(), principalKey{}, c.p)
+		if err := MayAct(ctx, c.owner, "thing"); (err == nil) != c.ok {
+			t.Errorf("%s on %q's: %v, want allowed %v", c.p.Name, c.owner, err, c.ok)
+		}
+	}
+}

@@ -21,13 +21,16 @@ func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/lds/registrations", s.httpRegister)
 	mux.Handle(httpjson.Read, "GET /v1/lds/registrations/{id}", s.httpGet)
 	mux.Handle(httpjson.Read, "GET /v1/lds/registrations/{id}/registrars", s.httpRegistrars)
-	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/groups", s.httpGroups(Add))
-	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/groups", s.httpGroups(Set))
-	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/groups", s.httpGroups(Remove))
-	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/locators", s.httpLocators(Add))
-	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/locators", s.httpLocators(Set))
-	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/locators", s.httpLocators(Remove))
-	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/discard", s.httpDiscard)
+	// A registration is changed by the client that made it (or an
+	// administrator) only.
+	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("discovery registration", s.leaseOf, h) }
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Add)))
+	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Set)))
+	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Remove)))
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/locators", owned(s.httpLocators(Add)))
+	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/locators", owned(s.httpLocators(Set)))
+	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/locators", owned(s.httpLocators(Remove)))
+	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/discard", owned(s.httpDiscard))
 }
 
 func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.cfg.Grantor.Now} }
@@ -121,7 +124,7 @@ func (s *Service) writeRegistration(w http.ResponseWriter, r *http.Request, id s
 		return
 	}
 	out := apitypes.LDSRegistration{ID: info.ID, EventID: info.EventID, SeqNum: info.SeqNum, Groups: info.Groups,
-		Locators: make([]string, len(info.Locators)), Lease: s.leases().Of(r, rec.ID, rec.Expiration)}
+		Locators: make([]string, len(info.Locators)), Lease: s.leases().Of(r, s.cfg.Grantor.Shown(r, rec.ID), rec.Expiration)}
 	if info.AllGroups {
 		out.Groups = nil
 	}
@@ -218,4 +221,10 @@ func (s *Service) httpDiscard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// leaseOf is the lease ID of registration id ("" for one that is gone).
+func (s *Service) leaseOf(id string) string {
+	info, _ := s.Get(id)
+	return info.Lease
 }

@@ -140,3 +140,30 @@ func (g *Grantor) checkBatch(n int) error {
 	}
 	return nil
 }
+
+// Owned serves h only to the client that made the registration the
+// request's {id} names (whose lease ID leaseOf gives), or to an
+// administrator: anyone else is Forbidden (access.MayAct). One that is
+// gone (leaseOf gives "") is h's to answer. what names the kind of
+// registration in the refusal.
+func (g *Grantor) Owned(what string, leaseOf func(id string) string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := g.MayAct(r.Context(), leaseOf(id), what+" "+fault.Short(id)); err != nil {
+			httpjson.WriteError(w, err)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Shown is the lease ID a registration's lease is shown with to the
+// request's caller: its own, for the client that made it (or an
+// administrator); "" for anyone else, to whom it would be the power to
+// cancel another's registration.
+func (g *Grantor) Shown(r *http.Request, id string) string {
+	if g.MayAct(r.Context(), id, "") != nil {
+		return ""
+	}
+	return id
+}

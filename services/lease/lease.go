@@ -21,6 +21,7 @@ import (
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/pqueue"
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
 )
@@ -346,6 +347,25 @@ func (g *Grantor) EndOf(id string) func() time.Time {
 		}
 		return time.UnixMilli(min(r.Expiration, Never/2))
 	}
+}
+
+// OwnerOf returns who was granted a live lease (access.Principal.Owner:
+// "" for an administrator), and whether it is live.
+func (g *Grantor) OwnerOf(id string) (string, bool) {
+	r, err := g.current(id)
+	return r.Owner, err == nil
+}
+
+// MayAct says whether the caller of ctx may act on what lease id covers,
+// or see the lease's ID: the client it was granted to, or an
+// administrator (access.MayAct). A lease no longer live covers nothing:
+// the service then says the registration is gone.
+func (g *Grantor) MayAct(ctx context.Context, id, what string) error {
+	owner, ok := g.OwnerOf(id)
+	if !ok {
+		return nil
+	}
+	return access.MayAct(ctx, owner, what)
 }
 
 // Get returns a live lease.

@@ -29,12 +29,15 @@ func (s *Service) Prefix() string { return "/v1/mailbox/" }
 func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations", s.httpRegister)
 	mux.Handle(httpjson.Read, "GET /v1/mailbox/registrations/{id}", s.httpGet)
-	mux.Handle(httpjson.Client, "PUT /v1/mailbox/registrations/{id}/delivery", s.httpEnable)
-	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/delivery", s.httpDisable)
-	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/iterators", s.httpIterator)
-	mux.Handle(httpjson.Client, "GET /v1/mailbox/registrations/{id}/iterators/{it}/next", s.httpNext)
-	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/iterators/{it}", s.httpCloseIterator)
-	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/unknown-events", s.httpUnknown)
+	// A registration (its events above all) is the client's that made
+	// it (or an administrator's) only.
+	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("mailbox registration", s.leaseOf, h) }
+	mux.Handle(httpjson.Client, "PUT /v1/mailbox/registrations/{id}/delivery", owned(s.httpEnable))
+	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/delivery", owned(s.httpDisable))
+	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/iterators", owned(s.httpIterator))
+	mux.Handle(httpjson.Client, "GET /v1/mailbox/registrations/{id}/iterators/{it}/next", owned(s.httpNext))
+	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/iterators/{it}", owned(s.httpCloseIterator))
+	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/unknown-events", owned(s.httpUnknown))
 	mux.Handle(httpjson.Capability, "POST "+ListenerPath+"{listener}", s.httpNotify)
 }
 
@@ -86,8 +89,15 @@ func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
 	for i, k := range info.Unknown {
 		unknown[i] = apitypes.EventKind(k)
 	}
-	httpjson.Write(w, http.StatusOK, map[string]any{"id": info.ID, "lease": s.leases().Of(r, rec.ID, rec.Expiration),
-		"listener": listenerURL(r, info.Listener), "pull": info.Pull, "target": target, "iterator": info.Iterator,
+	var listener any = listenerURL(r, info.Listener)
+	shown := s.cfg.Grantor.Shown(r, rec.ID)
+	if shown == "" {
+		// The listener URL is the power to put events in the mailbox,
+		// the lease's ID to cancel it: the owner's alone.
+		listener = nil
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"id": info.ID, "lease": s.leases().Of(r, shown, rec.Expiration),
+		"listener": listener, "pull": info.Pull, "target": target, "iterator": info.Iterator,
 		"pending": info.Pending, "unknownEvents": unknown})
 }
 
@@ -215,4 +225,10 @@ func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// leaseOf is the lease ID of registration id ("" for one that is gone).
+func (s *Service) leaseOf(id string) string {
+	info, _ := s.Get(id)
+	return info.Lease
 }

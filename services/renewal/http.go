@@ -18,13 +18,17 @@ func (s *Service) Prefix() string { return "/v1/renewal/" }
 func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/renewal/sets", s.httpCreate)
 	mux.Handle(httpjson.Read, "GET /v1/renewal/sets/{id}", s.httpGet)
-	mux.Handle(httpjson.Client, "POST /v1/renewal/sets/{id}/leases", s.httpRenewFor)
-	mux.Handle(httpjson.Read, "GET /v1/renewal/sets/{id}/leases", s.httpLeases)
-	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/leases/{key}", s.httpRemove)
-	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/warning-listener", s.httpSetWarning)
-	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/warning-listener", s.httpClear(true))
-	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/failure-listener", s.httpSetFailure)
-	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/failure-listener", s.httpClear(false))
+	// A set is changed, and its client leases (each a capability at its
+	// grantor) listed, by the client that made it (or an administrator)
+	// only.
+	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("renewal set", s.leaseOf, h) }
+	mux.Handle(httpjson.Client, "POST /v1/renewal/sets/{id}/leases", owned(s.httpRenewFor))
+	mux.Handle(httpjson.Read, "GET /v1/renewal/sets/{id}/leases", owned(s.httpLeases))
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/leases/{key}", owned(s.httpRemove))
+	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/warning-listener", owned(s.httpSetWarning))
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/warning-listener", owned(s.httpClear(true)))
+	mux.Handle(httpjson.Client, "PUT /v1/renewal/sets/{id}/failure-listener", owned(s.httpSetFailure))
+	mux.Handle(httpjson.Client, "DELETE /v1/renewal/sets/{id}/failure-listener", owned(s.httpClear(false)))
 }
 
 func (s *Service) leases() httpjson.Leases { return httpjson.Leases{Now: s.clock.Now} }
@@ -65,7 +69,7 @@ func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, noSuchSet(info.ID))
 		return
 	}
-	out := map[string]any{"id": info.ID, "lease": s.leases().Of(r, rec.ID, rec.Expiration), "leases": info.Leases,
+	out := map[string]any{"id": info.ID, "lease": s.leases().Of(r, s.cfg.Grantor.Shown(r, rec.ID), rec.Expiration), "leases": info.Leases,
 		"warningListener": nil, "failureListener": nil}
 	if wl := info.Warning; wl != nil {
 		out["warningListener"] = map[string]any{"listener": apitypes.Listener{URL: wl.URL}, "minWarning": wl.MinWarning, "handback": wl.Handback}
@@ -226,4 +230,10 @@ func (s *Service) httpClear(warning bool) http.HandlerFunc {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// leaseOf is the lease ID of set id ("" for one that is gone).
+func (s *Service) leaseOf(id string) string {
+	info, _ := s.Get(id)
+	return info.Lease
 }

@@ -21,8 +21,12 @@ func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/transactions", s.httpCreate)
 	mux.Handle(httpjson.Read, "GET /v1/transactions/{id}", s.httpState)
 	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/participants", s.httpJoin)
-	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/commit", s.httpCommit)
-	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/abort", s.httpAbort)
+	// The client that made a transaction (or an administrator) alone
+	// ends it; anyone it hands the ID to may join it (that is what the
+	// ID is for), and another manager promotes into it.
+	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("transaction", s.leaseOf, h) }
+	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/commit", owned(s.httpCommit))
+	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/abort", owned(s.httpAbort))
 	mux.Handle(httpjson.Client, "POST /v1/transactions/{id}/promote", s.httpPromote)
 	// A nested transaction's link, as its parent's manager calls it: the
 	// URL is the capability.
@@ -216,4 +220,12 @@ func (s *Service) complete(w http.ResponseWriter, r *http.Request, op func(ctx c
 	httpjson.Write(w, http.StatusOK, struct {
 		State string `json:"state"`
 	}{st.String()})
+}
+
+// leaseOf is the lease ID of transaction id ("" once its commit or
+// abort has ended it: that one is done, and the answer says so).
+func (s *Service) leaseOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.leaseIDs[id]
 }

@@ -55,9 +55,9 @@ type Service struct {
 	eng     *Engine
 	journal *StoreJournal
 
-	mu      sync.Mutex
-	leaseOf map[string]string // transaction ID → its lease ID
-	closing map[string]bool   // commit or abort received: its lease ends quietly
+	mu       sync.Mutex
+	leaseIDs map[string]string // transaction ID → its lease ID
+	closing  map[string]bool   // commit or abort received: its lease ends quietly
 }
 
 var _ lifecycle.Service = (*Service)(nil)
@@ -84,7 +84,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transaction manager: %w", err)
 	}
-	s := &Service{cfg: cfg, journal: j, leaseOf: map[string]string{}, closing: map[string]bool{}}
+	s := &Service{cfg: cfg, journal: j, leaseIDs: map[string]string{}, closing: map[string]bool{}}
 	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
 		MaxParticipants: cfg.MaxParticipants, MaxTotalParticipants: cfg.MaxTotalParticipants, Parents: HTTPParents{Client: cfg.Client},
@@ -124,7 +124,7 @@ func (s *Service) release(_ *store.Tx, id string) error {
 	s.mu.Lock()
 	quiet := s.closing[id]
 	delete(s.closing, id)
-	delete(s.leaseOf, id)
+	delete(s.leaseIDs, id)
 	s.mu.Unlock()
 	if !quiet {
 		s.eng.LeaseEnded(id)
@@ -141,7 +141,7 @@ func (s *Service) release(_ *store.Tx, id string) error {
 func (s *Service) lapse(id string) {
 	for seen := 0; id != "" && seen < maxNesting; seen++ {
 		s.mu.Lock()
-		lid, ok := s.leaseOf[id]
+		lid, ok := s.leaseIDs[id]
 		quiet := s.closing[id]
 		s.mu.Unlock()
 		if ok && !quiet {
@@ -187,7 +187,7 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 		return "", lease.Record{}, err
 	}
 	s.mu.Lock()
-	s.leaseOf[id] = rec.ID
+	s.leaseIDs[id] = rec.ID
 	s.mu.Unlock()
 	return id, rec, nil
 }
@@ -254,7 +254,7 @@ func (s *Service) Abort(ctx context.Context, id string, waitFor time.Duration) (
 // received: renewing or cancelling it then answers UnknownLease.
 func (s *Service) endLease(id string) {
 	s.mu.Lock()
-	lid, ok := s.leaseOf[id]
+	lid, ok := s.leaseIDs[id]
 	if ok {
 		s.closing[id] = true
 	}

@@ -243,3 +243,115 @@ func TestSpoofedHostChangesNoURL(t *testing.T) {
 		t.Errorf("the other daemon: %+v", r)
 	}
 }
+
+// TestRegistrationsHaveOwners: every kind of registration is its
+// maker's. Alice (a client token) makes a mailbox, a discovery
+// registration, a renewal set and a transaction; Bob (another client
+// token) and an anonymous caller (anonymous callers may be clients here)
+// are refused every route that changes them, or reads their events or
+// client leases, and are shown none of their lease IDs (each the power to
+// cancel); what they tried changed nothing.
+func TestRegistrationsHaveOwners(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	gw, guest, cl := lab.Host("gw"), lab.Host("guest"), lab.Host("client")
+	gl := gw.Attach(lan)
+	guest.Attach(lan)
+	cll := cl.Attach(lan)
+	d := jinidtest.LabDaemon(t, bin, gw, "--anonymous", "client", "--no-multicast")
+	api := "http://" + gl.IPv4.String() + ":4162"
+	sock := []string{"JINID_SERVER=unix://" + d.Socket}
+	alice := cliIn(t, bin, gw, sock, "token", "create", "--name", "alice", "--scope", "client")
+	bob := cliIn(t, bin, gw, sock, "token", "create", "--name", "bob", "--scope", "client")
+	listener := "http://" + cll.IPv4.String() + ":9/events"
+
+	var made struct {
+		ID    string         `json:"id"`
+		Lease apitypes.Lease `json:"lease"`
+	}
+	create := func(path, body string) (string, string) {
+		t.Helper()
+		a := raw(t, cl, "POST", api+path, alice, "application/json", "", body)
+		if a.status != 200 || json.Unmarshal([]byte(a.body), &made) != nil || made.ID == "" {
+			t.Fatalf("alice makes %s: %+v", path, a)
+		}
+		return made.ID, made.Lease.ID
+	}
+	mbox, mboxLease := create("/v1/mailbox/registrations", `{"leaseDuration":600000}`)
+	if a := raw(t, cl, "PUT", api+"/v1/mailbox/registrations/"+mbox+"/delivery", alice, "application/json", "", `{"target":{"url":"`+listener+`"}}`); a.status != 204 {
+		t.Fatalf("alice's delivery: %+v", a)
+	}
+	lds, ldsLease := create("/v1/lds/registrations", `{"groups":["a"],"listener":{"url":"`+listener+`"},"leaseDuration":600000}`)
+	set, setLease := create("/v1/renewal/sets", `{"leaseDuration":600000}`)
+	tx, _ := create("/v1/transactions", `{"leaseDuration":600000}`)
+
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["x"]}`},
+		{"PUT", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["x"]}`},
+		{"DELETE", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["a"]}`},
+		{"POST", "/v1/lds/registrations/" + lds + "/locators", `{"locators":["jini://198.18.1.77"]}`},
+		{"PUT", "/v1/lds/registrations/" + lds + "/locators", `{"locators":["jini://198.18.1.77"]}`},
+		{"DELETE", "/v1/lds/registrations/" + lds + "/locators", `{"locators":["jini://198.18.1.77"]}`},
+		{"POST", "/v1/lds/registrations/" + lds + "/discard", `{"serviceID":"01234567-89ab-cdef-0123-456789abcdef"}`},
+		{"PUT", "/v1/mailbox/registrations/" + mbox + "/delivery", `{"target":{"url":"http://198.18.1.99/stolen"}}`},
+		{"DELETE", "/v1/mailbox/registrations/" + mbox + "/delivery", ``},
+		{"POST", "/v1/mailbox/registrations/" + mbox + "/iterators", `{}`},
+		{"GET", "/v1/mailbox/registrations/" + mbox + "/iterators/x/next", ``},
+		{"DELETE", "/v1/mailbox/registrations/" + mbox + "/iterators/x", ``},
+		{"POST", "/v1/mailbox/registrations/" + mbox + "/unknown-events", `{"events":[{"source":"x","eventID":1}]}`},
+		{"POST", "/v1/renewal/sets/" + set + "/leases", `{"lease":{"grantor":"http://198.18.1.99:4162","id":"x","remaining":60000},"desiredDuration":60000}`},
+		{"GET", "/v1/renewal/sets/" + set + "/leases", ``},
+		{"DELETE", "/v1/renewal/sets/" + set + "/leases/x", ``},
+		{"PUT", "/v1/renewal/sets/" + set + "/warning-listener", `{"listener":{"url":"http://198.18.1.99/w"},"minWarning":1000}`},
+		{"DELETE", "/v1/renewal/sets/" + set + "/warning-listener", ``},
+		{"PUT", "/v1/renewal/sets/" + set + "/failure-listener", `{"listener":{"url":"http://198.18.1.99/f"}}`},
+		{"DELETE", "/v1/renewal/sets/" + set + "/failure-listener", ``},
+		{"POST", "/v1/transactions/" + tx + "/commit", `{}`},
+		{"POST", "/v1/transactions/" + tx + "/abort", `{}`},
+	} {
+		for who, token := range map[string]string{"bob": bob, "anonymous": ""} {
+			ctype := ""
+			if c.body != "" {
+				ctype = "application/json"
+			}
+			if a := raw(t, guest, c.method, api+c.path, token, ctype, "", c.body); a.status != 403 || a.code != "Forbidden" {
+				t.Errorf("%s: %s %s: %d %s, want 403 Forbidden", who, c.method, c.path, a.status, a.code)
+			}
+		}
+	}
+	// Their lease IDs (and the mailbox's listener, the power to put
+	// events in it) are alice's to see.
+	for path, secret := range map[string]string{"/v1/mailbox/registrations/" + mbox: mboxLease, "/v1/lds/registrations/" + lds: ldsLease,
+		"/v1/renewal/sets/" + set: setLease} {
+		for who, token := range map[string]string{"bob": bob, "anonymous": ""} {
+			if a := raw(t, guest, "GET", api+path, token, "", "", ""); a.status != 200 || strings.Contains(a.body, secret) || strings.Contains(a.body, "/mailbox/listeners/") {
+				t.Errorf("%s: GET %s: %d, shows a capability: %s", who, path, a.status, a.body)
+			}
+		}
+		if a := raw(t, cl, "GET", api+path, alice, "", "", ""); a.status != 200 || !strings.Contains(a.body, secret) {
+			t.Errorf("alice: GET %s: her own lease ID not shown: %s", path, a.body)
+		}
+	}
+	// Nothing changed.
+	if a := raw(t, cl, "GET", api+"/v1/mailbox/registrations/"+mbox, alice, "", "", ""); !strings.Contains(a.body, listener) {
+		t.Errorf("alice's mailbox target changed: %s", a.body)
+	}
+	if a := raw(t, cl, "GET", api+"/v1/lds/registrations/"+lds, alice, "", "", ""); !strings.Contains(a.body, `"groups":["a"]`) || strings.Contains(a.body, "198.18.1.77") {
+		t.Errorf("alice's discovery registration changed: %s", a.body)
+	}
+	if a := raw(t, cl, "GET", api+"/v1/renewal/sets/"+set, alice, "", "", ""); !strings.Contains(a.body, `"leases":0`) || strings.Contains(a.body, "198.18.1.99") {
+		t.Errorf("alice's renewal set changed: %s", a.body)
+	}
+	if a := raw(t, cl, "GET", api+"/v1/transactions/"+tx, alice, "", "", ""); !strings.Contains(a.body, `"ACTIVE"`) {
+		t.Errorf("alice's transaction changed: %s", a.body)
+	}
+	// And alice may do all of it.
+	if a := raw(t, cl, "POST", api+"/v1/transactions/"+tx+"/commit", alice, "application/json", "", `{}`); a.status != 200 {
+		t.Errorf("alice commits her transaction: %+v", a)
+	}
+	if a := raw(t, cl, "PUT", api+"/v1/lds/registrations/"+lds+"/groups", alice, "application/json", "", `{"groups":["b"]}`); a.status != 200 {
+		t.Errorf("alice changes her groups: %+v", a)
+	}
+}
