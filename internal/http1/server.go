@@ -365,14 +365,21 @@ func (c *conn) refuse(bw *bufio.Writer, lr *io.LimitedReader, err error) {
 	switch {
 	case lr.N <= 0:
 		writeError(bw, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne):
-		// Gone, or silent past its deadline: nobody to answer.
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &ne) && ne.Timeout():
+		// Gone, or silent past its deadline: nobody to answer. (A
+		// request line whose URI does not parse is a *url.Error, which
+		// is a net.Error too: it gets its 400.)
 	default:
 		writeError(bw, http.StatusBadRequest, "malformed request")
 	}
 }
 
-// check refuses what ReadRequest takes but this server does not serve.
+// check refuses what ReadRequest takes but this server does not serve,
+// and what net/http's server refuses after ReadRequest: header names
+// that are not tokens ("Transfer-Encoding : chunked", whose space would
+// let a Content-Length smuggle a second request past a proxy that reads
+// it otherwise), header values with control characters, a malformed
+// Host.
 func check(req *http.Request) (int, string) {
 	switch {
 	case req.ProtoMajor != 1:
@@ -380,11 +387,64 @@ func check(req *http.Request) (int, string) {
 	case req.ProtoMinor >= 1 && req.Host == "":
 		// (ReadRequest moved the header into req.Host.)
 		return http.StatusBadRequest, "missing Host header"
+	case !validHost(req.Host):
+		return http.StatusBadRequest, "malformed Host header"
+	}
+	for k, vs := range req.Header {
+		if !validHeaderName(k) {
+			return http.StatusBadRequest, "invalid header name"
+		}
+		for _, v := range vs {
+			if !validHeaderValue(v) {
+				return http.StatusBadRequest, "invalid header value"
+			}
+		}
 	}
 	if e := req.Header.Get("Expect"); e != "" && !strings.EqualFold(e, "100-continue") {
 		return http.StatusExpectationFailed, "unsupported Expect"
 	}
 	return 0, ""
+}
+
+// validHeaderName reports whether k is a token (RFC 9110, 5.1), as
+// net/http's server wants. (golang.org/x/net/http/httpguts says the same
+// but links x/text's tables through idna: too much for the router build
+// for three loops.)
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v holds no control character but
+// horizontal tab (RFC 9110, 5.5).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports whether a Host header holds only what a host and
+// port may (as net/http's server checks it: no spaces, no controls).
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= 0x80 ||
+			strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // writeError sends a plain-text error and asks to close.

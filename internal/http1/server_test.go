@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -380,4 +381,29 @@ func FuzzServe(f *testing.F) {
 		io.Copy(io.Discard, client)
 		s.Close()
 	})
+}
+
+// TestRefusesWhatNetHTTPRefuses: raw requests net/http's server answers
+// 400, this one does too (net/http is the oracle), and closes.
+func TestRefusesWhatNetHTTPRefuses(t *testing.T) {
+	addr := serve(t, &Server{Handler: testHandler(), ReadHeaderTimeout: 5 * time.Second})
+	oracle := httptest.NewServer(testHandler())
+	defer oracle.Close()
+	for name, send := range map[string]string{
+		"a space before a header's colon (smuggling)": "POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\nGET /small HTTP/1.1\r\nHost: a\r\n\r\n",
+		"a header name with a control character":      "GET /small HTTP/1.1\r\nHost: a\r\nX-A\x01b: 1\r\n\r\n",
+		"a request line whose target is no URI":       "GET x HTTP/1.1\r\nHost: a\r\n\r\n",
+		"a Host with a space":                         "GET /small HTTP/1.1\r\nHost: a b\r\n\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := raw(t, oracle.Listener.Addr().String(), send)
+			if !strings.HasPrefix(want, "HTTP/1.1 400 ") {
+				t.Fatalf("net/http answered %.60q: the case is no refusal", want)
+			}
+			got := raw(t, addr, send)
+			if !strings.HasPrefix(got, "HTTP/1.1 400 ") || !strings.Contains(got, "Connection: close") || strings.Count(got, "HTTP/1.1 ") != 1 {
+				t.Errorf("got %.120q, want one 400 and Connection: close", got)
+			}
+		})
+	}
 }
