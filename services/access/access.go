@@ -205,8 +205,9 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 		}
 		return Principal{Name: "anonymous", Scope: g.cfg.Anonymous, owner: "anonymous:" + src, anonymous: true}, nil
 	}
-	bearer, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || g.cfg.Tokens == nil {
+	// The scheme is case-insensitive (RFC 9110, 11.1).
+	scheme, bearer, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || g.cfg.Tokens == nil {
 		return Principal{}, fault.New(fault.Unauthenticated, "want Authorization: Bearer <token>")
 	}
 	tok, err := g.cfg.Tokens.verify(strings.TrimSpace(bearer))

@@ -171,7 +171,10 @@ func call(t *testing.T, c *http.Client, method, url, token, contentType, host st
 	}
 	req, _ := http.NewRequest(method, url, body)
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		if !strings.Contains(token, " ") {
+			token = "Bearer " + token
+		}
+		req.Header.Set("Authorization", token)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
@@ -211,6 +214,9 @@ func TestGuard(t *testing.T) {
 		{"client cannot administer", "PUT", "/admin", cl, js, "", 403, "Forbidden", "needs scope admin"},
 		{"admin administers, owning nothing in particular", "PUT", "/admin", admin, js, "", 200, "", `"owner":""`},
 		{"a bad token is refused, even for reading", "GET", "/read", "jinid_0000_nope", "", "", 401, "Unauthenticated", "not valid"},
+		{"the scheme in lower case (RFC 9110: any case)", "POST", "/client", "bearer " + cl, js, "", 200, "", `"token:` + clTok.ID + `"`},
+		{"the scheme in upper case", "POST", "/client", "BEARER " + cl, js, "", 200, "", `"token:` + clTok.ID + `"`},
+		{"another scheme", "GET", "/read", "Basic dXNlcjpwYXNz", "", "", 401, "Unauthenticated", "Bearer"},
 		{"not a bearer", "GET", "/read", "", "", "", 200, "", ""},
 		{"text/plain", "POST", "/client", cl, "text/plain", "", 415, "UnsupportedMediaType", "application/json only"},
 		{"a form", "POST", "/cap", "", "application/x-www-form-urlencoded", "", 415, "UnsupportedMediaType", ""},
