@@ -96,6 +96,13 @@ func TestAccessOnALAN(t *testing.T) {
 			t.Fatalf("anonymous read of %s: %+v", path, a)
 		}
 	}
+	// The status page shows where the store is to an administrator only.
+	if a := raw(t, guest, "GET", api+"/", "", "", "", ""); strings.Contains(a.body, dir) || !strings.Contains(a.body, "shown to administrators") {
+		t.Errorf("the status page shows the data directory to an anonymous caller")
+	}
+	if a := raw(t, guest, "GET", api+"/", d.AdminToken(t), "", "", ""); !strings.Contains(a.body, dir) {
+		t.Errorf("the status page hides the data directory from an administrator")
+	}
 	for _, c := range []struct{ method, path, body string }{
 		{"PUT", "/v1/lookup/groups", `{"groups":["pwned"]}`},
 		{"POST", "/v1/lookup/services", `{"item":{"types":["x"]},"leaseDuration":60000}`},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/services/access"
 )
 
 // style is the page's only style sheet, inlined: no external asset.
@@ -83,7 +84,12 @@ type Count struct {
 func Handler(gather func() Page) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b bytes.Buffer
-		Render(&b, gather())
+		p := gather()
+		if access.PrincipalOf(r.Context()).Scope != access.ScopeAdmin {
+			// Where the store is on the host is for its administrator.
+			p.Identity.DataDir = ""
+		}
+		Render(&b, p)
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Cache-Control", "no-store")
@@ -120,7 +126,7 @@ func Render(b *bytes.Buffer, p Page) {
 		{"API", "<code>" + e(p.Identity.API) + "</code>"},
 		{"Unicast discovery", "<code>" + e(p.Identity.Unicast) + "</code>"},
 		{"Multicast", e(p.Multicast)},
-		{"Store", "<code>" + e(p.Identity.DataDir) + "</code>"},
+		{"Store", store(p.Identity.DataDir)},
 		{"Up", e(since(p.Now, p.Identity.Started)) + " (since " + stamp(p.Identity.Started) + ")"},
 	} {
 		fmt.Fprintf(b, "<dt>%s</dt><dd>%s</dd>\n", kv[0], kv[1])
@@ -217,4 +223,12 @@ func since(now, t time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// store is the data directory as the page shows it: to an administrator.
+func store(dir string) string {
+	if dir == "" {
+		return `<span class="muted">shown to administrators</span>`
+	}
+	return "<code>" + html.EscapeString(dir) + "</code>"
 }
