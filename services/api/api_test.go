@@ -69,6 +69,11 @@ func TestBadRequests(t *testing.T) {
 		{"mailbox not run", "POST", "/v1/mailbox/listeners/x", `{}`, 404, "UnsupportedOperation", "runs no event mailbox"},
 		{"batch without leases", "POST", "/v1/leases/renew", `{}`, 400, "NullArgument", "leases is required"},
 		{"no such service", "GET", "/v1/lookup/services/01234567-89ab-cdef-fedc-ba9876543210", ``, 404, "NoSuchObject", "no service"},
+		// The wrong kind of value is told in JSON's terms, not Go's.
+		{"a string for an array", "POST", "/v1/lookup/services", `{"item":{"types":"x"},"leaseDuration":1000}`, 400, "InvalidArgument", "item.types: want an array, not a JSON string"},
+		{"a string for a number", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":"long"}`, 400, "InvalidArgument", "leaseDuration: want a whole number, not a JSON string"},
+		{"an array for an object", "POST", "/v1/lookup/query", `{"template":[],"maxMatches":1}`, 400, "InvalidArgument", "template: want an object, not a JSON array"},
+		{"a number for a string", "POST", "/v1/lookup/services", `{"item":{"serviceID":7},"leaseDuration":1000}`, 400, "InvalidArgument", "item.serviceID: want a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, e.srv.URL+tc.path, strings.NewReader(tc.body))
@@ -83,6 +88,11 @@ func TestBadRequests(t *testing.T) {
 			body.Write(buf[:n])
 			if resp.StatusCode != tc.status || !strings.Contains(body.String(), `"code":"`+tc.code+`"`) || !strings.Contains(body.String(), tc.says) {
 				t.Fatalf("%d %s; want %d %s saying %q", resp.StatusCode, body.String(), tc.status, tc.code, tc.says)
+			}
+			for _, goWord := range []string{"Go struct", "Go value", "[]string", "int64", "json:", "struct {", "*apitypes", "main."} {
+				if strings.Contains(body.String(), goWord) {
+					t.Errorf("the answer speaks Go (%q): %s", goWord, body.String())
+				}
 			}
 		})
 	}

@@ -14,7 +14,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jinid/jinid/services/api/apitypes"
@@ -135,7 +137,7 @@ func Decode(w http.ResponseWriter, r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return fault.New(fault.NullArgument, "request body is empty; a JSON object is required")
 		}
-		return fault.New(fault.InvalidArgument, "request body: %v", err)
+		return JSONError("request body", err)
 	}
 	if dec.More() {
 		return fault.New(fault.InvalidArgument, "request body: unexpected data after the JSON object")
@@ -152,7 +154,7 @@ func DecodeRequired(w http.ResponseWriter, r *http.Request, v any, field string)
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &keys); err != nil {
-		return fault.New(fault.InvalidArgument, "request body: %v", err)
+		return JSONError("request body", err)
 	}
 	if _, ok := keys[field]; !ok {
 		return fault.New(fault.NullArgument, "%s is required", field)
@@ -160,9 +162,62 @@ func DecodeRequired(w http.ResponseWriter, r *http.Request, v any, field string)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fault.New(fault.InvalidArgument, "request body: %v", err)
+		return JSONError("request body", err)
 	}
 	return nil
+}
+
+// JSONError says what is wrong with JSON a client sent (what names it:
+// "request body", "event") in the API's words: the field and the kind
+// of value it wants, never the Go types behind it, as InvalidArgument.
+func JSONError(what string, err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fault.New(fault.InvalidArgument, "%s: %s: want %s, not a JSON %s", what, field, jsonKind(te.Type), te.Value)
+	case errors.As(err, &se):
+		return fault.New(fault.InvalidArgument, "%s: not JSON (at byte %d)", what, se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fault.New(fault.InvalidArgument, "%s: %s", what, strings.TrimPrefix(err.Error(), "json: "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fault.New(fault.InvalidArgument, "%s: the JSON ends too soon", what)
+	}
+	return fault.New(fault.InvalidArgument, "%s: not the JSON it should be", what)
+}
+
+// jsonKind names, in JSON's terms, what a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another kind of value"
 }
 
 // Required says a duration field is missing (NullArgument), naming it.

@@ -23,7 +23,9 @@ func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Read, "GET /v1/lds/registrations/{id}/registrars", s.httpRegistrars)
 	// A registration is changed by the client that made it (or an
 	// administrator) only.
-	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("discovery registration", s.leaseOf, h) }
+	owned := func(h http.HandlerFunc) http.HandlerFunc {
+		return s.cfg.Grantor.Owned("discovery registration", s.leaseOf, h)
+	}
 	mux.Handle(httpjson.Client, "POST /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Add)))
 	mux.Handle(httpjson.Client, "PUT /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Set)))
 	mux.Handle(httpjson.Client, "DELETE /v1/lds/registrations/{id}/groups", owned(s.httpGroups(Remove)))

@@ -31,7 +31,9 @@ func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Read, "GET /v1/mailbox/registrations/{id}", s.httpGet)
 	// A registration (its events above all) is the client's that made
 	// it (or an administrator's) only.
-	owned := func(h http.HandlerFunc) http.HandlerFunc { return s.cfg.Grantor.Owned("mailbox registration", s.leaseOf, h) }
+	owned := func(h http.HandlerFunc) http.HandlerFunc {
+		return s.cfg.Grantor.Owned("mailbox registration", s.leaseOf, h)
+	}
 	mux.Handle(httpjson.Client, "PUT /v1/mailbox/registrations/{id}/delivery", owned(s.httpEnable))
 	mux.Handle(httpjson.Client, "DELETE /v1/mailbox/registrations/{id}/delivery", owned(s.httpDisable))
 	mux.Handle(httpjson.Client, "POST /v1/mailbox/registrations/{id}/iterators", owned(s.httpIterator))

@@ -36,6 +36,7 @@ import (
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
@@ -515,7 +516,7 @@ func (s *Service) Notify(listener string, body []byte, hops int) error {
 		EventID *int64          `json:"eventID"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
-		return fault.New(fault.InvalidArgument, "event: %v", err)
+		return httpjson.JSONError("event", err)
 	}
 	if len(ev.Source) == 0 || string(ev.Source) == "null" || ev.EventID == nil {
 		return fault.New(fault.InvalidArgument, "event: source and eventID are required")
