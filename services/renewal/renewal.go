@@ -867,6 +867,14 @@ func (g *grantorQueue) measured(rtt time.Duration) {
 	g.rtt = (3*g.rtt + rtt) / 4
 }
 
+// renewalDue reports whether a client lease's renewal is due by now and
+// would start at once, its grantor not busy with another call (one that
+// waits behind a hung call leaves on time); the caller holds mu.
+func (s *Service) renewalDue(m *member, now int64) bool {
+	g := s.grantors[normalizeGrantor(m.Grantor)]
+	return g != nil && !g.busy && g.queue.Contains(m) && m.due <= now
+}
+
 // grace is how long past its end a lease whose renewal is under way
 // stays, for the answer: a round trip of its grantor, and a second.
 func (s *Service) grace(m *member) int64 {
@@ -991,9 +999,10 @@ func (s *Service) fireEnds() {
 		defer s.mu.Unlock()
 		now := s.now()
 		for m, ok := s.ends.Min(); ok && m.end <= now; m, ok = s.ends.Min() {
-			if m.busy && !m.graced && m.end == m.Expiration && m.Expiration < m.Desired {
-				// Its renewal is under way: the answer says whether it
-				// ended (the call, when it returns, schedules it again).
+			if (m.busy || s.renewalDue(m, now)) && !m.graced && m.end == m.Expiration && m.Expiration < m.Desired {
+				// Its renewal is under way, or due and about to start (a
+				// busy machine runs timers late): the answer says whether
+				// it ended (the call, when it returns, schedules it again).
 				m.end, m.graced = m.end+s.grace(m), true
 				s.ends.Update(m)
 				continue
@@ -1115,14 +1124,21 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 			}
 			s.schedule(m, done)
 		}
+		// The grantor's next call may start while this record is being
+		// written: what is due next depends on memory alone, and a crash
+		// before the write only makes jinid renew at once after it. (A
+		// slow disk must not eat the time a slow grantor leaves.)
+		g.busy = false
+		s.arm(g)
 		return nil
 	})
 	if uerr != nil {
 		s.log.Error("recording renewals", "grantor", g.url, "err", uerr)
 	}
 	s.mu.Lock()
-	g.busy = false
-	s.arm(g)
+	if !g.busy {
+		s.arm(g)
+	}
 	s.dropIdle(g)
 	s.mu.Unlock()
 	s.send(evs)

@@ -654,6 +654,22 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("another grantor's lease not renewed meanwhile: %+v", ls)
 			}
 		}},
+		{"renew/due-renewal-not-yet-started-when-the-end-timer-runs-first", func(t *testing.T, r *rig) {
+			// On a busy machine timers run late, and the one that ends
+			// leases may run before the one that starts a renewal due
+			// long ago: that lease is waited for, not dropped.
+			c := r.create(lease.Forever)
+			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			r.clk.Skip(60*time.Second + 500*time.Millisecond) // its renewal due 10 s ago; half a second past its end
+			r.s.fireEnds()
+			r.advance(0)
+			ls, _ := r.s.Leases(c.ID)
+			if len(ls) != 1 || ls[0].Expiration <= r.now() {
+				t.Fatalf("lease dropped or not renewed: %+v", ls)
+			}
+			r.noEvent()
+		}},
 		// the lease in a failure event (issue 13.4)
 		{"events/failure-lease-carries-the-original-expiration", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)

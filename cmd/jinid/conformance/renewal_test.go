@@ -193,7 +193,12 @@ func TestRenewalConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(got) != len(ls) {
-				t.Fatalf("%d of %d leases left in the set: %+v", len(got), len(ls), got)
+				var lapses []string
+				for _, g := range gs {
+					_, l := g.state()
+					lapses = append(lapses, l...)
+				}
+				t.Fatalf("%d of %d leases left in the set: %+v; lapses at the grantors %v; events %v", len(got), len(ls), got, lapses, l.sink.Events("/slow"))
 			}
 			for _, g := range gs {
 				if _, lapses := g.state(); len(lapses) > 0 {
