@@ -39,13 +39,23 @@ type javaLab struct {
 
 func newJavaLab(t *testing.T, args ...string) *javaLab {
 	t.Helper()
+	return startJavaLab(t, true, args...)
+}
+
+// startJavaLab is newJavaLab, the LAN's Java clients allowed to register
+// or, with register false, only to look (the daemon's defaults).
+func startJavaLab(t *testing.T, register bool, args ...string) *javaLab {
+	t.Helper()
 	riverpeer.Java(t)
 	jl := &javaLab{bin: jinidtest.Binary(t), lab: netlab.New(t)}
 	jl.lan = jl.lab.LAN()
 	jl.jinid, jl.java = jl.lab.Host("jinid"), jl.lab.Host("java")
 	jl.jinidIP, jl.javaIP = jl.jinid.Attach(jl.lan).IPv4, jl.java.Attach(jl.lan).IPv4
 	prefix := netip.PrefixFrom(jl.jinidIP, 24).Masked().String()
-	jl.proc = jinidtest.LabDaemon(t, jl.bin, jl.jinid, append([]string{"--java-register-from", prefix}, args...)...)
+	if register {
+		args = append([]string{"--java-register-from", prefix}, args...)
+	}
+	jl.proc = jinidtest.LabDaemon(t, jl.bin, jl.jinid, args...)
 	jl.serviceID = idOf(t, jl.proc.Log())
 	return jl
 }

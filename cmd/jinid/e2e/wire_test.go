@@ -50,21 +50,31 @@ func labPort(t testing.TB, h *netlab.Host, onMessage func(mcast.Message)) *mcast
 // discoverIn runs jinid discover in a lab host and returns its results.
 func discoverIn(t *testing.T, bin string, h *netlab.Host, args ...string) []finder.Result {
 	t.Helper()
-	out, err := h.Command(t.Context(), bin, append([]string{"discover", "--json"}, args...)...).Output()
+	rs, err := discoverResults(t.Context(), bin, h, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// discoverResults is discoverIn for any goroutine: it returns what
+// failed.
+func discoverResults(ctx context.Context, bin string, h *netlab.Host, args ...string) ([]finder.Result, error) {
+	out, err := h.Command(ctx, bin, append([]string{"discover", "--json"}, args...)...).Output()
 	var exit *exec.ExitError
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) { // 1: nothing found
-		t.Fatalf("discover in %s: %v", h.Name, err)
+		return nil, fmt.Errorf("discover in %s: %w", h.Name, err)
 	}
 	var rs []finder.Result
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		var r finder.Result
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("discover in %s: %q: %w", h.Name, sc.Bytes(), err)
 		}
 		rs = append(rs, r)
 	}
-	return rs
+	return rs, nil
 }
 
 // ofFamily keeps the results of one address family.

@@ -41,7 +41,7 @@ func (d *Daemon) javaMay(need access.Scope) func(jeri.Conn) error {
 				}
 			}
 		}
-		what := "register services, or events, or renew or cancel leases"
+		what := "register services or event listeners, renew leases or cancel them"
 		if need == access.ScopeRead {
 			what = "look up services"
 		}

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -209,25 +210,47 @@ func SilentListener(ctx context.Context, ns namespace.Namespace, addr string) (i
 	return ln.Addr().(*net.TCPAddr).Port, &wg, nil
 }
 
-// SilentStats is what SilentConnections saw.
+// SilentStats is what a connection flood saw.
 type SilentStats struct {
 	// Opened counts the connections made (reopenings included); Closed,
 	// those the daemon closed (over its caps at once, idle ones after its
-	// timeouts); Failed, the attempts that did not connect.
+	// timeouts, ones whose first words it refused); Failed, the attempts
+	// that did not connect.
 	Opened, Closed, Failed atomic.Int64
+	// Said counts the bytes written, first words included.
+	Said atomic.Int64
+	// MaxHeldMs is the longest the daemon took to close a connection
+	// that had said all its first words and then fell silent, in ms.
+	MaxHeldMs atomic.Int64
 }
 
-// SilentConnections keeps n connections from ns to addr open and silent
-// until ctx ends: one the daemon closes is opened again after reopen, so
-// the pressure holds. It opens them at most PerSecond a second. Raise
-// the process's open files limit first: each connection is a file.
-func SilentConnections(ctx context.Context, ns namespace.Namespace, addr string, n, perSecond int, reopen time.Duration, st *SilentStats) *sync.WaitGroup {
+// Connections is a flood of TCP connections that each say their first
+// words (Say, if set) and then nothing.
+type Connections struct {
+	// Addr is host:port to connect to; N, the connections to keep open.
+	Addr string
+	N    int
+	// PerSecond bounds the dials of all of them; one the daemon closed
+	// is opened again after Reopen, so the pressure holds.
+	PerSecond int
+	Reopen    time.Duration
+	// From are the source addresses, taken in turn (the kernel's choice
+	// when empty): a host's other addresses of its prefix.
+	From []netip.Addr
+	// Say writes the first words on a new connection; an error (the
+	// daemon closed it while it spoke) counts it as closed.
+	Say func(net.Conn) error
+}
+
+// Run keeps the connections open from ns until ctx ends. Raise the
+// process's open files limit first: each connection is a file.
+func (f Connections) Run(ctx context.Context, ns namespace.Namespace, st *SilentStats) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	tokens := make(chan struct{})
 	wg.Add(1)
 	go func() { // paces the dials of all of them
 		defer wg.Done()
-		every := time.Second / time.Duration(max(1, perSecond))
+		every := time.Second / time.Duration(max(1, f.PerSecond))
 		t := time.NewTicker(max(every, time.Microsecond))
 		defer t.Stop()
 		for {
@@ -243,48 +266,117 @@ func SilentConnections(ctx context.Context, ns namespace.Namespace, addr string,
 			}
 		}
 	}()
-	dial := func() (net.Conn, error) {
+	dial := func(i int) (net.Conn, error) {
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		if len(f.From) > 0 {
+			d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(f.From[i%len(f.From)], 0))
+		}
 		var c net.Conn
 		err := ns.Do(func() error {
 			var err error
-			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", addr)
+			c, err = d.DialContext(ctx, "tcp", f.Addr)
 			return err
 		})
 		return c, err
 	}
-	for range n {
+	for i := range f.N {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			buf := make([]byte, 1)
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-tokens:
 				}
-				c, err := dial()
-				if err != nil {
+				if c, err := dial(i); err != nil {
 					st.Failed.Add(1)
 				} else {
 					st.Opened.Add(1)
-					stop := context.AfterFunc(ctx, func() { c.Close() })
-					_, err := c.Read(buf) // silent: only the daemon ends it
-					stop()
-					c.Close()
-					if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-						st.Closed.Add(1)
-					}
+					f.hold(ctx, c, st)
 				}
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(reopen):
+				case <-time.After(f.Reopen):
 				}
 			}
 		}()
 	}
 	return &wg
+}
+
+// hold says the first words on c, then waits in silence for the daemon
+// to close it or ctx to end.
+func (f Connections) hold(ctx context.Context, c net.Conn, st *SilentStats) {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	defer c.Close()
+	if f.Say != nil {
+		if err := f.Say(countingConn{c, &st.Said}); err != nil {
+			if ctx.Err() == nil {
+				st.Closed.Add(1)
+			}
+			return
+		}
+	}
+	silent := time.Now()
+	var buf [512]byte
+	var err error
+	for err == nil {
+		_, err = c.Read(buf[:]) // what the daemon says; only it ends this
+	}
+	if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+		st.Closed.Add(1)
+		held := time.Since(silent).Milliseconds()
+		for m := st.MaxHeldMs.Load(); held > m && !st.MaxHeldMs.CompareAndSwap(m, held); m = st.MaxHeldMs.Load() {
+		}
+	}
+}
+
+// countingConn counts the bytes written on a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// JERICalls is what a Jini ERI client says that opens sessions calls on
+// a connection and never ends one: the mux connection header, then the
+// first bytes bytes of a call on each of sessions sessions (at most 256),
+// the daemon's header read in between.
+func JERICalls(sessions, bytes int) func(net.Conn) error {
+	const frame = 60_000 // a Data message's body, under its 64 KiB bound
+	return func(c net.Conn) error {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("Jmux\x01\x00\x00\x00")); err != nil { // version 1, no ration
+			return err
+		}
+		var hdr [8]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return fmt.Errorf("the daemon's mux header: %w", err)
+		}
+		c.SetDeadline(time.Time{})
+		msg := make([]byte, 4+frame)
+		for id := range min(sessions, 256) {
+			op := byte(0x80 | 0x10) // Data, Open
+			for left := bytes; left > 0; op = 0x80 {
+				k := min(left, frame)
+				msg[0], msg[1] = op, byte(id)
+				binary.BigEndian.PutUint16(msg[2:], uint16(k))
+				if _, err := c.Write(msg[:4+k]); err != nil {
+					return err
+				}
+				left -= k
+			}
+		}
+		return nil
+	}
 }
 
 // Usage is a process's resident memory and CPU time, from /proc.
