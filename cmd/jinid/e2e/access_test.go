@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -294,7 +297,7 @@ func TestRegistrationsHaveOwners(t *testing.T) {
 	set, setLease := create("/v1/renewal/sets", `{"leaseDuration":600000}`)
 	tx, _ := create("/v1/transactions", `{"leaseDuration":600000}`)
 
-	for _, c := range []struct{ method, path, body string }{
+	cases := []struct{ method, path, body string }{
 		{"POST", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["x"]}`},
 		{"PUT", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["x"]}`},
 		{"DELETE", "/v1/lds/registrations/" + lds + "/groups", `{"groups":["a"]}`},
@@ -317,7 +320,23 @@ func TestRegistrationsHaveOwners(t *testing.T) {
 		{"DELETE", "/v1/renewal/sets/" + set + "/failure-listener", ``},
 		{"POST", "/v1/transactions/" + tx + "/commit", `{}`},
 		{"POST", "/v1/transactions/" + tx + "/abort", `{}`},
-	} {
+	}
+	// These are the routes the API document marks x-jinid-owner (but for
+	// a service's attributes, the lookup service's tests' own).
+	documented := ownerRoutes(t)
+	for _, c := range cases {
+		if !slices.ContainsFunc(documented, func(r ownerRoute) bool { return r.method == c.method && r.path.MatchString(c.path) }) {
+			t.Errorf("%s %s is not marked x-jinid-owner in docs/api/openapi.yaml", c.method, c.path)
+		}
+	}
+	for _, r := range documented {
+		if !strings.HasPrefix(r.template, "/v1/lookup/") && !slices.ContainsFunc(cases, func(c struct{ method, path, body string }) bool {
+			return r.method == c.method && r.path.MatchString(c.path)
+		}) {
+			t.Errorf("%s %s is marked x-jinid-owner in docs/api/openapi.yaml but not tried here", r.method, r.template)
+		}
+	}
+	for _, c := range cases {
 		for who, token := range map[string]string{"bob": bob, "anonymous": ""} {
 			ctype := ""
 			if c.body != "" {
@@ -361,4 +380,36 @@ func TestRegistrationsHaveOwners(t *testing.T) {
 	if a := raw(t, cl, "PUT", api+"/v1/lds/registrations/"+lds+"/groups", alice, "application/json", "", `{"groups":["b"]}`); a.status != 200 {
 		t.Errorf("alice changes her groups: %+v", a)
 	}
+}
+
+// ownerRoute is an operation the API document marks x-jinid-owner.
+type ownerRoute struct {
+	method, template string
+	path             *regexp.Regexp // the template, each {parameter} one segment
+}
+
+// ownerRoutes reads docs/api/openapi.yaml's x-jinid-owner operations.
+func ownerRoutes(t *testing.T) []ownerRoute {
+	t.Helper()
+	doc, err := os.ReadFile("../../../docs/api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ownerRoute
+	path, method := "", ""
+	for _, l := range strings.Split(string(doc), "\n") {
+		switch {
+		case strings.HasPrefix(l, "  /") && strings.HasSuffix(l, ":"):
+			path = strings.TrimSuffix(strings.TrimPrefix(l, "  "), ":")
+		case strings.HasPrefix(l, "    ") && !strings.HasPrefix(l, "     ") && strings.HasSuffix(l, ":"):
+			method = strings.ToUpper(strings.TrimSuffix(strings.TrimSpace(l), ":"))
+		case strings.TrimSpace(l) == "x-jinid-owner: true":
+			re := regexp.MustCompile(`\\\{[^}]*\\\}`).ReplaceAllString(regexp.QuoteMeta(path), "[^/]+")
+			out = append(out, ownerRoute{method, path, regexp.MustCompile("^" + re + "$")})
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("only %d x-jinid-owner operations in docs/api/openapi.yaml", len(out))
+	}
+	return out
 }
