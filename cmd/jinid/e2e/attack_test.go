@@ -173,11 +173,21 @@ func TestFloodOneIPv6Prefix(t *testing.T) {
 	f.waitFor(t, "opened", 1000)
 
 	// The connections the daemon holds from the attacker, sampled while
-	// the flood goes on: one source's share.
+	// the flood goes on: one source's share. A connection over the caps
+	// is accepted and closed at once, so only those seen in two samples
+	// 200 ms apart count as held (a sample may catch one being closed).
 	held := 0
-	for range 20 {
-		held = max(held, established(t, pid, 4160, from))
-		time.Sleep(50 * time.Millisecond)
+	last := established(t, pid, 4160, from)
+	for range 10 {
+		time.Sleep(200 * time.Millisecond)
+		now := established(t, pid, 4160, from)
+		both := 0
+		for inode := range now {
+			if last[inode] {
+				both++
+			}
+		}
+		held, last = max(held, both), now
 	}
 	// Eight at a time (each jinid discover takes its second).
 	var answered atomic.Int64
@@ -215,16 +225,16 @@ func TestFloodOneIPv6Prefix(t *testing.T) {
 	}
 }
 
-// established counts the TCP connections on local port from any of the
-// addresses from that pid's namespace holds accepted and open (one in
-// the listener's queue, not yet accepted, has no inode yet).
-func established(t *testing.T, pid, port int, from []netip.Addr) int {
+// established returns the TCP connections on local port from any of the
+// addresses from that pid's namespace holds accepted and open, by inode
+// (one in the listener's queue, not yet accepted, has none yet).
+func established(t *testing.T, pid, port int, from []netip.Addr) map[string]bool {
 	t.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp6", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	held := map[string]bool{}
 	for _, l := range strings.Split(string(raw), "\n")[1:] {
 		fs := strings.Fields(l)
 		if len(fs) < 10 || fs[3] != "01" || fs[9] == "0" { // ESTABLISHED, accepted
@@ -236,10 +246,10 @@ func established(t *testing.T, pid, port int, from []netip.Addr) int {
 		}
 		rhex, _, _ := strings.Cut(fs[2], ":")
 		if a, ok := procAddr6(rhex); ok && slices.Contains(from, a) {
-			n++
+			held[fs[9]] = true
 		}
 	}
-	return n
+	return held
 }
 
 // procAddr6 reads an IPv6 address as /proc/net/tcp6 prints it: four
