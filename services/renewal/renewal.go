@@ -585,8 +585,12 @@ func (s *Service) Leases(setID string) ([]Member, error) {
 	out := make([]Member, 0, len(st.members))
 	now := s.now()
 	for _, m := range st.members {
-		if m.end <= now {
-			continue // ended: on its way out of the set
+		if m.end <= now && !s.awaited(m, now) {
+			// Ended: on its way out of the set. (One whose renewal's
+			// answer is awaited stays, as the end timer will find it:
+			// the answer of a slow grantor comes about when the last
+			// renewal expires.)
+			continue
 		}
 		out = append(out, Member{ClientLease: m.ClientLease, Desired: m.Desired, RenewDuration: m.RenewDuration})
 	}
@@ -867,6 +871,13 @@ func (g *grantorQueue) measured(rtt time.Duration) {
 	g.rtt = (3*g.rtt + rtt) / 4
 }
 
+// awaited reports whether a client lease at its end stays for the answer
+// of a renewal: one under way, or due and about to start (a busy machine
+// runs timers late), its end not yet put off once. The caller holds mu.
+func (s *Service) awaited(m *member, now int64) bool {
+	return (m.busy || s.renewalDue(m, now)) && !m.graced && m.end == m.Expiration && m.Expiration < m.Desired
+}
+
 // renewalDue reports whether a client lease's renewal is due by now and
 // would start at once, its grantor not busy with another call (one that
 // waits behind a hung call leaves on time); the caller holds mu.
@@ -999,10 +1010,8 @@ func (s *Service) fireEnds() {
 		defer s.mu.Unlock()
 		now := s.now()
 		for m, ok := s.ends.Min(); ok && m.end <= now; m, ok = s.ends.Min() {
-			if (m.busy || s.renewalDue(m, now)) && !m.graced && m.end == m.Expiration && m.Expiration < m.Desired {
-				// Its renewal is under way, or due and about to start (a
-				// busy machine runs timers late): the answer says whether
-				// it ended (the call, when it returns, schedules it again).
+			if s.awaited(m, now) {
+				// The call, when it returns, schedules it again.
 				m.end, m.graced = m.end+s.grace(m), true
 				s.ends.Update(m)
 				continue

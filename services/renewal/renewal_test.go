@@ -670,6 +670,25 @@ func TestConformance(t *testing.T) {
 			}
 			r.noEvent()
 		}},
+		{"renew/lease-awaiting-its-answer-is-listed-past-its-end", func(t *testing.T, r *rig) {
+			// A slow grantor's answer comes about when the last renewal
+			// expires; until the end timer has run (late, on a busy
+			// machine) the listing must not drop what it will keep.
+			c := r.create(lease.Forever)
+			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
+			hold := make(chan struct{})
+			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
+			r.advance(59 * time.Second)         // the renewal is under way, held
+			r.clk.Skip(1500 * time.Millisecond) // past its end (60 s), the end timer not yet run
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
+				t.Fatalf("a lease whose renewal is under way not listed past its end: %+v", ls)
+			}
+			r.release(hold)
+			r.advance(0)
+			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 || ls[0].Expiration <= r.now() {
+				t.Fatalf("not renewed: %+v", ls)
+			}
+		}},
 		// the lease in a failure event (issue 13.4)
 		{"events/failure-lease-carries-the-original-expiration", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)

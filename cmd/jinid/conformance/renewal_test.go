@@ -37,6 +37,9 @@ type labGrantor struct {
 	exp    map[string]time.Time
 	lapses []string
 	calls  int
+	// history is the last calls, for a failure's message: when each came
+	// and when it was answered.
+	history []string
 }
 
 const grantedFor = 3 * time.Second
@@ -67,6 +70,14 @@ func (g *labGrantor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	var out apitypes.BatchResults
+	defer func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.history = append(g.history, fmt.Sprintf("came %s answered %s: %+v", now.Format("15:04:05.000"), time.Now().Format("15:04:05.000"), out.Results))
+		if len(g.history) > 4 {
+			g.history = g.history[1:]
+		}
+	}()
 	g.mu.Lock()
 	g.calls++
 	for _, l := range req.Leases {
@@ -127,6 +138,7 @@ func bannerServer(t *testing.T, h *netlab.Host, ip string) string {
 
 type renewalLab struct {
 	t    *testing.T
+	d    *jinidtest.LabProc
 	c    *client.Client
 	gh   *netlab.Host
 	gip  string
@@ -140,8 +152,9 @@ func newRenewalLab(t *testing.T) *renewalLab {
 	lan := lab.LAN()
 	gw, cl, gh := lab.Host("gw"), lab.Host("client"), lab.Host("grantors")
 	gwl, cll, ghl := gw.Attach(lan), cl.Attach(lan), gh.Attach(lan)
-	jinidtest.LabDaemon(t, bin, gw, "--no-dns-sd")
-	return &renewalLab{t: t, c: jinidtest.LabClient(t, cl, "http://"+gwl.IPv4.String()+":4162"), gh: gh, gip: ghl.IPv4.String(),
+	// At debug level: why a renewal failed is logged there.
+	d := jinidtest.LabDaemon(t, bin, gw, "--no-dns-sd", "--log-level", "debug")
+	return &renewalLab{t: t, d: d, c: jinidtest.LabClient(t, cl, "http://"+gwl.IPv4.String()+":4162"), gh: gh, gip: ghl.IPv4.String(),
 		sink: jinidtest.NewSink(t, cl, cll.IPv4.String())}
 }
 
@@ -193,12 +206,22 @@ func TestRenewalConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(got) != len(ls) {
-				var lapses []string
+				var lapses, history []string
 				for _, g := range gs {
 					_, l := g.state()
 					lapses = append(lapses, l...)
+					g.mu.Lock()
+					history = append(history, fmt.Sprintf("%s (answering after %v):\n\t%s", g.URL, g.answer, strings.Join(g.history, "\n\t")))
+					g.mu.Unlock()
 				}
-				t.Fatalf("%d of %d leases left in the set: %+v; lapses at the grantors %v; events %v", len(got), len(ls), got, lapses, l.sink.Events("/slow"))
+				var logged []string
+				for _, line := range strings.Split(l.d.Log(), "\n") {
+					if strings.Contains(line, "renew") {
+						logged = append(logged, line)
+					}
+				}
+				t.Fatalf("%d of %d leases left in the set at %s: %+v; lapses at the grantors %v; events %v\ngrantors' last calls:\n%s\nthe renewal service's log:\n%s",
+					len(got), len(ls), time.Now().Format("15:04:05.000"), got, lapses, l.sink.Events("/slow"), strings.Join(history, "\n"), strings.Join(logged, "\n"))
 			}
 			for _, g := range gs {
 				if _, lapses := g.state(); len(lapses) > 0 {
