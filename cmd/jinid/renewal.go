@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 func newRenewalCmd() *cobra.Command {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
 )

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 func item(i int) apitypes.Item {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/outbound"
 	"go.uber.org/goleak"
 )

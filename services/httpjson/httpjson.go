@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/ids"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"

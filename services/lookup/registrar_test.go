@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"

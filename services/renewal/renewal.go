@@ -50,7 +50,7 @@ import (
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/pqueue"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 )

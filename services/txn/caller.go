@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // maxAnswer bounds a participant's answer read.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/services/access"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 )

@@ -21,7 +21,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/riverpeer"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // The attacks of issue 33 on the ports a LAN can reach, each against the

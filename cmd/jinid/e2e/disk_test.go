@@ -14,8 +14,8 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // readyz is the daemon's readiness, asked through hc at api: its status

@@ -25,8 +25,8 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/floodtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // The floods of a hostile host on the LAN (h2, "attacker") against a

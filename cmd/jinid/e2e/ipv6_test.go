@@ -18,8 +18,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // On a LAN with IPv6 link-local addresses only (no IPv4, no router, no

@@ -19,8 +19,8 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/riverpeer"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // javaLab is a LAN with jinid, serving Java clients of the LAN's

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // TestLDSCommands is the two-terminal flow of `jinid lds --help`, on

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // tcpServer answers every connection on loopback with answer, then

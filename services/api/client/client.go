@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // Client talks to one jinid.

@@ -18,9 +18,9 @@ func TestClientDeps(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	allowed := map[string]bool{
-		"github.com/jinid/jinid/services/api/client":   true,
-		"github.com/jinid/jinid/services/api/apitypes": true,
-		"github.com/jinid/jinid/internal/http1":        true,
+		"github.com/jinid/jinid/services/api/client": true,
+		"github.com/jinid/jinid/services/apitypes":   true,
+		"github.com/jinid/jinid/internal/http1":      true,
 	}
 	// Why some would be wrong, to say so if they come back.
 	forbidden := map[string]string{

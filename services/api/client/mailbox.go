@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // MailboxRegistration is a new mailbox registration.

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // Transaction is a transaction the manager created: its ID, the

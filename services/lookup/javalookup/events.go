@@ -14,7 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/outbound"

@@ -23,7 +23,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/jinid/jinid/services/api/apitypes"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/services/api/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/txntest"
 )
