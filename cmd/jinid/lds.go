@@ -18,7 +18,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/fault"
 )
 
 func newLDSCmd() *cobra.Command {
@@ -369,5 +368,5 @@ func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
 }
 
 func faultUnknownEvent() apitypes.Error {
-	return apitypes.Error{Code: fault.UnknownEvent, Message: "this listener wants no more events"}
+	return apitypes.Error{Code: apitypes.UnknownEvent, Message: "this listener wants no more events"}
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 )
@@ -42,7 +43,7 @@ func ParseScope(s string) (Scope, error) {
 	case ScopeRead, ScopeClient, ScopeAdmin:
 		return sc, nil
 	}
-	return "", fault.New(fault.InvalidArgument, "scope %q: want read, client or admin", s)
+	return "", fault.New(apitypes.InvalidArgument, "scope %q: want read, client or admin", s)
 }
 
 // ParseAnonymous reads what anonymous callers may do: a scope, or none.
@@ -101,7 +102,7 @@ func MayAct(ctx context.Context, owner, what string) error {
 	if by == "" || by == owner {
 		return nil
 	}
-	return fault.New(fault.Forbidden, "%s was made by another client: only it, or an administrator, may change it or see its lease", what)
+	return fault.New(apitypes.Forbidden, "%s was made by another client: only it, or an administrator, may change it or see its lease", what)
 }
 
 type principalKey struct{}
@@ -163,7 +164,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		local := isLocal(r.Context())
 		if !local && g.cfg.Host != nil {
 			if host := hostOnly(r.Host); !g.cfg.Host(host) {
-				httpjson.WriteError(w, fault.New(fault.MisdirectedRequest,
+				httpjson.WriteError(w, fault.New(apitypes.MisdirectedRequest,
 					"this daemon does not answer to the name %q (DNS rebinding?); use its address, or add the name with --api-host", host))
 				return
 			}
@@ -208,7 +209,7 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 	// The scheme is case-insensitive (RFC 9110, 11.1).
 	scheme, bearer, ok := strings.Cut(auth, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || g.cfg.Tokens == nil {
-		return Principal{}, fault.New(fault.Unauthenticated, "want Authorization: Bearer <token>")
+		return Principal{}, fault.New(apitypes.Unauthenticated, "want Authorization: Bearer <token>")
 	}
 	tok, err := g.cfg.Tokens.verify(strings.TrimSpace(bearer))
 	if err != nil {
@@ -262,10 +263,10 @@ func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc
 		}
 		if p.anonymous {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="jinid"`)
-			httpjson.WriteError(w, fault.New(fault.Unauthenticated, "%s %s needs a token with scope %s or more", r.Method, r.URL.Path, need))
+			httpjson.WriteError(w, fault.New(apitypes.Unauthenticated, "%s %s needs a token with scope %s or more", r.Method, r.URL.Path, need))
 			return
 		}
-		httpjson.WriteError(w, fault.New(fault.Forbidden, "%s %s needs scope %s; token %q has %s", r.Method, r.URL.Path, need, p.Name, p.Scope))
+		httpjson.WriteError(w, fault.New(apitypes.Forbidden, "%s %s needs scope %s; token %q has %s", r.Method, r.URL.Path, need, p.Name, p.Scope))
 	}
 }
 
@@ -289,7 +290,7 @@ func checkBody(r *http.Request) error {
 	if ct == "" {
 		ct = "none"
 	}
-	return fault.New(fault.UnsupportedMediaType, "request body of type %q: the API takes application/json only", ct)
+	return fault.New(apitypes.UnsupportedMediaType, "request body of type %q: the API takes application/json only", ct)
 }
 
 func hostOnly(hostport string) string {

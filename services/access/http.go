@@ -33,7 +33,7 @@ func (t *Tokens) httpCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Duration < 0 || req.Duration > int64(100*365*24*time.Hour/time.Millisecond) {
-		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "duration %d: want milliseconds, or 0 for a token that works until revoked", req.Duration))
+		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "duration %d: want milliseconds, or 0 for a token that works until revoked", req.Duration))
 		return
 	}
 	var expires time.Time

@@ -172,7 +172,7 @@ func (t *Tokens) Create(name string, scope Scope, expires time.Time) (string, To
 	if !expires.IsZero() {
 		exp = expires.UnixMilli()
 		if !expires.After(t.cfg.Clock.Now()) {
-			return "", Token{}, fault.New(fault.InvalidArgument, "token %q would expire before it is made", name)
+			return "", Token{}, fault.New(apitypes.InvalidArgument, "token %q would expire before it is made", name)
 		}
 	}
 	return t.create(name, scope, exp, nil)
@@ -180,7 +180,7 @@ func (t *Tokens) Create(name string, scope Scope, expires time.Time) (string, To
 
 func (t *Tokens) create(name string, scope Scope, expires int64, also func(*store.Tx) error) (string, Token, error) {
 	if !validName(name) {
-		return "", Token{}, fault.New(fault.InvalidArgument, "token name %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return "", Token{}, fault.New(apitypes.InvalidArgument, "token name %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
 	}
 	if _, err := ParseScope(string(scope)); err != nil {
 		return "", Token{}, err
@@ -200,9 +200,9 @@ func (t *Tokens) create(name string, scope Scope, expires int64, also func(*stor
 		t.mu.RUnlock()
 		switch {
 		case taken:
-			return fault.New(fault.InvalidArgument, "a token named %q exists; revoke it first or choose another name", name)
+			return fault.New(apitypes.InvalidArgument, "a token named %q exists; revoke it first or choose another name", name)
 		case n >= MaxTokens:
-			return fault.New(fault.LeaseDenied, "%d tokens exist, the most a daemon keeps; revoke some first", n)
+			return fault.New(apitypes.LeaseDenied, "%d tokens exist, the most a daemon keeps; revoke some first", n)
 		}
 		if err := tx.Put(bucket, id, r); err != nil {
 			return err
@@ -254,7 +254,7 @@ func (t *Tokens) Revoke(idOrName string) error {
 	}
 	t.mu.RUnlock()
 	if id == "" {
-		return fault.New(fault.NoSuchObject, "no token %q", idOrName)
+		return fault.New(apitypes.NoSuchObject, "no token %q", idOrName)
 	}
 	return t.cfg.Store.Update(func(tx *store.Tx) error {
 		if err := tx.Delete(bucket, id); err != nil {
@@ -272,7 +272,7 @@ func (t *Tokens) Revoke(idOrName string) error {
 // errBadToken is every failure to verify a token: the caller learns no
 // more than "not a valid token" (which part was wrong is nobody's
 // business).
-var errBadToken = fault.New(fault.Unauthenticated, "the bearer token is not valid (unknown, revoked or expired)")
+var errBadToken = fault.New(apitypes.Unauthenticated, "the bearer token is not valid (unknown, revoked or expired)")
 
 // verify returns the token a bearer secret is.
 func (t *Tokens) verify(bearer string) (Token, error) {

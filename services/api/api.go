@@ -17,6 +17,7 @@ import (
 
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 )
@@ -117,11 +118,11 @@ func New(cfg Config) http.Handler {
 	}
 	for _, n := range cfg.NotRun {
 		mux.HandleFunc(n.Prefix, func(w http.ResponseWriter, _ *http.Request) {
-			httpjson.WriteError(w, fault.New(fault.UnsupportedOperation, "this jinid runs no %s", n.Name), http.StatusNotFound)
+			httpjson.WriteError(w, fault.New(apitypes.UnsupportedOperation, "this jinid runs no %s", n.Name), http.StatusNotFound)
 		})
 	}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.WriteError(w, fault.New(fault.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
+		httpjson.WriteError(w, fault.New(apitypes.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
 	})
 	// Health and readiness need nothing of the caller: a load balancer
 	// or a service manager asks without a token.

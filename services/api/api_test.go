@@ -13,7 +13,6 @@ import (
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
-	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
@@ -112,7 +111,7 @@ func TestLeaseBatchesOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res[0].Error != nil || res[0].Expiration <= a.Lease.Expiration || res[1].Error == nil || res[1].Error.Code != fault.UnknownLease {
+	if res[0].Error != nil || res[0].Expiration <= a.Lease.Expiration || res[1].Error == nil || res[1].Error.Code != apitypes.UnknownLease {
 		t.Fatalf("renewAll results %+v", res)
 	}
 	res, err = e.c.CancelAll(ctx, []string{"gone", a.Lease.ID})

@@ -26,7 +26,6 @@ import (
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -344,7 +343,7 @@ func Attempt(ctx context.Context, hc http1.Doer, url string, body []byte, hops i
 	switch {
 	case resp.StatusCode/100 == 2:
 		return Delivered, nil
-	case resp.StatusCode == http.StatusGone && codeOf(reply) == string(fault.UnknownEvent):
+	case resp.StatusCode == http.StatusGone && codeOf(reply) == string(apitypes.UnknownEvent):
 		return UnknownEvent, errors.New("listener answered UnknownEvent")
 	case resp.StatusCode/100 == 5, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
 		return Indefinite, fmt.Errorf("listener answered %s", resp.Status)

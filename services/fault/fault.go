@@ -13,34 +13,9 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 )
 
-// Code names a specification exception.
+// Code names a specification exception; the codes are apitypes' (one
+// name each, where a client that links the wire types alone finds them).
 type Code = apitypes.Code
-
-// The codes of API.md.
-const (
-	InvalidArgument      = apitypes.InvalidArgument      // IllegalArgumentException
-	NullArgument         = apitypes.NullArgument         // NullPointerException
-	UnsupportedOperation = apitypes.UnsupportedOperation // UnsupportedOperationException
-	NoSuchObject         = apitypes.NoSuchObject         // NoSuchObjectException
-	UnknownLease         = apitypes.UnknownLease         // UnknownLeaseException
-	LeaseDenied          = apitypes.LeaseDenied          // LeaseDeniedException
-	UnknownEvent         = apitypes.UnknownEvent         // UnknownEventException
-	InvalidIterator      = apitypes.InvalidIterator      // InvalidIteratorException
-	Internal             = apitypes.Internal             // anything else
-
-	Unauthenticated      = apitypes.Unauthenticated
-	Forbidden            = apitypes.Forbidden
-	UnsupportedMediaType = apitypes.UnsupportedMediaType
-	MisdirectedRequest   = apitypes.MisdirectedRequest
-	TooLarge             = apitypes.TooLarge
-	TooMany              = apitypes.TooMany
-	Unavailable          = apitypes.Unavailable
-
-	Refused     = apitypes.Refused
-	Unreachable = apitypes.Unreachable
-	Timeout     = apitypes.Timeout
-	BadAnswer   = apitypes.BadAnswer
-)
 
 // Error is a service error with its code.
 type Error = apitypes.Error
@@ -75,7 +50,7 @@ func CodeOf(err error) Code {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	return Internal
+	return apitypes.Internal
 }
 
 // Coded reports whether err carries a code of its own.
@@ -93,5 +68,5 @@ func As(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &Error{Code: Internal, Message: err.Error()}
+	return &Error{Code: apitypes.Internal, Message: err.Error()}
 }

@@ -94,11 +94,11 @@ func (p Patterns) Handle(need Need, pattern string, _ http.HandlerFunc) { p[patt
 // to whoever wraps w to hear it (the API's front logs it).
 func WriteError(w http.ResponseWriter, err error, status ...int) {
 	fe := fault.As(err)
-	if fault.CodeOf(err) == fault.Internal && !fault.Coded(err) {
+	if fault.CodeOf(err) == apitypes.Internal && !fault.Coded(err) {
 		if n, ok := w.(interface{ NoteInternal(error) }); ok {
 			n.NoteInternal(err)
 		}
-		fe = &apitypes.Error{Code: fault.Internal, Message: "the daemon failed to do it; its log says why"}
+		fe = &apitypes.Error{Code: apitypes.Internal, Message: "the daemon failed to do it; its log says why"}
 	}
 	if len(fe.Message) > maxMessage {
 		// However a message was made, it echoes no more than this.
@@ -133,14 +133,14 @@ func Decode(w http.ResponseWriter, r *http.Request, v any) error {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			return fault.Limit(fault.TooLarge, "bodyBytes", 0, "request body is larger than %d bytes", limit)
+			return fault.Limit(apitypes.TooLarge, "bodyBytes", 0, "request body is larger than %d bytes", limit)
 		case errors.Is(err, io.EOF):
-			return fault.New(fault.NullArgument, "request body is empty; a JSON object is required")
+			return fault.New(apitypes.NullArgument, "request body is empty; a JSON object is required")
 		}
 		return JSONError("request body", err)
 	}
 	if dec.More() {
-		return fault.New(fault.InvalidArgument, "request body: unexpected data after the JSON object")
+		return fault.New(apitypes.InvalidArgument, "request body: unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func DecodeRequired(w http.ResponseWriter, r *http.Request, v any, field string)
 		return JSONError("request body", err)
 	}
 	if _, ok := keys[field]; !ok {
-		return fault.New(fault.NullArgument, "%s is required", field)
+		return fault.New(apitypes.NullArgument, "%s is required", field)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -179,15 +179,15 @@ func JSONError(what string, err error) error {
 		if field == "" {
 			field = "the body"
 		}
-		return fault.New(fault.InvalidArgument, "%s: %s: want %s, not a JSON %s", what, field, jsonKind(te.Type), te.Value)
+		return fault.New(apitypes.InvalidArgument, "%s: %s: want %s, not a JSON %s", what, field, jsonKind(te.Type), te.Value)
 	case errors.As(err, &se):
-		return fault.New(fault.InvalidArgument, "%s: not JSON (at byte %d)", what, se.Offset)
+		return fault.New(apitypes.InvalidArgument, "%s: not JSON (at byte %d)", what, se.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fault.New(fault.InvalidArgument, "%s: %s", what, strings.TrimPrefix(err.Error(), "json: "))
+		return fault.New(apitypes.InvalidArgument, "%s: %s", what, strings.TrimPrefix(err.Error(), "json: "))
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fault.New(fault.InvalidArgument, "%s: the JSON ends too soon", what)
+		return fault.New(apitypes.InvalidArgument, "%s: the JSON ends too soon", what)
 	}
-	return fault.New(fault.InvalidArgument, "%s: not the JSON it should be", what)
+	return fault.New(apitypes.InvalidArgument, "%s: not the JSON it should be", what)
 }
 
 // jsonKind names, in JSON's terms, what a Go type decodes from.
@@ -223,7 +223,7 @@ func jsonKind(t reflect.Type) string {
 // Required says a duration field is missing (NullArgument), naming it.
 func Required(name string, v *int64) error {
 	if v == nil {
-		return fault.New(fault.NullArgument, "%s is required (milliseconds; -1 for ANY, %d for FOREVER)", name, apitypes.Forever)
+		return fault.New(apitypes.NullArgument, "%s is required (milliseconds; -1 for ANY, %d for FOREVER)", name, apitypes.Forever)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func stringSet(what string, v *[]*string) ([]string, error) {
 	out := make([]string, 0, len(*v))
 	for i, p := range *v {
 		if p == nil {
-			return nil, fault.New(fault.NullArgument, "%s[%d] is null", what, i)
+			return nil, fault.New(apitypes.NullArgument, "%s[%d] is null", what, i)
 		}
 		out = append(out, *p)
 	}
@@ -63,7 +63,7 @@ func locatorSet(v *[]*string) ([]discovery.Locator, error) {
 	for _, str := range ss {
 		l, err := discovery.ParseLocator(str)
 		if err != nil {
-			return nil, fault.New(fault.InvalidArgument, "%v", err)
+			return nil, fault.New(apitypes.InvalidArgument, "%v", err)
 		}
 		out = append(out, l)
 	}
@@ -83,7 +83,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Listener == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "listener is required"))
 		return
 	}
 	if err := httpjson.Required("leaseDuration", req.LeaseDuration); err != nil {
@@ -186,7 +186,7 @@ func (s *Service) httpLocators(m Mutation) http.HandlerFunc {
 			return
 		}
 		if req.Locators == nil {
-			httpjson.WriteError(w, fault.New(fault.NullArgument, "locators is null"))
+			httpjson.WriteError(w, fault.New(apitypes.NullArgument, "locators is null"))
 			return
 		}
 		locs, err := locatorSet(req.Locators)
@@ -210,12 +210,12 @@ func (s *Service) httpDiscard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.ServiceID == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "serviceID is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "serviceID is required"))
 		return
 	}
 	id, err := discovery.ParseServiceID(*req.ServiceID)
 	if err != nil {
-		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "serviceID: %v", err))
+		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "serviceID: %v", err))
 		return
 	}
 	if err := s.Discard(r.PathValue("id"), id); err != nil {

@@ -374,7 +374,7 @@ func (s *Service) update(fn func(tx *store.Tx) ([]event.Delivery, error)) error 
 		return err
 	})
 	if err != nil {
-		if c := fault.CodeOf(err); c != fault.Internal {
+		if c := fault.CodeOf(err); c != apitypes.Internal {
 			return err // refused before anything changed
 		}
 		s.mu.Lock()
@@ -416,7 +416,7 @@ type Registration struct {
 // that it wants are reported at once, in one discovered event.
 func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if req.Listener == "" {
-		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
 	if err := s.cfg.Outbound.CheckURL("listener", req.Listener); err != nil {
 		return Registration{}, err
@@ -548,7 +548,7 @@ const (
 // UnsupportedOperation, as the specification says.
 func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 	if m != Set && groups == nil {
-		return fault.New(fault.NullArgument, "groups is required")
+		return fault.New(apitypes.NullArgument, "groups is required")
 	}
 	if m != Remove {
 		if err := checkGroups(groups); err != nil {
@@ -559,7 +559,7 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 		switch m {
 		case Add:
 			if r.AllGroups {
-				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to add to (set groups first)")
+				return fault.New(apitypes.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to add to (set groups first)")
 			}
 			all := union(r.Groups, groups)
 			if err := s.checkCount("groups", len(all)); err != nil {
@@ -568,7 +568,7 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 			r.setGroups(all)
 		case Remove:
 			if r.AllGroups {
-				return fault.New(fault.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to remove from")
+				return fault.New(apitypes.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to remove from")
 			}
 			r.setGroups(slices.DeleteFunc(slices.Clone(r.Groups), func(g string) bool { return slices.Contains(groups, g) }))
 		default:
@@ -584,7 +584,7 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 // checkCount bounds a registration's groups or locators (what).
 func (s *Service) checkCount(what string, n int) error {
 	if max := cmp.Or(s.cfg.MaxPerRegistration, DefaultMaxPerRegistration); n > max {
-		return fault.Limit(fault.TooLarge, "ldsInterest", 0, "%d %s for one registration; at most %d", n, what, max)
+		return fault.Limit(apitypes.TooLarge, "ldsInterest", 0, "%d %s for one registration; at most %d", n, what, max)
 	}
 	return nil
 }
@@ -592,7 +592,7 @@ func (s *Service) checkCount(what string, n int) error {
 // MutateLocators adds, sets or removes locators.
 func (s *Service) MutateLocators(id string, m Mutation, locs []discovery.Locator) error {
 	if locs == nil {
-		return fault.New(fault.NullArgument, "locators is required")
+		return fault.New(apitypes.NullArgument, "locators is required")
 	}
 	return s.mutate(id, func(r *reg) error {
 		switch m {
@@ -1071,7 +1071,7 @@ func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Deliv
 				// LD.3.1: the client is in an unknown state; its
 				// registration is cancelled and cleared.
 				s.log.Info("cancelling a discovery registration its listener refused", "registration", id, "outcome", o, "err", err)
-				if err := s.cfg.Grantor.Cancel(leaseID); err != nil && !fault.Is(err, fault.UnknownLease) {
+				if err := s.cfg.Grantor.Cancel(leaseID); err != nil && !fault.Is(err, apitypes.UnknownLease) {
 					s.log.Warn("cancelling a discovery registration", "registration", id, "err", err)
 				}
 			}
@@ -1255,14 +1255,14 @@ func listenerAddr(listener string) netip.Addr {
 func checkGroups(groups []string) error {
 	for i, g := range groups {
 		if err := discovery.CheckGroup(g); err != nil {
-			return fault.New(fault.InvalidArgument, "group %d: %v", i, err)
+			return fault.New(apitypes.InvalidArgument, "group %d: %v", i, err)
 		}
 	}
 	return nil
 }
 
 func noSuch(id string) error {
-	return fault.New(fault.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.New(apitypes.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 func union(a, b []string) []string {

@@ -215,10 +215,10 @@ func TestRegisterArguments(t *testing.T) {
 		req  RegisterRequest
 		want fault.Code
 	}{
-		{RegisterRequest{Duration: 1000}, fault.NullArgument},
-		{RegisterRequest{Listener: "ftp://x/y", Duration: 1000}, fault.InvalidArgument},
-		{RegisterRequest{Listener: listener, Duration: 0}, fault.InvalidArgument},
-		{RegisterRequest{Listener: listener, Duration: -2}, fault.InvalidArgument},
+		{RegisterRequest{Duration: 1000}, apitypes.NullArgument},
+		{RegisterRequest{Listener: "ftp://x/y", Duration: 1000}, apitypes.InvalidArgument},
+		{RegisterRequest{Listener: listener, Duration: 0}, apitypes.InvalidArgument},
+		{RegisterRequest{Listener: listener, Duration: -2}, apitypes.InvalidArgument},
 	} {
 		if _, err := r.s.Register(c.req); code(err) != c.want {
 			t.Errorf("Register(%+v): %v, want %s", c.req, err, c.want)
@@ -245,7 +245,7 @@ func TestRegisterArguments(t *testing.T) {
 	if rec, _ := r.g.Get(a.Lease.ID); rec.Expiration-r.clk.Now().UnixMilli() != DefaultPolicy.Default {
 		t.Fatalf("ANY granted %d ms, want the default", rec.Expiration-r.clk.Now().UnixMilli())
 	}
-	if _, err := r.s.Get("nope"); code(err) != fault.NoSuchObject {
+	if _, err := r.s.Get("nope"); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("Get of an unknown registration: %v", err)
 	}
 }
@@ -310,14 +310,14 @@ func TestGroupMutators(t *testing.T) {
 	}
 	r.next(reg, false, la, lb)
 	for _, m := range []Mutation{Add, Remove} {
-		if err := r.s.MutateGroups(reg.ID, m, []string{"x"}); code(err) != fault.UnsupportedOperation {
+		if err := r.s.MutateGroups(reg.ID, m, []string{"x"}); code(err) != apitypes.UnsupportedOperation {
 			t.Fatalf("mutation %d on ALL_GROUPS: %v, want UnsupportedOperation", m, err)
 		}
 	}
-	if err := r.s.MutateGroups(reg.ID, Add, nil); code(err) != fault.NullArgument {
+	if err := r.s.MutateGroups(reg.ID, Add, nil); code(err) != apitypes.NullArgument {
 		t.Fatalf("Add(nil): %v", err)
 	}
-	if err := r.s.MutateGroups("nope", Set, nil); code(err) != fault.NoSuchObject {
+	if err := r.s.MutateGroups("nope", Set, nil); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("unknown registration: %v", err)
 	}
 	r.none()
@@ -357,7 +357,7 @@ func TestLocatorMutatorsAndTheGroupRule(t *testing.T) {
 	}
 	r.clk.Advance(0)
 	r.next(reg, false, l)
-	if err := r.s.MutateLocators(reg.ID, Add, nil); code(err) != fault.NullArgument {
+	if err := r.s.MutateLocators(reg.ID, Add, nil); code(err) != apitypes.NullArgument {
 		t.Fatalf("Add(nil locators): %v", err)
 	}
 }
@@ -515,7 +515,7 @@ func TestDiscardRules(t *testing.T) {
 		t.Fatalf("rediscovery told %v; want r1, r2 and r4", seen)
 	}
 	r.none()
-	if err := r.s.Discard("nope", l.ID); code(err) != fault.NoSuchObject {
+	if err := r.s.Discard("nope", l.ID); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("Discard on an unknown registration: %v", err)
 	}
 }
@@ -530,10 +530,10 @@ func TestLeaseEndStopsEvents(t *testing.T) {
 	l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}}) // appears after the lease ended
 	r.announce(l)
 	r.none()
-	if _, err := r.s.Get(reg.ID); code(err) != fault.NoSuchObject {
+	if _, err := r.s.Get(reg.ID); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("after the lease ended: %v", err)
 	}
-	if err := r.s.MutateGroups(reg.ID, Set, nil); code(err) != fault.NoSuchObject {
+	if err := r.s.MutateGroups(reg.ID, Set, nil); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("mutating an ended registration: %v", err)
 	}
 }
@@ -549,7 +549,7 @@ func TestUnknownEventCancels(t *testing.T) {
 			e.del.Done(event.UnknownEvent, errors.New("listener answered UnknownEvent"))
 		}
 	}
-	if _, err := r.s.Get(bad.ID); code(err) != fault.NoSuchObject {
+	if _, err := r.s.Get(bad.ID); code(err) != apitypes.NoSuchObject {
 		t.Fatalf("registration whose listener answered UnknownEvent: %v", err)
 	}
 	if _, err := r.s.Get(good.ID); err != nil {

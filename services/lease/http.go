@@ -62,7 +62,7 @@ func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Leases == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "leases is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "leases is required"))
 		return
 	}
 	if err := g.checkBatch(len(req.Leases)); err != nil {
@@ -99,7 +99,7 @@ func (g *Grantor) httpCancelAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.IDs == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "ids is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "ids is required"))
 		return
 	}
 	if err := g.checkBatch(len(req.IDs)); err != nil {
@@ -136,7 +136,7 @@ func (g *Grantor) checkBatch(n int) error {
 		max = DefaultMaxBatch
 	}
 	if n > max {
-		return fault.Limit(fault.TooLarge, "batch", 0, "a batch of %d leases; at most %d per request", n, max)
+		return fault.Limit(apitypes.TooLarge, "batch", 0, "a batch of %d leases; at most %d per request", n, max)
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/pqueue"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
 )
@@ -53,7 +54,7 @@ func (p Policy) Grant(requested int64) (int64, error) {
 	case requested == Forever:
 		return p.Max, nil
 	case requested <= 0:
-		return 0, fault.New(fault.InvalidArgument, "lease duration %d: must be positive, -1 (ANY) or %d (FOREVER)", requested, Forever)
+		return 0, fault.New(apitypes.InvalidArgument, "lease duration %d: must be positive, -1 (ANY) or %d (FOREVER)", requested, Forever)
 	}
 	return min(requested, p.Max), nil
 }
@@ -317,9 +318,9 @@ func (g *Grantor) checkQuota(kd *kind, owner string) error {
 	q := kd.quota
 	switch {
 	case q.Total > 0 && kd.count >= q.Total:
-		return fault.Limit(fault.TooMany, q.TotalKey, 60, "%d of these are held, the most this daemon keeps (%s); try again once some have ended", kd.count, q.TotalKey)
+		return fault.Limit(apitypes.TooMany, q.TotalKey, 60, "%d of these are held, the most this daemon keeps (%s); try again once some have ended", kd.count, q.TotalKey)
 	case q.PerOwner > 0 && owner != "" && kd.owners[owner] >= q.PerOwner:
-		return fault.Limit(fault.TooMany, q.PerOwnerKey, 60, "this client holds %d of these, the most one may (%s); cancel some first", kd.owners[owner], q.PerOwnerKey)
+		return fault.Limit(apitypes.TooMany, q.PerOwnerKey, 60, "this client holds %d of these, the most one may (%s); cancel some first", kd.owners[owner], q.PerOwnerKey)
 	}
 	return nil
 }
@@ -331,7 +332,7 @@ func (g *Grantor) current(id string) (Record, error) {
 	defer g.mu.Unlock()
 	e, ok := g.leases[id]
 	if !ok || e.rec.Expiration <= g.now() {
-		return Record{}, fault.New(fault.UnknownLease, "lease %q is unknown or has expired", fault.Short(id))
+		return Record{}, fault.New(apitypes.UnknownLease, "lease %q is unknown or has expired", fault.Short(id))
 	}
 	return e.rec, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
 )
@@ -94,7 +95,7 @@ func TestGrantDurations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := f.grant(tc.kind, tc.name, tc.requested)
 			if tc.want == 0 {
-				if !fault.Is(err, fault.InvalidArgument) {
+				if !fault.Is(err, apitypes.InvalidArgument) {
 					t.Fatalf("error %v, want InvalidArgument", err)
 				}
 				return
@@ -117,13 +118,13 @@ func TestRenewCancelExpire(t *testing.T) {
 	if err != nil || r.Expiration != t0.UnixMilli()+90_000 {
 		t.Fatalf("renew: %+v %v", r, err)
 	}
-	if _, err := f.g.Renew(a.ID, 0); !fault.Is(err, fault.InvalidArgument) {
+	if _, err := f.g.Renew(a.ID, 0); !fault.Is(err, apitypes.InvalidArgument) {
 		t.Fatalf("renew with 0: %v", err)
 	}
 	if got, _ := f.g.Get(a.ID); got.Expiration != r.Expiration {
 		t.Fatal("a failed renewal must leave the lease as it was")
 	}
-	if _, err := f.g.Renew("nope", minute); !fault.Is(err, fault.UnknownLease) {
+	if _, err := f.g.Renew("nope", minute); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("renew unknown: %v", err)
 	}
 
@@ -131,13 +132,13 @@ func TestRenewCancelExpire(t *testing.T) {
 	if got := f.releasedList(); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("released %v, want [a]", got)
 	}
-	if _, err := f.g.Renew(a.ID, minute); !fault.Is(err, fault.UnknownLease) {
+	if _, err := f.g.Renew(a.ID, minute); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("renewing an expired lease: %v", err)
 	}
 	if err := f.g.Cancel(b.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.g.Cancel(b.ID); !fault.Is(err, fault.UnknownLease) {
+	if err := f.g.Cancel(b.ID); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("cancelling twice: %v", err)
 	}
 	if got := f.releasedList(); len(got) != 2 || got[1] != "b" {
@@ -163,14 +164,14 @@ func TestBatches(t *testing.T) {
 	if res[0].Err != nil || res[0].Lease.Expiration != t0.UnixMilli()+10*minute {
 		t.Errorf("a: %+v", res[0])
 	}
-	if !fault.Is(res[1].Err, fault.UnknownLease) || !fault.Is(res[2].Err, fault.InvalidArgument) {
+	if !fault.Is(res[1].Err, apitypes.UnknownLease) || !fault.Is(res[2].Err, apitypes.InvalidArgument) {
 		t.Errorf("failures: %v, %v", res[1].Err, res[2].Err)
 	}
 	if got, _ := f.g.Get(b.ID); got.Expiration != b.Expiration {
 		t.Error("b's failed renewal changed it")
 	}
 	errs := f.g.CancelAll([]string{b.ID, "unknown", b.ID})
-	if errs[0] != nil || !fault.Is(errs[1], fault.UnknownLease) {
+	if errs[0] != nil || !fault.Is(errs[1], apitypes.UnknownLease) {
 		t.Errorf("cancelAll: %v", errs)
 	}
 	if _, err := f.g.Get(a.ID); err != nil {
@@ -194,7 +195,7 @@ func TestRestart(t *testing.T) {
 	if got := f2.releasedList(); len(got) != 1 || got[0] != "short" {
 		t.Fatalf("released at start %v, want [short]", got)
 	}
-	if _, err := f2.g.Get(short.ID); !fault.Is(err, fault.UnknownLease) {
+	if _, err := f2.g.Get(short.ID); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatal("lapsed lease still known")
 	}
 	if got, err := f2.g.Get(long.ID); err != nil || got.Expiration != long.Expiration {
@@ -245,7 +246,7 @@ func TestVolatile(t *testing.T) {
 	if err := f.g.Cancel(c.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.g.Cancel(c.ID); !fault.Is(err, fault.UnknownLease) {
+	if err := f.g.Cancel(c.ID); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("cancelling twice: %v", err)
 	}
 	clk.Advance(31 * time.Second) // a expires
@@ -255,7 +256,7 @@ func TestVolatile(t *testing.T) {
 	if len(got) != 2 || got[0] != "c" || got[1] != "a" {
 		t.Fatalf("released %v, want [c a]", got)
 	}
-	if _, err := f.g.Get(a.ID); !fault.Is(err, fault.UnknownLease) {
+	if _, err := f.g.Get(a.ID); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("expired volatile lease: %v", err)
 	}
 	if n := stored(); n != 0 {
@@ -265,7 +266,7 @@ func TestVolatile(t *testing.T) {
 	f.st.Close()
 	f2 := newFixture(t, dir, clk)
 	f2.g.RegisterVolatile("txn", Policy{Default: minute, Max: hour}, func(*store.Tx, string) error { return nil })
-	if _, err := f2.g.Get(b.ID); !fault.Is(err, fault.UnknownLease) {
+	if _, err := f2.g.Get(b.ID); !fault.Is(err, apitypes.UnknownLease) {
 		t.Fatalf("a volatile lease outlived a restart: %v", err)
 	}
 }

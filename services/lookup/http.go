@@ -61,7 +61,7 @@ func (r *Registrar) httpRegister(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body.Item == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "item is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "item is required"))
 		return
 	}
 	if err := httpjson.Required("leaseDuration", body.LeaseDuration); err != nil {
@@ -83,7 +83,7 @@ func (r *Registrar) httpList(w http.ResponseWriter, req *http.Request) {
 	if s := req.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "limit %q: want a positive number", fault.Short(s)))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "limit %q: want a positive number", fault.Short(s)))
 			return
 		}
 		limit = n
@@ -161,7 +161,7 @@ func (r *Registrar) listing(w http.ResponseWriter, req *http.Request) (done func
 	case <-req.Context().Done():
 		return nil, req.Context().Err()
 	case <-t.C:
-		return nil, fault.Limit(fault.Unavailable, "listings", 1, "%d listings are being sent; try again", cap(r.listings))
+		return nil, fault.Limit(apitypes.Unavailable, "listings", 1, "%d listings are being sent; try again", cap(r.listings))
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pageSend))
 	return func() { <-r.listings }, nil
@@ -173,7 +173,7 @@ func (r *Registrar) httpGet(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("serviceID")
 	items, _, err := r.Query(Template{ServiceID: id}, 1)
 	if err == nil && len(items) == 0 {
-		err = fault.New(fault.NoSuchObject, "no service %q is registered", fault.Short(id))
+		err = fault.New(apitypes.NoSuchObject, "no service %q is registered", fault.Short(id))
 	}
 	var exp int64
 	if err == nil {
@@ -197,11 +197,11 @@ func (r *Registrar) httpQuery(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if body.Template == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "template is required ({} matches everything)"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "template is required ({} matches everything)"))
 		return
 	}
 	if body.MaxMatches == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "maxMatches is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "maxMatches is required"))
 		return
 	}
 	p, err := r.page(templateOf(*body.Template), "", *body.MaxMatches)
@@ -223,10 +223,10 @@ func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
 	}
 	switch {
 	case body.Template == nil:
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "template is required ({} matches everything)"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "template is required ({} matches everything)"))
 		return
 	case body.Listener == nil:
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "listener is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "listener is required"))
 		return
 	}
 	if err := httpjson.Required("leaseDuration", body.LeaseDuration); err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
@@ -174,7 +175,7 @@ func dedupe(as []Attribute) []Attribute {
 func validateAttrs(what string, as []Attribute) error {
 	for i, a := range as {
 		if a.Type == "" {
-			return fault.New(fault.NullArgument, "%s %d has no type", what, i)
+			return fault.New(apitypes.NullArgument, "%s %d has no type", what, i)
 		}
 	}
 	return nil
@@ -185,11 +186,11 @@ func validateAttrs(what string, as []Attribute) error {
 // changes[i], or is deleted where changes[i] is null.
 func modify(attrs []Attribute, templates []Attribute, changes []*Attribute) ([]Attribute, error) {
 	if len(templates) != len(changes) {
-		return nil, fault.New(fault.InvalidArgument, "%d attribute templates but %d changes", len(templates), len(changes))
+		return nil, fault.New(apitypes.InvalidArgument, "%d attribute templates but %d changes", len(templates), len(changes))
 	}
 	for i, c := range changes {
 		if c != nil && c.Type != templates[i].Type {
-			return nil, fault.New(fault.InvalidArgument, "change %d is of type %q, its template of %q", i, c.Type, templates[i].Type)
+			return nil, fault.New(apitypes.InvalidArgument, "change %d is of type %q, its template of %q", i, c.Type, templates[i].Type)
 		}
 	}
 	out := make([]Attribute, 0, len(attrs))

@@ -74,7 +74,7 @@ func recordSize(si *storedItem) int {
 func (r *Registrar) checkSize(si, old *storedItem) error {
 	si.size = recordSize(si)
 	if max := cmp.Or(r.cfg.MaxItemBytes, DefaultMaxItemBytes); si.size > max {
-		return fault.Limit(fault.TooLarge, "itemBytes", 0, "the item takes %d bytes, more than %d", si.size, max)
+		return fault.Limit(apitypes.TooLarge, "itemBytes", 0, "the item takes %d bytes, more than %d", si.size, max)
 	}
 	grow, ownerGrow := si.size, si.size
 	if old != nil {
@@ -86,10 +86,10 @@ func (r *Registrar) checkSize(si, old *storedItem) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if max := cmp.Or(r.cfg.ItemsBytes, DefaultItemsBytes); grow > 0 && r.bytes+grow > max {
-		return fault.Limit(fault.TooMany, "itemsBytes", quotaRetry, "the lookup service holds %d bytes of items, and takes %d at most", r.bytes, max)
+		return fault.Limit(apitypes.TooMany, "itemsBytes", quotaRetry, "the lookup service holds %d bytes of items, and takes %d at most", r.bytes, max)
 	}
 	if max := cmp.Or(r.cfg.ItemsBytesPerOwner, DefaultItemsBytesPerOwner); si.Owner != "" && ownerGrow > 0 && r.ownerBytes[si.Owner]+ownerGrow > max {
-		return fault.Limit(fault.TooMany, "itemsBytesPerClient", quotaRetry, "this client's items take %d bytes, and may take %d at most", r.ownerBytes[si.Owner], max)
+		return fault.Limit(apitypes.TooMany, "itemsBytesPerClient", quotaRetry, "this client's items take %d bytes, and may take %d at most", r.ownerBytes[si.Owner], max)
 	}
 	return nil
 }
@@ -274,11 +274,11 @@ func (r *Registrar) Meta() Meta {
 // SetGroups replaces the member groups.
 func (r *Registrar) SetGroups(groups []string) error {
 	if groups == nil {
-		return fault.New(fault.NullArgument, "groups is required (an empty list means no groups)")
+		return fault.New(apitypes.NullArgument, "groups is required (an empty list means no groups)")
 	}
 	for i, g := range groups {
 		if err := discovery.CheckGroup(g); err != nil {
-			return fault.New(fault.InvalidArgument, "group %d: %v", i, err) // it could be announced in no packet
+			return fault.New(apitypes.InvalidArgument, "group %d: %v", i, err) // it could be announced in no packet
 		}
 	}
 	return r.setMeta(func(m *Meta) { m.Groups = slices.Compact(slices.Sorted(slices.Values(groups))) })
@@ -287,11 +287,11 @@ func (r *Registrar) SetGroups(groups []string) error {
 // SetLocators replaces the locators the lookup service joins.
 func (r *Registrar) SetLocators(locs []string) error {
 	if locs == nil {
-		return fault.New(fault.NullArgument, "locators is required (an empty list means none)")
+		return fault.New(apitypes.NullArgument, "locators is required (an empty list means none)")
 	}
 	for _, l := range locs {
 		if _, err := discovery.ParseLocator(l); err != nil {
-			return fault.New(fault.InvalidArgument, "%v", err)
+			return fault.New(apitypes.InvalidArgument, "%v", err)
 		}
 	}
 	return r.setMeta(func(m *Meta) { m.Locators = slices.Clone(locs) })
@@ -332,7 +332,7 @@ func (r *Registrar) Register(it Item, duration int64, by string) (Registration, 
 		}
 		it.ServiceID = id.String()
 	} else if id, err := discovery.ParseServiceID(it.ServiceID); err != nil {
-		return Registration{}, fault.New(fault.InvalidArgument, "%v", err)
+		return Registration{}, fault.New(apitypes.InvalidArgument, "%v", err)
 	} else {
 		it.ServiceID = id.String()
 	}
@@ -390,13 +390,13 @@ func mayChange(si *storedItem, by string) error {
 	if by == "" || si.Owner == "" || si.Owner == by {
 		return nil
 	}
-	return fault.New(fault.Forbidden, "service %s was registered by another client: only it (or an administrator) may change it", si.Item.ServiceID)
+	return fault.New(apitypes.Forbidden, "service %s was registered by another client: only it (or an administrator) may change it", si.Item.ServiceID)
 }
 
 func validateItem(it *Item) error {
 	for i, t := range it.Types {
 		if t == "" {
-			return fault.New(fault.NullArgument, "type %d is empty", i)
+			return fault.New(apitypes.NullArgument, "type %d is empty", i)
 		}
 	}
 	if err := validateAttrs("attribute", it.Attributes); err != nil {
@@ -437,14 +437,14 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 		}
 	}
 	if n != 1 {
-		return fault.New(fault.InvalidArgument, "give exactly one of add, modify and set")
+		return fault.New(apitypes.InvalidArgument, "give exactly one of add, modify and set")
 	}
 	return r.cfg.Store.Update(func(tx *store.Tx) error {
 		r.mu.RLock()
 		old := r.items[serviceID]
 		r.mu.RUnlock()
 		if old == nil {
-			return fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
+			return fault.New(apitypes.UnknownLease, "no live registration of service %q", serviceID)
 		}
 		if err := mayChange(old, by); err != nil {
 			return err
@@ -612,7 +612,7 @@ func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent, item *Item
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
-				if err := r.cfg.Grantor.Cancel(n.Lease); err != nil && !fault.Is(err, fault.UnknownLease) {
+				if err := r.cfg.Grantor.Cancel(n.Lease); err != nil && !fault.Is(err, apitypes.UnknownLease) {
 					r.log.Warn("cancelling a notify registration", "registration", n.ID, "err", err)
 				}
 			}
@@ -642,15 +642,15 @@ type NotifyRegistration struct {
 // template.
 func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	if len(req.Transitions) == 0 {
-		return NotifyRegistration{}, fault.New(fault.InvalidArgument, "transitions: give at least one of %s, %s, %s", MatchNoMatch, NoMatchMatch, MatchMatch)
+		return NotifyRegistration{}, fault.New(apitypes.InvalidArgument, "transitions: give at least one of %s, %s, %s", MatchNoMatch, NoMatchMatch, MatchMatch)
 	}
 	for _, t := range req.Transitions {
 		if t != MatchNoMatch && t != NoMatchMatch && t != MatchMatch {
-			return NotifyRegistration{}, fault.New(fault.InvalidArgument, "transition %q: want %s, %s or %s", t, MatchNoMatch, NoMatchMatch, MatchMatch)
+			return NotifyRegistration{}, fault.New(apitypes.InvalidArgument, "transition %q: want %s, %s or %s", t, MatchNoMatch, NoMatchMatch, MatchMatch)
 		}
 	}
 	if req.Listener == "" {
-		return NotifyRegistration{}, fault.New(fault.NullArgument, "listener is required")
+		return NotifyRegistration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
 	if err := r.cfg.Outbound.CheckListener("listener", req.Listener); err != nil {
 		return NotifyRegistration{}, err
@@ -728,7 +728,7 @@ type aPage struct {
 
 func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	if limit < 0 {
-		return aPage{}, fault.New(fault.InvalidArgument, "maxMatches %d is negative", limit)
+		return aPage{}, fault.New(apitypes.InvalidArgument, "maxMatches %d is negative", limit)
 	}
 	if err := validateAttrs("template attribute", t.Attributes); err != nil {
 		return aPage{}, err
@@ -777,7 +777,7 @@ func (r *Registrar) Lease(serviceID string) (lease.Record, error) {
 	si := r.items[serviceID]
 	r.mu.RUnlock()
 	if si == nil {
-		return lease.Record{}, fault.New(fault.UnknownLease, "no live registration of service %q", serviceID)
+		return lease.Record{}, fault.New(apitypes.UnknownLease, "no live registration of service %q", serviceID)
 	}
 	return r.cfg.Grantor.Get(si.Lease)
 }
@@ -795,7 +795,7 @@ func (r *Registrar) NotifyLease(eventID int64) (lease.Record, error) {
 	}
 	r.mu.RUnlock()
 	if leaseID == "" {
-		return lease.Record{}, fault.New(fault.UnknownLease, "No event registration recorded for ID: %d", eventID)
+		return lease.Record{}, fault.New(apitypes.UnknownLease, "No event registration recorded for ID: %d", eventID)
 	}
 	return r.cfg.Grantor.Get(leaseID)
 }

@@ -204,7 +204,7 @@ func TestQueryMaxMatches(t *testing.T) {
 	if len(items) != 0 || total != 3 {
 		t.Fatalf("maxMatches 0: %d items, total %d", len(items), total)
 	}
-	if _, _, err := f.r.Query(Template{}, -1); !fault.Is(err, fault.InvalidArgument) {
+	if _, _, err := f.r.Query(Template{}, -1); !fault.Is(err, apitypes.InvalidArgument) {
 		t.Fatalf("negative maxMatches: %v", err)
 	}
 }
@@ -216,17 +216,17 @@ func TestBadInput(t *testing.T) {
 		err  error
 		code fault.Code
 	}{
-		{"bad ServiceID", regErr(f.r.Register(Item{ServiceID: "nope"}, 1000, "")), fault.InvalidArgument},
-		{"attribute without type", regErr(f.r.Register(Item{Attributes: []Attribute{{}}}, 1000, "")), fault.NullArgument},
-		{"zero duration", regErr(f.r.Register(printer("x"), 0, "")), fault.InvalidArgument},
-		{"no transitions", notifyErr(f.r.Notify(NotifyRequest{Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
-		{"bad transition", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{"SOMETIMES"}, Listener: "http://x/", Duration: 1000})), fault.InvalidArgument},
-		{"no listener", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Duration: 1000})), fault.NullArgument},
-		{"listener not http", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Listener: "ftp://x/", Duration: 1000})), fault.InvalidArgument},
-		{"change unknown registration", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}}, ""), fault.UnknownLease},
-		{"two changes at once", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}, Set: []Attribute{}}, ""), fault.InvalidArgument},
-		{"nil groups", f.r.SetGroups(nil), fault.NullArgument},
-		{"bad locator", f.r.SetLocators([]string{"http://x"}), fault.InvalidArgument},
+		{"bad ServiceID", regErr(f.r.Register(Item{ServiceID: "nope"}, 1000, "")), apitypes.InvalidArgument},
+		{"attribute without type", regErr(f.r.Register(Item{Attributes: []Attribute{{}}}, 1000, "")), apitypes.NullArgument},
+		{"zero duration", regErr(f.r.Register(printer("x"), 0, "")), apitypes.InvalidArgument},
+		{"no transitions", notifyErr(f.r.Notify(NotifyRequest{Listener: "http://x/", Duration: 1000})), apitypes.InvalidArgument},
+		{"bad transition", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{"SOMETIMES"}, Listener: "http://x/", Duration: 1000})), apitypes.InvalidArgument},
+		{"no listener", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Duration: 1000})), apitypes.NullArgument},
+		{"listener not http", notifyErr(f.r.Notify(NotifyRequest{Transitions: []string{MatchMatch}, Listener: "ftp://x/", Duration: 1000})), apitypes.InvalidArgument},
+		{"change unknown registration", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}}, ""), apitypes.UnknownLease},
+		{"two changes at once", f.r.ChangeAttributes("x", AttributeChange{Add: []Attribute{}, Set: []Attribute{}}, ""), apitypes.InvalidArgument},
+		{"nil groups", f.r.SetGroups(nil), apitypes.NullArgument},
+		{"bad locator", f.r.SetLocators([]string{"http://x"}), apitypes.InvalidArgument},
 	} {
 		if !fault.Is(tc.err, tc.code) {
 			t.Errorf("%s: error %v, want %s", tc.name, tc.err, tc.code)
@@ -257,10 +257,10 @@ func TestModifyAttributes(t *testing.T) {
 	if string(gj) != string(wj) {
 		t.Fatalf("modified to %s, want %s", gj, wj)
 	}
-	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, nil); !fault.Is(err, fault.InvalidArgument) {
+	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, nil); !fault.Is(err, apitypes.InvalidArgument) {
 		t.Fatalf("length mismatch: %v", err)
 	}
-	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, []*Attribute{{Type: "Name"}}); !fault.Is(err, fault.InvalidArgument) {
+	if _, err := modify(attrs, []Attribute{attr("Loc", nil)}, []*Attribute{{Type: "Name"}}); !fault.Is(err, apitypes.InvalidArgument) {
 		t.Fatalf("type mismatch: %v", err)
 	}
 }
@@ -311,10 +311,10 @@ func TestItemOwners(t *testing.T) {
 	it := printer("mine now")
 	it.ServiceID = reg.ServiceID
 	change := AttributeChange{Add: []Attribute{attr("com.example.Color", nil)}}
-	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, fault.Forbidden) {
+	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, apitypes.Forbidden) {
 		t.Fatalf("another client replaced the item: %v", err)
 	}
-	if err := f.r.ChangeAttributes(reg.ServiceID, change, "anonymous"); !fault.Is(err, fault.Forbidden) {
+	if err := f.r.ChangeAttributes(reg.ServiceID, change, "anonymous"); !fault.Is(err, apitypes.Forbidden) {
 		t.Fatalf("another client changed the item: %v", err)
 	}
 	if err := f.r.ChangeAttributes(reg.ServiceID, change, "token:alice"); err != nil {
@@ -322,7 +322,7 @@ func TestItemOwners(t *testing.T) {
 	}
 	f.close()
 	f = open(t, dir, clock.NewFake(t0))
-	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, fault.Forbidden) {
+	if _, err := f.r.Register(it, 60_000, "token:mallory"); !fault.Is(err, apitypes.Forbidden) {
 		t.Fatalf("after a restart, another client replaced the item: %v", err)
 	}
 	if _, err := f.r.Register(it, 60_000, ""); err != nil {
@@ -337,7 +337,7 @@ func TestPagesAndItemSize(t *testing.T) {
 	pad := func(n int) Item {
 		return Item{Types: []string{"com.example.Big"}, Attributes: []Attribute{attr("com.example.Pad", map[string]any{"pad": strings.Repeat("x", n)})}}
 	}
-	if _, err := f.r.Register(pad(DefaultMaxItemBytes), 60_000, ""); !fault.Is(err, fault.TooLarge) {
+	if _, err := f.r.Register(pad(DefaultMaxItemBytes), 60_000, ""); !fault.Is(err, apitypes.TooLarge) {
 		t.Fatalf("an item over the limit: %v", err)
 	}
 	for range 250 {
@@ -399,7 +399,7 @@ func TestItemBytesQuotas(t *testing.T) {
 		reg, err := f.r.Register(pad(id(i), 10<<10), 60_000, "token:alice")
 		if err != nil {
 			var e *fault.Error
-			if !errors.As(err, &e) || e.Code != fault.TooMany || e.Limit != "itemsBytesPerClient" || e.RetryAfter == 0 {
+			if !errors.As(err, &e) || e.Code != apitypes.TooMany || e.Limit != "itemsBytesPerClient" || e.RetryAfter == 0 {
 				t.Fatalf("alice's item %d: %v", i, err)
 			}
 			break
@@ -416,7 +416,7 @@ func TestItemBytesQuotas(t *testing.T) {
 	for i := 100; ; i++ {
 		if _, err := f.r.Register(pad(id(i), 10<<10), 60_000, fmt.Sprintf("token:c%d", i)); err != nil {
 			var e *fault.Error
-			if !errors.As(err, &e) || e.Code != fault.TooMany || e.Limit != "itemsBytes" {
+			if !errors.As(err, &e) || e.Code != apitypes.TooMany || e.Limit != "itemsBytes" {
 				t.Fatalf("item %d: %v", i, err)
 			}
 			break
@@ -428,7 +428,7 @@ func TestItemBytesQuotas(t *testing.T) {
 	if n, _ := f.r.Count(); n != items {
 		t.Fatalf("%d items after a restart, %d before", n, items)
 	}
-	if _, err := f.r.Register(pad(id(500), 10<<10), 60_000, "token:bob"); !fault.Is(err, fault.TooMany) {
+	if _, err := f.r.Register(pad(id(500), 10<<10), 60_000, "token:bob"); !fault.Is(err, apitypes.TooMany) {
 		t.Fatalf("after a restart the store's bytes were forgotten: %v", err)
 	}
 	// An item gone gives its bytes back.

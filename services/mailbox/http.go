@@ -114,7 +114,7 @@ func (s *Service) httpEnable(w http.ResponseWriter, r *http.Request) {
 	target := ""
 	if req.Target != nil {
 		if req.Target.URL == "" {
-			httpjson.WriteError(w, fault.New(fault.NullArgument, "target.url is required (a null target disables delivery)"))
+			httpjson.WriteError(w, fault.New(apitypes.NullArgument, "target.url is required (a null target disables delivery)"))
 			return
 		}
 		target = req.Target.URL
@@ -149,11 +149,11 @@ func (s *Service) httpNext(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("timeout"); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "timeout %q: want milliseconds", v))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "timeout %q: want milliseconds", v))
 			return
 		}
 		if ms < 0 {
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "timeout %d is negative", ms))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "timeout %d is negative", ms))
 			return
 		}
 		timeout = min(time.Duration(ms)*time.Millisecond, MaxPollWait)
@@ -188,7 +188,7 @@ func (s *Service) httpUnknown(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Events == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "events is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "events is required"))
 		return
 	}
 	keys := make([]Key, len(*req.Events))
@@ -206,13 +206,13 @@ func (s *Service) httpUnknown(w http.ResponseWriter, r *http.Request) {
 func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEventSize+1))
 	if err != nil {
-		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "event larger than %d bytes", MaxEventSize))
+		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "event larger than %d bytes", MaxEventSize))
 		return
 	}
 	hops := 0
 	if h := r.Header.Get(event.HopsHeader); h != "" {
 		if hops, err = strconv.Atoi(h); err != nil {
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "%s %q: want a number", event.HopsHeader, h))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "%s %q: want a number", event.HopsHeader, h))
 			return
 		}
 	}
@@ -220,7 +220,7 @@ func (s *Service) httpNotify(w http.ResponseWriter, r *http.Request) {
 		var full *Full
 		if errors.As(err, &full) {
 			// Indefinite: the generator retries later.
-			httpjson.WriteError(w, fault.Limit(fault.Unavailable, full.Limit, 1, "the mailbox takes no more events now (%s); try again later", full.Why))
+			httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, full.Limit, 1, "the mailbox takes no more events now (%s); try again later", full.Why))
 			return
 		}
 		httpjson.WriteError(w, err)

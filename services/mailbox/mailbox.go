@@ -34,6 +34,7 @@ import (
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
@@ -443,7 +444,7 @@ func (s *Service) Get(id string) (Info, error) {
 }
 
 func noSuch(id string) error {
-	return fault.New(fault.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.New(apitypes.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 // release ends a registration: its events go with it. It runs in the
@@ -506,10 +507,10 @@ func (s *Service) rememberEnded(tx *store.Tx, r *reg) error {
 // hops is how many times mailboxes had forwarded it).
 func (s *Service) Notify(listener string, body []byte, hops int) error {
 	if len(body) > MaxEventSize {
-		return fault.New(fault.InvalidArgument, "event of %d bytes is larger than %d", len(body), MaxEventSize)
+		return fault.New(apitypes.InvalidArgument, "event of %d bytes is larger than %d", len(body), MaxEventSize)
 	}
 	if hops < 0 || hops > event.MaxHops {
-		return fault.New(fault.InvalidArgument, "event forwarded %d times, more than %d: mailboxes may be pushing to each other", hops, event.MaxHops)
+		return fault.New(apitypes.InvalidArgument, "event forwarded %d times, more than %d: mailboxes may be pushing to each other", hops, event.MaxHops)
 	}
 	var ev struct {
 		Source  json.RawMessage `json:"source"`
@@ -519,7 +520,7 @@ func (s *Service) Notify(listener string, body []byte, hops int) error {
 		return httpjson.JSONError("event", err)
 	}
 	if len(ev.Source) == 0 || string(ev.Source) == "null" || ev.EventID == nil {
-		return fault.New(fault.InvalidArgument, "event: source and eventID are required")
+		return fault.New(apitypes.InvalidArgument, "event: source and eventID are required")
 	}
 	k := Key{Source: ev.Source, EventID: *ev.EventID}
 	s.mu.Lock()
@@ -527,10 +528,10 @@ func (s *Service) Notify(listener string, body []byte, hops int) error {
 	switch {
 	case r == nil:
 		s.mu.Unlock()
-		return fault.New(fault.NoSuchObject, "no mailbox listener %q (its registration ended, or it never existed)", listener)
+		return fault.New(apitypes.NoSuchObject, "no mailbox listener %q (its registration ended, or it never existed)", listener)
 	case r.unknown[k.id()]:
 		s.mu.Unlock()
-		return fault.New(fault.UnknownEvent, "the client of this mailbox does not want events %s", k.id())
+		return fault.New(apitypes.UnknownEvent, "the client of this mailbox does not want events %s", k.id())
 	case len(r.pending) >= s.cfg.MaxPerRegistration || s.total >= s.cfg.MaxEvents:
 		s.mu.Unlock()
 		limit := "mailboxEventsPerRegistration"
@@ -669,7 +670,7 @@ func (s *Service) EnableDelivery(id, target string) error {
 			return err
 		}
 		if u, _ := url.Parse(target); s.IsOwnListener(u) {
-			return fault.New(fault.InvalidArgument, "target %q is a mailbox listener of this service: events would loop", target)
+			return fault.New(apitypes.InvalidArgument, "target %q is a mailbox listener of this service: events would loop", target)
 		}
 	}
 	return s.change(id, func(r *reg) {
@@ -879,7 +880,7 @@ func (s *Service) AddUnknownEvents(id string, keys []Key) error {
 	ks := make([]string, len(keys))
 	for i, k := range keys {
 		if len(k.Source) == 0 {
-			return fault.New(fault.NullArgument, "unknown event %d: source is required", i)
+			return fault.New(apitypes.NullArgument, "unknown event %d: source is required", i)
 		}
 		ks[i] = k.id()
 	}
@@ -934,7 +935,7 @@ func (s *Service) Iterator(id string) (string, error) {
 		return "", noSuch(id)
 	}
 	if !r.Pull {
-		return "", fault.New(fault.UnsupportedOperation, "registration %s was not made for pull (register with pull: true)", id)
+		return "", fault.New(apitypes.UnsupportedOperation, "registration %s was not made for pull (register with pull: true)", id)
 	}
 	it := ids.New()
 	err := s.change(id, func(r *reg) {
@@ -951,7 +952,7 @@ func (s *Service) Iterator(id string) (string, error) {
 // before it is: an iterator never returns an event twice.
 func (s *Service) Next(ctx context.Context, id, it string, timeout time.Duration) (json.RawMessage, error) {
 	if timeout < 0 {
-		return nil, fault.New(fault.InvalidArgument, "timeout %s is negative", timeout)
+		return nil, fault.New(apitypes.InvalidArgument, "timeout %s is negative", timeout)
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -1007,7 +1008,7 @@ func (s *Service) checkIterator(r *reg, id, it string) error {
 	case r == nil:
 		return noSuch(id)
 	case r.Iterator == "" || r.Iterator != it:
-		return fault.New(fault.InvalidIterator, "iterator %s is no longer valid (closed, replaced, or delivery enabled)", it)
+		return fault.New(apitypes.InvalidIterator, "iterator %s is no longer valid (closed, replaced, or delivery enabled)", it)
 	}
 	return nil
 }
@@ -1078,7 +1079,7 @@ func (s *Service) CloseIterator(id, it string) error {
 				tx.OnCommit(func() { s.forgetEnded(it) })
 				return nil
 			}
-			return fault.New(fault.InvalidIterator, "iterator %s is not valid (its registration %s has ended, or it never existed)", it, id)
+			return fault.New(apitypes.InvalidIterator, "iterator %s is not valid (its registration %s has ended, or it never existed)", it, id)
 		}
 		if err := s.checkIterator(r, id, it); err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/namespace"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
@@ -107,29 +108,29 @@ func CategoryOf(err error) fault.Code {
 	var dns *net.DNSError
 	switch {
 	case errors.Is(err, ErrForbidden):
-		return fault.Forbidden
+		return apitypes.Forbidden
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return fault.Timeout
+		return apitypes.Timeout
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED):
-		return fault.Refused
+		return apitypes.Refused
 	case errors.As(err, &dns), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
 		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EHOSTDOWN), errors.Is(err, syscall.ENETDOWN):
-		return fault.Unreachable
+		return apitypes.Unreachable
 	}
-	return fault.BadAnswer
+	return apitypes.BadAnswer
 }
 
 // message is the one text of a category: the same for every failure in
 // it.
 func message(c fault.Code) string {
 	switch c {
-	case fault.Forbidden:
+	case apitypes.Forbidden:
 		return "the destination is one jinid sends no requests to (loopback, link-local, its own host, ...)"
-	case fault.Refused:
+	case apitypes.Refused:
 		return "the destination refused the connection"
-	case fault.Unreachable:
+	case apitypes.Unreachable:
 		return "the destination could not be reached"
-	case fault.Timeout:
+	case apitypes.Timeout:
 		return "the destination did not answer in time"
 	}
 	return "the destination did not answer as the protocol wants"

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
@@ -199,11 +200,11 @@ func (p *Policy) CheckListener(what, raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Port() == "" || u.User != nil {
-		return fault.New(fault.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
+		return fault.New(apitypes.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
 	}
 	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
 		if err := p.Check(a); err != nil {
-			return fault.New(fault.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
+			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
 				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
 		}
 	}
@@ -218,13 +219,13 @@ func (p *Policy) CheckListener(what, raw string) error {
 func (p *Policy) CheckURL(what, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return fault.New(fault.InvalidArgument, "%s %q: want an http or https URL", what, raw)
+		return fault.New(apitypes.InvalidArgument, "%s %q: want an http or https URL", what, raw)
 	}
 	if u.Scheme == "https" && !HTTPS {
-		return fault.New(fault.InvalidArgument, "%s %q: this jinid (the router build) sends no https requests; give an http URL", what, raw)
+		return fault.New(apitypes.InvalidArgument, "%s %q: this jinid (the router build) sends no https requests; give an http URL", what, raw)
 	}
 	if u.User != nil {
-		return fault.New(fault.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)
+		return fault.New(apitypes.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)
 	}
 	host := u.Hostname()
 	var addrs []netip.Addr
@@ -236,7 +237,7 @@ func (p *Policy) CheckURL(what, raw string) error {
 	}
 	for _, a := range addrs {
 		if err := p.Check(a); err != nil {
-			return fault.New(fault.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
+			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
 				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
 		}
 	}

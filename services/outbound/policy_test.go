@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
@@ -112,7 +113,7 @@ func TestCheckURL(t *testing.T) {
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s refused: %v", c.url, err)
-		case c.want != "" && (err == nil || fault.CodeOf(err) != fault.InvalidArgument || !strings.Contains(err.Error(), c.want)):
+		case c.want != "" && (err == nil || fault.CodeOf(err) != apitypes.InvalidArgument || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want InvalidArgument saying %q", c.url, err, c.want)
 		}
 	}
@@ -129,7 +130,7 @@ func TestClientRefusesAtConnect(t *testing.T) {
 	c := New(Config{Policy: p, Timeout: 5 * time.Second})
 	for _, u := range []string{srv.URL, "http://localhost:" + port + "/"} {
 		_, err := post(c, u, "")
-		if !errors.Is(err, ErrForbidden) || CategoryOf(err) != fault.Forbidden {
+		if !errors.Is(err, ErrForbidden) || CategoryOf(err) != apitypes.Forbidden {
 			t.Errorf("%s: %v, want forbidden", u, err)
 		}
 	}
@@ -171,21 +172,21 @@ func TestCategories(t *testing.T) {
 		err  error
 		want fault.Code
 	}{
-		{fmt.Errorf("dial: %w", ErrForbidden), fault.Forbidden},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, fault.Refused},
-		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, fault.Refused},
-		{&net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}, fault.Unreachable},
-		{&net.OpError{Op: "dial", Err: syscall.ENETUNREACH}, fault.Unreachable},
-		{&net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, fault.Unreachable},
-		{context.DeadlineExceeded, fault.Timeout},
-		{&net.DNSError{Err: "timeout", IsTimeout: true}, fault.Timeout},
-		{errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "Debian-2+deb12u3"`), fault.BadAnswer},
+		{fmt.Errorf("dial: %w", ErrForbidden), apitypes.Forbidden},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, apitypes.Refused},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, apitypes.Refused},
+		{&net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}, apitypes.Unreachable},
+		{&net.OpError{Op: "dial", Err: syscall.ENETUNREACH}, apitypes.Unreachable},
+		{&net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, apitypes.Unreachable},
+		{context.DeadlineExceeded, apitypes.Timeout},
+		{&net.DNSError{Err: "timeout", IsTimeout: true}, apitypes.Timeout},
+		{errors.New(`net/http: HTTP/1.x transport connection broken: malformed HTTP status code "Debian-2+deb12u3"`), apitypes.BadAnswer},
 	} {
 		f := Fault(c.err)
 		if f.Code != c.want {
 			t.Errorf("%v: %s, want %s", c.err, f.Code, c.want)
 		}
-		if strings.Contains(f.Message, "Debian") || strings.Contains(f.Message, "refused the connection") != (c.want == fault.Refused) {
+		if strings.Contains(f.Message, "Debian") || strings.Contains(f.Message, "refused the connection") != (c.want == apitypes.Refused) {
 			t.Errorf("%v: message %q", c.err, f.Message)
 		}
 	}

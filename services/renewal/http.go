@@ -98,11 +98,11 @@ func (s *Service) httpRenewFor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Lease == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "lease is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "lease is required"))
 		return
 	}
 	if req.DesiredDuration == nil {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "desiredDuration is required (milliseconds; %d for as long as possible)", apitypes.Forever))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "desiredDuration is required (milliseconds; %d for as long as possible)", apitypes.Forever))
 		return
 	}
 	renew := apitypes.Forever
@@ -119,7 +119,7 @@ func (s *Service) httpRenewFor(w http.ResponseWriter, r *http.Request) {
 	case req.Lease.Expiration != nil:
 		exp = *req.Lease.Expiration
 	default:
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "lease: expiration or remaining is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "lease: expiration or remaining is required"))
 		return
 	}
 	err := s.RenewFor(r.PathValue("id"), ClientLease{Grantor: req.Lease.Grantor, ID: req.Lease.ID, Expiration: exp}, *req.DesiredDuration, renew)
@@ -167,7 +167,7 @@ type listenerBody struct {
 func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
 	req, err := decodeListener(w, r)
 	if err == nil && req.MinWarning == nil {
-		err = fault.New(fault.NullArgument, "minWarning is required (milliseconds before the set's lease ends)")
+		err = fault.New(apitypes.NullArgument, "minWarning is required (milliseconds before the set's lease ends)")
 	}
 	if err != nil {
 		httpjson.WriteError(w, err)
@@ -180,7 +180,7 @@ func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
 func (s *Service) httpSetFailure(w http.ResponseWriter, r *http.Request) {
 	req, err := decodeListener(w, r)
 	if err == nil && req.MinWarning != nil {
-		err = fault.New(fault.InvalidArgument, "minWarning belongs to the warning listener")
+		err = fault.New(apitypes.InvalidArgument, "minWarning belongs to the warning listener")
 	}
 	if err != nil {
 		httpjson.WriteError(w, err)
@@ -197,7 +197,7 @@ func decodeListener(w http.ResponseWriter, r *http.Request) (listenerBody, error
 		return req, err
 	}
 	if req.Listener == nil {
-		return req, fault.New(fault.NullArgument, "listener is required")
+		return req, fault.New(apitypes.NullArgument, "listener is required")
 	}
 	return req, nil
 }

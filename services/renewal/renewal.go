@@ -410,7 +410,7 @@ func (s *Service) Get(id string) (SetInfo, error) {
 }
 
 func noSuchSet(id string) error {
-	return fault.New(fault.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.New(apitypes.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
 // release destroys a set whose lease ended: its client leases are let go
@@ -445,17 +445,17 @@ func (s *Service) release(tx *store.Tx, id string) error {
 // two-argument one is renewDuration FOREVER). The rules are LR.2's.
 func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDuration int64) error {
 	if l.Grantor == "" || l.ID == "" {
-		return fault.New(fault.NullArgument, "lease: grantor and id are required")
+		return fault.New(apitypes.NullArgument, "lease: grantor and id are required")
 	}
 	if err := s.cfg.Outbound.CheckURL("lease grantor", l.Grantor); err != nil {
 		return err
 	}
 	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
-		return fault.New(fault.InvalidArgument, "renewDuration %d: must be positive (or -1, ANY, when desiredDuration is FOREVER)", renewDuration)
+		return fault.New(apitypes.InvalidArgument, "renewDuration %d: must be positive (or -1, ANY, when desiredDuration is FOREVER)", renewDuration)
 	}
 	now := s.now()
 	if rec, err := s.cfg.Grantor.Get(l.ID); err == nil && rec.Kind == SetLease && l.Expiration > now {
-		return fault.New(fault.InvalidArgument, "lease %s is a renewal set's lease granted by this renewal service; it cannot be renewed by it", l.ID)
+		return fault.New(apitypes.InvalidArgument, "lease %s is a renewal set's lease granted by this renewal service; it cannot be renewed by it", l.ID)
 	}
 	desired := saturatingAdd(now, desiredDuration)
 	var evs []event.Delivery
@@ -468,7 +468,7 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 		}
 		key := l.key()
 		if m := s.members[key]; m != nil && m.Set != setID {
-			return fault.New(fault.InvalidArgument, "lease %s is in another renewal set of this service", l.ID)
+			return fault.New(apitypes.InvalidArgument, "lease %s is in another renewal set of this service", l.ID)
 		}
 		if m := st.members[key]; m != nil {
 			// Already in the set: new durations, the lease itself kept.
@@ -497,7 +497,7 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 			return nil
 		}
 		if max := cmp.Or(s.cfg.MaxLeasesPerSet, DefaultMaxLeasesPerSet); len(st.members) >= max {
-			return fault.Limit(fault.TooMany, "leasesPerSet", 60, "the set holds %d leases, the most one may", len(st.members))
+			return fault.Limit(apitypes.TooMany, "leasesPerSet", 60, "the set holds %d leases, the most one may", len(st.members))
 		}
 		if err := tx.Put(leasesBucket, key, m); err != nil {
 			return err
@@ -613,13 +613,13 @@ type Registration struct {
 // that is already past.
 func (s *Service) SetWarningListener(setID, listener string, minWarning int64, handback []byte) (Registration, error) {
 	if listener == "" {
-		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
 	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
 	}
 	if minWarning < 0 {
-		return Registration{}, fault.New(fault.InvalidArgument, "minWarning %d: must be zero or positive", minWarning)
+		return Registration{}, fault.New(apitypes.InvalidArgument, "minWarning %d: must be zero or positive", minWarning)
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
 		st.Warning = &listenerReg{ID: ids.New(), URL: listener, Handback: handback, MinWarning: minWarning}
@@ -632,7 +632,7 @@ func (s *Service) SetWarningListener(setID, listener string, minWarning int64, h
 // listener.
 func (s *Service) SetFailureListener(setID, listener string, handback []byte) (Registration, error) {
 	if listener == "" {
-		return Registration{}, fault.New(fault.NullArgument, "listener is required")
+		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
 	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
 		return Registration{}, err
@@ -796,7 +796,7 @@ func (s *Service) clearRefused(setID string, eventID int64, regID string, o even
 		return nil, 0, 0
 	})
 	switch {
-	case err != nil && fault.CodeOf(err) != fault.NoSuchObject:
+	case err != nil && fault.CodeOf(err) != apitypes.NoSuchObject:
 		s.log.Error("clearing a renewal set listener that refused an event", "set", setID, "eventID", eventID, "err", err)
 	case cleared:
 		s.log.Info("cleared a renewal set listener that refused an event", "set", setID, "eventID", eventID, "outcome", o, "err", cause)
@@ -1156,7 +1156,7 @@ func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs [
 // definite tells failures that retrying cannot mend.
 func definite(c fault.Code) bool {
 	switch c {
-	case fault.UnknownLease, fault.LeaseDenied, fault.NoSuchObject, fault.InvalidArgument, fault.NullArgument:
+	case apitypes.UnknownLease, apitypes.LeaseDenied, apitypes.NoSuchObject, apitypes.InvalidArgument, apitypes.NullArgument:
 		return true
 	}
 	return false

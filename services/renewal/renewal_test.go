@@ -83,11 +83,11 @@ func (f *fakeGrantors) RenewAll(ctx context.Context, grantor string, rs []lease.
 	for i, r := range rs {
 		switch f.mode[r.ID] {
 		case "unknown":
-			out[i].Err = &fault.Error{Code: fault.UnknownLease, Message: "gone"}
+			out[i].Err = &fault.Error{Code: apitypes.UnknownLease, Message: "gone"}
 		case "denied":
-			out[i].Err = &fault.Error{Code: fault.LeaseDenied, Message: "no more"}
+			out[i].Err = &fault.Error{Code: apitypes.LeaseDenied, Message: "no more"}
 		case "fail":
-			out[i].Err = &fault.Error{Code: fault.Internal, Message: "try later"}
+			out[i].Err = &fault.Error{Code: apitypes.Internal, Message: "try later"}
 		default:
 			d := r.Duration
 			if d == lease.Any || d == lease.Forever || d > f.max {
@@ -287,7 +287,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"create/zero-or-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
 			for _, d := range []int64{0, -2, math.MinInt64} {
-				if _, err := r.s.Create(d, ""); codeOf(err) != fault.InvalidArgument {
+				if _, err := r.s.Create(d, ""); codeOf(err) != apitypes.InvalidArgument {
 					t.Errorf("Create(%d): %v", d, err)
 				}
 			}
@@ -301,27 +301,27 @@ func TestConformance(t *testing.T) {
 		// renewFor arguments
 		{"renewFor/null-lease-is-NullArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if err := r.s.RenewFor(c.ID, ClientLease{}, 1000, 1000); codeOf(err) != fault.NullArgument {
+			if err := r.s.RenewFor(c.ID, ClientLease{}, 1000, 1000); codeOf(err) != apitypes.NullArgument {
 				t.Fatal(err)
 			}
 		}},
 		{"renewFor/bad-grantor-is-InvalidArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if err := r.s.RenewFor(c.ID, ClientLease{Grantor: "ftp://x", ID: "a", Expiration: r.now() + 1000}, 1000, 1000); codeOf(err) != fault.InvalidArgument {
+			if err := r.s.RenewFor(c.ID, ClientLease{Grantor: "ftp://x", ID: "a", Expiration: r.now() + 1000}, 1000, 1000); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatal(err)
 			}
 		}},
 		{"renewFor/renewDuration-must-be-positive", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
 			for _, d := range []int64{0, -5} {
-				if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, d); codeOf(err) != fault.InvalidArgument {
+				if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, d); codeOf(err) != apitypes.InvalidArgument {
 					t.Errorf("renewDuration %d: %v", d, err)
 				}
 			}
 		}},
 		{"renewFor/renewDuration-ANY-only-with-desired-FOREVER", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, lease.Any); codeOf(err) != fault.InvalidArgument {
+			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), 10_000, lease.Any); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatalf("ANY with a finite desired duration: %v", err)
 			}
 			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, lease.Any); err != nil {
@@ -329,7 +329,7 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"renewFor/unknown-set-is-NoSuchObject", func(t *testing.T, r *rig) {
-			if err := r.s.RenewFor("nope", r.clientLease(g1, "a", time.Minute), 1000, 1000); codeOf(err) != fault.NoSuchObject {
+			if err := r.s.RenewFor("nope", r.clientLease(g1, "a", time.Minute), 1000, 1000); codeOf(err) != apitypes.NoSuchObject {
 				t.Fatal(err)
 			}
 		}},
@@ -357,7 +357,7 @@ func TestConformance(t *testing.T) {
 		{"renewFor/own-set-lease-refused-while-unexpired", func(t *testing.T, r *rig) {
 			a, b := r.create(60_000), r.create(60_000)
 			own := ClientLease{Grantor: "http://me:4162", ID: b.Lease.ID, Expiration: b.Lease.Expiration}
-			if err := r.s.RenewFor(a.ID, own, 10_000, 1000); codeOf(err) != fault.InvalidArgument {
+			if err := r.s.RenewFor(a.ID, own, 10_000, 1000); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatal(err)
 			}
 		}},
@@ -367,7 +367,7 @@ func TestConformance(t *testing.T) {
 			if err := r.s.RenewFor(a.ID, l, 10_000, 1000); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.s.RenewFor(b.ID, l, 10_000, 1000); codeOf(err) != fault.InvalidArgument {
+			if err := r.s.RenewFor(b.ID, l, 10_000, 1000); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatalf("in another set: %v", err)
 			}
 		}},
@@ -515,7 +515,7 @@ func TestConformance(t *testing.T) {
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
 			r.advance(51 * time.Second)
-			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != fault.UnknownLease {
+			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != apitypes.UnknownLease {
 				t.Fatalf("event %+v", e.Event)
 			}
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
@@ -528,7 +528,7 @@ func TestConformance(t *testing.T) {
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "denied" })
 			r.advance(2 * time.Minute)
-			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != fault.LeaseDenied || e.Event.Remote().SeqNum != 1 {
+			if e := r.event(); e.Event.(apitypes.RenewalFailureEvent).Error.Code != apitypes.LeaseDenied || e.Event.Remote().SeqNum != 1 {
 				t.Fatalf("event %+v", e.Event)
 			}
 			r.noEvent()
@@ -765,16 +765,16 @@ func TestConformance(t *testing.T) {
 		// listeners
 		{"warning/minWarning-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if _, err := r.s.SetWarningListener(c.ID, "http://l/", -1, nil); codeOf(err) != fault.InvalidArgument {
+			if _, err := r.s.SetWarningListener(c.ID, "http://l/", -1, nil); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatal(err)
 			}
 		}},
 		{"warning/null-listener-is-NullArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if _, err := r.s.SetWarningListener(c.ID, "", 1000, nil); codeOf(err) != fault.NullArgument {
+			if _, err := r.s.SetWarningListener(c.ID, "", 1000, nil); codeOf(err) != apitypes.NullArgument {
 				t.Fatal(err)
 			}
-			if _, err := r.s.SetFailureListener(c.ID, "", nil); codeOf(err) != fault.NullArgument {
+			if _, err := r.s.SetFailureListener(c.ID, "", nil); codeOf(err) != apitypes.NullArgument {
 				t.Fatal(err)
 			}
 		}},
@@ -899,7 +899,7 @@ func TestConformance(t *testing.T) {
 			c := r.create(30_000)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Hour), lease.Forever, 60_000)
 			r.advance(31 * time.Second)
-			if _, err := r.s.Leases(c.ID); codeOf(err) != fault.NoSuchObject {
+			if _, err := r.s.Leases(c.ID); codeOf(err) != apitypes.NoSuchObject {
 				t.Fatalf("set after its lease ended: %v", err)
 			}
 			r.advance(2 * time.Hour)
@@ -912,7 +912,7 @@ func TestConformance(t *testing.T) {
 			if err := r.g.Cancel(c.Lease.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.s.Get(c.ID); codeOf(err) != fault.NoSuchObject {
+			if _, err := r.s.Get(c.ID); codeOf(err) != apitypes.NoSuchObject {
 				t.Fatal(err)
 			}
 		}},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
@@ -35,7 +36,7 @@ func TestFullDisk(t *testing.T) {
 			break
 		}
 	}
-	if !fault.Is(err, fault.Unavailable) || fault.As(err).RetryAfter == 0 || strings.Contains(err.Error(), dir) {
+	if !fault.Is(err, apitypes.Unavailable) || fault.As(err).RetryAfter == 0 || strings.Contains(err.Error(), dir) {
 		t.Fatalf("after %d writes: %v, want Unavailable with a retry time and no path", written, err)
 	}
 	if ok, why := s.Health(); ok || !strings.Contains(why, "no space") {

@@ -16,9 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/services/fault"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/fault"
 )
 
 // SchemaVersion is the layout this build reads and writes. A store written
@@ -115,7 +117,7 @@ func (s *Store) troubled(why string) error {
 		s.probes.Add(1)
 		go s.probe()
 	}
-	return fault.Limit(fault.Unavailable, "", RetryAfter, "the daemon cannot write its data now (%s); nothing acknowledged is lost: try again later", why)
+	return fault.Limit(apitypes.Unavailable, "", RetryAfter, "the daemon cannot write its data now (%s); nothing acknowledged is lost: try again later", why)
 }
 
 // probe tries a small write now and then until one succeeds.

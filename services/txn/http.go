@@ -63,7 +63,7 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 	var parent Ref
 	if req.Parent != nil {
 		if req.Parent.ID == "" {
-			httpjson.WriteError(w, fault.New(fault.NullArgument, "parent.id is required (or no parent, for a top-level transaction)"))
+			httpjson.WriteError(w, fault.New(apitypes.NullArgument, "parent.id is required (or no parent, for a top-level transaction)"))
 			return
 		}
 		parent = Ref{Manager: req.Parent.Manager, ID: req.Parent.ID, Token: req.Parent.Token}
@@ -109,10 +109,10 @@ func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {
 	for i, p := range req.Participants {
 		switch {
 		case p.URL == "":
-			httpjson.WriteError(w, fault.New(fault.NullArgument, "participants[%d].url is required", i))
+			httpjson.WriteError(w, fault.New(apitypes.NullArgument, "participants[%d].url is required", i))
 			return
 		case seen[p.URL]:
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "participants[%d]: the same url twice", i))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "participants[%d]: the same url twice", i))
 			return
 		}
 		seen[p.URL] = true
@@ -140,7 +140,7 @@ func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
 	switch cb.Op {
 	case OpPrepare, OpPrepareAndCommit, OpCommit, OpAbort:
 	default:
-		httpjson.WriteError(w, fault.New(fault.InvalidArgument, "op %.20q: want prepare, prepareAndCommit, commit or abort", cb.Op))
+		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "op %.20q: want prepare, prepareAndCommit, commit or abort", cb.Op))
 		return
 	}
 	liftDeadlines(w)
@@ -148,7 +148,7 @@ func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
 	v, err := s.eng.Link(r.Context(), r.PathValue("id"), r.PathValue("token"), cb.Op)
 	switch {
 	case err != nil:
-		httpjson.WriteError(w, fault.New(fault.Unavailable, "stopping: call again"))
+		httpjson.WriteError(w, fault.New(apitypes.Unavailable, "stopping: call again"))
 	case cb.Op == OpCommit || cb.Op == OpAbort:
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -176,7 +176,7 @@ func (s *Service) httpJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Participant == nil || req.Participant.URL == "" {
-		httpjson.WriteError(w, fault.New(fault.NullArgument, "participant.url is required"))
+		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "participant.url is required"))
 		return
 	}
 	if err := httpjson.Required("crashCount", req.CrashCount); err != nil {
@@ -206,7 +206,7 @@ func (s *Service) complete(w http.ResponseWriter, r *http.Request, op func(ctx c
 	waitFor := time.Duration(-1)
 	if req.WaitFor != nil {
 		if *req.WaitFor < 0 {
-			httpjson.WriteError(w, fault.New(fault.InvalidArgument, "waitFor %d: want milliseconds, 0 or more", *req.WaitFor))
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "waitFor %d: want milliseconds, 0 or more", *req.WaitFor))
 			return
 		}
 		waitFor = time.Duration(*req.WaitFor) * time.Millisecond

@@ -286,9 +286,9 @@ func codeOf(err error) error {
 	case errors.Is(err, ErrOutcomeUnknown):
 		return fault.New(apitypes.OutcomeUnknown, "%s", err)
 	case errors.Is(err, ErrTooManyParticipants):
-		return fault.Limit(fault.TooMany, "participants", 0, "%s", err)
+		return fault.Limit(apitypes.TooMany, "participants", 0, "%s", err)
 	case errors.Is(err, ErrParentRefused):
-		return fault.New(fault.Forbidden, "%s", err)
+		return fault.New(apitypes.Forbidden, "%s", err)
 	case errors.Is(err, ErrIndefinite):
 		return outbound.Fault(err) // the parent's manager: a category, never its answer
 	}

@@ -837,7 +837,7 @@ func TestLDSConformance(t *testing.T) {
 		r := l.register(t, []string{}, nil, nil, 1000)
 		jinidtest.WaitUntil(t, "the lapsed registration gone", func() bool {
 			_, err := l.c.LDSGet(t.Context(), r.ID)
-			return fault.Is(err, fault.NoSuchObject)
+			return fault.Is(err, apitypes.NoSuchObject)
 		})
 		if status, code := l.raw(t, "PUT", "/v1/lds/registrations/"+r.ID+"/groups", `{"groups":["a"]}`); code != "NoSuchObject" {
 			t.Fatalf("mutating an expired registration: HTTP %d %s", status, code)
@@ -921,7 +921,7 @@ func TestLDSOverlongGroupBesideValid(t *testing.T) {
 
 	_, err = c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h2", strings.Repeat("g", 481)}, Listener: sink.base + "/long", Duration: 60000})
 	var fe *apitypes.Error
-	if !errors.As(err, &fe) || fe.Code != fault.InvalidArgument || !strings.Contains(fe.Message, "255") {
+	if !errors.As(err, &fe) || fe.Code != apitypes.InvalidArgument || !strings.Contains(fe.Message, "255") {
 		t.Errorf("registering a 481-byte group: %v; want InvalidArgument naming the limit", err)
 	}
 	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"h"}, Listener: sink.base + "/h", Duration: 60000}); err != nil {

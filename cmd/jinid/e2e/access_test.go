@@ -129,7 +129,7 @@ func TestAccessOnALAN(t *testing.T) {
 
 	// read: cannot register.
 	item := apitypes.Item{Types: []string{"com.example.Printer"}}
-	if _, err := as(reader).Register(ctx, item, 60_000); !fault.Is(err, fault.Forbidden) {
+	if _, err := as(reader).Register(ctx, item, 60_000); !fault.Is(err, apitypes.Forbidden) {
 		t.Fatalf("read token registered: %v", err)
 	}
 	// client: registers, renews and cancels its own; cannot touch
@@ -143,13 +143,13 @@ func TestAccessOnALAN(t *testing.T) {
 	}
 	mine := item
 	mine.ServiceID = reg.ServiceID
-	if _, err := as(bob).Register(ctx, mine, 60_000); !fault.Is(err, fault.Forbidden) {
+	if _, err := as(bob).Register(ctx, mine, 60_000); !fault.Is(err, apitypes.Forbidden) {
 		t.Errorf("bob replaced alice's item: %v", err)
 	}
-	if err := as(bob).ChangeAttributes(ctx, reg.ServiceID, apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "x.Y", Fields: map[string]any{}}}}); !fault.Is(err, fault.Forbidden) {
+	if err := as(bob).ChangeAttributes(ctx, reg.ServiceID, apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "x.Y", Fields: map[string]any{}}}}); !fault.Is(err, apitypes.Forbidden) {
 		t.Errorf("bob changed alice's item: %v", err)
 	}
-	if err := as(bob).SetGroups(ctx, []string{"pwned"}); !fault.Is(err, fault.Forbidden) {
+	if err := as(bob).SetGroups(ctx, []string{"pwned"}); !fault.Is(err, apitypes.Forbidden) {
 		t.Errorf("a client token changed the groups: %v", err)
 	}
 	for _, path := range []string{"/v1/lookup/services", "/v1/lookup/services/" + reg.ServiceID} {
@@ -167,7 +167,7 @@ func TestAccessOnALAN(t *testing.T) {
 
 	// Revoked: refused at once.
 	cliIn(t, bin, gw, sock, "token", "revoke", "bob")
-	if _, err := as(bob).Register(ctx, item, 60_000); !fault.Is(err, fault.Unauthenticated) {
+	if _, err := as(bob).Register(ctx, item, 60_000); !fault.Is(err, apitypes.Unauthenticated) {
 		t.Fatalf("revoked token: %v", err)
 	}
 
@@ -199,7 +199,7 @@ func TestAccessOnALAN(t *testing.T) {
 	if !strings.Contains(groups.body, `"lab","ops"`) || strings.Contains(groups.body, "pwned") || len(got) != 0 || info.ServiceID == "" {
 		t.Fatalf("after a restart: groups %s, items %+v", groups.body, got)
 	}
-	if _, err := as(bob).Lookup(ctx); !fault.Is(err, fault.Unauthenticated) {
+	if _, err := as(bob).Lookup(ctx); !fault.Is(err, apitypes.Unauthenticated) {
 		t.Fatalf("bob's revoked token after a restart: %v", err)
 	}
 }

@@ -115,7 +115,7 @@ func TestNoRequestForgery(t *testing.T) {
 		"http://someone:secret@" + redirector + "/x",
 	} {
 		for use, try := range uses {
-			if err := try(u); !fault.Is(err, fault.InvalidArgument) {
+			if err := try(u); !fault.Is(err, apitypes.InvalidArgument) {
 				t.Errorf("%s %s: %v, want InvalidArgument", use, u, err)
 			}
 		}
@@ -168,13 +168,13 @@ func TestNoRequestForgery(t *testing.T) {
 	for _, l := range notifies {
 		jinidtest.WaitUntil(t, "the notify registration cancelled", func() bool {
 			_, _, err := c.Renew(ctx, l.ID, 60_000)
-			return fault.Is(err, fault.UnknownLease)
+			return fault.Is(err, apitypes.UnknownLease)
 		})
 	}
 	for _, id := range ldsRegs {
 		jinidtest.WaitUntil(t, "the LDS registration cancelled", func() bool {
 			_, err := c.LDSGet(ctx, id)
-			return fault.Is(err, fault.NoSuchObject)
+			return fault.Is(err, apitypes.NoSuchObject)
 		})
 	}
 	evs := failures.Wait(t, "/failures", 2)
@@ -183,7 +183,7 @@ func TestNoRequestForgery(t *testing.T) {
 		e, _ := ev["error"].(map[string]any)
 		codes[fmt.Sprint(e["code"])] = true
 	}
-	if !codes[string(fault.Forbidden)] || !codes[string(fault.BadAnswer)] || len(codes) != 2 {
+	if !codes[string(apitypes.Forbidden)] || !codes[string(apitypes.BadAnswer)] || len(codes) != 2 {
 		t.Errorf("renewal failures %v, want Forbidden (the name) and BadAnswer (the redirect)", evs)
 	}
 	if n := internal.Load(); n != 0 {

@@ -65,7 +65,7 @@ func TestEndToEndLookup(t *testing.T) {
 	if _, total, _ := c.Query(ctx, apitypes.Template{}, 10); total != 0 {
 		t.Errorf("%d items after the lease lapsed", total)
 	}
-	if _, _, err := c.Renew(ctx, reg.Lease.ID, 1000); !fault.Is(err, fault.UnknownLease) {
+	if _, _, err := c.Renew(ctx, reg.Lease.ID, 1000); !fault.Is(err, apitypes.UnknownLease) {
 		t.Errorf("renewing a lapsed lease: %v", err)
 	}
 	if err := c.Cancel(ctx, n.Lease.ID); err != nil {

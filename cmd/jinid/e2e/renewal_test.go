@@ -13,7 +13,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/fault"
 )
 
 // TestRenewalAcrossDaemons: a jinid in one lab host keeps alive lookup
@@ -29,7 +28,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	rl, ll, cl := rh.Attach(lan), lh.Attach(lan), ch.Attach(lan)
 	jinidtest.LabDaemon(t, bin, rh, "--renewal-margin", "1s", "--no-multicast")
 	jinidtest.LabDaemon(t, bin, lh, "--no-multicast")
-	faultLeaseDenied := apitypes.Error{Code: fault.LeaseDenied, Message: "this grantor renews nothing"}
+	faultLeaseDenied := apitypes.Error{Code: apitypes.LeaseDenied, Message: "this grantor renews nothing"}
 	renewer := jinidtest.LabClient(t, ch, "http://"+rl.IPv4.String()+":4162")
 	lus := jinidtest.LabClient(t, ch, "http://"+ll.IPv4.String()+":4162")
 	sink := jinidtest.NewSink(t, ch, cl.IPv4.String())

@@ -10,6 +10,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
@@ -94,11 +95,11 @@ func (k *call) faultReply(err error) jeri.Reply {
 	var f *fault.Error
 	if errors.As(err, &f) {
 		switch f.Code {
-		case fault.UnknownLease, fault.NoSuchObject:
+		case apitypes.UnknownLease, apitypes.NoSuchObject:
 			return jeri.Throw(k.s.unknownLease(f.Message))
-		case fault.Forbidden, fault.Unauthenticated:
+		case apitypes.Forbidden, apitypes.Unauthenticated:
 			return jeri.Throw(jeri.NewException("java.rmi.AccessException", "jinid: "+f.Message))
-		case fault.InvalidArgument, fault.NullArgument:
+		case apitypes.InvalidArgument, apitypes.NullArgument:
 			return jeri.Throw(jeri.NewException("java.lang.IllegalArgumentException", f.Message))
 		}
 		return jeri.Throw(jeri.NewException("java.rmi.RemoteException", "jinid: "+f.Message))
@@ -365,7 +366,7 @@ func (k *call) serviceAndLease() (string, string, error) {
 func (k *call) checkLease(sid, id string) error {
 	rec, err := k.s.cfg.Registrar.Lease(sid)
 	if err != nil || rec.ID != id {
-		return fault.New(fault.UnknownLease, "No service recorded for ID: %s", sid)
+		return fault.New(apitypes.UnknownLease, "No service recorded for ID: %s", sid)
 	}
 	return nil
 }

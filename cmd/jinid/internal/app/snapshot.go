@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
@@ -185,7 +186,7 @@ type SnapshotTaken struct {
 func (s *snapshots) httpTake(w http.ResponseWriter, _ *http.Request) {
 	n, err := s.Take("asked")
 	if err != nil {
-		httpjson.WriteError(w, fault.Limit(fault.Unavailable, "", 10, "the snapshot could not be written (the daemon's log says why); the previous one is kept"))
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 10, "the snapshot could not be written (the daemon's log says why); the previous one is kept"))
 		return
 	}
 	httpjson.Write(w, http.StatusOK, SnapshotTaken{File: filepath.Join(s.dir, SnapshotFile), Bytes: n, At: time.Now().UTC()})
