@@ -77,3 +77,19 @@ func GroupsText(groups []string, sep string) string {
 	}
 	return strings.Join(shown, sep)
 }
+
+// UnionGroups is a's groups and those of b not among them, in order: a
+// set of groups grown by others. Never nil: an empty union is
+// NO_GROUPS, not ALL_GROUPS.
+func UnionGroups(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, g := range b {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}

@@ -351,7 +351,7 @@ func (d *Discovery) AddGroups(groups ...string) error {
 	if d.all {
 		return ErrAllGroups
 	}
-	d.changeInterest(union(d.groups, groups))
+	d.changeInterest(discovery.UnionGroups(d.groups, groups))
 	return nil
 }
 
@@ -768,7 +768,7 @@ func (d *Discovery) setInterest(groups []string) {
 	d.all = groups == nil
 	d.groups = nil
 	if !d.all {
-		d.groups = union(nil, groups)
+		d.groups = discovery.UnionGroups(nil, groups)
 	}
 }
 
@@ -856,16 +856,3 @@ func (d *Discovery) request() {
 // after runs f after dur unless the engine has closed by then; Close
 // waits for f.
 func (d *Discovery) after(dur time.Duration, f func()) clock.Timer { return d.run.AfterFunc(dur, f) }
-
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, g := range b {
-		if !slices.Contains(out, g) {
-			out = append(out, g)
-		}
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out
-}

@@ -1,6 +1,7 @@
 package mcast
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -235,7 +236,7 @@ func (h *Host) Open(pc PortConfig) (*Port, error) {
 func (h *Host) openPort(pc PortConfig) (*hostPort, error) {
 	hp := &hostPort{port: pc.Port}
 	hp.handles.Store(&[]*Port{})
-	cfg := transportConfig{Port: pc.Port, Groups: pc.Groups, TTL: cmpOr(pc.TTL, h.cfg.TTL),
+	cfg := transportConfig{Port: pc.Port, Groups: pc.Groups, TTL: cmp.Or(pc.TTL, h.cfg.TTL),
 		NoIPv4: h.cfg.NoIPv4, NoIPv6: h.cfg.NoIPv6, Include: h.cfg.Include, Exclude: h.cfg.Exclude, ExcludeDefaultRoute: h.cfg.ExcludeDefaultRoute,
 		NoLoopback: h.cfg.NoLoopback, ReceiveLimit: h.cfg.ReceiveLimit, Namespace: h.cfg.Namespace,
 		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, Handler: hp.deliverPacket}
@@ -254,13 +255,6 @@ func (h *Host) openPort(pc PortConfig) (*hostPort, error) {
 	}
 	hp.tr = tr
 	return hp, nil
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 func (hp *hostPort) list() []*Port { return slices.Clone(*hp.handles.Load()) }

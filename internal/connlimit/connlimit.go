@@ -43,21 +43,17 @@ const (
 // its prefix.
 func Source(a netip.Addr, bits4, bits6 int) netip.Addr {
 	a = a.Unmap().WithZone("")
-	bits := cmpOr(bits6, DefaultSourceBits6)
+	bits, def := bits6, DefaultSourceBits6
 	if a.Is4() {
-		bits = cmpOr(bits4, DefaultSourceBits4)
+		bits, def = bits4, DefaultSourceBits4
+	}
+	if bits <= 0 {
+		bits = def
 	}
 	if p, err := a.Prefix(bits); err == nil {
 		return p.Addr()
 	}
 	return a
-}
-
-func cmpOr(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Listener wraps ln.

@@ -98,6 +98,21 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// replayable reports whether req may be sent again after a failure in
+// which the server may have acted on it (net/http's rule, its oracle).
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false // cannot be sent again
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
 // redacted is u without its password, for errors and logs.
 func redacted(u *url.URL) string {
 	if u == nil {
@@ -135,15 +150,19 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	if c.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 	}
-	// A kept connection the server has since closed fails before any
-	// answer: the exchange is tried again on a new one, if the body can
-	// be sent again.
+	// A kept connection may fail under a request with no answer byte
+	// (the server closed it as the request went out). The server may
+	// have acted on it, so it is sent again on a new connection only if
+	// acting twice does no harm there, as net/http decides: GET, HEAD,
+	// OPTIONS and TRACE, and requests with an Idempotency-Key header
+	// (even one with no value, which is not sent: a caller's mark that
+	// its receiver takes the request twice as once).
 	for pc := c.take(key); pc != nil; pc = c.take(key) {
 		resp, err, sent := c.exchange(ctx, cancel, pc, req)
 		if err == nil {
 			return resp, nil
 		}
-		if sent || (req.Body != nil && req.GetBody == nil) {
+		if sent || !replayable(req) {
 			cancel()
 			return nil, err
 		}
@@ -179,12 +198,24 @@ func (c *Client) take(key string) *pconn {
 	for pcs := c.idle[key]; len(pcs) > 0; pcs = c.idle[key] {
 		pc := pcs[len(pcs)-1]
 		c.idle[key] = pcs[:len(pcs)-1]
-		if time.Since(pc.since) < c.idleTimeout() {
+		if time.Since(pc.since) < c.idleTimeout() && pc.open() {
 			return pc
 		}
 		pc.conn.Close()
 	}
 	return nil
+}
+
+// open reports whether a kept connection is still open: the server has
+// not closed it while it was idle (a restart, its idle timeout). Looking
+// before sending, as net/http's read loop does, lets any request go on
+// a new connection when the server has; a request sent on a connection
+// that then fails may have been acted on.
+func (pc *pconn) open() bool {
+	if pc.br.Buffered() > 0 {
+		return false // bytes the server sent unasked: not one to reuse
+	}
+	return quiet(pc.conn)
 }
 
 func (c *Client) idleTimeout() time.Duration {

@@ -1,6 +1,7 @@
 package http1
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -238,4 +239,92 @@ func TestClientBoundsTheBody(t *testing.T) {
 	if n := read.Load(); n > limit+256<<10 {
 		t.Fatalf("read %d bytes of a 143 MiB answer with a bound of %d", n, limit)
 	}
+}
+
+// A kept connection the server closes as a request arrives (read, never
+// answered): the server may have acted on it, so it is sent again only
+// if that does no harm, as net/http decides (its client is the oracle):
+// GET, and a POST marked with an Idempotency-Key; a plain POST fails.
+func TestClientRetriesOnlyWhatIsReplayable(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		method string
+		mark   bool
+		want   int // requests the server reads: 1 kept, 1 dropped, 1 again
+	}{
+		{"GET", "GET", false, 3},
+		{"POST", "POST", false, 2},
+		{"POST with an Idempotency-Key", "POST", true, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ours, oracle := &Client{Timeout: 5 * time.Second, MaxIdlePerHost: 1}, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+			defer ours.CloseIdleConnections()
+			defer oracle.CloseIdleConnections()
+			for _, client := range []struct {
+				name string
+				do   func(*http.Request) (*http.Response, error)
+			}{
+				{"http1", ours.Do},
+				{"net/http", oracle.Do},
+			} {
+				addr, reads := dropsSecond(t)
+				send := func() error {
+					req, _ := http.NewRequest(c.method, "http://"+addr+"/x", strings.NewReader("body"))
+					if c.mark {
+						req.Header["Idempotency-Key"] = nil
+					}
+					resp, err := client.do(req)
+					if err != nil {
+						return err
+					}
+					io.ReadAll(resp.Body)
+					return resp.Body.Close()
+				}
+				if err := send(); err != nil {
+					t.Fatalf("%s: the first request: %v", client.name, err)
+				}
+				err := send()
+				if got := reads.Load(); got != int64(c.want) || (err == nil) != (c.want == 3) {
+					t.Errorf("%s: the server read %d requests, want %d; the second request: %v", client.name, got, c.want, err)
+				}
+			}
+		})
+	}
+}
+
+// dropsSecond serves requests, but its first connection's second one
+// is read and then dropped unanswered; it counts the requests read.
+func dropsSecond(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var reads atomic.Int64
+	go func() {
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn, first bool) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 1; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					reads.Add(1)
+					if first && n == 2 {
+						return // read, never answered
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}(c, first)
+		}
+	}()
+	return ln.Addr().String(), &reads
 }

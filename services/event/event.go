@@ -331,6 +331,10 @@ func Attempt(ctx context.Context, hc http1.Doer, url string, body []byte, hops i
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HopsHeader, strconv.Itoa(hops))
+	// An event may be sent again if a kept connection fails under it:
+	// its sequence number makes the second one the same event to its
+	// listener (remote events are delivered at least once).
+	req.Header["Idempotency-Key"] = nil
 	resp, err := hc.Do(req)
 	switch {
 	case errors.Is(err, outbound.ErrForbidden):

@@ -257,7 +257,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	locs := s.locatorInterest()
 	window := time.Duration(max(s.cfg.Group.DiscardMultiple, group.DefaultDiscardMultiple)) *
-		cmpOr(s.cfg.Group.AnnouncementInterval, group.DefaultAnnouncementInterval)
+		cmp.Or(s.cfg.Group.AnnouncementInterval, group.DefaultAnnouncementInterval)
 	s.mu.Unlock()
 	s.l.Set(locs)
 	if err := s.retire(); err != nil {
@@ -561,7 +561,7 @@ func (s *Service) MutateGroups(id string, m Mutation, groups []string) error {
 			if r.AllGroups {
 				return fault.New(apitypes.UnsupportedOperation, "the registration's groups are ALL_GROUPS: there is no set to add to (set groups first)")
 			}
-			all := union(r.Groups, groups)
+			all := discovery.UnionGroups(r.Groups, groups)
 			if err := s.checkCount("groups", len(all)); err != nil {
 				return err
 			}
@@ -687,7 +687,7 @@ func (r *reg) setGroups(groups []string) {
 	r.AllGroups = groups == nil
 	r.Groups = []string{}
 	if !r.AllGroups {
-		r.Groups = union(nil, groups)
+		r.Groups = discovery.UnionGroups(nil, groups)
 	}
 }
 
@@ -1196,7 +1196,7 @@ func (s *Service) interestChanged() {
 // RegistrarOf describes a lookup service for the API.
 func RegistrarOf(ls discovery.LookupService) apitypes.Registrar {
 	r := apitypes.Registrar{ServiceID: ls.ID.String(), StandIn: ls.IDIsStandIn(), Host: ls.Host, Port: ls.Port, Groups: slices.Clone(ls.Groups),
-		Locator: discovery.Locator{Host: ls.Host, Port: cmpOr(ls.Port, discovery.Port)}.String(), Kind: "java"}
+		Locator: discovery.Locator{Host: ls.Host, Port: cmp.Or(ls.Port, discovery.Port)}.String(), Kind: "java"}
 	if r.Groups == nil {
 		r.Groups = []string{}
 	}
@@ -1228,7 +1228,7 @@ func (s *Service) RegistrarFor(ls discovery.LookupService, to netip.Addr) apityp
 		return r
 	case to.IsValid() && (to.Zone() == a.Zone() || s.cfg.LinkOf != nil && s.cfg.LinkOf(to) == a.Zone()):
 		r.Host = a.WithZone("").String()
-		r.Locator = discovery.Locator{Host: r.Host, Port: cmpOr(ls.Port, discovery.Port)}.String()
+		r.Locator = discovery.Locator{Host: r.Host, Port: cmp.Or(ls.Port, discovery.Port)}.String()
 	default:
 		r.Host, r.Locator = "", ""
 	}
@@ -1265,19 +1265,6 @@ func noSuch(id string) error {
 	return fault.New(apitypes.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", fault.Short(id))
 }
 
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, g := range b {
-		if !slices.Contains(out, g) {
-			out = append(out, g)
-		}
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out
-}
-
 func overlaps(a, b []string) bool {
 	for _, g := range a {
 		if slices.Contains(b, g) {
@@ -1294,12 +1281,4 @@ func sortedCopy(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return s
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

@@ -57,6 +57,10 @@ func (c HTTPCaller) Call(ctx context.Context, p Participant, op Op, id string, a
 		return 0, fmt.Errorf("participant URL: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// A participant answers a call it hears twice as it did once (TX: the
+	// manager repeats any call until it has an answer): it may be sent
+	// again if a kept connection fails under it.
+	req.Header["Idempotency-Key"] = nil
 	resp, err := c.Client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrIndefinite, err)

@@ -97,6 +97,12 @@ func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Err.Error(
 func (e *Error) Unwrap() error { return &e.Err }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.send(ctx, method, path, in, out, false)
+}
+
+// send is do; idempotent says the server takes the request twice as once,
+// so that it may be sent again if a kept connection fails under it.
+func (c *Client) send(ctx context.Context, method, path string, in, out any, idempotent bool) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -114,6 +120,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if idempotent {
+		req.Header["Idempotency-Key"] = nil // a mark for the client, not sent
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -251,7 +260,9 @@ type Renewal = apitypes.Renewal
 // RenewAll renews a batch, with one result per lease.
 func (c *Client) RenewAll(ctx context.Context, rs []Renewal) ([]apitypes.BatchResult, error) {
 	var out apitypes.BatchResults
-	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out)
+	// Renewing twice asks for the same durations from the second time:
+	// what the first granted is only extended.
+	return out.Results, c.send(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out, true)
 }
 
 // CancelAll cancels a batch, with one result per lease.
