@@ -305,3 +305,36 @@ func TestRouterBuilds(t *testing.T) {
 		linksNone(t, c.tags, c.forbidden...)
 	}
 }
+
+// docs/architecture.md is the map of the code: it names every package
+// (as `path`, from the module root), so a new one cannot go unmapped.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]bool{}
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			pkgs[filepath.ToSlash(filepath.Dir(path))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 40 {
+		t.Fatalf("found only %d packages: is the walk right?", len(pkgs))
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(pkgs)) {
+		if !strings.Contains(string(doc), "`"+pkg+"`") {
+			t.Errorf("docs/architecture.md does not name the package `%s`", pkg)
+		}
+	}
+}

@@ -1,8 +1,12 @@
-// Package javaio reads and writes the Java wire formats that the Jini
-// discovery protocols borrow: DataInput/DataOutput's "modified UTF-8"
-// strings, and java.io.ObjectOutputStream streams, as far as jinid needs
-// them (skimming a serialized registrar proxy without interpreting it, and
-// writing the proxy slot of a jinid lookup service).
+// Package javaio reads and writes the Java wire formats that Jini
+// borrows: DataInput/DataOutput's "modified UTF-8" strings, and Java
+// serialization (java.io.ObjectOutputStream) streams, whole object graphs
+// both ways: Decode reads one into Values (classes, fields, arrays,
+// strings, enums, handles, block data, bounded in depth and size), Encode
+// writes Values back byte for byte as Java does, and a Catalogue names
+// the classes jinid knows. Registrar proxies are read at discovery time
+// (their ServiceID included), the lookup service's own proxy is written,
+// and Jini ERI calls carry their arguments in these streams.
 package javaio
 
 import (
