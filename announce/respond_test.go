@@ -13,6 +13,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 var lan = []netip.Prefix{netip.MustParsePrefix("198.18.1.1/24"), netip.MustParsePrefix("2001:db8:1::1/64")}
@@ -38,11 +39,7 @@ func testResponder(t *testing.T, dial func(ctx context.Context, addr string) (ne
 
 func waitCount(t *testing.T, what string, c *atomic.Int64, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); c.Load() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d, want %d", what, c.Load(), n)
-		}
-	}
+	testenv.Until(t, fmt.Sprintf("%d %s", n, what), func() bool { return c.Load() >= n })
 }
 
 // Requests from off the link, or naming an address off it, are dropped:

@@ -12,6 +12,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 const scaleN = 1000
@@ -40,15 +41,6 @@ func (c *counter) on(e discovery.Event) {
 	}
 }
 
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // TestThousandAnnouncing: 1,000 lookup services announcing every 10 ms
 // of (fake) time are all discovered once and none is discarded while
 // they announce; when half stop, exactly those are discarded, when the
@@ -74,7 +66,7 @@ func TestThousandAnnouncing(t *testing.T) {
 	}
 	// At most MaxPendingContacts wait to be contacted: those beyond are
 	// contacted at a later announcement.
-	waitFor(t, "1000 discovered", func() bool { tick(scaleN); return c.discovered.Load() == scaleN })
+	testenv.Until(t, "1000 discovered", func() bool { tick(scaleN); return c.discovered.Load() == scaleN })
 	for range 200 { // 2 s of announcements: 200,000
 		tick(scaleN)
 	}
@@ -100,7 +92,7 @@ func TestThousandAnnouncing(t *testing.T) {
 	for range 3 {
 		tick(scaleN / 2)
 	}
-	waitFor(t, "500 discarded", func() bool { return c.discarded.Load() == scaleN/2 })
+	testenv.Until(t, "500 discarded", func() bool { return c.discarded.Load() == scaleN/2 })
 	if got := len(d.Discovered()); got != scaleN/2 {
 		t.Fatalf("%d still discovered, want %d", got, scaleN/2)
 	}
@@ -117,7 +109,7 @@ func setupScale(b *testing.B, c *counter) (*Discovery, *discoverytest.LAN, []*di
 	for _, l := range ls {
 		d.HandleAnnouncement(lan.Announcement(l, discovery.ProtocolV2), "sim0")
 	}
-	waitFor(b, "discovery", func() bool { return c.discovered.Load() == scaleN })
+	testenv.Until(b, "discovery", func() bool { return c.discovered.Load() == scaleN })
 	return d, lan, ls
 }
 
@@ -167,7 +159,7 @@ func BenchmarkChangedEvents(b *testing.B) {
 		d.HandleAnnouncement(*a, "sim0")
 		i++
 	}
-	waitFor(b, "events delivered", func() bool { return c.changed.Load() == int64(i) })
+	testenv.Until(b, "events delivered", func() bool { return c.changed.Load() == int64(i) })
 	b.ReportMetric(float64(i)/time.Since(start).Seconds(), "events/s")
 }
 
@@ -189,7 +181,7 @@ func BenchmarkMemoryPerLookupService(b *testing.B) {
 		for _, l := range ls {
 			d.HandleAnnouncement(lan.Announcement(l, discovery.ProtocolV2), "sim0")
 		}
-		waitFor(b, "discovery", func() bool { return c.discovered.Load() == scaleN })
+		testenv.Until(b, "discovery", func() bool { return c.discovered.Load() == scaleN })
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/scaleN, "B/lookup-service")

@@ -1,16 +1,17 @@
 package mcast
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/internal/vectors"
 )
 
@@ -97,9 +98,10 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := map[string]float64{}
+	var got map[string]float64
+	var nseen int
+	testenv.Until(t, "every datagram of the flood counted by reason, every valid announcement processed", func() bool {
+		got = map[string]float64{}
 		for k := range want {
 			switch k[:len("dropped")] {
 			case "dropped":
@@ -109,17 +111,11 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 			}
 		}
 		mu.Lock()
-		nseen := len(seen)
+		nseen = len(seen)
 		mu.Unlock()
-		if nseen == sent && equal(got, want) {
-			t.Logf("flood of %d counted by reason %v; %d/%d valid announcements processed", floods, got, nseen, sent)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the flood: counted %v, want %v; %d of %d valid announcements processed", got, want, nseen, sent)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nseen == sent && equal(got, want)
+	})
+	t.Logf("flood of %d counted by reason %v; %d/%d valid announcements processed", floods, got, nseen, sent)
 	if v := n.metrics.messages.Get("eth0", "announcement", "2"); v != uint64(sent) {
 		t.Errorf("announcements counted %v, want %d", v, sent)
 	}
@@ -127,13 +123,7 @@ func TestFloodCountedAndAnnouncementsProcessed(t *testing.T) {
 
 func waitReceived(t *testing.T, n *node, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for n.metrics.received.Get("eth0", "ipv4") < uint64(want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("victim received %v datagrams, %d sent", n.metrics.received.Get("eth0", "ipv4"), want)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testenv.Until(t, fmt.Sprintf("the victim to receive the %d datagrams sent", want), func() bool { return n.metrics.received.Get("eth0", "ipv4") >= uint64(want) })
 }
 
 func equal(a, b map[string]float64) bool {

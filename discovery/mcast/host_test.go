@@ -2,15 +2,16 @@ package mcast
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // One host, three subscribers of the discovery port (as the lookup
@@ -54,11 +55,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	for deadline := time.Now().Add(3 * time.Second); len(ports[0].Joined()) < 2 || len(other.Joined()) < 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("joined %+v and %+v", ports[0].Joined(), other.Joined())
-		}
-	}
+	testenv.Until(t, "both ports joined", func() bool { return len(ports[0].Joined()) >= 2 && len(other.Joined()) >= 1 })
 	// One socket per interface and family on the discovery port (the
 	// gauge counts the discovery port's), one per interface on the other.
 	for _, f := range []string{"ipv4", "ipv6"} {
@@ -81,18 +78,14 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	}
 	waitCounts := func(want int64) {
 		t.Helper()
-		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			done := true
+		testenv.Until(t, fmt.Sprintf("every subscriber to hear %d", want), func() bool {
 			for i := range counts {
-				done = done && counts[i].Load() >= want
+				if counts[i].Load() < want {
+					return false
+				}
 			}
-			if done {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("subscribers heard %d, %d, %d of %d", counts[0].Load(), counts[1].Load(), counts[2].Load(), want)
-			}
-		}
+			return true
+		})
 	}
 	waitCounts(sent)
 	// Each datagram decoded once, whatever the number of subscribers.
@@ -105,11 +98,7 @@ func TestHostDecodesOnceForEverySubscriber(t *testing.T) {
 	before := counts[2].Load()
 	a.Sequence = 100
 	sp.Send(Announcements, func(Joined) ([][]byte, error) { return a.Encode(discovery.DefaultMaxPacketSize) })
-	for deadline := time.Now().Add(3 * time.Second); counts[0].Load() < sent+1 || counts[1].Load() < sent+1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the remaining subscribers stopped hearing")
-		}
-	}
+	testenv.Until(t, "the remaining subscribers to hear on", func() bool { return counts[0].Load() >= sent+1 && counts[1].Load() >= sent+1 })
 	if counts[2].Load() != before {
 		t.Error("a closed handle still hears")
 	}
@@ -141,11 +130,7 @@ func labSender(t *testing.T, h *netlab.Host) *Port {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(3 * time.Second); len(p.Joined()) < 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("sender joined nothing")
-		}
-	}
+	testenv.Until(t, "the sender to join", func() bool { return len(p.Joined()) >= 1 })
 	return p
 }
 

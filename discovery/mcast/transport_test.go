@@ -20,6 +20,7 @@ import (
 	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -89,13 +90,7 @@ func startNode(t *testing.T, h *netlab.Host, mod func(*transportConfig)) *node {
 	if cfg.NoIPv4 || cfg.NoIPv6 {
 		fams = 1
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for len(tr.Joined()) < fams*len(h.Links()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s joined only %+v", h.Name, tr.Joined())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, h.Name+" joined on every link and family", func() bool { return len(tr.Joined()) >= fams*len(h.Links()) })
 	noLinks := len(h.Links()) == 0
 	t.Cleanup(func() {
 		tr.Close()
@@ -249,25 +244,14 @@ func TestNewInterfaceJoinedWithinOneSecond(t *testing.T) {
 	if len(nl.tr.Joined()) != 0 {
 		t.Fatalf("joined %+v before any interface exists", nl.tr.Joined())
 	}
-	for deadline := time.Now().Add(3 * time.Second); !nl.warns.warned(noInterface); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no warning that there is no interface to multicast on")
-		}
-	}
+	testenv.Until(t, "a warning that there is no interface to multicast on", func() bool { return nl.warns.warned(noInterface) })
 
 	start := time.Now()
 	late.Attach(lan)
-	var joined time.Duration
-	for joined == 0 {
-		if slices.ContainsFunc(nl.tr.Joined(), func(j Joined) bool { return j.Name == "eth0" && j.Family == 4 }) {
-			joined = time.Since(start)
-			break
-		}
-		if time.Since(start) > 3*time.Second {
-			t.Fatal("eth0 not joined after 3 s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, "eth0 joined", func() bool {
+		return slices.ContainsFunc(nl.tr.Joined(), func(j Joined) bool { return j.Name == "eth0" && j.Family == 4 })
+	})
+	joined := time.Since(start)
 	t.Logf("new interface joined %v after it was created", joined)
 	if joined > time.Second {
 		t.Fatalf("new interface joined after %v, want within 1 s", joined)
@@ -297,11 +281,7 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 	sends := func(n int64) {
 		t.Helper()
 		target := sent.Load() + n
-		for deadline := time.Now().Add(5 * time.Second); sent.Load() < target; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the sender is stuck at %d sends", sent.Load())
-			}
-		}
+		testenv.Until(t, fmt.Sprintf("%d more sends", n), func() bool { return sent.Load() >= target })
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -321,13 +301,7 @@ func TestDeletedInterfaceCausesNoErrors(t *testing.T) {
 	}()
 	sends(10) // sending on both interfaces
 	gw.Links()[1].Delete()
-	deadline := time.Now().Add(3 * time.Second)
-	for len(ngw.tr.Joined()) != 2 { // eth0 for both families only
-		if time.Now().After(deadline) {
-			t.Fatalf("deleted interface still joined: %+v", ngw.tr.Joined())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(t, "the deleted interface left (eth0 for both families only)", func() bool { return len(ngw.tr.Joined()) == 2 })
 	sends(10) // and on the one left
 	close(stop)
 	wg.Wait()
@@ -434,17 +408,10 @@ func TestAddressChangeNoticed(t *testing.T) {
 	n := startNode(t, h, func(c *transportConfig) { c.NoIPv6 = true })
 	newAddr := netip.MustParseAddr("198.18.1.200")
 	link.ReplaceIPv4(newAddr)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testenv.Until(t, "eth0 joined with "+newAddr.String(), func() bool {
 		j := n.tr.Joined()
-		if len(j) == 1 && j[0].Addr == newAddr {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("joined %+v, want eth0 with %s", j, newAddr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(j) == 1 && j[0].Addr == newAddr
+	})
 }
 
 // The configured TTL is what goes on the wire.

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // TestClientAgainstTheStandardServer: net/http's server is the oracle.
@@ -141,7 +143,7 @@ func TestClientKeepsConnections(t *testing.T) {
 	}
 	// The server drops its idle connections (a restart, its idle
 	// timeout): the next POST goes through on a new one.
-	until(t, "the server's connection idle", func() bool {
+	testenv.Until(t, "the server's connection idle", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for c := range s.conns {
@@ -165,18 +167,6 @@ func TestClientKeepsConnections(t *testing.T) {
 	exchange("GET", "/small", "", true)
 	if dials != 4 {
 		t.Errorf("after a body left unread: %d dials, want 4", dials)
-	}
-}
-
-// until waits for cond, at most 5 s.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // openPart sends the first n bytes of a call on session id: data, not
@@ -36,8 +38,8 @@ func TestBufferedBudgetPerConnection(t *testing.T) {
 	}
 	// Closed with a protocol error (the client, still sending, may see
 	// only the reset).
-	until(t, "the connection closed for the budget", func() bool { return s.ProtocolErrors.Load() == 1 })
-	until(t, "the budget given back", func() bool { return s.Buffered() == 0 })
+	testenv.Until(t, "the connection closed for the budget", func() bool { return s.ProtocolErrors.Load() == 1 })
+	testenv.Until(t, "the budget given back", func() bool { return s.Buffered() == 0 })
 	// A good client is served.
 	good := dial(t, s)
 	if _, err := good.Call(t.Context(), request(objID, 1, nil)); err != nil {
@@ -55,12 +57,12 @@ func TestBufferedBudgetInAll(t *testing.T) {
 		rcs = append(rcs, rc)
 	}
 	// Two hold 360 KB; the third would pass 500 KB.
-	until(t, "the third connection closed for the budget", func() bool { return s.ProtocolErrors.Load() == 1 })
-	until(t, "two connections' bytes held", func() bool { return s.Buffered() == 360_000 })
+	testenv.Until(t, "the third connection closed for the budget", func() bool { return s.ProtocolErrors.Load() == 1 })
+	testenv.Until(t, "two connections' bytes held", func() bool { return s.Buffered() == 360_000 })
 	for _, rc := range rcs[:2] {
 		rc.c.Close()
 	}
-	until(t, "everything given back", func() bool { return s.Buffered() == 0 })
+	testenv.Until(t, "everything given back", func() bool { return s.Buffered() == 0 })
 }
 
 // One byte of a call, then silence: closed within the progress interval,
@@ -107,17 +109,7 @@ func TestDisallowedSourceClosedAtOnce(t *testing.T) {
 	if n, _ := io.Copy(io.Discard, c); n != 0 {
 		t.Fatalf("%d bytes from the server", n)
 	}
-	until(t, "counted", func() bool { return s.Disallowed.Load() == 1 })
-}
-
-// until waits for cond, at most 5 s.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testenv.Until(t, "counted", func() bool { return s.Disallowed.Load() == 1 })
 }
 
 // Whatever several clients send on several connections at once, the

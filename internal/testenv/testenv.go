@@ -1,7 +1,8 @@
 // Package testenv decides what a test does when the machine lacks what
 // it needs (root, a tool): it is skipped with one line saying what is
 // missing and how to get it, or failed when CI=true, since CI installs
-// everything and a missing piece there is a broken CI, not a pass.
+// everything and a missing piece there is a broken CI, not a pass; and
+// how a test waits for a condition (Until).
 package testenv
 
 import (

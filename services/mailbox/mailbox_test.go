@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/httpjson"
@@ -423,7 +424,7 @@ func TestConformance(t *testing.T) {
 			tg.set(func() { tg.mode = "unknown" })
 			r.enable(reg, tg.srv.URL)
 			r.mustPost(reg, ev("a", 7, 1))
-			waitFor(t, func() bool { s, _ := r.post(reg, ev("a", 7, 2)); return s == 410 })
+			testenv.Until(t, "events refused with 410", func() bool { s, _ := r.post(reg, ev("a", 7, 2)); return s == 410 })
 			tg.set(func() { tg.mode = "" })
 			r.enable(reg, tg.srv.URL)
 			r.mustPost(reg, ev("a", 7, 3))
@@ -620,7 +621,7 @@ func TestConformance(t *testing.T) {
 			tg.set(func() { tg.mode = "unknown" })
 			r.enable(reg, tg.srv.URL)
 			r.postRaw(reg, `{"source":{"service":"test","id":"a"},"eventID":7,"seqNum":1}`)
-			waitFor(t, func() bool { // the target's refusal is recorded
+			testenv.Until(t, "the target's refusal recorded", func() bool {
 				var info struct {
 					Unknown []any `json:"unknownEvents"`
 				}
@@ -726,7 +727,7 @@ func TestConformance(t *testing.T) {
 			var reg registration
 			r.do("POST", "/v1/mailbox/registrations", map[string]any{"leaseDuration": 300, "pull": true}, &reg)
 			r.mustPost(reg, ev("a", 1, 1))
-			waitFor(t, func() bool { _, code := r.post(reg, ev("a", 1, 2)); return code == "NoSuchObject" })
+			testenv.Until(t, "the listener gone (NoSuchObject)", func() bool { _, code := r.post(reg, ev("a", 1, 2)); return code == "NoSuchObject" })
 			if _, code := r.do("GET", "/v1/mailbox/registrations/"+reg.ID, nil, nil); code != "NoSuchObject" {
 				t.Fatal(code)
 			}
@@ -737,14 +738,5 @@ func TestConformance(t *testing.T) {
 	}
 	if len(cases) < 30 {
 		t.Fatalf("only %d cases", len(cases))
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -183,7 +184,7 @@ func (r *rig) retriedUntilDone(t *testing.T, done chan error) error {
 	for range 25 {
 		var err error
 		finished := false
-		until(t, "a retry or the end", func() bool {
+		testenv.Until(t, "a retry or the end", func() bool {
 			select {
 			case err = <-done:
 				finished = true
@@ -212,19 +213,6 @@ func (r *rig) tick(t *testing.T, d time.Duration) {
 		time.Sleep(time.Millisecond)
 	}
 	r.c.Advance(d)
-}
-
-// until waits for cond, for real time (the engine's goroutines), at most
-// 5 s.
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // notified waits until every participant of a decided transaction was
@@ -298,7 +286,7 @@ func TestConformance(t *testing.T) {
 			if s := state(t, r.e, id); s != Aborted {
 				t.Fatalf("state %v, want ABORTED", s)
 			}
-			until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Errorf("Commit after: %v", err)
 			}
@@ -307,7 +295,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 1)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen("")) == 1 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen("")) == 1 })
 			if err := r.e.Join(id, Participant{URL: "late"}); !errors.Is(err, ErrCannotJoin) {
 				t.Errorf("Join: %v", err)
 			}
@@ -386,7 +374,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 1)
 			r.f.block["p0"] = make(chan struct{})
 			committed := r.commitAsync(id, -1)
-			until(t, "the prepareAndCommit call", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 1 })
+			testenv.Until(t, "the prepareAndCommit call", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 1 })
 			aborted := make(chan error, 1)
 			go func() { aborted <- r.e.Abort(ctx, id, -1) }()
 			select {
@@ -465,7 +453,7 @@ func TestConformance(t *testing.T) {
 			}
 			done := r.commitAsync(id, -1)
 			// All ten asked while none has answered.
-			until(t, "ten prepares under way", func() bool { return len(r.f.seen(OpPrepare)) == 10 })
+			testenv.Until(t, "ten prepares under way", func() bool { return len(r.f.seen(OpPrepare)) == 10 })
 			for i := range 10 {
 				close(r.f.block[fmt.Sprintf("p%d", i)])
 			}
@@ -539,8 +527,8 @@ func TestConformance(t *testing.T) {
 			}
 			r.tick(t, time.Second)
 			r.tick(t, 2*time.Second)
-			until(t, "the third commit call", func() bool { return len(r.f.seen(OpCommit)) == 4 })
-			until(t, "the decision forgotten", func() bool {
+			testenv.Until(t, "the third commit call", func() bool { return len(r.f.seen(OpCommit)) == 4 })
+			testenv.Until(t, "the decision forgotten", func() bool {
 				r.j.mu.Lock()
 				defer r.j.mu.Unlock()
 				return slices.Contains(r.j.finished, id)
@@ -567,7 +555,7 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
-			until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			testenv.Until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
 			if len(r.f.seen(OpPrepare)) != 0 {
 				t.Error("prepare called after an abort")
 			}
@@ -601,14 +589,14 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			if err := r.e.Abort(ctx, id, -1); err != nil {
 				t.Fatalf("Abort: %v", err)
 			}
 			if err := <-done; !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
-			until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			testenv.Until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
 			close(r.f.block["p0"])
 			if len(r.f.seen(OpCommit)) != 0 {
 				t.Error("commit called after an abort")
@@ -628,8 +616,8 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.on("p1", OpCommit, answer{err: errDown})
 			done := r.commitAsync(id, 3*time.Second)
-			until(t, "committed", func() bool { s, _ := r.e.State(id); return s == Committed })
-			until(t, "timers", func() bool { return len(r.c.Pending()) >= 2 })
+			testenv.Until(t, "committed", func() bool { s, _ := r.e.State(id); return s == Committed })
+			testenv.Until(t, "timers", func() bool { return len(r.c.Pending()) >= 2 })
 			r.c.Advance(3 * time.Second)
 			var te *TimeoutExpired
 			if err := <-done; !errors.As(err, &te) || !te.Committed {
@@ -641,7 +629,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, time.Second)
-			until(t, "the prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "p0") })
+			testenv.Until(t, "the prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "p0") })
 			r.c.Advance(time.Minute) // waitFor is long past: still voting
 			select {
 			case err := <-done:
@@ -662,7 +650,7 @@ func TestConformance(t *testing.T) {
 			r.f.on("p1", OpPrepare, answer{vote: VoteAborted})
 			r.f.block["p1"] = make(chan struct{})
 			done := r.commitAsync(id, 500*time.Millisecond)
-			until(t, "the prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "the prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			r.c.Advance(3 * time.Second) // waitFor is long past when p1 votes
 			close(r.f.block["p1"])
 			if err := <-done; !errors.Is(err, ErrCannotCommit) {
@@ -676,7 +664,7 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, time.Hour); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v, want CannotCommit", err)
 			}
-			until(t, "p0 told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "p0 told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
 		}},
 		{"waitFor 0 after an abort is TimeoutExpired committed=false or done", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
@@ -701,7 +689,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			if s := state(t, r.e, id); s != Voting {
 				t.Errorf("state %v, want VOTING", s)
 			}
@@ -722,7 +710,7 @@ func TestConformance(t *testing.T) {
 			if s := state(t, r.e, "old"); s != Committed {
 				t.Fatalf("state %v", s)
 			}
-			until(t, "rolled forward", func() bool { return len(r.f.seen(OpCommit)) == 2 })
+			testenv.Until(t, "rolled forward", func() bool { return len(r.f.seen(OpCommit)) == 2 })
 			if err := r.e.Abort(ctx, "old", -1); !errors.Is(err, ErrCannotAbort) {
 				t.Errorf("Abort: %v", err)
 			}
@@ -731,7 +719,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p1"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			r.c.Advance(time.Hour) // still voting: nothing is forgotten
 			if s := state(t, r.e, id); s != Voting {
 				t.Fatalf("state %v", s)
@@ -741,7 +729,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := r.e.Commit(ctx, id, 0); err != nil { // returns once everyone was told
-				until(t, "everyone told", func() bool { return r.e.Commit(ctx, id, 0) == nil })
+				testenv.Until(t, "everyone told", func() bool { return r.e.Commit(ctx, id, 0) == nil })
 			}
 			r.c.Advance(59 * time.Second)
 			if s := state(t, r.e, id); s != Committed {
@@ -776,7 +764,7 @@ func TestConformance(t *testing.T) {
 			for range 3 {
 				dones = append(dones, r.commitAsync(r.tx(t, 1), -1))
 			}
-			until(t, "two calls", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 2 })
+			testenv.Until(t, "two calls", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 2 })
 			time.Sleep(20 * time.Millisecond)
 			if n := len(r.f.seen(OpPrepareAndCommit)); n != 2 {
 				t.Fatalf("%d calls in flight, want 2", n)
@@ -794,7 +782,7 @@ func TestConformance(t *testing.T) {
 			r.e.Join(slow, Participant{URL: "slow", CrashCount: 1})
 			r.e.Join(slow, Participant{URL: "p9", CrashCount: 1})
 			done := r.commitAsync(slow, -1)
-			until(t, "the slow prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "slow") })
+			testenv.Until(t, "the slow prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "slow") })
 			for range 3 { // others commit, voting and rolling forward, meanwhile
 				if err := r.e.Commit(ctx, r.tx(t, 2), time.Hour); err != nil {
 					t.Fatal(err)
@@ -872,7 +860,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("while the aborted one is answered: %v, want ErrTooManyParticipants", err)
 			}
 			r.tick(t, time.Minute) // Retain: the aborted one is forgotten
-			until(t, "forgotten", func() bool { _, err := r.e.State(a); return err != nil })
+			testenv.Until(t, "forgotten", func() bool { _, err := r.e.State(a); return err != nil })
 			if err := r.e.Join(b, Participant{URL: "q1", CrashCount: 1}); err != nil {
 				t.Fatalf("once the other was forgotten: %v", err)
 			}
@@ -883,13 +871,13 @@ func TestConformance(t *testing.T) {
 			if s := state(t, r.e, id); s != Aborted {
 				t.Fatalf("state %v", s)
 			}
-			until(t, "told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
 		}},
 		{"lease end while VOTING changes nothing", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			r.e.LeaseEnded(id)
 			close(r.f.block["p0"])
 			if err := <-done; err != nil {
@@ -933,7 +921,7 @@ func TestConformance(t *testing.T) {
 			r.f.on("np", OpPrepareAndCommit, answer{vote: VotePrepared})
 			r.e.Commit(ctx, n, -1)
 			r.e.Abort(ctx, p, -1)
-			until(t, "np told", func() bool { return slices.Equal(r.f.seen(OpAbort), []string{"np"}) })
+			testenv.Until(t, "np told", func() bool { return slices.Equal(r.f.seen(OpAbort), []string{"np"}) })
 			if s := state(t, r.e, n); s != Aborted {
 				t.Errorf("nested state %v after the parent aborted, want ABORTED (its results dropped)", s)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -67,7 +68,7 @@ func TestStoreJournalGroupCommit(t *testing.T) {
 			}
 		})
 	}
-	until(t, "31 decisions queued behind the first", func() bool {
+	testenv.Until(t, "31 decisions queued behind the first", func() bool {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		return len(j.pending) == 31
@@ -144,7 +145,7 @@ func TestEngineOnStoreJournal(t *testing.T) {
 	if s, _ := e.State(id); s != Committed {
 		t.Fatalf("after the restart: %v", s)
 	}
-	until(t, "p1 rolled forward", func() bool {
+	testenv.Until(t, "p1 rolled forward", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		n := 0

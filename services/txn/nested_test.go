@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // fakeParents is the parents' manager: it records joins and promotions,
@@ -137,7 +138,7 @@ func TestNestedRemote(t *testing.T) {
 					t.Errorf("commit refused with %v: %v", refusal, err)
 				}
 			}
-			until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 6 })
+			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 6 })
 		}},
 		{"a promotion retried past PrepareFor leaves the outcome unknown", func(t *testing.T, r *rig, ps *fakeParents) {
 			ps.promErrs = []error{ErrIndefinite}
@@ -180,7 +181,7 @@ func TestNestedRemote(t *testing.T) {
 			if state(t, r.e, id) != Aborted || state(t, r.e, g) != Aborted {
 				t.Fatalf("nested %v, its child %v", state(t, r.e, id), state(t, r.e, g))
 			}
-			until(t, "x told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "x told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
 		}},
 		{"the parent's prepare ends an ACTIVE nested one and votes NOTCHANGED", func(t *testing.T, r *rig, ps *fakeParents) {
 			id, _ := r.e.CreateRemote(ctx, theParent)
@@ -202,7 +203,7 @@ func TestNestedRemote(t *testing.T) {
 			r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 			r.f.block["y"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
 			voted := make(chan Vote, 1)
 			go func() { v, _ := r.e.Link(ctx, id, r.e.tokenOf(id), OpPrepare); voted <- v }()
 			select {

@@ -19,6 +19,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
@@ -835,7 +836,7 @@ func TestLDSConformance(t *testing.T) {
 	}
 	t.Run("lease/expiry-stops-events", func(t *testing.T) {
 		r := l.register(t, []string{}, nil, nil, 1000)
-		jinidtest.WaitUntil(t, "the lapsed registration gone", func() bool {
+		testenv.Until(t, "the lapsed registration gone", func() bool {
 			_, err := l.c.LDSGet(t.Context(), r.ID)
 			return fault.Is(err, apitypes.NoSuchObject)
 		})

@@ -114,7 +114,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	jinidtest.WaitUntil(t, "ready again once space is back", func() bool {
+	testenv.Until(t, "ready again once space is back", func() bool {
 		status, _, _ := readyz(t, http.DefaultClient, d.API)
 		return status == 200
 	})

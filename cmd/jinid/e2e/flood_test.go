@@ -25,6 +25,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/floodtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
@@ -94,7 +95,7 @@ func (f *floodRun) count(key string) int64 {
 // waitFor waits until the flood's key has reached n.
 func (f *floodRun) waitFor(t *testing.T, key string, n int64) {
 	t.Helper()
-	jinidtest.WaitUntil(t, fmt.Sprintf("the flood's %s to reach %d", key, n), func() bool { return f.count(key) >= n })
+	testenv.Until(t, fmt.Sprintf("the flood's %s to reach %d", key, n), func() bool { return f.count(key) >= n })
 }
 
 // wait waits for the flood to end by itself (each is bounded in time).
@@ -218,7 +219,7 @@ func TestFloodAnnouncementStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jinidtest.WaitUntil(t, "the lookup service on h3 discovered during the storm", func() bool {
+	testenv.Until(t, "the lookup service on h3 discovered during the storm", func() bool {
 		rs, err := c.LDSRegistrars(t.Context(), reg.ID)
 		return err == nil && slices.ContainsFunc(rs, func(r apitypes.Registrar) bool { return strings.Contains(r.Host, lg.IPv4.String()) })
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
@@ -157,7 +158,7 @@ func TestNoRequestForgery(t *testing.T) {
 		if post.status != 204 {
 			t.Fatalf("posting to the mailbox: %+v", post)
 		}
-		jinidtest.WaitUntil(t, "the mailbox to give up on "+u, func() bool {
+		testenv.Until(t, "the mailbox to give up on "+u, func() bool {
 			st, err := c.MailboxGet(ctx, mb.ID)
 			return err == nil && st["target"] == nil
 		})
@@ -166,13 +167,13 @@ func TestNoRequestForgery(t *testing.T) {
 	// listener (a definite failure), the leases left with a Forbidden or
 	// BadAnswer failure each, and nothing reached the daemon's host.
 	for _, l := range notifies {
-		jinidtest.WaitUntil(t, "the notify registration cancelled", func() bool {
+		testenv.Until(t, "the notify registration cancelled", func() bool {
 			_, _, err := c.Renew(ctx, l.ID, 60_000)
 			return fault.Is(err, apitypes.UnknownLease)
 		})
 	}
 	for _, id := range ldsRegs {
-		jinidtest.WaitUntil(t, "the LDS registration cancelled", func() bool {
+		testenv.Until(t, "the LDS registration cancelled", func() bool {
 			_, err := c.LDSGet(ctx, id)
 			return fault.Is(err, apitypes.NoSuchObject)
 		})
@@ -204,7 +205,7 @@ func TestNoRequestForgery(t *testing.T) {
 	if _, err := c.Register(ctx, apitypes.Item{Types: []string{"com.example.Allowed"}}, 60_000); err != nil {
 		t.Fatal(err)
 	}
-	jinidtest.WaitUntil(t, "the event on loopback, allowed", func() bool { return internal.Load() == 1 })
+	testenv.Until(t, "the event on loopback, allowed", func() bool { return internal.Load() == 1 })
 	if strings.Contains(fmt.Sprint(evs), "127.0.0.1") {
 		t.Errorf("a failure event names the address: %v", evs)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/riverpeer"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
@@ -476,7 +477,7 @@ func TestInspectJERI(t *testing.T) {
 		close(lines)
 	}()
 	// Capturing once a unicast discovery shows up in the output.
-	jinidtest.WaitUntil(t, "inspect to capture", func() bool {
+	testenv.Until(t, "inspect to capture", func() bool {
 		jl.java.Command(t.Context(), jl.bin, "discover", "--locator", jl.locator(), "--no-multicast", "--timeout", "2s").Run()
 		select {
 		case <-lines:

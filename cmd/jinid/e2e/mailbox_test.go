@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // TestMailboxChain: a lookup-service notify registration whose listener
@@ -73,6 +74,6 @@ func TestMailboxChain(t *testing.T) {
 	sink := jinidtest.NewSink(t, nil, "127.0.0.1")
 	run("mailbox", "enable", reg, sink.URL+"/push")
 	run("lookup", "register", "--type", "com.example.Printer", "--duration", "10m")
-	jinidtest.WaitUntil(t, "the pushed event", func() bool { return len(sink.Events("/push")) == 1 })
+	testenv.Until(t, "the pushed event", func() bool { return len(sink.Events("/push")) == 1 })
 	run("mailbox", "disable", reg)
 }

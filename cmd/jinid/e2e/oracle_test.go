@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -173,7 +174,7 @@ func TestMailboxLoopsAreBounded(t *testing.T) {
 	start := time.Now()
 	const events = 20
 	postEvents(t, ma.Listener.URL, events, 1000)
-	jinidtest.WaitUntil(t, "the loop to stop with every event kept", func() bool {
+	testenv.Until(t, "the loop to stop with every event kept", func() bool {
 		ta, pa := mailboxState(t, a, ma.ID)
 		tb, pb := mailboxState(t, b, mb.ID)
 		return !ta && pa == events && pb == 0 || !tb && pb == events && pa == 0
@@ -205,7 +206,7 @@ func TestMailboxLoopsAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	postEvents(t, m.Listener.URL, 5, 100)
-	jinidtest.WaitUntil(t, "delivery disabled at the redirect", func() bool {
+	testenv.Until(t, "delivery disabled at the redirect", func() bool {
 		target, pending := mailboxState(t, a, m.ID)
 		return !target && pending == 5
 	})

@@ -118,7 +118,7 @@ func TestDebPackageSmoke(t *testing.T) {
 	// Each finds the other with the installed binary, unprivileged.
 	for i, h := range hosts {
 		other := ids[1-i]
-		jinidtest.WaitUntil(t, "discovery between the installs", func() bool {
+		testenv.Until(t, "discovery between the installs", func() bool {
 			out, _ := h.Command(t.Context(), setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
 				"--bounding-set=-all", filepath.Join(base, h.Name, "usr/bin/jinid"), "discover", "--settle", "500ms").Output()
 			return strings.Contains(string(out), other)

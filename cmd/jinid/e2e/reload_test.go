@@ -11,6 +11,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -48,7 +49,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 		if err := d.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		jinidtest.WaitUntil(t, "the reload logged", func() bool { return strings.Count(d.Log(), wantLogged) > before })
+		testenv.Until(t, "the reload logged", func() bool { return strings.Count(d.Log(), wantLogged) > before })
 	}
 
 	write(`{"schemaVersion": 1, "groups": ["ops"], "logLevel": "debug", "renewalMargin": "45s"}`)

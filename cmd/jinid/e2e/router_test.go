@@ -12,6 +12,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // run runs a command in lab host h, failing the test on error.
@@ -35,7 +36,7 @@ func openWrt(t *testing.T, h *netlab.Host, lan, wan *netlab.Link) {
 	run(t, h, "ip", "link", "set", "br-lan", "up")
 	// As a plugged-in router's: the bridge has carrier once its port
 	// forwards, a moment after it is up.
-	jinidtest.WaitUntil(t, "br-lan up", func() bool {
+	testenv.Until(t, "br-lan up", func() bool {
 		out, err := h.Command(t.Context(), "cat", "/sys/class/net/br-lan/operstate").Output()
 		return err == nil && strings.TrimSpace(string(out)) == "up"
 	})
@@ -123,7 +124,7 @@ func TestReadyOnlyWithAnInterface(t *testing.T) {
 	run(t, h, "ip", "addr", "add", "198.18.77.1/24", "dev", "lan9")
 	run(t, h, "ip", "link", "set", "lan9p", "up")
 	run(t, h, "ip", "link", "set", "lan9", "up")
-	jinidtest.WaitUntil(t, "ready once lan9 is up", func() bool { s, _ := readiness(t, d.Socket); return s == 200 })
+	testenv.Until(t, "ready once lan9 is up", func() bool { s, _ := readiness(t, d.Socket); return s == 200 })
 	took := time.Since(start)
 	t.Logf("ready %v after the interface was created", took.Round(time.Millisecond))
 	if took > time.Second {

@@ -110,7 +110,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	pb := jinidtest.LabDaemon(t, bin, b, "--announce-interval", "1s")
 	ids := []string{idOf(t, pa.Log()), idOf(t, pb.Log())}
 	url := "http://" + gl.IPv4.String() + ":4162/"
-	jinidtest.WaitUntil(t, "both lookup services on the page", func() bool {
+	testenv.Until(t, "both lookup services on the page", func() bool {
 		page := raw(t, gw, "GET", url, "", "", "", "").body
 		return strings.Contains(page, ids[0]) && strings.Contains(page, ids[1])
 	})

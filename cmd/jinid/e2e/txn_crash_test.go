@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/txn"
 )
 
@@ -318,7 +319,7 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 		stage := crashStage(i % 4)
 		// Let the stream run between kills: a few more commits each time.
 		before := committedSoFar()
-		jinidtest.WaitUntil(t, "the stream commits again", func() bool { return committedSoFar() >= before+3 })
+		testenv.Until(t, "the stream commits again", func() bool { return committedSoFar() >= before+3 })
 		if stage == atRandom {
 			time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond)
 			kill()
@@ -335,7 +336,7 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 		recovered(i + 1)
 	}
 	before := committedSoFar()
-	jinidtest.WaitUntil(t, "the stream commits after the last restart", func() bool { return committedSoFar() >= before+3 })
+	testenv.Until(t, "the stream commits after the last restart", func() bool { return committedSoFar() >= before+3 })
 	close(stop)
 	clients.Wait()
 
@@ -357,7 +358,7 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 		}
 		return !anyCommit || all
 	}
-	jinidtest.WaitUntil(t, "every committed transaction rolled forward at every participant", func() bool {
+	testenv.Until(t, "every committed transaction rolled forward at every participant", func() bool {
 		for _, id := range ids {
 			if !rolledForward(id) {
 				return false

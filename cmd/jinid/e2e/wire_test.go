@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	mdns "github.com/miekg/dns"
+
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
@@ -25,7 +27,6 @@ import (
 	"github.com/jinid/jinid/internal/netlab"
 	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
-	mdns "github.com/miekg/dns"
 )
 
 // labPort takes the discovery port of a multicast host (IPv4) in a lab
@@ -196,7 +197,7 @@ func TestGroupChangeAnnounced(t *testing.T) {
 	c := jinidtest.LabClient(t, watcher, "http://"+ll.IPv4.String()+":4162", client.WithToken(cmd.AdminToken(t)))
 	// Once the watcher has joined the groups, a change's announcement
 	// cannot be missed.
-	jinidtest.WaitUntil(t, "the watcher joined", func() bool { return len(port.Joined()) > 0 })
+	testenv.Until(t, "the watcher joined", func() bool { return len(port.Joined()) > 0 })
 	changed := time.Now()
 	if err := c.SetGroups(t.Context(), []string{"moved"}); err != nil {
 		t.Fatal(err)
@@ -373,7 +374,7 @@ func TestLocatorBySRV(t *testing.T) {
 	// dnsmasq serves once it answers the query discover will make.
 	q := new(mdns.Msg)
 	q.SetQuestion("_jini._tcp.lab.test.", mdns.TypeSRV)
-	jinidtest.WaitUntil(t, "dnsmasq answering", func() bool {
+	testenv.Until(t, "dnsmasq answering", func() bool {
 		var r *mdns.Msg
 		client.Namespace().Do(func() error {
 			var err error

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // On a LAN where everything answers at once, a one-shot round ends one
@@ -35,7 +36,7 @@ func TestRoundEndsWhenSettled(t *testing.T) {
 
 	// Both answer the first request; the only thing left under way is
 	// the timer of the second request.
-	waitFor(t, "both lookup services to answer and every contact to end", func() bool {
+	testenv.Until(t, "both lookup services to answer and every contact to end", func() bool {
 		return len(answered(f.results())) == 2 && f.quiet.idle(1)
 	})
 	clk.Advance(requestInterval - 1)
@@ -43,7 +44,7 @@ func TestRoundEndsWhenSettled(t *testing.T) {
 		t.Fatal("the round ended before its last request")
 	}
 	clk.Advance(1) // the second request: nothing new answers it
-	waitFor(t, "contacts after the second request to end", func() bool { return f.quiet.idle(0) })
+	testenv.Until(t, "contacts after the second request to end", func() bool { return f.quiet.idle(0) })
 	clk.Advance(settle - time.Millisecond)
 	if isDone(f) {
 		t.Fatal("the round ended before it had been quiet for the settle time")
@@ -108,15 +109,4 @@ func answered(rs []Result) []Result {
 		}
 	}
 	return out
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -562,14 +562,3 @@ func (s *Sink) Wait(t testing.TB, path string, n int) []map[string]any {
 		}
 	}
 }
-
-// WaitUntil polls cond until it holds, failing the test after 15 s with
-// what it waited for.
-func WaitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 15 s: %s", what)
-		}
-	}
-}
