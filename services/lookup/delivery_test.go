@@ -8,9 +8,9 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
@@ -57,21 +57,12 @@ func TestUnknownEventCancelsRegistration(t *testing.T) {
 		}
 	}
 	r.Register(printer("one"), 60_000, "")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, n := r.Count(); n == 1 && fine.Load() == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_, n := r.Count()
-			t.Fatalf("%d notify registrations left, fine listener got %d", n, fine.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, "the refusing listener's registration gone, the fine one's event delivered", func() bool {
+		_, n := r.Count()
+		return n == 1 && fine.Load() == 1
+	})
 	r.Register(printer("two"), 60_000, "")
-	for fine.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, "the fine listener's second event", func() bool { return fine.Load() >= 2 })
 	if refused.Load() != 1 || fine.Load() != 2 {
 		t.Fatalf("refusing listener got %d events (want 1), the other %d (want 2)", refused.Load(), fine.Load())
 	}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
@@ -192,25 +193,12 @@ func (r *rig) advance(d time.Duration) {
 func (r *rig) release(hold chan struct{}) {
 	r.t.Helper()
 	close(hold)
-	deadline := time.Now().Add(5 * time.Second)
-	for r.fake.hanging() > 0 {
-		if time.Now().After(deadline) {
-			r.t.Fatal("held calls still waiting after 5 s")
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testenv.Until(r.t, "the held calls to return", func() bool { return r.fake.hanging() == 0 })
 	r.settle()
 }
 
 func (r *rig) settle() {
-	deadline := time.Now().Add(5 * time.Second)
-	for r.s != nil && r.s.inflight.Load() > int64(r.fake.hanging()) {
-		if time.Now().After(deadline) {
-			r.t.Errorf("renewal calls still in flight after 5 s")
-			return
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testenv.Until(r.t, "the renewal calls in flight to end", func() bool { return r.s == nil || r.s.inflight.Load() <= int64(r.fake.hanging()) })
 }
 
 func (r *rig) create(d int64) Created {

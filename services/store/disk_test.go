@@ -55,14 +55,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	// Space again: healthy by itself, and writes work.
 	os.Remove(filler)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ok, _ := s.Health(); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("still unhealthy 5 s after space came back")
-		}
-	}
+	testenv.Until(t, "healthy again once space came back", func() bool { ok, _ := s.Health(); return ok })
 	if err := s.Update(func(tx *Tx) error { return tx.Put("b", "after", "x") }); err != nil {
 		t.Fatalf("a write after recovery: %v", err)
 	}

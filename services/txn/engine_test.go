@@ -205,13 +205,7 @@ func (r *rig) retriedUntilDone(t *testing.T, done chan error) error {
 // tick advances the fake clock by d once a timer waits.
 func (r *rig) tick(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(r.c.Pending()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no timer pending")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Until(t, "a timer pending", func() bool { return len(r.c.Pending()) > 0 })
 	r.c.Advance(d)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/txntest"
 )
@@ -220,13 +221,10 @@ func TestTransactionLease(t *testing.T) {
 	}
 
 	create(50) // expires while ACTIVE
-	deadline := time.Now().Add(10 * time.Second)
-	for r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st); st.State != "ABORTED"; r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st) {
-		if time.Now().After(deadline) {
-			t.Fatalf("50 ms after its lease was granted, a transaction is still %s", st.State)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(t, "a transaction whose 50 ms lease expired aborted", func() bool {
+		r.do(t, "GET", "/v1/transactions/"+created.ID, "", &st)
+		return st.State == "ABORTED"
+	})
 
 	for _, end := range []string{"commit", "abort"} {
 		create(60000)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
@@ -167,13 +168,9 @@ func TestRestoreAndSettle(t *testing.T) {
 		t.Fatal("a transaction with an ABORTED vote committed")
 	}
 	// The manager gives up telling abort after a few tries.
-	deadline := time.Now().Add(5 * time.Second)
-	for m.Metric(`jinid_transaction_participant_calls_total{op="abort",outcome="failed"}`) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the manager never gave up telling abort")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, "the manager to give up telling abort", func() bool {
+		return m.Metric(`jinid_transaction_participant_calls_total{op="abort",outcome="failed"}`) >= 3
+	})
 	if got := before.Pending(); !slices.Equal(got, sorted(committed, aborted)) {
 		t.Fatalf("pending before the crash: %v", got)
 	}
@@ -183,13 +180,7 @@ func TestRestoreAndSettle(t *testing.T) {
 	after := a.handler()
 	after.Restore(before.Pending()...)
 	sw.set(after)
-	deadline = time.Now().Add(5 * time.Second)
-	for _, c, _ := a.counts(); c != 1; _, c, _ = a.counts() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the restored PREPARED transaction was never rolled forward: %+v", a)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Until(t, "the restored PREPARED transaction rolled forward", func() bool { _, c, _ := a.counts(); return c == 1 })
 	if err := after.Settle(ctx, aborted, c.TxnState); err != nil {
 		t.Fatalf("settle the aborted one: %v", err)
 	}
@@ -270,13 +261,7 @@ func TestConcurrentRepeats(t *testing.T) {
 				errs[i] = err
 			})
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for arrived.Load() < 4 { // all four in the handler, one running
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d calls arrived", op, arrived.Load())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testenv.Until(t, string(op)+": all four calls in the handler, one running", func() bool { return arrived.Load() >= 4 })
 		close(release)
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
