@@ -13,6 +13,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -106,11 +107,7 @@ func TestAnnounceOn(t *testing.T) {
 		t.Fatalf("first announcement on %v, %d packets; want every link, 4", first.on, len(first.anns))
 	}
 	// The next is armed once the first is out.
-	for deadline := time.Now().Add(5 * time.Second); len(clk.Pending()) == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the next announcement was not armed")
-		}
-	}
+	testenv.Until(t, "the next announcement armed", func() bool { return len(clk.Pending()) > 0 })
 
 	clk.Advance(30 * time.Second)
 	a.AnnounceOn(3, 6)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // stalled is a network whose lookup services never answer: each
@@ -63,17 +64,11 @@ func TestAnnouncementStorm(t *testing.T) {
 		t.Errorf("%d announcements dropped of %d: the queue is not bounded", d.DroppedContacts(), storm)
 	}
 	// Each contact ends by its timeout; then the workers end too.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testenv.Until(t, "the contacts and their workers to end after the storm", func() bool {
 		d.mu.Lock()
-		idle := d.workers == 0 && len(d.contacting) == 0
-		d.mu.Unlock()
-		if idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("contacts still running 10 s after the storm")
-		}
-	}
+		defer d.mu.Unlock()
+		return d.workers == 0 && len(d.contacting) == 0
+	})
 	if n := log.n.Load(); n > 10 {
 		t.Errorf("%d log lines for %d failed or dropped contacts", n, storm)
 	}

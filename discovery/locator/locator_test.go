@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 type locRig struct {
@@ -278,11 +279,7 @@ func TestLocatorRealDial(t *testing.T) {
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); failed.n.Load() < 3; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d failed tries in 5 s, want 3", failed.n.Load())
-		}
-	}
+	testenv.Until(t, "three failed tries", func() bool { return failed.n.Load() >= 3 })
 	ln, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Skipf("port %d taken meanwhile: %v", port, err)

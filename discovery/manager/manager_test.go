@@ -13,6 +13,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 type rig struct {
@@ -304,13 +305,11 @@ func TestReggieByGroupAndLocator(t *testing.T) {
 			r.clk.Advance(time.Minute) // the rest of the round of requests, answered in both versions
 			// Locator discovery dials in its own goroutine: wait until it has
 			// found it too (one lookup service, wanted both ways).
-			for deadline := time.Now().Add(5 * time.Second); byLocator; time.Sleep(time.Millisecond) {
-				if got := r.m.Discovered(); len(got) == 1 && got[0].ByGroup && got[0].ByLocator {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("not found by both: %+v", r.m.Discovered())
-				}
+			if byLocator {
+				testenv.Until(t, "found by group and by locator", func() bool {
+					got := r.m.Discovered()
+					return len(got) == 1 && got[0].ByGroup && got[0].ByLocator
+				})
 			}
 			r.announce(l)
 			if opaque {
@@ -355,17 +354,12 @@ func TestCustomIdentifiedThenByLocator(t *testing.T) {
 	r.next(discovery.Discovered, l, "", true, false)
 	r.m.AddLocators(r.locator("jini://10.0.0.9"))
 	r.clk.Advance(0)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	testenv.Until(t, "the locator to find it too", func() bool {
 		got := r.m.Discovered()
 		if len(got) != 1 || got[0].ID != l.ID {
 			t.Fatalf("Discovered() = %+v, want one under %s", got, l.ID)
 		}
-		if got[0].ByLocator {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the locator did not find it")
-		}
-	}
+		return got[0].ByLocator
+	})
 	r.none()
 }

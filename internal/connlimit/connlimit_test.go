@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -41,11 +43,7 @@ func TestCaps(t *testing.T) {
 		held = append(held, <-accepted)
 	}
 	// The two over the cap were closed by the server.
-	for deadline := time.Now().Add(5 * time.Second); l.Refused.Load() < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("refused %d, want 2", l.Refused.Load())
-		}
-	}
+	testenv.Until(t, "the two over the cap refused", func() bool { return l.Refused.Load() >= 2 })
 	if l.Held() != 3 {
 		t.Fatalf("held %d", l.Held())
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lease"
@@ -107,10 +108,7 @@ func TestAnnouncementFansOutOnlyToItsRegistrations(t *testing.T) {
 			t.Fatal("missing discards")
 		}
 	}
-	waitExamined := time.Now().Add(5 * time.Second)
-	for f.s.examined.Load()-before < fanRegs/fanLUS && time.Now().Before(waitExamined) {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Until(t, "the registrations examined", func() bool { return f.s.examined.Load()-before >= fanRegs/fanLUS })
 	if n := f.s.examined.Load() - before; n != fanRegs/fanLUS {
 		t.Fatalf("%d registrations examined for one announcement, want %d", n, fanRegs/fanLUS)
 	}

@@ -3,6 +3,7 @@ package lds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -16,6 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
@@ -182,20 +184,15 @@ func (r *rig) discoveredAll(reg Registration, ls ...*discoverytest.SimLUS) got {
 // locators waits until the service holds l through n locators.
 func (r *rig) locators(l *discoverytest.SimLUS, n int) {
 	r.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	testenv.Until(r.t, fmt.Sprintf("%s held through %d locators", l.ID, n), func() bool {
 		held := 0
 		for _, k := range r.s.Known() {
 			if k.ID == l.ID {
 				held = len(k.Locators)
 			}
 		}
-		if held == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s held through %d locators after 5 s, want %d", l.ID, held, n)
-		}
-	}
+		return held == n
+	})
 }
 
 func (r *rig) none() {
