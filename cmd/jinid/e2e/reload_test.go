@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/netlab"
@@ -101,13 +100,10 @@ func TestReloadInterfaces(t *testing.T) {
 	}
 	write(`{"interfaces": ["eth1"]}`)
 	d.Process.Signal(syscall.SIGHUP)
-	deadline := time.Now().Add(15 * time.Second)
-	for l := d.Log(); !strings.Contains(l, `joined discovery groups" interface=eth1`) || !strings.Contains(l, `left discovery groups" interface=eth0`); l = d.Log() {
-		if time.Now().After(deadline) {
-			t.Fatalf("eth1 not joined and eth0 not left within 15 s of the reload:\n%s", l)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Until(t, "eth1 joined and eth0 left after the reload", func() bool {
+		l := d.Log()
+		return strings.Contains(l, `joined discovery groups" interface=eth1`) && strings.Contains(l, `left discovery groups" interface=eth0`)
+	})
 	if !strings.Contains(d.Log(), `change="interfaces: --interfaces [\"eth1\"]`) {
 		t.Errorf("the change is not logged:\n%s", d.Log())
 	}

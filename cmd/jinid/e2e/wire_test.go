@@ -221,19 +221,11 @@ func TestGroupChangeAnnounced(t *testing.T) {
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	deadline = time.Now().Add(3 * time.Second)
-	for {
+	testenv.Until(t, "a final announcement without groups after the daemon stopped", func() bool {
 		mu.Lock()
-		last := got[len(got)-1]
-		mu.Unlock()
-		if len(last.groups) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no final announcement without groups after the daemon stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got[len(got)-1].groups) == 0
+	})
 }
 
 // A flood of multicast requests (bounded: 20,000, paced, inside the lab)
@@ -430,12 +422,7 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 	defer func() { dbusd.Process.Kill(); dbusd.Wait() }()
 	conf := dir + "/avahi-daemon.conf"
 	os.WriteFile(conf, []byte("[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=eth0\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\ndisable-publishing=yes\n"), 0o644)
-	for range 50 { // the bus socket appears
-		if _, err := os.Stat(dir + "/system_bus_socket"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Until(t, "the bus socket", func() bool { _, err := os.Stat(dir + "/system_bus_socket"); return err == nil })
 	avahi := observer.Command(context.Background(), "avahi-daemon", "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title", "-f", conf)
 	avahi.Env = env
 	var avahiLog bytes.Buffer
@@ -446,20 +433,18 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 	defer func() { avahi.Process.Signal(syscall.SIGTERM); avahi.Wait() }()
 
 	var out []byte
-	deadline := time.Now().Add(10 * time.Second)
+	defer func() {
+		if t.Failed() {
+			t.Logf("avahi-browse printed:\n%s\navahi-daemon said:\n%s", out, avahiLog.String())
+		}
+	}()
 	want := fmt.Sprintf(";%s;4160;", ll.IPv4)
-	for {
+	testenv.Until(t, "avahi-browse to resolve the advertisement to "+ll.IPv4.String()+":4160", func() bool {
 		browse := observer.Command(t.Context(), "avahi-browse", "-rpt", "_jini._tcp")
 		browse.Env = env
 		out, _ = browse.Output()
-		if strings.Contains(string(out), want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("avahi-browse did not resolve the advertisement to %s:4160; it printed:\n%s\navahi-daemon said:\n%s", ll.IPv4, out, avahiLog.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return strings.Contains(string(out), want)
+	})
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "=") && strings.Contains(l, want) {
 			if !strings.Contains(l, `"serviceID=`) || !strings.Contains(l, `"api=http://`+ll.IPv4.String()+`:4162/"`) {

@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // Live capture on a lab host sees a lookup service's announcements and
@@ -55,14 +56,6 @@ func TestLiveCapture(t *testing.T) {
 		}
 		return n
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 10 s: %s", what)
-			}
-		}
-	}
 	done := make(chan error, 1)
 	go func() {
 		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, func(r Record) {
@@ -72,7 +65,7 @@ func TestLiveCapture(t *testing.T) {
 		})
 	}()
 	// The capture is open once it has seen an announcement.
-	waitFor("an announcement captured", func() bool { return count(KindMulticastAnnouncement) > 0 })
+	testenv.Until(t, "an announcement captured", func() bool { return count(KindMulticastAnnouncement) > 0 })
 
 	var conn net.Conn
 	if err := sniffer.Namespace().Do(func() error {
@@ -86,7 +79,7 @@ func TestLiveCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	waitFor("the unicast exchange captured", func() bool {
+	testenv.Until(t, "the unicast exchange captured", func() bool {
 		return count(KindUnicastRequest) == 1 && count(KindUnicastResponse) == 1
 	})
 	cancel()

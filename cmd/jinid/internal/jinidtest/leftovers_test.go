@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/jinid/jinid/internal/testenv"
 )
 
 // The leak check sees a child started from the directory and not one
@@ -31,13 +32,7 @@ func TestLeftovers(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// /proc/PID/exe is set once the exec has happened.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(Leftovers(os.Getpid(), dir)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a running child was not reported")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(t, "the running child reported", func() bool { return len(Leftovers(os.Getpid(), dir)) > 0 })
 	if left := Leftovers(os.Getpid(), dir); len(left) != 1 || !strings.HasSuffix(left[0], " "+bin) {
 		t.Fatalf("leftovers %q, want the one child %s", left, bin)
 	}
