@@ -92,6 +92,8 @@ func TestResponderSpoofedFlood(t *testing.T) {
 	}
 	// The real requester repeats its request, as clients do, among the
 	// flood, until it is answered.
+	pace := time.NewTicker(25 * time.Millisecond) // the flood's pace: 20,000 requests a second
+	defer pace.Stop()
 	for i := 0; answered.Load() == 0; i++ {
 		if i == 200 {
 			t.Fatalf("the real requester not answered after %d tries", i)
@@ -99,7 +101,7 @@ func TestResponderSpoofedFlood(t *testing.T) {
 		flood(500)
 		req, p := request("198.18.1.200", 4444+i)
 		r.OnRequest(req, p)
-		time.Sleep(25 * time.Millisecond) // the flood's pace: 20,000 requests a second
+		<-pace.C
 	}
 	// Every made-up address: tried at most once more, whatever the rate.
 	for range 3 {

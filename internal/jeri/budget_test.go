@@ -85,8 +85,10 @@ func TestIncompleteCallMustProgress(t *testing.T) {
 	req := request(objID, 1, nil)
 	pad := make([]byte, 1500)
 	rc.send(appendMessage(nil, opData|dataOpen, 0, uint16(len(req)), req)...)
+	pace := time.NewTicker(100 * time.Millisecond) // a slow sender's pace
+	defer pace.Stop()
 	for range 3 {
-		time.Sleep(100 * time.Millisecond) // a slow sender's pace
+		<-pace.C
 		rc.send(appendMessage(nil, opData, 0, uint16(len(pad)), pad)...)
 	}
 	rc.send(appendMessage(nil, opData|dataEOF, 0, 0, nil)...)

@@ -127,8 +127,9 @@ func BenchmarkToPull(b *testing.B) {
 				lat = append(lat, time.Since(time.Unix(0, e.Sent)))
 			}
 		}()
+		pace := time.NewTicker(2 * time.Millisecond)
 		for i := range n {
-			time.Sleep(2 * time.Millisecond)
+			<-pace.C // 500 events a second
 			body := fmt.Sprintf(`{"source":{"service":"bench","id":"s"},"eventID":1,"seqNum":%d,"type":"T","handback":null,"sent":%d}`, i, time.Now().UnixNano())
 			resp, err := http.Post(reg.Listener.URL, "application/json", strings.NewReader(body))
 			if err != nil {
@@ -136,6 +137,7 @@ func BenchmarkToPull(b *testing.B) {
 			}
 			resp.Body.Close()
 		}
+		pace.Stop()
 		<-done
 	}
 	med, p := p99(lat)
@@ -161,9 +163,11 @@ func BenchmarkToPushPaced(b *testing.B) {
 	reg := r.registerB(b, false)
 	r.do("PUT", "/v1/mailbox/registrations/"+reg.ID+"/delivery", map[string]any{"target": map[string]string{"url": tg.srv.URL}}, nil)
 	const n = 1000
+	pace := time.NewTicker(2 * time.Millisecond)
+	defer pace.Stop()
 	for b.Loop() {
 		for i := range n {
-			time.Sleep(2 * time.Millisecond)
+			<-pace.C // 500 events a second
 			body := fmt.Sprintf(`{"source":{"service":"bench","id":"s"},"eventID":1,"seqNum":%d,"type":"T","handback":null,"sent":%d}`, i, time.Now().UnixNano())
 			resp, err := http.Post(reg.Listener.URL, "application/json", strings.NewReader(body))
 			if err != nil {

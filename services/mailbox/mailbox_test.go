@@ -483,7 +483,8 @@ func TestConformance(t *testing.T) {
 		{name: "pull/long-poll-gets-an-event-as-it-arrives", run: func(t *testing.T, r *rig) {
 			reg := r.register(true)
 			it := r.iterator(reg)
-			go func() { time.Sleep(100 * time.Millisecond); r.mustPost(reg, ev("a", 1, 1)) }()
+			arrives := time.AfterFunc(100*time.Millisecond, func() { r.mustPost(reg, ev("a", 1, 1)) }) // while the poll waits
+			defer arrives.Stop()
 			start := time.Now()
 			g, _, _ := r.next(reg, it, 10_000)
 			if g == nil || g.SeqNum != 1 || time.Since(start) > 5*time.Second {

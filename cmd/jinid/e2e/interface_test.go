@@ -18,6 +18,7 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/testenv"
 	"github.com/jinid/jinid/services/api/client"
 )
 
@@ -111,16 +112,6 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"x"}, Listener: sink.URL + "/x", Duration: 60_000}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if evs := sink.Events("/x"); len(evs) > 0 {
-				if evs[0]["discarded"] != true {
-					see("LDS discovered")
-				}
-				return
-			}
-		}
-	}()
 
 	attached := time.Now()
 	gw.Attach(lan2)
@@ -129,7 +120,13 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	q := new(dns.Msg)
 	q.SetQuestion(dnssd.ServiceType, dns.TypePTR)
 	query, _ := q.Pack()
-	for deadline := attached.Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	ask := time.NewTicker(50 * time.Millisecond) // a client on the far LAN asking until answered
+	defer ask.Stop()
+	for deadline := attached.Add(5 * time.Second); ; <-ask.C {
+		// The LDS's first event, as the sink got it.
+		if evs := sink.Events("/x"); len(evs) > 0 && evs[0]["discarded"] != true {
+			see("LDS discovered")
+		}
 		mu.Lock()
 		n := len(seen)
 		mu.Unlock()
@@ -172,13 +169,11 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	if out, err := gw.Command(t.Context(), "ip", "addr", "add", later.String()+"/128", "dev", "eth1", "nodad").CombinedOutput(); err != nil {
 		t.Fatalf("adding %s: %v %s", later, err, out)
 	}
-	for deadline := added.Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testenv.Until(t, "an announcement from an address added later", func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		_, ok := seen["announcement from an address added later"]
-		mu.Unlock()
-		if ok {
-			break
-		}
-	}
+		return ok
+	})
 	check(added, "announcement from an address added later")
 }

@@ -346,11 +346,12 @@ func TestJavaRenewalStorm(t *testing.T) {
 		"--lease", "4000", "--rtt", "4000", "--secs", "60", "--request-host", jl.javaIP.String())
 	p.WaitLine(t, regexp.MustCompile(`joined `), 30*time.Second)
 	c := jinidtest.LabClient(t, jl.java, "http://"+jl.jinidIP.String()+":4162")
-	for time.Since(start) < 55*time.Second {
+	pace := time.NewTicker(time.Second) // a look every second
+	defer pace.Stop()
+	for ; time.Since(start) < 55*time.Second; <-pace.C {
 		if _, _, err := c.Query(context.Background(), apitypes.Template{Types: []string{"com.example.Hello"}}, 1); err != nil {
 			t.Fatalf("jinid stopped answering HTTP during the storm: %v", err)
 		}
-		time.Sleep(time.Second)
 	}
 	out := p.Wait(t, 60*time.Second)
 	used, wall := cpu()-cpu0, time.Since(start)

@@ -91,21 +91,20 @@ func TestDebPackageSmoke(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		defer func() {
+			if t.Failed() {
+				t.Logf("the daemon installed in %s said:\n%s", h.Name, logs)
+			}
+		}()
 		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: jinidtest.DialFrom(hosts[i])}}
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		testenv.Until(t, "the daemon installed in "+h.Name+" ready", func() bool {
 			resp, err := hc.Get("http://" + h.Links()[0].IPv4.String() + ":4162/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the daemon installed in %s is not ready (%v):\n%s", h.Name, err, logs)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		})
 		body := raw(t, h, "GET", "http://"+h.Links()[0].IPv4.String()+":4162/v1/lookup", "", "", "", "").body
 		var info struct {
 			ServiceID string `json:"serviceID"`
