@@ -759,7 +759,7 @@ func TestConformance(t *testing.T) {
 				dones = append(dones, r.commitAsync(r.tx(t, 1), -1))
 			}
 			testenv.Until(t, "two calls", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 2 })
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // a check of absence: no third call comes meanwhile
 			if n := len(r.f.seen(OpPrepareAndCommit)); n != 2 {
 				t.Fatalf("%d calls in flight, want 2", n)
 			}

@@ -97,7 +97,7 @@ func (g *labGrantor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	refuse, status := g.refuse, g.refuseStatus
 	g.mu.Unlock()
-	time.Sleep(g.answer)
+	time.Sleep(g.answer) // the grantor's slowness is what is tested
 	if refuse != "" {
 		if strings.HasPrefix(refuse, "{") {
 			w.Header().Set("Content-Type", "application/json")
@@ -200,7 +200,9 @@ func TestRenewalConformance(t *testing.T) {
 		set := l.set("/slow", ls...)
 		// A minute, looking every few seconds: every lease in the set and
 		// alive, no lapse at a grantor, no failure event.
-		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(3 * time.Second) {
+		look := time.NewTicker(3 * time.Second)
+		defer look.Stop()
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); <-look.C {
 			got, err := l.c.RenewalLeases(context.Background(), set)
 			if err != nil {
 				t.Fatal(err)

@@ -150,14 +150,14 @@ func (ps *labParticipants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch cb.Op {
 	case txn.OpPrepare:
-		time.Sleep(b.prepareTook)
+		time.Sleep(b.prepareTook) // a participant slow to vote: the subject
 	case txn.OpPrepareAndCommit:
-		time.Sleep(b.prepareTook)
+		time.Sleep(b.prepareTook) // a participant slow to vote: the subject
 		if vote == "PREPARED" {
 			vote = "COMMITTED"
 		}
 	case txn.OpCommit:
-		time.Sleep(b.commitTook)
+		time.Sleep(b.commitTook) // a participant slow to roll forward: the subject
 	}
 	ps.mu.Lock()
 	ps.log = append(ps.log, partCall{path: path, op: string(cb.Op), came: came, answered: time.Now()})
@@ -224,7 +224,7 @@ func TestTxnConformance(t *testing.T) {
 			} {
 				c := l.create(`{"leaseDuration":300}`)
 				l.join(c.ID, "joined")
-				time.Sleep(time.Until(time.UnixMilli(c.Lease.Expiration).Add(past)))
+				time.Sleep(time.Until(time.UnixMilli(c.Lease.Expiration).Add(past))) // past the lease's expiration, on the daemon's real clock
 				var got struct {
 					State string `json:"state"`
 					txnError

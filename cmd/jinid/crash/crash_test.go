@@ -179,7 +179,7 @@ func TestRenewalCrash(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	kills := 0
 	for time.Now().Before(deadline) {
-		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond)
+		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond) // a random moment to crash
 		renewer.Kill()
 		kills++
 		renewer = jinidtest.StartDaemon(t, bin, dir, "--renewal-margin", "3s")
@@ -251,11 +251,11 @@ func TestMailboxCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const kills = 20
 	for range kills {
-		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond) // a random moment to crash
 		d.Kill()
 		d = jinidtest.StartDaemon(t, bin, dir, "--api-listen", addr)
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // the stream runs on after the last restart
 	close(stop)
 	wg.Wait()
 	defer d.Stop(t)

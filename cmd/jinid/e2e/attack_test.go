@@ -179,7 +179,7 @@ func TestFloodOneIPv6Prefix(t *testing.T) {
 	held := 0
 	last := established(t, pid, 4160, from)
 	for range 10 {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // the interval between samples
 		now := established(t, pid, 4160, from)
 		both := 0
 		for inode := range now {

@@ -80,10 +80,10 @@ func BenchmarkDaemonIdleForeverLeases(b *testing.B) {
 // that.
 func measureIdle(b *testing.B, d *jinidtest.Daemon, idle time.Duration) (cpuMsPerMin, bytesPerMin float64) {
 	b.Helper()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // settled after start, before measuring
 	pid := d.Cmd.Process.Pid
 	cpu0, w0 := procCPU(b, pid), procWritten(b, pid)
-	time.Sleep(idle)
+	time.Sleep(idle) // the idle time measured
 	cpu1, w1 := procCPU(b, pid), procWritten(b, pid)
 	perMin := float64(time.Minute) / float64(idle)
 	return float64((cpu1 - cpu0).Milliseconds()) * perMin, float64(w1-w0) * perMin

@@ -227,7 +227,10 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 	one := func() {
 		var created struct{ ID string }
 		if code, err := post("/v1/transactions", `{"leaseDuration":60000}`, &created); err != nil || code != 200 {
-			time.Sleep(5 * time.Millisecond) // the daemon is restarting
+			select { // the daemon is restarting: try again a little later
+			case <-stop:
+			case <-time.After(5 * time.Millisecond):
+			}
 			return
 		}
 		for _, u := range urls {
@@ -321,7 +324,7 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 		before := committedSoFar()
 		testenv.Until(t, "the stream commits again", func() bool { return committedSoFar() >= before+3 })
 		if stage == atRandom {
-			time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond)
+			time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond) // a random moment to kill
 			kill()
 		} else {
 			armed.Store(int32(stage))
