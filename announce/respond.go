@@ -459,13 +459,7 @@ func (r *Responder) dial(ctx context.Context, addr string) (net.Conn, error) {
 		}
 		return nil
 	}}
-	var conn net.Conn
-	err := r.cfg.Namespace.Do(func() error {
-		var err error
-		conn, err = d.DialContext(ctx, "tcp", addr)
-		return err
-	})
-	return conn, err
+	return r.cfg.Namespace.DialContext(ctx, d, "tcp", addr)
 }
 
 // fairQueue holds connect-backs to do, by source: sources answered before

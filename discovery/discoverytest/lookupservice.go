@@ -186,12 +186,7 @@ func (l *LookupService) onRequest(r discovery.Request, p mcast.Packet) {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
 		defer cancel()
-		var conn net.Conn
-		err := l.cfg.Namespace.Do(func() error {
-			var err error
-			conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-			return err
-		})
+		conn, err := l.cfg.Namespace.DialContext(ctx, nil, "tcp", addr)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
 				l.log.Debug("discoverytest: connect-back", "to", addr, "err", err)

@@ -247,13 +247,7 @@ func (m *Multicast) Unicast(ctx context.Context, host string, port, version int)
 }
 
 func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	err := m.cfg.Namespace.Do(func() error {
-		var err error
-		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-		return err
-	})
-	return conn, err
+	return m.cfg.Namespace.DialContext(ctx, nil, network, addr)
 }
 
 // onLinks tells a LinkSink the interfaces served after a change.

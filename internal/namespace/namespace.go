@@ -4,7 +4,9 @@
 package namespace
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"runtime"
 
 	"github.com/vishvananda/netlink"
@@ -69,6 +71,29 @@ func (n Namespace) Do(fn func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return ferr
+}
+
+// DialContext dials with d (the zero Dialer if nil) from inside n: the
+// one way jinid connects from a namespace (a connection's socket belongs
+// to the namespace it was made in).
+func (n Namespace) DialContext(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	if d == nil {
+		d = &net.Dialer{}
+	}
+	var conn net.Conn
+	err := n.Do(func() error {
+		var err error
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
+}
+
+// Dialer is DialContext with d, as a dial function.
+func (n Namespace) Dialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return n.DialContext(ctx, d, network, addr)
+	}
 }
 
 // Netlink returns a netlink handle that works in n.

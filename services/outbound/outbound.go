@@ -80,16 +80,7 @@ func Dialer(cfg Config) func(ctx context.Context, network, addr string) (net.Con
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: cfg.Policy.orStrict().control}
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var conn net.Conn
-		err := cfg.Namespace.Do(func() error {
-			var err error
-			conn, err = dialer.DialContext(ctx, network, addr)
-			return err
-		})
-		return conn, err
-	}
+	return cfg.Namespace.Dialer(&net.Dialer{Timeout: cfg.Timeout, Control: cfg.Policy.orStrict().control})
 }
 
 // Fault is what a client is told of a failed outbound request: a code

@@ -293,13 +293,7 @@ func (n *ldsNetwork) dialLocator(ctx context.Context, l discovery.Locator) (*uni
 }
 
 func (n *ldsNetwork) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	err := n.ns.Do(func() error {
-		var err error
-		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-		return err
-	})
-	return conn, err
+	return n.ns.DialContext(ctx, nil, network, addr)
 }
 
 // New checks cfg and returns a Daemon ready to Start.

@@ -378,13 +378,7 @@ func (f *finder) linkOf(host string) string {
 
 // dialContext dials from inside the namespace.
 func (f *finder) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	err := f.cfg.Namespace.Do(func() error {
-		var err error
-		conn, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-		return err
-	})
-	return conn, err
+	return f.cfg.Namespace.DialContext(ctx, nil, network, addr)
 }
 
 // found records an answer; id is the ServiceID an announcement gave, if
