@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/lifecycle"
 )
 
@@ -39,7 +37,7 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 	p := &eventPrinter{w: w, json: o.json}
 	cfg := manager.Config{
 		Groups: o.groups, Locators: o.locators, OnEvent: p.print, Logger: o.log,
-		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: unicastOnly{}},
+		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: group.UnicastNetwork{}},
 	}
 	if o.noMulticast {
 		cfg.Groups = []string{}
@@ -79,16 +77,6 @@ func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) er
 	}
 	<-ctx.Done()
 	return parts.Shutdown(context.Background())
-}
-
-// unicastOnly is group discovery's network when multicast is off: no
-// requests (there are no groups then) and plain TCP.
-type unicastOnly struct{}
-
-func (unicastOnly) Request([]string, []discovery.ServiceID) error { return nil }
-
-func (unicastOnly) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, (&net.Dialer{}).DialContext, discovery.Locator{Host: host, Port: port}.Address(), version)
 }
 
 // watchEvent is one event as --watch --json prints it.

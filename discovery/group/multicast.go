@@ -243,11 +243,7 @@ func (m *Multicast) warnDropped(groups []string) {
 
 // Unicast implements Network: TCP from the namespace.
 func (m *Multicast) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, m.dial, discovery.Locator{Host: host, Port: port}.Address(), version)
-}
-
-func (m *Multicast) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	return m.cfg.Namespace.DialContext(ctx, nil, network, addr)
+	return UnicastNetwork{Namespace: m.cfg.Namespace}.Unicast(ctx, host, port, version)
 }
 
 // onLinks tells a LinkSink the interfaces served after a change.

@@ -265,7 +265,7 @@ type Daemon struct {
 // ldsNetwork is the lookup discovery service's group discovery network:
 // multicast unless it is off, unicast from the daemon's namespace always.
 type ldsNetwork struct {
-	ns namespace.Namespace
+	group.UnicastNetwork
 	mc *group.Multicast // set while building, nil with multicast off
 }
 
@@ -282,18 +282,6 @@ func (n *ldsNetwork) linkOf(a netip.Addr) string {
 		return ""
 	}
 	return n.mc.LinkOf(a)
-}
-
-func (n *ldsNetwork) Unicast(ctx context.Context, host string, port, version int) (*unicast.Response, error) {
-	return unicast.DiscoverAt(ctx, n.dial, discovery.Locator{Host: host, Port: port}.Address(), version)
-}
-
-func (n *ldsNetwork) dialLocator(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
-	return unicast.DialLocator(ctx, n.dial, l)
-}
-
-func (n *ldsNetwork) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	return n.ns.DialContext(ctx, nil, network, addr)
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -379,7 +367,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Every request sent on someone's behalf goes through a client of
 	// outbound's, dialing from the daemon's namespace under one address
 	// policy; every URL handed in is checked against it too.
-	ldsNet := &ldsNetwork{ns: d.cfg.Namespace}
+	ldsNet := &ldsNetwork{UnicastNetwork: group.UnicastNetwork{Namespace: d.cfg.Namespace}}
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
@@ -404,7 +392,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
 		Group: group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval,
 			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
-		Locator:            locator.Config{Dial: ldsNet.dialLocator},
+		Locator:            locator.Config{Dial: ldsNet.DialLocator},
 		MaxPerRegistration: d.limits.LDSInterest, LinkOf: ldsNet.linkOf, OnEvent: d.obs.onDiscoveryEvent})
 	if err != nil {
 		return err
