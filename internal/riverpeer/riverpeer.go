@@ -120,9 +120,23 @@ var reggieLine = regexp.MustCompile(`^reggie serviceID=(\S+) locator=(\S+)`)
 // Reggie serves; the test's end kills it.
 func StartReggie(t testing.TB, h *netlab.Host, addr netip.Addr, overrides ...string) *Reggie {
 	t.Helper()
+	return startReggie(t, h, addr, nil, overrides)
+}
+
+// StartPersistentReggie is StartReggie for the persistent Reggie: every
+// change written to a log in dir and forced to disk before the call
+// returns, as jinid does; the fair peer when timing a durable lookup
+// service.
+func StartPersistentReggie(t testing.TB, h *netlab.Host, addr netip.Addr, dir string, overrides ...string) *Reggie {
+	t.Helper()
+	return startReggie(t, h, addr, []string{"-Dreggie.persistent=" + dir}, overrides)
+}
+
+func startReggie(t testing.TB, h *netlab.Host, addr netip.Addr, props, overrides []string) *Reggie {
+	t.Helper()
 	java := Java(t)
 	jarPath, config := paths(t)
-	args := append([]string{"-Dreggie.host=" + addr.String(), "-cp", jarPath, "ReggieMain", config}, overrides...)
+	args := append(append(append([]string{"-Dreggie.host=" + addr.String()}, props...), "-cp", jarPath, "ReggieMain", config), overrides...)
 	cmd := h.Command(context.Background(), java, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

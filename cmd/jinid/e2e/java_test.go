@@ -390,7 +390,7 @@ func javaCalls(t *testing.T, jl *javaLab, method string) int {
 // TestJavaBench is the measurement of docs/performance.md, "Java
 // clients", run on demand (JINID_BENCH=1): one Java client times
 // getGroups, register, lookup and renew against jinid and against a real
-// Reggie on the same LAN, alternately, and then fills jinid with Java
+// Reggie on the same LAN, in memory and persistent, in turn, and then fills jinid with Java
 // registrations to measure what each costs in memory and on disk.
 func TestJavaBench(t *testing.T) {
 	if os.Getenv("JINID_BENCH") == "" {
@@ -400,8 +400,13 @@ func TestJavaBench(t *testing.T) {
 	rh := jl.lab.Host("reggie")
 	rip := rh.Attach(jl.lan).IPv4
 	reggie := riverpeer.StartReggie(t, rh, rip)
+	// The persistent Reggie forces every change to disk before answering,
+	// as jinid does: the fair peer for register and renew.
+	ph := jl.lab.Host("preggie")
+	pip := ph.Attach(jl.lan).IPv4
+	preggie := riverpeer.StartPersistentReggie(t, ph, pip, t.TempDir())
 	for round := range 2 {
-		for _, target := range []struct{ name, locator string }{{"reggie", reggie.Locator}, {"jinid", jl.locator()}} {
+		for _, target := range []struct{ name, locator string }{{"reggie", reggie.Locator}, {"persistent-reggie", preggie.Locator}, {"jinid", jl.locator()}} {
 			out, err := riverpeer.Run(t, jl.java, 5*time.Minute, nil, "JinidPeer", "bench", "--locator", target.locator, "--n", "1000")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
@@ -414,6 +419,7 @@ func TestJavaBench(t *testing.T) {
 		}
 	}
 	reggie.Kill()
+	preggie.Kill()
 	// jinid's own share of each call: its time from the request read to
 	// the reply written.
 	metrics := raw(t, jl.java, "GET", "http://"+jl.jinidIP.String()+":4162/metrics", "", "", "", "").body
