@@ -2,8 +2,11 @@
 # stripped and static, with the version, commit and date stamped in.
 #
 #   dist/<target>/jinid         everything (servers, desktops)
-#   dist/<target>/jinid-daemon  the daemon alone, for routers (-tags jinid_router)
-#   dist/<target>/jinid-tools   inspection, discovery and the API clients (-tags jinid_tools)
+#   dist/<target>/jinid-daemon  the daemon alone, for routers (the router profile)
+#   dist/<target>/jinid-tools   inspection, discovery and the API clients (the tools profile)
+#
+# A profile is a list of the features a binary leaves out, as build tags:
+# scripts/profile says each (cmd/jinid/features.go names the features).
 #
 # make sizes prints each binary's size against its budget
 # (docs/performance.md); STRICT=1 (as CI runs it) makes an overrun fail.

@@ -232,6 +232,17 @@ func TestDaemonLinksNoProtobuf(t *testing.T) {
 	linksNone(t, "", "google.golang.org/protobuf", "github.com/golang/protobuf", "github.com/prometheus/client_golang")
 }
 
+// profile is the build tags of one of jinid's profiles (scripts/profile,
+// where they are defined).
+func profile(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("sh", "scripts/profile", name).Output()
+	if err != nil {
+		t.Fatalf("scripts/profile %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // linksNone fails the test if the jinid command, built with tags,
 // links a package under one of the prefixes.
 func linksNone(t *testing.T, tags string, prefixes ...string) {
@@ -267,11 +278,11 @@ func TestRouterBuilds(t *testing.T) {
 		// elsewhere is a command of the other binary: it says where.
 		elsewhere, where string
 	}{
-		{"jinid_router nethttpomithttp2", []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
+		{profile(t, "router"), []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
 			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
 			module + "/services/lookup/javalookup", module + "/internal/jeri"},
 			"inspect", "jinid-tools"},
-		{"jinid_tools nethttpomithttp2", []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
+		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
 	} {
 		bin := filepath.Join(t.TempDir(), "jinid")
 		build := exec.Command("go", "build", "-tags", c.tags, "-o", bin, "./cmd/jinid")
@@ -289,7 +300,7 @@ func TestRouterBuilds(t *testing.T) {
 		if strings.Contains(string(syms), "text/template.(*state).evalField") {
 			t.Errorf("-tags %q executes a text template", c.tags)
 		}
-		if strings.Contains(c.tags, "jinid_router") {
+		if strings.Contains(c.tags, "jinid_omit_tls") {
 			for _, sym := range []string{"crypto/tls.(*Conn).clientHandshake", "crypto/tls.(*Conn).serverHandshake",
 				"net/http.(*Server).Serve", "net/http.(*Transport).roundTrip"} {
 				if strings.Contains(string(syms), " "+sym+"\n") {

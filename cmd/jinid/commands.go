@@ -1,14 +1,16 @@
-//go:build !jinid_router && !jinid_tools
+//go:build !jinid_omit_tools && !jinid_omit_daemon
 
 package main
 
 import "github.com/spf13/cobra"
 
-// commands are the subcommands of this build: all of them. The router
-// builds split them in two binaries, each within its budget (see
-// docs/performance.md): the daemon alone (-tags jinid_router), and the
-// tools (-tags jinid_tools: packet inspection and the client commands,
-// which link gopacket and the CLI's code the daemon does not need).
+// commands are the subcommands of this build: the daemon's and the
+// tools'. A router splits them in two binaries, each within its budget
+// (docs/performance.md): the router profile leaves out the tools
+// (jinid_omit_tools: packet inspection, discovery and the client
+// commands, which link gopacket, cobra and code the daemon does not
+// need), the tools profile the daemon (jinid_omit_daemon). A build
+// leaving out both has no commands.
 func commands(g *globalFlags) []*cobra.Command {
 	return append(commandsOf(daemonCommands(g)), toolCommands(g)...)
 }

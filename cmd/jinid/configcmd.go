@@ -1,4 +1,4 @@
-//go:build !jinid_tools
+//go:build !jinid_omit_daemon
 
 package main
 

@@ -1,4 +1,4 @@
-//go:build !jinid_router
+//go:build !jinid_omit_tools
 
 package main
 

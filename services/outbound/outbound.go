@@ -51,7 +51,7 @@ type Config struct {
 // or grantor answering 3xx gets that answer taken as it is (a definite
 // failure), so a URL handed to jinid cannot send it elsewhere. It uses no
 // proxy: the requests are for hosts on the LAN. It sends to https URLs
-// in the full build; the router build has no TLS (http1.ErrNoTLS).
+// in a build with TLS; one without (jinid_omit_tls, the router profile) sends none (http1.ErrNoTLS).
 func New(cfg Config) *http1.Client {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout

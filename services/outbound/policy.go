@@ -222,7 +222,7 @@ func (p *Policy) CheckURL(what, raw string) error {
 		return fault.New(apitypes.InvalidArgument, "%s %q: want an http or https URL", what, raw)
 	}
 	if u.Scheme == "https" && !HTTPS {
-		return fault.New(apitypes.InvalidArgument, "%s %q: this jinid (the router build) sends no https requests; give an http URL", what, raw)
+		return fault.New(apitypes.InvalidArgument, "%s %q: this jinid is built without TLS (as the router build is) and sends no https requests; give an http URL", what, raw)
 	}
 	if u.User != nil {
 		return fault.New(apitypes.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)

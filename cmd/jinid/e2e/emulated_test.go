@@ -31,7 +31,11 @@ func TestEmulatedRouterBuilds(t *testing.T) {
 			t.Parallel()
 			qemu := testenv.LookPath(t, c.qemu, "qemu-user")
 			bin := filepath.Join(t.TempDir(), "jinid-daemon")
-			build := exec.Command("go", "build", "-trimpath", "-tags", "jinid_router nethttpomithttp2", "-o", bin, "github.com/jinid/jinid/cmd/jinid")
+			tags, err := exec.Command("sh", "../../../scripts/profile", "router").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			build := exec.Command("go", "build", "-trimpath", "-tags", strings.TrimSpace(string(tags)), "-o", bin, "github.com/jinid/jinid/cmd/jinid")
 			build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+c.goarch, c.env)
 			if out, err := build.CombinedOutput(); err != nil {
 				t.Fatalf("cross-building for %s: %v\n%s", c.name, err, out)

@@ -18,7 +18,7 @@ import (
 // multicast off and a fresh store. JINID_TEST_BIN measures another
 // build, such as the router's:
 //
-//	go build -tags 'jinid_router nethttpomithttp2' -o /tmp/jinid-daemon ./cmd/jinid
+//	go build -tags "$(scripts/profile router)" -o /tmp/jinid-daemon ./cmd/jinid
 //	JINID_TEST_BIN=/tmp/jinid-daemon go test -run NONE -bench ExecToReady ./cmd/jinid/e2e/
 func BenchmarkExecToReady(b *testing.B) {
 	bin := jinidtest.Binary(b)

@@ -194,7 +194,7 @@ func (c Config) Validate() error {
 		return errors.New("API TLS: give both a certificate and its key, or neither")
 	}
 	if c.TLSCert != "" && !TLS {
-		return errors.New("API TLS: this jinid (the router build) serves plain HTTP only; use the full jinid build for HTTPS, or a TLS proxy in front")
+		return errors.New("API TLS: this jinid is built without TLS (as the router build is) and serves plain HTTP only; use the full jinid build for HTTPS, or a TLS proxy in front")
 	}
 	if c.Anonymous != "" {
 		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
@@ -250,7 +250,7 @@ type Daemon struct {
 	events    *event.Dispatcher
 	policy    *outbound.Policy
 	unicast   *unicast.Server
-	java      javaProxies // nil with NoJava or in the router build
+	java      javaProxies // nil with NoJava or in a build without Java
 	host      *mcast.Host // nil with multicast off
 	// announcer is nil with multicast off; the registrar's hook may run
 	// in any goroutine.

@@ -1,4 +1,4 @@
-//go:build !jinid_router
+//go:build !jinid_omit_java
 
 package app
 
@@ -16,9 +16,8 @@ import (
 	"github.com/jinid/jinid/services/outbound"
 )
 
-// Java tells whether this build serves Java clients: the router build
-// does not (the registrar proxy, Jini ERI and Java serialization would
-// put a mips daemon over its size budget, docs/performance.md).
+// Java tells whether this build serves Java clients: one built without
+// the Java feature (jinid_omit_java, as the router profile is) does not.
 const Java = true
 
 // javaMay says what Java clients, who send no token, may do: what a

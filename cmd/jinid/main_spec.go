@@ -1,4 +1,4 @@
-//go:build jinid_router
+//go:build jinid_omit_tools
 
 package main
 
@@ -11,9 +11,10 @@ import (
 	"syscall"
 )
 
-// The router's daemon binary: the daemon and what operates it on the
-// router itself, dispatched without cobra (spec.go says why). The tools'
-// names say where the tools are.
+// A build without the tools (jinid_omit_tools, the router profile's
+// daemon binary): the daemon and what operates it on the router itself,
+// dispatched without cobra (spec.go says why). The tools' names say
+// where the tools are.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	var g globalFlags

@@ -1,4 +1,4 @@
-//go:build jinid_router
+//go:build jinid_omit_tls
 
 package outbound
 
@@ -10,8 +10,8 @@ import (
 // HTTPS tells whether requests may go to https URLs.
 const HTTPS = false
 
-// dialTLS is none in the router build: linking a TLS client costs 1 MB
-// of a mips binary (docs/performance.md), so requests to https URLs fail
+// dialTLS is none in a build without TLS (jinid_omit_tls; the router
+// profile): linking a TLS client costs 1 MB of a mips binary (docs/performance.md), so requests to https URLs fail
 // with http1.ErrNoTLS and those URLs are refused when handed in.
 func dialTLS(func(ctx context.Context, network, addr string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
 	return nil

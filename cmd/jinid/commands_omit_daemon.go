@@ -1,11 +1,12 @@
-//go:build jinid_tools
+//go:build jinid_omit_daemon
 
 package main
 
 import "github.com/spf13/cobra"
 
-// commands of the router's tools binary: inspection, discovery and the
-// API clients, without the daemon, whose commands say where it is.
+// commands of a build without the daemon (jinid_omit_daemon, the tools
+// profile: a router's second binary): inspection, discovery and the API
+// clients; the daemon's commands say where it is.
 func commands(g *globalFlags) []*cobra.Command {
 	return append(append([]*cobra.Command{versionSpec().command()}, toolCommands(g)...),
 		elsewhere("the daemon binary (jinid-daemon)", "daemon", "config", "snapshot")...)
