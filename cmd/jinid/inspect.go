@@ -40,7 +40,9 @@ end.
 
 Live capture (--iface) uses a Linux packet socket: it needs root (or
 CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
---write saves the frames it sees (TCP and UDP) as a pcap file.`,
+--write saves the frames it sees (TCP and UDP) as a pcap file. If the
+capture falls behind a burst and the kernel drops frames, it says how
+many when it ends.`,
 		Example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcapng --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -
@@ -75,7 +77,7 @@ CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
 			if pcap != "" {
 				err = readPcap(cmd.InOrStdin(), pcap, emit)
 			} else {
-				err = capture(cmd.Context(), iface, write, duration, emit)
+				err = capture(cmd.Context(), cmd.ErrOrStderr(), iface, write, duration, emit)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
@@ -114,13 +116,15 @@ func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
 	return nil
 }
 
-func capture(ctx context.Context, iface, write string, duration time.Duration, emit func(inspect.Record)) error {
+func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, emit func(inspect.Record)) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
-	cfg := inspect.LiveConfig{Interface: iface}
+	cfg := inspect.LiveConfig{Interface: iface, Dropped: func(n uint32) {
+		fmt.Fprintf(stderr, "jinid inspect: the capture fell behind and the kernel dropped %d frames: what they carried is missing above\n", n)
+	}}
 	if write != "" {
 		f, err := os.Create(write)
 		if err != nil {

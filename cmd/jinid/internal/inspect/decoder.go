@@ -45,9 +45,9 @@ type Decoder struct {
 	jeri map[netip.AddrPort]struct{}
 	// methods names method hashes; made on first use.
 	methods map[int64]string
-	// calls holds, per connection to a Jini ERI endpoint, what the client
-	// sent so far, to learn listeners from notify calls as they pass.
-	calls map[exchangeKey]*callWatch
+	// watching counts the open connections to Jini ERI endpoints whose
+	// calls are followed, to learn listeners from notify calls.
+	watching int
 	// exchanges pairs the two directions of each TCP connection.
 	exchanges map[exchangeKey]*exchange
 	// flushing collects exchanges that end during a flush, so they can be
@@ -62,7 +62,6 @@ func NewDecoder(emit func(Record)) *Decoder {
 		emit:      emit,
 		replyTo:   make(map[netip.AddrPort]struct{}),
 		jeri:      make(map[netip.AddrPort]struct{}),
-		calls:     make(map[exchangeKey]*callWatch),
 		exchanges: make(map[exchangeKey]*exchange),
 	}
 	a := tcpassembly.NewAssembler(tcpassembly.NewStreamPool(d))
@@ -87,7 +86,6 @@ func (d *Decoder) Packet(p gopacket.Packet) {
 		}
 	case *layers.TCP:
 		if d.isDiscoveryTCP(nl, tl) {
-			d.watchCalls(nl, tl)
 			d.assembler.AssembleWithTimestamp(nl.NetworkFlow(), tl, ts)
 		}
 	}
@@ -322,7 +320,14 @@ func (d *Decoder) New(netFlow, tcpFlow gopacket.Flow) tcpassembly.Stream {
 	} else {
 		x.halves[1] = h
 	}
-	return &stream{d: d, x: x, h: h, key: k}
+	st := &stream{d: d, x: x, h: h, key: k}
+	if ip, ok := netip.AddrFromSlice(dstIP.Raw()); ok {
+		dp, _ := strconv.Atoi(dstPort.String())
+		if _, ok := d.jeri[netip.AddrPortFrom(ip.Unmap(), uint16(dp))]; ok {
+			st.watch = d.startWatch()
+		}
+	}
+	return st
 }
 
 type stream struct {
@@ -330,10 +335,20 @@ type stream struct {
 	x   *exchange
 	h   *half
 	key exchangeKey
+	// watch follows the calls of a client's half to a Jini ERI endpoint;
+	// nil for other halves.
+	watch *callWatch
 }
 
 func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
 	for _, r := range rs {
+		if s.watch != nil {
+			if r.Skip != 0 {
+				// Bytes were lost: the calls after them cannot be framed.
+				s.d.stopWatch(s.watch)
+			}
+			s.d.watchCalls(s.watch, r.Bytes)
+		}
 		if len(r.Bytes) == 0 {
 			continue
 		}
@@ -351,6 +366,7 @@ func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
 }
 
 func (s *stream) ReassemblyComplete() {
+	s.d.stopWatch(s.watch)
 	s.h.done = true
 	for _, h := range s.x.halves {
 		if h == nil || !h.done {

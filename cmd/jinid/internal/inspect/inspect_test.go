@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,75 @@ func TestJavaResponseServiceID(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "registrar=java id=9b2043d1-e829-40e9-8bb9-1a3992edd610 proxy=") {
 		t.Fatalf("no Reggie's ServiceID in:\n%s", text.String())
+	}
+}
+
+// A Java client's notify call names its listener; the lookup service's
+// call to that listener is decoded too, even when the notify call's first
+// segment was sent twice (a retransmission the LAN delivered both of)
+// and its second arrived before the first.
+func TestListenerLearntFromNotify(t *testing.T) {
+	read := func(name string) []byte {
+		b, err := os.ReadFile("../../../../internal/javaio/testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	muxHeader := []byte("Jmux\x01\x00\x00\x00")
+	call := func(body []byte) []byte { // one Data message: open, end of file
+		return append([]byte{0x80 | 0x10 | 0x04, 0, byte(len(body) >> 8), byte(len(body))}, body...)
+	}
+	// The recorded Reggie's registrar listens at 10.77.0.3:35973 and the
+	// recorded client's listener at 10.77.0.2:40067.
+	client, lookup := "10.77.0.2", "10.77.0.3"
+	for _, tc := range []struct {
+		name string
+		send func(c *pcaptest.Capture, request []byte)
+	}{
+		{"in order", func(c *pcaptest.Capture, request []byte) {
+			c.TCP(client, 40001, lookup, 35973, false, false, request)
+		}},
+		{"a segment twice", func(c *pcaptest.Capture, request []byte) {
+			seq := int64(c.Seq(client, 40001))
+			c.TCPAt(client, 40001, lookup, 35973, false, false, request[:700], seq)
+			c.TCP(client, 40001, lookup, 35973, false, false, request[:700])
+			c.TCP(client, 40001, lookup, 35973, false, false, request[700:])
+		}},
+		{"out of order", func(c *pcaptest.Capture, request []byte) {
+			seq := c.Seq(client, 40001)
+			c.TCPAt(client, 40001, lookup, 35973, false, false, request[700:], int64(seq)+700)
+			c.TCP(client, 40001, lookup, 35973, false, false, request[:700])
+			c.TCPAt(client, 40001, lookup, 35973, false, false, nil, int64(seq)+int64(len(request)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := pcaptest.NewCapture(t)
+			c.TCP(client, 40000, lookup, 4160, true, false, nil)
+			c.TCP(lookup, 4160, client, 40000, true, false, nil)
+			c.TCP(client, 40000, lookup, 4160, false, false, vectors.Named("v2.unicast.request").Bytes())
+			c.TCP(lookup, 4160, client, 40000, false, true, read("reggie-unicast-v2.bin"))
+			c.TCP(client, 40000, lookup, 4160, false, true, nil)
+
+			c.TCP(client, 40001, lookup, 35973, true, false, nil)
+			c.TCP(lookup, 35973, client, 40001, true, false, nil)
+			tc.send(c, append(slices.Clone(muxHeader), call(read("jeri/07-notify-req.bin"))...))
+			c.TCP(lookup, 35973, client, 40001, false, false, append(slices.Clone(muxHeader), call(read("jeri/07-notify-rep.bin"))...))
+
+			c.TCP(lookup, 50000, client, 40067, true, false, nil)
+			c.TCP(client, 40067, lookup, 50000, true, false, nil)
+			c.TCP(lookup, 50000, client, 40067, false, false, append(slices.Clone(muxHeader), call(read("jeri/16-listener-notify-req.bin"))...))
+			c.TCP(client, 40067, lookup, 50000, false, false, append(slices.Clone(muxHeader), call(read("jeri/16-listener-notify-rep.bin"))...))
+
+			var text bytes.Buffer
+			if err := ReadCapture(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r) }); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"Registrar.notify/5 -> return", "10.77.0.3:50000 > 10.77.0.2:40067 jeri-call session=0 object=", "RemoteEventListener.notify -> return"} {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("no %q in:\n%s", want, text.String())
+				}
+			}
+		})
 	}
 }

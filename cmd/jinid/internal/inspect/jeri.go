@@ -2,12 +2,9 @@ package inspect
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
 	"github.com/jinid/jinid/internal/javaio"
 	"github.com/jinid/jinid/internal/jeri"
 	"github.com/jinid/jinid/services/lookup/javalookup"
@@ -258,58 +255,65 @@ func (d *Decoder) isJERI(src, dst netip.AddrPort) bool {
 	return a || b
 }
 
-// callWatch follows a client's half of a connection to a registrar as
-// its packets pass (in order, as a LAN delivers them): the bytes not yet
-// parsed, and each session's call so far.
+// callWatch follows what a client sends to a learnt Jini ERI endpoint,
+// as the assembler hands it over (in order, each byte once, retransmitted
+// and reordered segments already sorted out), so that a notify call's
+// listener is known before the lookup service calls it back: the
+// listener's connection is then decoded too. Only notify calls are held
+// until they end; other calls are let go once their method is read.
 type callWatch struct {
-	buf    []byte
+	buf    []byte // a frame not yet whole
 	header bool
-	open   map[byte][]byte
-	opened int // bytes in open
+	open   map[byte][]byte // each session's call so far
+	ignore map[byte]bool   // sessions whose call is not a notify
+	opened int             // bytes in open
 	done   bool
 }
 
-// maxWatched bounds what is held of one connection, and how many are
-// watched.
+// What the call watches hold: a notify call's template and listener are
+// a few kilobytes; a capture with more than maxWatched connections open
+// to registrars at once is not followed for the rest.
 const (
-	maxWatchedBytes = 1 << 20
-	maxWatched      = 256
+	maxWatchedBytes = 256 << 10
+	maxWatched      = 64
+	// callPrefix is what precedes a call's object stream: the version
+	// and integrity bytes and the object's Uuid.
+	callPrefix = 18
+	// methodBytes is enough of a call to read its method hash.
+	methodBytes = callPrefix + 4 + 2 + 8
 )
 
-// watchCalls follows calls to learnt Jini ERI endpoints as they pass, so
-// that a notify call's listener is known before jinid calls it back: the
-// listener's connection is then decoded too. Each byte is parsed once.
-func (d *Decoder) watchCalls(nl gopacket.NetworkLayer, t *layers.TCP) {
-	if len(t.Payload) == 0 {
+// startWatch returns a call watch for a new connection to a Jini ERI
+// endpoint, or nil when maxWatched are already open.
+func (d *Decoder) startWatch() *callWatch {
+	if d.watching >= maxWatched {
+		return nil
+	}
+	d.watching++
+	return &callWatch{open: map[byte][]byte{}, ignore: map[byte]bool{}}
+}
+
+// stopWatch lets go of what a watch holds.
+func (d *Decoder) stopWatch(w *callWatch) {
+	if w == nil || w.done {
 		return
 	}
-	src, dst := nl.NetworkFlow().Endpoints()
-	daddr, ok := netip.AddrFromSlice(dst.Raw())
-	if !ok {
-		return
-	}
-	if _, ok := d.jeri[netip.AddrPortFrom(daddr.Unmap(), uint16(t.DstPort))]; !ok {
-		return
-	}
-	k := keyOf(net.JoinHostPort(src.String(), t.SrcPort.String()), net.JoinHostPort(dst.String(), t.DstPort.String()))
-	w := d.calls[k]
-	if w == nil {
-		if len(d.calls) >= maxWatched {
-			clear(d.calls)
-		}
-		w = &callWatch{open: map[byte][]byte{}}
-		d.calls[k] = w
-	}
+	w.done, w.buf, w.open, w.ignore = true, nil, nil, nil
+	d.watching--
+}
+
+// watchCalls parses the next bytes a client sent.
+func (d *Decoder) watchCalls(w *callWatch, b []byte) {
 	if w.done {
 		return
 	}
-	w.buf = append(w.buf, t.Payload...)
+	w.buf = append(w.buf, b...)
 	if !w.header {
 		if len(w.buf) < jeri.HeaderLen {
 			return
 		}
 		if !jeri.IsMux(w.buf) {
-			w.done = true
+			d.stopWatch(w)
 			return
 		}
 		w.buf, w.header = w.buf[jeri.HeaderLen:], true
@@ -323,22 +327,31 @@ func (d *Decoder) watchCalls(nl gopacket.NetworkLayer, t *layers.TCP) {
 		if !f.Data() {
 			continue
 		}
-		w.open[f.Session] = append(w.open[f.Session], f.Body...)
-		w.opened += len(f.Body)
-		if f.EOF() {
-			q := w.open[f.Session]
-			delete(w.open, f.Session)
-			w.opened -= len(q)
-			if len(q) > 18 {
-				if m := d.method(q[18:]); m == "Registrar.notify/5" || m == "Registrar.notiFy/5" {
-					d.learnListener(q[18:])
-				}
+		s := f.Session
+		if !w.ignore[s] {
+			w.open[s] = append(w.open[s], f.Body...)
+			w.opened += len(f.Body)
+		}
+		if q := w.open[s]; len(q) >= methodBytes || f.EOF() {
+			m := d.method(q[min(callPrefix, len(q)):])
+			switch {
+			case m != "Registrar.notify/5" && m != "Registrar.notiFy/5":
+				w.ignore[s] = true
+			case f.EOF():
+				d.learnListener(q[callPrefix:])
+			default:
+				continue
 			}
+			delete(w.open, s)
+			w.opened -= len(q)
+		}
+		if f.EOF() {
+			delete(w.ignore, s)
 		}
 	}
-	// What is held: a partial frame, and the calls not yet ended.
+	// What is held: a frame not yet whole, and notify calls not yet ended.
 	if len(w.buf)+w.opened > maxWatchedBytes {
-		w.done, w.buf, w.open = true, nil, nil
+		d.stopWatch(w)
 	}
 }
 

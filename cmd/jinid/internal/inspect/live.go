@@ -43,7 +43,14 @@ type LiveConfig struct {
 	Namespace namespace.Namespace
 	// Write, if set, receives every captured frame, as for a pcap file.
 	Write *pcapgo.Writer
+	// Dropped, if set, is told at the end how many frames the kernel
+	// dropped because the capture fell behind, when it dropped any.
+	Dropped func(frames uint32)
 }
+
+// captureBuffer is the packet socket's receive buffer: tcpdump's default,
+// room for a burst of Jini ERI calls while the capture writes a file.
+const captureBuffer = 2 << 20
 
 // Live captures Jini discovery traffic on one interface until ctx ends,
 // handing records to emit. It uses a Linux packet socket directly, so it
@@ -54,6 +61,13 @@ func Live(ctx context.Context, cfg LiveConfig, emit func(Record)) error {
 		return err
 	}
 	defer f.Close()
+	if cfg.Dropped != nil {
+		defer func() {
+			if n := dropped(f); n > 0 {
+				cfg.Dropped(n)
+			}
+		}()
+	}
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
@@ -119,6 +133,10 @@ func openPacketSocket(ns namespace.Namespace, ifname string) (*os.File, error) {
 			unix.Close(fd)
 			return fmt.Errorf("attaching the capture filter: %w", err)
 		}
+		// Without CAP_NET_ADMIN the buffer stays at the system's default.
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, captureBuffer) != nil {
+			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, captureBuffer)
+		}
 		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("binding the packet socket to %s: %w", ifname, err)
@@ -136,6 +154,22 @@ func openPacketSocket(ns namespace.Namespace, ifname string) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), "packet:"+ifname), nil
+}
+
+// dropped returns the frames the kernel dropped on the packet socket
+// since it opened (or since the last call).
+func dropped(f *os.File) uint32 {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n uint32
+	rc.Control(func(fd uintptr) {
+		if st, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			n = st.Drops
+		}
+	})
+	return n
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
@@ -152,4 +153,50 @@ func TestCaptureFilter(t *testing.T) {
 			t.Errorf("%s: filter kept %d bytes, want pass=%v", tc.name, n, tc.pass)
 		}
 	}
+}
+
+// The packet socket asks for tcpdump's buffer, and counts the frames the
+// kernel dropped when the capture falls behind: here, a burst into a
+// buffer shrunk to its least while nothing reads.
+func TestCaptureCountsDrops(t *testing.T) {
+	t.Parallel()
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	sniffer, sender := lab.Host("sniffer"), lab.Host("sender")
+	sl := sniffer.Attach(lan)
+	sender.Attach(lan)
+	f, err := openPacketSocket(sniffer.Namespace(), "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	rc.Control(func(fd uintptr) {
+		size, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 0)
+	})
+	if size < captureBuffer {
+		t.Errorf("receive buffer %d bytes, want at least %d", size, captureBuffer)
+	}
+	if n := dropped(f); n != 0 {
+		t.Fatalf("%d drops before any traffic", n)
+	}
+	if err := sender.Namespace().Do(func() error {
+		c, err := net.Dial("udp", netip.AddrPortFrom(sl.IPv4, 9).String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range 500 {
+			c.Write(make([]byte, 1000))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "drops counted", func() bool { return dropped(f) > 0 })
 }
