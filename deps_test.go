@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/jinid/jinid/internal/features"
 )
 
 const module = "github.com/jinid/jinid"
@@ -346,6 +349,128 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	for _, pkg := range slices.Sorted(maps.Keys(pkgs)) {
 		if !strings.Contains(string(doc), "`"+pkg+"`") {
 			t.Errorf("docs/architecture.md does not name the package `%s`", pkg)
+		}
+	}
+}
+
+// Each optional feature (internal/features) is left out by its tag
+// alone: built beside the tags it names, a build with the feature links
+// its packages and functions and one without it links none of them.
+func TestFeaturesOmitWhatTheyLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list and go build")
+	}
+	for _, f := range features.All() {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			with := strings.Join(f.Beside, " ")
+			without := strings.TrimSpace(with + " " + f.Tag)
+			if len(f.Links) > 0 {
+				have, lack := deps(t, with), deps(t, without)
+				for _, p := range f.Links {
+					if !have[p] {
+						t.Errorf("with %s (tags %q), jinid does not link %s: is the list right?", f.Name, with, p)
+					}
+					if lack[p] {
+						t.Errorf("without %s (tags %q), jinid still links %s", f.Name, without, p)
+					}
+				}
+			}
+			if len(f.Symbols) > 0 {
+				have, lack := symbols(t, with), symbols(t, without)
+				for _, sym := range f.Symbols {
+					if !strings.Contains(have, " "+sym+"\n") {
+						t.Errorf("with %s (tags %q), jinid does not link %s: is the list right?", f.Name, with, sym)
+					}
+					if strings.Contains(lack, " "+sym+"\n") {
+						t.Errorf("without %s (tags %q), jinid still links %s", f.Name, without, sym)
+					}
+				}
+			}
+		})
+	}
+}
+
+// deps is the set of packages the jinid command links, built with tags.
+func deps(t *testing.T, tags string) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-tags", tags, "-deps", "./cmd/jinid").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -tags %q: %v\n%s", tags, err, out)
+	}
+	set := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		set[p] = true
+	}
+	return set
+}
+
+// symbols is go tool nm's listing of the jinid command built with tags.
+func symbols(t *testing.T, tags string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "jinid")
+	build := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/jinid")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
+	}
+	out, err := exec.Command("go", "tool", "nm", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool nm: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// The feature tags are exactly those the code uses, and a profile is
+// made of feature tags (and Go's own nethttpomithttp2, which leaves
+// HTTP/2 out of net/http).
+func TestFeatureTagsAreListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, f := range features.All() {
+		listed[f.Tag] = true
+	}
+	used := map[string]bool{}
+	tag := regexp.MustCompile(`\bjinid_[a-z0-9_]+`)
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(b)) {
+			if !strings.HasPrefix(line, "//go:build ") {
+				continue
+			}
+			for _, m := range tag.FindAllString(line, -1) {
+				used[m] = true
+				if !listed[m] {
+					t.Errorf("%s: build tag %s is not a feature of internal/features", path, m)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tg := range listed {
+		if !used[tg] {
+			t.Errorf("feature tag %s is on no file", tg)
+		}
+	}
+	for _, name := range []string{"full", "router", "tools"} {
+		for _, tg := range strings.Fields(profile(t, name)) {
+			if !listed[tg] && tg != "nethttpomithttp2" {
+				t.Errorf("profile %s: %s is not a feature's tag", name, tg)
+			}
 		}
 	}
 }

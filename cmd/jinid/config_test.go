@@ -1,3 +1,5 @@
+//go:build !jinid_omit_daemon
+
 package main
 
 import (
@@ -9,30 +11,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // configuredDaemonFlags parses args for the daemon command and applies
 // the environment env and the config file, as RunE does, without running
 // anything.
-func configuredDaemonFlags(t *testing.T, file string, env map[string]string, args ...string) (*cobra.Command, sources, error) {
+func configuredDaemonFlags(t *testing.T, file string, env map[string]string, args ...string) (*pflag.FlagSet, sources, error) {
 	t.Helper()
-	root := newRootCmd(os.Stdout, os.Stderr)
-	cmd, _, err := root.Find([]string{"daemon"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.ParseFlags(args); err != nil {
+	f := daemonFlags(&daemonOptions{}, &globalFlags{})
+	if err := f.Parse(args); err != nil {
 		return nil, nil, err
 	}
 	c, errs := readConfig(file)
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
-	src, errs := resolve(cmd.Flags(), c, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	return cmd, src, errors.Join(errs...)
+	src, errs := resolve(f, c, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return f, src, errors.Join(errs...)
 }
+
 
 func writeConfig(t *testing.T, body string) string {
 	p := filepath.Join(t.TempDir(), "jinid.json")
@@ -47,11 +45,10 @@ func TestConfigFile(t *testing.T) {
 		"multicast":false,"dnsSD":false,"discoveryPort":4170,"apiListen":"127.0.0.1:5000","dataDir":"/tmp/x","logLevel":"debug",
 		"apiSocket":"/run/x.sock","socketGroup":"jinid","anonymous":"none","apiHosts":["gw.lan"],"advertise":"gw.example.org",
 		"allowOutbound":["127.0.0.0/8"],"apiTLSCert":"/etc/c.pem","apiTLSKey":"/etc/k.pem"}`)
-	cmd, _, err := configuredDaemonFlags(t, p, nil, "--discovery-port", "4180")
+	f, _, err := configuredDaemonFlags(t, p, nil, "--discovery-port", "4180")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := cmd.Flags()
 	get := func(name string) string { return f.Lookup(name).Value.String() }
 	for name, want := range map[string]string{
 		"discovery-port":    "4180", // the flag wins over the file
@@ -76,7 +73,7 @@ func TestConfigFile(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if got := cmd.Root().PersistentFlags().Lookup("log-level").Value.String(); got != "debug" {
+	if got := get("log-level"); got != "debug" {
 		t.Errorf("log-level = %q", got)
 	}
 	if !slices.Contains([]string{"true"}, get("public-group")) {
@@ -155,11 +152,10 @@ func TestConfigPrecedence(t *testing.T) {
 	p := writeConfig(t, `{"discoveryPort": 4170, "renewalMargin": "40s", "announceInterval": "30s", "multicast": false,
   "limits": {"apiConns": 64}}`)
 	env := map[string]string{"JINID_DISCOVERY_PORT": "4175", "JINID_RENEWAL_MARGIN": "50s", "JINID_GROUPS": ",lab", "JINID_MAILBOX_QUOTA": "7"}
-	cmd, src, err := configuredDaemonFlags(t, p, env, "--discovery-port", "4180")
+	f, src, err := configuredDaemonFlags(t, p, env, "--discovery-port", "4180")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := cmd.Flags()
 	for _, c := range []struct{ flag, value, key, from string }{
 		{"discovery-port", "4180", "discoveryPort", "flag --discovery-port"},
 		{"renewal-margin", "50s", "renewalMargin", "env JINID_RENEWAL_MARGIN"},
@@ -188,18 +184,16 @@ func TestConfigPrecedence(t *testing.T) {
 // variable), and every flag of the daemon but the one-shot ones is a
 // setting.
 func TestEverySettingEverywhere(t *testing.T) {
-	root := newRootCmd(os.Stdout, os.Stderr)
-	cmd, _, _ := root.Find([]string{"daemon"})
-	cmd.ParseFlags(nil)
+	f := daemonFlags(&daemonOptions{}, &globalFlags{})
 	keys := map[string]bool{}
 	for _, s := range settings {
-		if cmd.Flags().Lookup(s.flag) == nil {
+		if f.Lookup(s.flag) == nil {
 			t.Errorf("setting %s: no flag --%s", s.key, s.flag)
 		}
 		keys[s.flag] = true
 	}
-	oneShot := map[string]bool{"config": true, "print-interfaces": true, "public-group": true, "help": true}
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+	oneShot := map[string]bool{"config": true, "print-interfaces": true, "public-group": true}
+	f.VisitAll(func(f *pflag.Flag) {
 		if !keys[f.Name] && !oneShot[f.Name] {
 			t.Errorf("flag --%s is no config key", f.Name)
 		}

@@ -4,11 +4,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // Exit statuses: 1 when a command failed (or, for discover, found
@@ -35,15 +39,15 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// rootLong is jinid's own help.
-const rootLong = `jinid brings the Jini discovery world to LAN gateways, boards and servers.
-
-It speaks the Jini discovery protocols (versions 1 and 2) with Java (Apache
-River) lookup services and clients, and lets you look at discovery traffic
-packet by packet.
-
-Start with:
-` + startWith
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jinid:", err)
+		os.Exit(exitCode(err))
+	}
+}
 
 // globalFlags are shared by every command.
 type globalFlags struct {

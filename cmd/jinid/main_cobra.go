@@ -4,32 +4,29 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := newRootCmd(os.Stdout, os.Stderr).ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "jinid:", err)
-		os.Exit(exitCode(err))
-	}
+// hasTools: this build has the tools feature, and cobra with them.
+const hasTools = true
+
+// execute runs the command args name.
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(append([]string{}, args...)) // nil would be os.Args
+	root.SetIn(stdin)
+	return root.ExecuteContext(ctx)
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var g globalFlags
 	root := &cobra.Command{
 		Use:   "jinid",
-		Short: "A Jini discovery appliance",
-		Long:  rootLong,
+		Short: rootShort,
+		Long:  rootLong(),
 		// cobra prints "jinid version " and this; a version template of
 		// our own would link text/template, whose reflection costs
 		// megabytes (docs/performance.md).

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 	"go.uber.org/goleak"
 )
 
@@ -17,12 +16,7 @@ import (
 func run(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := newRootCmd(&out, &errb)
-	cmd.SetArgs(args)
-	if stdin != nil {
-		cmd.SetIn(stdin)
-	}
-	err = cmd.ExecuteContext(t.Context())
+	err = execute(t.Context(), args, stdin, &out, &errb)
 	return out.String(), errb.String(), err
 }
 
@@ -30,39 +24,6 @@ func TestVersion(t *testing.T) {
 	out, _, err := run(t, nil, "version")
 	if err != nil || !regexp.MustCompile(`^jinid \S+ .*go1\.\d+.* linux/`).MatchString(out) {
 		t.Fatalf("version: %q %v", out, err)
-	}
-}
-
-// inspect --pcap prints exactly what the inspect package's golden files
-// hold for the same capture.
-func TestInspectPcap(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "scenario.pcap")
-	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args   []string
-		golden string
-	}{
-		{[]string{"inspect", "--pcap", path}, "capture.txt"},
-		{[]string{"inspect", "--pcap", path, "--json"}, "capture.jsonl"},
-	} {
-		out, _, err := run(t, nil, tc.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(filepath.Join("internal", "inspect", "testdata", tc.golden))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out != string(want) {
-			t.Errorf("%v printed:\n%s\nwant:\n%s", tc.args, out, want)
-		}
-	}
-	// Standard input works the same.
-	out, _, err := run(t, bytes.NewReader(pcaptest.Scenario(t)), "inspect", "--pcap", "-")
-	if err != nil || !strings.Contains(out, "multicast-announcement v2 seq=42") {
-		t.Fatalf("stdin: %v\n%s", err, out)
 	}
 }
 
@@ -97,9 +58,38 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"version", "extra"}, "unknown command"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	} {
+		want := tc.want
+		if where, ok := elsewhere()[tc.args[0]]; ok {
+			want = where // a router's other binary has the command
+		}
 		_, _, err := run(t, nil, tc.args...)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: error %v, want one saying %q", tc.args, err, tc.want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: error %v, want one saying %q", tc.args, err, want)
+		}
+	}
+}
+
+// The root help lists the first commands this build has, and says where
+// the others are; each of those says where it is, as a usage error.
+func TestRootHelp(t *testing.T) {
+	out, _, err := run(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := elsewhere()
+	for _, s := range firstSteps() {
+		_, gone := away[s[0]]
+		if strings.Contains(out, s[1]) == gone {
+			t.Errorf("root help lists %q: %v, want %v:\n%s", s[1], !gone, !gone, out)
+		}
+	}
+	if !strings.Contains(out, "Usage:\n  jinid [command]") {
+		t.Errorf("root help:\n%s", out)
+	}
+	for name, where := range away {
+		_, _, err := run(t, nil, name, "--help")
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), where) {
+			t.Errorf("%s: %v, want a usage error saying it is in %s", name, err, where)
 		}
 	}
 }

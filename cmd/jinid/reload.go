@@ -27,8 +27,7 @@ type reloader struct {
 func daemonFlags(o *daemonOptions, g *globalFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("daemon", pflag.ContinueOnError)
 	o.bind(fs)
-	fs.StringVar(&g.logLevel, "log-level", "info", "")
-	fs.StringVar(&g.logFormat, "log-format", "text", "")
+	bindGlobal(fs, g)
 	return fs
 }
 

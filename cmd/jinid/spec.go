@@ -130,7 +130,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 			i := slices.IndexFunc(cur.subs, func(s *spec) bool { return s.name() == rest[0] })
 			if i < 0 {
 				if where, ok := elsewhere[rest[0]]; ok && len(path) == 1 {
-					return usagef("%q is not in this build of jinid: it is in %s", rest[0], where)
+					return notHere(rest[0], where)
 				}
 				return usagef("unknown command %q for %q", rest[0], commandPath(path))
 			}

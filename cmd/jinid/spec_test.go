@@ -1,3 +1,5 @@
+//go:build !jinid_omit_daemon
+
 package main
 
 import (
@@ -10,49 +12,9 @@ import (
 func dispatched(t *testing.T, args ...string) (stdout string, err error) {
 	t.Helper()
 	var g globalFlags
-	root := &spec{use: "jinid", short: "A Jini discovery appliance", long: rootLong, subs: daemonCommands(&g)}
 	var out, errb bytes.Buffer
-	err = dispatch(t.Context(), root, &g, args, &out, &errb, map[string]string{"lookup": "the tools binary"})
+	err = dispatch(t.Context(), specRoot(&g), &g, args, &out, &errb, map[string]string{"lookup": toolsBinary})
 	return out.String(), err
-}
-
-// TestDispatchMatchesCobra: the router binary's commands answer as the
-// full build's do: the same output, the same failures, the same exit
-// statuses.
-func TestDispatchMatchesCobra(t *testing.T) {
-	bad := writeConfig(t, `{"schemaVersion":1,"colour":"red"}`)
-	good := writeConfig(t, `{"schemaVersion":1,"groups":["lab"]}`)
-	for _, args := range [][]string{
-		{"version"},
-		{"version", "extra"},
-		{"config", "check", good},
-		{"config", "check", bad},
-		{"config", "check", good, "extra"},
-		{"config", "print", "--config", good, "--no-multicast"},
-		{"--log-level", "debug", "config", "print", "--config", good},
-		{"config", "print", "--config", good, "--log-format", "json"},
-		{"config", "print", "--bogus"},
-		{"daemon", "--log-level", "loud"},
-		{"daemon", "--api-listen", "4162"},
-		{"daemon", "--no-such-flag"},
-		{"daemon", "extra"},
-		{"snapshot", "--server", "ftp://x"},
-		{"frobnicate"},
-	} {
-		var out, errb bytes.Buffer
-		root := newRootCmd(&out, &errb)
-		root.SetArgs(args)
-		cerr := root.ExecuteContext(t.Context())
-		dout, derr := dispatched(t, args...)
-		switch {
-		case (cerr == nil) != (derr == nil):
-			t.Errorf("%q: cobra %v, dispatch %v", args, cerr, derr)
-		case cerr != nil && exitCode(cerr) != exitCode(derr):
-			t.Errorf("%q: exit %d (cobra: %v), dispatch %d (%v)", args, exitCode(cerr), cerr, exitCode(derr), derr)
-		case out.String() != dout:
-			t.Errorf("%q: cobra printed\n%s\ndispatch printed\n%s", args, out.String(), dout)
-		}
-	}
 }
 
 // TestDispatchHelp: help at every level, --version at the top, and the

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
+
+	"github.com/jinid/jinid/internal/features"
 )
 
 // Stamped at build time (make dist) with -ldflags "-X main.version=v1.2.3
@@ -39,12 +42,31 @@ func versionLine() string {
 	return fmt.Sprintf("jinid %s%s %s %s/%s", version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// featuresLine says which optional features (internal/features) the
+// build has, from the tags it was built with.
+func featuresLine() string {
+	var tags string
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" {
+				tags = s.Value
+			}
+		}
+	}
+	in, out := features.In(tags)
+	line := "features: " + strings.Join(in, " ")
+	if len(out) > 0 {
+		line += " (built without " + strings.Join(out, " ") + ")"
+	}
+	return line
+}
+
 func versionSpec() *spec {
 	return &spec{
 		use:   "version",
-		short: "Show jinid's version, commit and build date, the Go it was built with, and its platform",
+		short: "Show jinid's version, commit and build date, the Go it was built with, its platform and features",
 		run: func(inv *invocation) error {
-			_, err := fmt.Fprintln(inv.stdout, versionLine())
+			_, err := fmt.Fprintln(inv.stdout, versionLine()+"\n"+featuresLine())
 			return err
 		},
 	}

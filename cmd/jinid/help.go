@@ -1,0 +1,86 @@
+package main
+
+import "strings"
+
+// rootShort is jinid's one-line description.
+const rootShort = "A Jini discovery appliance"
+
+// rootIntro opens jinid's own help.
+const rootIntro = `jinid brings the Jini discovery world to LAN gateways, boards and servers.
+
+It speaks the Jini discovery protocols (versions 1 and 2) with Java (Apache
+River) lookup services and clients, and lets you look at discovery traffic
+packet by packet.
+
+Start with:
+`
+
+// firstSteps are the root help's first commands, each under the name of
+// the command it needs.
+func firstSteps() [][2]string {
+	return [][2]string{
+		{"daemon", "jinid daemon                       run the appliance (API on :4162)"},
+		{"discover", "jinid discover                     find the lookup services on the LAN"},
+		{"lookup", "jinid lookup register|query|list   use the lookup service of a running jinid"},
+		{"inspect", "jinid inspect --pcap capture.pcap  decode the discovery packets of a capture"},
+		{"config", "jinid config check|print           validate the config file / show the effective settings"},
+		{"snapshot", "jinid snapshot                     write a snapshot of the store now (with --snapshot-dir)"},
+		{"version", "jinid version                      show what build this is"},
+	}
+}
+
+// The commands of the two halves a router's build splits jinid into
+// (the tools and the daemon features, internal/features), and the
+// binary each half is in there.
+func toolNames() []string {
+	return []string{"inspect", "discover", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token", "txn"}
+}
+
+func daemonNames() []string { return []string{"daemon", "config", "snapshot"} }
+
+const (
+	toolsBinary  = "the tools binary (jinid-tools; /usr/bin/jinid in the OpenWrt package)"
+	daemonBinary = "the daemon binary (jinid-daemon)"
+)
+
+// elsewhere names the commands this build leaves out, and where they
+// are.
+func elsewhere() map[string]string {
+	out := map[string]string{}
+	if !hasTools {
+		for _, name := range toolNames() {
+			out[name] = toolsBinary
+		}
+	}
+	if !hasDaemon {
+		for _, name := range daemonNames() {
+			out[name] = daemonBinary
+		}
+	}
+	return out
+}
+
+// rootLong is jinid's own help: the first commands this build has, and
+// where the others are.
+func rootLong() string {
+	var b strings.Builder
+	b.WriteString(rootIntro)
+	away := elsewhere()
+	for _, s := range firstSteps() {
+		if _, ok := away[s[0]]; !ok {
+			b.WriteString("  " + s[1] + "\n")
+		}
+	}
+	if !hasTools {
+		b.WriteString("\nThis is the router's daemon binary; discovery, inspection and the API\nclients are in the tools binary, jinid-tools.\n")
+	}
+	if !hasDaemon {
+		b.WriteString("\nThis is the router's tools binary; the daemon is in jinid-daemon.\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// notHere is the usage error for a command of the other binary.
+func notHere(name, where string) error {
+	return usagef("%q is not in this build of jinid: it is in %s", name, where)
+}
