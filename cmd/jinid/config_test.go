@@ -31,7 +31,6 @@ func configuredDaemonFlags(t *testing.T, file string, env map[string]string, arg
 	return f, src, errors.Join(errs...)
 }
 
-
 func writeConfig(t *testing.T, body string) string {
 	p := filepath.Join(t.TempDir(), "jinid.json")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
