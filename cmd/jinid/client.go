@@ -11,8 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/lease"
@@ -66,9 +64,9 @@ type templateFlags struct {
 }
 
 // add puts the API flags on a command group.
-func (f *apiFlags) add(cmd *cobra.Command) { f.bind(cmd.PersistentFlags()) }
+func (f *apiFlags) add(cmd *spec) { f.bind(cmd.PersistentFlags()) }
 
-func (f *templateFlags) add(cmd *cobra.Command) {
+func (f *templateFlags) add(cmd *spec) {
 	cmd.Flags().StringVar(&f.serviceID, "service-id", "", "ServiceID (UUID form)")
 	cmd.Flags().StringSliceVar(&f.types, "type", nil, "type name, e.g. com.example.Printer (repeatable)")
 	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby (repeatable)")
@@ -91,12 +89,12 @@ func (f *templateFlags) template() (apitypes.Template, error) {
 	return apitypes.Template{ServiceID: f.serviceID, Types: f.types, Attributes: attrs}, err
 }
 
-func newLookupCmd() *cobra.Command {
+func newLookupCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "lookup",
-		Short: "Register, find and watch services in a jinid lookup service",
-		Long: `Client commands for the lookup service of a running jinid (--server).
+	cmd := &spec{
+		use:   "lookup",
+		short: "Register, find and watch services in a jinid lookup service",
+		long: `Client commands for the lookup service of a running jinid (--server).
 Types and attributes follow the Jini matching rules: a template matches an
 item when every type it names is among the item's, and each attribute
 template matches one of the item's attributes (fields left out match
@@ -107,13 +105,13 @@ anything).`,
 
 	var reg templateFlags
 	var endpoint, dur string
-	register := &cobra.Command{
-		Use:   "register --type T [--attr A ...] [--duration 5m]",
-		Short: "Register a service; prints its ServiceID and lease",
-		Example: `  jinid lookup register --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby --duration 10m
+	register := &spec{
+		use:   "register --type T [--attr A ...] [--duration 5m]",
+		short: "Register a service; prints its ServiceID and lease",
+		example: `  jinid lookup register --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby --duration 10m
   jinid lookup register --service-id 01234567-89ab-cdef-fedc-ba9876543210 --type com.example.Printer --duration forever`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -126,11 +124,11 @@ anything).`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Register(cmd.Context(), apitypes.Item{ServiceID: reg.serviceID, Types: reg.types, Attributes: attrs, Endpoint: endpoint}, d)
+			r, err := c.Register(inv.ctx, apitypes.Item{ServiceID: reg.serviceID, Types: reg.types, Attributes: attrs, Endpoint: endpoint}, d)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "serviceID %s\nlease     %s (expires %s)\n", r.ServiceID, r.Lease.ID, expires(r.Lease.Expiration))
+			fmt.Fprintf(inv.stdout, "serviceID %s\nlease     %s (expires %s)\n", r.ServiceID, r.Lease.ID, expires(r.Lease.Expiration))
 			return nil
 		},
 	}
@@ -141,12 +139,12 @@ anything).`,
 	var q templateFlags
 	var max int
 	var asJSON bool
-	query := &cobra.Command{
-		Use:     "query [--type T] [--attr A ...] [--max N]",
-		Short:   "Find services matching a template",
-		Example: `  jinid lookup query --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	query := &spec{
+		use:     "query [--type T] [--attr A ...] [--max N]",
+		short:   "Find services matching a template",
+		example: `  jinid lookup query --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby`,
+		args:    noArgs,
+		run: func(inv *invocation, _ []string) error {
 			t, err := q.template()
 			if err != nil {
 				return err
@@ -155,11 +153,11 @@ anything).`,
 			if err != nil {
 				return err
 			}
-			items, total, err := c.Query(cmd.Context(), t, max)
+			items, total, err := c.Query(inv.ctx, t, max)
 			if err != nil {
 				return err
 			}
-			return printItems(cmd.OutOrStdout(), items, total, asJSON)
+			return printItems(inv.stdout, items, total, asJSON)
 		},
 	}
 	q.add(query)
@@ -167,20 +165,20 @@ anything).`,
 	query.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
 
 	var listJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List every registered service",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	list := &spec{
+		use:   "list",
+		short: "List every registered service",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			items, err := c.List(cmd.Context())
+			items, err := c.List(inv.ctx)
 			if err != nil {
 				return err
 			}
-			return printItems(cmd.OutOrStdout(), items, len(items), listJSON)
+			return printItems(inv.stdout, items, len(items), listJSON)
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the items as JSON")
@@ -188,13 +186,13 @@ anything).`,
 	var nt templateFlags
 	var transitions []string
 	var listenerURL, ndur string
-	notify := &cobra.Command{
-		Use:   "notify --listener URL [--type T] [--attr A ...]",
-		Short: "Have ServiceEvents POSTed to a listener when matching services come, change or go",
-		Example: `  jinid lookup notify --listener http://127.0.0.1:8080/events --type com.example.Printer --duration 30m
+	notify := &spec{
+		use:   "notify --listener URL [--type T] [--attr A ...]",
+		short: "Have ServiceEvents POSTed to a listener when matching services come, change or go",
+		example: `  jinid lookup notify --listener http://127.0.0.1:8080/events --type com.example.Printer --duration 30m
   jinid lookup notify --listener http://10.0.0.5/hook --transitions NOMATCH_MATCH`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			if listenerURL == "" {
 				return errors.New("--listener URL is required")
 			}
@@ -210,11 +208,11 @@ anything).`,
 			if err != nil {
 				return err
 			}
-			n, err := c.Notify(cmd.Context(), client.NotifyRequest{Template: t, Transitions: transitions, Listener: listenerURL, Duration: d})
+			n, err := c.Notify(inv.ctx, client.NotifyRequest{Template: t, Transitions: transitions, Listener: listenerURL, Duration: d})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
+			fmt.Fprintf(inv.stdout, "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
 				n.ID, n.EventID, n.SeqNum, n.Lease.ID, expires(n.Lease.Expiration))
 			return nil
 		},
@@ -260,20 +258,20 @@ func printItems(w io.Writer, items []apitypes.Item, total int, asJSON bool) erro
 	return nil
 }
 
-func newLeaseCmd() *cobra.Command {
+func newLeaseCmd() *spec {
 	var api apiFlags
 	var dur string
-	cmd := &cobra.Command{
-		Use:   "lease",
-		Short: "Renew or cancel leases granted by a jinid",
+	cmd := &spec{
+		use:   "lease",
+		short: "Renew or cancel leases granted by a jinid",
 	}
 	api.add(cmd)
-	renew := &cobra.Command{
-		Use:     "renew LEASE-ID... [--duration 5m]",
-		Short:   "Renew leases for a new duration from now (several: one batch)",
-		Example: `  jinid lease renew 3f2a... --duration 10m`,
-		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	renew := &spec{
+		use:     "renew LEASE-ID... [--duration 5m]",
+		short:   "Renew leases for a new duration from now (several: one batch)",
+		example: `  jinid lease renew 3f2a... --duration 10m`,
+		args:    minArgs(1),
+		run: func(inv *invocation, args []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -286,28 +284,28 @@ func newLeaseCmd() *cobra.Command {
 			for _, id := range args {
 				rs = append(rs, client.Renewal{ID: id, Duration: d})
 			}
-			res, err := c.RenewAll(cmd.Context(), rs)
+			res, err := c.RenewAll(inv.ctx, rs)
 			if err != nil {
 				return err
 			}
-			return printBatch(cmd.OutOrStdout(), res, "renewed")
+			return printBatch(inv.stdout, res, "renewed")
 		},
 	}
 	renew.Flags().StringVar(&dur, "duration", "5m", "new duration: a duration, any or forever")
-	cancel := &cobra.Command{
-		Use:   "cancel LEASE-ID...",
-		Short: "Cancel leases now (their resources go, as at expiry)",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cancel := &spec{
+		use:   "cancel LEASE-ID...",
+		short: "Cancel leases now (their resources go, as at expiry)",
+		args:  minArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := api.connect()
 			if err != nil {
 				return err
 			}
-			res, err := c.CancelAll(cmd.Context(), args)
+			res, err := c.CancelAll(inv.ctx, args)
 			if err != nil {
 				return err
 			}
-			return printBatch(cmd.OutOrStdout(), res, "cancelled")
+			return printBatch(inv.stdout, res, "cancelled")
 		},
 	}
 	cmd.AddCommand(renew, cancel)

@@ -2,8 +2,6 @@
 
 package main
 
-import "github.com/spf13/cobra"
-
 // commands are the subcommands of this build: the daemon's and the
 // tools'. A router splits them in two binaries, each within its budget
 // (docs/performance.md): the router profile leaves out the tools
@@ -11,6 +9,6 @@ import "github.com/spf13/cobra"
 // commands, which link gopacket, cobra and code the daemon does not
 // need), the tools profile the daemon (jinid_omit_daemon). A build
 // leaving out both has no commands.
-func commands(g *globalFlags) []*cobra.Command {
-	return append(commandsOf(daemonCommands(g)), toolCommands(g)...)
+func commands(g *globalFlags) []*spec {
+	return append(daemonCommands(g), toolCommands(g)...)
 }

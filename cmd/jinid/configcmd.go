@@ -37,11 +37,11 @@ error found as FILE:LINE:COLUMN: KEY: what is wrong. It exits 0 when the
 file is good, 1 when it is not.`,
 		example: `  jinid config check /etc/jinid/jinid.json
   kill -HUP $(pidof jinid)    # after a good check: reload`,
-		maxArgs: 1,
-		run: func(inv *invocation) error {
+		args: maxArgs(1),
+		run: func(inv *invocation, args []string) error {
 			path := DefaultConfigFile
-			if len(inv.args) == 1 {
-				path = inv.args[0]
+			if len(args) == 1 {
+				path = args[0]
 			}
 			var g globalFlags
 			o := &daemonOptions{configPath: path}
@@ -73,7 +73,7 @@ file is good, 1 when it is not.`,
 
 func configPrintSpec() *spec {
 	o := &daemonOptions{}
-	return &spec{
+	s := &spec{
 		use:   "print [daemon flags]",
 		short: "Show the effective configuration, with where each value came from",
 		long: `Show the configuration "jinid daemon" would run with, given the same
@@ -81,8 +81,7 @@ flags, environment and config file: each setting's key, value, and where
 the value came from (flag, env JINID_..., FILE:LINE:COLUMN, or default).`,
 		example: `  jinid config print
   JINID_GROUPS=lab jinid config print --config /etc/jinid/jinid.json --log-level debug`,
-		flags: o.bind,
-		run: func(inv *invocation) error {
+		run: func(inv *invocation, args []string) error {
 			fs := inv.flags
 			_, src, err := o.resolve(fs, os.LookupEnv)
 			if err != nil {
@@ -107,4 +106,6 @@ the value came from (flag, env JINID_..., FILE:LINE:COLUMN, or default).`,
 			return errors.Join(tw.Flush())
 		},
 	}
+	o.bind(s.Flags())
+	return s
 }

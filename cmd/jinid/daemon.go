@@ -50,7 +50,7 @@ type daemonOptions struct {
 
 func daemonSpec(g *globalFlags) *spec {
 	o := &daemonOptions{}
-	return &spec{
+	s := &spec{
 		use:   "daemon",
 		short: "Run the jinid appliance until SIGINT or SIGTERM",
 		long: `Run the jinid appliance in the foreground, with its embedded defaults
@@ -131,8 +131,7 @@ the peer reached it at, or --advertise.`,
   jinid daemon --groups lab,ops --interfaces 'eth*' --data-dir /var/lib/jinid
   jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json
   jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
-		flags: o.bind,
-		run: func(inv *invocation) error {
+		run: func(inv *invocation, args []string) error {
 			given := commandLine(inv.flags)
 			file, _, err := o.resolve(inv.flags, os.LookupEnv)
 			if err != nil {
@@ -202,6 +201,8 @@ the peer reached it at, or --advertise.`,
 			return runErr
 		},
 	}
+	o.bind(s.Flags())
+	return s
 }
 
 // bind defines the daemon's flags on f.

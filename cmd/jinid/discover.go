@@ -16,15 +16,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 )
 
-func newDiscoverCmd(g *globalFlags) *cobra.Command {
+func newDiscoverCmd(g *globalFlags) *spec {
 	var (
 		groups      []string
 		public      bool
@@ -44,10 +42,10 @@ func newDiscoverCmd(g *globalFlags) *cobra.Command {
 		watchMode   bool
 		announce    time.Duration
 	)
-	cmd := &cobra.Command{
-		Use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
-		Short: "Find the Jini lookup services on the LAN and at given locators",
-		Long: `Find Jini lookup services, Java (Apache River) and jinid alike, the way a
+	cmd := &spec{
+		use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
+		short: "Find the Jini lookup services on the LAN and at given locators",
+		long: `Find Jini lookup services, Java (Apache River) and jinid alike, the way a
 Jini client does: send multicast requests (protocol versions 1 and 2) on
 every suitable interface, listen for announcements, run unicast discovery
 with every lookup service that answers or announces, and with each
@@ -105,7 +103,7 @@ never discarded for silence: only the announcements of those found by
 group are watched.
 --announce-interval says how often lookup services are expected to
 announce (120s, the Java default), from which the discard window follows.`,
-		Example: `  jinid discover
+		example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
   jinid discover --merge
   jinid discover -p | grep '^=;br-lan;IPv6'
@@ -114,14 +112,9 @@ announce (120s, the Java default), from which the discard window follows.`,
   jinid discover --dns-sd
   jinid discover --watch --groups lab --announce-interval 10s
   jinid discover --watch --locator jini://lookup.example.org --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if err := cobra.NoArgs(cmd, args); err != nil {
-				return usageError{err}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, _, err := g.logger(cmd.ErrOrStderr())
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
+			log, _, err := g.logger(inv.stderr)
 			if err != nil {
 				return usageError{err}
 			}
@@ -132,7 +125,7 @@ announce (120s, the Java default), from which the discard window follows.`,
 			if asJSON && parsable {
 				return usagef("--json and --parsable are two output formats: give one")
 			}
-			if cmd.Flags().Changed("exclude-interfaces") {
+			if inv.flags.Changed("exclude-interfaces") {
 				cfg.Exclude = exclude
 			}
 			switch {
@@ -163,30 +156,30 @@ announce (120s, the Java default), from which the discard window follows.`,
 			if announce <= 0 {
 				return usagef("--announce-interval %s: must be positive", announce)
 			}
-			if cmd.Flags().Changed("announce-interval") && !watchMode {
+			if inv.flags.Changed("announce-interval") && !watchMode {
 				return usagef("--announce-interval applies to --watch only")
 			}
 			if watchMode {
 				for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
-					if cmd.Flags().Changed(f) {
+					if inv.flags.Changed(f) {
 						return usagef("--%s applies to one-shot discovery, not to --watch", f)
 					}
 				}
-				ctx := cmd.Context()
-				if cmd.Flags().Changed("timeout") {
+				ctx := inv.ctx
+				if inv.flags.Changed("timeout") {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, timeout)
 					defer cancel()
 				}
-				return watch(ctx, cmd.OutOrStdout(), watchOptions{groups: cfg.Groups, locators: cfg.Locators,
+				return watch(ctx, inv.stdout, watchOptions{groups: cfg.Groups, locators: cfg.Locators,
 					announcementInterval: announce, noMulticast: noMulticast, include: include, exclude: cfg.Exclude,
 					excludeDefaultRoute: noDefault, ttl: ttl, json: asJSON, log: log})
 			}
-			results, err := finder.Find(cmd.Context(), cfg)
+			results, err := finder.Find(inv.ctx, cfg)
 			if err != nil {
 				return err
 			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
+			out := bufio.NewWriter(inv.stdout)
 			switch {
 			case asJSON:
 				enc := json.NewEncoder(out)

@@ -5,6 +5,11 @@ import "strings"
 // rootShort is jinid's one-line description.
 const rootShort = "A Jini discovery appliance"
 
+// rootSpec is jinid, with the commands of this build.
+func rootSpec(g *globalFlags) *spec {
+	return &spec{use: "jinid", short: rootShort, long: rootLong(), subs: commands(g)}
+}
+
 // rootIntro opens jinid's own help.
 const rootIntro = `jinid brings the Jini discovery world to LAN gateways, boards and servers.
 

@@ -13,21 +13,20 @@ import (
 
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
-	"github.com/spf13/cobra"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 )
 
-func newInspectCmd() *cobra.Command {
+func newInspectCmd() *spec {
 	var (
 		pcap, iface, write string
 		asJSON             bool
 		duration           time.Duration
 	)
-	cmd := &cobra.Command{
-		Use:   "inspect (--pcap FILE | --iface NAME) [--json] [--write FILE]",
-		Short: "Decode Jini discovery traffic from a capture file or a live interface",
-		Long: `Decode every Jini discovery message in a pcap or pcapng capture, or live
+	cmd := &spec{
+		use:   "inspect (--pcap FILE | --iface NAME) [--json] [--write FILE]",
+		short: "Decode Jini discovery traffic from a capture file or a live interface",
+		long: `Decode every Jini discovery message in a pcap or pcapng capture, or live
 on an interface: multicast requests and announcements (UDP port 4160,
 protocol versions 1 and 2) and unicast discovery exchanges (TCP,
 reassembled per connection: port 4160, and the reply ports that multicast
@@ -43,12 +42,12 @@ CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
 --write saves the frames it sees (TCP and UDP) as a pcap file. If the
 capture falls behind a burst and the kernel drops frames, it says how
 many when it ends.`,
-		Example: `  jinid inspect --pcap jini.pcap
+		example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcapng --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			switch {
 			case pcap == "" && iface == "":
 				return errors.New("give --pcap FILE (use - for standard input) or --iface NAME")
@@ -59,7 +58,7 @@ many when it ends.`,
 			case duration < 0:
 				return fmt.Errorf("--duration %s: must not be negative", duration)
 			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
+			out := bufio.NewWriter(inv.stdout)
 			write1 := inspect.WriteText
 			if asJSON {
 				write1 = inspect.WriteJSON
@@ -75,9 +74,9 @@ many when it ends.`,
 			}
 			var err error
 			if pcap != "" {
-				err = readPcap(cmd.InOrStdin(), pcap, emit)
+				err = readPcap(inv.stdin, pcap, emit)
 			} else {
-				err = capture(cmd.Context(), cmd.ErrOrStderr(), iface, write, duration, emit)
+				err = capture(inv.ctx, inv.stderr, iface, write, duration, emit)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr

@@ -13,19 +13,17 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
-func newLDSCmd() *cobra.Command {
+func newLDSCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "lds",
-		Short: "Have jinid discover lookup services for you (the lookup discovery service)",
-		Long: `Client commands for the lookup discovery service of a running jinid
+	cmd := &spec{
+		use:   "lds",
+		short: "Have jinid discover lookup services for you (the lookup discovery service)",
+		long: `Client commands for the lookup discovery service of a running jinid
 (--server). A registration names groups and locators of interest and a
 listener URL; jinid discovers the lookup services they mean and POSTs a
 RemoteDiscoveryEvent to the listener whenever one is discovered or
@@ -46,17 +44,17 @@ and with it the events.`,
 		listener, dur     string
 		handback          string
 	)
-	register := &cobra.Command{
-		Use:   "register --listener URL [--groups a,b | --all-groups] [--locator jini://host ...]",
-		Short: "Register; prints the registration's ID, event ID and lease",
-		Long: `Register with the lookup discovery service. Groups: --groups names them
+	register := &spec{
+		use:   "register --listener URL [--groups a,b | --all-groups] [--locator jini://host ...]",
+		short: "Register; prints the registration's ID, event ID and lease",
+		long: `Register with the lookup discovery service. Groups: --groups names them
 (the public group is ""; write --groups ''), --all-groups asks for every
 lookup service in multicast range, and neither asks for none (locators
 only). Events are POSTed to --listener as JSON.`,
-		Example: `  jinid lds register --groups lab --listener http://10.0.0.5:9000/events
+		example: `  jinid lds register --groups lab --listener http://10.0.0.5:9000/events
   jinid lds register --all-groups --locator jini://lookup.example.org --listener http://10.0.0.5:9000/ --duration 1h`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -64,9 +62,9 @@ only). Events are POSTed to --listener as JSON.`,
 			if listener == "" {
 				return errors.New("--listener is required: the URL events are POSTed to (see jinid listen)")
 			}
-			req := client.LDSRequest{Groups: groupsArg(cmd, groups), Locators: locators, Listener: listener, Duration: d}
+			req := client.LDSRequest{Groups: groupsArg(inv, groups), Locators: locators, Listener: listener, Duration: d}
 			if allGroups {
-				if cmd.Flags().Changed("groups") {
+				if inv.flags.Changed("groups") {
 					return errors.New("--all-groups cannot be combined with --groups")
 				}
 				req.Groups = nil
@@ -78,14 +76,14 @@ only). Events are POSTed to --listener as JSON.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.LDSRegister(cmd.Context(), req)
+			r, err := c.LDSRegister(inv.ctx, req)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+				return json.NewEncoder(inv.stdout).Encode(r)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
+			fmt.Fprintf(inv.stdout, "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
 				r.ID, r.EventID, r.SeqNum, r.Lease.ID, expires(r.Lease.Expiration))
 			return nil
 		},
@@ -98,41 +96,41 @@ only). Events are POSTed to --listener as JSON.`,
 	register.Flags().StringVar(&dur, "duration", "30m", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 
-	show := &cobra.Command{
-		Use:   "show REGISTRATION",
-		Short: "Print a registration's groups, locators, event ID and lease",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	show := &spec{
+		use:   "show REGISTRATION",
+		short: "Print a registration's groups, locators, event ID and lease",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			r, err := c.LDSGet(cmd.Context(), args[0])
+			r, err := c.LDSGet(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
-			return printRegistration(cmd.OutOrStdout(), r)
+			return printRegistration(inv.stdout, r)
 		},
 	}
 
-	groupsCmd := &cobra.Command{
-		Use:   "groups REGISTRATION add|set|remove [GROUP ...]",
-		Short: "Change a registration's groups",
-		Long: `Add, set or remove groups of interest. "set" with no groups means none
+	groupsCmd := &spec{
+		use:   "groups REGISTRATION add|set|remove [GROUP ...]",
+		short: "Change a registration's groups",
+		long: `Add, set or remove groups of interest. "set" with no groups means none
 (NO_GROUPS); "set --all" means every group (ALL_GROUPS). Adding to or
 removing from ALL_GROUPS is refused (UnsupportedOperation), as the
 specification says. Write the public group as ''.`,
-		Example: `  jinid lds groups 3f2a... add lab ops
+		example: `  jinid lds groups 3f2a... add lab ops
   jinid lds groups 3f2a... set --all
   jinid lds groups 3f2a... remove ops`,
-		Args: cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		args: minArgs(2),
+		run: func(inv *invocation, args []string) error {
 			m, err := mutation(args[1])
 			if err != nil {
 				return err
 			}
 			gs := append([]string{}, args[2:]...)
-			if all, _ := cmd.Flags().GetBool("all"); all {
+			if all, _ := inv.flags.GetBool("all"); all {
 				if m != client.Set || len(gs) > 0 {
 					return errors.New("--all goes with set and no groups")
 				}
@@ -142,21 +140,21 @@ specification says. Write the public group as ''.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.LDSGroups(cmd.Context(), args[0], m, gs)
+			r, err := c.LDSGroups(inv.ctx, args[0], m, gs)
 			if err != nil {
 				return err
 			}
-			return printRegistration(cmd.OutOrStdout(), r)
+			return printRegistration(inv.stdout, r)
 		},
 	}
 	groupsCmd.Flags().Bool("all", false, "with set: all groups")
 
-	locatorsCmd := &cobra.Command{
-		Use:     "locators REGISTRATION add|set|remove [jini://host[:port] ...]",
-		Short:   "Change a registration's locators",
-		Example: `  jinid lds locators 3f2a... add jini://10.0.0.7 jini://lookup.example.org:4170`,
-		Args:    cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	locatorsCmd := &spec{
+		use:     "locators REGISTRATION add|set|remove [jini://host[:port] ...]",
+		short:   "Change a registration's locators",
+		example: `  jinid lds locators 3f2a... add jini://10.0.0.7 jini://lookup.example.org:4170`,
+		args:    minArgs(2),
+		run: func(inv *invocation, args []string) error {
 			m, err := mutation(args[1])
 			if err != nil {
 				return err
@@ -165,45 +163,45 @@ specification says. Write the public group as ''.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.LDSLocators(cmd.Context(), args[0], m, append([]string{}, args[2:]...))
+			r, err := c.LDSLocators(inv.ctx, args[0], m, append([]string{}, args[2:]...))
 			if err != nil {
 				return err
 			}
-			return printRegistration(cmd.OutOrStdout(), r)
+			return printRegistration(inv.stdout, r)
 		},
 	}
 
-	discard := &cobra.Command{
-		Use:   "discard REGISTRATION SERVICE-ID",
-		Short: "Tell jinid a lookup service is unreachable: it is discarded and rediscovered",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	discard := &spec{
+		use:   "discard REGISTRATION SERVICE-ID",
+		short: "Tell jinid a lookup service is unreachable: it is discarded and rediscovered",
+		args:  exactArgs(2),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			return c.LDSDiscard(cmd.Context(), args[0], args[1])
+			return c.LDSDiscard(inv.ctx, args[0], args[1])
 		},
 	}
 
 	var regsJSON bool
-	registrars := &cobra.Command{
-		Use:   "registrars REGISTRATION",
-		Short: "List the lookup services discovered for a registration (to resynchronise after a gap)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	registrars := &spec{
+		use:   "registrars REGISTRATION",
+		short: "List the lookup services discovered for a registration (to resynchronise after a gap)",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			rs, err := c.LDSRegistrars(cmd.Context(), args[0])
+			rs, err := c.LDSRegistrars(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
 			if regsJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"registrars": rs})
+				return json.NewEncoder(inv.stdout).Encode(map[string]any{"registrars": rs})
 			}
-			printRegistrars(cmd.OutOrStdout(), rs)
+			printRegistrars(inv.stdout, rs)
 			return nil
 		},
 	}
@@ -215,8 +213,8 @@ specification says. Write the public group as ''.`,
 
 // groupsArg: --groups given means those (possibly none); not given means
 // none, unless --all-groups.
-func groupsArg(cmd *cobra.Command, groups []string) []string {
-	if !cmd.Flags().Changed("groups") {
+func groupsArg(inv *invocation, groups []string) []string {
+	if !inv.flags.Changed("groups") {
 		return []string{}
 	}
 	return append([]string{}, groups...)
@@ -261,30 +259,30 @@ func printRegistrars(w io.Writer, rs []apitypes.Registrar) {
 	tw.Flush()
 }
 
-func newListenCmd() *cobra.Command {
+func newListenCmd() *spec {
 	var (
 		addr    string
 		asJSON  bool
 		refuse  bool
 		maxBody int64 = 1 << 20
 	)
-	cmd := &cobra.Command{
-		Use:   "listen [--addr :9000]",
-		Short: "Receive remote events and print each one (a listener for trying things out)",
-		Long: `Serve HTTP on --addr and print every remote event POSTed to it (any
+	cmd := &spec{
+		use:   "listen [--addr :9000]",
+		short: "Receive remote events and print each one (a listener for trying things out)",
+		long: `Serve HTTP on --addr and print every remote event POSTed to it (any
 path), answering 200. With --unknown it answers 410 UnknownEvent instead,
 as a listener that no longer wants the events does: jinid then cancels
 the registration. Runs until interrupted.`,
-		Example: `  jinid listen --addr :9000
+		example: `  jinid listen --addr :9000
   jinid listen --addr 127.0.0.1:9000 --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--addr %s: %w", addr, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "listening on http://%s/\n", ln.Addr())
-			out := cmd.OutOrStdout()
+			fmt.Fprintf(inv.stderr, "listening on http://%s/\n", ln.Addr())
+			out := inv.stdout
 			srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method != http.MethodPost {
 					http.Error(w, "events are POSTed", http.StatusMethodNotAllowed)
@@ -303,7 +301,7 @@ the registration. Runs until interrupted.`,
 				}
 			})}
 			go func() {
-				<-cmd.Context().Done()
+				<-inv.ctx.Done()
 				srv.Close()
 			}()
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
-func newMailboxCmd() *cobra.Command {
+func newMailboxCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "mailbox",
-		Short: "Have jinid keep events for you while you are away (the event mailbox)",
-		Long: `Client commands for the event mailbox of a running jinid (--server). A
+	cmd := &spec{
+		use:   "mailbox",
+		short: "Have jinid keep events for you while you are away (the event mailbox)",
+		long: `Client commands for the event mailbox of a running jinid (--server). A
 registration has a mailbox listener URL: give it to any event generator
 (jinid lookup notify, jinid lds register, ... --listener URL) and jinid
 stores the events, on disk, until you take them: pushed to a target
@@ -32,11 +30,11 @@ stores the events, on disk, until you take them: pushed to a target
 		dur  string
 		pull bool
 	)
-	register := &cobra.Command{
-		Use:   "register [--pull] [--duration 1h]",
-		Short: "Register; prints the registration, its lease and its mailbox listener",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	register := &spec{
+		use:   "register [--pull] [--duration 1h]",
+		short: "Register; prints the registration, its lease and its mailbox listener",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -45,58 +43,58 @@ stores the events, on disk, until you take them: pushed to a target
 			if err != nil {
 				return err
 			}
-			r, err := c.MailboxRegister(cmd.Context(), d, pull)
+			r, err := c.MailboxRegister(inv.ctx, d, pull)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "registration %s\nlistener     %s\nlease        %s (expires %s)\n", r.ID, r.Listener.URL, r.Lease.ID, expires(r.Lease.Expiration))
+			fmt.Fprintf(inv.stdout, "registration %s\nlistener     %s\nlease        %s (expires %s)\n", r.ID, r.Listener.URL, r.Lease.ID, expires(r.Lease.Expiration))
 			return nil
 		},
 	}
 	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&pull, "pull", false, "a pull registration: events can be pulled with jinid mailbox pull")
 
-	listener := &cobra.Command{
-		Use:   "listener REGISTRATION",
-		Short: "Print the registration's mailbox listener URL (give it to event generators)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	listener := &spec{
+		use:   "listener REGISTRATION",
+		short: "Print the registration's mailbox listener URL (give it to event generators)",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			info, err := c.MailboxGet(cmd.Context(), args[0])
+			info, err := c.MailboxGet(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
 			l, _ := info["listener"].(map[string]any)
-			fmt.Fprintln(cmd.OutOrStdout(), l["url"])
+			fmt.Fprintln(inv.stdout, l["url"])
 			return nil
 		},
 	}
 
-	enable := &cobra.Command{
-		Use:   "enable REGISTRATION TARGET-URL",
-		Short: "Push stored and new events to a target listener, in the order they came",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	enable := &spec{
+		use:   "enable REGISTRATION TARGET-URL",
+		short: "Push stored and new events to a target listener, in the order they came",
+		args:  exactArgs(2),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			return c.MailboxEnable(cmd.Context(), args[0], args[1])
+			return c.MailboxEnable(inv.ctx, args[0], args[1])
 		},
 	}
-	disable := &cobra.Command{
-		Use:   "disable REGISTRATION",
-		Short: "Stop pushing; events are kept",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	disable := &spec{
+		use:   "disable REGISTRATION",
+		short: "Stop pushing; events are kept",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			return c.MailboxDisable(cmd.Context(), args[0])
+			return c.MailboxDisable(inv.ctx, args[0])
 		},
 	}
 
@@ -104,14 +102,14 @@ stores the events, on disk, until you take them: pushed to a target
 		wait time.Duration
 		max  int
 	)
-	pullCmd := &cobra.Command{
-		Use:   "pull REGISTRATION [--wait 10s] [--max N]",
-		Short: "Take the stored events (one JSON object per line); waits up to --wait for more",
-		Long: `Open an iterator (which disables push delivery), print every stored event,
+	pullCmd := &spec{
+		use:   "pull REGISTRATION [--wait 10s] [--max N]",
+		short: "Take the stored events (one JSON object per line); waits up to --wait for more",
+		long: `Open an iterator (which disables push delivery), print every stored event,
 then wait up to --wait for more; stop after --max events if given. Events
 printed are acknowledged and deleted from the mailbox.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		args: exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			if wait < 0 {
 				return fmt.Errorf("--wait %s: must not be negative", wait)
 			}
@@ -119,27 +117,27 @@ printed are acknowledged and deleted from the mailbox.`,
 			if err != nil {
 				return err
 			}
-			it, err := c.MailboxIterator(cmd.Context(), args[0])
+			it, err := c.MailboxIterator(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
 			n := 0
 			for max <= 0 || n < max {
-				ev, err := c.MailboxNext(cmd.Context(), args[0], it, wait.Milliseconds())
+				ev, err := c.MailboxNext(inv.ctx, args[0], it, wait.Milliseconds())
 				if err != nil {
 					return err
 				}
 				if ev == nil {
 					break
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(ev))
+				fmt.Fprintln(inv.stdout, string(ev))
 				n++
 			}
 			// Closing acknowledges the last one printed.
-			if err := c.MailboxClose(cmd.Context(), args[0], it); err != nil {
+			if err := c.MailboxClose(inv.ctx, args[0], it); err != nil {
 				return errors.Join(fmt.Errorf("acknowledging the last event"), err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d events\n", n)
+			fmt.Fprintf(inv.stderr, "%d events\n", n)
 			return nil
 		},
 	}

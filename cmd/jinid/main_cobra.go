@@ -23,22 +23,27 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var g globalFlags
-	root := &cobra.Command{
-		Use:   "jinid",
-		Short: rootShort,
-		Long:  rootLong(),
-		// cobra prints "jinid version " and this; a version template of
-		// our own would link text/template, whose reflection costs
-		// megabytes (docs/performance.md).
-		Version:       strings.TrimPrefix(versionLine(), "jinid "),
-		SilenceUsage:  true, // a failing command is not a usage mistake
-		SilenceErrors: true, // main prints the error once
-	}
+	root := rootSpec(&g).command()
+	// cobra prints "jinid version " and this; a version template of our
+	// own would link text/template, whose reflection costs megabytes
+	// (docs/performance.md).
+	root.Version = strings.TrimPrefix(versionLine(), "jinid ")
+	root.SilenceUsage = true  // a failing command is not a usage mistake
+	root.SilenceErrors = true // main prints the error once
 	// A flag that does not parse is a usage error, in every command.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	bindGlobal(root.PersistentFlags(), &g)
-	root.AddCommand(commands(&g)...)
+	// The commands of a router's other binary say where they are, as
+	// dispatch's do.
+	for name, where := range elsewhere() {
+		root.AddCommand(&cobra.Command{
+			Use:                name,
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE:               func(*cobra.Command, []string) error { return notHere(name, where) },
+		})
+	}
 	return root
 }

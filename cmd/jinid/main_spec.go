@@ -15,11 +15,14 @@ const hasTools = false
 
 // execute runs the command args name; the tools' names say where the
 // tools are.
-func execute(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var g globalFlags
-	err := dispatch(ctx, specRoot(&g), &g, args, stdout, stderr, elsewhere())
+	err := dispatch(ctx, rootSpec(&g), &g, args, stdin, stdout, stderr, elsewhere())
 	if errors.Is(err, errHelp) {
 		return nil
 	}
 	return err
 }
+
+// commands are the daemon's.
+func commands(g *globalFlags) []*spec { return daemonCommands(g) }

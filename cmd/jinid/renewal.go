@@ -9,18 +9,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
-func newRenewalCmd() *cobra.Command {
+func newRenewalCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "renewal",
-		Short: "Hand leases to jinid to renew (the lease renewal service)",
-		Long: `Client commands for the lease renewal service of a running jinid
+	cmd := &spec{
+		use:   "renewal",
+		short: "Hand leases to jinid to renew (the lease renewal service)",
+		long: `Client commands for the lease renewal service of a running jinid
 (--server). Create a set (itself leased), add leases to it, each with how
 long you want it kept (--desired); jinid renews them at their grantor
 (any jinid, or anything that speaks the API's lease endpoints) until then.
@@ -35,11 +33,11 @@ listener hears before the set's own lease ends.
 	connect := api.connect
 
 	var dur string
-	create := &cobra.Command{
-		Use:   "create [--duration 1h]",
-		Short: "Create a renewal set; prints its ID and lease",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	create := &spec{
+		use:   "create [--duration 1h]",
+		short: "Create a renewal set; prints its ID and lease",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -48,11 +46,11 @@ listener hears before the set's own lease ends.
 			if err != nil {
 				return err
 			}
-			s, err := c.RenewalCreate(cmd.Context(), d)
+			s, err := c.RenewalCreate(inv.ctx, d)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
+			fmt.Fprintf(inv.stdout, "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
 			return nil
 		},
 	}
@@ -63,16 +61,16 @@ listener hears before the set's own lease ends.
 		desired, renewFlag string
 		remaining          time.Duration
 	)
-	add := &cobra.Command{
-		Use:   "add SET --grantor URL --lease ID --remaining D --desired D [--renew D]",
-		Short: "Put a lease in a set (renewFor)",
-		Long: `Put a lease in a set: jinid renews it at --grantor until --desired from
+	add := &spec{
+		use:   "add SET --grantor URL --lease ID --remaining D --desired D [--renew D]",
+		short: "Put a lease in a set (renewFor)",
+		long: `Put a lease in a set: jinid renews it at --grantor until --desired from
 now ("forever" for as long as possible), each time for --renew (default
 forever: as long as the grantor gives). --remaining is how long the lease
 has left now (as jinid lease or lookup register printed it).`,
-		Example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
+		args:    exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			if grantor == "" || leaseID == "" {
 				return errors.New("--grantor and --lease are required")
 			}
@@ -96,7 +94,7 @@ has left now (as jinid lease or lookup register printed it).`,
 				return err
 			}
 			rem := remaining.Milliseconds()
-			return c.RenewFor(cmd.Context(), args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
+			return c.RenewFor(inv.ctx, args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
 				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
 		},
 	}
@@ -106,46 +104,46 @@ has left now (as jinid lease or lookup register printed it).`,
 	add.Flags().StringVar(&desired, "desired", "forever", "keep it this long from now: a duration or forever")
 	add.Flags().StringVar(&renewFlag, "renew", "", "renew it each time for this long (default forever: what the grantor gives)")
 
-	remove := &cobra.Command{
-		Use:   "remove SET LEASE-ID",
-		Short: "Take a lease out of a set (it is not cancelled)",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	remove := &spec{
+		use:   "remove SET LEASE-ID",
+		short: "Take a lease out of a set (it is not cancelled)",
+		args:  exactArgs(2),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			l, err := c.RenewalRemove(cmd.Context(), args[0], args[1])
+			l, err := c.RenewalRemove(inv.ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
 			if l == nil {
-				fmt.Fprintln(cmd.OutOrStdout(), "not in the set")
+				fmt.Fprintln(inv.stdout, "not in the set")
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
+			fmt.Fprintf(inv.stdout, "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
 			return nil
 		},
 	}
 
 	var asJSON bool
-	list := &cobra.Command{
-		Use:   "list SET",
-		Short: "List a set's leases with their last recorded expirations",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	list := &spec{
+		use:   "list SET",
+		short: "List a set's leases with their last recorded expirations",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			ls, err := c.RenewalLeases(cmd.Context(), args[0])
+			ls, err := c.RenewalLeases(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"leases": ls})
+				return json.NewEncoder(inv.stdout).Encode(map[string]any{"leases": ls})
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "LEASE\tGRANTOR\tEXPIRES\tKEPT UNTIL")
 			for _, l := range ls {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Grantor, expires(l.Expiration), expires(l.DesiredExpiration))
@@ -160,18 +158,18 @@ has left now (as jinid lease or lookup register printed it).`,
 		minWarning         time.Duration
 		clear              bool
 	)
-	listenerCmd := func(use, short string, warning bool) *cobra.Command {
-		c := &cobra.Command{
-			Use:   use,
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
+	listenerCmd := func(use, short string, warning bool) *spec {
+		c := &spec{
+			use:   use,
+			short: short,
+			args:  exactArgs(1),
+			run: func(inv *invocation, args []string) error {
 				c, err := connect()
 				if err != nil {
 					return err
 				}
 				if clear {
-					return c.RenewalClear(cmd.Context(), args[0], warning)
+					return c.RenewalClear(inv.ctx, args[0], warning)
 				}
 				if listener == "" {
 					return errors.New("--listener is required (or --clear)")
@@ -181,14 +179,14 @@ has left now (as jinid lease or lookup register printed it).`,
 					if minWarning < 0 {
 						return fmt.Errorf("--min-warning %s: must not be negative", minWarning)
 					}
-					reg, err = c.RenewalWarning(cmd.Context(), args[0], listener, minWarning.Milliseconds(), []byte(handback))
+					reg, err = c.RenewalWarning(inv.ctx, args[0], listener, minWarning.Milliseconds(), []byte(handback))
 				} else {
-					reg, err = c.RenewalFailures(cmd.Context(), args[0], listener, []byte(handback))
+					reg, err = c.RenewalFailures(inv.ctx, args[0], listener, []byte(handback))
 				}
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "eventID %d\nseqNum  %d\n", reg.EventID, reg.SeqNum)
+				fmt.Fprintf(inv.stdout, "eventID %d\nseqNum  %d\n", reg.EventID, reg.SeqNum)
 				return nil
 			},
 		}

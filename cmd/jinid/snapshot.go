@@ -8,7 +8,7 @@ import (
 
 func snapshotSpec() *spec {
 	var api apiFlags
-	return &spec{
+	s := &spec{
 		use:   "snapshot",
 		short: "Have the daemon write a snapshot of its store now (with --snapshot-dir)",
 		long: `A daemon started with --snapshot-dir keeps its live store in --data-dir
@@ -20,8 +20,7 @@ snapshot. This needs an administrator (the local socket, or an admin
 token).`,
 		example: `  jinid snapshot
   jinid snapshot --server http://gw:4162 --token-file admin.token`,
-		flags: api.bind,
-		run: func(inv *invocation) error {
+		run: func(inv *invocation, args []string) error {
 			c, err := api.connect()
 			if err != nil {
 				return err
@@ -34,4 +33,6 @@ token).`,
 			return err
 		},
 	}
+	api.bind(s.Flags())
+	return s
 }

@@ -12,44 +12,116 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// A spec is a command defined once for both of jinid's command layers:
-// cobra, in the full and tools builds, and dispatch, in the router's
-// daemon binary. Cobra's package initialisation compiles regular
-// expressions and it brings text/template: 0.45 MB of the mips daemon
-// (docs/performance.md, "Router builds"), for the daemon's four commands.
-// So the commands the daemon binary has (daemon, config, snapshot,
-// version) are specs; the tools' commands are cobra's own.
+// A spec is a command, declared once for both of jinid's command
+// layers: cobra, where it is linked (the full and tools builds), and
+// dispatch, in the router's daemon binary. Cobra's package
+// initialisation compiles regular expressions and it brings
+// text/template: 0.45 MB of the mips daemon (docs/performance.md,
+// "Router builds"), for the daemon's four commands. Its methods are
+// named as cobra's are, so a command reads the same either way.
 type spec struct {
 	use, short, long, example string
-	// maxArgs is the most arguments the command takes; -1 is any.
-	maxArgs int
-	// flags defines the command's own flags (the global ones are
-	// added).
-	flags func(*pflag.FlagSet)
+	// args checks the arguments (noArgs, exactArgs, ...); nil takes
+	// none.
+	args argsRule
 	// run runs the command; nil for a group of subcommands.
-	run  func(*invocation) error
+	run  func(inv *invocation, args []string) error
 	subs []*spec
+	// hidden commands work but are not listed.
+	hidden bool
+	// flags and persistent (which the subcommands have too) are made on
+	// first use.
+	flags, persistent *pflag.FlagSet
 }
 
 // invocation is what a command's run gets, whichever layer called it.
 type invocation struct {
 	ctx            context.Context
-	flags          *pflag.FlagSet // the command's and the global flags, parsed
-	args           []string
+	flags          *pflag.FlagSet // the command's, the inherited and the global flags, parsed
+	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
 func (s *spec) name() string { return strings.Fields(s.use)[0] }
 
-// checkArgs says whether args are as many as s takes, cobra's way.
-func (s *spec) checkArgs(args []string) error {
-	switch {
-	case s.maxArgs < 0 || len(args) <= s.maxArgs:
-		return nil
-	case s.maxArgs == 0:
-		return fmt.Errorf("unknown command %q for %q", args[0], "jinid "+s.name())
+// Flags are the command's own flags.
+func (s *spec) Flags() *pflag.FlagSet {
+	if s.flags == nil {
+		s.flags = pflag.NewFlagSet(s.name(), pflag.ContinueOnError)
 	}
-	return fmt.Errorf("accepts at most %d arg(s), received %d", s.maxArgs, len(args))
+	return s.flags
+}
+
+// PersistentFlags are the command's flags that its subcommands have too.
+func (s *spec) PersistentFlags() *pflag.FlagSet {
+	if s.persistent == nil {
+		s.persistent = pflag.NewFlagSet(s.name(), pflag.ContinueOnError)
+	}
+	return s.persistent
+}
+
+// AddCommand adds subcommands.
+func (s *spec) AddCommand(subs ...*spec) { s.subs = append(s.subs, subs...) }
+
+// An argsRule checks the arguments of the command at path, saying what
+// is wrong as cobra's own checks do.
+type argsRule func(path string, args []string) error
+
+func noArgs(path string, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("unknown command %q for %q", args[0], path)
+	}
+	return nil
+}
+
+func anyArgs(string, []string) error { return nil }
+
+func exactArgs(n int) argsRule {
+	return func(_ string, args []string) error {
+		if len(args) != n {
+			return fmt.Errorf("accepts %d arg(s), received %d", n, len(args))
+		}
+		return nil
+	}
+}
+
+func minArgs(n int) argsRule {
+	return func(_ string, args []string) error {
+		if len(args) < n {
+			return fmt.Errorf("requires at least %d arg(s), only received %d", n, len(args))
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int) argsRule {
+	return func(_ string, args []string) error {
+		if len(args) > n {
+			return fmt.Errorf("accepts at most %d arg(s), received %d", n, len(args))
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int) argsRule {
+	return func(_ string, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return fmt.Errorf("accepts between %d and %d arg(s), received %d", lo, hi, len(args))
+		}
+		return nil
+	}
+}
+
+// checkArgs checks args against s's rule, as a usage error.
+func (s *spec) checkArgs(path string, args []string) error {
+	rule := s.args
+	if rule == nil {
+		rule = noArgs
+	}
+	if err := rule(path, args); err != nil {
+		return usageError{err}
+	}
+	return nil
 }
 
 // bindGlobal puts the global flags on fs.
@@ -66,7 +138,7 @@ var errHelp = errors.New("help printed")
 // -h/--help at every level, --version at the top, usage errors
 // (usageError) for what does not parse. elsewhere names commands of
 // another binary, and where they are.
-func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, stdout, stderr io.Writer, elsewhere map[string]string) error {
+func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, stdin io.Reader, stdout, stderr io.Writer, elsewhere map[string]string) error {
 	// The global flags are one set at every level, so that a value (and
 	// its being given) survives from the level it is parsed at.
 	global := pflag.NewFlagSet("global", pflag.ContinueOnError)
@@ -75,15 +147,10 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 	for {
 		cur := path[len(path)-1]
 		leaf := cur.run != nil
-		fs := pflag.NewFlagSet(commandPath(path), pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
+		fs := flagsAt(path, global)
 		// Above the leaf, parsing stops at the first word: the name of
 		// a subcommand.
 		fs.SetInterspersed(leaf)
-		if cur.flags != nil {
-			cur.flags(fs)
-		}
-		fs.AddFlagSet(global)
 		help := fs.BoolP("help", "h", false, "help for "+cur.name())
 		var version *bool
 		if len(path) == 1 {
@@ -119,12 +186,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 					}
 					path = append(path, path[len(path)-1].subs[i])
 				}
-				hfs := pflag.NewFlagSet(commandPath(path), pflag.ContinueOnError)
-				if f := path[len(path)-1].flags; f != nil {
-					f(hfs)
-				}
-				hfs.AddFlagSet(global)
-				writeHelp(stdout, path, hfs)
+				writeHelp(stdout, path, flagsAt(path, global))
 				return errHelp
 			}
 			i := slices.IndexFunc(cur.subs, func(s *spec) bool { return s.name() == rest[0] })
@@ -138,11 +200,30 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 			args = rest[1:]
 			continue
 		}
-		if err := cur.checkArgs(rest); err != nil {
-			return usageError{err}
+		if err := cur.checkArgs(commandPath(path), rest); err != nil {
+			return err
 		}
-		return cur.run(&invocation{ctx: ctx, flags: fs, args: rest, stdout: stdout, stderr: stderr})
+		return cur.run(&invocation{ctx: ctx, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr}, rest)
 	}
+}
+
+// flagsAt is the flag set of the last command of path: its own flags,
+// the persistent ones of it and the commands above it, and the global
+// ones. The flags are shared with the specs, so a value given at one
+// level is there at the next.
+func flagsAt(path []*spec, global *pflag.FlagSet) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(commandPath(path), pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if cur := path[len(path)-1]; cur.flags != nil {
+		fs.AddFlagSet(cur.flags)
+	}
+	for _, s := range path {
+		if s.persistent != nil {
+			fs.AddFlagSet(s.persistent)
+		}
+	}
+	fs.AddFlagSet(global)
+	return fs
 }
 
 func commandPath(path []*spec) string {
@@ -179,6 +260,9 @@ func writeHelp(w io.Writer, path []*spec, fs *pflag.FlagSet) {
 			width = max(width, len(sub.name()))
 		}
 		for _, sub := range s.subs {
+			if sub.hidden {
+				continue
+			}
 			fmt.Fprintf(&b, "  %-*s %s\n", width+2, sub.name(), sub.short)
 		}
 	}

@@ -13,7 +13,8 @@ func dispatched(t *testing.T, args ...string) (stdout string, err error) {
 	t.Helper()
 	var g globalFlags
 	var out, errb bytes.Buffer
-	err = dispatch(t.Context(), specRoot(&g), &g, args, &out, &errb, map[string]string{"lookup": toolsBinary})
+	root := &spec{use: "jinid", short: rootShort, long: rootLong(), subs: daemonCommands(&g)}
+	err = dispatch(t.Context(), root, &g, args, nil, &out, &errb, map[string]string{"lookup": toolsBinary})
 	return out.String(), err
 }
 

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
-func newTokenCmd() *cobra.Command {
+func newTokenCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Create, list and revoke the API's bearer tokens (an administrator's)",
-		Long: `The network API asks for a bearer token (Authorization: Bearer ...) for
+	cmd := &spec{
+		use:   "token",
+		short: "Create, list and revoke the API's bearer tokens (an administrator's)",
+		long: `The network API asks for a bearer token (Authorization: Bearer ...) for
 anything beyond what anonymous callers may do (the daemon's --anonymous,
 read by default). A token has one scope:
 
@@ -33,7 +31,7 @@ the daemon writes one admin token to admin.token in its data directory.
 
 A token's secret is shown once, when it is made; the daemon keeps only a
 hash. Revoking a token refuses it at once.`,
-		Example: `  jinid token create --name build-bot --scope client --expires 720h > bot.token
+		example: `  jinid token create --name build-bot --scope client --expires 720h > bot.token
   jinid token list
   jinid token revoke build-bot
   JINID_TOKEN=$(cat bot.token) jinid lookup register --server http://gw:4162 --type com.example.Thing`,
@@ -42,11 +40,11 @@ hash. Revoking a token refuses it at once.`,
 
 	var name, scope string
 	var expires time.Duration
-	create := &cobra.Command{
-		Use:   "create --name NAME --scope read|client|admin [--expires D]",
-		Short: "Make a token; prints its secret, shown this once",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	create := &spec{
+		use:   "create --name NAME --scope read|client|admin [--expires D]",
+		short: "Make a token; prints its secret, shown this once",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
 			if name == "" {
 				return errors.New("--name is required (it names the token in listings and in the audit log)")
 			}
@@ -57,12 +55,12 @@ hash. Revoking a token refuses it at once.`,
 			if err != nil {
 				return err
 			}
-			tok, err := c.CreateToken(cmd.Context(), name, scope, expires)
+			tok, err := c.CreateToken(inv.ctx, name, scope, expires)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), tok.Secret)
-			fmt.Fprintf(cmd.ErrOrStderr(), "token %q (%s, id %s) made; its secret above is shown only now\n", tok.Name, tok.Scope, tok.ID)
+			fmt.Fprintln(inv.stdout, tok.Secret)
+			fmt.Fprintf(inv.stderr, "token %q (%s, id %s) made; its secret above is shown only now\n", tok.Name, tok.Scope, tok.ID)
 			return nil
 		},
 	}
@@ -70,20 +68,20 @@ hash. Revoking a token refuses it at once.`,
 	create.Flags().StringVar(&scope, "scope", "client", "what it allows: read, client or admin")
 	create.Flags().DurationVar(&expires, "expires", 0, "how long it works (e.g. 720h; 0: until revoked)")
 
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the tokens (never their secrets)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	list := &spec{
+		use:   "list",
+		short: "List the tokens (never their secrets)",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
 			c, err := api.connect()
 			if err != nil {
 				return err
 			}
-			toks, err := c.Tokens(cmd.Context())
+			toks, err := c.Tokens(inv.ctx)
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			w := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tSCOPE\tID\tCREATED\tEXPIRES")
 			for _, t := range toks {
 				exp := "never"
@@ -95,22 +93,22 @@ hash. Revoking a token refuses it at once.`,
 			return w.Flush()
 		},
 	}
-	revoke := &cobra.Command{
-		Use:   "revoke NAME|ID...",
-		Short: "Revoke tokens: refused from now on",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	revoke := &spec{
+		use:   "revoke NAME|ID...",
+		short: "Revoke tokens: refused from now on",
+		args:  minArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := api.connect()
 			if err != nil {
 				return err
 			}
 			var errs []error
 			for _, a := range args {
-				if err := c.RevokeToken(cmd.Context(), a); err != nil {
+				if err := c.RevokeToken(inv.ctx, a); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", a, err))
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s revoked\n", a)
+				fmt.Fprintf(inv.stdout, "%s revoked\n", a)
 			}
 			return errors.Join(errs...)
 		},

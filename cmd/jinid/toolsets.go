@@ -2,10 +2,8 @@
 
 package main
 
-import "github.com/spf13/cobra"
-
 // toolCommands look at the LAN and use a daemon's API.
-func toolCommands(g *globalFlags) []*cobra.Command {
-	return []*cobra.Command{newInspectCmd(), newDiscoverCmd(g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(),
+func toolCommands(g *globalFlags) []*spec {
+	return []*spec{newInspectCmd(), newDiscoverCmd(g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(),
 		newRenewalCmd(), newMailboxCmd(), newTokenCmd(), newTxnCmd()}
 }

@@ -12,19 +12,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/participant"
 )
 
-func newTxnCmd() *cobra.Command {
+func newTxnCmd() *spec {
 	var api apiFlags
-	cmd := &cobra.Command{
-		Use:   "txn",
-		Short: "Run transactions on jinid's transaction manager, and try a participant",
-		Long: `Client commands for the transaction manager of a running jinid (--server),
+	cmd := &spec{
+		use:   "txn",
+		short: "Run transactions on jinid's transaction manager, and try a participant",
+		long: `Client commands for the transaction manager of a running jinid (--server),
 and a participant to try the two-phase commit from a terminal:
 
   jinid txn participant --addr :9100 --vote prepared &
@@ -36,16 +34,16 @@ and a participant to try the two-phase commit from a terminal:
 	connect := api.connect
 
 	var dur, parent, parentManager, parentTokenFile string
-	create := &cobra.Command{
-		Use:   "create [--duration 10m] [--parent ID [--parent-manager URL [--parent-token-file FILE]]]",
-		Short: "Create a transaction, or one nested in a parent; prints its ID",
-		Long: `Create a transaction; prints its ID. With --parent, the transaction is
+	create := &spec{
+		use:   "create [--duration 10m] [--parent ID [--parent-manager URL [--parent-token-file FILE]]]",
+		short: "Create a transaction, or one nested in a parent; prints its ID",
+		long: `Create a transaction; prints its ID. With --parent, the transaction is
 nested in that one: on this manager, or with --parent-manager on another
 jinid, which this one joins through a link (give --parent-token-file, a
 file holding a token of that jinid with the client scope, unless it lets
 anonymous clients join).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -67,14 +65,14 @@ anonymous clients join).`,
 			}
 			var tx client.Transaction
 			if parent == "" {
-				tx, err = c.TxnCreate(cmd.Context(), d)
+				tx, err = c.TxnCreate(inv.ctx, d)
 			} else {
-				tx, err = c.TxnCreateNested(cmd.Context(), d, p)
+				tx, err = c.TxnCreateNested(inv.ctx, d, p)
 			}
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), tx.ID)
+			_, err = fmt.Fprintln(inv.stdout, tx.ID)
 			return err
 		},
 	}
@@ -83,82 +81,82 @@ anonymous clients join).`,
 	create.Flags().StringVar(&parentManager, "parent-manager", "", "the parent's manager, when it is another jinid (its API URL)")
 	create.Flags().StringVar(&parentTokenFile, "parent-token-file", "", "a file with a token for the parent's manager")
 
-	state := &cobra.Command{
-		Use:   "state TRANSACTION",
-		Short: "Print the transaction's state: ACTIVE, VOTING, COMMITTED or ABORTED",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	state := &spec{
+		use:   "state TRANSACTION",
+		short: "Print the transaction's state: ACTIVE, VOTING, COMMITTED or ABORTED",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			s, err := c.TxnState(cmd.Context(), args[0])
+			s, err := c.TxnState(inv.ctx, args[0])
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), s)
+			_, err = fmt.Fprintln(inv.stdout, s)
 			return err
 		},
 	}
 
 	var ancestorManager string
-	enclosedBy := &cobra.Command{
-		Use:   "enclosed-by TRANSACTION ANCESTOR [--ancestor-manager URL]",
-		Short: "Print whether the transaction is nested, at any depth, in ANCESTOR",
-		Long: `Print true if TRANSACTION is nested, at any depth, in ANCESTOR (enclosedBy),
+	enclosedBy := &spec{
+		use:   "enclosed-by TRANSACTION ANCESTOR [--ancestor-manager URL]",
+		short: "Print whether the transaction is nested, at any depth, in ANCESTOR",
+		long: `Print true if TRANSACTION is nested, at any depth, in ANCESTOR (enclosedBy),
 else false. The parents are followed up from TRANSACTION, each asked of
 its own manager; give --ancestor-manager (its API URL) when ANCESTOR is
 on another jinid.`,
-		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		args: exactArgs(2),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			in, err := c.TxnEnclosedBy(cmd.Context(), args[0], client.TxnRef{Manager: ancestorManager, ID: args[1]})
+			in, err := c.TxnEnclosedBy(inv.ctx, args[0], client.TxnRef{Manager: ancestorManager, ID: args[1]})
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), in)
+			_, err = fmt.Fprintln(inv.stdout, in)
 			return err
 		},
 	}
 	enclosedBy.Flags().StringVar(&ancestorManager, "ancestor-manager", "", "the ancestor's manager, when it is another jinid (its API URL)")
 
 	var crashCount int64
-	join := &cobra.Command{
-		Use:   "join TRANSACTION PARTICIPANT-URL [--crash-count N]",
-		Short: "Join a participant (its callback URL) to the transaction",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	join := &spec{
+		use:   "join TRANSACTION PARTICIPANT-URL [--crash-count N]",
+		short: "Join a participant (its callback URL) to the transaction",
+		args:  exactArgs(2),
+		run: func(inv *invocation, args []string) error {
 			c, err := connect()
 			if err != nil {
 				return err
 			}
-			return c.TxnJoin(cmd.Context(), args[0], args[1], crashCount)
+			return c.TxnJoin(inv.ctx, args[0], args[1], crashCount)
 		},
 	}
 	join.Flags().Int64Var(&crashCount, "crash-count", 1, "the participant's crash count")
 
-	complete := func(name, short string, op func(cmd *cobra.Command, id string, waitFor int64) (string, error)) *cobra.Command {
+	complete := func(name, short string, op func(inv *invocation, id string, waitFor int64) (string, error)) *spec {
 		var waitFor time.Duration
-		c := &cobra.Command{
-			Use:   name + " TRANSACTION [--wait-for D]",
-			Short: short,
-			Args:  cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
+		c := &spec{
+			use:   name + " TRANSACTION [--wait-for D]",
+			short: short,
+			args:  exactArgs(1),
+			run: func(inv *invocation, args []string) error {
 				if waitFor < 0 {
 					return usagef("--wait-for %s: want 0 or more", waitFor)
 				}
 				w := int64(-1)
-				if cmd.Flags().Changed("wait-for") {
+				if inv.flags.Changed("wait-for") {
 					w = waitFor.Milliseconds()
 				}
-				s, err := op(cmd, args[0], w)
+				s, err := op(inv, args[0], w)
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), s)
+				_, err = fmt.Fprintln(inv.stdout, s)
 				return err
 			},
 		}
@@ -166,20 +164,20 @@ on another jinid.`,
 		return c
 	}
 	commit := complete("commit", "Commit: prints COMMITTED, or fails (CannotCommit, TimeoutExpired, OutcomeUnknown)",
-		func(cmd *cobra.Command, id string, w int64) (string, error) {
+		func(inv *invocation, id string, w int64) (string, error) {
 			c, err := connect()
 			if err != nil {
 				return "", err
 			}
-			return c.TxnCommit(cmd.Context(), id, w)
+			return c.TxnCommit(inv.ctx, id, w)
 		})
 	abort := complete("abort", "Abort: prints ABORTED, or fails (CannotAbort once committed)",
-		func(cmd *cobra.Command, id string, w int64) (string, error) {
+		func(inv *invocation, id string, w int64) (string, error) {
 			c, err := connect()
 			if err != nil {
 				return "", err
 			}
-			return c.TxnAbort(cmd.Context(), id, w)
+			return c.TxnAbort(inv.ctx, id, w)
 		})
 	cmd.AddCommand(create, state, enclosedBy, join, commit, abort, newTxnParticipantCmd())
 	return cmd
@@ -187,20 +185,20 @@ on another jinid.`,
 
 // newTxnParticipantCmd serves a participant that votes as told, to try
 // the manager from a terminal.
-func newTxnParticipantCmd() *cobra.Command {
+func newTxnParticipantCmd() *spec {
 	var (
 		addr, vote string
 		delay      time.Duration
 	)
-	cmd := &cobra.Command{
-		Use:   "participant --addr :9100 --vote prepared|notchanged|aborted [--delay D]",
-		Short: "Serve a participant that votes as told and prints each call",
-		Long: `Serve a transaction participant on --addr until interrupted: it votes
+	cmd := &spec{
+		use:   "participant --addr :9100 --vote prepared|notchanged|aborted [--delay D]",
+		short: "Serve a participant that votes as told and prints each call",
+		long: `Serve a transaction participant on --addr until interrupted: it votes
 --vote on every transaction (after --delay, to try a slow participant),
 prints every call the manager makes, and answers repeated calls the
 same way. Join it with its URL, http://HOST:PORT/.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		args: noArgs,
+		run: func(inv *invocation, _ []string) error {
 			v, ok := map[string]txn.Vote{"prepared": txn.VotePrepared, "notchanged": txn.VoteNotChanged, "aborted": txn.VoteAborted}[strings.ToLower(vote)]
 			if !ok {
 				return usagef("--vote %q: want prepared, notchanged or aborted", vote)
@@ -208,7 +206,7 @@ same way. Join it with its URL, http://HOST:PORT/.`,
 			if delay < 0 {
 				return usagef("--delay %s: want 0 or more", delay)
 			}
-			out := cmd.OutOrStdout()
+			out := inv.stdout
 			h := &participant.Handler{
 				Prepare: func(ctx context.Context, id string) (txn.Vote, error) {
 					fmt.Fprintf(out, "prepare %s\n", id)
@@ -230,7 +228,7 @@ same way. Join it with its URL, http://HOST:PORT/.`,
 			fmt.Fprintf(out, "participant at http://%s/\n", ln.Addr())
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 			go func() {
-				<-cmd.Context().Done()
+				<-inv.ctx.Done()
 				srv.Close()
 			}()
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {

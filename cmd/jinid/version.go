@@ -65,7 +65,7 @@ func versionSpec() *spec {
 	return &spec{
 		use:   "version",
 		short: "Show jinid's version, commit and build date, the Go it was built with, its platform and features",
-		run: func(inv *invocation) error {
+		run: func(inv *invocation, args []string) error {
 			_, err := fmt.Fprintln(inv.stdout, versionLine()+"\n"+featuresLine())
 			return err
 		},

@@ -6,10 +6,7 @@
 // which a binary has.
 package features
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
 // A Feature is one optional part of jinid.
 type Feature struct {
@@ -78,9 +75,9 @@ var all = [...]Feature{
 // -tags takes them, space- or comma-separated) has and those it leaves
 // out, by name.
 func In(tags string) (in, out []string) {
-	given := strings.Fields(strings.ReplaceAll(tags, ",", " "))
+	given := "," + strings.ReplaceAll(tags, " ", ",") + ","
 	for _, f := range all {
-		if slices.Contains(given, f.Tag) {
+		if strings.Contains(given, ","+f.Tag+",") {
 			out = append(out, f.Name)
 		} else {
 			in = append(in, f.Name)
