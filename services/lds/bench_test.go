@@ -84,7 +84,7 @@ func TestAnnouncementFansOutOnlyToItsRegistrations(t *testing.T) {
 	f := newFanout(t, rec, clk)
 	f.register(t, listener)
 	for _, l := range f.ls {
-		f.s.HandleAnnouncement(f.lan.Announcement(l, discovery.ProtocolV2), "sim0")
+		f.s.g.HandleAnnouncement(f.lan.Announcement(l, discovery.ProtocolV2), "sim0")
 	}
 	for range fanRegs {
 		select {
@@ -97,7 +97,7 @@ func TestAnnouncementFansOutOnlyToItsRegistrations(t *testing.T) {
 	// want it are examined and told, not the 1,000.
 	before := f.s.examined.Load()
 	f.lan.Set(f.ls[7], func(l *discoverytest.SimLUS) { l.Groups = []string{"elsewhere"} })
-	f.s.HandleAnnouncement(f.lan.Announcement(f.ls[7], discovery.ProtocolV2), "sim0")
+	f.s.g.HandleAnnouncement(f.lan.Announcement(f.ls[7], discovery.ProtocolV2), "sim0")
 	for range fanRegs / fanLUS {
 		select {
 		case e := <-rec.ch:
@@ -153,7 +153,7 @@ func BenchmarkAnnouncementToListener(b *testing.B) {
 			mu.Lock()
 			sent[l.ID] = time.Now()
 			mu.Unlock()
-			f.s.HandleAnnouncement(a, "sim0")
+			f.s.g.HandleAnnouncement(a, "sim0")
 		}
 		for range fanRegs {
 			<-arrived

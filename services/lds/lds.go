@@ -70,10 +70,10 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/locator"
-	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
@@ -112,22 +112,26 @@ type Config struct {
 	Outbound   *outbound.Policy
 	Dispatcher Sender
 	Policy     lease.Policy
-	// Group configures the group discovery engine; Network is required.
+	// Multicast, if set, is the daemon's multicast network: group
+	// discovery sends its requests through it, and the service's engine
+	// takes what it hears. Nil means discovery by unicast only.
+	Multicast *group.Multicast
+	// Namespace is where lookup services are dialed from without
+	// multicast, and where locators are.
+	Namespace namespace.Namespace
+	// Group configures the group discovery engine: Network is Multicast,
+	// else unicast from Namespace, unless set (a test's simulated LAN).
 	// Groups, OnEvent, Clock and Logger are the service's.
 	Group group.Config
-	// Locator configures the locator discovery engine. Locators,
-	// OnEvent, Clock and Logger are the service's.
+	// Locator configures the locator discovery engine: Dial is unicast
+	// from Namespace unless set. Locators, OnEvent, Clock and Logger are
+	// the service's.
 	Locator locator.Config
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	// MaxPerRegistration bounds the groups, and the locators, of one
 	// registration; 0 means DefaultMaxPerRegistration.
 	MaxPerRegistration int
-	// LinkOf names the interface whose link an address is on ("" when
-	// none is): a lookup service known only by an IPv6 link-local
-	// address is described with that address only to those on its link.
-	// Nil means no address is on any link.
-	LinkOf func(netip.Addr) string
 	// OnEvent, if set, hears every event of the discovery engines, with
 	// the engine's name ("group", "locator"), before the service applies
 	// it: for metrics and the status page. It must not block.
@@ -146,6 +150,11 @@ type Service struct {
 	g     *group.Discovery
 	l     *locator.Discovery
 	run   *clock.Runner
+	// linkOf names the served interface whose link an address is on
+	// ("" when none is): a lookup service known only by an IPv6
+	// link-local address is described with that address only to those
+	// on its link. Nil (no multicast) means no address is on any link.
+	linkOf func(netip.Addr) string
 
 	mu      sync.Mutex
 	regs    map[string]*reg
@@ -232,14 +241,29 @@ func New(cfg Config) (*Service, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	unicastOnly := group.UnicastNetwork{Namespace: cfg.Namespace}
 	gc := cfg.Group
 	gc.Groups, gc.OnEvent, gc.Clock, gc.Logger = s.groupInterest(), s.onGroupEvent, cfg.Clock, cfg.Logger.With("engine", "group")
+	if gc.Network == nil {
+		gc.Network = unicastOnly
+		if cfg.Multicast != nil {
+			gc.Network = cfg.Multicast
+		}
+	}
 	g, err := group.New(gc)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Multicast != nil {
+		// The engine hears announcements and answers itself.
+		cfg.Multicast.SetSink(g)
+		s.linkOf = cfg.Multicast.LinkOf
+	}
 	lc := cfg.Locator
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = nil, s.onLocatorEvent, cfg.Clock, cfg.Logger.With("engine", "locator")
+	if lc.Dial == nil {
+		lc.Dial = unicastOnly.DialLocator
+	}
 	l, err := locator.New(lc)
 	if err != nil {
 		g.Shutdown(context.Background())
@@ -282,20 +306,6 @@ func (s *Service) Shutdown(ctx context.Context) error {
 }
 
 var _ lifecycle.Service = (*Service)(nil)
-
-// HandleAnnouncement and HandleResponse take what the network hears
-// (the service is a group.Sink).
-func (s *Service) HandleAnnouncement(a discovery.Announcement, iface string) {
-	s.g.HandleAnnouncement(a, iface)
-}
-
-// HandleLinks: see HandleAnnouncement.
-func (s *Service) HandleLinks(served []string) { s.g.HandleLinks(served) }
-
-// HandleResponse: see HandleAnnouncement.
-func (s *Service) HandleResponse(resp *unicast.Response, iface string) {
-	s.g.HandleResponse(resp, iface)
-}
 
 func (s *Service) load() error {
 	s.regs = map[string]*reg{}
@@ -1226,7 +1236,7 @@ func (s *Service) RegistrarFor(ls discovery.LookupService, to netip.Addr) apityp
 	switch {
 	case to.IsLoopback():
 		return r
-	case to.IsValid() && (to.Zone() == a.Zone() || s.cfg.LinkOf != nil && s.cfg.LinkOf(to) == a.Zone()):
+	case to.IsValid() && (to.Zone() == a.Zone() || s.linkOf != nil && s.linkOf(to) == a.Zone()):
 		r.Host = a.WithZone("").String()
 		r.Locator = discovery.Locator{Host: r.Host, Port: cmp.Or(ls.Port, discovery.Port)}.String()
 	default:

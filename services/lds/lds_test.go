@@ -89,7 +89,7 @@ func (r *rig) open() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.lan.OnResponse(r.s.HandleResponse)
+	r.lan.OnResponse(r.s.g.HandleResponse)
 	if err := r.g.Start(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func (r *rig) register(groups []string, locs ...string) Registration {
 }
 
 func (r *rig) announce(l *discoverytest.SimLUS) {
-	r.s.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
+	r.s.g.HandleAnnouncement(r.lan.Announcement(l, discovery.ProtocolV2), "sim0")
 }
 
 // next waits for the next event and checks it.

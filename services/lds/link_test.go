@@ -9,12 +9,12 @@ import (
 
 // A link-local address is handed only to those who can use it.
 func TestRegistrarForLinkLocal(t *testing.T) {
-	s := &Service{cfg: Config{LinkOf: func(a netip.Addr) string {
+	s := &Service{linkOf: func(a netip.Addr) string {
 		if netip.MustParsePrefix("192.168.1.0/24").Contains(a) {
 			return "br-lan"
 		}
 		return ""
-	}}}
+	}}
 	ll := discovery.LookupService{ID: discovery.ServiceID{1}, Host: "fe80::2%br-lan", Port: 4160}
 	v4 := discovery.LookupService{ID: discovery.ServiceID{2}, Host: "192.168.1.2", Port: 4160}
 	for _, c := range []struct {

@@ -26,7 +26,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/status"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
-	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
@@ -262,28 +261,6 @@ type Daemon struct {
 	obs *observed
 }
 
-// ldsNetwork is the lookup discovery service's group discovery network:
-// multicast unless it is off, unicast from the daemon's namespace always.
-type ldsNetwork struct {
-	group.UnicastNetwork
-	mc *group.Multicast // set while building, nil with multicast off
-}
-
-func (n *ldsNetwork) Request(groups []string, known []discovery.ServiceID) error {
-	if n.mc == nil {
-		return nil
-	}
-	return n.mc.Request(groups, known)
-}
-
-// linkOf names the served interface whose link a is on.
-func (n *ldsNetwork) linkOf(a netip.Addr) string {
-	if n.mc == nil {
-		return ""
-	}
-	return n.mc.LinkOf(a)
-}
-
 // New checks cfg and returns a Daemon ready to Start.
 func New(cfg Config, log *slog.Logger) (*Daemon, error) {
 	if err := cfg.Validate(); err != nil {
@@ -367,7 +344,6 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Every request sent on someone's behalf goes through a client of
 	// outbound's, dialing from the daemon's namespace under one address
 	// policy; every URL handed in is checked against it too.
-	ldsNet := &ldsNetwork{UnicastNetwork: group.UnicastNetwork{Namespace: d.cfg.Namespace}}
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
@@ -389,11 +365,23 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("member groups: %w", err)
 		}
 	}
+	// The lookup discovery service discovers through the namespace's
+	// multicast host, which the lookup service announces on too.
+	var ldsMC *group.Multicast
+	if !d.cfg.NoMulticast {
+		if err := d.buildHost(); err != nil {
+			return err
+		}
+		if ldsMC, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+			Logger: d.log.With("service", "lds")}); err != nil {
+			return err
+		}
+	}
 	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
-		Group: group.Config{Network: ldsNet, AnnouncementInterval: d.cfg.LDSAnnounceInterval,
+		Multicast: ldsMC, Namespace: d.cfg.Namespace,
+		Group: group.Config{AnnouncementInterval: d.cfg.LDSAnnounceInterval,
 			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
-		Locator:            locator.Config{Dial: ldsNet.DialLocator},
-		MaxPerRegistration: d.limits.LDSInterest, LinkOf: ldsNet.linkOf, OnEvent: d.obs.onDiscoveryEvent})
+		MaxPerRegistration: d.limits.LDSInterest, OnEvent: d.obs.onDiscoveryEvent})
 	if err != nil {
 		return err
 	}
@@ -430,8 +418,11 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.parts.Add("the transaction manager", txnSvc)
 	}
 
-	if err := d.buildDiscovery(ctx, ldsNet, ldsSvc); err != nil {
+	if err := d.buildDiscovery(ctx); err != nil {
 		return err
+	}
+	if ldsMC != nil {
+		d.parts.Add("the lookup discovery service's multicast", ldsMC)
 	}
 	d.parts.Add("the lookup discovery service", ldsSvc)
 	if !d.cfg.NoMulticast && !d.cfg.NoDNSSD {
@@ -465,11 +456,10 @@ func (d *Daemon) build(ctx context.Context) error {
 }
 
 // buildDiscovery puts the lookup service on the network: the unicast
-// discovery server, and unless NoMulticast, the namespace's multicast
-// host with the lookup service's announcer and request responder and the
-// lookup discovery service's group discovery, handles on the same
-// sockets.
-func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc *lds.Service) error {
+// discovery server, and unless NoMulticast, its announcer and request
+// responder on the namespace's multicast host (buildHost), which the
+// lookup discovery service's group discovery has a handle on too.
+func (d *Daemon) buildDiscovery(ctx context.Context) error {
 	var ln net.Listener
 	err := d.cfg.Namespace.Do(func() error {
 		var err error
@@ -493,14 +483,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 		return nil
 	}
 
-	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
-		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
-		Metrics: mcast.NewMetrics(d.obs.metrics)})
-	if err != nil {
-		return err
-	}
-	d.host = host
-	d.parts.Add("the multicast host", host)
+	host := d.host
 	id := d.registrar.Meta().ServiceID
 	groups := func() []string { return d.registrar.Meta().Groups }
 	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: id, Groups: groups,
@@ -528,15 +511,20 @@ func (d *Daemon) buildDiscovery(ctx context.Context, ldsNet *ldsNetwork, ldsSvc 
 	}
 	d.announcer.Store(announcer)
 	d.parts.Add("announcements", announcer)
+	return nil
+}
 
-	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Namespace: d.cfg.Namespace,
-		Logger: d.log.With("service", "lds")})
+// buildHost makes the namespace's multicast host, which the lookup
+// service and the lookup discovery service share.
+func (d *Daemon) buildHost() error {
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
+		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
+		Metrics: mcast.NewMetrics(d.obs.metrics)})
 	if err != nil {
 		return err
 	}
-	mc.SetSink(ldsSvc)
-	ldsNet.mc = mc
-	d.parts.Add("the lookup discovery service's multicast", mc)
+	d.host = host
+	d.parts.Add("the multicast host", host)
 	return nil
 }
 
