@@ -40,13 +40,18 @@ func BenchmarkHundredThousandLeases(b *testing.B) {
 			}
 		}
 		clk := clock.NewFake(time.Unix(1_700_000_000, 0))
-		fake := &fakeGrantors{clk: clk, exp: map[string]int64{}, mode: map[string]string{}, down: map[string]bool{}, max: period.Milliseconds()}
+		var names []string
+		for gi := range grantors {
+			names = append(names, fmt.Sprintf("http://grantor%d:4162", gi))
+		}
+		fake := newFakeGrantors(b, clk, period.Milliseconds(), names...)
 		st, err := store.Open(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
 		g := lease.New(st, clk, slog.New(slog.DiscardHandler))
-		s, err := New(Config{Store: st, Grantor: g, Dispatcher: &sent{ch: make(chan event.Delivery, 1)}, Renewer: fake, Clock: clk, SafetyMargin: 10 * time.Second})
+		s, err := New(Config{Store: st, Grantor: g, Dispatcher: &sent{ch: make(chan event.Delivery, 1)}, Renewer: fake, Clock: clk, SafetyMargin: 10 * time.Second,
+			MaxLeasesPerSet: totalSize})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +70,7 @@ func BenchmarkHundredThousandLeases(b *testing.B) {
 				due := now + 30_000 + int64(i%dueTimes)*5_000 + int64(i%401) - 200
 				id := fmt.Sprintf("g%d-l%d", gi, i)
 				fake.exp[id] = due
-				if err := s.RenewFor(c.ID, ClientLease{Grantor: fmt.Sprintf("http://grantor%d:4162", gi), ID: id, Expiration: due}, lease.Forever, period.Milliseconds()); err != nil {
+				if err := s.RenewFor(c.ID, ClientLease{Grantor: names[gi], ID: id, Expiration: due}, lease.Forever, period.Milliseconds()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -32,10 +32,16 @@ const (
 	g2 = "http://grantor2:4162"
 )
 
-// fakeGrantors answers renewAll for any grantor; leases are known by ID.
+// fakeGrantors answers renewAll for its grantors; leases are known by ID.
+// It fails the test on a call the service must not make: to another
+// grantor, or renewing a lease the grantor said is gone (unknown, or
+// denied: the service removes it from its set).
 type fakeGrantors struct {
+	t     testing.TB
 	mu    sync.Mutex
 	clk   *clock.Fake
+	gone  map[string]string // lease → what the grantor said of it
+	known []string          // the grantors
 	exp   map[string]int64  // lease → expiration
 	mode  map[string]string // lease → "unknown", "denied" or "fail"
 	down  map[string]bool   // grantor → unreachable
@@ -45,6 +51,11 @@ type fakeGrantors struct {
 	// call's context ends): a hung grantor.
 	hold    map[string]chan struct{}
 	waiting int // calls waiting in hold
+}
+
+func newFakeGrantors(t testing.TB, clk *clock.Fake, max int64, grantors ...string) *fakeGrantors {
+	return &fakeGrantors{t: t, clk: clk, exp: map[string]int64{}, mode: map[string]string{}, down: map[string]bool{},
+		gone: map[string]string{}, known: grantors, max: max}
 }
 
 func (f *fakeGrantors) hanging() int {
@@ -64,6 +75,14 @@ func (f *fakeGrantors) RenewAll(ctx context.Context, grantor string, rs []lease.
 	defer f.mu.Unlock()
 	now := f.clk.Now().UnixMilli()
 	f.calls = append(f.calls, call{grantor, now, slices.Clone(rs)})
+	if !slices.Contains(f.known, grantor) {
+		f.t.Errorf("renewal at %s, a grantor no lease names", grantor)
+	}
+	for _, r := range rs {
+		if said, ok := f.gone[r.ID]; ok {
+			f.t.Errorf("lease %s renewed again after its grantor said %s", r.ID, said)
+		}
+	}
 	if hold := f.hold[grantor]; hold != nil {
 		f.waiting++
 		f.mu.Unlock()
@@ -85,8 +104,10 @@ func (f *fakeGrantors) RenewAll(ctx context.Context, grantor string, rs []lease.
 		switch f.mode[r.ID] {
 		case "unknown":
 			out[i].Err = &fault.Error{Code: apitypes.UnknownLease, Message: "gone"}
+			f.gone[r.ID] = "unknown"
 		case "denied":
 			out[i].Err = &fault.Error{Code: apitypes.LeaseDenied, Message: "no more"}
+			f.gone[r.ID] = "denied"
 		case "fail":
 			out[i].Err = &fault.Error{Code: apitypes.Internal, Message: "try later"}
 		default:
@@ -145,7 +166,7 @@ func newRig(t *testing.T) *rig {
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	r := &rig{t: t, clk: clk, dir: t.TempDir(), ev: &sent{ch: make(chan event.Delivery, 100)},
-		fake: &fakeGrantors{clk: clk, exp: map[string]int64{}, mode: map[string]string{}, down: map[string]bool{}, max: 60_000}}
+		fake: newFakeGrantors(t, clk, 60_000, g1, g2)}
 	r.open()
 	t.Cleanup(r.close)
 	return r

@@ -18,7 +18,7 @@ func BenchmarkCommit(b *testing.B) {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			st, reg := openStore(b)
 			j := NewStoreJournal(st)
-			e := New(Config{Caller: newFakes(), Journal: j})
+			e := New(Config{Caller: newFakes(b), Journal: j})
 			defer e.Shutdown(b.Context())
 			before := commitCount(b, reg)
 			RunClients(b, clients, func() {
@@ -40,7 +40,7 @@ func BenchmarkCommit(b *testing.B) {
 func BenchmarkOpenTransactionMemory(b *testing.B) {
 	const n = 10_000
 	for b.Loop() {
-		e := New(Config{Caller: newFakes(), Journal: &journal{}})
+		e := New(Config{Caller: newFakes(b), Journal: &journal{}})
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)

@@ -24,8 +24,13 @@ type call struct {
 }
 
 // fakes are participants: each URL's answers by operation, in order (the
-// last repeats), recorded as they are called.
+// last repeats), recorded as they are called. They fail the test on a
+// call the manager must not make (TX.2.5): any call to a participant
+// after it voted NOTCHANGED (it is dropped from the transaction), or
+// commit to one that did not vote PREPARED.
 type fakes struct {
+	t       testing.TB
+	voted   map[string]Vote // url and transaction → the vote answered
 	mu      sync.Mutex
 	answers map[string]map[Op][]answer
 	calls   []call
@@ -39,8 +44,8 @@ type answer struct {
 
 var errDown = errors.New("connection refused")
 
-func newFakes() *fakes {
-	return &fakes{answers: map[string]map[Op][]answer{}, block: map[string]chan struct{}{}}
+func newFakes(t testing.TB) *fakes {
+	return &fakes{t: t, voted: map[string]Vote{}, answers: map[string]map[Op][]answer{}, block: map[string]chan struct{}{}}
 }
 
 func (f *fakes) on(url string, op Op, as ...answer) {
@@ -55,6 +60,13 @@ func (f *fakes) on(url string, op Op, as ...answer) {
 func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{p.URL, op})
+	key := p.URL + " " + id
+	switch vote, ok := f.voted[key]; {
+	case ok && vote == VoteNotChanged:
+		f.t.Errorf("%s called (%v) on %s after it voted NOTCHANGED", p.URL, op, id)
+	case op == OpCommit && (!ok || vote != VotePrepared):
+		f.t.Errorf("%s told to commit %s without having voted PREPARED (vote %v, %v)", p.URL, id, vote, ok)
+	}
 	block := f.block[p.URL]
 	as := f.answers[p.URL][op]
 	var a answer
@@ -77,6 +89,11 @@ func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attem
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
+	}
+	if a.err == nil && (op == OpPrepare || op == OpPrepareAndCommit) {
+		f.mu.Lock()
+		f.voted[key] = a.vote
+		f.mu.Unlock()
 	}
 	return a.vote, a.err
 }
@@ -149,7 +166,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	f := newFakes()
+	f := newFakes(t)
 	j := &journal{f: f}
 	c := clock.NewFake(time.Unix(1_700_000_000, 0))
 	e := New(Config{Caller: f, Journal: j, Clock: c, PrepareFor: time.Minute, Backoff: time.Second, MaxBackoff: 4 * time.Second})
@@ -700,6 +717,8 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"recovered decisions roll forward and read COMMITTED", func(t *testing.T, r *rig) {
+			// a and b voted PREPARED before the restart.
+			r.f.voted["a old"], r.f.voted["b old"] = VotePrepared, VotePrepared
 			r.e.Recover([]Record{{ID: "old", Prepared: []Participant{{URL: "a"}, {URL: "b"}}}})
 			if s := state(t, r.e, "old"); s != Committed {
 				t.Fatalf("state %v", s)

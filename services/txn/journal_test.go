@@ -105,7 +105,7 @@ func commitCount(t testing.TB, reg *metrics.Registry) int {
 func TestEngineOnStoreJournal(t *testing.T) {
 	st, reg := openStore(t)
 	j := NewStoreJournal(st)
-	f := newFakes()
+	f := newFakes(t)
 	e := New(Config{Caller: f, Journal: j})
 	ids := make([]string, 10)
 	for i := range ids {

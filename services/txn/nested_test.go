@@ -59,7 +59,7 @@ func (p *fakeParents) promoted() int {
 // remoteRig is a rig whose engine can nest in parents elsewhere.
 func newRemoteRig(t *testing.T) (*rig, *fakeParents) {
 	t.Helper()
-	f := newFakes()
+	f := newFakes(t)
 	j := &journal{f: f}
 	c := clock.NewFake(time.Unix(1_700_000_000, 0))
 	ps := &fakeParents{}
