@@ -31,6 +31,13 @@ func Limit(c Code, limit string, retryAfter int, format string, args ...any) err
 	return &Error{Code: c, Limit: limit, RetryAfter: retryAfter, Message: fmt.Sprintf(format, args...)}
 }
 
+// Gone is the NoSuchObject of a leased thing (what: "mailbox
+// registration", "renewal set") that is not there: its lease ended, or
+// it never existed.
+func Gone(what, id string) error {
+	return New(apitypes.NoSuchObject, "no %s %q (its lease ended, or it never existed)", what, Short(id))
+}
+
 // Short is at most the first 64 bytes of an input, for messages: an
 // error never echoes more of what it was sent than that.
 func Short(s string) string {

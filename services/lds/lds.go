@@ -1272,7 +1272,7 @@ func checkGroups(groups []string) error {
 }
 
 func noSuch(id string) error {
-	return fault.New(apitypes.NoSuchObject, "no discovery registration %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.Gone("discovery registration", id)
 }
 
 func overlaps(a, b []string) bool {

@@ -444,7 +444,7 @@ func (s *Service) Get(id string) (Info, error) {
 }
 
 func noSuch(id string) error {
-	return fault.New(apitypes.NoSuchObject, "no mailbox registration %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.Gone("mailbox registration", id)
 }
 
 // release ends a registration: its events go with it. It runs in the

@@ -410,7 +410,7 @@ func (s *Service) Get(id string) (SetInfo, error) {
 }
 
 func noSuchSet(id string) error {
-	return fault.New(apitypes.NoSuchObject, "no renewal set %q (its lease ended, or it never existed)", fault.Short(id))
+	return fault.Gone("renewal set", id)
 }
 
 // release destroys a set whose lease ended: its client leases are let go
