@@ -20,19 +20,16 @@ packet by packet.
 Start with:
 `
 
-// firstSteps are the root help's first commands, each under the name of
-// the command it needs.
-func firstSteps() [][2]string {
-	return [][2]string{
-		{"daemon", "jinid daemon                       run the appliance (API on :4162)"},
-		{"discover", "jinid discover                     find the lookup services on the LAN"},
-		{"lookup", "jinid lookup register|query|list   use the lookup service of a running jinid"},
-		{"inspect", "jinid inspect --pcap capture.pcap  decode the discovery packets of a capture"},
-		{"config", "jinid config check|print           validate the config file / show the effective settings"},
-		{"snapshot", "jinid snapshot                     write a snapshot of the store now (with --snapshot-dir)"},
-		{"version", "jinid version                      show what build this is"},
-	}
-}
+// firstSteps are the root help's first commands, the second word of
+// each line the command it needs.
+const firstSteps = `  jinid daemon                       run the appliance (API on :4162)
+  jinid discover                     find the lookup services on the LAN
+  jinid lookup register|query|list   use the lookup service of a running jinid
+  jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
+  jinid config check|print           validate the config file / show the effective settings
+  jinid snapshot                     write a snapshot of the store now (with --snapshot-dir)
+  jinid version                      show what build this is
+`
 
 // The commands of the two halves a router's build splits jinid into
 // (the tools and the daemon features, internal/features), and the
@@ -51,6 +48,9 @@ const (
 // elsewhere names the commands this build leaves out, and where they
 // are.
 func elsewhere() map[string]string {
+	if hasTools && hasDaemon {
+		return nil // and the build has none of what follows
+	}
 	out := map[string]string{}
 	if !hasTools {
 		for _, name := range toolNames() {
@@ -68,12 +68,15 @@ func elsewhere() map[string]string {
 // rootLong is jinid's own help: the first commands this build has, and
 // where the others are.
 func rootLong() string {
+	if hasTools && hasDaemon {
+		return rootIntro + strings.TrimSuffix(firstSteps, "\n")
+	}
 	var b strings.Builder
 	b.WriteString(rootIntro)
 	away := elsewhere()
-	for _, s := range firstSteps() {
-		if _, ok := away[s[0]]; !ok {
-			b.WriteString("  " + s[1] + "\n")
+	for line := range strings.Lines(firstSteps) {
+		if _, ok := away[strings.Fields(line)[1]]; !ok {
+			b.WriteString(line)
 		}
 	}
 	if !hasTools {

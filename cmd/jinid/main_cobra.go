@@ -35,15 +35,17 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	bindGlobal(root.PersistentFlags(), &g)
-	// The commands of a router's other binary say where they are, as
-	// dispatch's do.
-	for name, where := range elsewhere() {
-		root.AddCommand(&cobra.Command{
-			Use:                name,
-			Hidden:             true,
-			DisableFlagParsing: true,
-			RunE:               func(*cobra.Command, []string) error { return notHere(name, where) },
-		})
+	if !hasDaemon {
+		// The daemon's commands say where they are, as dispatch says
+		// where the tools are.
+		for name, where := range elsewhere() {
+			root.AddCommand(&cobra.Command{
+				Use:                name,
+				Hidden:             true,
+				DisableFlagParsing: true,
+				RunE:               func(*cobra.Command, []string) error { return notHere(name, where) },
+			})
+		}
 	}
 	return root
 }
