@@ -24,6 +24,25 @@ const module = "github.com/jinid/jinid"
 // from its own folder and from those ranked below it.
 var layers = []string{"internal", "discovery", "services", "announce", "cmd"}
 
+// wings are folders by subject rather than by layer: each of their
+// packages stands at the layer of what it is. The Java wing's codecs
+// (Java serialization, Jini ERI) are ground beneath discovery, which
+// reads Java registrar proxies; its face of the lookup service is a
+// service.
+var wings = map[string]string{
+	"java/javaio":     "internal",
+	"java/jeri":       "internal",
+	"java/javalookup": "services",
+}
+
+// layerOf is the layer a package stands at.
+func layerOf(pkg string) string {
+	if l, ok := wings[pkg]; ok {
+		return l
+	}
+	return top(pkg)
+}
+
 // imports lists, for every package of the module, the module packages
 // its non-test files import.
 func imports(t *testing.T) map[string][]string {
@@ -33,8 +52,9 @@ func imports(t *testing.T) map[string][]string {
 
 // walkImports returns imports' answer and the test rigs, made for tests
 // alone: the packages named ...test, as net/http/httptest is
-// (discoverytest, jinidtest), and those whose non-test files import
-// "testing" (netlab, riverpeer).
+// (discoverytest, jinidtest), those whose non-test files import
+// "testing", and the rigs of internal/rig (netlab, riverpeer, testenv,
+// vectors).
 func walkImports(t *testing.T) (out map[string][]string, rigs map[string]bool) {
 	t.Helper()
 	out, rigs = map[string][]string{}, map[string]bool{}
@@ -54,7 +74,7 @@ func walkImports(t *testing.T) (out map[string][]string, rigs map[string]bool) {
 			return err
 		}
 		pkg := filepath.ToSlash(filepath.Dir(path))
-		if strings.HasSuffix(pkg, "test") {
+		if strings.HasSuffix(pkg, "test") || strings.HasPrefix(pkg, "internal/rig/") {
 			rigs[pkg] = true
 		}
 		for _, spec := range f.Imports {
@@ -89,7 +109,7 @@ func walkImports(t *testing.T) (out map[string][]string, rigs map[string]bool) {
 // (as net/http/httptest is never imported by a server).
 func TestRigsOnlyInTests(t *testing.T) {
 	all, rigs := walkImports(t)
-	if !rigs["discovery/discoverytest"] || !rigs["internal/netlab"] {
+	if !rigs["discovery/discoverytest"] || !rigs["internal/rig/netlab"] || !rigs["internal/rig/vectors"] {
 		t.Fatalf("rigs %v: is the walk right?", rigs)
 	}
 	for pkg, deps := range all {
@@ -106,21 +126,21 @@ func top(pkg string) string {
 	return first
 }
 
-// No import points up the layers or across them in a circle: top-level
-// folders import only their own and those below.
+// No import points up the layers or across them in a circle: packages
+// import only their own layer and those below.
 func TestImportDirections(t *testing.T) {
 	for pkg, deps := range imports(t) {
-		rank := slices.Index(layers, top(pkg))
+		rank := slices.Index(layers, layerOf(pkg))
 		if rank < 0 {
 			if pkg == "." {
 				continue
 			}
-			t.Errorf("%s: top-level folder %q is not in the layers %v", pkg, top(pkg), layers)
+			t.Errorf("%s: %q is neither a layer %v nor a package of a wing", pkg, layerOf(pkg), layers)
 			continue
 		}
 		for _, dep := range deps {
-			if r := slices.Index(layers, top(dep)); r > rank {
-				t.Errorf("%s imports %s: %s is above %s", pkg, dep, top(dep), top(pkg))
+			if r := slices.Index(layers, layerOf(dep)); r > rank {
+				t.Errorf("%s imports %s: %s is above %s", pkg, dep, layerOf(dep), layerOf(pkg))
 			}
 		}
 	}
@@ -133,7 +153,7 @@ func TestImportDirections(t *testing.T) {
 var servicesRanks = [][]string{
 	{"services/apitypes"},
 	{"services/store", "services/fault", "services/httpjson", "services/lease", "services/event", "services/outbound", "services/access"},
-	{"services/lookup", "services/lookup/javalookup", "services/lds", "services/renewal", "services/mailbox", "services/txn", "services/txn/participant", "services/api/client"},
+	{"services/lookup", "java/javalookup", "services/lds", "services/renewal", "services/mailbox", "services/txn", "services/txn/participant", "services/api/client"},
 	{"services/api", "services/txn/txntest"}, // a test rig may stand on everything
 }
 
@@ -152,7 +172,7 @@ func servicesRank(pkg string) int {
 func TestServicesLayers(t *testing.T) {
 	all := imports(t)
 	for pkg, deps := range all {
-		if !strings.HasPrefix(pkg, "services/") {
+		if layerOf(pkg) != "services" {
 			continue
 		}
 		rank := servicesRank(pkg)
@@ -161,7 +181,7 @@ func TestServicesLayers(t *testing.T) {
 			continue
 		}
 		for _, dep := range deps {
-			if strings.HasPrefix(dep, "services/") && servicesRank(dep) > rank {
+			if layerOf(dep) == "services" && servicesRank(dep) > rank {
 				t.Errorf("%s imports %s: an upward import inside services/", pkg, dep)
 			}
 		}
@@ -176,7 +196,7 @@ func TestServicesLayers(t *testing.T) {
 		{core, core, "the core serves the services and knows none of them"},
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
-		{[]string{"services/lookup/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
+		{[]string{"java/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
 	}
 	for _, dep := range all["services/apitypes"] {
 		t.Errorf("services/apitypes imports %s: the wire types are a leaf, a client links them alone", dep)
@@ -184,7 +204,7 @@ func TestServicesLayers(t *testing.T) {
 	for _, rule := range rules {
 		for _, pkg := range rule.pkgs {
 			for _, dep := range all[pkg] {
-				if strings.HasPrefix(dep, "services/") && !slices.Contains(rule.allow, dep) && dep != pkg {
+				if layerOf(dep) == "services" && !slices.Contains(rule.allow, dep) && dep != pkg {
 					t.Errorf("%s imports %s: %s", pkg, dep, rule.why)
 				}
 			}
@@ -283,7 +303,7 @@ func TestRouterBuilds(t *testing.T) {
 	}{
 		{profile(t, "router"), []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
 			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
-			module + "/services/lookup/javalookup", module + "/internal/jeri"},
+			module + "/java/javalookup", module + "/java/jeri"},
 			"inspect", "jinid-tools"},
 		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
 	} {

@@ -3,7 +3,7 @@ package discovery
 import (
 	"testing"
 
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 func benchDecode(b *testing.B, name string) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 func hx(s string) []byte {

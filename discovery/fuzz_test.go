@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 func seedMulticast(f *testing.F) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // MaxGroupLen is the longest group name jinid takes, in bytes as either

@@ -11,7 +11,7 @@ import (
 	"net/netip"
 	"unicode/utf8"
 
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // Protocol versions.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 func mustID(t testing.TB, s string) ServiceID {

@@ -19,8 +19,8 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // ErrUnreachable is what contacting a lookup service that is down gives.

@@ -10,7 +10,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 )
 
 // Per WIRE.md: a request naming groups is answered only by lookup services

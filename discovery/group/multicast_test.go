@@ -11,7 +11,7 @@ import (
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 )
 
 // javaRegistrar is the proxy a Java lookup service hands out in a

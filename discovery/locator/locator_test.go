@@ -17,7 +17,7 @@ import (
 	"github.com/jinid/jinid/discovery/locator"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 type locRig struct {

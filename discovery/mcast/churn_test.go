@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // Interfaces come and go under a running transport, a hundred times: a

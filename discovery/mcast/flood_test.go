@@ -10,9 +10,9 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // A flood of datagrams that are not discovery messages is counted, by

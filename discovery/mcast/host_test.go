@@ -10,8 +10,8 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // One host, three subscribers of the discovery port (as the lookup

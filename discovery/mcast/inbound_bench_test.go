@@ -5,7 +5,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // BenchmarkInbound measures the work per received datagram after the

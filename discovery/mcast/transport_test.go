@@ -19,8 +19,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/netmon"
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

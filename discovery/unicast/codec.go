@@ -12,7 +12,7 @@ import (
 	"io"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // Errors callers act on; decode errors wrap them and say what was wrong.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 func TestRequestVectors(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // MaxReadProxy bounds the registrar proxies whose objects jinid reads

@@ -9,12 +9,12 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // captures are Reggie's (JGDMS) unicast responses, as it sent them.
-const captures = "../../internal/javaio/testdata/"
+const captures = "../../java/javaio/testdata/"
 
 // reggieID is the ServiceID Reggie logged when the captures were made.
 var reggieID, _ = discovery.ParseServiceID("9b2043d1-e829-40e9-8bb9-1a3992edd610")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -51,7 +51,7 @@ var all = [...]Feature{
 		Name:   "java",
 		Tag:    "jinid_omit_java",
 		About:  "serving Java clients: the registrar's Java proxy and Jini ERI (0.26 MB of a mips daemon)",
-		Links:  []string{module + "/internal/jeri", module + "/services/lookup/javalookup"},
+		Links:  []string{module + "/java/jeri", module + "/java/javalookup"},
 		Beside: []string{"jinid_omit_tools"},
 	},
 	{

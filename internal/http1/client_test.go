@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // TestClientAgainstTheStandardServer: net/http's server is the oracle.

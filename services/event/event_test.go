@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/outbound"
 )

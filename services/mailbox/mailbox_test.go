@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/httpjson"

@@ -19,7 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"

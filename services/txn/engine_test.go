@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

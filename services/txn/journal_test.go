@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/metrics"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/store"
 )
 

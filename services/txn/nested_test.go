@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // fakeParents is the parents' manager: it records joins and promotions,

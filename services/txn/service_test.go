@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/txntest"
 )

@@ -1,5 +1,5 @@
 // JavaCat prints serialization descriptors of classes in jinid's
-// catalogue form (internal/javaio/catalogue.go), read from the classes on
+// catalogue form (java/javaio/catalogue.go), read from the classes on
 // the class path. It is how the catalogues of a Java implementation are
 // made and checked:
 //

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/services/txn"
 )
 

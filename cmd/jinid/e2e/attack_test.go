@@ -19,8 +19,8 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/riverpeer"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/riverpeer"
 	"github.com/jinid/jinid/services/apitypes"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 )
 
 // burstRuns is how many times each LAN of TestWatchersStartingTogether

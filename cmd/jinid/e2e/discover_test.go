@@ -13,8 +13,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // jinid discover, run in one namespace, finds a lookup service answering

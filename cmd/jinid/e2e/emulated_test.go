@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // The router daemon, cross-built for mips (softfloat) and armv7, runs

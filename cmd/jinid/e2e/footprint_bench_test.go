@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // BenchmarkFootprint sets jinid's router daemon beside avahi-daemon in

@@ -17,8 +17,8 @@ import (
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 )
 

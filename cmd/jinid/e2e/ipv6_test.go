@@ -17,7 +17,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // The .ipk: control fields, conffiles and file list as OpenWrt wants

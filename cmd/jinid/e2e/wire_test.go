@@ -24,8 +24,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 )
 

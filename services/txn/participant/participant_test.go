@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

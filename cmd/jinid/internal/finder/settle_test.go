@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // On a LAN where everything answers at once, a one-shot round ends one

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/jeri"
 )
 
 // Limits that keep a capture of hostile traffic from holding unbounded

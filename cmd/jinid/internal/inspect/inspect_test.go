@@ -13,7 +13,7 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -113,7 +113,7 @@ func BenchmarkReadCapture(b *testing.B) {
 // A Java lookup service's unicast response names the ServiceID its
 // registrar proxy carries (Reggie's, as it sent it).
 func TestJavaResponseServiceID(t *testing.T) {
-	resp, err := os.ReadFile("../../../../internal/javaio/testdata/reggie-unicast-v2.bin")
+	resp, err := os.ReadFile("../../../../java/javaio/testdata/reggie-unicast-v2.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestJavaResponseServiceID(t *testing.T) {
 // and its second arrived before the first.
 func TestListenerLearntFromNotify(t *testing.T) {
 	read := func(name string) []byte {
-		b, err := os.ReadFile("../../../../internal/javaio/testdata/" + name)
+		b, err := os.ReadFile("../../../../java/javaio/testdata/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}

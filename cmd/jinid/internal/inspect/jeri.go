@@ -5,9 +5,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
-	"github.com/jinid/jinid/services/lookup/javalookup"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/javalookup"
 )
 
 // KindJERICall is a Jini ERI call: a Java client calling a lookup

@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/netlab"
+	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/services/api/client"
 )
 

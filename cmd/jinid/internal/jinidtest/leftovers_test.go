@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // The leak check sees a child started from the directory and not one

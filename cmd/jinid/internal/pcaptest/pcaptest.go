@@ -15,7 +15,7 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/vectors"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // capture writes a pcap of Ethernet frames, one call per packet.

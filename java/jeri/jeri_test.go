@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

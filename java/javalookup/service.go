@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 )
 
 // Java callers have the scopes HTTP callers have: every method that

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // Uuid is a net.jini.id.Uuid: bits0 then bits1, big-endian.

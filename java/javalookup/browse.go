@@ -3,8 +3,8 @@ package javalookup
 import (
 	"strings"
 
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/lookup"
 )
 

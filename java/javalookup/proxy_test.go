@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 )
 
-const captures = "../../../internal/javaio/testdata/"
+const captures = "../javaio/testdata/"
 
 func jgdms(t testing.TB) *Lineage {
 	t.Helper()

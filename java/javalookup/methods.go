@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"

@@ -27,8 +27,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/netlab"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 //go:embed river-peer.jar

@@ -30,7 +30,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/jinid/jinid/internal/namespace"
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // namePrefix marks every namespace netlab creates, followed by the owning

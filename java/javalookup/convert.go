@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/services/lookup"
 )
 

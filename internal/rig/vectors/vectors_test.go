@@ -10,7 +10,7 @@ import (
 
 // The embedded copy must stay the file the project shares.
 func TestCopyMatchesShared(t *testing.T) {
-	shared, err := os.ReadFile("../../../shared/testdata/river-discovery-vectors.json")
+	shared, err := os.ReadFile("../../../../shared/testdata/river-discovery-vectors.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skip("shared/testdata is not beside this checkout; nothing to compare")
 	}
@@ -18,7 +18,7 @@ func TestCopyMatchesShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(shared, Raw()) {
-		t.Fatal("internal/vectors/river-discovery-vectors.json differs from shared/testdata: copy it again")
+		t.Fatal("internal/rig/vectors/river-discovery-vectors.json differs from shared/testdata: copy it again")
 	}
 }
 

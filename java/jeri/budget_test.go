@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jinid/jinid/internal/testenv"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // openPart sends the first n bytes of a call on session id: data, not

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/internal/javaio"
-	"github.com/jinid/jinid/internal/jeri"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
 )
 
 // Endpoint is where Java reaches jinid's registrar: a TCP endpoint and

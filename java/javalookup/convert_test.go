@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jinid/jinid/internal/javaio"
+	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/services/lookup"
 )
 
