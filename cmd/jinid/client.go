@@ -63,6 +63,9 @@ type templateFlags struct {
 	attrs     []string
 }
 
+// connector opens a client of the API a command's flags name.
+type connector = func() (*client.Client, error)
+
 // add puts the API flags on a command group.
 func (f *apiFlags) add(cmd *spec) { f.bind(cmd.PersistentFlags()) }
 
@@ -102,7 +105,11 @@ anything).`,
 	}
 	api.add(cmd)
 	connect := api.connect
+	cmd.AddCommand(lookupRegisterCmd(connect), lookupQueryCmd(connect), lookupListCmd(connect), lookupNotifyCmd(connect))
+	return cmd
+}
 
+func lookupRegisterCmd(connect connector) *spec {
 	var reg templateFlags
 	var endpoint, dur string
 	register := &spec{
@@ -135,7 +142,10 @@ anything).`,
 	reg.add(register)
 	register.Flags().StringVar(&endpoint, "endpoint", "", "where clients reach the service (any text, e.g. a URL)")
 	register.Flags().StringVar(&dur, "duration", "5m", "lease duration: a duration, any or forever")
+	return register
+}
 
+func lookupQueryCmd(connect connector) *spec {
 	var q templateFlags
 	var max int
 	var asJSON bool
@@ -163,7 +173,10 @@ anything).`,
 	q.add(query)
 	query.Flags().IntVar(&max, "max", 100, "most items to return")
 	query.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
+	return query
+}
 
+func lookupListCmd(connect connector) *spec {
 	var listJSON bool
 	list := &spec{
 		use:   "list",
@@ -182,7 +195,10 @@ anything).`,
 		},
 	}
 	list.Flags().BoolVar(&listJSON, "json", false, "print the items as JSON")
+	return list
+}
 
+func lookupNotifyCmd(connect connector) *spec {
 	var nt templateFlags
 	var transitions []string
 	var listenerURL, ndur string
@@ -221,9 +237,7 @@ anything).`,
 	notify.Flags().StringSliceVar(&transitions, "transitions", []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch}, "transitions to hear of")
 	notify.Flags().StringVar(&listenerURL, "listener", "", "URL that events are POSTed to")
 	notify.Flags().StringVar(&ndur, "duration", "30m", "lease duration: a duration, any or forever")
-
-	cmd.AddCommand(register, query, list, notify)
-	return cmd
+	return notify
 }
 
 func expires(ms int64) string {

@@ -37,7 +37,11 @@ and with it the events.`,
 	}
 	api.add(cmd)
 	connect := api.connect
+	cmd.AddCommand(ldsRegisterCmd(connect), ldsShowCmd(connect), ldsGroupsCmd(connect), ldsLocatorsCmd(connect), ldsDiscardCmd(connect), ldsRegistrarsCmd(connect))
+	return cmd
+}
 
+func ldsRegisterCmd(connect connector) *spec {
 	var (
 		groups, locators  []string
 		allGroups, asJSON bool
@@ -95,7 +99,10 @@ only). Events are POSTed to --listener as JSON.`,
 	register.Flags().StringVar(&handback, "handback", "", "text handed back in every event")
 	register.Flags().StringVar(&dur, "duration", "30m", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
+	return register
+}
 
+func ldsShowCmd(connect connector) *spec {
 	show := &spec{
 		use:   "show REGISTRATION",
 		short: "Print a registration's groups, locators, event ID and lease",
@@ -112,7 +119,10 @@ only). Events are POSTed to --listener as JSON.`,
 			return printRegistration(inv.stdout, r)
 		},
 	}
+	return show
+}
 
+func ldsGroupsCmd(connect connector) *spec {
 	groupsCmd := &spec{
 		use:   "groups REGISTRATION add|set|remove [GROUP ...]",
 		short: "Change a registration's groups",
@@ -148,7 +158,10 @@ specification says. Write the public group as ''.`,
 		},
 	}
 	groupsCmd.Flags().Bool("all", false, "with set: all groups")
+	return groupsCmd
+}
 
+func ldsLocatorsCmd(connect connector) *spec {
 	locatorsCmd := &spec{
 		use:     "locators REGISTRATION add|set|remove [jini://host[:port] ...]",
 		short:   "Change a registration's locators",
@@ -170,7 +183,10 @@ specification says. Write the public group as ''.`,
 			return printRegistration(inv.stdout, r)
 		},
 	}
+	return locatorsCmd
+}
 
+func ldsDiscardCmd(connect connector) *spec {
 	discard := &spec{
 		use:   "discard REGISTRATION SERVICE-ID",
 		short: "Tell jinid a lookup service is unreachable: it is discarded and rediscovered",
@@ -183,7 +199,10 @@ specification says. Write the public group as ''.`,
 			return c.LDSDiscard(inv.ctx, args[0], args[1])
 		},
 	}
+	return discard
+}
 
+func ldsRegistrarsCmd(connect connector) *spec {
 	var regsJSON bool
 	registrars := &spec{
 		use:   "registrars REGISTRATION",
@@ -206,9 +225,7 @@ specification says. Write the public group as ''.`,
 		},
 	}
 	registrars.Flags().BoolVar(&regsJSON, "json", false, "print JSON")
-
-	cmd.AddCommand(register, show, groupsCmd, locatorsCmd, discard, registrars)
-	return cmd
+	return registrars
 }
 
 // groupsArg: --groups given means those (possibly none); not given means

@@ -25,7 +25,11 @@ stores the events, on disk, until you take them: pushed to a target
 	}
 	api.add(cmd)
 	connect := api.connect
+	cmd.AddCommand(mailboxRegisterCmd(connect), mailboxListenerCmd(connect), mailboxEnableCmd(connect), mailboxDisableCmd(connect), mailboxPullCmd(connect))
+	return cmd
+}
 
+func mailboxRegisterCmd(connect connector) *spec {
 	var (
 		dur  string
 		pull bool
@@ -53,7 +57,10 @@ stores the events, on disk, until you take them: pushed to a target
 	}
 	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&pull, "pull", false, "a pull registration: events can be pulled with jinid mailbox pull")
+	return register
+}
 
+func mailboxListenerCmd(connect connector) *spec {
 	listener := &spec{
 		use:   "listener REGISTRATION",
 		short: "Print the registration's mailbox listener URL (give it to event generators)",
@@ -72,7 +79,10 @@ stores the events, on disk, until you take them: pushed to a target
 			return nil
 		},
 	}
+	return listener
+}
 
+func mailboxEnableCmd(connect connector) *spec {
 	enable := &spec{
 		use:   "enable REGISTRATION TARGET-URL",
 		short: "Push stored and new events to a target listener, in the order they came",
@@ -85,6 +95,10 @@ stores the events, on disk, until you take them: pushed to a target
 			return c.MailboxEnable(inv.ctx, args[0], args[1])
 		},
 	}
+	return enable
+}
+
+func mailboxDisableCmd(connect connector) *spec {
 	disable := &spec{
 		use:   "disable REGISTRATION",
 		short: "Stop pushing; events are kept",
@@ -97,7 +111,10 @@ stores the events, on disk, until you take them: pushed to a target
 			return c.MailboxDisable(inv.ctx, args[0])
 		},
 	}
+	return disable
+}
 
+func mailboxPullCmd(connect connector) *spec {
 	var (
 		wait time.Duration
 		max  int
@@ -143,7 +160,5 @@ printed are acknowledged and deleted from the mailbox.`,
 	}
 	pullCmd.Flags().DurationVar(&wait, "wait", 0, "after the stored events, wait this long for more")
 	pullCmd.Flags().IntVar(&max, "max", 0, "stop after this many events (0: no limit)")
-
-	cmd.AddCommand(register, listener, enable, disable, pullCmd)
-	return cmd
+	return pullCmd
 }

@@ -32,127 +32,6 @@ listener hears before the set's own lease ends.
 	api.add(cmd)
 	connect := api.connect
 
-	var dur string
-	create := &spec{
-		use:   "create [--duration 1h]",
-		short: "Create a renewal set; prints its ID and lease",
-		args:  noArgs,
-		run: func(inv *invocation, _ []string) error {
-			d, err := leaseFlag(dur)
-			if err != nil {
-				return err
-			}
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			s, err := c.RenewalCreate(inv.ctx, d)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(inv.stdout, "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
-			return nil
-		},
-	}
-	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")
-
-	var (
-		grantor, leaseID   string
-		desired, renewFlag string
-		remaining          time.Duration
-	)
-	add := &spec{
-		use:   "add SET --grantor URL --lease ID --remaining D --desired D [--renew D]",
-		short: "Put a lease in a set (renewFor)",
-		long: `Put a lease in a set: jinid renews it at --grantor until --desired from
-now ("forever" for as long as possible), each time for --renew (default
-forever: as long as the grantor gives). --remaining is how long the lease
-has left now (as jinid lease or lookup register printed it).`,
-		example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
-		args:    exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			if grantor == "" || leaseID == "" {
-				return errors.New("--grantor and --lease are required")
-			}
-			if remaining <= 0 {
-				return fmt.Errorf("--remaining %s: how long the lease has left, positive", remaining)
-			}
-			want, err := leaseFlag(desired)
-			if err != nil {
-				return fmt.Errorf("--desired: %w", err)
-			}
-			var renew *int64
-			if renewFlag != "" {
-				r, err := leaseFlag(renewFlag)
-				if err != nil {
-					return fmt.Errorf("--renew: %w", err)
-				}
-				renew = &r
-			}
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			rem := remaining.Milliseconds()
-			return c.RenewFor(inv.ctx, args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
-				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
-		},
-	}
-	add.Flags().StringVar(&grantor, "grantor", "", "URL of the lease's grantor, e.g. http://10.0.0.7:4162")
-	add.Flags().StringVar(&leaseID, "lease", "", "the lease ID")
-	add.Flags().DurationVar(&remaining, "remaining", 0, "how long the lease has left now")
-	add.Flags().StringVar(&desired, "desired", "forever", "keep it this long from now: a duration or forever")
-	add.Flags().StringVar(&renewFlag, "renew", "", "renew it each time for this long (default forever: what the grantor gives)")
-
-	remove := &spec{
-		use:   "remove SET LEASE-ID",
-		short: "Take a lease out of a set (it is not cancelled)",
-		args:  exactArgs(2),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			l, err := c.RenewalRemove(inv.ctx, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if l == nil {
-				fmt.Fprintln(inv.stdout, "not in the set")
-				return nil
-			}
-			fmt.Fprintf(inv.stdout, "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
-			return nil
-		},
-	}
-
-	var asJSON bool
-	list := &spec{
-		use:   "list SET",
-		short: "List a set's leases with their last recorded expirations",
-		args:  exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			ls, err := c.RenewalLeases(inv.ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(inv.stdout).Encode(map[string]any{"leases": ls})
-			}
-			tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "LEASE\tGRANTOR\tEXPIRES\tKEPT UNTIL")
-			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Grantor, expires(l.Expiration), expires(l.DesiredExpiration))
-			}
-			return tw.Flush()
-		},
-	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-
 	var (
 		listener, handback string
 		minWarning         time.Duration
@@ -200,7 +79,139 @@ has left now (as jinid lease or lookup register printed it).`,
 	}
 	warn := listenerCmd("warn SET --listener URL [--min-warning 5m] | --clear", "Be warned before the set's own lease ends (ExpirationWarningEvent)", true)
 	failures := listenerCmd("failures SET --listener URL | --clear", "Hear of each lease that could not be kept (RenewalFailureEvent)", false)
-
-	cmd.AddCommand(create, add, remove, list, warn, failures)
+	cmd.AddCommand(renewalCreateCmd(connect), renewalAddCmd(connect), renewalRemoveCmd(connect), renewalListCmd(connect), warn, failures)
 	return cmd
+}
+
+func renewalCreateCmd(connect connector) *spec {
+	var dur string
+	create := &spec{
+		use:   "create [--duration 1h]",
+		short: "Create a renewal set; prints its ID and lease",
+		args:  noArgs,
+		run: func(inv *invocation, _ []string) error {
+			d, err := leaseFlag(dur)
+			if err != nil {
+				return err
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			s, err := c.RenewalCreate(inv.ctx, d)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(inv.stdout, "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
+			return nil
+		},
+	}
+	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")
+	return create
+}
+
+func renewalAddCmd(connect connector) *spec {
+	var (
+		grantor, leaseID   string
+		desired, renewFlag string
+		remaining          time.Duration
+	)
+	add := &spec{
+		use:   "add SET --grantor URL --lease ID --remaining D --desired D [--renew D]",
+		short: "Put a lease in a set (renewFor)",
+		long: `Put a lease in a set: jinid renews it at --grantor until --desired from
+now ("forever" for as long as possible), each time for --renew (default
+forever: as long as the grantor gives). --remaining is how long the lease
+has left now (as jinid lease or lookup register printed it).`,
+		example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
+		args:    exactArgs(1),
+		run: func(inv *invocation, args []string) error {
+			if grantor == "" || leaseID == "" {
+				return errors.New("--grantor and --lease are required")
+			}
+			if remaining <= 0 {
+				return fmt.Errorf("--remaining %s: how long the lease has left, positive", remaining)
+			}
+			want, err := leaseFlag(desired)
+			if err != nil {
+				return fmt.Errorf("--desired: %w", err)
+			}
+			var renew *int64
+			if renewFlag != "" {
+				r, err := leaseFlag(renewFlag)
+				if err != nil {
+					return fmt.Errorf("--renew: %w", err)
+				}
+				renew = &r
+			}
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			rem := remaining.Milliseconds()
+			return c.RenewFor(inv.ctx, args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
+				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
+		},
+	}
+	add.Flags().StringVar(&grantor, "grantor", "", "URL of the lease's grantor, e.g. http://10.0.0.7:4162")
+	add.Flags().StringVar(&leaseID, "lease", "", "the lease ID")
+	add.Flags().DurationVar(&remaining, "remaining", 0, "how long the lease has left now")
+	add.Flags().StringVar(&desired, "desired", "forever", "keep it this long from now: a duration or forever")
+	add.Flags().StringVar(&renewFlag, "renew", "", "renew it each time for this long (default forever: what the grantor gives)")
+	return add
+}
+
+func renewalRemoveCmd(connect connector) *spec {
+	remove := &spec{
+		use:   "remove SET LEASE-ID",
+		short: "Take a lease out of a set (it is not cancelled)",
+		args:  exactArgs(2),
+		run: func(inv *invocation, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			l, err := c.RenewalRemove(inv.ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if l == nil {
+				fmt.Fprintln(inv.stdout, "not in the set")
+				return nil
+			}
+			fmt.Fprintf(inv.stdout, "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
+			return nil
+		},
+	}
+	return remove
+}
+
+func renewalListCmd(connect connector) *spec {
+	var asJSON bool
+	list := &spec{
+		use:   "list SET",
+		short: "List a set's leases with their last recorded expirations",
+		args:  exactArgs(1),
+		run: func(inv *invocation, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			ls, err := c.RenewalLeases(inv.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(inv.stdout).Encode(map[string]any{"leases": ls})
+			}
+			tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "LEASE\tGRANTOR\tEXPIRES\tKEPT UNTIL")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Grantor, expires(l.Expiration), expires(l.DesiredExpiration))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return list
 }

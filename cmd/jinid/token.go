@@ -37,7 +37,11 @@ hash. Revoking a token refuses it at once.`,
   JINID_TOKEN=$(cat bot.token) jinid lookup register --server http://gw:4162 --type com.example.Thing`,
 	}
 	api.add(cmd)
+	cmd.AddCommand(tokenCreateCmd(&api), tokenListCmd(&api), tokenRevokeCmd(&api))
+	return cmd
+}
 
+func tokenCreateCmd(api *apiFlags) *spec {
 	var name, scope string
 	var expires time.Duration
 	create := &spec{
@@ -67,7 +71,10 @@ hash. Revoking a token refuses it at once.`,
 	create.Flags().StringVar(&name, "name", "", "what the token is called (letters, digits, . _ -)")
 	create.Flags().StringVar(&scope, "scope", "client", "what it allows: read, client or admin")
 	create.Flags().DurationVar(&expires, "expires", 0, "how long it works (e.g. 720h; 0: until revoked)")
+	return create
+}
 
+func tokenListCmd(api *apiFlags) *spec {
 	list := &spec{
 		use:   "list",
 		short: "List the tokens (never their secrets)",
@@ -93,6 +100,10 @@ hash. Revoking a token refuses it at once.`,
 			return w.Flush()
 		},
 	}
+	return list
+}
+
+func tokenRevokeCmd(api *apiFlags) *spec {
 	revoke := &spec{
 		use:   "revoke NAME|ID...",
 		short: "Revoke tokens: refused from now on",
@@ -113,6 +124,5 @@ hash. Revoking a token refuses it at once.`,
 			return errors.Join(errs...)
 		},
 	}
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	return revoke
 }

@@ -33,6 +33,52 @@ and a participant to try the two-phase commit from a terminal:
 	api.add(cmd)
 	connect := api.connect
 
+	complete := func(name, short string, op func(inv *invocation, id string, waitFor int64) (string, error)) *spec {
+		var waitFor time.Duration
+		c := &spec{
+			use:   name + " TRANSACTION [--wait-for D]",
+			short: short,
+			args:  exactArgs(1),
+			run: func(inv *invocation, args []string) error {
+				if waitFor < 0 {
+					return usagef("--wait-for %s: want 0 or more", waitFor)
+				}
+				w := int64(-1)
+				if inv.flags.Changed("wait-for") {
+					w = waitFor.Milliseconds()
+				}
+				s, err := op(inv, args[0], w)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(inv.stdout, s)
+				return err
+			},
+		}
+		c.Flags().DurationVar(&waitFor, "wait-for", 0, "also wait, this long at most, for every participant to be told the outcome")
+		return c
+	}
+	commit := complete("commit", "Commit: prints COMMITTED, or fails (CannotCommit, TimeoutExpired, OutcomeUnknown)",
+		func(inv *invocation, id string, w int64) (string, error) {
+			c, err := connect()
+			if err != nil {
+				return "", err
+			}
+			return c.TxnCommit(inv.ctx, id, w)
+		})
+	abort := complete("abort", "Abort: prints ABORTED, or fails (CannotAbort once committed)",
+		func(inv *invocation, id string, w int64) (string, error) {
+			c, err := connect()
+			if err != nil {
+				return "", err
+			}
+			return c.TxnAbort(inv.ctx, id, w)
+		})
+	cmd.AddCommand(txnCreateCmd(connect), txnStateCmd(connect), txnEnclosedByCmd(connect), txnJoinCmd(connect), commit, abort, newTxnParticipantCmd())
+	return cmd
+}
+
+func txnCreateCmd(connect connector) *spec {
 	var dur, parent, parentManager, parentTokenFile string
 	create := &spec{
 		use:   "create [--duration 10m] [--parent ID [--parent-manager URL [--parent-token-file FILE]]]",
@@ -80,7 +126,10 @@ anonymous clients join).`,
 	create.Flags().StringVar(&parent, "parent", "", "nest the transaction in this one")
 	create.Flags().StringVar(&parentManager, "parent-manager", "", "the parent's manager, when it is another jinid (its API URL)")
 	create.Flags().StringVar(&parentTokenFile, "parent-token-file", "", "a file with a token for the parent's manager")
+	return create
+}
 
+func txnStateCmd(connect connector) *spec {
 	state := &spec{
 		use:   "state TRANSACTION",
 		short: "Print the transaction's state: ACTIVE, VOTING, COMMITTED or ABORTED",
@@ -98,7 +147,10 @@ anonymous clients join).`,
 			return err
 		},
 	}
+	return state
+}
 
+func txnEnclosedByCmd(connect connector) *spec {
 	var ancestorManager string
 	enclosedBy := &spec{
 		use:   "enclosed-by TRANSACTION ANCESTOR [--ancestor-manager URL]",
@@ -122,7 +174,10 @@ on another jinid.`,
 		},
 	}
 	enclosedBy.Flags().StringVar(&ancestorManager, "ancestor-manager", "", "the ancestor's manager, when it is another jinid (its API URL)")
+	return enclosedBy
+}
 
+func txnJoinCmd(connect connector) *spec {
 	var crashCount int64
 	join := &spec{
 		use:   "join TRANSACTION PARTICIPANT-URL [--crash-count N]",
@@ -137,50 +192,7 @@ on another jinid.`,
 		},
 	}
 	join.Flags().Int64Var(&crashCount, "crash-count", 1, "the participant's crash count")
-
-	complete := func(name, short string, op func(inv *invocation, id string, waitFor int64) (string, error)) *spec {
-		var waitFor time.Duration
-		c := &spec{
-			use:   name + " TRANSACTION [--wait-for D]",
-			short: short,
-			args:  exactArgs(1),
-			run: func(inv *invocation, args []string) error {
-				if waitFor < 0 {
-					return usagef("--wait-for %s: want 0 or more", waitFor)
-				}
-				w := int64(-1)
-				if inv.flags.Changed("wait-for") {
-					w = waitFor.Milliseconds()
-				}
-				s, err := op(inv, args[0], w)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(inv.stdout, s)
-				return err
-			},
-		}
-		c.Flags().DurationVar(&waitFor, "wait-for", 0, "also wait, this long at most, for every participant to be told the outcome")
-		return c
-	}
-	commit := complete("commit", "Commit: prints COMMITTED, or fails (CannotCommit, TimeoutExpired, OutcomeUnknown)",
-		func(inv *invocation, id string, w int64) (string, error) {
-			c, err := connect()
-			if err != nil {
-				return "", err
-			}
-			return c.TxnCommit(inv.ctx, id, w)
-		})
-	abort := complete("abort", "Abort: prints ABORTED, or fails (CannotAbort once committed)",
-		func(inv *invocation, id string, w int64) (string, error) {
-			c, err := connect()
-			if err != nil {
-				return "", err
-			}
-			return c.TxnAbort(inv.ctx, id, w)
-		})
-	cmd.AddCommand(create, state, enclosedBy, join, commit, abort, newTxnParticipantCmd())
-	return cmd
+	return join
 }
 
 // newTxnParticipantCmd serves a participant that votes as told, to try

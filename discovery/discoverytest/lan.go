@@ -19,8 +19,8 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/internal/rig/vectors"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 // ErrUnreachable is what contacting a lookup service that is down gives.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/internal/rig/vectors"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 func TestRequestVectors(t *testing.T) {

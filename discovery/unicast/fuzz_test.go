@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/internal/rig/vectors"
+	"github.com/jinid/jinid/java/javaio"
 )
 
 func FuzzReadRequest(f *testing.F) {

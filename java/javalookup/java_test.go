@@ -10,8 +10,8 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
+	"github.com/jinid/jinid/java/jeri"
 )
 
 // Java's own unicast discovery client (JGDMS, through the jar's Decode

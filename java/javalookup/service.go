@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
-	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"

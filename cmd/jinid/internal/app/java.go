@@ -9,10 +9,10 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/internal/lifecycle"
-	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/outbound"
 )
 

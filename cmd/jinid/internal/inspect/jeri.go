@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/java/javaio"
-	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/jeri"
 )
 
 // KindJERICall is a Jini ERI call: a Java client calling a lookup
