@@ -10,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/discovery"
@@ -22,30 +25,8 @@ import (
 	"github.com/jinid/jinid/discovery/mcast"
 )
 
-func newDiscoverCmd(g *globalFlags) *spec {
-	var (
-		groups      []string
-		public      bool
-		allGroups   bool
-		locators    []string
-		timeout     time.Duration
-		settle      time.Duration
-		include     []string
-		exclude     []string
-		noMulticast bool
-		noDefault   bool
-		ttl         int
-		asJSON      bool
-		parsable    bool
-		merge       bool
-		dnssd       bool
-		watchMode   bool
-		announce    time.Duration
-	)
-	cmd := &spec{
-		use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
-		short: "Find the Jini lookup services on the LAN and at given locators",
-		long: `Find Jini lookup services, Java (Apache River) and jinid alike, the way a
+// discoverLong is discover's help.
+const discoverLong = `Find Jini lookup services, Java (Apache River) and jinid alike, the way a
 Jini client does: send multicast requests (protocol versions 1 and 2) on
 every suitable interface, listen for announcements, run unicast discovery
 with every lookup service that answers or announces, and with each
@@ -102,7 +83,14 @@ a discovered line named before. Lookup services found by --locator are
 never discarded for silence: only the announcements of those found by
 group are watched.
 --announce-interval says how often lookup services are expected to
-announce (120s, the Java default), from which the discard window follows.`,
+announce (120s, the Java default), from which the discard window follows.`
+
+func newDiscoverCmd(g *globalFlags) *spec {
+	o := &discoverOptions{g: g}
+	cmd := &spec{
+		use:   "discover [--groups a,b | --all-groups] [--locator jini://host[:port] ...]",
+		short: "Find the Jini lookup services on the LAN and at given locators",
+		long:  discoverLong,
 		example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
   jinid discover --merge
@@ -113,114 +101,153 @@ announce (120s, the Java default), from which the discard window follows.`,
   jinid discover --watch --groups lab --announce-interval 10s
   jinid discover --watch --locator jini://lookup.example.org --json`,
 		args: noArgs,
-		run: func(inv *invocation, _ []string) error {
-			log, _, err := g.logger(inv.stderr)
-			if err != nil {
-				return usageError{err}
-			}
-			cfg := finder.Config{Timeout: timeout, Settle: settle, Merge: merge, Include: include, ExcludeDefaultRoute: noDefault, NoMulticast: noMulticast, TTL: ttl, Logger: log, DNSSD: dnssd}
-			if dnssd && noMulticast {
-				return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
-			}
-			if asJSON && parsable {
-				return usagef("--json and --parsable are two output formats: give one")
-			}
-			if inv.flags.Changed("exclude-interfaces") {
-				cfg.Exclude = exclude
-			}
-			switch {
-			case allGroups && (len(groups) > 0 || public):
-				return usagef("--all-groups cannot be combined with --groups or --public")
-			case len(groups) > 0 || public:
-				cfg.Groups = append([]string{}, groups...)
-				if public {
-					cfg.Groups = append(cfg.Groups, "")
-				}
-			}
-			if timeout <= 0 {
-				return usagef("--timeout %s: must be positive", timeout)
-			}
-			if settle <= 0 {
-				return usagef("--settle %s: must be positive", settle)
-			}
-			for _, s := range locators {
-				l, err := discovery.ParseLocator(s)
-				if err != nil {
-					return usagef("--locator: %w", err)
-				}
-				cfg.Locators = append(cfg.Locators, l)
-			}
-			if noMulticast && len(cfg.Locators) == 0 {
-				return usagef("--no-multicast leaves nothing to do without --locator")
-			}
-			if announce <= 0 {
-				return usagef("--announce-interval %s: must be positive", announce)
-			}
-			if inv.flags.Changed("announce-interval") && !watchMode {
-				return usagef("--announce-interval applies to --watch only")
-			}
-			if watchMode {
-				for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
-					if inv.flags.Changed(f) {
-						return usagef("--%s applies to one-shot discovery, not to --watch", f)
-					}
-				}
-				ctx := inv.ctx
-				if inv.flags.Changed("timeout") {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, timeout)
-					defer cancel()
-				}
-				return watch(ctx, inv.stdout, watchOptions{groups: cfg.Groups, locators: cfg.Locators,
-					announcementInterval: announce, noMulticast: noMulticast, include: include, exclude: cfg.Exclude,
-					excludeDefaultRoute: noDefault, ttl: ttl, json: asJSON, log: log})
-			}
-			results, err := finder.Find(inv.ctx, cfg)
-			if err != nil {
-				return err
-			}
-			out := bufio.NewWriter(inv.stdout)
-			switch {
-			case asJSON:
-				enc := json.NewEncoder(out)
-				for _, r := range results {
-					if err := enc.Encode(r); err != nil {
-						return err
-					}
-				}
-			case parsable:
-				writeParsable(out, results)
-			default:
-				writeResults(out, results, merge)
-			}
-			if err := out.Flush(); err != nil {
-				return err
-			}
-			if !slices.ContainsFunc(results, func(r finder.Result) bool { return r.Error == "" }) {
-				return errors.New("no lookup services found")
-			}
-			return nil
-		},
+		run:  func(inv *invocation, _ []string) error { return o.run(inv) },
 	}
-	f := cmd.Flags()
-	f.StringSliceVar(&groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
-	f.BoolVar(&public, "public", false, `include the public group ("")`)
-	f.BoolVar(&allGroups, "all-groups", false, "look for lookup services of any group (the default)")
-	f.StringArrayVar(&locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
-	f.DurationVar(&timeout, "timeout", 5*time.Second, "the longest a round takes (with --watch: stop after this; default never)")
-	f.DurationVar(&settle, "settle", finder.DefaultSettle, "end the round once nothing new has arrived for this long after the last request")
-	f.BoolVar(&merge, "merge", false, "one line per lookup service (its best address, every interface) instead of one per interface and family")
-	f.BoolVarP(&parsable, "parsable", "p", false, `print one ";"-separated line per result, fields in a fixed order (see above)`)
-	f.StringSliceVar(&include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
-	f.StringSliceVar(&exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
-	f.BoolVar(&noDefault, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN) unless --interfaces names it")
-	f.BoolVar(&noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
-	f.IntVar(&ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per result")
-	f.BoolVar(&dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
-	f.BoolVar(&watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or gone event as it happens")
-	f.DurationVar(&announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
+	o.bind(cmd.Flags())
 	return cmd
+}
+
+// discoverOptions are discover's flags.
+type discoverOptions struct {
+	g           *globalFlags
+	groups      []string
+	public      bool
+	allGroups   bool
+	locators    []string
+	timeout     time.Duration
+	settle      time.Duration
+	include     []string
+	exclude     []string
+	noMulticast bool
+	noDefault   bool
+	ttl         int
+	asJSON      bool
+	parsable    bool
+	merge       bool
+	dnssd       bool
+	watchMode   bool
+	announce    time.Duration
+}
+
+func (o *discoverOptions) bind(f *pflag.FlagSet) {
+	f.StringSliceVar(&o.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
+	f.BoolVar(&o.public, "public", false, `include the public group ("")`)
+	f.BoolVar(&o.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
+	f.StringArrayVar(&o.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest a round takes (with --watch: stop after this; default never)")
+	f.DurationVar(&o.settle, "settle", finder.DefaultSettle, "end the round once nothing new has arrived for this long after the last request")
+	f.BoolVar(&o.merge, "merge", false, "one line per lookup service (its best address, every interface) instead of one per interface and family")
+	f.BoolVarP(&o.parsable, "parsable", "p", false, `print one ";"-separated line per result, fields in a fixed order (see above)`)
+	f.StringSliceVar(&o.include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,wlan0; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
+	f.StringSliceVar(&o.exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
+	f.BoolVar(&o.noDefault, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN) unless --interfaces names it")
+	f.BoolVar(&o.noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
+	f.IntVar(&o.ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object per result")
+	f.BoolVar(&o.dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
+	f.BoolVar(&o.watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or gone event as it happens")
+	f.DurationVar(&o.announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
+}
+
+// config checks the flags and makes the finder's configuration of them.
+func (o *discoverOptions) config(inv *invocation, log *slog.Logger) (finder.Config, error) {
+	cfg := finder.Config{Timeout: o.timeout, Settle: o.settle, Merge: o.merge, Include: o.include, ExcludeDefaultRoute: o.noDefault,
+		NoMulticast: o.noMulticast, TTL: o.ttl, Logger: log, DNSSD: o.dnssd}
+	if o.dnssd && o.noMulticast {
+		return cfg, usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
+	}
+	if o.asJSON && o.parsable {
+		return cfg, usagef("--json and --parsable are two output formats: give one")
+	}
+	if inv.flags.Changed("exclude-interfaces") {
+		cfg.Exclude = o.exclude
+	}
+	switch {
+	case o.allGroups && (len(o.groups) > 0 || o.public):
+		return cfg, usagef("--all-groups cannot be combined with --groups or --public")
+	case len(o.groups) > 0 || o.public:
+		cfg.Groups = append([]string{}, o.groups...)
+		if o.public {
+			cfg.Groups = append(cfg.Groups, "")
+		}
+	}
+	if o.timeout <= 0 {
+		return cfg, usagef("--timeout %s: must be positive", o.timeout)
+	}
+	if o.settle <= 0 {
+		return cfg, usagef("--settle %s: must be positive", o.settle)
+	}
+	for _, s := range o.locators {
+		l, err := discovery.ParseLocator(s)
+		if err != nil {
+			return cfg, usagef("--locator: %w", err)
+		}
+		cfg.Locators = append(cfg.Locators, l)
+	}
+	if o.noMulticast && len(cfg.Locators) == 0 {
+		return cfg, usagef("--no-multicast leaves nothing to do without --locator")
+	}
+	if o.announce <= 0 {
+		return cfg, usagef("--announce-interval %s: must be positive", o.announce)
+	}
+	if inv.flags.Changed("announce-interval") && !o.watchMode {
+		return cfg, usagef("--announce-interval applies to --watch only")
+	}
+	if o.watchMode {
+		for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
+			if inv.flags.Changed(f) {
+				return cfg, usagef("--%s applies to one-shot discovery, not to --watch", f)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+func (o *discoverOptions) run(inv *invocation) error {
+	log, _, err := o.g.logger(inv.stderr)
+	if err != nil {
+		return usageError{err}
+	}
+	cfg, err := o.config(inv, log)
+	if err != nil {
+		return err
+	}
+	if o.watchMode {
+		ctx := inv.ctx
+		if inv.flags.Changed("timeout") {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, o.timeout)
+			defer cancel()
+		}
+		return watch(ctx, inv.stdout, watchOptions{groups: cfg.Groups, locators: cfg.Locators,
+			announcementInterval: o.announce, noMulticast: o.noMulticast, include: o.include, exclude: cfg.Exclude,
+			excludeDefaultRoute: o.noDefault, ttl: o.ttl, json: o.asJSON, log: log})
+	}
+	results, err := finder.Find(inv.ctx, cfg)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(inv.stdout)
+	switch {
+	case o.asJSON:
+		enc := json.NewEncoder(out)
+		for _, r := range results {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	case o.parsable:
+		writeParsable(out, results)
+	default:
+		writeResults(out, results, o.merge)
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(results, func(r finder.Result) bool { return r.Error == "" }) {
+		return errors.New("no lookup services found")
+	}
+	return nil
 }
 
 // writeResults prints the table: a line per lookup service, interface
