@@ -73,11 +73,11 @@ var all = [...]Feature{
 
 // In splits the features into those a build with tags (as go build's
 // -tags takes them, space- or comma-separated) has and those it leaves
-// out, by name.
+// out, by name. No feature's tag is part of another's, so finding it in
+// tags is enough.
 func In(tags string) (in, out []string) {
-	given := "," + strings.ReplaceAll(tags, " ", ",") + ","
 	for _, f := range all {
-		if strings.Contains(given, ","+f.Tag+",") {
+		if strings.Contains(tags, f.Tag) {
 			out = append(out, f.Name)
 		} else {
 			in = append(in, f.Name)
