@@ -373,21 +373,45 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	}
 }
 
-// Each optional feature (internal/features) is left out by its tag
-// alone: built beside the tags it names, a build with the feature links
-// its packages and functions and one without it links none of them.
+// featureLinks says, for each optional feature (internal/features), the
+// packages and functions a build with it links and one without it does
+// not, both built beside the other tags listed (those that omit other
+// features linking the same packages: the tools decode Java calls too).
+var featureLinks = map[string]struct {
+	packages, symbols, beside []string
+}{
+	"daemon": {packages: []string{module + "/cmd/jinid/internal/app", module + "/services/api", module + "/announce"}},
+	"tools": {packages: []string{"github.com/google/gopacket", "github.com/spf13/cobra",
+		module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"}},
+	"java": {packages: []string{module + "/java/jeri", module + "/java/javalookup"}, beside: []string{"jinid_omit_tools"}},
+	// net/http's HTTP/2 links both handshakes whatever jinid does.
+	"tls": {symbols: []string{"crypto/tls.(*Conn).serverHandshake", "crypto/tls.(*Conn).clientHandshake"},
+		beside: []string{"jinid_omit_tools", "nethttpomithttp2"}},
+	"dnssd": {packages: []string{"github.com/miekg/dns", module + "/announce/dnssd"}, beside: []string{"jinid_omit_tools"}},
+}
+
+// Each optional feature is left out by its tag alone: built beside the
+// tags featureLinks gives it, a build with the feature links its packages
+// and functions and one without it links none of them.
 func TestFeaturesOmitWhatTheyLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list and go build")
 	}
+	if len(featureLinks) != len(features.All()) {
+		t.Errorf("featureLinks has %d features, internal/features %d", len(featureLinks), len(features.All()))
+	}
 	for _, f := range features.All() {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			with := strings.Join(f.Beside, " ")
+			fl, ok := featureLinks[f.Name]
+			if !ok || len(fl.packages)+len(fl.symbols) == 0 {
+				t.Fatalf("featureLinks says nothing %s links", f.Name)
+			}
+			with := strings.Join(fl.beside, " ")
 			without := strings.TrimSpace(with + " " + f.Tag)
-			if len(f.Links) > 0 {
+			if len(fl.packages) > 0 {
 				have, lack := deps(t, with), deps(t, without)
-				for _, p := range f.Links {
+				for _, p := range fl.packages {
 					if !have[p] {
 						t.Errorf("with %s (tags %q), jinid does not link %s: is the list right?", f.Name, with, p)
 					}
@@ -396,9 +420,9 @@ func TestFeaturesOmitWhatTheyLink(t *testing.T) {
 					}
 				}
 			}
-			if len(f.Symbols) > 0 {
+			if len(fl.symbols) > 0 {
 				have, lack := symbols(t, with), symbols(t, without)
-				for _, sym := range f.Symbols {
+				for _, sym := range fl.symbols {
 					if !strings.Contains(have, " "+sym+"\n") {
 						t.Errorf("with %s (tags %q), jinid does not link %s: is the list right?", f.Name, with, sym)
 					}

@@ -117,7 +117,6 @@ func lookupRegisterCmd(connect connector) *spec {
 		short: "Register a service; prints its ServiceID and lease",
 		example: `  jinid lookup register --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby --duration 10m
   jinid lookup register --service-id 01234567-89ab-cdef-fedc-ba9876543210 --type com.example.Printer --duration forever`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
@@ -153,7 +152,6 @@ func lookupQueryCmd(connect connector) *spec {
 		use:     "query [--type T] [--attr A ...] [--max N]",
 		short:   "Find services matching a template",
 		example: `  jinid lookup query --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby`,
-		args:    noArgs,
 		run: func(inv *invocation, _ []string) error {
 			t, err := q.template()
 			if err != nil {
@@ -181,7 +179,6 @@ func lookupListCmd(connect connector) *spec {
 	list := &spec{
 		use:   "list",
 		short: "List every registered service",
-		args:  noArgs,
 		run: func(inv *invocation, _ []string) error {
 			c, err := connect()
 			if err != nil {
@@ -207,7 +204,6 @@ func lookupNotifyCmd(connect connector) *spec {
 		short: "Have ServiceEvents POSTed to a listener when matching services come, change or go",
 		example: `  jinid lookup notify --listener http://127.0.0.1:8080/events --type com.example.Printer --duration 30m
   jinid lookup notify --listener http://10.0.0.5/hook --transitions NOMATCH_MATCH`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			if listenerURL == "" {
 				return errors.New("--listener URL is required")

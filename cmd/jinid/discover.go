@@ -100,8 +100,7 @@ func newDiscoverCmd(g *globalFlags) *spec {
   jinid discover --dns-sd
   jinid discover --watch --groups lab --announce-interval 10s
   jinid discover --watch --locator jini://lookup.example.org --json`,
-		args: noArgs,
-		run:  func(inv *invocation, _ []string) error { return o.run(inv) },
+		run: func(inv *invocation, _ []string) error { return o.run(inv) },
 	}
 	o.bind(cmd.Flags())
 	return cmd

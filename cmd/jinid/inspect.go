@@ -46,7 +46,6 @@ many when it ends.`,
   jinid inspect --pcap jini.pcapng --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			switch {
 			case pcap == "" && iface == "":

@@ -57,7 +57,6 @@ lookup service in multicast range, and neither asks for none (locators
 only). Events are POSTed to --listener as JSON.`,
 		example: `  jinid lds register --groups lab --listener http://10.0.0.5:9000/events
   jinid lds register --all-groups --locator jini://lookup.example.org --listener http://10.0.0.5:9000/ --duration 1h`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
@@ -292,7 +291,6 @@ as a listener that no longer wants the events does: jinid then cancels
 the registration. Runs until interrupted.`,
 		example: `  jinid listen --addr :9000
   jinid listen --addr 127.0.0.1:9000 --json`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {

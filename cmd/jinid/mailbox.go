@@ -37,7 +37,6 @@ func mailboxRegisterCmd(connect connector) *spec {
 	register := &spec{
 		use:   "register [--pull] [--duration 1h]",
 		short: "Register; prints the registration, its lease and its mailbox listener",
-		args:  noArgs,
 		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {

@@ -88,7 +88,6 @@ func renewalCreateCmd(connect connector) *spec {
 	create := &spec{
 		use:   "create [--duration 1h]",
 		short: "Create a renewal set; prints its ID and lease",
-		args:  noArgs,
 		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {

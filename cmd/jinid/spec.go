@@ -21,8 +21,8 @@ import (
 // named as cobra's are, so a command reads the same either way.
 type spec struct {
 	use, short, long, example string
-	// args checks the arguments (noArgs, exactArgs, ...); nil takes
-	// none.
+	// args is how many arguments it takes (exactArgs, minArgs,
+	// maxArgs); the zero rule, none.
 	args argsRule
 	// run runs the command; nil for a group of subcommands.
 	run  func(inv *invocation, args []string) error
@@ -63,62 +63,36 @@ func (s *spec) PersistentFlags() *pflag.FlagSet {
 // AddCommand adds subcommands.
 func (s *spec) AddCommand(subs ...*spec) { s.subs = append(s.subs, subs...) }
 
-// An argsRule checks the arguments of the command at path, saying what
-// is wrong as cobra's own checks do.
-type argsRule func(path string, args []string) error
+// An argsRule is how many arguments a command takes: at least min, at
+// most max (no most when max is negative). The zero rule takes none.
+type argsRule struct{ min, max int }
 
-func noArgs(path string, args []string) error {
-	if len(args) > 0 {
+func exactArgs(n int) argsRule { return argsRule{n, n} }
+func minArgs(n int) argsRule   { return argsRule{n, -1} }
+func maxArgs(n int) argsRule   { return argsRule{0, n} }
+
+// check says what is wrong with args for the command at path, as
+// cobra's own checks do.
+func (r argsRule) check(path string, args []string) error {
+	n := len(args)
+	switch {
+	case r.max == 0 && n > 0:
 		return fmt.Errorf("unknown command %q for %q", args[0], path)
-	}
-	return nil
-}
-
-func anyArgs(string, []string) error { return nil }
-
-func exactArgs(n int) argsRule {
-	return func(_ string, args []string) error {
-		if len(args) != n {
-			return fmt.Errorf("accepts %d arg(s), received %d", n, len(args))
-		}
+	case n >= r.min && (r.max < 0 || n <= r.max):
 		return nil
+	case r.min == r.max:
+		return fmt.Errorf("accepts %d arg(s), received %d", r.min, n)
+	case r.max < 0:
+		return fmt.Errorf("requires at least %d arg(s), only received %d", r.min, n)
+	case r.min == 0:
+		return fmt.Errorf("accepts at most %d arg(s), received %d", r.max, n)
 	}
-}
-
-func minArgs(n int) argsRule {
-	return func(_ string, args []string) error {
-		if len(args) < n {
-			return fmt.Errorf("requires at least %d arg(s), only received %d", n, len(args))
-		}
-		return nil
-	}
-}
-
-func maxArgs(n int) argsRule {
-	return func(_ string, args []string) error {
-		if len(args) > n {
-			return fmt.Errorf("accepts at most %d arg(s), received %d", n, len(args))
-		}
-		return nil
-	}
-}
-
-func rangeArgs(lo, hi int) argsRule {
-	return func(_ string, args []string) error {
-		if len(args) < lo || len(args) > hi {
-			return fmt.Errorf("accepts between %d and %d arg(s), received %d", lo, hi, len(args))
-		}
-		return nil
-	}
+	return fmt.Errorf("accepts between %d and %d arg(s), received %d", r.min, r.max, n)
 }
 
 // checkArgs checks args against s's rule, as a usage error.
 func (s *spec) checkArgs(path string, args []string) error {
-	rule := s.args
-	if rule == nil {
-		rule = noArgs
-	}
-	if err := rule(path, args); err != nil {
+	if err := s.args.check(path, args); err != nil {
 		return usageError{err}
 	}
 	return nil

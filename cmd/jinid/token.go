@@ -47,7 +47,6 @@ func tokenCreateCmd(api *apiFlags) *spec {
 	create := &spec{
 		use:   "create --name NAME --scope read|client|admin [--expires D]",
 		short: "Make a token; prints its secret, shown this once",
-		args:  noArgs,
 		run: func(inv *invocation, _ []string) error {
 			if name == "" {
 				return errors.New("--name is required (it names the token in listings and in the audit log)")
@@ -78,7 +77,6 @@ func tokenListCmd(api *apiFlags) *spec {
 	list := &spec{
 		use:   "list",
 		short: "List the tokens (never their secrets)",
-		args:  noArgs,
 		run: func(inv *invocation, _ []string) error {
 			c, err := api.connect()
 			if err != nil {

@@ -88,7 +88,6 @@ nested in that one: on this manager, or with --parent-manager on another
 jinid, which this one joins through a link (give --parent-token-file, a
 file holding a token of that jinid with the client scope, unless it lets
 anonymous clients join).`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			d, err := leaseFlag(dur)
 			if err != nil {
@@ -209,7 +208,6 @@ func newTxnParticipantCmd() *spec {
 --vote on every transaction (after --delay, to try a slow participant),
 prints every call the manager makes, and answers repeated calls the
 same way. Join it with its URL, http://HOST:PORT/.`,
-		args: noArgs,
 		run: func(inv *invocation, _ []string) error {
 			v, ok := map[string]txn.Vote{"prepared": txn.VotePrepared, "notchanged": txn.VoteNotChanged, "aborted": txn.VoteAborted}[strings.ToLower(vote)]
 			if !ok {
