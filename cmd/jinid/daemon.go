@@ -24,7 +24,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/app"
 	"github.com/jinid/jinid/cmd/jinid/internal/paths"
 	"github.com/jinid/jinid/discovery"
-	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/services/access"
 )
 
@@ -219,9 +218,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
 	f.BoolVar(&o.public, "public-group", true, `with --groups: also be a member of the public group ("")`)
 	f.DurationVar(&o.interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
-	f.StringSliceVar(&cfg.Include, "interfaces", nil, "multicast only on interfaces matching these patterns (e.g. eth*,br-lan; default: all suitable); a name given outright is used even if --exclude-interfaces matches it")
-	f.StringSliceVar(&cfg.Exclude, "exclude-interfaces", mcast.DefaultExclude, "never multicast on interfaces matching these patterns")
-	f.BoolVar(&cfg.ExcludeDefaultRoute, "exclude-default-route", false, "never multicast on an interface a default route goes out of (a router's WAN, whatever its name) unless --interfaces names it")
+	interfaceFlags(f, &cfg.Include, &cfg.Exclude, &cfg.ExcludeDefaultRoute)
 	f.BoolVar(&o.printInterfaces, "print-interfaces", false, "print every interface with whether multicast discovery would be served on it and why (as the start-up log says), then exit")
 	f.BoolVar(&cfg.NoMulticast, "no-multicast", false, "no announcements and no answers to multicast requests (unicast discovery only)")
 	f.IntVar(&cfg.DiscoveryPort, "discovery-port", discovery.Port, "TCP port of unicast discovery (0: any free port)")
