@@ -44,6 +44,7 @@ func raw(t *testing.T, h *netlab.Host, method, url, token, ctype, host, body str
 		req.Host = host
 	}
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: jinidtest.DialFrom(h)}}
+	defer hc.CloseIdleConnections()
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)

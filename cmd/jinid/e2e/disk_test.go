@@ -99,8 +99,13 @@ func TestDiskFull(t *testing.T) {
 	if status != 503 || !strings.HasPrefix(failing, "store: ") || !strings.Contains(failing, "no space") || retry == "" {
 		t.Fatalf("readiness on a full disk: %d %q Retry-After %q", status, failing, retry)
 	}
-	if resp, err := http.Get(d.API + "/healthz"); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("/healthz on a full disk: %v %v", resp, err)
+	resp, err := http.Get(d.API + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz on a full disk: %d", resp.StatusCode)
 	}
 	full := len(acked)
 	for _, id := range acked {

@@ -97,6 +97,7 @@ func TestDebPackageSmoke(t *testing.T) {
 			}
 		}()
 		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: jinidtest.DialFrom(hosts[i])}}
+		defer hc.CloseIdleConnections()
 		testenv.Until(t, "the daemon installed in "+h.Name+" ready", func() bool {
 			resp, err := hc.Get("http://" + h.Links()[0].IPv4.String() + ":4162/readyz")
 			if err != nil {

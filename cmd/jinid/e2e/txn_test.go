@@ -116,6 +116,7 @@ func TestTransactionsOnALAN(t *testing.T) {
 	token := d.AdminToken(t)
 	api := "http://" + gwl.IPv4.String() + ":4162"
 	hc := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DialContext: jinidtest.DialFrom(cl)}}
+	defer hc.CloseIdleConnections()
 	call := func(path, body string, out any) int {
 		t.Helper()
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", api+path, strings.NewReader(body))

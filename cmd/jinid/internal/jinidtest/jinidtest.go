@@ -25,6 +25,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/services/api/client"
 )
@@ -35,12 +37,20 @@ var built struct {
 	paths map[string]string // by package
 }
 
-// Main runs a package's tests, fails the run if a process a test started
-// from the binaries built here still runs (a test that forgot its
-// cleanup: the process would outlive the run), and then removes the
-// binaries. Call it from TestMain.
+// Main runs a package's tests, fails the run if a goroutine a test
+// started still runs, or a process a test started from the binaries
+// built here (a test that forgot its cleanup: the process would outlive
+// the run), and then removes the binaries. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	// No goroutine a test started (a reader of a daemon's output, a
+	// listener, a watch) may outlive it either. net/http's default
+	// client keeps connections to daemons idle for reuse: they go first.
+	http.DefaultClient.CloseIdleConnections()
+	if err := goleak.Find(); err != nil && code == 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: goroutines still run after the tests: %v\n", err)
+		code = 1
+	}
 	built.Lock()
 	defer built.Unlock()
 	if built.dir != "" {
@@ -361,7 +371,9 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 // LabClient is an API client that connects from inside lab host h.
 func LabClient(t testing.TB, h *netlab.Host, url string, opts ...client.Option) *client.Client {
 	t.Helper()
-	c, err := client.New(url, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}}, opts...)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}}
+	t.Cleanup(hc.CloseIdleConnections) // its connections go with the test
+	c, err := client.New(url, hc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
