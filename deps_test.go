@@ -32,6 +32,7 @@ var layers = []string{"internal", "discovery", "services", "announce", "cmd"}
 var wings = map[string]string{
 	"java/javaio":     "internal",
 	"java/jeri":       "internal",
+	"java/lineage":    "internal",
 	"java/javalookup": "services",
 }
 
@@ -305,7 +306,8 @@ func TestRouterBuilds(t *testing.T) {
 			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
 			module + "/java/javalookup", module + "/java/jeri"},
 			"inspect", "jinid-tools"},
-		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app"}, "daemon", "jinid-daemon"},
+		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app", module + "/services/lookup", module + "/java/javalookup"},
+			"daemon", "jinid-daemon"},
 	} {
 		bin := filepath.Join(t.TempDir(), "jinid")
 		build := exec.Command("go", "build", "-tags", c.tags, "-o", bin, "./cmd/jinid")

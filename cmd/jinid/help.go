@@ -74,8 +74,8 @@ func rootLong() string {
 	var b strings.Builder
 	b.WriteString(rootIntro)
 	away := elsewhere()
-	for line := range strings.Lines(firstSteps) {
-		if _, ok := away[strings.Fields(line)[1]]; !ok {
+	for _, line := range strings.SplitAfter(firstSteps, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && away[f[1]] == "" {
 			b.WriteString(line)
 		}
 	}

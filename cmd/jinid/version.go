@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"strings"
-
-	"github.com/jinid/jinid/internal/features"
 )
 
 // Stamped at build time (make dist) with -ldflags "-X main.version=v1.2.3
@@ -42,31 +39,26 @@ func versionLine() string {
 	return fmt.Sprintf("jinid %s%s %s %s/%s", version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-// featuresLine says which optional features (internal/features) the
-// build has, from the tags it was built with.
-func featuresLine() string {
-	var tags string
+// tagsLine names the build tags the binary was built with, which say
+// the optional features it leaves out (internal/features: jinid_omit_java
+// is a build without Java clients); "" for a build with all.
+func tagsLine() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
-			if s.Key == "-tags" {
-				tags = s.Value
+			if s.Key == "-tags" && s.Value != "" {
+				return "\nbuild tags: " + s.Value
 			}
 		}
 	}
-	in, out := features.In(tags)
-	line := "features: " + strings.Join(in, " ")
-	if len(out) > 0 {
-		line += " (built without " + strings.Join(out, " ") + ")"
-	}
-	return line
+	return ""
 }
 
 func versionSpec() *spec {
 	return &spec{
 		use:   "version",
-		short: "Show jinid's version, commit and build date, the Go it was built with, its platform and features",
+		short: "Show jinid's version, commit and build date, the Go it was built with, its platform and build tags",
 		run: func(inv *invocation, args []string) error {
-			_, err := fmt.Fprintln(inv.stdout, versionLine()+"\n"+featuresLine())
+			_, err := fmt.Fprintln(inv.stdout, versionLine()+tagsLine())
 			return err
 		},
 	}

@@ -271,7 +271,7 @@ func (t *Transport) Attempt(ctx context.Context, del event.Delivery) (event.Outc
 		return event.Definite, fmt.Errorf("building the Java event: %w", err)
 	}
 	e := javaio.NewEncoder(true)
-	e.WriteLong(t.s.l.listener)
+	e.WriteLong(t.s.l.Listener())
 	if err := e.WriteObject(obj); err != nil {
 		return event.Definite, fmt.Errorf("encoding the Java event: %w", err)
 	}

@@ -89,8 +89,8 @@ func TestMethodHashes(t *testing.T) {
 			t.Errorf("%016x: %q", want, k)
 		}
 	}
-	if uint64(l.listener) != 0x0e78bd0be079883c {
-		t.Errorf("listener notify hash %016x", uint64(l.listener))
+	if uint64(l.Listener()) != 0x0e78bd0be079883c {
+		t.Errorf("listener notify hash %016x", uint64(l.Listener()))
 	}
 }
 

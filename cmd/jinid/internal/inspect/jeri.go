@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/java/javaio"
-	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
 )
 
 // KindJERICall is a Jini ERI call: a Java client calling a lookup
@@ -36,8 +36,8 @@ type JERICallFields struct {
 // methodNames names the method hashes of the registrar (the JGDMS
 // lineage jinid serves) and of a Java event listener.
 func methodNames() map[int64]string {
-	names := map[int64]string{javalookup.MethodHash("notify", "(Lnet/jini/core/event/RemoteEvent;)V"): "RemoteEventListener.notify"}
-	if l, err := javalookup.JGDMS(); err == nil {
+	names := map[int64]string{lineage.MethodHash("notify", "(Lnet/jini/core/event/RemoteEvent;)V"): "RemoteEventListener.notify"}
+	if l, err := lineage.JGDMS(); err == nil {
 		for _, h := range l.Hashes() {
 			k, _ := l.Method(h)
 			names[h] = "Registrar." + k
