@@ -306,7 +306,10 @@ func TestRouterBuilds(t *testing.T) {
 			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
 			module + "/java/javalookup", module + "/java/jeri"},
 			"inspect", "jinid-tools"},
-		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app", module + "/services/lookup", module + "/java/javalookup"},
+		// The tools are clients: they link no service, no store, no
+		// manager (the participant library speaks the wire types alone).
+		{profile(t, "tools"), []string{module + "/cmd/jinid/internal/app", module + "/services/lookup", module + "/java/javalookup",
+			module + "/services/store", module + "/services/lease", "go.etcd.io/bbolt"},
 			"daemon", "jinid-daemon"},
 	} {
 		bin := filepath.Join(t.TempDir(), "jinid")

@@ -13,16 +13,15 @@ import (
 
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/lease"
 )
 
 // leaseFlag parses a lease duration: a Go duration, "any" or "forever".
 func leaseFlag(s string) (int64, error) {
 	switch strings.ToLower(s) {
 	case "any":
-		return lease.Any, nil
+		return apitypes.Any, nil
 	case "forever":
-		return lease.Forever, nil
+		return apitypes.Forever, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
@@ -237,7 +236,7 @@ func lookupNotifyCmd(connect connector) *spec {
 }
 
 func expires(ms int64) string {
-	if ms == lease.Never {
+	if ms == apitypes.Forever { // the expiration of a lease that never ends
 		return "never"
 	}
 	return time.UnixMilli(ms).Format(time.RFC3339)

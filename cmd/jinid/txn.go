@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/services/api/client"
-	"github.com/jinid/jinid/services/txn"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn/participant"
 )
 
@@ -209,7 +209,7 @@ func newTxnParticipantCmd() *spec {
 prints every call the manager makes, and answers repeated calls the
 same way. Join it with its URL, http://HOST:PORT/.`,
 		run: func(inv *invocation, _ []string) error {
-			v, ok := map[string]txn.Vote{"prepared": txn.VotePrepared, "notchanged": txn.VoteNotChanged, "aborted": txn.VoteAborted}[strings.ToLower(vote)]
+			v, ok := map[string]apitypes.Vote{"prepared": apitypes.VotePrepared, "notchanged": apitypes.VoteNotChanged, "aborted": apitypes.VoteAborted}[strings.ToLower(vote)]
 			if !ok {
 				return usagef("--vote %q: want prepared, notchanged or aborted", vote)
 			}
@@ -218,7 +218,7 @@ same way. Join it with its URL, http://HOST:PORT/.`,
 			}
 			out := inv.stdout
 			h := &participant.Handler{
-				Prepare: func(ctx context.Context, id string) (txn.Vote, error) {
+				Prepare: func(ctx context.Context, id string) (apitypes.Vote, error) {
 					fmt.Fprintf(out, "prepare %s\n", id)
 					select {
 					case <-time.After(delay):

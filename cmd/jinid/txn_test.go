@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/participant"
 	"github.com/jinid/jinid/services/txn/txntest"
@@ -20,7 +21,7 @@ func TestTxnCommands(t *testing.T) {
 	m := txntest.Start(t, txn.ServiceConfig{})
 	var committed atomic.Int32
 	p := httptest.NewServer(&participant.Handler{
-		Prepare: func(context.Context, string) (txn.Vote, error) { return txn.VotePrepared, nil },
+		Prepare: func(context.Context, string) (apitypes.Vote, error) { return apitypes.VotePrepared, nil },
 		Commit:  func(context.Context, string) error { committed.Add(1); return nil },
 		Abort:   func(context.Context, string) error { return nil },
 	})

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
 	txnpart "github.com/jinid/jinid/services/txn/participant"
 	"github.com/jinid/jinid/services/txn/txntest"
@@ -28,7 +29,7 @@ func BenchmarkCommitHTTP(b *testing.B) {
 			var urls []string
 			for range 3 {
 				p := httptest.NewServer(&txnpart.Handler{
-					Prepare: func(context.Context, string) (txn.Vote, error) { return txn.VotePrepared, nil },
+					Prepare: func(context.Context, string) (apitypes.Vote, error) { return apitypes.VotePrepared, nil },
 					Commit:  func(context.Context, string) error { return nil },
 					Abort:   func(context.Context, string) error { return nil },
 				})

@@ -18,20 +18,6 @@ import (
 // maxAnswer bounds a participant's answer read.
 const maxAnswer = 64 << 10
 
-// Callback is what the manager POSTs to a participant (API.md,
-// "Transaction manager").
-type Callback struct {
-	Op      Op     `json:"op"`
-	Manager string `json:"manager"`
-	ID      string `json:"id"`
-	Attempt int    `json:"attempt"`
-}
-
-// Answer is a participant's answer to prepare or prepareAndCommit.
-type Answer struct {
-	Vote string `json:"vote"`
-}
-
 // HTTPCaller calls participants over HTTP with the daemon's outbound
 // client: every request goes through its address policy.
 type HTTPCaller struct {
@@ -50,8 +36,8 @@ var ErrIndefinite = errors.New("no definite answer from the participant")
 // Call implements Caller. Answers are classified by their error code,
 // never by the status alone: a bare 404 (a daemon with the service
 // off, a wrong path) is no "unknown transaction", only indefinite.
-func (c HTTPCaller) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
-	body, _ := json.Marshal(Callback{Op: op, Manager: c.Manager, ID: id, Attempt: attempt})
+func (c HTTPCaller) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
+	body, _ := json.Marshal(apitypes.ParticipantCall{Op: op, Manager: c.Manager, ID: id, Attempt: attempt})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("participant URL: %w", err)
@@ -82,23 +68,23 @@ func (c HTTPCaller) Call(ctx context.Context, p Participant, op Op, id string, a
 		}
 		return 0, fmt.Errorf("%w: HTTP %d", ErrIndefinite, resp.StatusCode)
 	}
-	if op == OpCommit || op == OpAbort {
+	if op == apitypes.OpCommit || op == apitypes.OpAbort {
 		return 0, nil
 	}
-	var a Answer
+	var a apitypes.ParticipantAnswer
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return 0, fmt.Errorf("%w: an answer that is not a vote", ErrIndefinite)
 	}
 	switch a.Vote {
 	case "PREPARED":
-		return VotePrepared, nil
+		return apitypes.VotePrepared, nil
 	case "NOTCHANGED":
-		return VoteNotChanged, nil
+		return apitypes.VoteNotChanged, nil
 	case "ABORTED":
-		return VoteAborted, nil
+		return apitypes.VoteAborted, nil
 	case "COMMITTED":
-		if op == OpPrepareAndCommit {
-			return VoteCommitted, nil
+		if op == apitypes.OpPrepareAndCommit {
+			return apitypes.VoteCommitted, nil
 		}
 	}
 	return 0, fmt.Errorf("%w: vote %.20q to %s", ErrIndefinite, a.Vote, op)

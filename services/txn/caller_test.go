@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // The callback protocol: what is posted, and how each answer is read.
 func TestHTTPCaller(t *testing.T) {
-	var got Callback
+	var got apitypes.ParticipantCall
 	status, body := 200, `{"vote":"PREPARED"}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
@@ -27,25 +28,25 @@ func TestHTTPCaller(t *testing.T) {
 	p := Participant{URL: srv.URL + "/tx"}
 	for _, tc := range []struct {
 		name       string
-		op         Op
+		op         apitypes.ParticipantOp
 		status     int
 		body       string
-		vote       Vote
+		vote       apitypes.Vote
 		err        error
 		indefinite bool
 	}{
-		{"prepared", OpPrepare, 200, `{"vote":"PREPARED"}`, VotePrepared, nil, false},
-		{"notchanged", OpPrepare, 200, `{"vote":"NOTCHANGED"}`, VoteNotChanged, nil, false},
-		{"aborted", OpPrepare, 200, `{"vote":"ABORTED"}`, VoteAborted, nil, false},
-		{"committed to prepareAndCommit", OpPrepareAndCommit, 200, `{"vote":"COMMITTED"}`, VoteCommitted, nil, false},
-		{"committed to prepare is no vote", OpPrepare, 200, `{"vote":"COMMITTED"}`, 0, nil, true},
-		{"commit: any 2xx", OpCommit, 204, ``, 0, nil, false},
-		{"unknown transaction", OpPrepare, 404, `{"error":{"code":"UnknownTransaction","message":"x"}}`, 0, ErrUnknownTransaction, false},
-		{"no such object", OpCommit, 404, `{"error":{"code":"NoSuchObject","message":"x"}}`, 0, ErrNoSuchObject, false},
-		{"a bare 404 is indefinite", OpPrepare, 404, `404 page not found`, 0, nil, true},
-		{"another code's 404 is indefinite", OpPrepare, 404, `{"error":{"code":"UnknownLease","message":"x"}}`, 0, nil, true},
-		{"5xx", OpCommit, 503, ``, 0, nil, true},
-		{"garbage", OpPrepare, 200, `<html>`, 0, nil, true},
+		{"prepared", apitypes.OpPrepare, 200, `{"vote":"PREPARED"}`, apitypes.VotePrepared, nil, false},
+		{"notchanged", apitypes.OpPrepare, 200, `{"vote":"NOTCHANGED"}`, apitypes.VoteNotChanged, nil, false},
+		{"aborted", apitypes.OpPrepare, 200, `{"vote":"ABORTED"}`, apitypes.VoteAborted, nil, false},
+		{"committed to prepareAndCommit", apitypes.OpPrepareAndCommit, 200, `{"vote":"COMMITTED"}`, apitypes.VoteCommitted, nil, false},
+		{"committed to prepare is no vote", apitypes.OpPrepare, 200, `{"vote":"COMMITTED"}`, 0, nil, true},
+		{"commit: any 2xx", apitypes.OpCommit, 204, ``, 0, nil, false},
+		{"unknown transaction", apitypes.OpPrepare, 404, `{"error":{"code":"UnknownTransaction","message":"x"}}`, 0, ErrUnknownTransaction, false},
+		{"no such object", apitypes.OpCommit, 404, `{"error":{"code":"NoSuchObject","message":"x"}}`, 0, ErrNoSuchObject, false},
+		{"a bare 404 is indefinite", apitypes.OpPrepare, 404, `404 page not found`, 0, nil, true},
+		{"another code's 404 is indefinite", apitypes.OpPrepare, 404, `{"error":{"code":"UnknownLease","message":"x"}}`, 0, nil, true},
+		{"5xx", apitypes.OpCommit, 503, ``, 0, nil, true},
+		{"garbage", apitypes.OpPrepare, 200, `<html>`, 0, nil, true},
 	} {
 		status, body = tc.status, tc.body
 		v, err := c.Call(t.Context(), p, tc.op, "tx1", 2)
@@ -63,7 +64,7 @@ func TestHTTPCaller(t *testing.T) {
 	}
 	// Nobody there: indefinite.
 	srv.Close()
-	if _, err := c.Call(t.Context(), p, OpCommit, "tx1", 1); !errors.Is(err, ErrIndefinite) {
+	if _, err := c.Call(t.Context(), p, apitypes.OpCommit, "tx1", 1); !errors.Is(err, ErrIndefinite) {
 		t.Errorf("closed server: %v", err)
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // State is a transaction's state as the manager sees it (TX.2.7).
@@ -68,43 +69,6 @@ func (s State) String() string {
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
-
-// Vote is a participant's answer to prepare or prepareAndCommit.
-type Vote int
-
-// Votes (TX.2.6); VoteCommitted only answers prepareAndCommit.
-const (
-	VoteNotChanged Vote = iota + 1
-	VotePrepared
-	VoteAborted
-	VoteCommitted
-)
-
-// String is the vote as the callback protocol spells it.
-func (v Vote) String() string {
-	switch v {
-	case VoteNotChanged:
-		return "NOTCHANGED"
-	case VotePrepared:
-		return "PREPARED"
-	case VoteAborted:
-		return "ABORTED"
-	case VoteCommitted:
-		return "COMMITTED"
-	}
-	return fmt.Sprintf("Vote(%d)", int(v))
-}
-
-// Op is a call the manager makes on a participant.
-type Op string
-
-// The participant operations (TX.2.6).
-const (
-	OpPrepare          Op = "prepare"
-	OpCommit           Op = "commit"
-	OpAbort            Op = "abort"
-	OpPrepareAndCommit Op = "prepareAndCommit"
-)
 
 // Errors of the client's and the joiners' operations (TX.2.5, TX.2.7),
 // and the participants' definite answers.
@@ -142,7 +106,7 @@ type Participant struct {
 // or ErrNoSuchObject is the participant's definite answer; any other error
 // is indefinite (the call may be tried again).
 type Caller interface {
-	Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error)
+	Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error)
 }
 
 // Journal keeps the commit points (TX.2.8): the PREPARED participants of
@@ -165,7 +129,7 @@ type boundedCaller struct {
 	calls *metrics.Counter
 }
 
-func (c *boundedCaller) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
+func (c *boundedCaller) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -264,7 +228,7 @@ type txn struct {
 	decided  chan struct{} // closed once COMMITTED or ABORTED
 	notified chan struct{} // closed once every participant was told
 	prepared []Participant
-	votes    map[string]Vote // by participant URL, once answered
+	votes    map[string]apitypes.Vote // by participant URL, once answered
 	stop     context.CancelFunc
 	// A nested transaction's parent (on this manager), and a
 	// transaction's nested ones (TX.3).
@@ -415,7 +379,7 @@ func (e *Engine) Recover(recs []Record) {
 
 // Create starts a transaction and returns its ID.
 func (e *Engine) Create() string {
-	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]Vote{}}
+	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}}
 	e.mu.Lock()
 	e.txs[t.id] = t
 	e.mu.Unlock()
@@ -434,7 +398,7 @@ func (e *Engine) CreateNested(parent string) (string, error) {
 	case p.state != Active:
 		return "", ErrCannotJoin
 	}
-	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]Vote{}, parent: p}
+	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}, parent: p}
 	p.children = append(p.children, t)
 	e.txs[t.id] = t
 	return t.id, nil
@@ -677,7 +641,7 @@ func (e *Engine) abortLocked(t *txn) {
 	e.dropLocked(t.children)
 	var tell []Participant
 	for _, p := range t.parts {
-		if v := t.votes[p.URL]; v != VoteNotChanged && v != VoteAborted && v != VoteCommitted {
+		if v := t.votes[p.URL]; v != apitypes.VoteNotChanged && v != apitypes.VoteAborted && v != apitypes.VoteCommitted {
 			tell = append(tell, p)
 		}
 	}
@@ -702,7 +666,7 @@ func (e *Engine) tellAbort(t *txn, ps []Participant) {
 		wg.Go(func() {
 			backoff := e.cfg.Backoff
 			for attempt := 1; attempt <= 3; attempt++ {
-				_, err := e.cfg.Caller.Call(e.ctx, p, OpAbort, t.id, attempt)
+				_, err := e.cfg.Caller.Call(e.ctx, p, apitypes.OpAbort, t.id, attempt)
 				if err == nil || errors.Is(err, ErrUnknownTransaction) || errors.Is(err, ErrNoSuchObject) || !e.sleep(e.ctx, backoff) {
 					return
 				}
@@ -750,19 +714,19 @@ func (e *Engine) vote(ctx context.Context, t *txn) {
 		e.prepareAndCommit(ctx, t, parts[0])
 		return
 	}
-	votes := make([]Vote, len(parts))
+	votes := make([]apitypes.Vote, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
-		wg.Go(func() { votes[i] = e.prepare(ctx, t, p, OpPrepare) })
+		wg.Go(func() { votes[i] = e.prepare(ctx, t, p, apitypes.OpPrepare) })
 	}
 	wg.Wait()
 	var prepared []Participant
 	for i, v := range votes {
 		switch v {
-		case VoteAborted:
+		case apitypes.VoteAborted:
 			e.abort(t)
 			return
-		case VotePrepared:
+		case apitypes.VotePrepared:
 			prepared = append(prepared, parts[i])
 		}
 	}
@@ -780,17 +744,17 @@ func (e *Engine) prepareAndCommit(ctx context.Context, t *txn, p Participant) {
 	}
 	t.deciding = true
 	e.mu.Unlock()
-	v := e.prepare(ctx, t, p, OpPrepareAndCommit)
+	v := e.prepare(ctx, t, p, apitypes.OpPrepareAndCommit)
 	switch v { // each way ends deciding
-	case VoteAborted:
+	case apitypes.VoteAborted:
 		e.abort(t)
-	case VotePrepared: // tolerated: a commit follows
+	case apitypes.VotePrepared: // tolerated: a commit follows
 		e.decide(t, []Participant{p})
 	case 0: // unknowable: it may have committed, then forgotten
 		e.mu.Lock()
 		t.unknown = true
 		// Never told abort: it may have committed.
-		t.votes[p.URL] = VoteCommitted
+		t.votes[p.URL] = apitypes.VoteCommitted
 		e.abortLocked(t)
 		e.mu.Unlock()
 	default: // COMMITTED or NOTCHANGED: nothing left to tell
@@ -809,18 +773,18 @@ func (e *Engine) abort(t *txn) {
 // UnknownTransaction or NoSuchObject is a vote to abort; for
 // prepareAndCommit, after an indefinite failure, it means the outcome
 // cannot be known (0), as does the engine stopping once it was sent.
-func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote {
+func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op apitypes.ParticipantOp) apitypes.Vote {
 	deadline := e.cfg.Clock.Now().Add(e.cfg.PrepareFor)
 	backoff := e.cfg.Backoff
 	failed := false
-	stopped := VoteAborted
-	if op == OpPrepareAndCommit {
+	stopped := apitypes.VoteAborted
+	if op == apitypes.OpPrepareAndCommit {
 		stopped = 0
 	}
 	for attempt := 1; ; attempt++ {
 		v, err := e.cfg.Caller.Call(ctx, p, op, t.id, attempt)
 		switch {
-		case err == nil && (v == VoteCommitted && op == OpPrepareAndCommit || v >= VoteNotChanged && v <= VoteAborted):
+		case err == nil && (v == apitypes.VoteCommitted && op == apitypes.OpPrepareAndCommit || v >= apitypes.VoteNotChanged && v <= apitypes.VoteAborted):
 			e.mu.Lock()
 			if t.state == Voting {
 				t.votes[p.URL] = v
@@ -828,10 +792,10 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 			e.mu.Unlock()
 			return v
 		case errors.Is(err, ErrUnknownTransaction), errors.Is(err, ErrNoSuchObject):
-			if op == OpPrepareAndCommit && failed {
+			if op == apitypes.OpPrepareAndCommit && failed {
 				return 0
 			}
-			return VoteAborted
+			return apitypes.VoteAborted
 		}
 		if ctx.Err() != nil {
 			// Shutting down (or, for prepare, aborted meanwhile): a
@@ -847,10 +811,10 @@ func (e *Engine) prepare(ctx context.Context, t *txn, p Participant, op Op) Vote
 				e.log.Warn("a participant gave no vote within the prepare time: the transaction aborts",
 					"participant", p.URL, "id", t.id, "op", op, "attempts", attempt, "err", err)
 			})
-			if op == OpPrepareAndCommit {
+			if op == apitypes.OpPrepareAndCommit {
 				return 0 // it may have committed: nobody can say
 			}
-			return VoteAborted
+			return apitypes.VoteAborted
 		}
 		if !e.sleep(ctx, backoff) {
 			return stopped
@@ -947,7 +911,7 @@ func (e *Engine) rollForward(t *txn) {
 		wg.Go(func() {
 			backoff := e.cfg.Backoff
 			for attempt := 1; ; attempt++ {
-				_, err := e.cfg.Caller.Call(e.ctx, p, OpCommit, t.id, attempt)
+				_, err := e.cfg.Caller.Call(e.ctx, p, apitypes.OpCommit, t.id, attempt)
 				if err == nil || errors.Is(err, ErrUnknownTransaction) || errors.Is(err, ErrNoSuchObject) {
 					return
 				}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // call is one participant call the fake saw.
 type call struct {
 	url string
-	op  Op
+	op  apitypes.ParticipantOp
 }
 
 // fakes are participants: each URL's answers by operation, in order (the
@@ -30,41 +31,41 @@ type call struct {
 // commit to one that did not vote PREPARED.
 type fakes struct {
 	t       testing.TB
-	voted   map[string]Vote // url and transaction → the vote answered
+	voted   map[string]apitypes.Vote // url and transaction → the vote answered
 	mu      sync.Mutex
-	answers map[string]map[Op][]answer
+	answers map[string]map[apitypes.ParticipantOp][]answer
 	calls   []call
 	block   map[string]chan struct{} // a URL's calls wait for this
 }
 
 type answer struct {
-	vote Vote
+	vote apitypes.Vote
 	err  error
 }
 
 var errDown = errors.New("connection refused")
 
 func newFakes(t testing.TB) *fakes {
-	return &fakes{t: t, voted: map[string]Vote{}, answers: map[string]map[Op][]answer{}, block: map[string]chan struct{}{}}
+	return &fakes{t: t, voted: map[string]apitypes.Vote{}, answers: map[string]map[apitypes.ParticipantOp][]answer{}, block: map[string]chan struct{}{}}
 }
 
-func (f *fakes) on(url string, op Op, as ...answer) {
+func (f *fakes) on(url string, op apitypes.ParticipantOp, as ...answer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.answers[url] == nil {
-		f.answers[url] = map[Op][]answer{}
+		f.answers[url] = map[apitypes.ParticipantOp][]answer{}
 	}
 	f.answers[url][op] = as
 }
 
-func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attempt int) (Vote, error) {
+func (f *fakes) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, call{p.URL, op})
 	key := p.URL + " " + id
 	switch vote, ok := f.voted[key]; {
-	case ok && vote == VoteNotChanged:
+	case ok && vote == apitypes.VoteNotChanged:
 		f.t.Errorf("%s called (%v) on %s after it voted NOTCHANGED", p.URL, op, id)
-	case op == OpCommit && (!ok || vote != VotePrepared):
+	case op == apitypes.OpCommit && (!ok || vote != apitypes.VotePrepared):
 		f.t.Errorf("%s told to commit %s without having voted PREPARED (vote %v, %v)", p.URL, id, vote, ok)
 	}
 	block := f.block[p.URL]
@@ -76,10 +77,10 @@ func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attem
 		if len(as) > 1 {
 			f.answers[p.URL][op] = as[1:]
 		}
-	case op == OpPrepare || op == OpPrepareAndCommit:
-		a = answer{vote: VotePrepared}
-		if op == OpPrepareAndCommit {
-			a.vote = VoteCommitted
+	case op == apitypes.OpPrepare || op == apitypes.OpPrepareAndCommit:
+		a = answer{vote: apitypes.VotePrepared}
+		if op == apitypes.OpPrepareAndCommit {
+			a.vote = apitypes.VoteCommitted
 		}
 	}
 	f.mu.Unlock()
@@ -90,7 +91,7 @@ func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attem
 			return 0, ctx.Err()
 		}
 	}
-	if a.err == nil && (op == OpPrepare || op == OpPrepareAndCommit) {
+	if a.err == nil && (op == apitypes.OpPrepare || op == apitypes.OpPrepareAndCommit) {
 		f.mu.Lock()
 		f.voted[key] = a.vote
 		f.mu.Unlock()
@@ -99,7 +100,7 @@ func (f *fakes) Call(ctx context.Context, p Participant, op Op, id string, attem
 }
 
 // seen lists the calls made of op (all ops when "").
-func (f *fakes) seen(op Op) []string {
+func (f *fakes) seen(op apitypes.ParticipantOp) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -144,7 +145,7 @@ func (j *journal) Committed(id string, ps []Participant) error {
 	j.records[id] = slices.Clone(ps)
 	j.writes++
 	if j.f != nil {
-		j.callsAtWrite = append(j.callsAtWrite, len(j.f.seen(OpCommit)))
+		j.callsAtWrite = append(j.callsAtWrite, len(j.f.seen(apitypes.OpCommit)))
 	}
 	return nil
 }
@@ -285,7 +286,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.e.Commit(ctx, id, -1)
-			if got := r.f.seen(OpPrepare); !slices.Equal(got, []string{"p0", "p1"}) {
+			if got := r.f.seen(apitypes.OpPrepare); !slices.Equal(got, []string{"p0", "p1"}) {
 				t.Errorf("prepare calls %v, want p0 and p1 once each", got)
 			}
 		}},
@@ -297,7 +298,7 @@ func TestConformance(t *testing.T) {
 			if s := state(t, r.e, id); s != Aborted {
 				t.Fatalf("state %v, want ABORTED", s)
 			}
-			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 2 })
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Errorf("Commit after: %v", err)
 			}
@@ -338,46 +339,46 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, -1); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.f.seen(""); !slices.Equal(got, []string{"p0"}) || r.f.calls[0].op != OpPrepareAndCommit || r.j.writes != 0 {
+			if got := r.f.seen(""); !slices.Equal(got, []string{"p0"}) || r.f.calls[0].op != apitypes.OpPrepareAndCommit || r.j.writes != 0 {
 				t.Fatalf("calls %v, %d writes", r.f.calls, r.j.writes)
 			}
 		}},
 		{"prepareAndCommit NOTCHANGED commits", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{vote: VoteNotChanged})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VoteNotChanged})
 			if err := r.e.Commit(ctx, id, -1); err != nil || state(t, r.e, id) != Committed {
 				t.Fatal(err)
 			}
 		}},
 		{"prepareAndCommit ABORTED is CannotCommit", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{vote: VoteAborted})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VoteAborted})
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) || state(t, r.e, id) != Aborted {
 				t.Fatal(err)
 			}
-			if len(r.f.seen(OpAbort)) != 0 {
+			if len(r.f.seen(apitypes.OpAbort)) != 0 {
 				t.Error("a participant that voted ABORTED was told abort")
 			}
 		}},
 		{"prepareAndCommit PREPARED is followed by a durable decision and a commit", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{vote: VotePrepared})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VotePrepared})
 			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if r.j.writes != 1 || !slices.Equal(r.f.seen(OpCommit), []string{"p0"}) {
-				t.Fatalf("%d writes, commits %v", r.j.writes, r.f.seen(OpCommit))
+			if r.j.writes != 1 || !slices.Equal(r.f.seen(apitypes.OpCommit), []string{"p0"}) {
+				t.Fatalf("%d writes, commits %v", r.j.writes, r.f.seen(apitypes.OpCommit))
 			}
 		}},
 		{"prepareAndCommit failing then unknown: the outcome cannot be known", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{err: errDown}, answer{err: ErrUnknownTransaction})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{err: errDown}, answer{err: ErrUnknownTransaction})
 			done := r.commitAsync(id, -1)
 			r.tick(t, time.Second)
 			if err := <-done; !errors.Is(err, ErrOutcomeUnknown) {
 				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
 			}
-			if got := r.f.seen(OpAbort); len(got) != 0 {
+			if got := r.f.seen(apitypes.OpAbort); len(got) != 0 {
 				t.Fatalf("told abort after it may have committed: %v", got)
 			}
 		}},
@@ -385,7 +386,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 1)
 			r.f.block["p0"] = make(chan struct{})
 			committed := r.commitAsync(id, -1)
-			testenv.Until(t, "the prepareAndCommit call", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 1 })
+			testenv.Until(t, "the prepareAndCommit call", func() bool { return len(r.f.seen(apitypes.OpPrepareAndCommit)) == 1 })
 			aborted := make(chan error, 1)
 			go func() { aborted <- r.e.Abort(ctx, id, -1) }()
 			select {
@@ -400,17 +401,17 @@ func TestConformance(t *testing.T) {
 			if err := <-aborted; !errors.Is(err, ErrCannotAbort) {
 				t.Fatalf("Abort: %v, want CannotAbort", err)
 			}
-			if got := r.f.seen(OpAbort); len(got) != 0 {
+			if got := r.f.seen(apitypes.OpAbort); len(got) != 0 {
 				t.Fatalf("told abort after it committed: %v", got)
 			}
 		}},
 		{"prepareAndCommit unanswered past PrepareFor: unknown, and never told abort", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{err: errDown})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{err: errDown})
 			if err := r.retriedUntilDone(t, r.commitAsync(id, time.Hour)); !errors.Is(err, ErrOutcomeUnknown) {
 				t.Fatalf("Commit: %v, want OutcomeUnknown", err)
 			}
-			if got := r.f.seen(OpAbort); len(got) != 0 {
+			if got := r.f.seen(apitypes.OpAbort); len(got) != 0 {
 				t.Fatalf("told abort after it may have committed: %v", got)
 			}
 			if s := state(t, r.e, id); s != Aborted {
@@ -419,7 +420,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"prepareAndCommit unknown at once aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
-			r.f.on("p0", OpPrepareAndCommit, answer{err: ErrUnknownTransaction})
+			r.f.on("p0", apitypes.OpPrepareAndCommit, answer{err: ErrUnknownTransaction})
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
@@ -432,7 +433,7 @@ func TestConformance(t *testing.T) {
 			if r.j.writes != 1 || r.j.callsAtWrite[0] != 0 || len(r.j.records[id]) != 0 && !slices.Contains(r.j.finished, id) {
 				t.Fatalf("writes %d, commit calls at the write %v", r.j.writes, r.j.callsAtWrite)
 			}
-			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"p0", "p1", "p2"}) {
+			if got := r.f.seen(apitypes.OpCommit); !slices.Equal(got, []string{"p0", "p1", "p2"}) {
 				t.Fatalf("commits %v", got)
 			}
 			if !slices.Contains(r.j.finished, id) {
@@ -441,20 +442,20 @@ func TestConformance(t *testing.T) {
 		}},
 		{"NOTCHANGED voters are dropped; several participants are never asked prepareAndCommit", func(t *testing.T, r *rig) {
 			id := r.tx(t, 3)
-			r.f.on("p0", OpPrepare, answer{vote: VoteNotChanged})
-			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("p0", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
+			r.f.on("p1", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
 			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.f.seen(OpCommit); len(r.f.seen(OpPrepareAndCommit)) != 0 || !slices.Equal(got, []string{"p2"}) || r.j.writes != 1 {
-				t.Fatalf("prepareAndCommit %v, commits %v, %d writes", r.f.seen(OpPrepareAndCommit), got, r.j.writes)
+			if got := r.f.seen(apitypes.OpCommit); len(r.f.seen(apitypes.OpPrepareAndCommit)) != 0 || !slices.Equal(got, []string{"p2"}) || r.j.writes != 1 {
+				t.Fatalf("prepareAndCommit %v, commits %v, %d writes", r.f.seen(apitypes.OpPrepareAndCommit), got, r.j.writes)
 			}
 			all := r.tx(t, 3)
 			for _, p := range []string{"p0", "p1", "p2"} {
-				r.f.on(p, OpPrepare, answer{vote: VoteNotChanged})
+				r.f.on(p, apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
 			}
-			if err := r.e.Commit(ctx, all, time.Hour); err != nil || state(t, r.e, all) != Committed || r.j.writes != 1 || len(r.f.seen(OpCommit)) != 1 {
-				t.Fatalf("every one NOTCHANGED: %v, %v, %d writes, commits %v", err, state(t, r.e, all), r.j.writes, r.f.seen(OpCommit))
+			if err := r.e.Commit(ctx, all, time.Hour); err != nil || state(t, r.e, all) != Committed || r.j.writes != 1 || len(r.f.seen(apitypes.OpCommit)) != 1 {
+				t.Fatalf("every one NOTCHANGED: %v, %v, %d writes, commits %v", err, state(t, r.e, all), r.j.writes, r.f.seen(apitypes.OpCommit))
 			}
 		}},
 		{"every participant is asked to prepare at once", func(t *testing.T, r *rig) {
@@ -464,58 +465,58 @@ func TestConformance(t *testing.T) {
 			}
 			done := r.commitAsync(id, -1)
 			// All ten asked while none has answered.
-			testenv.Until(t, "ten prepares under way", func() bool { return len(r.f.seen(OpPrepare)) == 10 })
+			testenv.Until(t, "ten prepares under way", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 10 })
 			for i := range 10 {
 				close(r.f.block[fmt.Sprintf("p%d", i)])
 			}
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if n := len(r.f.seen(OpPrepare)); n != 10 || len(r.f.seen(OpPrepareAndCommit)) != 0 {
-				t.Fatalf("%d prepares, prepareAndCommit %v", n, r.f.seen(OpPrepareAndCommit))
+			if n := len(r.f.seen(apitypes.OpPrepare)); n != 10 || len(r.f.seen(apitypes.OpPrepareAndCommit)) != 0 {
+				t.Fatalf("%d prepares, prepareAndCommit %v", n, r.f.seen(apitypes.OpPrepareAndCommit))
 			}
 		}},
 		{"one PREPARED and one NOTCHANGED: only the PREPARED one commits", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{vote: VotePrepared})
-			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("p0", apitypes.OpPrepare, answer{vote: apitypes.VotePrepared})
+			r.f.on("p1", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
 			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"p0"}) {
+			if got := r.f.seen(apitypes.OpCommit); !slices.Equal(got, []string{"p0"}) {
 				t.Fatalf("commits %v", got)
 			}
 		}},
 		{"an ABORTED vote aborts; PREPARED voters are told, NOTCHANGED ones not", func(t *testing.T, r *rig) {
 			id := r.tx(t, 3)
-			r.f.on("p0", OpPrepare, answer{vote: VotePrepared})
-			r.f.on("p1", OpPrepare, answer{vote: VoteNotChanged})
-			r.f.on("p2", OpPrepare, answer{vote: VoteAborted})
+			r.f.on("p0", apitypes.OpPrepare, answer{vote: apitypes.VotePrepared})
+			r.f.on("p1", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
+			r.f.on("p2", apitypes.OpPrepare, answer{vote: apitypes.VoteAborted})
 			if err := r.e.Commit(ctx, id, time.Minute); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
 			r.notified(t, id)
-			if got := r.f.seen(OpAbort); !slices.Equal(got, []string{"p0"}) {
+			if got := r.f.seen(apitypes.OpAbort); !slices.Equal(got, []string{"p0"}) {
 				t.Fatalf("aborts %v, want p0 only", got)
 			}
 		}},
 		{"UnknownTransaction on prepare aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{err: ErrUnknownTransaction})
+			r.f.on("p0", apitypes.OpPrepare, answer{err: ErrUnknownTransaction})
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
 		}},
 		{"NoSuchObject on prepare aborts", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{err: ErrNoSuchObject})
+			r.f.on("p0", apitypes.OpPrepare, answer{err: ErrNoSuchObject})
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
 		}},
 		{"indefinite prepare failures are retried, then commit", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{err: errDown}, answer{err: errDown}, answer{vote: VotePrepared})
+			r.f.on("p0", apitypes.OpPrepare, answer{err: errDown}, answer{err: errDown}, answer{vote: apitypes.VotePrepared})
 			done := r.commitAsync(id, -1)
 			r.tick(t, time.Second)
 			r.tick(t, 2*time.Second)
@@ -525,20 +526,20 @@ func TestConformance(t *testing.T) {
 		}},
 		{"indefinite prepare failures past PrepareFor abort", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p0", OpPrepare, answer{err: errDown})
+			r.f.on("p0", apitypes.OpPrepare, answer{err: errDown})
 			if err := r.retriedUntilDone(t, r.commitAsync(id, -1)); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
 		}},
 		{"commit is retried until the participant answers", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p1", OpCommit, answer{err: errDown}, answer{err: errDown}, answer{})
+			r.f.on("p1", apitypes.OpCommit, answer{err: errDown}, answer{err: errDown}, answer{})
 			if err := r.e.Commit(ctx, id, -1); err != nil {
 				t.Fatal(err)
 			}
 			r.tick(t, time.Second)
 			r.tick(t, 2*time.Second)
-			testenv.Until(t, "the third commit call", func() bool { return len(r.f.seen(OpCommit)) == 4 })
+			testenv.Until(t, "the third commit call", func() bool { return len(r.f.seen(apitypes.OpCommit)) == 4 })
 			testenv.Until(t, "the decision forgotten", func() bool {
 				r.j.mu.Lock()
 				defer r.j.mu.Unlock()
@@ -547,12 +548,12 @@ func TestConformance(t *testing.T) {
 		}},
 		{"UnknownTransaction on commit means rolled forward", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p1", OpCommit, answer{err: ErrUnknownTransaction})
+			r.f.on("p1", apitypes.OpCommit, answer{err: ErrUnknownTransaction})
 			if err := r.e.Commit(ctx, id, time.Minute); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
-			if len(r.f.seen(OpCommit)) != 2 {
-				t.Errorf("commits %v", r.f.seen(OpCommit))
+			if len(r.f.seen(apitypes.OpCommit)) != 2 {
+				t.Errorf("commits %v", r.f.seen(apitypes.OpCommit))
 			}
 		}},
 		{"abort while ACTIVE, twice; commit after it is CannotCommit", func(t *testing.T, r *rig) {
@@ -566,8 +567,8 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
-			testenv.Until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
-			if len(r.f.seen(OpPrepare)) != 0 {
+			testenv.Until(t, "both told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 2 })
+			if len(r.f.seen(apitypes.OpPrepare)) != 0 {
 				t.Error("prepare called after an abort")
 			}
 		}},
@@ -592,7 +593,7 @@ func TestConformance(t *testing.T) {
 			if err := <-aborted; !errors.Is(err, ErrCannotAbort) {
 				t.Fatalf("Abort: %v, want CannotAbort", err)
 			}
-			if len(r.f.seen(OpAbort)) != 0 {
+			if len(r.f.seen(apitypes.OpAbort)) != 0 {
 				t.Error("a participant was told abort for a committed transaction")
 			}
 		}},
@@ -600,16 +601,16 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
 			if err := r.e.Abort(ctx, id, -1); err != nil {
 				t.Fatalf("Abort: %v", err)
 			}
 			if err := <-done; !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
-			testenv.Until(t, "both told", func() bool { return len(r.f.seen(OpAbort)) == 2 })
+			testenv.Until(t, "both told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 2 })
 			close(r.f.block["p0"])
-			if len(r.f.seen(OpCommit)) != 0 {
+			if len(r.f.seen(apitypes.OpCommit)) != 0 {
 				t.Error("commit called after an abort")
 			}
 		}},
@@ -619,13 +620,13 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v", err)
 			}
-			if len(r.f.seen(OpCommit)) != 0 {
+			if len(r.f.seen(apitypes.OpCommit)) != 0 {
 				t.Error("commit called without a durable decision")
 			}
 		}},
 		{"waitFor expiring after the decision is TimeoutExpired committed=true", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p1", OpCommit, answer{err: errDown})
+			r.f.on("p1", apitypes.OpCommit, answer{err: errDown})
 			done := r.commitAsync(id, 3*time.Second)
 			testenv.Until(t, "committed", func() bool { s, _ := r.e.State(id); return s == Committed })
 			testenv.Until(t, "timers", func() bool { return len(r.c.Pending()) >= 2 })
@@ -634,13 +635,13 @@ func TestConformance(t *testing.T) {
 			if err := <-done; !errors.As(err, &te) || !te.Committed {
 				t.Fatalf("Commit: %v", err)
 			}
-			r.f.on("p1", OpCommit, answer{})
+			r.f.on("p1", apitypes.OpCommit, answer{})
 		}},
 		{"waitFor passing before the decision does not end the wait", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, time.Second)
-			testenv.Until(t, "the prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "p0") })
+			testenv.Until(t, "the prepare", func() bool { return slices.Contains(r.f.seen(apitypes.OpPrepare), "p0") })
 			r.c.Advance(time.Minute) // waitFor is long past: still voting
 			select {
 			case err := <-done:
@@ -658,10 +659,10 @@ func TestConformance(t *testing.T) {
 		}},
 		{"an ABORTED vote slower than waitFor is CannotCommit, not TimeoutExpired", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p1", OpPrepare, answer{vote: VoteAborted})
+			r.f.on("p1", apitypes.OpPrepare, answer{vote: apitypes.VoteAborted})
 			r.f.block["p1"] = make(chan struct{})
 			done := r.commitAsync(id, 500*time.Millisecond)
-			testenv.Until(t, "the prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "the prepares", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
 			r.c.Advance(3 * time.Second) // waitFor is long past when p1 votes
 			close(r.f.block["p1"])
 			if err := <-done; !errors.Is(err, ErrCannotCommit) {
@@ -670,12 +671,12 @@ func TestConformance(t *testing.T) {
 		}},
 		{"an aborted commit answers at once, whoever is still being told", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
-			r.f.on("p1", OpPrepare, answer{vote: VoteAborted})
-			r.f.on("p0", OpAbort, answer{err: errDown}) // p0 voted PREPARED: told abort, and failing
+			r.f.on("p1", apitypes.OpPrepare, answer{vote: apitypes.VoteAborted})
+			r.f.on("p0", apitypes.OpAbort, answer{err: errDown}) // p0 voted PREPARED: told abort, and failing
 			if err := r.e.Commit(ctx, id, time.Hour); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("Commit: %v, want CannotCommit", err)
 			}
-			testenv.Until(t, "p0 told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "p0 told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 1 })
 		}},
 		{"waitFor 0 after an abort is TimeoutExpired committed=false or done", func(t *testing.T, r *rig) {
 			id := r.tx(t, 1)
@@ -692,15 +693,15 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, id, time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			if len(r.f.seen(OpCommit)) != 3 {
-				t.Fatalf("returned before every commit: %v", r.f.seen(OpCommit))
+			if len(r.f.seen(apitypes.OpCommit)) != 3 {
+				t.Fatalf("returned before every commit: %v", r.f.seen(apitypes.OpCommit))
 			}
 		}},
 		{"getState is never PREPARED, VOTING while prepares run", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
 			if s := state(t, r.e, id); s != Voting {
 				t.Errorf("state %v, want VOTING", s)
 			}
@@ -718,12 +719,12 @@ func TestConformance(t *testing.T) {
 		}},
 		{"recovered decisions roll forward and read COMMITTED", func(t *testing.T, r *rig) {
 			// a and b voted PREPARED before the restart.
-			r.f.voted["a old"], r.f.voted["b old"] = VotePrepared, VotePrepared
+			r.f.voted["a old"], r.f.voted["b old"] = apitypes.VotePrepared, apitypes.VotePrepared
 			r.e.Recover([]Record{{ID: "old", Prepared: []Participant{{URL: "a"}, {URL: "b"}}}})
 			if s := state(t, r.e, "old"); s != Committed {
 				t.Fatalf("state %v", s)
 			}
-			testenv.Until(t, "rolled forward", func() bool { return len(r.f.seen(OpCommit)) == 2 })
+			testenv.Until(t, "rolled forward", func() bool { return len(r.f.seen(apitypes.OpCommit)) == 2 })
 			if err := r.e.Abort(ctx, "old", -1); !errors.Is(err, ErrCannotAbort) {
 				t.Errorf("Abort: %v", err)
 			}
@@ -732,7 +733,7 @@ func TestConformance(t *testing.T) {
 			id := r.tx(t, 2)
 			r.f.block["p1"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			testenv.Until(t, "prepares", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "prepares", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
 			r.c.Advance(time.Hour) // still voting: nothing is forgotten
 			if s := state(t, r.e, id); s != Voting {
 				t.Fatalf("state %v", s)
@@ -777,9 +778,9 @@ func TestConformance(t *testing.T) {
 			for range 3 {
 				dones = append(dones, r.commitAsync(r.tx(t, 1), -1))
 			}
-			testenv.Until(t, "two calls", func() bool { return len(r.f.seen(OpPrepareAndCommit)) == 2 })
+			testenv.Until(t, "two calls", func() bool { return len(r.f.seen(apitypes.OpPrepareAndCommit)) == 2 })
 			time.Sleep(20 * time.Millisecond) // a check of absence: no third call comes meanwhile
-			if n := len(r.f.seen(OpPrepareAndCommit)); n != 2 {
+			if n := len(r.f.seen(apitypes.OpPrepareAndCommit)); n != 2 {
 				t.Fatalf("%d calls in flight, want 2", n)
 			}
 			close(r.f.block["p0"])
@@ -795,7 +796,7 @@ func TestConformance(t *testing.T) {
 			r.e.Join(slow, Participant{URL: "slow", CrashCount: 1})
 			r.e.Join(slow, Participant{URL: "p9", CrashCount: 1})
 			done := r.commitAsync(slow, -1)
-			testenv.Until(t, "the slow prepare", func() bool { return slices.Contains(r.f.seen(OpPrepare), "slow") })
+			testenv.Until(t, "the slow prepare", func() bool { return slices.Contains(r.f.seen(apitypes.OpPrepare), "slow") })
 			for range 3 { // others commit, voting and rolling forward, meanwhile
 				if err := r.e.Commit(ctx, r.tx(t, 2), time.Hour); err != nil {
 					t.Fatal(err)
@@ -810,48 +811,48 @@ func TestConformance(t *testing.T) {
 			}
 		}},
 		{"votes in every combination of three participants", func(t *testing.T, _ *rig) {
-			votes := []Vote{VoteNotChanged, VotePrepared, VoteAborted}
+			votes := []apitypes.Vote{apitypes.VoteNotChanged, apitypes.VotePrepared, apitypes.VoteAborted}
 			for i := range 27 {
-				v := [3]Vote{votes[i%3], votes[i/3%3], votes[i/9]}
+				v := [3]apitypes.Vote{votes[i%3], votes[i/3%3], votes[i/9]}
 				t.Run(fmt.Sprint(v), func(t *testing.T) {
 					r := newRig(t)
 					for k, vk := range v {
-						r.f.on(fmt.Sprintf("p%d", k), OpPrepare, answer{vote: vk})
+						r.f.on(fmt.Sprintf("p%d", k), apitypes.OpPrepare, answer{vote: vk})
 					}
 					id := r.tx(t, 3)
 					err := r.e.Commit(ctx, id, time.Hour)
 					var prepared []string
 					for k, vk := range v {
-						if vk == VotePrepared {
+						if vk == apitypes.VotePrepared {
 							prepared = append(prepared, fmt.Sprintf("p%d", k))
 						}
 					}
-					if len(r.f.seen(OpPrepare)) != 3 || len(r.f.seen(OpPrepareAndCommit)) != 0 {
-						t.Fatalf("prepares %v, prepareAndCommit %v: want each asked to prepare", r.f.seen(OpPrepare), r.f.seen(OpPrepareAndCommit))
+					if len(r.f.seen(apitypes.OpPrepare)) != 3 || len(r.f.seen(apitypes.OpPrepareAndCommit)) != 0 {
+						t.Fatalf("prepares %v, prepareAndCommit %v: want each asked to prepare", r.f.seen(apitypes.OpPrepare), r.f.seen(apitypes.OpPrepareAndCommit))
 					}
-					if slices.Contains(v[:], VoteAborted) {
+					if slices.Contains(v[:], apitypes.VoteAborted) {
 						if !errors.Is(err, ErrCannotCommit) {
 							t.Fatalf("commit: %v, want CannotCommit", err)
 						}
 						// Every vote is in before the abort: the PREPARED
 						// voters are told, no other.
 						r.notified(t, id)
-						if got := r.f.seen(OpAbort); !slices.Equal(got, prepared) {
+						if got := r.f.seen(apitypes.OpAbort); !slices.Equal(got, prepared) {
 							t.Errorf("told abort: %v, want %v", got, prepared)
 						}
-						if len(r.f.seen(OpCommit)) != 0 || r.j.writes != 0 {
-							t.Errorf("an aborted transaction: commit calls %v, %d writes", r.f.seen(OpCommit), r.j.writes)
+						if len(r.f.seen(apitypes.OpCommit)) != 0 || r.j.writes != 0 {
+							t.Errorf("an aborted transaction: commit calls %v, %d writes", r.f.seen(apitypes.OpCommit), r.j.writes)
 						}
 						return
 					}
 					if err != nil {
 						t.Fatalf("commit: %v", err)
 					}
-					if got := r.f.seen(OpCommit); !slices.Equal(got, prepared) {
+					if got := r.f.seen(apitypes.OpCommit); !slices.Equal(got, prepared) {
 						t.Errorf("told commit: %v, want %v", got, prepared)
 					}
-					if want := min(len(prepared), 1); r.j.writes != want || len(r.f.seen(OpAbort)) != 0 {
-						t.Errorf("%d writes (want %d), abort calls %v", r.j.writes, want, r.f.seen(OpAbort))
+					if want := min(len(prepared), 1); r.j.writes != want || len(r.f.seen(apitypes.OpAbort)) != 0 {
+						t.Errorf("%d writes (want %d), abort calls %v", r.j.writes, want, r.f.seen(apitypes.OpAbort))
 					}
 				})
 			}
@@ -884,13 +885,13 @@ func TestConformance(t *testing.T) {
 			if s := state(t, r.e, id); s != Aborted {
 				t.Fatalf("state %v", s)
 			}
-			testenv.Until(t, "told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 1 })
 		}},
 		{"lease end while VOTING changes nothing", func(t *testing.T, r *rig) {
 			id := r.tx(t, 2)
 			r.f.block["p0"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
 			r.e.LeaseEnded(id)
 			close(r.f.block["p0"])
 			if err := <-done; err != nil {
@@ -912,18 +913,18 @@ func TestConformance(t *testing.T) {
 			n, _ := r.e.CreateNested(p)
 			r.e.Join(n, Participant{URL: "np", CrashCount: 7})
 			r.e.Join(n, Participant{URL: "ro", CrashCount: 1})
-			r.f.on("ro", OpPrepare, answer{vote: VoteNotChanged})
-			r.f.on("np", OpPrepareAndCommit, answer{vote: VotePrepared})
+			r.f.on("ro", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
+			r.f.on("np", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VotePrepared})
 			if err := r.e.Commit(ctx, n, -1); err != nil {
 				t.Fatalf("nested commit: %v", err)
 			}
-			if len(r.f.seen(OpCommit)) != 0 || r.j.writes != 0 {
-				t.Fatalf("a nested commit took effect: commits %v, %d writes", r.f.seen(OpCommit), r.j.writes)
+			if len(r.f.seen(apitypes.OpCommit)) != 0 || r.j.writes != 0 {
+				t.Fatalf("a nested commit took effect: commits %v, %d writes", r.f.seen(apitypes.OpCommit), r.j.writes)
 			}
 			if err := r.e.Commit(ctx, p, time.Hour); err != nil {
 				t.Fatalf("parent commit: %v", err)
 			}
-			if got := r.f.seen(OpCommit); !slices.Equal(got, []string{"np", "p0"}) {
+			if got := r.f.seen(apitypes.OpCommit); !slices.Equal(got, []string{"np", "p0"}) {
 				t.Fatalf("commits %v, want the promoted np and p0", got)
 			}
 		}},
@@ -931,10 +932,10 @@ func TestConformance(t *testing.T) {
 			p := r.tx(t, 0)
 			n, _ := r.e.CreateNested(p)
 			r.e.Join(n, Participant{URL: "np", CrashCount: 1})
-			r.f.on("np", OpPrepareAndCommit, answer{vote: VotePrepared})
+			r.f.on("np", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VotePrepared})
 			r.e.Commit(ctx, n, -1)
 			r.e.Abort(ctx, p, -1)
-			testenv.Until(t, "np told", func() bool { return slices.Equal(r.f.seen(OpAbort), []string{"np"}) })
+			testenv.Until(t, "np told", func() bool { return slices.Equal(r.f.seen(apitypes.OpAbort), []string{"np"}) })
 			if s := state(t, r.e, n); s != Aborted {
 				t.Errorf("nested state %v after the parent aborted, want ABORTED (its results dropped)", s)
 			}
@@ -961,7 +962,7 @@ func TestConformance(t *testing.T) {
 			r.e.Join(p, Participant{URL: "x", CrashCount: 1})
 			n, _ := r.e.CreateNested(p)
 			r.e.Join(n, Participant{URL: "x", CrashCount: 2})
-			r.f.on("x", OpPrepareAndCommit, answer{vote: VotePrepared})
+			r.f.on("x", apitypes.OpPrepareAndCommit, answer{vote: apitypes.VotePrepared})
 			if err := r.e.Commit(ctx, n, -1); !errors.Is(err, ErrCannotCommit) {
 				t.Fatalf("nested commit: %v", err)
 			}
@@ -976,7 +977,7 @@ func TestConformance(t *testing.T) {
 			if err := r.e.Commit(ctx, n, -1); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.f.seen(""); !slices.Equal(got, []string{"np"}) || len(r.f.seen(OpPrepare)) != 1 {
+			if got := r.f.seen(""); !slices.Equal(got, []string{"np"}) || len(r.f.seen(apitypes.OpPrepare)) != 1 {
 				t.Fatalf("calls %v, want one prepare", got)
 			}
 		}},

@@ -132,13 +132,13 @@ func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {
 // with the participant callback protocol. A prepare may wait for the
 // nested transaction's own commit to end.
 func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
-	var cb Callback
+	var cb apitypes.ParticipantCall
 	if err := httpjson.Decode(w, r, &cb); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
 	switch cb.Op {
-	case OpPrepare, OpPrepareAndCommit, OpCommit, OpAbort:
+	case apitypes.OpPrepare, apitypes.OpPrepareAndCommit, apitypes.OpCommit, apitypes.OpAbort:
 	default:
 		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "op %.20q: want prepare, prepareAndCommit, commit or abort", cb.Op))
 		return
@@ -149,10 +149,10 @@ func (s *Service) httpLink(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		httpjson.WriteError(w, fault.New(apitypes.Unavailable, "stopping: call again"))
-	case cb.Op == OpCommit || cb.Op == OpAbort:
+	case cb.Op == apitypes.OpCommit || cb.Op == apitypes.OpAbort:
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		httpjson.Write(w, http.StatusOK, Answer{Vote: v.String()})
+		httpjson.Write(w, http.StatusOK, apitypes.ParticipantAnswer{Vote: v.String()})
 	}
 }
 

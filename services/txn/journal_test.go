@@ -11,6 +11,7 @@ import (
 
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -124,7 +125,7 @@ func TestEngineOnStoreJournal(t *testing.T) {
 
 	// One more, whose participants never answer commit: the daemon
 	// stops (or dies) with it rolling forward.
-	f.on("p1", OpCommit, answer{err: errDown})
+	f.on("p1", apitypes.OpCommit, answer{err: errDown})
 	e = New(Config{Caller: f, Journal: j})
 	id := e.Create()
 	for p := range 3 {
@@ -134,7 +135,7 @@ func TestEngineOnStoreJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Shutdown(t.Context())
-	f.on("p1", OpCommit, answer{})
+	f.on("p1", apitypes.OpCommit, answer{})
 	recs, err := j.Load()
 	if err != nil || !slices.ContainsFunc(recs, func(r Record) bool { return r.ID == id }) {
 		t.Fatalf("the unfinished decision is not on disk: %+v %v", recs, err)
@@ -150,7 +151,7 @@ func TestEngineOnStoreJournal(t *testing.T) {
 		defer f.mu.Unlock()
 		n := 0
 		for _, c := range f.calls {
-			if c.url == "p1" && c.op == OpCommit {
+			if c.url == "p1" && c.op == apitypes.OpCommit {
 				n++
 			}
 		}

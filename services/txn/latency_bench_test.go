@@ -5,24 +5,26 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // slowVoters are participants that take prepareTook to vote PREPARED
 // (or, asked prepareAndCommit, COMMITTED) and answer the rest at once.
 type slowVoters struct{ prepareTook time.Duration }
 
-func (s slowVoters) Call(ctx context.Context, _ Participant, op Op, _ string, _ int) (Vote, error) {
+func (s slowVoters) Call(ctx context.Context, _ Participant, op apitypes.ParticipantOp, _ string, _ int) (apitypes.Vote, error) {
 	switch op {
-	case OpPrepare, OpPrepareAndCommit:
+	case apitypes.OpPrepare, apitypes.OpPrepareAndCommit:
 		select {
 		case <-time.After(s.prepareTook):
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
-		if op == OpPrepareAndCommit {
-			return VoteCommitted, nil
+		if op == apitypes.OpPrepareAndCommit {
+			return apitypes.VoteCommitted, nil
 		}
-		return VotePrepared, nil
+		return apitypes.VotePrepared, nil
 	}
 	return 0, nil
 }

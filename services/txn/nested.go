@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/jinid/jinid/internal/ids"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // Nested transactions whose parent is on another manager (TX.2.2,
@@ -51,7 +52,7 @@ func (e *Engine) CreateRemote(ctx context.Context, parent Ref) (string, error) {
 		return "", ErrNoParents
 	}
 	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}),
-		votes: map[string]Vote{}, remote: &parent, token: ids.New()}
+		votes: map[string]apitypes.Vote{}, remote: &parent, token: ids.New()}
 	t.link = Participant{URL: e.cfg.LinkURL(t.id, t.token), CrashCount: e.incarnation}
 	e.mu.Lock()
 	e.txs[t.id] = t // the parent may call the link before Join returns
@@ -70,21 +71,21 @@ func (e *Engine) CreateRemote(ctx context.Context, parent Ref) (string, error) {
 // Link answers a call from the parent's manager on the link of nested
 // transaction id. An unknown transaction or a wrong token gets the answer
 // of a nested transaction that changed nothing, and changes nothing.
-func (e *Engine) Link(ctx context.Context, id, token string, op Op) (Vote, error) {
+func (e *Engine) Link(ctx context.Context, id, token string, op apitypes.ParticipantOp) (apitypes.Vote, error) {
 	e.mu.Lock()
 	t := e.txs[id]
 	if t == nil || t.remote == nil || subtle.ConstantTimeCompare([]byte(t.token), []byte(token)) != 1 {
 		e.mu.Unlock()
-		return VoteNotChanged, nil
+		return apitypes.VoteNotChanged, nil
 	}
 	switch op {
-	case OpAbort:
+	case apitypes.OpAbort:
 		// Aborting the parent aborts the nested transaction, and drops
 		// its results if it committed (TX.2.7).
 		e.dropLocked([]*txn{t})
 		e.mu.Unlock()
 		return 0, nil
-	case OpCommit:
+	case apitypes.OpCommit:
 		e.mu.Unlock()
 		return 0, nil
 	}
@@ -100,7 +101,7 @@ func (e *Engine) Link(ctx context.Context, id, token string, op Op) (Vote, error
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	return VoteNotChanged, nil
+	return apitypes.VoteNotChanged, nil
 }
 
 // Parent is a nested transaction's parent: Manager "" when it is on this

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // fakeParents is the parents' manager: it records joins and promotions,
@@ -108,14 +109,14 @@ func TestNestedRemote(t *testing.T) {
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "ro", CrashCount: 1})
 			r.e.Join(id, Participant{URL: "y", CrashCount: 2})
-			r.f.on("ro", OpPrepare, answer{vote: VoteNotChanged})
+			r.f.on("ro", apitypes.OpPrepare, answer{vote: apitypes.VoteNotChanged})
 			if err := r.e.Commit(ctx, id, -1); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
 			if len(ps.promotes) != 1 || !slices.Equal(ps.promotes[0], []Participant{{"x", 1}, {"y", 2}}) || ps.drops[0] != link {
 				t.Fatalf("promoted %+v dropping %v", ps.promotes, ps.drops)
 			}
-			if got := r.f.seen(OpCommit); len(got) != 0 || r.j.writes != 0 {
+			if got := r.f.seen(apitypes.OpCommit); len(got) != 0 || r.j.writes != 0 {
 				t.Fatalf("a nested commit took effect here: commits %v, %d writes", got, r.j.writes)
 			}
 			if s := state(t, r.e, id); s != Committed {
@@ -138,7 +139,7 @@ func TestNestedRemote(t *testing.T) {
 					t.Errorf("commit refused with %v: %v", refusal, err)
 				}
 			}
-			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(OpAbort)) == 6 })
+			testenv.Until(t, "aborts told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 6 })
 		}},
 		{"a promotion retried past PrepareFor leaves the outcome unknown", func(t *testing.T, r *rig, ps *fakeParents) {
 			ps.promErrs = []error{ErrIndefinite}
@@ -175,18 +176,18 @@ func TestNestedRemote(t *testing.T) {
 			r.e.Join(id, Participant{URL: "x", CrashCount: 1})
 			g, _ := r.e.CreateNested(id)
 			tok := r.e.txs[id].token
-			if _, err := r.e.Link(ctx, id, tok, OpAbort); err != nil {
+			if _, err := r.e.Link(ctx, id, tok, apitypes.OpAbort); err != nil {
 				t.Fatal(err)
 			}
 			if state(t, r.e, id) != Aborted || state(t, r.e, g) != Aborted {
 				t.Fatalf("nested %v, its child %v", state(t, r.e, id), state(t, r.e, g))
 			}
-			testenv.Until(t, "x told", func() bool { return len(r.f.seen(OpAbort)) == 1 })
+			testenv.Until(t, "x told", func() bool { return len(r.f.seen(apitypes.OpAbort)) == 1 })
 		}},
 		{"the parent's prepare ends an ACTIVE nested one and votes NOTCHANGED", func(t *testing.T, r *rig, ps *fakeParents) {
 			id, _ := r.e.CreateRemote(ctx, theParent)
-			for _, op := range []Op{OpPrepare, OpPrepareAndCommit} {
-				if v, err := r.e.Link(ctx, id, r.e.txs[id].token, op); err != nil || v != VoteNotChanged {
+			for _, op := range []apitypes.ParticipantOp{apitypes.OpPrepare, apitypes.OpPrepareAndCommit} {
+				if v, err := r.e.Link(ctx, id, r.e.txs[id].token, op); err != nil || v != apitypes.VoteNotChanged {
 					t.Fatalf("%s: %v %v", op, v, err)
 				}
 			}
@@ -203,9 +204,9 @@ func TestNestedRemote(t *testing.T) {
 			r.e.Join(id, Participant{URL: "y", CrashCount: 1})
 			r.f.block["y"] = make(chan struct{})
 			done := r.commitAsync(id, -1)
-			testenv.Until(t, "voting", func() bool { return len(r.f.seen(OpPrepare)) == 2 })
-			voted := make(chan Vote, 1)
-			go func() { v, _ := r.e.Link(ctx, id, r.e.tokenOf(id), OpPrepare); voted <- v }()
+			testenv.Until(t, "voting", func() bool { return len(r.f.seen(apitypes.OpPrepare)) == 2 })
+			voted := make(chan apitypes.Vote, 1)
+			go func() { v, _ := r.e.Link(ctx, id, r.e.tokenOf(id), apitypes.OpPrepare); voted <- v }()
 			select {
 			case <-voted:
 				t.Fatal("the link voted before the nested transaction was decided")
@@ -215,7 +216,7 @@ func TestNestedRemote(t *testing.T) {
 			ps.promErrs = []error{ErrCannotJoin} // the parent is voting now
 			ps.mu.Unlock()
 			close(r.f.block["y"])
-			if v := <-voted; v != VoteNotChanged {
+			if v := <-voted; v != apitypes.VoteNotChanged {
 				t.Fatalf("vote %v", v)
 			}
 			if err := <-done; !errors.Is(err, ErrCannotCommit) {
@@ -225,8 +226,8 @@ func TestNestedRemote(t *testing.T) {
 		{"a link call with a wrong token or an unknown ID changes nothing", func(t *testing.T, r *rig, ps *fakeParents) {
 			id, _ := r.e.CreateRemote(ctx, theParent)
 			for _, c := range []struct{ id, token string }{{id, "wrong"}, {id, ""}, {"unknown", "x"}} {
-				for _, op := range []Op{OpAbort, OpPrepare, OpCommit} {
-					if v, err := r.e.Link(ctx, c.id, c.token, op); err != nil || op == OpPrepare && v != VoteNotChanged {
+				for _, op := range []apitypes.ParticipantOp{apitypes.OpAbort, apitypes.OpPrepare, apitypes.OpCommit} {
+					if v, err := r.e.Link(ctx, c.id, c.token, op); err != nil || op == apitypes.OpPrepare && v != apitypes.VoteNotChanged {
 						t.Errorf("%+v %s: %v %v", c, op, v, err)
 					}
 				}

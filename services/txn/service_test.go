@@ -14,6 +14,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn"
 	"github.com/jinid/jinid/services/txn/txntest"
 )
@@ -30,16 +31,16 @@ type participant struct {
 func newParticipant(t *testing.T, vote string) *participant {
 	p := &participant{vote: vote}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var cb txn.Callback
+		var cb apitypes.ParticipantCall
 		json.NewDecoder(r.Body).Decode(&cb)
 		p.mu.Lock()
 		p.ops = append(p.ops, string(cb.Op))
 		vote := p.vote
 		p.mu.Unlock()
-		if cb.Op == txn.OpPrepareAndCommit && vote == "PREPARED" {
+		if cb.Op == apitypes.OpPrepareAndCommit && vote == "PREPARED" {
 			vote = "COMMITTED"
 		}
-		json.NewEncoder(w).Encode(txn.Answer{Vote: vote})
+		json.NewEncoder(w).Encode(apitypes.ParticipantAnswer{Vote: vote})
 	}))
 	t.Cleanup(p.srv.Close)
 	return p

@@ -73,9 +73,7 @@ func newEventSink(t *testing.T, h *netlab.Host, ip string) *eventSink {
 		t.Fatal(err)
 	}
 	s := &eventSink{base: "http://" + ln.Addr().String(), ch: map[string]chan ldsEvent{}, answer: map[string]string{}, fails: map[string]int{}}
-	srv := &http.Server{Handler: s}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	jinidtest.Serve(t, ln, s)
 	return s
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
-	"github.com/jinid/jinid/services/txn"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // The transaction manager's rules of TX.2.5-TX.2.7 through the API of
@@ -135,7 +135,7 @@ func (ps *labParticipants) set(path string, b partBehaviour) {
 
 func (ps *labParticipants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	came := time.Now()
-	var cb txn.Callback
+	var cb apitypes.ParticipantCall
 	if err := json.NewDecoder(r.Body).Decode(&cb); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		return
@@ -149,24 +149,24 @@ func (ps *labParticipants) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		vote = "PREPARED"
 	}
 	switch cb.Op {
-	case txn.OpPrepare:
+	case apitypes.OpPrepare:
 		time.Sleep(b.prepareTook) // a participant slow to vote: the subject
-	case txn.OpPrepareAndCommit:
+	case apitypes.OpPrepareAndCommit:
 		time.Sleep(b.prepareTook) // a participant slow to vote: the subject
 		if vote == "PREPARED" {
 			vote = "COMMITTED"
 		}
-	case txn.OpCommit:
+	case apitypes.OpCommit:
 		time.Sleep(b.commitTook) // a participant slow to roll forward: the subject
 	}
 	ps.mu.Lock()
 	ps.log = append(ps.log, partCall{path: path, op: string(cb.Op), came: came, answered: time.Now()})
 	ps.mu.Unlock()
-	if cb.Op == txn.OpCommit || cb.Op == txn.OpAbort {
+	if cb.Op == apitypes.OpCommit || cb.Op == apitypes.OpAbort {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	json.NewEncoder(w).Encode(txn.Answer{Vote: vote})
+	json.NewEncoder(w).Encode(apitypes.ParticipantAnswer{Vote: vote})
 }
 
 // calls lists the calls made of op (all when "").
@@ -240,7 +240,7 @@ func TestTxnConformance(t *testing.T) {
 			}
 		}
 		for _, c := range l.ps.calls("") {
-			if c.path == "joined" && c.op != string(txn.OpAbort) {
+			if c.path == "joined" && c.op != string(apitypes.OpAbort) {
 				t.Errorf("a participant of an expired transaction was asked %s", c.op)
 			}
 		}
@@ -262,7 +262,7 @@ func TestTxnConformance(t *testing.T) {
 		took := time.Since(start)
 		var lastCame, firstAnswer time.Time
 		n := 0
-		for _, pc := range l.ps.calls(string(txn.OpPrepare)) {
+		for _, pc := range l.ps.calls(string(apitypes.OpPrepare)) {
 			if !strings.HasPrefix(pc.path, "ten-") {
 				continue
 			}
@@ -295,7 +295,7 @@ func TestTxnConformance(t *testing.T) {
 				got = append(got, pc.op)
 			}
 		}
-		if len(got) != 1 || got[0] != string(txn.OpPrepareAndCommit) {
+		if len(got) != 1 || got[0] != string(apitypes.OpPrepareAndCommit) {
 			t.Fatalf("calls %v, want one prepareAndCommit", got)
 		}
 	})

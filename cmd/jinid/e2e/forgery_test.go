@@ -31,9 +31,7 @@ func serveIn(t *testing.T, host *netlab.Host, addr string, h http.Handler) strin
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	jinidtest.Serve(t, ln, h)
 	return ln.Addr().String()
 }
 

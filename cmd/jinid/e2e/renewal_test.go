@@ -34,7 +34,7 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 	sink := jinidtest.NewSink(t, ch, cl.IPv4.String())
 
 	// A grantor that refuses every renewal.
-	denier := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	denier := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Leases []struct {
 				ID string `json:"id"`
@@ -47,15 +47,14 @@ func TestRenewalAcrossDaemons(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"results": res})
-	})}
+	})
 	var dln net.Listener
 	ch.Namespace().Do(func() error {
 		var err error
 		dln, err = net.Listen("tcp", net.JoinHostPort(cl.IPv4.String(), "0"))
 		return err
 	})
-	go denier.Serve(dln)
-	defer denier.Close()
+	jinidtest.Serve(t, dln, denier)
 
 	set, err := renewer.RenewalCreate(t.Context(), 600_000)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/testenv"
-	"github.com/jinid/jinid/services/txn"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // crashStage is when a kill happens, relative to one commit.
@@ -38,14 +38,14 @@ func (s crashStage) String() string {
 // hear it) or have the manager SIGKILLed once the call is recorded.
 type recorder struct {
 	index int
-	gate  func(index int, op txn.Op, id string) (refuse, kill bool)
+	gate  func(index int, op apitypes.ParticipantOp, id string) (refuse, kill bool)
 	kill  func()
 
 	mu                        sync.Mutex
 	prepared, commits, aborts map[string]int
 }
 
-func newRecorder(t *testing.T, index int, gate func(int, txn.Op, string) (bool, bool), kill func()) (*recorder, string) {
+func newRecorder(t *testing.T, index int, gate func(int, apitypes.ParticipantOp, string) (bool, bool), kill func()) (*recorder, string) {
 	r := &recorder{index: index, gate: gate, kill: kill, prepared: map[string]int{}, commits: map[string]int{}, aborts: map[string]int{}}
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
@@ -53,7 +53,7 @@ func newRecorder(t *testing.T, index int, gate func(int, txn.Op, string) (bool, 
 }
 
 func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	var cb txn.Callback
+	var cb apitypes.ParticipantCall
 	if err := json.NewDecoder(req.Body).Decode(&cb); err != nil {
 		http.Error(w, "bad callback", http.StatusBadRequest)
 		return
@@ -65,14 +65,14 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	switch cb.Op {
-	case txn.OpPrepare:
+	case apitypes.OpPrepare:
 		r.prepared[cb.ID]++
-	case txn.OpPrepareAndCommit: // answered COMMITTED below
+	case apitypes.OpPrepareAndCommit: // answered COMMITTED below
 		r.prepared[cb.ID]++
 		r.commits[cb.ID]++
-	case txn.OpCommit:
+	case apitypes.OpCommit:
 		r.commits[cb.ID]++ // rolled forward, whether or not the answer arrives
-	case txn.OpAbort:
+	case apitypes.OpAbort:
 		r.aborts[cb.ID]++
 	}
 	r.mu.Unlock()
@@ -81,13 +81,13 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch cb.Op {
-	case txn.OpPrepare:
+	case apitypes.OpPrepare:
 		if r.index == 1 && strings.ContainsAny(cb.ID[len(cb.ID)-1:], "07") {
 			io.WriteString(w, `{"vote":"ABORTED"}`) // one in eight, about
 			return
 		}
 		io.WriteString(w, `{"vote":"PREPARED"}`)
-	case txn.OpPrepareAndCommit:
+	case apitypes.OpPrepareAndCommit:
 		io.WriteString(w, `{"vote":"COMMITTED"}`)
 	default:
 		w.WriteHeader(http.StatusNoContent)
@@ -147,10 +147,10 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 	// gate arms the kill of the stage armed. A kill in the commit calls
 	// holds the transaction's other commit calls (503) until recovered
 	// has checked it, so that it is still rolling forward then.
-	gate := func(index int, op txn.Op, id string) (refuse, now bool) {
+	gate := func(index int, op apitypes.ParticipantOp, id string) (refuse, now bool) {
 		gateMu.Lock()
 		defer gateMu.Unlock()
-		if op == txn.OpCommit && held[id] {
+		if op == apitypes.OpCommit && held[id] {
 			return true, false
 		}
 		// Commit calls are counted whether or not a kill is armed: one
@@ -158,21 +158,21 @@ func TestTransactionsSurviveSIGKILL(t *testing.T) {
 		// its last call for its first, or all three participants hear
 		// commit and nothing is left rolling forward.
 		n := 0
-		if op == txn.OpCommit {
+		if op == apitypes.OpCommit {
 			n = first[id]
 			first[id]++
 		}
 		stage := crashStage(armed.Load())
 		switch {
-		case stage == beforeDecision && op == txn.OpPrepare && index == 2:
+		case stage == beforeDecision && op == apitypes.OpPrepare && index == 2:
 			now = true
-		case op == txn.OpCommit:
+		case op == apitypes.OpCommit:
 			now = stage == afterDurable && n == 0 || stage == midwayCommits && n == 1
 		}
 		if !now || !armed.CompareAndSwap(int32(stage), -1) {
 			return false, false
 		}
-		if op == txn.OpCommit {
+		if op == apitypes.OpCommit {
 			held[id] = true
 		}
 		return false, true
@@ -422,7 +422,7 @@ func TestNestedAcrossDaemons(t *testing.T) {
 	bin := jinidtest.Binary(t)
 	a := jinidtest.StartDaemon(t, bin, t.TempDir())
 	b := jinidtest.StartDaemon(t, bin, t.TempDir())
-	p, pURL := newRecorder(t, 0, func(int, txn.Op, string) (bool, bool) { return false, false }, nil)
+	p, pURL := newRecorder(t, 0, func(int, apitypes.ParticipantOp, string) (bool, bool) { return false, false }, nil)
 	hc := &http.Client{Timeout: 20 * time.Second}
 	post := func(base, path, body string, out any) int {
 		t.Helper()

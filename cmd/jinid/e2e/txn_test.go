@@ -14,7 +14,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
-	"github.com/jinid/jinid/services/txn"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/txn/participant"
 )
 
@@ -32,7 +32,7 @@ func newLabParticipant(t *testing.T, h *netlab.Host, ip string, prepareTakes tim
 	t.Helper()
 	p := &labParticipant{}
 	inner := &participant.Handler{
-		Prepare: func(ctx context.Context, _ string) (txn.Vote, error) {
+		Prepare: func(ctx context.Context, _ string) (apitypes.Vote, error) {
 			select {
 			case <-time.After(prepareTakes):
 			case <-ctx.Done():
@@ -41,7 +41,7 @@ func newLabParticipant(t *testing.T, h *netlab.Host, ip string, prepareTakes tim
 			p.mu.Lock()
 			p.prepared++
 			p.mu.Unlock()
-			return txn.VotePrepared, nil
+			return apitypes.VotePrepared, nil
 		},
 		Commit: func(context.Context, string) error {
 			p.mu.Lock()
@@ -53,10 +53,10 @@ func newLabParticipant(t *testing.T, h *netlab.Host, ip string, prepareTakes tim
 	}
 	h2 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
-		var cb txn.Callback
+		var cb apitypes.ParticipantCall
 		json.Unmarshal(raw, &cb)
 		p.mu.Lock()
-		fail := cb.Op == txn.OpCommit && p.failCommits > 0
+		fail := cb.Op == apitypes.OpCommit && p.failCommits > 0
 		if fail {
 			p.failCommits--
 		}
@@ -76,9 +76,7 @@ func newLabParticipant(t *testing.T, h *netlab.Host, ip string, prepareTakes tim
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h2, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	jinidtest.Serve(t, ln, h2)
 	p.URL = "http://" + ln.Addr().String() + "/tx"
 	return p
 }

@@ -24,7 +24,6 @@ import (
 	"sync"
 
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/txn"
 )
 
 // maxRemembered bounds the finished transactions a Handler remembers (to
@@ -34,10 +33,10 @@ const maxRemembered = 4096
 // Handler is a participant's callback endpoint. Set its functions before
 // serving.
 type Handler struct {
-	// Prepare votes on transaction id: txn.VotePrepared once its record
-	// is durable, txn.VoteNotChanged if it changed nothing, or
-	// txn.VoteAborted. An error is no vote (the manager retries).
-	Prepare func(ctx context.Context, id string) (txn.Vote, error)
+	// Prepare votes on transaction id: apitypes.VotePrepared once its record
+	// is durable, apitypes.VoteNotChanged if it changed nothing, or
+	// apitypes.VoteAborted. An error is no vote (the manager retries).
+	Prepare func(ctx context.Context, id string) (apitypes.Vote, error)
 	// Commit rolls a PREPARED transaction forward; Abort rolls one back.
 	// An error makes the manager call again.
 	Commit func(ctx context.Context, id string) error
@@ -49,7 +48,7 @@ type Handler struct {
 }
 
 type entry struct {
-	vote     txn.Vote // 0 while the first prepare runs
+	vote     apitypes.Vote // 0 while the first prepare runs
 	finished bool
 	// busy is set while the application's prepare, roll-forward or
 	// roll-back runs for the transaction: a repeated call waits for it.
@@ -58,26 +57,26 @@ type entry struct {
 
 // ServeHTTP answers one callback.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var cb txn.Callback
+	var cb apitypes.ParticipantCall
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&cb); err != nil || cb.ID == "" {
 		writeError(w, http.StatusBadRequest, apitypes.InvalidArgument, "a callback: {op, manager, id, attempt}")
 		return
 	}
 	ctx := r.Context()
 	switch cb.Op {
-	case txn.OpPrepare:
+	case apitypes.OpPrepare:
 		v, err := h.prepare(ctx, cb.ID)
 		h.answer(w, v, err)
-	case txn.OpPrepareAndCommit:
+	case apitypes.OpPrepareAndCommit:
 		v, err := h.prepare(ctx, cb.ID)
-		if err == nil && v == txn.VotePrepared {
+		if err == nil && v == apitypes.VotePrepared {
 			if err = h.finish(ctx, cb.ID, true); err == nil {
-				v = txn.VoteCommitted
+				v = apitypes.VoteCommitted
 			}
 		}
 		h.answer(w, v, err)
-	case txn.OpCommit, txn.OpAbort:
-		if err := h.finish(ctx, cb.ID, cb.Op == txn.OpCommit); err != nil {
+	case apitypes.OpCommit, apitypes.OpAbort:
+		if err := h.finish(ctx, cb.ID, cb.Op == apitypes.OpCommit); err != nil {
 			h.answer(w, 0, err)
 			return
 		}
@@ -88,7 +87,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // errUnknown is a transaction this participant never voted on.
-var errUnknown = txn.ErrUnknownTransaction
+var errUnknown = errors.New("unknown transaction")
 
 // claim returns id's entry once nothing runs for it, marked busy, or nil
 // if there is none; a new entry (vote 0) is made, busy, when create.
@@ -131,7 +130,7 @@ func (h *Handler) release(e *entry) {
 }
 
 // prepare votes once per transaction; a repeat gets the same vote.
-func (h *Handler) prepare(ctx context.Context, id string) (txn.Vote, error) {
+func (h *Handler) prepare(ctx context.Context, id string) (apitypes.Vote, error) {
 	e, err := h.claim(ctx, id, true)
 	if err != nil {
 		return 0, err
@@ -147,7 +146,7 @@ func (h *Handler) prepare(ctx context.Context, id string) (txn.Vote, error) {
 	case err != nil:
 		delete(h.votes, id) // no vote: the next prepare asks again
 		return 0, err
-	case v != txn.VotePrepared:
+	case v != apitypes.VotePrepared:
 		h.finishedLocked(id, e) // nothing to roll: remembered for repeats
 	}
 	e.vote = v
@@ -164,7 +163,7 @@ func (h *Handler) finish(ctx context.Context, id string, commit bool) error {
 		return errUnknown
 	}
 	defer h.release(e)
-	if e.finished || e.vote != txn.VotePrepared {
+	if e.finished || e.vote != apitypes.VotePrepared {
 		return nil
 	}
 	f := h.Abort
@@ -203,7 +202,7 @@ func (h *Handler) Restore(ids ...string) {
 	}
 	for _, id := range ids {
 		if h.votes[id] == nil {
-			h.votes[id] = &entry{vote: txn.VotePrepared}
+			h.votes[id] = &entry{vote: apitypes.VotePrepared}
 		}
 	}
 }
@@ -215,7 +214,7 @@ func (h *Handler) Pending() []string {
 	defer h.mu.Unlock()
 	var out []string
 	for id, e := range h.votes {
-		if e.vote == txn.VotePrepared && !e.finished {
+		if e.vote == apitypes.VotePrepared && !e.finished {
 			out = append(out, id)
 		}
 	}
@@ -256,7 +255,7 @@ func (h *Handler) settled(err error) error {
 	return err
 }
 
-func (h *Handler) answer(w http.ResponseWriter, v txn.Vote, err error) {
+func (h *Handler) answer(w http.ResponseWriter, v apitypes.Vote, err error) {
 	switch {
 	case errors.Is(err, errUnknown):
 		writeError(w, http.StatusNotFound, apitypes.UnknownTransaction, "unknown transaction")
@@ -264,7 +263,7 @@ func (h *Handler) answer(w http.ResponseWriter, v txn.Vote, err error) {
 		writeError(w, http.StatusServiceUnavailable, apitypes.Unavailable, "try again")
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(txn.Answer{Vote: v.String()})
+		json.NewEncoder(w).Encode(apitypes.ParticipantAnswer{Vote: v.String()})
 	}
 }
 

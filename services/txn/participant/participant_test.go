@@ -24,7 +24,7 @@ import (
 // its roll-forwards and roll-backs.
 type app struct {
 	mu                          sync.Mutex
-	vote                        txn.Vote
+	vote                        apitypes.Vote
 	prepares, commits, rollback int
 }
 
@@ -37,7 +37,7 @@ func (a *app) counts() (prepares, commits, rollbacks int) {
 
 func (a *app) handler() *Handler {
 	return &Handler{
-		Prepare: func(context.Context, string) (txn.Vote, error) {
+		Prepare: func(context.Context, string) (apitypes.Vote, error) {
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			a.prepares++
@@ -52,7 +52,7 @@ func (a *app) handler() *Handler {
 // HTTP: each votes once, rolls forward once, and answers repeats the
 // same way.
 func TestHandlersWithTheEngine(t *testing.T) {
-	apps := []*app{{vote: txn.VotePrepared}, {vote: txn.VotePrepared}, {vote: txn.VoteNotChanged}}
+	apps := []*app{{vote: apitypes.VotePrepared}, {vote: apitypes.VotePrepared}, {vote: apitypes.VoteNotChanged}}
 	var urls []string
 	for _, a := range apps {
 		srv := httptest.NewServer(a.handler())
@@ -71,7 +71,7 @@ func TestHandlersWithTheEngine(t *testing.T) {
 	}
 	for i, a := range apps {
 		want := 1
-		if a.vote != txn.VotePrepared {
+		if a.vote != apitypes.VotePrepared {
 			want = 0
 		}
 		if a.prepares != 1 || a.commits != want || a.rollback != 0 {
@@ -79,16 +79,16 @@ func TestHandlersWithTheEngine(t *testing.T) {
 		}
 	}
 	// At least once: a repeated prepare and commit change nothing.
-	for _, op := range []txn.Op{txn.OpPrepare, txn.OpCommit} {
+	for _, op := range []apitypes.ParticipantOp{apitypes.OpPrepare, apitypes.OpCommit} {
 		v, err := caller.Call(context.Background(), txn.Participant{URL: urls[0]}, op, id, 2)
-		if err != nil || (op == txn.OpPrepare && v != txn.VotePrepared) {
+		if err != nil || (op == apitypes.OpPrepare && v != apitypes.VotePrepared) {
 			t.Errorf("repeated %s: %v %v", op, v, err)
 		}
 	}
 	if apps[0].prepares != 1 || apps[0].commits != 1 {
 		t.Errorf("a repeat ran the application again: %d prepares, %d commits", apps[0].prepares, apps[0].commits)
 	}
-	if _, err := caller.Call(context.Background(), txn.Participant{URL: urls[0]}, txn.OpCommit, "never-seen", 1); !errors.Is(err, txn.ErrUnknownTransaction) {
+	if _, err := caller.Call(context.Background(), txn.Participant{URL: urls[0]}, apitypes.OpCommit, "never-seen", 1); !errors.Is(err, txn.ErrUnknownTransaction) {
 		t.Errorf("commit of an unknown transaction: %v, want UnknownTransaction", err)
 	}
 }
@@ -132,16 +132,16 @@ func TestRestoreAndSettle(t *testing.T) {
 	// Before the crash: votes PREPARED, then fails every roll.
 	var sw swap
 	before := &Handler{
-		Prepare: func(context.Context, string) (txn.Vote, error) { return txn.VotePrepared, nil },
+		Prepare: func(context.Context, string) (apitypes.Vote, error) { return apitypes.VotePrepared, nil },
 		Commit:  func(context.Context, string) error { return down },
 		Abort:   func(context.Context, string) error { return down },
 	}
 	sw.set(before)
 	srv := httptest.NewServer(&sw)
 	defer srv.Close()
-	other := httptest.NewServer((&app{vote: txn.VotePrepared}).handler())
+	other := httptest.NewServer((&app{vote: apitypes.VotePrepared}).handler())
 	defer other.Close()
-	no := httptest.NewServer((&app{vote: txn.VoteAborted}).handler())
+	no := httptest.NewServer((&app{vote: apitypes.VoteAborted}).handler())
 	defer no.Close()
 
 	tx := func(second string) string {
@@ -234,11 +234,11 @@ func TestSettle(t *testing.T) {
 // Repeated calls that arrive together run the application once: a
 // second prepare or commit waits for the first, then gets its answer.
 func TestConcurrentRepeats(t *testing.T) {
-	a := &app{vote: txn.VotePrepared}
+	a := &app{vote: apitypes.VotePrepared}
 	h := a.handler()
 	var release chan struct{}
 	prepare, commit := h.Prepare, h.Commit
-	h.Prepare = func(ctx context.Context, id string) (txn.Vote, error) { <-release; return prepare(ctx, id) }
+	h.Prepare = func(ctx context.Context, id string) (apitypes.Vote, error) { <-release; return prepare(ctx, id) }
 	h.Commit = func(ctx context.Context, id string) error { <-release; return commit(ctx, id) }
 	var arrived atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +247,7 @@ func TestConcurrentRepeats(t *testing.T) {
 	}))
 	defer srv.Close()
 	caller := txn.HTTPCaller{Client: &http1.Client{Timeout: 5 * time.Second}}
-	for _, op := range []txn.Op{txn.OpPrepare, txn.OpCommit} {
+	for _, op := range []apitypes.ParticipantOp{apitypes.OpPrepare, apitypes.OpCommit} {
 		release = make(chan struct{})
 		arrived.Store(0)
 		var wg sync.WaitGroup
@@ -255,7 +255,7 @@ func TestConcurrentRepeats(t *testing.T) {
 		for i := range errs {
 			wg.Go(func() {
 				v, err := caller.Call(context.Background(), txn.Participant{URL: srv.URL}, op, "t", i+1)
-				if err == nil && op == txn.OpPrepare && v != txn.VotePrepared {
+				if err == nil && op == apitypes.OpPrepare && v != apitypes.VotePrepared {
 					err = fmt.Errorf("vote %v", v)
 				}
 				errs[i] = err

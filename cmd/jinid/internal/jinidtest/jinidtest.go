@@ -445,10 +445,22 @@ func ListenIn(t testing.TB, h *netlab.Host, ip string) net.Listener {
 func ServeIn(t testing.TB, h *netlab.Host, ip string, handler http.Handler) string {
 	t.Helper()
 	ln := ListenIn(t, h, ip)
+	Serve(t, ln, handler)
+	return "http://" + ln.Addr().String()
+}
+
+// Serve serves handler on ln until the test ends, and then waits for the
+// handlers still answering (a slow grantor's), so that none outlives the
+// test: net/http's Close does not wait for them.
+func Serve(t testing.TB, ln net.Listener, handler http.Handler) {
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		srv.Close()
+	})
 }
 
 // NewSink serves a sink on ip inside lab host h, or on loopback in this
@@ -475,9 +487,7 @@ func NewSink(t testing.TB, h *netlab.Host, ip string) *Sink {
 		t.Fatal(err)
 	}
 	s.URL = "http://" + ln.Addr().String()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	Serve(t, ln, s)
 	return s
 }
 
