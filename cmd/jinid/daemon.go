@@ -34,7 +34,6 @@ const shutdownGrace = 10 * time.Second
 // daemonOptions are the daemon command's flags, and what it makes of
 // them.
 type daemonOptions struct {
-	g          *globalFlags // the logger's flags, for run
 	configPath string
 	cfg        app.Config
 	groups     []string
@@ -49,7 +48,7 @@ type daemonOptions struct {
 }
 
 func daemonSpec(g *globalFlags) *spec {
-	o := &daemonOptions{g: g}
+	o := &daemonOptions{}
 	s := &spec{
 		use:   "daemon",
 		short: "Run the jinid appliance until SIGINT or SIGTERM",
@@ -131,82 +130,78 @@ the peer reached it at, or --advertise.`,
   jinid daemon --groups lab,ops --interfaces 'eth*' --data-dir /var/lib/jinid
   jinid daemon --no-multicast --api-listen 127.0.0.1:4162 --log-format json
   jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
-		run: func(inv *invocation, _ []string) error { return o.run(inv) },
+		run: func(inv *invocation, _ []string) error {
+			given := commandLine(inv.flags)
+			file, _, err := o.resolve(inv.flags, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			log, level, err := g.logger(inv.stderr)
+			if err != nil {
+				return err
+			}
+			if file != "" {
+				log.Info("configuration read", "file", file)
+			}
+			cfg, err := o.config(inv.flags)
+			if err != nil {
+				return err
+			}
+			cfg.Version = version
+			if o.printInterfaces {
+				return writeInterfaces(inv.stdout, cfg)
+			}
+			d, err := app.New(cfg, log)
+			if err != nil {
+				return err
+			}
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// A soft limit: the collector works harder as the heap
+				// nears it, so bursts (a flood, large listings) are given
+				// back at once instead of doubling the heap. GOMEMLIMIT
+				// overrides it.
+				debug.SetMemoryLimit(int64(cmp.Or(cfg.Limits.MemoryBytes, app.DefaultLimits().MemoryBytes)))
+			}
+			// Caught before the start line: a SIGHUP sent once it is
+			// logged must reload, not kill (the signal's default).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			ctx := inv.ctx
+			if err := d.Start(ctx); err != nil {
+				return err
+			}
+			// Under systemd (Type=notify): started. Nothing is sent
+			// elsewhere (no NOTIFY_SOCKET).
+			notify(log, daemon.SdNotifyReady)
+			r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(inv.flags)}
+			var runErr error
+		run:
+			for {
+				select {
+				case <-hup:
+					notify(log, daemon.SdNotifyReloading)
+					r.reload()
+					notify(log, daemon.SdNotifyReady)
+				case <-ctx.Done():
+					log.Info("stopping", "reason", "signal")
+					break run
+				case runErr = <-d.Err():
+					log.Error("stopping", "reason", runErr)
+					break run
+				}
+			}
+			notify(log, daemon.SdNotifyStopping)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+			if err := d.Shutdown(sctx); err != nil {
+				return err
+			}
+			return runErr
+		},
 	}
 	o.bind(s.Flags())
 	return s
-}
-
-// run runs the daemon until a signal or a failure stops it, reloading
-// on SIGHUP.
-func (o *daemonOptions) run(inv *invocation) error {
-	given := commandLine(inv.flags)
-	file, _, err := o.resolve(inv.flags, os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	log, level, err := o.g.logger(inv.stderr)
-	if err != nil {
-		return err
-	}
-	if file != "" {
-		log.Info("configuration read", "file", file)
-	}
-	cfg, err := o.config(inv.flags)
-	if err != nil {
-		return err
-	}
-	cfg.Version = version
-	if o.printInterfaces {
-		return writeInterfaces(inv.stdout, cfg)
-	}
-	d, err := app.New(cfg, log)
-	if err != nil {
-		return err
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft limit: the collector works harder as the heap
-		// nears it, so bursts (a flood, large listings) are given
-		// back at once instead of doubling the heap. GOMEMLIMIT
-		// overrides it.
-		debug.SetMemoryLimit(int64(cmp.Or(cfg.Limits.MemoryBytes, app.DefaultLimits().MemoryBytes)))
-	}
-	// Caught before the start line: a SIGHUP sent once it is
-	// logged must reload, not kill (the signal's default).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	ctx := inv.ctx
-	if err := d.Start(ctx); err != nil {
-		return err
-	}
-	// Under systemd (Type=notify): started. Nothing is sent
-	// elsewhere (no NOTIFY_SOCKET).
-	notify(log, daemon.SdNotifyReady)
-	r := &reloader{given: given, log: log, level: level, daemon: d, values: settingValues(inv.flags)}
-	var runErr error
-run:
-	for {
-		select {
-		case <-hup:
-			notify(log, daemon.SdNotifyReloading)
-			r.reload()
-			notify(log, daemon.SdNotifyReady)
-		case <-ctx.Done():
-			log.Info("stopping", "reason", "signal")
-			break run
-		case runErr = <-d.Err():
-			log.Error("stopping", "reason", runErr)
-			break run
-		}
-	}
-	notify(log, daemon.SdNotifyStopping)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := d.Shutdown(sctx); err != nil {
-		return err
-	}
-	return runErr
 }
 
 // bind defines the daemon's flags on f.

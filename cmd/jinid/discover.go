@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,22 +145,27 @@ func (o *discoverOptions) bind(f *pflag.FlagSet) {
 	f.DurationVar(&o.announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
 }
 
-// config checks the flags and makes the finder's configuration of them.
-func (o *discoverOptions) config(inv *invocation, log *slog.Logger) (finder.Config, error) {
+// run checks the flags, makes the finder's configuration of them and
+// runs one round, or watches.
+func (o *discoverOptions) run(inv *invocation) error {
+	log, _, err := o.g.logger(inv.stderr)
+	if err != nil {
+		return usageError{err}
+	}
 	cfg := finder.Config{Timeout: o.timeout, Settle: o.settle, Merge: o.merge, Include: o.include, ExcludeDefaultRoute: o.noDefault,
 		NoMulticast: o.noMulticast, TTL: o.ttl, Logger: log, DNSSD: o.dnssd}
 	if o.dnssd && o.noMulticast {
-		return cfg, usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
+		return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
 	}
 	if o.asJSON && o.parsable {
-		return cfg, usagef("--json and --parsable are two output formats: give one")
+		return usagef("--json and --parsable are two output formats: give one")
 	}
 	if inv.flags.Changed("exclude-interfaces") {
 		cfg.Exclude = o.exclude
 	}
 	switch {
 	case o.allGroups && (len(o.groups) > 0 || o.public):
-		return cfg, usagef("--all-groups cannot be combined with --groups or --public")
+		return usagef("--all-groups cannot be combined with --groups or --public")
 	case len(o.groups) > 0 || o.public:
 		cfg.Groups = append([]string{}, o.groups...)
 		if o.public {
@@ -169,45 +173,33 @@ func (o *discoverOptions) config(inv *invocation, log *slog.Logger) (finder.Conf
 		}
 	}
 	if o.timeout <= 0 {
-		return cfg, usagef("--timeout %s: must be positive", o.timeout)
+		return usagef("--timeout %s: must be positive", o.timeout)
 	}
 	if o.settle <= 0 {
-		return cfg, usagef("--settle %s: must be positive", o.settle)
+		return usagef("--settle %s: must be positive", o.settle)
 	}
 	for _, s := range o.locators {
 		l, err := discovery.ParseLocator(s)
 		if err != nil {
-			return cfg, usagef("--locator: %w", err)
+			return usagef("--locator: %w", err)
 		}
 		cfg.Locators = append(cfg.Locators, l)
 	}
 	if o.noMulticast && len(cfg.Locators) == 0 {
-		return cfg, usagef("--no-multicast leaves nothing to do without --locator")
+		return usagef("--no-multicast leaves nothing to do without --locator")
 	}
 	if o.announce <= 0 {
-		return cfg, usagef("--announce-interval %s: must be positive", o.announce)
+		return usagef("--announce-interval %s: must be positive", o.announce)
 	}
 	if inv.flags.Changed("announce-interval") && !o.watchMode {
-		return cfg, usagef("--announce-interval applies to --watch only")
+		return usagef("--announce-interval applies to --watch only")
 	}
 	if o.watchMode {
 		for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
 			if inv.flags.Changed(f) {
-				return cfg, usagef("--%s applies to one-shot discovery, not to --watch", f)
+				return usagef("--%s applies to one-shot discovery, not to --watch", f)
 			}
 		}
-	}
-	return cfg, nil
-}
-
-func (o *discoverOptions) run(inv *invocation) error {
-	log, _, err := o.g.logger(inv.stderr)
-	if err != nil {
-		return usageError{err}
-	}
-	cfg, err := o.config(inv, log)
-	if err != nil {
-		return err
 	}
 	if o.watchMode {
 		ctx := inv.ctx

@@ -1,7 +1,5 @@
 package main
 
-import "strings"
-
 // rootShort is jinid's one-line description.
 const rootShort = "A Jini discovery appliance"
 
@@ -20,16 +18,20 @@ packet by packet.
 Start with:
 `
 
-// firstSteps are the root help's first commands, the second word of
-// each line the command it needs.
-const firstSteps = `  jinid daemon                       run the appliance (API on :4162)
-  jinid discover                     find the lookup services on the LAN
-  jinid lookup register|query|list   use the lookup service of a running jinid
-  jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
+// The root help's first commands: the daemon's, the tools', and one of
+// both. A build lists those of the halves it has (and links no other:
+// hasDaemon and hasTools are constants).
+const (
+	daemonSteps = `  jinid daemon                       run the appliance (API on :4162)
   jinid config check|print           validate the config file / show the effective settings
   jinid snapshot                     write a snapshot of the store now (with --snapshot-dir)
-  jinid version                      show what build this is
 `
+	toolSteps = `  jinid discover                     find the lookup services on the LAN
+  jinid lookup register|query|list   use the lookup service of a running jinid
+  jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
+`
+	versionStep = `  jinid version                      show what build this is`
+)
 
 // The commands of the two halves a router's build splits jinid into
 // (the tools and the daemon features, internal/features), and the
@@ -68,24 +70,18 @@ func elsewhere() map[string]string {
 // rootLong is jinid's own help: the first commands this build has, and
 // where the others are.
 func rootLong() string {
-	if hasTools && hasDaemon {
-		return rootIntro + strings.TrimSuffix(firstSteps, "\n")
+	steps, note := "", ""
+	if hasDaemon {
+		steps += daemonSteps
+	} else {
+		note = "\n\nThis is the router's tools binary; the daemon is in jinid-daemon."
 	}
-	var b strings.Builder
-	b.WriteString(rootIntro)
-	away := elsewhere()
-	for _, line := range strings.SplitAfter(firstSteps, "\n") {
-		if f := strings.Fields(line); len(f) > 1 && away[f[1]] == "" {
-			b.WriteString(line)
-		}
+	if hasTools {
+		steps += toolSteps
+	} else {
+		note = "\n\nThis is the router's daemon binary; discovery, inspection and the API\nclients are in the tools binary, jinid-tools."
 	}
-	if !hasTools {
-		b.WriteString("\nThis is the router's daemon binary; discovery, inspection and the API\nclients are in the tools binary, jinid-tools.\n")
-	}
-	if !hasDaemon {
-		b.WriteString("\nThis is the router's tools binary; the daemon is in jinid-daemon.\n")
-	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return rootIntro + steps + versionStep + note
 }
 
 // notHere is the usage error for a command of the other binary.

@@ -288,10 +288,15 @@ func (d *Daemon) Start(ctx context.Context) error {
 	return nil
 }
 
-// buildListeners opens the API's listener first: a port in use is the
-// likeliest failure, and DNS-SD advertises the port. The local socket
-// follows.
-func (d *Daemon) buildListeners(ctx context.Context) error {
+// build makes every part, adding each to d.parts as it is made (so a
+// failure part-way shuts down those made). The order is the start order:
+// the store and event delivery under the services; leases loaded once
+// every service has registered its kind; the network side before the
+// lookup discovery service, which needs it; the API last, once all it
+// serves runs.
+func (d *Daemon) build(ctx context.Context) error {
+	// The API's listener first: a port in use is the likeliest failure,
+	// and DNS-SD advertises the port.
 	apiLn, err := (&net.ListenConfig{}).Listen(ctx, "tcp", d.cfg.APIListen)
 	if err != nil {
 		return fmt.Errorf("listening for the API on %s: %w", d.cfg.APIListen, err)
@@ -315,20 +320,15 @@ func (d *Daemon) buildListeners(ctx context.Context) error {
 		d.apiSock = connlimit.Listener(sock, connlimit.Config{Max: d.limits.SocketConns})
 		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
 	}
-	return nil
-}
 
-// buildStore opens the store (restored from the last snapshot when the
-// live one is gone) and, with a snapshot directory, the snapshots.
-func (d *Daemon) buildStore() (*store.Store, *snapshots, error) {
 	if d.cfg.SnapshotDir != "" {
 		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 	st, err := store.Open(d.cfg.DataDir)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	d.store = st
 	st.Instrument(d.obs.metrics)
@@ -339,23 +339,6 @@ func (d *Daemon) buildStore() (*store.Store, *snapshots, error) {
 		// stopped: the last snapshot holds all they acknowledged.
 		snaps = newSnapshots(st, d.cfg.SnapshotDir, cmp.Or(d.cfg.SnapshotInterval, DefaultSnapshotInterval), d.log, d.obs.metrics)
 		d.parts.Add("snapshots", snaps)
-	}
-	return st, snaps, nil
-}
-
-// build makes every part, adding each to d.parts as it is made (so a
-// failure part-way shuts down those made). The order is the start order:
-// the store and event delivery under the services; leases loaded once
-// every service has registered its kind; the network side before the
-// lookup discovery service, which needs it; the API last, once all it
-// serves runs.
-func (d *Daemon) build(ctx context.Context) error {
-	if err := d.buildListeners(ctx); err != nil {
-		return err
-	}
-	st, snaps, err := d.buildStore()
-	if err != nil {
-		return err
 	}
 
 	// Every request sent on someone's behalf goes through a client of
@@ -446,7 +429,14 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.buildDNSSD()
 	}
 
-	services := []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc}
+	tokens, err := access.NewTokens(access.TokensConfig{Store: st, Logger: d.log, BootstrapFile: filepath.Join(d.cfg.DataDir, AdminTokenFile)})
+	if err != nil {
+		return err
+	}
+	d.parts.Add("tokens", tokens)
+	d.hostNames = d.names()
+	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
+	services := []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens}
 	var notRun []api.NotRun
 	if txnSvc != nil {
 		services = append(services, txnSvc)
@@ -458,21 +448,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	} else {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/snapshot", Name: "snapshots (start the daemon with --snapshot-dir)"})
 	}
-	return d.buildAPI(st, services, notRun)
-}
-
-// buildAPI makes the API last, once all it serves runs: the tokens and
-// the guard, the mux over the services' routes (and the tokens'), its
-// server on the listeners opened first.
-func (d *Daemon) buildAPI(st *store.Store, services []httpjson.Service, notRun []api.NotRun) error {
-	tokens, err := access.NewTokens(access.TokensConfig{Store: st, Logger: d.log, BootstrapFile: filepath.Join(d.cfg.DataDir, AdminTokenFile)})
-	if err != nil {
-		return err
-	}
-	d.parts.Add("tokens", tokens)
-	d.hostNames = d.names()
-	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	mux := api.New(api.Config{Services: append(services, tokens), NotRun: notRun,
+	mux := api.New(api.Config{Services: services, NotRun: notRun,
 		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log,
 		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
