@@ -626,26 +626,12 @@ func (s *Service) MutateLocators(id string, m Mutation, locs []discovery.Locator
 	})
 }
 
-// live returns the registration id whose lease still runs, or nil. One
-// whose lease has ended is gone, though the grantor may not have released
-// it yet: it takes no change and sends no event. The caller holds mu.
-func (s *Service) live(id string) *reg {
-	r := s.regs[id]
-	if r == nil {
-		return nil
-	}
-	if _, err := s.cfg.Grantor.Get(r.Lease); err != nil {
-		return nil
-	}
-	return r
-}
-
 // mutate changes a registration's interest and sends the events the
 // change calls for.
 func (s *Service) mutate(id string, change func(*reg) error) error {
 	return s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		r := s.live(id)
-		if r == nil {
+		r := s.regs[id]
+		if r == nil || !s.cfg.Grantor.Live(r.Lease) {
 			return nil, noSuch(id)
 		}
 		s.unindex(r)
@@ -676,8 +662,8 @@ func (s *Service) Discard(id string, serviceID discovery.ServiceID) error {
 	var first bool
 	var locatorID discovery.ServiceID
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		r := s.live(id)
-		if r == nil {
+		r := s.regs[id]
+		if r == nil || !s.cfg.Grantor.Live(r.Lease) {
 			return nil, noSuch(id)
 		}
 		l := s.lus[serviceID]

@@ -357,6 +357,14 @@ func (g *Grantor) OwnerOf(id string) (string, bool) {
 	return r.Owner, err == nil
 }
 
+// Live reports whether lease id still runs. A registration whose lease
+// has ended is gone, though its kind's release may not have run yet: it
+// takes no change and sends no event.
+func (g *Grantor) Live(id string) bool {
+	_, err := g.current(id)
+	return err == nil
+}
+
 // MayAct says whether the caller of ctx may act on what lease id covers,
 // or see the lease's ID: the client it was granted to, or an
 // administrator (access.MayAct). A lease no longer live covers nothing:

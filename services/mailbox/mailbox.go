@@ -801,7 +801,7 @@ func (s *Service) push(r *reg) {
 			flush()
 			backoff = min(max(2*backoff, s.cfg.Backoff), s.cfg.MaxBackoff)
 			s.log.Debug("mailbox delivery failed; retrying", "registration", r.ID, "in", backoff, "err", err)
-			if !s.leaseLive(r) {
+			if !s.cfg.Grantor.Live(r.Lease) {
 				// The lease has ended: wait for its release (which wakes
 				// this) instead of retrying.
 				select {
@@ -1117,13 +1117,6 @@ func (s *Service) forgetEnded(it string) {
 	defer s.mu.Unlock()
 	delete(s.ended, it)
 	s.endedOrder = slices.DeleteFunc(s.endedOrder, func(x string) bool { return x == it })
-}
-
-// leaseLive reports whether the registration's lease still runs: an
-// indefinite failure is retried until it ends.
-func (s *Service) leaseLive(r *reg) bool {
-	_, err := s.cfg.Grantor.Get(r.Lease)
-	return err == nil
 }
 
 // Count reports the registrations and the events stored for them, for

@@ -409,20 +409,6 @@ func (s *Service) Get(id string) (SetInfo, error) {
 	return SetInfo{ID: st.ID, Lease: st.Lease, Warning: st.Warning, Failure: st.Failure, Leases: len(st.members)}, nil
 }
 
-// liveSet returns the set id whose lease still runs, or nil. One whose
-// lease has ended is gone, though the grantor may not have released it
-// yet: it takes no change. The caller holds mu.
-func (s *Service) liveSet(id string) *set {
-	st := s.sets[id]
-	if st == nil {
-		return nil
-	}
-	if _, err := s.cfg.Grantor.Get(st.Lease); err != nil {
-		return nil
-	}
-	return st
-}
-
 func noSuchSet(id string) error {
 	return fault.Gone("renewal set", id)
 }
@@ -476,8 +462,8 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		st := s.liveSet(setID)
-		if st == nil {
+		st := s.sets[setID]
+		if st == nil || !s.cfg.Grantor.Live(st.Lease) {
 			return noSuchSet(setID)
 		}
 		key := l.key()
@@ -546,8 +532,8 @@ func (s *Service) Remove(setID, key string) (*ClientLease, error) {
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		st := s.liveSet(setID)
-		if st == nil {
+		st := s.sets[setID]
+		if st == nil || !s.cfg.Grantor.Live(st.Lease) {
 			return noSuchSet(setID)
 		}
 		m := st.find(key)
@@ -675,8 +661,8 @@ func (s *Service) setListener(setID string, change func(*set) (*listenerReg, int
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		st := s.liveSet(setID)
-		if st == nil {
+		st := s.sets[setID]
+		if st == nil || !s.cfg.Grantor.Live(st.Lease) {
 			return noSuchSet(setID)
 		}
 		before := *st
