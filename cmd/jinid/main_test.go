@@ -85,7 +85,7 @@ func TestRootHelp(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out, "Usage:\n  jinid [command]") {
+	if !strings.Contains(out, "Usage:\n  jinid [flags]\n  jinid [command]") {
 		t.Errorf("root help:\n%s", out)
 	}
 	for name, where := range elsewhere() {

@@ -63,8 +63,9 @@ func (s *spec) PersistentFlags() *pflag.FlagSet {
 // AddCommand adds subcommands.
 func (s *spec) AddCommand(subs ...*spec) { s.subs = append(s.subs, subs...) }
 
-// An argsRule is how many arguments a command takes: at least min, at
-// most max (no most when max is negative). The zero rule takes none.
+// An argsRule is how many arguments a command takes: exactly n, at least
+// n or at most n (a rule of both bounds, no command needs). The zero rule
+// takes none.
 type argsRule struct{ min, max int }
 
 func exactArgs(n int) argsRule { return argsRule{n, n} }
@@ -84,10 +85,8 @@ func (r argsRule) check(path string, args []string) error {
 		return fmt.Errorf("accepts %d arg(s), received %d", r.min, n)
 	case r.max < 0:
 		return fmt.Errorf("requires at least %d arg(s), only received %d", r.min, n)
-	case r.min == 0:
-		return fmt.Errorf("accepts at most %d arg(s), received %d", r.max, n)
 	}
-	return fmt.Errorf("accepts between %d and %d arg(s), received %d", r.min, r.max, n)
+	return fmt.Errorf("accepts at most %d arg(s), received %d", r.max, n)
 }
 
 // checkArgs checks args against s's rule, as a usage error.
@@ -218,9 +217,9 @@ func writeHelp(w io.Writer, path []*spec, fs *pflag.FlagSet) {
 		full += " "
 	}
 	full += s.use
-	if s.run != nil {
-		b.WriteString("  " + full + " [flags]\n")
-	}
+	// A group runs too (it shows this help, or refuses an unknown word),
+	// so both lines, as cobra writes them.
+	b.WriteString("  " + full + " [flags]\n")
 	if len(s.subs) > 0 {
 		b.WriteString("  " + commandPath(path) + " [command]\n")
 	}

@@ -14,6 +14,18 @@ func (s *spec) command() *cobra.Command {
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}, args)
 		}
 	}
+	if s.run == nil && len(s.subs) > 0 {
+		// A group: with no word it shows its help; a word that names no
+		// subcommand is a usage error (exit 2), as dispatch says it, not
+		// cobra's help and exit 0.
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		}
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 	if s.flags != nil {
 		cmd.Flags().AddFlagSet(s.flags)
 	}

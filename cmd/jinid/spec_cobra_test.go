@@ -44,6 +44,9 @@ func TestDispatchMatchesCobra(t *testing.T) {
 		{"discover", "--timeout", "-1s"},
 		{"inspect", "--pcap", "/nonexistent/x.pcap"},
 		{"renewal", "--bogus"},
+		{"lookup", "lsit"},
+		{"config", "frobnicate"},
+		{"lds", "frobnicate", "x"},
 	} {
 		var out, errb bytes.Buffer
 		root := newRootCmd(&out, &errb)

@@ -26,9 +26,9 @@ func TestDispatchHelp(t *testing.T) {
 		want []string
 	}{
 		{nil, []string{"jinid brings the Jini discovery world", "Available Commands:", "  daemon", "  config", "--log-level"}},
-		{[]string{"--help"}, []string{"Usage:\n  jinid [command]"}},
+		{[]string{"--help"}, []string{"Usage:\n  jinid [flags]\n  jinid [command]"}},
 		{[]string{"daemon", "-h"}, []string{"Usage:\n  jinid daemon [flags]", "Examples:\n  jinid daemon", "--no-multicast", "--log-format"}},
-		{[]string{"config"}, []string{"Usage:\n  jinid config [command]", "  check", "  print"}},
+		{[]string{"config"}, []string{"Usage:\n  jinid config [flags]\n  jinid config [command]", "  check", "  print"}},
 		{[]string{"config", "check", "--help"}, []string{"jinid config check [FILE] [flags]", "FILE:LINE:COLUMN"}},
 		{[]string{"help", "daemon"}, []string{"Usage:\n  jinid daemon [flags]", "--api-listen"}},
 	} {
@@ -45,7 +45,7 @@ func TestDispatchHelp(t *testing.T) {
 	if out, err := dispatched(t, "--version"); err != nil || !strings.HasPrefix(out, "jinid version ") {
 		t.Errorf("--version: %q %v", out, err)
 	}
-	// Stricter than cobra, which shows the group's help.
+	// A word that names no subcommand is a usage error (cobra alike).
 	if _, err := dispatched(t, "config", "frobnicate"); err == nil || exitCode(err) != exitUsage {
 		t.Errorf("config frobnicate: %v, want a usage error", err)
 	}
