@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
@@ -392,21 +393,17 @@ type ownerRoute struct {
 // ownerRoutes reads docs/api/openapi.yaml's x-jinid-owner operations.
 func ownerRoutes(t *testing.T) []ownerRoute {
 	t.Helper()
-	doc, err := os.ReadFile("../../../docs/api/openapi.yaml")
+	doc, err := openapi3.NewLoader().LoadFromFile("../../../docs/api/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []ownerRoute
-	path, method := "", ""
-	for _, l := range strings.Split(string(doc), "\n") {
-		switch {
-		case strings.HasPrefix(l, "  /") && strings.HasSuffix(l, ":"):
-			path = strings.TrimSuffix(strings.TrimPrefix(l, "  "), ":")
-		case strings.HasPrefix(l, "    ") && !strings.HasPrefix(l, "     ") && strings.HasSuffix(l, ":"):
-			method = strings.ToUpper(strings.TrimSuffix(strings.TrimSpace(l), ":"))
-		case strings.TrimSpace(l) == "x-jinid-owner: true":
-			re := regexp.MustCompile(`\\\{[^}]*\\\}`).ReplaceAllString(regexp.QuoteMeta(path), "[^/]+")
-			out = append(out, ownerRoute{method, path, regexp.MustCompile("^" + re + "$")})
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if owner, _ := op.Extensions["x-jinid-owner"].(bool); owner {
+				re := regexp.MustCompile(`\\\{[^}]*\\\}`).ReplaceAllString(regexp.QuoteMeta(path), "[^/]+")
+				out = append(out, ownerRoute{method, path, regexp.MustCompile("^" + re + "$")})
+			}
 		}
 	}
 	if len(out) < 20 {
