@@ -116,8 +116,12 @@ func TestJavaRegistrarClientLikeReggie(t *testing.T) {
 			t.Errorf("step %s: jinid %s, Reggie %s", s, jsteps[s], rsteps[s])
 		}
 	}
-	if jevents != 3 || revents != 3 {
-		t.Errorf("events: jinid %d, Reggie %d; want 3 each", jevents, revents)
+	// The third event (the second service cancelled) races the client's
+	// cancelling its event registration right after: jinid delivers what
+	// it queued before the cancel; Reggie may drop it (seen once in CI),
+	// which the specification allows for a registration that has ended.
+	if jevents != 3 || revents < 2 {
+		t.Errorf("events: jinid %d, Reggie %d; want 3 from jinid, 2 or 3 from Reggie", jevents, revents)
 	}
 
 	// The browsing calls (getServiceTypes, getEntryClasses,
