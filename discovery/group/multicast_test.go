@@ -117,16 +117,15 @@ func TestMulticastJavaLookupServices(t *testing.T) {
 			t.Fatalf("discovered %v (events: %v), want lus1 and lus2 under their real IDs", d.Discovered(), live)
 		}
 	}
-	for drained := false; !drained; {
+	// The engine's state runs ahead of its ordered events: follow them
+	// until they too leave lus1 and lus2 (and no stand-in) discovered.
+	for caughtUp := time.After(10 * every); !live[discovery.ServiceID{1}] || !live[discovery.ServiceID{2}] || len(live) != 2; {
 		select {
 		case e := <-events:
 			follow(e)
-		default:
-			drained = true
+		case <-caughtUp:
+			t.Fatalf("events leave %v discovered, want lus1 and lus2", live)
 		}
-	}
-	if !live[discovery.ServiceID{1}] || !live[discovery.ServiceID{2}] {
-		t.Fatalf("events leave %v discovered, want lus1 and lus2", live)
 	}
 
 	// lus2 stops: discarded once the window (3 × 300 ms) has passed.
