@@ -15,6 +15,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
@@ -255,7 +256,19 @@ func TestMailboxCrash(t *testing.T) {
 		d.Kill()
 		d = jinidtest.StartDaemon(t, bin, dir, "--api-listen", addr)
 	}
-	time.Sleep(200 * time.Millisecond) // the stream runs on after the last restart
+	// The stream runs on after the last restart: until the restarted
+	// daemon has acknowledged more.
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, seqs := range acked {
+			n += len(seqs)
+		}
+		return n
+	}
+	before := count()
+	testenv.Until(t, "notifications acknowledged after the last restart", func() bool { return count() > before+sources })
 	close(stop)
 	wg.Wait()
 	defer d.Stop(t)
