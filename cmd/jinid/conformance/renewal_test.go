@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -129,16 +130,7 @@ func (g *labGrantor) state() (calls int, lapses []string) {
 func bannerServer(t *testing.T, h *netlab.Host, ip string) string {
 	t.Helper()
 	ln := jinidtest.ListenIn(t, h, ip)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n"))
-			c.Close()
-		}
-	}()
+	jinidtest.ServeConns(t, ln, func(c net.Conn) { c.Write([]byte("SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n")) })
 	return "http://" + ln.Addr().String()
 }
 

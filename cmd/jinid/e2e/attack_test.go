@@ -282,34 +282,24 @@ func TestFloodRenewalAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
 	var written atomic.Int64
-	go func() {
-		for {
-			conn, err := ln.Accept()
+	jinidtest.ServeConns(t, ln, func(conn net.Conn) {
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		defer stop()
+		// No length: the answer ends when the connection does,
+		// and this one does not end.
+		n, _ := conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[{\"expiration\":1,\"pad\":\""))
+		written.Add(int64(n))
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for sent := 0; sent < size; sent += len(chunk) {
+			n, err := conn.Write(chunk)
+			written.Add(int64(n))
 			if err != nil {
 				return
 			}
-			go func() {
-				defer conn.Close()
-				stop := context.AfterFunc(ctx, func() { conn.Close() })
-				defer stop()
-				// No length: the answer ends when the connection does,
-				// and this one does not end.
-				n, _ := conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[{\"expiration\":1,\"pad\":\""))
-				written.Add(int64(n))
-				chunk := bytes.Repeat([]byte("x"), 64<<10)
-				for sent := 0; sent < size; sent += len(chunk) {
-					n, err := conn.Write(chunk)
-					written.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-				<-ctx.Done()
-			}()
 		}
-	}()
+		<-ctx.Done()
+	})
 
 	sink := jinidtest.NewSink(t, nil, "")
 	set, err := c.RenewalCreate(ctx, 600_000)

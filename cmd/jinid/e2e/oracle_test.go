@@ -26,21 +26,11 @@ func tcpServer(t *testing.T, answer string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(5 * time.Second))
-				c.Write([]byte(answer))
-				bufio.NewReader(c).ReadString('\n') // let the request arrive
-			}()
-		}
-	}()
+	jinidtest.ServeConns(t, ln, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte(answer))
+		bufio.NewReader(c).ReadString('\n') // let the request arrive
+	})
 	return ln.Addr().String()
 }
 

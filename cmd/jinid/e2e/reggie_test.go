@@ -235,37 +235,28 @@ func reggieScene(t *testing.T, bin string, n int, v1Only bool) {
 func versionOneOnly(t *testing.T, h *netlab.Host, ip netip.Addr, to netip.AddrPort) string {
 	t.Helper()
 	ln := jinidtest.ListenIn(t, h, ip.String())
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				conn.SetDeadline(time.Now().Add(30 * time.Second))
-				head := make([]byte, 4)
-				if _, err := io.ReadFull(conn, head); err != nil {
-					return
-				}
-				if binary.BigEndian.Uint32(head) != 1 {
-					conn.Write(binary.BigEndian.AppendUint64([]byte{0, 0, 0, 2}, 0))
-					return
-				}
-				var up net.Conn
-				if err := h.Namespace().Do(func() error {
-					var err error
-					up, err = net.DialTimeout("tcp", to.String(), 5*time.Second)
-					return err
-				}); err != nil {
-					return
-				}
-				defer up.Close()
-				up.Write(head)
-				go io.Copy(up, conn)
-				io.Copy(conn, up)
-			}()
+	jinidtest.ServeConns(t, ln, func(conn net.Conn) {
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		head := make([]byte, 4)
+		if _, err := io.ReadFull(conn, head); err != nil {
+			return
 		}
-	}()
+		if binary.BigEndian.Uint32(head) != 1 {
+			conn.Write(binary.BigEndian.AppendUint64([]byte{0, 0, 0, 2}, 0))
+			return
+		}
+		var up net.Conn
+		if err := h.Namespace().Do(func() error {
+			var err error
+			up, err = net.DialTimeout("tcp", to.String(), 5*time.Second)
+			return err
+		}); err != nil {
+			return
+		}
+		defer up.Close()
+		up.Write(head)
+		go io.Copy(up, conn)
+		io.Copy(conn, up)
+	})
 	return ln.Addr().String()
 }

@@ -449,6 +449,58 @@ func ServeIn(t testing.TB, h *netlab.Host, ip string, handler http.Handler) stri
 	return "http://" + ln.Addr().String()
 }
 
+// ServeConns hands each connection accepted on ln to handle, in a
+// goroutine of its own, until the test ends; then it closes the listener
+// and every connection still open and waits for the handlers, so that
+// none outlives the test. A handler need not close its connection.
+func ServeConns(t testing.TB, ln net.Listener, handle func(net.Conn)) {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  = map[net.Conn]bool{}
+		closed bool
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns[c] = true
+			wg.Add(1) // while the accept loop's own count is held
+			mu.Unlock()
+			go func() {
+				defer wg.Done()
+				defer func() {
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+					c.Close()
+				}()
+				handle(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		closed = true
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+}
+
 // Serve serves handler on ln until the test ends, and then waits for the
 // handlers still answering (a slow grantor's), so that none outlives the
 // test: net/http's Close does not wait for them.
