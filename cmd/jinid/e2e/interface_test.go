@@ -87,23 +87,12 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ln net.Listener
-	if err := far.Namespace().Do(func() error { ln, err = net.Listen("tcp", net.JoinHostPort(fl.IPv4.String(), "0")); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if _, err := unicast.Discover(context.Background(), c, discovery.ProtocolV2); err == nil {
-				see("answer to a request")
-			}
-			c.Close()
+	ln := jinidtest.ListenIn(t, far, fl.IPv4.String())
+	jinidtest.ServeConns(t, ln, func(c net.Conn) {
+		if _, err := unicast.Discover(context.Background(), c, discovery.ProtocolV2); err == nil {
+			see("answer to a request")
 		}
-	}()
+	})
 
 	// The lookup discovery service: a registration for group x, its
 	// listener on the first LAN.
