@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -141,5 +142,22 @@ func (l *Locator) UnmarshalText(b []byte) error {
 		return err
 	}
 	*l = v
+	return nil
+}
+
+// ErrNeedsZone is the error of a link-local IPv6 locator that names no
+// interface: the address is the same on every link, so nothing says
+// which one to dial.
+var ErrNeedsZone = errors.New("a link-local address needs its interface as a zone")
+
+// Dialable says whether the locator can be dialled as written: a
+// link-local IPv6 address needs a zone (jini://[fe80::1%25eth0]). Parsing
+// accepts one without, as Java's LookupLocator does, for what peers send;
+// locators people give are checked with this too.
+func (l Locator) Dialable() error {
+	addr, err := netip.ParseAddr(l.Host)
+	if err == nil && addr.Zone() == "" && (addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast()) {
+		return fmt.Errorf("locator %s: %w, as in jini://[%s%%25eth0]", l, ErrNeedsZone, addr)
+	}
 	return nil
 }

@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -25,7 +24,7 @@ func leaseFlag(s string) (int64, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--duration %q: want a positive duration (30s, 10m, 2h), any or forever", s)
+		return 0, usagef("--duration %q: want a positive duration (30s, 10m, 2h), any or forever", s)
 	}
 	return d.Milliseconds(), nil
 }
@@ -35,7 +34,7 @@ func leaseFlag(s string) (int64, error) {
 func parseAttr(s string) (apitypes.Attribute, error) {
 	typ, fields, _ := strings.Cut(s, ":")
 	if typ == "" {
-		return apitypes.Attribute{}, fmt.Errorf("--attr %q: want TYPE or TYPE:field=value,...", s)
+		return apitypes.Attribute{}, usagef("--attr %q: want TYPE or TYPE:field=value,...", s)
 	}
 	a := apitypes.Attribute{Type: typ, Fields: map[string]any{}}
 	if fields == "" {
@@ -44,7 +43,7 @@ func parseAttr(s string) (apitypes.Attribute, error) {
 	for _, kv := range strings.Split(fields, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return apitypes.Attribute{}, fmt.Errorf("--attr %q: %q is not field=value", s, kv)
+			return apitypes.Attribute{}, usagef("--attr %q: %q is not field=value", s, kv)
 		}
 		var val any
 		if json.Unmarshal([]byte(v), &val) != nil {
@@ -205,7 +204,7 @@ func lookupNotifyCmd(connect connector) *spec {
   jinid lookup notify --listener http://10.0.0.5/hook --transitions NOMATCH_MATCH`,
 		run: func(inv *invocation, _ []string) error {
 			if listenerURL == "" {
-				return errors.New("--listener URL is required")
+				return usagef("--listener URL is required")
 			}
 			d, err := leaseFlag(ndur)
 			if err != nil {

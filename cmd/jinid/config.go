@@ -292,7 +292,9 @@ func resolve(flags *pflag.FlagSet, c *configFile, lookupEnv func(string) (string
 			}
 			if err := applyEntry(flags, *s, e); err != nil {
 				l, col := position(c.raw, e.valueAt)
-				errs = append(errs, ConfigError{File: c.path, Line: l, Col: col, Key: e.key, Msg: err.Error()})
+				for _, err := range leaves(err) {
+					errs = append(errs, ConfigError{File: c.path, Line: l, Col: col, Key: e.key, Msg: err.Error()})
+				}
 				continue
 			}
 			src[s.key] = fmt.Sprintf("%s:%d:%d", c.path, e.line, e.col)
@@ -330,7 +332,7 @@ func setFlag(flags *pflag.FlagSet, s setting, v string) error {
 		}
 	case "log-format":
 		if v != "text" && v != "json" {
-			return fmt.Errorf("--log-format %q: want text or json", v)
+			return usagef("--log-format %q: want text or json", v)
 		}
 	}
 	if err := f.Value.Set(v); err != nil {
@@ -445,15 +447,21 @@ func applyLimits(flags *pflag.FlagSet, raw json.RawMessage) error {
 	}
 	fields := limitFields()
 	var parts []string
+	var errs []error // every bad limit, not the first
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if _, ok := fields[k]; !ok {
-			return fmt.Errorf("unknown limit %q (docs/security.md lists them)", k)
+			errs = append(errs, fmt.Errorf("unknown limit %q (docs/security.md lists them)", k))
+			continue
 		}
 		var n int64
 		if err := json.Unmarshal(m[k], &n); err != nil || n < 0 {
-			return fmt.Errorf("limit %s: want a whole number, 0 or more", k)
+			errs = append(errs, fmt.Errorf("limit %s: want a whole number, 0 or more", k))
+			continue
 		}
 		parts = append(parts, k+"="+strconv.FormatInt(n, 10))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	f := flags.Lookup("limit")
 	if len(parts) == 0 {
@@ -488,10 +496,10 @@ func limitsOf(given map[string]int64) (app.Limits, error) {
 	for k, n := range given {
 		i, ok := fields[k]
 		if !ok {
-			return l, fmt.Errorf("--limit %s: unknown limit (docs/security.md lists them)", k)
+			return l, usagef("--limit %s: unknown limit (docs/security.md lists them)", k)
 		}
 		if n < 0 {
-			return l, fmt.Errorf("--limit %s=%d: want 0 or more", k, n)
+			return l, usagef("--limit %s=%d: want 0 or more", k, n)
 		}
 		v.Field(i).SetInt(n)
 	}

@@ -191,7 +191,7 @@ func TestEverySettingEverywhere(t *testing.T) {
 		}
 		keys[s.flag] = true
 	}
-	oneShot := map[string]bool{"config": true, "print-interfaces": true, "public-group": true}
+	oneShot := map[string]bool{"config": true, "print-interfaces": true, "public-group": true, "quiet": true}
 	f.VisitAll(func(f *pflag.Flag) {
 		if !keys[f.Name] && !oneShot[f.Name] {
 			t.Errorf("flag --%s is no config key", f.Name)

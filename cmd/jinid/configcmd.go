@@ -51,12 +51,14 @@ file is good, 1 when it is not.`,
 				_, rerrs := resolve(fs, c, os.LookupEnv)
 				errs = append(errs, rerrs...)
 			}
-			if len(errs) == 0 {
-				if _, err := parseLevel(g.logLevel); err != nil {
-					errs = append(errs, fmt.Errorf("%s: logLevel: %w", path, err))
-				}
-				if _, err := o.config(fs); err != nil {
-					errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			// What the file and the environment set is checked as a
+			// whole too, every error of it, whatever else was wrong.
+			if _, err := parseLevel(g.logLevel); err != nil {
+				errs = append(errs, fmt.Errorf("%s: logLevel: %w", path, err))
+			}
+			if _, err := o.config(fs); err != nil {
+				for _, e := range leaves(err) {
+					errs = append(errs, fmt.Errorf("%s: %w", path, e))
 				}
 			}
 			if len(errs) > 0 {
@@ -69,6 +71,21 @@ file is good, 1 when it is not.`,
 			return nil
 		},
 	}
+}
+
+// leaves are the errors err joins (errors.Join), each on its own.
+func leaves(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	if u, ok := err.(usageError); ok {
+		return leaves(u.err)
+	}
+	return []error{err}
 }
 
 func configPrintSpec() *spec {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"strings"
@@ -27,7 +26,7 @@ type apiFlags struct {
 func (f *apiFlags) bind(pf *pflag.FlagSet) {
 	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the local socket `+
 		paths.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
-	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (default: $JINID_TOKEN)")
+	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (without it, $JINID_TOKEN holds the token itself: its secret, not a file name)")
 	pf.StringVar(&f.ca, "ca", "", "PEM file of the certificate authority an https API's certificate is checked against (default: the system's)")
 }
 
@@ -54,11 +53,11 @@ func (f *apiFlags) connect() (*client.Client, error) {
 		if f.tokenFile != "" {
 			raw, err := os.ReadFile(f.tokenFile)
 			if err != nil {
-				return nil, fmt.Errorf("--token-file: %w", err)
+				return nil, usagef("--token-file: %w", err)
 			}
 			token = strings.TrimSpace(string(raw))
 			if token == "" {
-				return nil, fmt.Errorf("--token-file %s is empty", f.tokenFile)
+				return nil, usagef("--token-file %s is empty", f.tokenFile)
 			}
 		}
 		if token != "" {
@@ -69,5 +68,9 @@ func (f *apiFlags) connect() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(target, hc, opts...)
+	c, err := client.New(target, hc, opts...)
+	if err != nil {
+		return nil, usageError{err: err} // --server's or $JINID_SERVER's value
+	}
+	return c, nil
 }

@@ -260,21 +260,23 @@ func (o *daemonOptions) resolve(f *pflag.FlagSet, env func(string) (string, bool
 	return c.path, src, nil
 }
 
-// config makes the daemon's configuration of the resolved flags.
+// config makes the daemon's configuration of the resolved flags, or
+// says everything wrong with them (errors.Join).
 func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	cfg := o.cfg
-	var err error
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
 	if f.Changed("groups") || f.Changed("public-group") {
 		cfg.Groups = slices.Clone(o.groups)
 		if o.public {
 			cfg.Groups = append(cfg.Groups, "")
 		}
 		if slices.Contains(o.groups, "") {
-			return cfg, errors.New(`--groups: an empty group name; the public group is --public-group`)
+			add(errors.New(`--groups: an empty group name; the public group is --public-group`))
 		}
 		for _, g := range o.groups {
-			if err := discovery.CheckGroup(g); err != nil {
-				return cfg, fmt.Errorf("--groups: %w", err)
+			if err := discovery.CheckGroup(g); g != "" && err != nil {
+				add(fmt.Errorf("--groups: %w", err))
 			}
 		}
 	}
@@ -282,22 +284,33 @@ func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	if !f.Changed("exclude-interfaces") {
 		cfg.Exclude = nil
 	}
+	var err error
 	if cfg.Anonymous, err = access.ParseAnonymous(o.anonymous); err != nil {
-		return cfg, fmt.Errorf("--anonymous: %w", err)
+		add(fmt.Errorf("--anonymous: %w", err))
+		cfg.Anonymous = "" // said once
 	}
 	if cfg.AllowOutbound, err = parsePrefixes(o.allow); err != nil {
-		return cfg, fmt.Errorf("--allow-outbound: %w", err)
+		add(fmt.Errorf("--allow-outbound: %w", err))
 	}
 	if cfg.JavaRegisterFrom, err = parsePrefixes(o.javaFrom); err != nil {
-		return cfg, fmt.Errorf("--java-register-from: %w", err)
+		add(fmt.Errorf("--java-register-from: %w", err))
 	}
 	if cfg.Limits, err = limitsOf(o.limits); err != nil {
-		return cfg, err
+		add(err)
 	}
 	if cfg.APISocket == "none" {
 		cfg.APISocket = ""
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		add(err)
+	}
+	if len(errs) > 0 {
+		// A configuration that cannot run is a mistake in how the
+		// daemon was called (exit 2), whichever of flag, environment
+		// and file it came from.
+		return cfg, usageError{err: errors.Join(errs...)}
+	}
+	return cfg, nil
 }
 
 // commandLine records the flags the command line set, as text, so that

@@ -150,7 +150,7 @@ func (o *discoverOptions) bind(f *pflag.FlagSet) {
 func (o *discoverOptions) run(inv *invocation) error {
 	log, _, err := o.g.logger(inv.stderr)
 	if err != nil {
-		return usageError{err}
+		return usageError{err: err}
 	}
 	cfg := finder.Config{Timeout: o.timeout, Settle: o.settle, Merge: o.merge, Include: o.include, ExcludeDefaultRoute: o.noDefault,
 		NoMulticast: o.noMulticast, TTL: o.ttl, Logger: log, DNSSD: o.dnssd}
@@ -180,6 +180,9 @@ func (o *discoverOptions) run(inv *invocation) error {
 	}
 	for _, s := range o.locators {
 		l, err := discovery.ParseLocator(s)
+		if err == nil {
+			err = l.Dialable()
+		}
 		if err != nil {
 			return usagef("--locator: %w", err)
 		}

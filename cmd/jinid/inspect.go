@@ -49,13 +49,13 @@ many when it ends.`,
 		run: func(inv *invocation, _ []string) error {
 			switch {
 			case pcap == "" && iface == "":
-				return errors.New("give --pcap FILE (use - for standard input) or --iface NAME")
+				return usagef("give --pcap FILE (use - for standard input) or --iface NAME")
 			case pcap != "" && iface != "":
-				return errors.New("--pcap and --iface cannot be combined")
+				return usagef("--pcap and --iface cannot be combined")
 			case write != "" && iface == "":
-				return errors.New("--write saves a live capture: it needs --iface")
+				return usagef("--write saves a live capture: it needs --iface")
 			case duration < 0:
-				return fmt.Errorf("--duration %s: must not be negative", duration)
+				return usagef("--duration %s: must not be negative", duration)
 			}
 			out := bufio.NewWriter(inv.stdout)
 			write1 := inspect.WriteText
@@ -140,5 +140,9 @@ func capture(ctx context.Context, stderr io.Writer, iface, write string, duratio
 		}()
 		cfg.Write = w
 	}
-	return inspect.Live(ctx, cfg, emit)
+	err := inspect.Live(ctx, cfg, emit)
+	if errors.Is(err, inspect.ErrNoInterface) {
+		return usagef("--iface: %w", err) // a name mistyped, or "any"
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,12 +64,12 @@ only). Events are POSTed to --listener as JSON.`,
 				return err
 			}
 			if listener == "" {
-				return errors.New("--listener is required: the URL events are POSTed to (see jinid listen)")
+				return usagef("--listener is required: the URL events are POSTed to (see jinid listen)")
 			}
 			req := client.LDSRequest{Groups: groupsArg(inv, groups), Locators: locators, Listener: listener, Duration: d}
 			if allGroups {
 				if inv.flags.Changed("groups") {
-					return errors.New("--all-groups cannot be combined with --groups")
+					return usagef("--all-groups cannot be combined with --groups")
 				}
 				req.Groups = nil
 			}
@@ -141,7 +142,7 @@ specification says. Write the public group as ''.`,
 			gs := append([]string{}, args[2:]...)
 			if all, _ := inv.flags.GetBool("all"); all {
 				if m != client.Set || len(gs) > 0 {
-					return errors.New("--all goes with set and no groups")
+					return usagef("--all goes with set and no groups")
 				}
 				gs = nil
 			}
@@ -195,7 +196,20 @@ func ldsDiscardCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return c.LDSDiscard(inv.ctx, args[0], args[1])
+			// Discarding one the registration does not hold does
+			// nothing (LD.4.1); the command says so rather than
+			// succeed at nothing, as a mistyped ID most often is.
+			rs, err := c.LDSRegistrars(inv.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(rs, func(r apitypes.Registrar) bool { return strings.EqualFold(r.ServiceID, args[1]) }) {
+				return fmt.Errorf("lookup service %s is not among registration %s's (jinid lds registrars %s lists them)", args[1], args[0], args[0])
+			}
+			if err := c.LDSDiscard(inv.ctx, args[0], args[1]); err != nil {
+				return err
+			}
+			return done(inv, "discarded %s from registration %s: it is rediscovered when it is heard again", args[1], args[0])
 		},
 	}
 	return discard

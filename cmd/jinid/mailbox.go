@@ -127,7 +127,7 @@ printed are acknowledged and deleted from the mailbox.`,
 		args: exactArgs(1),
 		run: func(inv *invocation, args []string) error {
 			if wait < 0 {
-				return fmt.Errorf("--wait %s: must not be negative", wait)
+				return usagef("--wait %s: must not be negative", wait)
 			}
 			c, err := connect()
 			if err != nil {

@@ -9,27 +9,46 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/jinid/jinid/services/api/client"
 )
 
-// Exit statuses: 1 when a command failed (or, for discover, found
-// nothing), 2 when it was called wrongly.
+// Exit statuses: 0 when a command did what it was asked, 1 when it
+// failed (an unknown ID included; for discover, when it found nothing), 2
+// when it was called wrongly: an unknown command or flag, a missing or
+// extra argument, a bad value. docs/operations.md lists them.
 const (
 	exitFailure = 1
 	exitUsage   = 2
 )
 
 // usageError is a mistake in how a command was called: a flag, an
-// argument, a combination that makes no sense.
-type usageError struct{ err error }
+// argument, a combination that makes no sense. cmd is the command's path
+// ("jinid lookup register"), for the hint; the layer that runs the
+// command fills it in (atCommand).
+type usageError struct {
+	err error
+	cmd string
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
+
+// atCommand names the command of a usage error that does not say it yet.
+func atCommand(path string, err error) error {
+	var ue usageError
+	if errors.As(err, &ue) && ue.cmd == "" {
+		return usageError{err: err, cmd: path}
+	}
+	return err
+}
 
 func exitCode(err error) int {
 	// cobra says "unknown command" with a plain error.
@@ -44,15 +63,47 @@ func main() {
 	err := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "jinid:", err)
-		os.Exit(exitCode(err))
+		os.Exit(report(os.Stderr, err))
 	}
 }
+
+// report says what went wrong, and what to do about it, and returns the
+// exit status (docs/operations.md, "Exit statuses").
+func report(w io.Writer, err error) int {
+	var (
+		ue    usageError
+		unr   *client.UnreachableError
+		coded *client.Error
+	)
+	switch {
+	case errors.As(err, &unr):
+		fmt.Fprintf(w, "jinid: %v: is jinid running? Name its API with --server or $JINID_SERVER\n", unr)
+	case errors.As(err, &coded) && coded.Status == http.StatusUnauthorized:
+		fmt.Fprintf(w, "jinid: %v\n%s\n", err, tokenHint)
+	default:
+		fmt.Fprintln(w, "jinid:", err)
+	}
+	code := exitCode(err)
+	if code == exitUsage {
+		cmd := "jinid"
+		if errors.As(err, &ue) && ue.cmd != "" {
+			cmd = ue.cmd
+		}
+		fmt.Fprintf(w, "Run '%s --help' for usage.\n", cmd)
+	}
+	return code
+}
+
+// tokenHint says how to get a token, after a 401.
+const tokenHint = `The network API needs a token. On the jinid host, its administrator makes one:
+  jinid token create --name NAME --scope client > NAME.token
+Give its secret in $JINID_TOKEN, or the file holding it with --token-file.`
 
 // globalFlags are shared by every command.
 type globalFlags struct {
 	logLevel  string
 	logFormat string
+	quiet     bool
 }
 
 // logger builds the process's logger from the global flags; logs go to
@@ -72,13 +123,13 @@ func (g *globalFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) 
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), lv, nil
 	}
-	return nil, nil, fmt.Errorf("--log-format %q: want text or json", g.logFormat)
+	return nil, nil, usagef("--log-format %q: want text or json", g.logFormat)
 }
 
 func parseLevel(s string) (slog.Level, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+		return 0, usagef("--log-level %q: want debug, info, warn or error", s)
 	}
 	return level, nil
 }

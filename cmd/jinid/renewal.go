@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -51,12 +50,12 @@ listener hears before the set's own lease ends.
 					return c.RenewalClear(inv.ctx, args[0], warning)
 				}
 				if listener == "" {
-					return errors.New("--listener is required (or --clear)")
+					return usagef("--listener is required (or --clear)")
 				}
 				var reg client.ListenerRegistration
 				if warning {
 					if minWarning < 0 {
-						return fmt.Errorf("--min-warning %s: must not be negative", minWarning)
+						return usagef("--min-warning %s: must not be negative", minWarning)
 					}
 					reg, err = c.RenewalWarning(inv.ctx, args[0], listener, minWarning.Milliseconds(), []byte(handback))
 				} else {
@@ -126,20 +125,20 @@ has left now (as jinid lease or lookup register printed it).`,
 		args:    exactArgs(1),
 		run: func(inv *invocation, args []string) error {
 			if grantor == "" || leaseID == "" {
-				return errors.New("--grantor and --lease are required")
+				return usagef("--grantor and --lease are required")
 			}
 			if remaining <= 0 {
-				return fmt.Errorf("--remaining %s: how long the lease has left, positive", remaining)
+				return usagef("--remaining %s: how long the lease has left, positive", remaining)
 			}
 			want, err := leaseFlag(desired)
 			if err != nil {
-				return fmt.Errorf("--desired: %w", err)
+				return usagef("--desired: %w", err)
 			}
 			var renew *int64
 			if renewFlag != "" {
 				r, err := leaseFlag(renewFlag)
 				if err != nil {
-					return fmt.Errorf("--renew: %w", err)
+					return usagef("--renew: %w", err)
 				}
 				renew = &r
 			}

@@ -92,7 +92,7 @@ func (r argsRule) check(path string, args []string) error {
 // checkArgs checks args against s's rule, as a usage error.
 func (s *spec) checkArgs(path string, args []string) error {
 	if err := s.args.check(path, args); err != nil {
-		return usageError{err}
+		return usageError{err: err, cmd: path}
 	}
 	return nil
 }
@@ -101,6 +101,17 @@ func (s *spec) checkArgs(path string, args []string) error {
 func bindGlobal(fs *pflag.FlagSet, g *globalFlags) {
 	fs.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
 	fs.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
+	fs.BoolVarP(&g.quiet, "quiet", "q", false, "print nothing when a command that changes something succeeds")
+}
+
+// done says what a command that changed something did, in one line on
+// stdout, unless --quiet.
+func done(inv *invocation, format string, args ...any) error {
+	if q, _ := inv.flags.GetBool("quiet"); q {
+		return nil
+	}
+	_, err := fmt.Fprintf(inv.stdout, format+"\n", args...)
+	return err
 }
 
 // errHelp is dispatch's answer when help was printed.
@@ -133,7 +144,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 			if errors.Is(err, pflag.ErrHelp) {
 				*help = true
 			} else {
-				return usageError{err}
+				return usageError{err: err, cmd: commandPath(path)}
 			}
 		}
 		switch {
@@ -167,7 +178,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 				if where, ok := elsewhere[rest[0]]; ok && len(path) == 1 {
 					return notHere(rest[0], where)
 				}
-				return usagef("unknown command %q for %q", rest[0], commandPath(path))
+				return usageError{err: fmt.Errorf("unknown command %q for %q", rest[0], commandPath(path)), cmd: commandPath(path)}
 			}
 			path = append(path, cur.subs[i])
 			args = rest[1:]
@@ -176,7 +187,8 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 		if err := cur.checkArgs(commandPath(path), rest); err != nil {
 			return err
 		}
-		return cur.run(&invocation{ctx: ctx, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr}, rest)
+		err := cur.run(&invocation{ctx: ctx, flags: fs, stdin: stdin, stdout: stdout, stderr: stderr}, rest)
+		return atCommand(commandPath(path), err)
 	}
 }
 

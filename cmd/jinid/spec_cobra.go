@@ -2,7 +2,11 @@
 
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
 
 // command is s as a cobra command (the global flags are the root's).
 func (s *spec) command() *cobra.Command {
@@ -10,8 +14,9 @@ func (s *spec) command() *cobra.Command {
 	if s.run != nil {
 		cmd.Args = func(cmd *cobra.Command, args []string) error { return s.checkArgs(cmd.CommandPath(), args) }
 		cmd.RunE = func(cmd *cobra.Command, args []string) error {
-			return s.run(&invocation{ctx: cmd.Context(), flags: cmd.Flags(),
+			err := s.run(&invocation{ctx: cmd.Context(), flags: cmd.Flags(),
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}, args)
+			return atCommand(cmd.CommandPath(), err)
 		}
 	}
 	if s.run == nil && len(s.subs) > 0 {
@@ -20,7 +25,7 @@ func (s *spec) command() *cobra.Command {
 		// cobra's help and exit 0.
 		cmd.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				return usageError{err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()), cmd: cmd.CommandPath()}
 			}
 			return nil
 		}

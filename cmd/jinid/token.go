@@ -49,10 +49,10 @@ func tokenCreateCmd(api *apiFlags) *spec {
 		short: "Make a token; prints its secret, shown this once",
 		run: func(inv *invocation, _ []string) error {
 			if name == "" {
-				return errors.New("--name is required (it names the token in listings and in the audit log)")
+				return usagef("--name is required (it names the token in listings and in the audit log)")
 			}
 			if expires < 0 {
-				return fmt.Errorf("--expires %s: want a positive duration, or 0 for a token that works until revoked", expires)
+				return usagef("--expires %s: want a positive duration, or 0 for a token that works until revoked", expires)
 			}
 			c, err := api.connect()
 			if err != nil {

@@ -94,13 +94,13 @@ anonymous clients join).`,
 				return err
 			}
 			if parent == "" && (parentManager != "" || parentTokenFile != "") {
-				return usageError{errors.New("--parent-manager and --parent-token-file need --parent")}
+				return usagef("--parent-manager and --parent-token-file need --parent")
 			}
 			p := client.TxnParent{ID: parent, Manager: parentManager}
 			if parentTokenFile != "" {
 				raw, err := os.ReadFile(parentTokenFile)
 				if err != nil {
-					return fmt.Errorf("--parent-token-file: %w", err)
+					return usagef("--parent-token-file: %w", err)
 				}
 				p.Token = strings.TrimSpace(string(raw))
 			}

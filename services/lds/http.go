@@ -62,6 +62,9 @@ func locatorSet(v *[]*string) ([]discovery.Locator, error) {
 	out := make([]discovery.Locator, 0, len(ss))
 	for _, str := range ss {
 		l, err := discovery.ParseLocator(str)
+		if err == nil {
+			err = l.Dialable()
+		}
 		if err != nil {
 			return nil, fault.New(apitypes.InvalidArgument, "%v", err)
 		}

@@ -9,8 +9,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,6 +32,7 @@ type Client struct {
 	// socket is set for a client of the local socket, whose hc dials
 	// the socket whatever the URL says.
 	socket bool
+	sock   string // the socket's path
 }
 
 // Option sets something of a client.
@@ -46,11 +49,12 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // timeout counts.
 func New(base string, hc http1.Doer, opts ...Option) (*Client, error) {
 	u, err := url.Parse(base)
+	var sock string
 	socket := err == nil && u.Scheme == "unix" && u.Path != ""
 	if socket {
 		// The socket's connection is the client's; the URL only routes
 		// the requests.
-		sock := u.Path
+		sock = u.Path
 		hc, base = &http1.Client{Timeout: timeoutOf(hc), Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}}, "http://localhost"
@@ -60,7 +64,7 @@ func New(base string, hc http1.Doer, opts ...Option) (*Client, error) {
 	if hc == nil {
 		hc = &http1.Client{Timeout: defaultTimeout}
 	}
-	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc, socket: socket}
+	c := &Client{base: strings.TrimSuffix(base, "/"), hc: hc, socket: socket, sock: sock}
 	for _, o := range opts {
 		o(c)
 	}
@@ -78,6 +82,59 @@ func timeoutOf(hc http1.Doer) time.Duration {
 		return c.Timeout
 	}
 	return defaultTimeout
+}
+
+// UnreachableError says no jinid answered at the client's server: no
+// socket there, nothing listening, no such host. Callers that can say
+// what to do about it (the CLI) look for it with errors.As.
+type UnreachableError struct {
+	// Server is the API the client names (a URL, or unix:///path).
+	Server string
+	// Why is the reason, in a few words ("connection refused").
+	Why string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach jinid at %s: %s", e.Server, e.Why)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// unreachable is why err means nothing answered (a failed dial: nothing
+// listening, no socket, no route, no such host), or "" when it means
+// something else (a reset, a timeout while reading: a server that is
+// there).
+func unreachable(err error) string {
+	var op *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
+		return "no such host"
+	case !errors.As(err, &op) || op.Op != "dial":
+		return ""
+	case errors.Is(err, fs.ErrNotExist):
+		return "no socket there"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission denied (the socket is its administrator's)"
+	}
+	// The system's own words, without Go's wrapping: "connection
+	// refused", "no route to host".
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return err.Error()
+		}
+		err = inner
+	}
+}
+
+// server is the API the client was made for, as its user named it.
+func (c *Client) server() string {
+	if c.socket {
+		return "unix://" + c.sock
+	}
+	return c.base
 }
 
 // Error is an error the server answered; errors.As to *apitypes.Error
@@ -126,6 +183,9 @@ func (c *Client) send(ctx context.Context, method, path string, in, out any, ide
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if why := unreachable(err); why != "" {
+			return &UnreachableError{Server: c.server(), Why: why, Err: err}
+		}
 		return err
 	}
 	defer resp.Body.Close()

@@ -144,8 +144,68 @@ type Config struct {
 	SnapshotInterval time.Duration
 }
 
-// Validate reports the first thing wrong with c.
+// Validate reports everything wrong with c, joined (errors.Join), so
+// that "jinid config check" can list it all in one pass.
 func (c Config) Validate() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if err := c.validateListen(); err != nil {
+		add(err)
+	}
+	if c.DataDir == "" {
+		add(errors.New("data directory: none given"))
+	}
+	if c.AnnounceInterval != 0 && c.AnnounceInterval < announce.MinInterval {
+		add(fmt.Errorf("announcement interval %s is below the minimum %s", c.AnnounceInterval, announce.MinInterval))
+	}
+	if c.RenewalMargin < 0 {
+		add(fmt.Errorf("renewal margin %s is negative", c.RenewalMargin))
+	}
+	if c.LDSAnnounceInterval < 0 || c.LDSAnnounceInterval != 0 && c.LDSAnnounceInterval < announce.MinInterval {
+		add(fmt.Errorf("the lookup discovery service's expected announcement interval %s is below the minimum %s", c.LDSAnnounceInterval, announce.MinInterval))
+	}
+	if c.DiscoveryPort < 0 || c.DiscoveryPort > 65535 {
+		add(fmt.Errorf("discovery port %d out of range 0-65535", c.DiscoveryPort))
+	}
+	for _, p := range append(slices.Clone(c.Include), c.Exclude...) {
+		if _, err := path.Match(p, ""); err != nil {
+			add(fmt.Errorf("interface pattern %q: %w", p, err))
+		}
+	}
+	if err := c.Limits.validate(); err != nil {
+		add(err)
+	}
+	if c.SnapshotDir != "" {
+		a, _ := filepath.Abs(c.SnapshotDir)
+		b, _ := filepath.Abs(c.DataDir)
+		if a == b {
+			add(fmt.Errorf("snapshot directory %s: it is the data directory; give one on persistent storage apart from it", c.SnapshotDir))
+		}
+	}
+	if c.SnapshotInterval != 0 && c.SnapshotInterval < time.Minute {
+		add(fmt.Errorf("snapshot interval %s: at least 1m (each snapshot writes the whole store)", c.SnapshotInterval))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		add(errors.New("API TLS: give both a certificate and its key, or neither"))
+	}
+	if c.TLSCert != "" && !TLS {
+		add(errors.New("API TLS: this jinid is built without TLS (as the router build is) and serves plain HTTP only; use the full jinid build for HTTPS, or a TLS proxy in front"))
+	}
+	if c.Anonymous != "" {
+		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
+			add(err)
+		}
+	}
+	for _, h := range append([]string{c.Advertise}, c.APIHosts...) {
+		if h != "" && !validHost(h) {
+			add(fmt.Errorf("host name %q: want an address or a DNS name, without a scheme or a port", h))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateListen checks the API listen address.
+func (c Config) validateListen() error {
 	host, port, err := net.SplitHostPort(c.APIListen)
 	if err != nil {
 		return fmt.Errorf("API listen address %q: want host:port (e.g. %s or 127.0.0.1:4162): %w", c.APIListen, DefaultAPIListen, err)
@@ -155,55 +215,6 @@ func (c Config) Validate() error {
 	}
 	if host != "" && net.ParseIP(host) == nil {
 		return fmt.Errorf("API listen address %q: host %q is not an IP address (leave it empty to listen on all)", c.APIListen, host)
-	}
-	if c.DataDir == "" {
-		return errors.New("data directory: none given")
-	}
-	if c.AnnounceInterval != 0 && c.AnnounceInterval < announce.MinInterval {
-		return fmt.Errorf("announcement interval %s is below the minimum %s", c.AnnounceInterval, announce.MinInterval)
-	}
-	if c.RenewalMargin < 0 {
-		return fmt.Errorf("renewal margin %s is negative", c.RenewalMargin)
-	}
-	if c.LDSAnnounceInterval < 0 || c.LDSAnnounceInterval != 0 && c.LDSAnnounceInterval < announce.MinInterval {
-		return fmt.Errorf("the lookup discovery service's expected announcement interval %s is below the minimum %s", c.LDSAnnounceInterval, announce.MinInterval)
-	}
-	if c.DiscoveryPort < 0 || c.DiscoveryPort > 65535 {
-		return fmt.Errorf("discovery port %d out of range 0-65535", c.DiscoveryPort)
-	}
-	for _, p := range append(slices.Clone(c.Include), c.Exclude...) {
-		if _, err := path.Match(p, ""); err != nil {
-			return fmt.Errorf("interface pattern %q: %w", p, err)
-		}
-	}
-	if err := c.Limits.validate(); err != nil {
-		return err
-	}
-	if c.SnapshotDir != "" {
-		a, _ := filepath.Abs(c.SnapshotDir)
-		b, _ := filepath.Abs(c.DataDir)
-		if a == b {
-			return fmt.Errorf("snapshot directory %s: it is the data directory; give one on persistent storage apart from it", c.SnapshotDir)
-		}
-	}
-	if c.SnapshotInterval != 0 && c.SnapshotInterval < time.Minute {
-		return fmt.Errorf("snapshot interval %s: at least 1m (each snapshot writes the whole store)", c.SnapshotInterval)
-	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return errors.New("API TLS: give both a certificate and its key, or neither")
-	}
-	if c.TLSCert != "" && !TLS {
-		return errors.New("API TLS: this jinid is built without TLS (as the router build is) and serves plain HTTP only; use the full jinid build for HTTPS, or a TLS proxy in front")
-	}
-	if c.Anonymous != "" {
-		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
-			return err
-		}
-	}
-	for _, h := range append([]string{c.Advertise}, c.APIHosts...) {
-		if h != "" && !validHost(h) {
-			return fmt.Errorf("host name %q: want an address or a DNS name, without a scheme or a port", h)
-		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -127,20 +128,21 @@ func (l Limits) withDefaults() Limits {
 
 // validate reports a limit that makes no sense.
 func (l Limits) validate() error {
+	var errs []error
 	v, t := reflect.ValueOf(l), reflect.TypeOf(l)
 	for i := range v.NumField() {
 		if v.Field(i).Int() < 0 {
-			return fmt.Errorf("limits.%s %d: want a positive number (or 0 for the default, %v)",
-				t.Field(i).Tag.Get("json"), v.Field(i).Int(), reflect.ValueOf(DefaultLimits()).Field(i))
+			errs = append(errs, fmt.Errorf("limits.%s %d: want a positive number (or 0 for the default, %v)",
+				t.Field(i).Tag.Get("json"), v.Field(i).Int(), reflect.ValueOf(DefaultLimits()).Field(i)))
 		}
 	}
 	if l.SourcePrefix4 > 32 {
-		return fmt.Errorf("limits.sourcePrefix4 %d: an IPv4 prefix is 32 bits at most", l.SourcePrefix4)
+		errs = append(errs, fmt.Errorf("limits.sourcePrefix4 %d: an IPv4 prefix is 32 bits at most", l.SourcePrefix4))
 	}
 	if l.SourcePrefix6 > 128 {
-		return fmt.Errorf("limits.sourcePrefix6 %d: an IPv6 prefix is 128 bits at most", l.SourcePrefix6)
+		errs = append(errs, fmt.Errorf("limits.sourcePrefix6 %d: an IPv6 prefix is 128 bits at most", l.SourcePrefix6))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // setQuotas gives the grantor the quotas of each kind of lease (the

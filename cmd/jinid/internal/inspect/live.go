@@ -102,6 +102,10 @@ func Live(ctx context.Context, cfg LiveConfig, emit func(Record)) error {
 	}
 }
 
+// ErrNoInterface is the error of a capture on an interface that is not
+// there.
+var ErrNoInterface = errors.New("no such interface here")
+
 // openPacketSocket opens a non-blocking AF_PACKET socket bound to the
 // interface, as an *os.File so that Go's poller serves it: reads honour
 // deadlines and Close interrupts them.
@@ -110,7 +114,9 @@ func openPacketSocket(ns namespace.Namespace, ifname string) (*os.File, error) {
 	err := ns.Do(func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
-			return fmt.Errorf("interface %q: %w", ifname, err)
+			// Not Go's "route ip+net: no such network interface": what
+			// to do instead.
+			return fmt.Errorf("interface %q: %w (ip link lists them; a capture is of one named interface, there is no \"any\")", ifname, ErrNoInterface)
 		}
 		proto := int(htons(unix.ETH_P_ALL))
 		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
