@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
@@ -18,7 +19,23 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(append([]string{}, args...)) // nil would be os.Args
 	root.SetIn(stdin)
-	return root.ExecuteContext(ctx)
+	// With --help, cobra prints the help of the deepest command it
+	// found, even when a word after it names no subcommand ("jinid
+	// lookup lsit --help"): that is a typo, and says so, as without
+	// --help.
+	var typo error
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if words := c.Flags().Args(); c.HasSubCommands() && len(words) > 0 {
+			typo = usageError{err: fmt.Errorf("unknown command %q for %q", words[0], c.CommandPath()), cmd: c.CommandPath()}
+			return
+		}
+		help(c, args)
+	})
+	if err := root.ExecuteContext(ctx); err != nil {
+		return err
+	}
+	return typo
 }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
