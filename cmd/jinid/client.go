@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jinid/jinid/services/api/client"
@@ -109,6 +108,7 @@ anything).`,
 
 func lookupRegisterCmd(connect connector) *spec {
 	var reg templateFlags
+	var out outputFlags
 	var endpoint, dur string
 	register := &spec{
 		use:   "register --type T [--attr A ...] [--duration 5m]",
@@ -116,6 +116,10 @@ func lookupRegisterCmd(connect connector) *spec {
 		example: `  jinid lookup register --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby --duration 10m
   jinid lookup register --service-id 01234567-89ab-cdef-fedc-ba9876543210 --type com.example.Printer --duration forever`,
 		run: func(inv *invocation, _ []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -132,10 +136,10 @@ func lookupRegisterCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(inv.stdout, "serviceID %s\nlease     %s (expires %s)\n", r.ServiceID, r.Lease.ID, expires(r.Lease.Expiration))
-			return nil
+			return p.one(record{{"serviceID", r.ServiceID}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
 		},
 	}
+	out.add(register)
 	reg.add(register)
 	register.Flags().StringVar(&endpoint, "endpoint", "", "where clients reach the service (any text, e.g. a URL)")
 	register.Flags().StringVar(&dur, "duration", "5m", "lease duration: a duration, any or forever")
@@ -145,12 +149,16 @@ func lookupRegisterCmd(connect connector) *spec {
 func lookupQueryCmd(connect connector) *spec {
 	var q templateFlags
 	var max int
-	var asJSON bool
+	var out outputFlags
 	query := &spec{
 		use:     "query [--type T] [--attr A ...] [--max N]",
 		short:   "Find services matching a template",
 		example: `  jinid lookup query --type com.example.Printer --attr net.jini.lookup.entry.Name:name=lobby`,
 		run: func(inv *invocation, _ []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			t, err := q.template()
 			if err != nil {
 				return err
@@ -163,21 +171,25 @@ func lookupQueryCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return printItems(inv.stdout, items, total, asJSON)
+			return printItems(p, inv.stderr, items, total)
 		},
 	}
 	q.add(query)
 	query.Flags().IntVar(&max, "max", 100, "most items to return")
-	query.Flags().BoolVar(&asJSON, "json", false, "print the items as JSON")
+	out.add(query)
 	return query
 }
 
 func lookupListCmd(connect connector) *spec {
-	var listJSON bool
+	var out outputFlags
 	list := &spec{
 		use:   "list",
 		short: "List every registered service",
 		run: func(inv *invocation, _ []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			c, err := connect()
 			if err != nil {
 				return err
@@ -186,10 +198,10 @@ func lookupListCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return printItems(inv.stdout, items, len(items), listJSON)
+			return printItems(p, inv.stderr, items, len(items))
 		},
 	}
-	list.Flags().BoolVar(&listJSON, "json", false, "print the items as JSON")
+	out.add(list)
 	return list
 }
 
@@ -197,12 +209,17 @@ func lookupNotifyCmd(connect connector) *spec {
 	var nt templateFlags
 	var transitions []string
 	var listenerURL, ndur string
+	var out outputFlags
 	notify := &spec{
 		use:   "notify --listener URL [--type T] [--attr A ...]",
 		short: "Have ServiceEvents POSTed to a listener when matching services come, change or go",
 		example: `  jinid lookup notify --listener http://127.0.0.1:8080/events --type com.example.Printer --duration 30m
   jinid lookup notify --listener http://10.0.0.5/hook --transitions NOMATCH_MATCH`,
 		run: func(inv *invocation, _ []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			if listenerURL == "" {
 				return usagef("--listener URL is required")
 			}
@@ -222,11 +239,11 @@ func lookupNotifyCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(inv.stdout, "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
-				n.ID, n.EventID, n.SeqNum, n.Lease.ID, expires(n.Lease.Expiration))
-			return nil
+			return p.one(record{{"registration", n.ID}, {"eventID", n.EventID}, {"seqNum", n.SeqNum},
+				{"lease", n.Lease.ID}, {"expires", instant(n.Lease.Expiration)}})
 		},
 	}
+	out.add(notify)
 	nt.add(notify)
 	notify.Flags().StringSliceVar(&transitions, "transitions", []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch}, "transitions to hear of")
 	notify.Flags().StringVar(&listenerURL, "listener", "", "URL that events are POSTed to")
@@ -234,34 +251,52 @@ func lookupNotifyCmd(connect connector) *spec {
 	return notify
 }
 
-func expires(ms int64) string {
-	if ms == apitypes.Forever { // the expiration of a lease that never ends
-		return "never"
-	}
-	return time.UnixMilli(ms).Format(time.RFC3339)
+// itemRecord is an item as the lookup commands print it.
+func itemRecord(it apitypes.Item) record {
+	return record{{"serviceID", it.ServiceID}, {"types", it.Types}, {"endpoint", it.Endpoint}, {"attributes", attrList(it.Attributes)}}
 }
 
-func printItems(w io.Writer, items []apitypes.Item, total int, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"items": items, "totalMatches": total})
+// attrList is an item's attributes: objects in JSON, TYPE{fields} in a
+// table's one column.
+type attrList []apitypes.Attribute
+
+func (a attrList) String() string {
+	if len(a) == 0 {
+		return "-"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE ID\tTYPES\tATTRIBUTES")
-	for _, it := range items {
-		var attrs []string
-		for _, a := range it.Attributes {
-			f, _ := json.Marshal(a.Fields)
-			attrs = append(attrs, a.Type+string(f))
+	parts := make([]string, 0, len(a))
+	for _, at := range a {
+		f, _ := json.Marshal(at.Fields) // plain data: cannot fail
+		parts = append(parts, at.Type+string(f))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (a attrList) MarshalJSON() ([]byte, error) {
+	if a == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]apitypes.Attribute(a))
+}
+
+func printItems(p *printer, stderr io.Writer, items []apitypes.Item, total int) error {
+	rs := make([]record, len(items))
+	for i, it := range items {
+		rs[i] = itemRecord(it)
+	}
+	if p.format == formatJSON || p.format == formatYAML {
+		// One object: the items, and how many matched in all.
+		objs := make([]json.RawMessage, len(rs))
+		for i, r := range rs {
+			objs[i] = jsonOf(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", it.ServiceID, strings.Join(it.Types, ","), strings.Join(attrs, " "))
+		return p.one(record{{"items", objs}, {"totalMatches", total}})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := p.list("items", rs, itemRecord(apitypes.Item{})); err != nil {
 		return err
 	}
 	if total > len(items) {
-		fmt.Fprintf(w, "(%d of %d matches shown)\n", len(items), total)
+		fmt.Fprintf(stderr, "(%d of %d matches shown)\n", len(items), total)
 	}
 	return nil
 }
@@ -269,6 +304,7 @@ func printItems(w io.Writer, items []apitypes.Item, total int, asJSON bool) erro
 func newLeaseCmd() *spec {
 	var api apiFlags
 	var dur string
+	var renewOut, cancelOut outputFlags
 	cmd := &spec{
 		use:   "lease",
 		short: "Renew or cancel leases granted by a jinid",
@@ -280,6 +316,10 @@ func newLeaseCmd() *spec {
 		example: `  jinid lease renew 3f2a... --duration 10m`,
 		args:    minArgs(1),
 		run: func(inv *invocation, args []string) error {
+			p, err := renewOut.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -296,7 +336,7 @@ func newLeaseCmd() *spec {
 			if err != nil {
 				return err
 			}
-			return printBatch(inv.stdout, res, "renewed")
+			return printBatch(p, res, "renewed")
 		},
 	}
 	renew.Flags().StringVar(&dur, "duration", "5m", "new duration: a duration, any or forever")
@@ -305,6 +345,10 @@ func newLeaseCmd() *spec {
 		short: "Cancel leases now (their resources go, as at expiry)",
 		args:  minArgs(1),
 		run: func(inv *invocation, args []string) error {
+			p, err := cancelOut.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			c, err := api.connect()
 			if err != nil {
 				return err
@@ -313,26 +357,34 @@ func newLeaseCmd() *spec {
 			if err != nil {
 				return err
 			}
-			return printBatch(inv.stdout, res, "cancelled")
+			return printBatch(p, res, "cancelled")
 		},
 	}
+	renewOut.add(renew)
+	cancelOut.add(cancel)
 	cmd.AddCommand(renew, cancel)
 	return cmd
 }
 
-// printBatch prints one line per lease of a batch and fails if any did.
-func printBatch(w io.Writer, res []apitypes.BatchResult, done string) error {
+// printBatch prints one record per lease of a batch and fails if any
+// did.
+func printBatch(p *printer, res []apitypes.BatchResult, done string) error {
 	failed := 0
-	for _, r := range res {
-		switch {
-		case r.Error != nil:
+	rs := make([]record, len(res))
+	for i, r := range res {
+		result, why := done, ""
+		if r.Error != nil {
 			failed++
-			fmt.Fprintf(w, "%s: %s\n", r.ID, r.Error.Error())
-		case r.Expiration != 0:
-			fmt.Fprintf(w, "%s: %s, expires %s\n", r.ID, done, expires(r.Expiration))
-		default:
-			fmt.Fprintf(w, "%s: %s\n", r.ID, done)
+			result, why = "failed", r.Error.Error()
 		}
+		var exp any
+		if r.Expiration != 0 {
+			exp = instant(r.Expiration)
+		}
+		rs[i] = record{{"lease", r.ID}, {"result", result}, {"expires", exp}, {"error", why}}
+	}
+	if err := p.list("leases", rs, record{{"lease", nil}, {"result", nil}, {"expires", nil}, {"error", nil}}); err != nil {
+		return err
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d leases not %s", failed, len(res), done)

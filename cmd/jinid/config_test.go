@@ -200,21 +200,52 @@ func TestEverySettingEverywhere(t *testing.T) {
 }
 
 func TestConfigPrint(t *testing.T) {
-	p := writeConfig(t, `{"groups": ["", "lab"], "mailboxQuota": 9}`)
+	p := writeConfig(t, `{"groups": ["", "lab"], "mailboxQuota": 9, "limits": {"items": 7}}`)
 	t.Setenv("JINID_RENEWAL_MARGIN", "45s")
 	out, _, err := run(t, nil, "config", "print", "--config", p, "--discovery-port", "4999")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^discoveryPort +4999 +flag --discovery-port +--discovery-port +JINID_DISCOVERY_PORT$`),
-		regexp.MustCompile(`(?m)^renewalMargin +45s +env JINID_RENEWAL_MARGIN +--renewal-margin +JINID_RENEWAL_MARGIN$`),
-		regexp.MustCompile(`(?m)^mailboxQuota +9 +` + regexp.QuoteMeta(p) + `:1:25 `),
-		regexp.MustCompile(`(?m)^multicast +true +default `),
-		regexp.MustCompile(`(?m)^groups +\[lab\] public=true +` + regexp.QuoteMeta(p) + `:1:2 `),
+		regexp.MustCompile(`(?m)^# config file ` + regexp.QuoteMeta(p) + `$`),
+		regexp.MustCompile(`(?m)^discoveryPort +4999 +flag --discovery-port$`),
+		regexp.MustCompile(`(?m)^renewalMargin +45s +env JINID_RENEWAL_MARGIN$`),
+		regexp.MustCompile(`(?m)^mailboxQuota +9 +file 1:25$`),
+		// Effective values, not the zero that means a default.
+		regexp.MustCompile(`(?m)^mailboxTotalQuota +1000000 +default$`),
+		regexp.MustCompile(`(?m)^limits\.items +7 +file 1:44$`),
+		regexp.MustCompile(`(?m)^limits\.notifies +2000 +default$`),
+		regexp.MustCompile(`(?m)^multicast +true +default$`),
+		regexp.MustCompile(`(?m)^groups +\[lab\] public=true +file 1:2$`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("config print lacks %s:\n%s", want, out)
+		}
+	}
+	for line := range strings.Lines(out) {
+		if n := len(strings.TrimRight(line, " \n")); n > 100 {
+			t.Errorf("config print: a line of %d columns, over 100: %q", n, line)
+		}
+	}
+	js, _, err := run(t, nil, "config", "print", "--config", p, "-o", "json")
+	if err != nil || !strings.Contains(js, `{"key":"limits.items","value":"7","from":"file 1:44"}`) {
+		t.Errorf("config print -o json: %v\n%s", err, js)
+	}
+}
+
+// config check lists every error of a file in one pass: unknown keys,
+// bad limits, and what only the whole configuration shows.
+func TestConfigCheckEveryError(t *testing.T) {
+	p := writeConfig(t, `{"apiListen": "4162", "announceInterval": "1ms", "limits": {"items": -1, "notifies": -2},
+"snapshotInterval": "1s", "frobnicate": 3}`)
+	out, _, err := run(t, nil, "config", "check", p)
+	if err == nil || exitCode(err) != exitFailure {
+		t.Fatalf("config check of a bad file: %v, want exit 1", err)
+	}
+	for _, want := range []string{"frobnicate: unknown key", "limit items: want", "limit notifies: want",
+		`API listen address "4162"`, "announcement interval 1ms", "snapshot interval 1s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config check does not say %q:\n%s", want, out)
 		}
 	}
 }

@@ -3,12 +3,16 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
-	"text/tabwriter"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/app"
 )
 
 func configSpec() *spec {
@@ -90,39 +94,111 @@ func leaves(err error) []error {
 
 func configPrintSpec() *spec {
 	o := &daemonOptions{}
-	s := &spec{
+	s := withOutput(&spec{
 		use:   "print [daemon flags]",
 		short: "Show the effective configuration, with where each value came from",
 		long: `Show the configuration "jinid daemon" would run with, given the same
-flags, environment and config file: each setting's key, value, and where
-the value came from (flag, env JINID_..., FILE:LINE:COLUMN, or default).`,
+flags, environment and config file: each setting's key, its effective
+value (a default the daemon fills in, such as a limit's, shown as it is),
+and where the value came from: flag, env JINID_..., the config file's
+line:column, or default. Each key is also a flag of "jinid daemon"
+(dataDir: --data-dir) and an environment variable (JINID_DATA_DIR).`,
 		example: `  jinid config print
   JINID_GROUPS=lab jinid config print --config /etc/jinid/jinid.json --log-level debug`,
-		run: func(inv *invocation, args []string) error {
-			fs := inv.flags
-			_, src, err := o.resolve(fs, os.LookupEnv)
-			if err != nil {
-				return err
-			}
-			if _, err := o.config(fs); err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tVALUE\tFROM\tFLAG\tENVIRONMENT")
-			values := settingValues(fs)
-			sorted := slices.Clone(settings)
-			// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
-			sort.Slice(sorted, func(i, j int) bool { return sorted[i].key < sorted[j].key })
-			for _, s := range sorted {
-				v := values[s.key]
-				if s.invert {
-					v = fmt.Sprint(v == "false")
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t--%s\t%s\n", s.key, v, src[s.key], s.flag, envName(s.flag))
-			}
-			return errors.Join(tw.Flush())
-		},
-	}
+	}, func(inv *invocation, p *printer, args []string) error {
+		fs := inv.flags
+		file, src, err := o.resolve(fs, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		cfg, err := o.config(fs)
+		if err != nil {
+			return err
+		}
+		rs := configRecords(fs, src, file, cfg, o.limits)
+		if p.format != formatTable {
+			return p.list("settings", rs, nil)
+		}
+		if file != "" {
+			fmt.Fprintf(inv.stdout, "# config file %s\n", file)
+		} else {
+			fmt.Fprintln(inv.stdout, "# no config file")
+		}
+		return p.list("settings", wrapValues(rs, 40), record{{"key", nil}, {"value", nil}, {"from", nil}})
+	})
 	o.bind(s.Flags())
 	return s
+}
+
+// configRecords are the settings, one record each (key, value, from),
+// sorted by key; the limits are one each, limits.NAME, with their
+// effective values.
+func configRecords(fs *pflag.FlagSet, src sources, file string, cfg app.Config, given map[string]int64) []record {
+	from := func(key string) string {
+		f := src[key]
+		// The file is named once, above; a place in it is LINE:COLUMN.
+		if file != "" && strings.HasPrefix(f, file+":") {
+			return "file " + strings.TrimPrefix(f, file+":")
+		}
+		return f
+	}
+	values := settingValues(fs)
+	var rs []record
+	sorted := slices.Clone(settings)
+	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].key < sorted[j].key })
+	for _, s := range sorted {
+		if s.key == "limits" {
+			continue
+		}
+		v := values[s.key]
+		if s.invert {
+			v = fmt.Sprint(v == "false")
+		}
+		rs = append(rs, record{{"key", s.key}, {"value", v}, {"from", from(s.key)}})
+	}
+	eff := cfg.Limits.Effective()
+	lv, lt := reflect.ValueOf(eff), reflect.TypeOf(eff)
+	var limits []record
+	for i := range lv.NumField() {
+		name, _, _ := strings.Cut(lt.Field(i).Tag.Get("json"), ",")
+		f := "default"
+		if _, ok := given[name]; ok {
+			f = from("limits")
+		}
+		limits = append(limits, record{{"key", "limits." + name}, {"value", fmt.Sprint(lv.Field(i).Interface())}, {"from", f}})
+	}
+	sort.Slice(limits, func(i, j int) bool { return limits[i][0].value.(string) < limits[j][0].value.(string) })
+	return append(rs, limits...)
+}
+
+// wrapValues splits values wider than width at their commas onto lines
+// of their own, under the first, so that a table fits a terminal.
+func wrapValues(rs []record, width int) []record {
+	var out []record
+	for _, r := range rs {
+		v := r[1].value.(string)
+		if len(v) <= width {
+			out = append(out, r)
+			continue
+		}
+		var lines []string
+		line := ""
+		for _, part := range strings.SplitAfter(v, ",") {
+			if line != "" && len(line)+len(part) > width {
+				lines = append(lines, line)
+				line = ""
+			}
+			line += part
+		}
+		lines = append(lines, line)
+		for i, l := range lines {
+			if i == 0 {
+				out = append(out, record{r[0], {"value", l}, r[2]})
+			} else {
+				out = append(out, record{{"key", blank{}}, {"value", l}, {"from", blank{}}})
+			}
+		}
+	}
+	return out
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/paths"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/mailbox"
 )
 
 // shutdownGrace is how long requests in flight may take to finish once a
@@ -222,8 +223,8 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.BoolVar(&cfg.NoJava, "no-java", false, "do not serve Java clients: no Jini ERI port, no Java registrar proxy in unicast responses")
 	f.StringSliceVar(&o.javaFrom, "java-register-from", nil, "prefixes (e.g. 192.168.1.0/24) whose Java clients may register services; with --anonymous client or admin, any may")
 	f.IntVar(&cfg.JavaPort, "java-port", 0, "TCP port Java clients call the lookup service on (Jini ERI); 0: the port of the last run, a free one at first")
-	f.IntVar(&cfg.MailboxMaxPerRegistration, "mailbox-quota", 0, "events the event mailbox stores for one registration (0: 100000); beyond, senders are told to retry")
-	f.IntVar(&cfg.MailboxMaxEvents, "mailbox-total-quota", 0, "events the event mailbox stores in all (0: 1000000)")
+	f.IntVar(&cfg.MailboxMaxPerRegistration, "mailbox-quota", mailbox.DefaultMaxPerRegistration, "events the event mailbox stores for one registration; beyond, senders are told to retry")
+	f.IntVar(&cfg.MailboxMaxEvents, "mailbox-total-quota", mailbox.DefaultMaxEvents, "events the event mailbox stores in all")
 	f.DurationVar(&cfg.RenewalMargin, "renewal-margin", 30*time.Second,
 		"the lease renewal service renews client leases this long (plus twice the grantor's round trip) before they expire")
 	f.DurationVar(&cfg.LDSAnnounceInterval, "lds-announce-interval", 120*time.Second,

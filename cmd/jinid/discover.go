@@ -121,6 +121,8 @@ type discoverOptions struct {
 	ttl         int
 	asJSON      bool
 	parsable    bool
+	yaml        bool
+	output      string
 	merge       bool
 	dnssd       bool
 	watchMode   bool
@@ -139,7 +141,8 @@ func (o *discoverOptions) bind(f *pflag.FlagSet) {
 	interfaceFlags(f, &o.include, &o.exclude, &o.noDefault)
 	f.BoolVar(&o.noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&o.ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
-	f.BoolVar(&o.asJSON, "json", false, "print one JSON object per result")
+	f.BoolVar(&o.asJSON, "json", false, "the same as -o json")
+	f.StringVarP(&o.output, "output", "o", formatTable, "output format: table, json (one object per line), yaml (one document per result) or parsable")
 	f.BoolVar(&o.dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
 	f.BoolVar(&o.watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or gone event as it happens")
 	f.DurationVar(&o.announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
@@ -157,8 +160,19 @@ func (o *discoverOptions) run(inv *invocation) error {
 	if o.dnssd && o.noMulticast {
 		return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
 	}
-	if o.asJSON && o.parsable {
-		return usagef("--json and --parsable are two output formats: give one")
+	switch strings.ToLower(o.output) {
+	case formatTable:
+	case formatJSON:
+		o.asJSON = true
+	case formatParsable:
+		o.parsable = true
+	case formatYAML:
+		o.yaml = true
+	default:
+		return usagef("-o %q: want table, json, yaml or parsable", o.output)
+	}
+	if countTrue(o.asJSON, o.parsable, o.yaml) > 1 {
+		return usagef("--json, --parsable and -o name output formats: give one")
 	}
 	if inv.flags.Changed("exclude-interfaces") {
 		cfg.Exclude = o.exclude
@@ -198,6 +212,9 @@ func (o *discoverOptions) run(inv *invocation) error {
 		return usagef("--announce-interval applies to --watch only")
 	}
 	if o.watchMode {
+		if o.yaml {
+			return usagef("-o yaml applies to one-shot discovery; --watch prints table or json")
+		}
 		for _, f := range []string{"dns-sd", "settle", "merge", "parsable"} {
 			if inv.flags.Changed(f) {
 				return usagef("--%s applies to one-shot discovery, not to --watch", f)
@@ -230,6 +247,14 @@ func (o *discoverOptions) run(inv *invocation) error {
 		}
 	case o.parsable:
 		writeParsable(out, results)
+	case o.yaml:
+		p := &printer{w: out, format: formatYAML}
+		for _, r := range results {
+			b, _ := json.Marshal(r) // plain data: cannot fail
+			if err := p.raw(b); err != nil {
+				return err
+			}
+		}
 	default:
 		writeResults(out, results, o.merge)
 	}
@@ -322,23 +347,6 @@ func joinEscaped(ss []string) string {
 		out[i] = escapeField(s)
 	}
 	return strings.Join(out, ",")
-}
-
-// escapeField writes a value for --parsable: a byte that would split it
-// (";", ","), the escape character, a control character, or a "(" that
-// could be read as "(public)" or "(none)" becomes \DDD, the byte in
-// decimal (as avahi-browse writes them).
-func escapeField(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f || c == '\\' || c == ';' || c == ',' || c == '(' && i == 0 {
-			fmt.Fprintf(&b, "\\%03d", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
 }
 
 func familyText(f int) string {

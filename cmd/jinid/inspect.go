@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +21,7 @@ import (
 func newInspectCmd() *spec {
 	var (
 		pcap, iface, write string
-		asJSON             bool
+		output             outputFlags
 		duration           time.Duration
 	)
 	cmd := &spec{
@@ -57,10 +58,26 @@ many when it ends.`,
 			case duration < 0:
 				return usagef("--duration %s: must not be negative", duration)
 			}
+			format, err := output.chosen()
+			if err != nil {
+				return err
+			}
 			out := bufio.NewWriter(inv.stdout)
 			write1 := inspect.WriteText
-			if asJSON {
+			switch format {
+			case formatJSON:
 				write1 = inspect.WriteJSON
+			case formatYAML:
+				p := &printer{w: out, format: formatYAML}
+				write1 = func(w io.Writer, r inspect.Record) error {
+					var b bytes.Buffer
+					if err := inspect.WriteJSON(&b, r); err != nil {
+						return err
+					}
+					return p.raw(b.Bytes())
+				}
+			case formatParsable:
+				return usagef("-o parsable: inspect prints table (its lines), json or yaml")
 			}
 			var werr error
 			emit := func(r inspect.Record) {
@@ -71,7 +88,6 @@ many when it ends.`,
 					}
 				}
 			}
-			var err error
 			if pcap != "" {
 				err = readPcap(inv.stdin, pcap, emit)
 			} else {
@@ -94,7 +110,7 @@ many when it ends.`,
 	f.StringVar(&iface, "iface", "", "capture live on this interface")
 	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this pcap file")
 	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per line instead of text")
+	output.add(cmd)
 	return cmd
 }
 

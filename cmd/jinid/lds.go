@@ -10,8 +10,9 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
+	"sync"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -44,21 +45,27 @@ and with it the events.`,
 
 func ldsRegisterCmd(connect connector) *spec {
 	var (
-		groups, locators  []string
-		allGroups, asJSON bool
-		listener, dur     string
-		handback          string
+		groups, locators    []string
+		allGroups, noGroups bool
+		listener, dur       string
+		handback            string
+		out                 outputFlags
 	)
 	register := &spec{
 		use:   "register --listener URL [--groups a,b | --all-groups] [--locator jini://host ...]",
 		short: "Register; prints the registration's ID, event ID and lease",
 		long: `Register with the lookup discovery service. Groups: --groups names them
 (the public group is ""; write --groups ''), --all-groups asks for every
-lookup service in multicast range, and neither asks for none (locators
-only). Events are POSTed to --listener as JSON.`,
+lookup service in multicast range, and --no-groups for none (locators
+only): one of the three is required. Events are POSTed to --listener as
+JSON.`,
 		example: `  jinid lds register --groups lab --listener http://10.0.0.5:9000/events
   jinid lds register --all-groups --locator jini://lookup.example.org --listener http://10.0.0.5:9000/ --duration 1h`,
 		run: func(inv *invocation, _ []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			d, err := leaseFlag(dur)
 			if err != nil {
 				return err
@@ -67,11 +74,18 @@ only). Events are POSTed to --listener as JSON.`,
 				return usagef("--listener is required: the URL events are POSTed to (see jinid listen)")
 			}
 			req := client.LDSRequest{Groups: groupsArg(inv, groups), Locators: locators, Listener: listener, Duration: d}
-			if allGroups {
-				if inv.flags.Changed("groups") {
-					return usagef("--all-groups cannot be combined with --groups")
-				}
+			// Unlike discover, where no groups means all, a
+			// registration says which it wants: the API's missing
+			// groups means every group, an empty list none.
+			switch n := countTrue(inv.flags.Changed("groups"), allGroups, noGroups); {
+			case n == 0:
+				return usagef("say which groups: --groups a,b, --all-groups (every lookup service in range) or --no-groups (--locator only)")
+			case n > 1:
+				return usagef("--groups, --all-groups and --no-groups: give one")
+			case allGroups:
 				req.Groups = nil
+			case noGroups:
+				req.Groups = []string{}
 			}
 			if handback != "" {
 				req.Handback = []byte(handback)
@@ -84,30 +98,32 @@ only). Events are POSTed to --listener as JSON.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(inv.stdout).Encode(r)
-			}
-			fmt.Fprintf(inv.stdout, "registration %s\neventID      %d\nseqNum       %d\nlease        %s (expires %s)\n",
-				r.ID, r.EventID, r.SeqNum, r.Lease.ID, expires(r.Lease.Expiration))
-			return nil
+			return p.one(record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
+				{"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
 		},
 	}
+	out.add(register)
 	register.Flags().StringSliceVar(&groups, "groups", nil, "groups of interest, comma-separated")
 	register.Flags().BoolVar(&allGroups, "all-groups", false, "every lookup service in multicast range (ALL_GROUPS)")
+	register.Flags().BoolVar(&noGroups, "no-groups", false, "no groups: only the lookup services --locator names")
 	register.Flags().StringArrayVar(&locators, "locator", nil, "a lookup service to discover by unicast, jini://host[:port] (repeatable)")
 	register.Flags().StringVar(&listener, "listener", "", "URL that events are POSTed to")
 	register.Flags().StringVar(&handback, "handback", "", "text handed back in every event")
 	register.Flags().StringVar(&dur, "duration", "30m", "lease duration: a duration, any or forever")
-	register.Flags().BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	return register
 }
 
 func ldsShowCmd(connect connector) *spec {
+	var out outputFlags
 	show := &spec{
 		use:   "show REGISTRATION",
 		short: "Print a registration's groups, locators, event ID and lease",
 		args:  exactArgs(1),
 		run: func(inv *invocation, args []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			c, err := connect()
 			if err != nil {
 				return err
@@ -116,13 +132,15 @@ func ldsShowCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return printRegistration(inv.stdout, r)
+			return p.one(registrationRecord(r))
 		},
 	}
+	out.add(show)
 	return show
 }
 
 func ldsGroupsCmd(connect connector) *spec {
+	var out outputFlags
 	groupsCmd := &spec{
 		use:   "groups REGISTRATION add|set|remove [GROUP ...]",
 		short: "Change a registration's groups",
@@ -135,6 +153,10 @@ specification says. Write the public group as ''.`,
   jinid lds groups 3f2a... remove ops`,
 		args: minArgs(2),
 		run: func(inv *invocation, args []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			m, err := mutation(args[1])
 			if err != nil {
 				return err
@@ -154,20 +176,26 @@ specification says. Write the public group as ''.`,
 			if err != nil {
 				return err
 			}
-			return printRegistration(inv.stdout, r)
+			return p.one(registrationRecord(r))
 		},
 	}
+	out.add(groupsCmd)
 	groupsCmd.Flags().Bool("all", false, "with set: all groups")
 	return groupsCmd
 }
 
 func ldsLocatorsCmd(connect connector) *spec {
+	var out outputFlags
 	locatorsCmd := &spec{
 		use:     "locators REGISTRATION add|set|remove [jini://host[:port] ...]",
 		short:   "Change a registration's locators",
 		example: `  jinid lds locators 3f2a... add jini://10.0.0.7 jini://lookup.example.org:4170`,
 		args:    minArgs(2),
 		run: func(inv *invocation, args []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			m, err := mutation(args[1])
 			if err != nil {
 				return err
@@ -180,9 +208,10 @@ func ldsLocatorsCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return printRegistration(inv.stdout, r)
+			return p.one(registrationRecord(r))
 		},
 	}
+	out.add(locatorsCmd)
 	return locatorsCmd
 }
 
@@ -216,12 +245,16 @@ func ldsDiscardCmd(connect connector) *spec {
 }
 
 func ldsRegistrarsCmd(connect connector) *spec {
-	var regsJSON bool
+	var out outputFlags
 	registrars := &spec{
 		use:   "registrars REGISTRATION",
 		short: "List the lookup services discovered for a registration (to resynchronise after a gap)",
 		args:  exactArgs(1),
 		run: func(inv *invocation, args []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			c, err := connect()
 			if err != nil {
 				return err
@@ -230,14 +263,10 @@ func ldsRegistrarsCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			if regsJSON {
-				return json.NewEncoder(inv.stdout).Encode(map[string]any{"registrars": rs})
-			}
-			printRegistrars(inv.stdout, rs)
-			return nil
+			return printRegistrars(p, rs)
 		},
 	}
-	registrars.Flags().BoolVar(&regsJSON, "json", false, "print JSON")
+	out.add(registrars)
 	return registrars
 }
 
@@ -259,40 +288,69 @@ func mutation(s string) (client.Mutation, error) {
 	case "remove":
 		return client.Remove, nil
 	}
-	return 0, fmt.Errorf("%q: want add, set or remove", s)
+	return 0, usagef("%q: want add, set or remove", s)
 }
 
-func printRegistration(w io.Writer, r apitypes.LDSRegistration) error {
-	groups := "(all groups)"
+// registrationRecord is an LDS registration as the commands print it:
+// groups null (JSON) or "all" (table) for every group.
+func registrationRecord(r apitypes.LDSRegistration) record {
+	var groups any = "all"
 	if r.Groups != nil {
-		groups = discovery.GroupsText(r.Groups, ",")
+		groups = groupList(r.Groups)
 	}
-	locs := strings.Join(r.Locators, " ")
-	if locs == "" {
-		locs = "(none)"
-	}
-	_, err := fmt.Fprintf(w, "registration %s\neventID      %d\nseqNum       %d\ngroups       %s\nlocators     %s\nlease        %s (expires %s)\n",
-		r.ID, r.EventID, r.SeqNum, groups, locs, r.Lease.ID, expires(r.Lease.Expiration))
-	return err
+	return record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
+		{"groups", groups}, {"locators", orEmpty(r.Locators)}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}}
 }
 
-func printRegistrars(w io.Writer, rs []apitypes.Registrar) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE ID\tADDRESS\tGROUPS\tREGISTRAR")
-	for _, r := range rs {
-		reg := fmt.Sprintf("java (proxy %d bytes)", len(r.Marshalled))
-		if r.APIURL != nil {
-			reg = "jinid " + *r.APIURL
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), discovery.GroupsText(r.Groups, ","), reg)
+// groupList is groups as a table shows them, the public group as
+// "(public)"; JSON keeps the names.
+type groupList []string
+
+func (g groupList) String() string { return discovery.GroupsText(g, ",") }
+
+func (g groupList) MarshalJSON() ([]byte, error) { return json.Marshal(orEmpty(g)) }
+
+// orEmpty is ss, or an empty list for nil: JSON says [] for none.
+func orEmpty(ss []string) []string {
+	if ss == nil {
+		return []string{}
 	}
-	tw.Flush()
+	return ss
+}
+
+// countTrue is how many of bs are true.
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+func registrarRecord(r apitypes.Registrar) record {
+	kind := "java"
+	var api any
+	if r.APIURL != nil {
+		kind, api = "jinid", *r.APIURL
+	}
+	return record{{"serviceID", r.ServiceID}, {"endpoint", net.JoinHostPort(r.Host, fmt.Sprint(r.Port))},
+		{"groups", groupList(r.Groups)}, {"locator", r.Locator}, {"kind", kind}, {"api", api}}
+}
+
+func printRegistrars(p *printer, rs []apitypes.Registrar) error {
+	out := make([]record, len(rs))
+	for i, r := range rs {
+		out[i] = registrarRecord(r)
+	}
+	return p.list("registrars", out, registrarRecord(apitypes.Registrar{}))
 }
 
 func newListenCmd() *spec {
 	var (
 		addr    string
-		asJSON  bool
+		output  outputFlags
 		refuse  bool
 		maxBody int64 = 1 << 20
 	)
@@ -306,12 +364,16 @@ the registration. Runs until interrupted.`,
 		example: `  jinid listen --addr :9000
   jinid listen --addr 127.0.0.1:9000 --json`,
 		run: func(inv *invocation, _ []string) error {
+			p, err := output.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("--addr %s: %w", addr, err)
 			}
 			fmt.Fprintf(inv.stderr, "listening on http://%s/\n", ln.Addr())
-			out := inv.stdout
+			var mu sync.Mutex // one event printed at a time
 			srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method != http.MethodPost {
 					http.Error(w, "events are POSTed", http.StatusMethodNotAllowed)
@@ -322,7 +384,9 @@ the registration. Runs until interrupted.`,
 					http.Error(w, err.Error(), http.StatusBadRequest)
 					return
 				}
-				printEvent(out, time.Now(), body, asJSON)
+				mu.Lock()
+				printEvent(p, time.Now(), body)
+				mu.Unlock()
 				if refuse {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusGone)
@@ -340,40 +404,43 @@ the registration. Runs until interrupted.`,
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", ":9000", "address (host:port) to listen on")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print each event as received (one JSON object per line)")
+	output.add(cmd)
 	cmd.Flags().BoolVar(&refuse, "unknown", false, "answer 410 UnknownEvent to every event")
 	return cmd
 }
 
-// printEvent writes one received event: a summary line, or its JSON.
-func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
-	if asJSON {
-		var v any
-		if json.Unmarshal(body, &v) == nil {
-			b, _ := json.Marshal(v)
-			fmt.Fprintln(w, string(b))
-			return
-		}
+// printEvent prints one received event, at when it came (zero: not
+// said), one line (or YAML document) each.
+func printEvent(p *printer, at time.Time, body []byte) error {
+	r, err := eventRecord(at, body)
+	if err != nil {
+		return p.item(record{{"time", at.UTC()}, {"notAnEvent", err.Error()}, {"body", string(body)}})
 	}
+	return p.item(r)
+}
+
+// eventRecord is the fields of a remote event a person reads: what it is,
+// which registration of which service sent it, and what it says.
+func eventRecord(at time.Time, body []byte) (record, error) {
 	var ev struct {
-		Source struct {
-			Service string `json:"service"`
-			ID      string `json:"id"`
-		} `json:"source"`
-		EventID    int64                `json:"eventID"`
-		SeqNum     int64                `json:"seqNum"`
-		Type       string               `json:"type"`
-		Handback   []byte               `json:"handback"`
+		apitypes.RemoteEvent
 		Discarded  *bool                `json:"discarded"`
 		Registrars []apitypes.Registrar `json:"registrars"`
 		Transition string               `json:"transition"`
 		ServiceID  string               `json:"serviceID"`
+		Lease      json.RawMessage      `json:"lease"`
+		Expiration int64                `json:"expiration"`
+		Error      *apitypes.Error      `json:"error"`
 	}
 	if err := json.Unmarshal(body, &ev); err != nil {
-		fmt.Fprintf(w, "%s  (not a remote event: %v) %q\n", at.UTC().Format(time.RFC3339Nano), err, body)
-		return
+		return nil, err
 	}
-	line := fmt.Sprintf("%s  %s  from %s %s  eventID=%d seq=%d", at.UTC().Format(time.RFC3339Nano), ev.Type, ev.Source.Service, ev.Source.ID, ev.EventID, ev.SeqNum)
+	var r record
+	if !at.IsZero() {
+		r = record{{"time", at.UTC()}}
+	}
+	r = append(r, field{"type", ev.Type}, field{"service", ev.Source.Service}, field{"registration", ev.Source.ID},
+		field{"eventID", ev.EventID}, field{"seqNum", ev.SeqNum})
 	switch {
 	case ev.Discarded != nil:
 		kind := "discovered"
@@ -381,19 +448,37 @@ func printEvent(w io.Writer, at time.Time, body []byte, asJSON bool) {
 			kind = "discarded"
 		}
 		var ls []string
-		for _, r := range ev.Registrars {
-			ls = append(ls, fmt.Sprintf("%s@%s groups=%s", r.ServiceID, net.JoinHostPort(r.Host, fmt.Sprint(r.Port)), discovery.GroupsText(r.Groups, ",")))
+		for _, reg := range ev.Registrars {
+			ls = append(ls, reg.ServiceID+"@"+net.JoinHostPort(reg.Host, fmt.Sprint(reg.Port)))
 		}
-		line += "  " + kind + " " + strings.Join(ls, "; ")
+		r = append(r, field{kind, ls})
 	case ev.Transition != "":
-		line += "  " + ev.Transition + " " + ev.ServiceID
+		r = append(r, field{"transition", ev.Transition}, field{"serviceID", ev.ServiceID})
+	case len(ev.Lease) > 0:
+		// A RenewalFailureEvent's lease is an object, an
+		// ExpirationWarningEvent's the set's lease ID.
+		var l apitypes.Lease
+		if json.Unmarshal(ev.Lease, &l) != nil {
+			json.Unmarshal(ev.Lease, &l.ID)
+			l.Expiration = ev.Expiration
+		}
+		r = append(r, field{"lease", l.ID}, field{"grantor", l.Grantor}, field{"expires", instant(l.Expiration)})
+		if ev.Error != nil {
+			r = append(r, field{"reason", string(ev.Error.Code) + ": " + ev.Error.Message})
+		}
 	}
 	if ev.Handback != nil {
-		line += fmt.Sprintf("  handback=%q", ev.Handback)
+		r = append(r, field{"handback", quoted(ev.Handback)})
 	}
-	fmt.Fprintln(w, line)
+	return r, nil
 }
 
 func faultUnknownEvent() apitypes.Error {
 	return apitypes.Error{Code: apitypes.UnknownEvent, Message: "this listener wants no more events"}
 }
+
+// quoted is a handback: Go-quoted text in a table (it may be any bytes),
+// the text itself in JSON.
+type quoted string
+
+func (q quoted) String() string { return strconv.Quote(string(q)) }

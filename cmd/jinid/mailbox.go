@@ -34,50 +34,51 @@ func mailboxRegisterCmd(connect connector) *spec {
 		dur  string
 		pull bool
 	)
-	register := &spec{
+	register := withOutput(&spec{
 		use:   "register [--pull] [--duration 1h]",
 		short: "Register; prints the registration, its lease and its mailbox listener",
-		run: func(inv *invocation, _ []string) error {
-			d, err := leaseFlag(dur)
-			if err != nil {
-				return err
-			}
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			r, err := c.MailboxRegister(inv.ctx, d, pull)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(inv.stdout, "registration %s\nlistener     %s\nlease        %s (expires %s)\n", r.ID, r.Listener.URL, r.Lease.ID, expires(r.Lease.Expiration))
-			return nil
-		},
-	}
+	}, func(inv *invocation, p *printer, _ []string) error {
+		d, err := leaseFlag(dur)
+		if err != nil {
+			return err
+		}
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		r, err := c.MailboxRegister(inv.ctx, d, pull)
+		if err != nil {
+			return err
+		}
+		return p.one(record{{"registration", r.ID}, {"listener", r.Listener.URL}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
+	})
 	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&pull, "pull", false, "a pull registration: events can be pulled with jinid mailbox pull")
 	return register
 }
 
 func mailboxListenerCmd(connect connector) *spec {
-	listener := &spec{
+	listener := withOutput(&spec{
 		use:   "listener REGISTRATION",
 		short: "Print the registration's mailbox listener URL (give it to event generators)",
 		args:  exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			info, err := c.MailboxGet(inv.ctx, args[0])
-			if err != nil {
-				return err
-			}
-			l, _ := info["listener"].(map[string]any)
-			fmt.Fprintln(inv.stdout, l["url"])
-			return nil
-		},
-	}
+	}, func(inv *invocation, p *printer, args []string) error {
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		info, err := c.MailboxGet(inv.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		l, _ := info["listener"].(map[string]any)
+		url, _ := l["url"].(string)
+		if p.format == formatTable {
+			_, err := fmt.Fprintln(inv.stdout, url) // the URL alone, for $(...)
+			return err
+		}
+		return p.one(record{{"registration", args[0]}, {"listener", url}})
+	})
 	return listener
 }
 
@@ -91,7 +92,10 @@ func mailboxEnableCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return c.MailboxEnable(inv.ctx, args[0], args[1])
+			if err := c.MailboxEnable(inv.ctx, args[0], args[1]); err != nil {
+				return err
+			}
+			return done(inv, "mailbox %s pushes its events to %s", args[0], args[1])
 		},
 	}
 	return enable
@@ -107,7 +111,10 @@ func mailboxDisableCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return c.MailboxDisable(inv.ctx, args[0])
+			if err := c.MailboxDisable(inv.ctx, args[0]); err != nil {
+				return err
+			}
+			return done(inv, "mailbox %s keeps its events (push stopped)", args[0])
 		},
 	}
 	return disable
@@ -118,45 +125,46 @@ func mailboxPullCmd(connect connector) *spec {
 		wait time.Duration
 		max  int
 	)
-	pullCmd := &spec{
+	pullCmd := withOutput(&spec{
 		use:   "pull REGISTRATION [--wait 10s] [--max N]",
 		short: "Take the stored events (one JSON object per line); waits up to --wait for more",
 		long: `Open an iterator (which disables push delivery), print every stored event,
 then wait up to --wait for more; stop after --max events if given. Events
 printed are acknowledged and deleted from the mailbox.`,
 		args: exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			if wait < 0 {
-				return usagef("--wait %s: must not be negative", wait)
-			}
-			c, err := connect()
+	}, func(inv *invocation, p *printer, args []string) error {
+		if wait < 0 {
+			return usagef("--wait %s: must not be negative", wait)
+		}
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		it, err := c.MailboxIterator(inv.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		n := 0
+		for max <= 0 || n < max {
+			ev, err := c.MailboxNext(inv.ctx, args[0], it, wait.Milliseconds())
 			if err != nil {
 				return err
 			}
-			it, err := c.MailboxIterator(inv.ctx, args[0])
-			if err != nil {
+			if ev == nil {
+				break
+			}
+			if err := p.raw(ev); err != nil {
 				return err
 			}
-			n := 0
-			for max <= 0 || n < max {
-				ev, err := c.MailboxNext(inv.ctx, args[0], it, wait.Milliseconds())
-				if err != nil {
-					return err
-				}
-				if ev == nil {
-					break
-				}
-				fmt.Fprintln(inv.stdout, string(ev))
-				n++
-			}
-			// Closing acknowledges the last one printed.
-			if err := c.MailboxClose(inv.ctx, args[0], it); err != nil {
-				return errors.Join(fmt.Errorf("acknowledging the last event"), err)
-			}
-			fmt.Fprintf(inv.stderr, "%d events\n", n)
-			return nil
-		},
-	}
+			n++
+		}
+		// Closing acknowledges the last one printed.
+		if err := c.MailboxClose(inv.ctx, args[0], it); err != nil {
+			return errors.Join(fmt.Errorf("acknowledging the last event"), err)
+		}
+		fmt.Fprintf(inv.stderr, "%d events\n", n)
+		return nil
+	})
 	pullCmd.Flags().DurationVar(&wait, "wait", 0, "after the stored events, wait this long for more")
 	pullCmd.Flags().IntVar(&max, "max", 0, "stop after this many events (0: no limit)")
 	return pullCmd

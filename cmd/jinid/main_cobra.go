@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -41,10 +40,19 @@ func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var g globalFlags
 	root := rootSpec(&g).command()
-	// cobra prints "jinid version " and this; a version template of our
-	// own would link text/template, whose reflection costs megabytes
+	// --version prints what "jinid version" does, one format. Not
+	// cobra's Version: its own line differs, and a version template
+	// would link text/template, whose reflection costs megabytes
 	// (docs/performance.md).
-	root.Version = strings.TrimPrefix(versionLine(), "jinid ")
+	showVersion := root.Flags().Bool("version", false, "version for jinid")
+	help := root.RunE
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if *showVersion {
+			_, err := io.WriteString(stdout, versionText())
+			return err
+		}
+		return help(c, args)
+	}
 	root.SilenceUsage = true  // a failing command is not a usage mistake
 	root.SilenceErrors = true // main prints the error once
 	// A flag that does not parse is a usage error, in every command.

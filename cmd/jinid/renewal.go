@@ -3,9 +3,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jinid/jinid/services/api/client"
@@ -25,7 +23,7 @@ A failure listener hears of each lease that could not be kept; a warning
 listener hears before the set's own lease ends.
 
   jinid renewal create --duration 1h
-  jinid renewal add SET --grantor http://10.0.0.7:4162 --lease LEASE-ID --desired 24h
+  jinid renewal add SET --grantor http://10.0.0.7:4162 --lease LEASE-ID --remaining 5m --desired 24h
   jinid renewal failures SET --listener http://10.0.0.5:9000/`,
 	}
 	api.add(cmd)
@@ -37,37 +35,39 @@ listener hears before the set's own lease ends.
 		clear              bool
 	)
 	listenerCmd := func(use, short string, warning bool) *spec {
-		c := &spec{
+		c := withOutput(&spec{
 			use:   use,
 			short: short,
 			args:  exactArgs(1),
-			run: func(inv *invocation, args []string) error {
-				c, err := connect()
-				if err != nil {
+		}, func(inv *invocation, p *printer, args []string) error {
+			c, err := connect()
+			if err != nil {
+				return err
+			}
+			if clear {
+				if err := c.RenewalClear(inv.ctx, args[0], warning); err != nil {
 					return err
 				}
-				if clear {
-					return c.RenewalClear(inv.ctx, args[0], warning)
+				return done(inv, "set %s: listener removed", args[0])
+			}
+			if listener == "" {
+				return usagef("--listener is required (or --clear)")
+			}
+			var reg client.ListenerRegistration
+			if warning {
+				if minWarning < 0 {
+					return usagef("--min-warning %s: must not be negative", minWarning)
 				}
-				if listener == "" {
-					return usagef("--listener is required (or --clear)")
-				}
-				var reg client.ListenerRegistration
-				if warning {
-					if minWarning < 0 {
-						return usagef("--min-warning %s: must not be negative", minWarning)
-					}
-					reg, err = c.RenewalWarning(inv.ctx, args[0], listener, minWarning.Milliseconds(), []byte(handback))
-				} else {
-					reg, err = c.RenewalFailures(inv.ctx, args[0], listener, []byte(handback))
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(inv.stdout, "eventID %d\nseqNum  %d\n", reg.EventID, reg.SeqNum)
-				return nil
-			},
-		}
+				reg, err = c.RenewalWarning(inv.ctx, args[0], listener, minWarning.Milliseconds(), []byte(handback))
+			} else {
+				reg, err = c.RenewalFailures(inv.ctx, args[0], listener, []byte(handback))
+			}
+			if err != nil {
+				return err
+			}
+			return p.one(record{{"set", args[0]}, {"eventID", reg.EventID}, {"seqNum", reg.SeqNum},
+				{"lease", reg.Lease.ID}, {"expires", instant(reg.Lease.Expiration)}})
+		})
 		c.Flags().StringVar(&listener, "listener", "", "URL events are POSTed to")
 		c.Flags().StringVar(&handback, "handback", "", "text handed back in every event")
 		c.Flags().BoolVar(&clear, "clear", false, "remove the registration")
@@ -84,26 +84,24 @@ listener hears before the set's own lease ends.
 
 func renewalCreateCmd(connect connector) *spec {
 	var dur string
-	create := &spec{
+	create := withOutput(&spec{
 		use:   "create [--duration 1h]",
 		short: "Create a renewal set; prints its ID and lease",
-		run: func(inv *invocation, _ []string) error {
-			d, err := leaseFlag(dur)
-			if err != nil {
-				return err
-			}
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			s, err := c.RenewalCreate(inv.ctx, d)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(inv.stdout, "set   %s\nlease %s (expires %s)\n", s.ID, s.Lease.ID, expires(s.Lease.Expiration))
-			return nil
-		},
-	}
+	}, func(inv *invocation, p *printer, _ []string) error {
+		d, err := leaseFlag(dur)
+		if err != nil {
+			return err
+		}
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		s, err := c.RenewalCreate(inv.ctx, d)
+		if err != nil {
+			return err
+		}
+		return p.one(record{{"set", s.ID}, {"lease", s.Lease.ID}, {"expires", instant(s.Lease.Expiration)}})
+	})
 	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")
 	return create
 }
@@ -147,8 +145,11 @@ has left now (as jinid lease or lookup register printed it).`,
 				return err
 			}
 			rem := remaining.Milliseconds()
-			return c.RenewFor(inv.ctx, args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
-				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew)
+			if err := c.RenewFor(inv.ctx, args[0], apitypes.Lease{Grantor: grantor, ID: leaseID, Remaining: rem,
+				Expiration: time.Now().Add(remaining).UnixMilli()}, want, renew); err != nil {
+				return err
+			}
+			return done(inv, "set %s keeps lease %s for %s", args[0], leaseID, spanOf(want))
 		},
 	}
 	add.Flags().StringVar(&grantor, "grantor", "", "URL of the lease's grantor, e.g. http://10.0.0.7:4162")
@@ -160,56 +161,59 @@ has left now (as jinid lease or lookup register printed it).`,
 }
 
 func renewalRemoveCmd(connect connector) *spec {
-	remove := &spec{
+	remove := withOutput(&spec{
 		use:   "remove SET LEASE-ID",
 		short: "Take a lease out of a set (it is not cancelled)",
 		args:  exactArgs(2),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			l, err := c.RenewalRemove(inv.ctx, args[0], args[1])
-			if err != nil {
-				return err
-			}
-			if l == nil {
-				fmt.Fprintln(inv.stdout, "not in the set")
-				return nil
-			}
-			fmt.Fprintf(inv.stdout, "removed %s (grantor %s, expires %s)\n", l.ID, l.Grantor, expires(l.Expiration))
-			return nil
-		},
-	}
+	}, func(inv *invocation, p *printer, args []string) error {
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		l, err := c.RenewalRemove(inv.ctx, args[0], args[1])
+		if err != nil {
+			return err
+		}
+		if l == nil {
+			return fmt.Errorf("lease %s is not in set %s (jinid renewal list %s lists them)", args[1], args[0], args[0])
+		}
+		return p.one(record{{"removed", l.ID}, {"grantor", l.Grantor}, {"expires", instant(l.Expiration)}})
+	})
 	return remove
 }
 
 func renewalListCmd(connect connector) *spec {
-	var asJSON bool
-	list := &spec{
+	return withOutput(&spec{
 		use:   "list SET",
 		short: "List a set's leases with their last recorded expirations",
 		args:  exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			ls, err := c.RenewalLeases(inv.ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(inv.stdout).Encode(map[string]any{"leases": ls})
-			}
-			tw := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "LEASE\tGRANTOR\tEXPIRES\tKEPT UNTIL")
-			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.ID, l.Grantor, expires(l.Expiration), expires(l.DesiredExpiration))
-			}
-			return tw.Flush()
-		},
+	}, func(inv *invocation, p *printer, args []string) error {
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		ls, err := c.RenewalLeases(inv.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		rs := make([]record, len(ls))
+		for i, l := range ls {
+			rs[i] = clientLeaseRecord(l)
+		}
+		return p.list("leases", rs, clientLeaseRecord(apitypes.ClientLease{}))
+	})
+}
+
+// clientLeaseRecord is a lease of a renewal set: until when it is kept
+// ("forever": as long as can be) and for how long each renewal asks.
+func clientLeaseRecord(l apitypes.ClientLease) record {
+	var renew any
+	if l.RenewDuration != 0 {
+		renew = spanOf(l.RenewDuration)
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return list
+	var keptUntil any = "forever"
+	if l.DesiredExpiration != apitypes.Forever {
+		keptUntil = instant(l.DesiredExpiration)
+	}
+	return record{{"lease", l.ID}, {"grantor", l.Grantor}, {"expires", instant(l.Expiration)}, {"keptUntil", keptUntil}, {"renewFor", renew}}
 }

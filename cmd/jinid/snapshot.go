@@ -2,12 +2,9 @@
 
 package main
 
-import (
-	"fmt"
-)
-
 func snapshotSpec() *spec {
 	var api apiFlags
+	var out outputFlags
 	s := &spec{
 		use:   "snapshot",
 		short: "Have the daemon write a snapshot of its store now (with --snapshot-dir)",
@@ -21,6 +18,10 @@ token).`,
 		example: `  jinid snapshot
   jinid snapshot --server http://gw:4162 --token-file admin.token`,
 		run: func(inv *invocation, args []string) error {
+			p, err := out.printer(inv.stdout)
+			if err != nil {
+				return err
+			}
 			c, err := api.connect()
 			if err != nil {
 				return err
@@ -29,10 +30,13 @@ token).`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(inv.stdout, "snapshot written: %s (%d bytes)\n", s.File, s.Bytes)
-			return err
+			if p.format == formatTable {
+				return done(inv, "snapshot written: %s (%d bytes)", s.File, s.Bytes)
+			}
+			return p.one(record{{"file", s.File}, {"bytes", s.Bytes}})
 		},
 	}
 	api.bind(s.Flags())
+	out.add(s)
 	return s
 }

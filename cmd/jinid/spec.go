@@ -152,7 +152,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 			writeHelp(stdout, path, fs)
 			return errHelp
 		case version != nil && *version:
-			_, err := fmt.Fprintln(stdout, "jinid version "+strings.TrimPrefix(versionLine(), "jinid "))
+			_, err := io.WriteString(stdout, versionText())
 			return err
 		}
 		rest := fs.Args()

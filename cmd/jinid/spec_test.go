@@ -42,7 +42,7 @@ func TestDispatchHelp(t *testing.T) {
 			}
 		}
 	}
-	if out, err := dispatched(t, "--version"); err != nil || !strings.HasPrefix(out, "jinid version ") {
+	if out, err := dispatched(t, "--version"); err != nil || out != versionText() {
 		t.Errorf("--version: %q %v", out, err)
 	}
 	// A word that names no subcommand is a usage error (cobra alike).

@@ -5,8 +5,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
+
+	"github.com/jinid/jinid/services/api/client"
 )
 
 func newTokenCmd() *spec {
@@ -44,29 +45,30 @@ hash. Revoking a token refuses it at once.`,
 func tokenCreateCmd(api *apiFlags) *spec {
 	var name, scope string
 	var expires time.Duration
-	create := &spec{
+	create := withOutput(&spec{
 		use:   "create --name NAME --scope read|client|admin [--expires D]",
 		short: "Make a token; prints its secret, shown this once",
-		run: func(inv *invocation, _ []string) error {
-			if name == "" {
-				return usagef("--name is required (it names the token in listings and in the audit log)")
-			}
-			if expires < 0 {
-				return usagef("--expires %s: want a positive duration, or 0 for a token that works until revoked", expires)
-			}
-			c, err := api.connect()
-			if err != nil {
-				return err
-			}
-			tok, err := c.CreateToken(inv.ctx, name, scope, expires)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(inv.stdout, tok.Secret)
-			fmt.Fprintf(inv.stderr, "token %q (%s, id %s) made; its secret above is shown only now\n", tok.Name, tok.Scope, tok.ID)
-			return nil
-		},
-	}
+	}, func(inv *invocation, p *printer, _ []string) error {
+		if name == "" {
+			return usagef("--name is required (it names the token in listings and in the audit log)")
+		}
+		if expires < 0 {
+			return usagef("--expires %s: want a positive duration, or 0 for a token that works until revoked", expires)
+		}
+		c, err := api.connect()
+		if err != nil {
+			return err
+		}
+		tok, err := c.CreateToken(inv.ctx, name, scope, expires)
+		if err != nil {
+			return err
+		}
+		if err := p.bare(record{{"secret", tok.Secret}, {"name", tok.Name}, {"scope", tok.Scope}, {"id", tok.ID}}); err != nil {
+			return err
+		}
+		fmt.Fprintf(inv.stderr, "token %q (%s, id %s) made; its secret is shown only now\n", tok.Name, tok.Scope, tok.ID)
+		return nil
+	})
 	create.Flags().StringVar(&name, "name", "", "what the token is called (letters, digits, . _ -)")
 	create.Flags().StringVar(&scope, "scope", "client", "what it allows: read, client or admin")
 	create.Flags().DurationVar(&expires, "expires", 0, "how long it works (e.g. 720h; 0: until revoked)")
@@ -74,30 +76,24 @@ func tokenCreateCmd(api *apiFlags) *spec {
 }
 
 func tokenListCmd(api *apiFlags) *spec {
-	list := &spec{
+	list := withOutput(&spec{
 		use:   "list",
 		short: "List the tokens (never their secrets)",
-		run: func(inv *invocation, _ []string) error {
-			c, err := api.connect()
-			if err != nil {
-				return err
-			}
-			toks, err := c.Tokens(inv.ctx)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSCOPE\tID\tCREATED\tEXPIRES")
-			for _, t := range toks {
-				exp := "never"
-				if t.Expires != 0 {
-					exp = time.UnixMilli(t.Expires).UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Scope, t.ID, time.UnixMilli(t.Created).UTC().Format(time.RFC3339), exp)
-			}
-			return w.Flush()
-		},
-	}
+	}, func(inv *invocation, p *printer, _ []string) error {
+		c, err := api.connect()
+		if err != nil {
+			return err
+		}
+		toks, err := c.Tokens(inv.ctx)
+		if err != nil {
+			return err
+		}
+		rs := make([]record, len(toks))
+		for i, t := range toks {
+			rs[i] = tokenRecord(t)
+		}
+		return p.list("tokens", rs, tokenRecord(client.Token{}))
+	})
 	return list
 }
 
@@ -117,10 +113,18 @@ func tokenRevokeCmd(api *apiFlags) *spec {
 					errs = append(errs, fmt.Errorf("%s: %w", a, err))
 					continue
 				}
-				fmt.Fprintf(inv.stdout, "%s revoked\n", a)
+				if err := done(inv, "token %s revoked", a); err != nil {
+					return err
+				}
 			}
 			return errors.Join(errs...)
 		},
 	}
 	return revoke
+}
+
+// tokenRecord is a token as token list prints it: expires null (JSON) or
+// "-" (table) when it works until revoked.
+func tokenRecord(t client.Token) record {
+	return record{{"name", t.Name}, {"scope", t.Scope}, {"id", t.ID}, {"created", instant(t.Created)}, {"expires", instant(t.Expires)}}
 }

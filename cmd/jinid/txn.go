@@ -35,26 +35,24 @@ and a participant to try the two-phase commit from a terminal:
 
 	complete := func(name, short string, op func(inv *invocation, id string, waitFor int64) (string, error)) *spec {
 		var waitFor time.Duration
-		c := &spec{
+		c := withOutput(&spec{
 			use:   name + " TRANSACTION [--wait-for D]",
 			short: short,
 			args:  exactArgs(1),
-			run: func(inv *invocation, args []string) error {
-				if waitFor < 0 {
-					return usagef("--wait-for %s: want 0 or more", waitFor)
-				}
-				w := int64(-1)
-				if inv.flags.Changed("wait-for") {
-					w = waitFor.Milliseconds()
-				}
-				s, err := op(inv, args[0], w)
-				if err != nil {
-					return err
-				}
-				_, err = fmt.Fprintln(inv.stdout, s)
+		}, func(inv *invocation, p *printer, args []string) error {
+			if waitFor < 0 {
+				return usagef("--wait-for %s: want 0 or more", waitFor)
+			}
+			w := int64(-1)
+			if inv.flags.Changed("wait-for") {
+				w = waitFor.Milliseconds()
+			}
+			s, err := op(inv, args[0], w)
+			if err != nil {
 				return err
-			},
-		}
+			}
+			return p.bare(record{{"state", s}, {"transaction", args[0]}})
+		})
 		c.Flags().DurationVar(&waitFor, "wait-for", 0, "also wait, this long at most, for every participant to be told the outcome")
 		return c
 	}
@@ -80,7 +78,7 @@ and a participant to try the two-phase commit from a terminal:
 
 func txnCreateCmd(connect connector) *spec {
 	var dur, parent, parentManager, parentTokenFile string
-	create := &spec{
+	create := withOutput(&spec{
 		use:   "create [--duration 10m] [--parent ID [--parent-manager URL [--parent-token-file FILE]]]",
 		short: "Create a transaction, or one nested in a parent; prints its ID",
 		long: `Create a transaction; prints its ID. With --parent, the transaction is
@@ -88,39 +86,37 @@ nested in that one: on this manager, or with --parent-manager on another
 jinid, which this one joins through a link (give --parent-token-file, a
 file holding a token of that jinid with the client scope, unless it lets
 anonymous clients join).`,
-		run: func(inv *invocation, _ []string) error {
-			d, err := leaseFlag(dur)
-			if err != nil {
-				return err
-			}
-			if parent == "" && (parentManager != "" || parentTokenFile != "") {
-				return usagef("--parent-manager and --parent-token-file need --parent")
-			}
-			p := client.TxnParent{ID: parent, Manager: parentManager}
-			if parentTokenFile != "" {
-				raw, err := os.ReadFile(parentTokenFile)
-				if err != nil {
-					return usagef("--parent-token-file: %w", err)
-				}
-				p.Token = strings.TrimSpace(string(raw))
-			}
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			var tx client.Transaction
-			if parent == "" {
-				tx, err = c.TxnCreate(inv.ctx, d)
-			} else {
-				tx, err = c.TxnCreateNested(inv.ctx, d, p)
-			}
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(inv.stdout, tx.ID)
+	}, func(inv *invocation, out *printer, _ []string) error {
+		d, err := leaseFlag(dur)
+		if err != nil {
 			return err
-		},
-	}
+		}
+		if parent == "" && (parentManager != "" || parentTokenFile != "") {
+			return usagef("--parent-manager and --parent-token-file need --parent")
+		}
+		p := client.TxnParent{ID: parent, Manager: parentManager}
+		if parentTokenFile != "" {
+			raw, err := os.ReadFile(parentTokenFile)
+			if err != nil {
+				return usagef("--parent-token-file: %w", err)
+			}
+			p.Token = strings.TrimSpace(string(raw))
+		}
+		c, err := connect()
+		if err != nil {
+			return err
+		}
+		var tx client.Transaction
+		if parent == "" {
+			tx, err = c.TxnCreate(inv.ctx, d)
+		} else {
+			tx, err = c.TxnCreateNested(inv.ctx, d, p)
+		}
+		if err != nil {
+			return err
+		}
+		return out.bare(record{{"transaction", tx.ID}, {"manager", tx.Manager}, {"lease", tx.Lease.ID}, {"expires", instant(tx.Lease.Expiration)}})
+	})
 	create.Flags().StringVar(&dur, "duration", "10m", "lease duration: a duration, any or forever")
 	create.Flags().StringVar(&parent, "parent", "", "nest the transaction in this one")
 	create.Flags().StringVar(&parentManager, "parent-manager", "", "the parent's manager, when it is another jinid (its API URL)")
@@ -129,29 +125,27 @@ anonymous clients join).`,
 }
 
 func txnStateCmd(connect connector) *spec {
-	state := &spec{
+	state := withOutput(&spec{
 		use:   "state TRANSACTION",
 		short: "Print the transaction's state: ACTIVE, VOTING, COMMITTED or ABORTED",
 		args:  exactArgs(1),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			s, err := c.TxnState(inv.ctx, args[0])
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(inv.stdout, s)
+	}, func(inv *invocation, p *printer, args []string) error {
+		c, err := connect()
+		if err != nil {
 			return err
-		},
-	}
+		}
+		s, err := c.TxnState(inv.ctx, args[0])
+		if err != nil {
+			return err
+		}
+		return p.bare(record{{"state", s}, {"transaction", args[0]}})
+	})
 	return state
 }
 
 func txnEnclosedByCmd(connect connector) *spec {
 	var ancestorManager string
-	enclosedBy := &spec{
+	enclosedBy := withOutput(&spec{
 		use:   "enclosed-by TRANSACTION ANCESTOR [--ancestor-manager URL]",
 		short: "Print whether the transaction is nested, at any depth, in ANCESTOR",
 		long: `Print true if TRANSACTION is nested, at any depth, in ANCESTOR (enclosedBy),
@@ -159,19 +153,17 @@ else false. The parents are followed up from TRANSACTION, each asked of
 its own manager; give --ancestor-manager (its API URL) when ANCESTOR is
 on another jinid.`,
 		args: exactArgs(2),
-		run: func(inv *invocation, args []string) error {
-			c, err := connect()
-			if err != nil {
-				return err
-			}
-			in, err := c.TxnEnclosedBy(inv.ctx, args[0], client.TxnRef{Manager: ancestorManager, ID: args[1]})
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(inv.stdout, in)
+	}, func(inv *invocation, p *printer, args []string) error {
+		c, err := connect()
+		if err != nil {
 			return err
-		},
-	}
+		}
+		in, err := c.TxnEnclosedBy(inv.ctx, args[0], client.TxnRef{Manager: ancestorManager, ID: args[1]})
+		if err != nil {
+			return err
+		}
+		return p.bare(record{{"enclosedBy", in}, {"transaction", args[0]}, {"ancestor", args[1]}})
+	})
 	enclosedBy.Flags().StringVar(&ancestorManager, "ancestor-manager", "", "the ancestor's manager, when it is another jinid (its API URL)")
 	return enclosedBy
 }
@@ -187,7 +179,10 @@ func txnJoinCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return c.TxnJoin(inv.ctx, args[0], args[1], crashCount)
+			if err := c.TxnJoin(inv.ctx, args[0], args[1], crashCount); err != nil {
+				return err
+			}
+			return done(inv, "%s joined transaction %s", args[1], args[0])
 		},
 	}
 	join.Flags().Int64Var(&crashCount, "crash-count", 1, "the participant's crash count")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -15,51 +16,61 @@ var (
 	date    = ""
 )
 
-// versionLine is what "jinid version" and "jinid --version" print.
-func versionLine() string {
-	rev, at := commit, date
+// buildInfo is what the binary says of itself.
+type buildInfo struct {
+	version, commit, date string
+	tags                  string // "" for a build with every feature
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{version: version, commit: commit, date: date}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch {
-			case s.Key == "vcs.revision" && rev == "":
-				rev = s.Value
-			case s.Key == "vcs.time" && at == "":
-				at = s.Value
+			case s.Key == "vcs.revision" && b.commit == "":
+				b.commit = s.Value
+			case s.Key == "vcs.time" && b.date == "":
+				b.date = s.Value
+			case s.Key == "-tags":
+				b.tags = s.Value
 			}
 		}
 	}
+	return b
+}
+
+// versionText is what "jinid version" and "jinid --version" print, the
+// one format: the version, commit and date, Go, the platform, and the
+// build tags (which say the features a build leaves out,
+// internal/features) when there are any.
+func versionText() string {
+	b := readBuildInfo()
 	built := ""
-	if rev != "" {
-		built = " (" + rev
-		if at != "" {
-			built += " " + at
+	if b.commit != "" {
+		built = " (" + b.commit
+		if b.date != "" {
+			built += " " + b.date
 		}
 		built += ")"
 	}
-	return fmt.Sprintf("jinid %s%s %s %s/%s", version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-// tagsLine names the build tags the binary was built with, which say
-// the optional features it leaves out (internal/features: jinid_omit_java
-// is a build without Java clients); "" for a build with all.
-func tagsLine() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "-tags" && s.Value != "" {
-				return "\nbuild tags: " + s.Value
-			}
-		}
+	out := fmt.Sprintf("jinid %s%s %s %s/%s\n", b.version, built, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if b.tags != "" {
+		out += "build tags: " + b.tags + "\n"
 	}
-	return ""
+	return out
 }
 
 func versionSpec() *spec {
-	return &spec{
+	return withOutput(&spec{
 		use:   "version",
 		short: "Show jinid's version, commit and build date, the Go it was built with, its platform and build tags",
-		run: func(inv *invocation, args []string) error {
-			_, err := fmt.Fprintln(inv.stdout, versionLine()+tagsLine())
+	}, func(inv *invocation, p *printer, args []string) error {
+		if p.format == formatTable {
+			_, err := io.WriteString(inv.stdout, versionText())
 			return err
-		},
-	}
+		}
+		b := readBuildInfo()
+		return p.one(record{{"version", b.version}, {"commit", b.commit}, {"date", b.date}, {"go", runtime.Version()},
+			{"platform", runtime.GOOS + "/" + runtime.GOARCH}, {"tags", b.tags}})
+	})
 }

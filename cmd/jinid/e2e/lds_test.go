@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -78,24 +79,24 @@ func TestLDSCommands(t *testing.T) {
 		return string(out)
 	}
 
-	out := run("lds", "register", "--locator", loc, "--listener", lm[1]+"/events", "--handback", "mine", "--duration", "10m")
-	rm := regexp.MustCompile(`registration (\S+)`).FindStringSubmatch(out)
+	out := run("lds", "register", "--no-groups", "--locator", loc, "--listener", lm[1]+"/events", "--handback", "mine", "--duration", "10m")
+	rm := regexp.MustCompile(`registration\s+(\S+)`).FindStringSubmatch(out)
 	if rm == nil {
 		t.Fatalf("register printed %q", out)
 	}
 	id := rm[1]
-	expect("RemoteDiscoveryEvent", "seq=1", "discovered", lusInfo.ServiceID, `handback="mine"`)
-	if s := run("lds", "show", id); !strings.Contains(s, loc) || !strings.Contains(s, "groups       (none)") {
+	expect("RemoteDiscoveryEvent", "seqNum=1", "discovered=", lusInfo.ServiceID, `handback="mine"`)
+	if s := run("lds", "show", id); !strings.Contains(s, loc) || !regexp.MustCompile(`(?m)^groups +\(none\)$`).MatchString(s) {
 		t.Fatalf("show printed %q", s)
 	}
-	if s := run("lds", "registrars", id); !strings.Contains(s, lusInfo.ServiceID) || !strings.Contains(s, "jinid http://") {
+	if s := run("lds", "registrars", id); !strings.Contains(s, lusInfo.ServiceID) || !regexp.MustCompile(`jinid +http://`).MatchString(s) {
 		t.Fatalf("registrars printed %q", s)
 	}
-	if s := run("lds", "groups", id, "set", "--all"); !strings.Contains(s, "(all groups)") {
+	if s := run("lds", "groups", id, "set", "--all"); !regexp.MustCompile(`(?m)^groups +all$`).MatchString(s) {
 		t.Fatalf("groups set --all printed %q", s)
 	}
 	run("lds", "locators", id, "remove", loc)
-	expect("seq=2", "discarded", lusInfo.ServiceID)
+	expect("seqNum=2", "discarded=", lusInfo.ServiceID)
 	// Refused with the specification's error, and a non-zero exit.
 	if out, err := exec.Command(bin, "lds", "groups", id, "add", "x", "--server", ldsd.API).CombinedOutput(); err == nil || !strings.Contains(string(out), "UnsupportedOperation") {
 		t.Fatalf("adding to ALL_GROUPS: %v %s", err, out)
@@ -103,7 +104,13 @@ func TestLDSCommands(t *testing.T) {
 	if out, err := exec.Command(bin, "lds", "register", "--server", ldsd.API).CombinedOutput(); err == nil || !strings.Contains(string(out), "--listener is required") {
 		t.Fatalf("register without a listener: %v %s", err, out)
 	}
-	run("lds", "discard", id, lusInfo.ServiceID) // not in the set: nothing happens
+	// Not in the set: the specification's discard does nothing, and the
+	// command says so, failing (exit 1).
+	dout, err := exec.Command(bin, "lds", "discard", id, lusInfo.ServiceID, "--server", ldsd.API).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(dout), "is not among registration") {
+		t.Fatalf("discarding a lookup service the registration does not hold: %v %s", err, dout)
+	}
 }
 
 // ldsEvent is a remote discovery event as a listener receives it: the

@@ -89,7 +89,7 @@ func TestClientCommands(t *testing.T) {
 		return string(out)
 	}
 	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor=2", "--duration", "10m")
-	m := regexp.MustCompile(`serviceID (\S+)\nlease\s+(\S+)`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`serviceID\s+(\S+)\nlease\s+(\S+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("register printed %q", out)
 	}
@@ -100,7 +100,7 @@ func TestClientCommands(t *testing.T) {
 	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=3"); strings.Contains(q, sid) {
 		t.Fatalf("query for another floor printed %q", q)
 	}
-	if l := run("lookup", "list", "--json"); !strings.Contains(l, `"totalMatches": 1`) {
+	if l := run("lookup", "list", "--json"); !strings.Contains(l, `"totalMatches":1`) {
 		t.Fatalf("list printed %q", l)
 	}
 	if r := run("lease", "renew", leaseID, "--duration", "1h"); !strings.Contains(r, "renewed") {

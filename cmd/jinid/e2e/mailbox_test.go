@@ -27,7 +27,7 @@ func TestMailboxChain(t *testing.T) {
 		}
 		return string(out)
 	}
-	m := regexp.MustCompile(`registration (\S+)\nlistener\s+(\S+)`).FindStringSubmatch(run("mailbox", "register", "--pull"))
+	m := regexp.MustCompile(`registration\s+(\S+)\nlistener\s+(\S+)`).FindStringSubmatch(run("mailbox", "register", "--pull"))
 	if m == nil {
 		t.Fatal("mailbox register printed no listener")
 	}
@@ -39,13 +39,13 @@ func TestMailboxChain(t *testing.T) {
 	var ids []string
 	for range 3 {
 		out := run("lookup", "register", "--type", "com.example.Printer", "--duration", "10m")
-		ids = append(ids, regexp.MustCompile(`serviceID (\S+)`).FindStringSubmatch(out)[1])
+		ids = append(ids, regexp.MustCompile(`serviceID\s+(\S+)`).FindStringSubmatch(out)[1])
 	}
 	// The client comes back later and pulls.
 	var lines []string
 	deadline := time.Now().Add(10 * time.Second)
 	for len(lines) < 3 && time.Now().Before(deadline) {
-		out := strings.TrimSpace(run("mailbox", "pull", reg, "--wait", "1s", "--max", "3"))
+		out := strings.TrimSpace(run("mailbox", "pull", reg, "--wait", "1s", "--max", "3", "-o", "json"))
 		if out != "" {
 			lines = append(lines, strings.Split(out, "\n")...)
 		}

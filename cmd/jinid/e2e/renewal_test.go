@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"os/exec"
@@ -143,10 +144,10 @@ func TestRenewalCommands(t *testing.T) {
 	if l := run("renewal", "list", set); !strings.Contains(l, leaseID) || !strings.Contains(l, d.API) {
 		t.Fatalf("list printed %q", l)
 	}
-	if w := run("renewal", "warn", set, "--listener", sink.URL+"/w", "--min-warning", "1m"); !strings.Contains(w, "eventID 1") {
+	if w := run("renewal", "warn", set, "--listener", sink.URL+"/w", "--min-warning", "1m"); !regexp.MustCompile(`(?m)^eventID +1$`).MatchString(w) {
 		t.Fatalf("warn printed %q", w)
 	}
-	if f := run("renewal", "failures", set, "--listener", sink.URL+"/f"); !strings.Contains(f, "eventID 0") {
+	if f := run("renewal", "failures", set, "--listener", sink.URL+"/f"); !regexp.MustCompile(`(?m)^eventID +0$`).MatchString(f) {
 		t.Fatalf("failures printed %q", f)
 	}
 	// The set's own lease is refused, with the specification's error.
@@ -154,11 +155,13 @@ func TestRenewalCommands(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "InvalidArgument") {
 		t.Fatalf("adding the set's own lease: %v %s", err, out)
 	}
-	if r := run("renewal", "remove", set, leaseID); !strings.Contains(r, "removed "+leaseID) {
+	if r := run("renewal", "remove", set, leaseID); !regexp.MustCompile(`(?m)^removed +` + leaseID + `$`).MatchString(r) {
 		t.Fatalf("remove printed %q", r)
 	}
-	if r := run("renewal", "remove", set, leaseID); !strings.Contains(r, "not in the set") {
-		t.Fatalf("second remove printed %q", r)
+	out, err = exec.Command(bin, "renewal", "remove", set, leaseID, "--server", d.API).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "is not in set") {
+		t.Fatalf("second remove: %v %s", err, out)
 	}
 	run("renewal", "failures", set, "--clear")
 	run("renewal", "warn", set, "--clear")

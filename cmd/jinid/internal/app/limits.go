@@ -163,3 +163,7 @@ func (d *Daemon) setQuotas(g *lease.Grantor) {
 		g.SetQuota(kind, q)
 	}
 }
+
+// Effective is the limits the daemon runs with: the zero ones are their
+// defaults.
+func (l Limits) Effective() Limits { return l.withDefaults() }
