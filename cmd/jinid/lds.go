@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
@@ -300,22 +299,6 @@ func registrationRecord(r apitypes.LDSRegistration) record {
 	}
 	return record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
 		{"groups", groups}, {"locators", orEmpty(r.Locators)}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}}
-}
-
-// groupList is groups as a table shows them, the public group as
-// "(public)"; JSON keeps the names.
-type groupList []string
-
-func (g groupList) String() string { return discovery.GroupsText(g, ",") }
-
-func (g groupList) MarshalJSON() ([]byte, error) { return json.Marshal(orEmpty(g)) }
-
-// orEmpty is ss, or an empty list for nil: JSON says [] for none.
-func orEmpty(ss []string) []string {
-	if ss == nil {
-		return []string{}
-	}
-	return ss
 }
 
 // countTrue is how many of bs are true.

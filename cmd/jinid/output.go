@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -480,3 +481,19 @@ func escapeField(s string) string {
 type blank struct{}
 
 func (blank) String() string { return "" }
+
+// groupList is groups as a table shows them, the public group as
+// "(public)"; JSON keeps the names.
+type groupList []string
+
+func (g groupList) String() string { return discovery.GroupsText(g, ",") }
+
+func (g groupList) MarshalJSON() ([]byte, error) { return json.Marshal(orEmpty(g)) }
+
+// orEmpty is ss, or an empty list for nil: JSON says [] for none.
+func orEmpty(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
