@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,12 +29,18 @@ func leaseFlag(s string) (int64, error) {
 	return d.Milliseconds(), nil
 }
 
-// parseAttr reads TYPE or TYPE:field=value,field=value. Values are JSON
-// where they parse as JSON (numbers, true, null, "quoted"), text otherwise.
+// parseAttr reads TYPE or TYPE:field=value,field=value. A value is text
+// unless its field says its type: floor:int=2, ratio:float=0.5,
+// ok:bool=true, or any JSON with :json (tags:json=["a","b"]). An entry's
+// fields are typed in Java, and a query matches only a value of the same
+// type: text "2" is not the number 2, so the type is said, not guessed.
 func parseAttr(s string) (apitypes.Attribute, error) {
 	typ, fields, _ := strings.Cut(s, ":")
 	if typ == "" {
 		return apitypes.Attribute{}, usagef("--attr %q: want TYPE or TYPE:field=value,...", s)
+	}
+	if !apitypes.JavaName(typ) {
+		return apitypes.Attribute{}, usagef("--attr %q: %q is not a Java class name (such as net.jini.lookup.entry.Name)", s, typ)
 	}
 	a := apitypes.Attribute{Type: typ, Fields: map[string]any{}}
 	if fields == "" {
@@ -42,15 +49,49 @@ func parseAttr(s string) (apitypes.Attribute, error) {
 	for _, kv := range strings.Split(fields, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return apitypes.Attribute{}, usagef("--attr %q: %q is not field=value", s, kv)
+			return apitypes.Attribute{}, usagef("--attr %q: %q is not field=value (or field:int=2, :float, :bool, :json)", s, kv)
 		}
-		var val any
-		if json.Unmarshal([]byte(v), &val) != nil {
-			val = v
+		name, kind, _ := strings.Cut(k, ":")
+		val, err := typedValue(kind, v)
+		if err != nil {
+			return apitypes.Attribute{}, usagef("--attr %q: field %s: %v", s, name, err)
 		}
-		a.Fields[k] = val
+		a.Fields[name] = val
 	}
 	return a, nil
+}
+
+// typedValue is v as the type kind names ("" for text).
+func typedValue(kind, v string) (any, error) {
+	switch kind {
+	case "", "string":
+		return v, nil
+	case "int":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", v)
+		}
+		return n, nil
+	case "float":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", v)
+		}
+		return f, nil
+	case "bool":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", v)
+		}
+		return b, nil
+	case "json":
+		var x any
+		if err := json.Unmarshal([]byte(v), &x); err != nil {
+			return nil, fmt.Errorf("%q is not JSON", v)
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("type %q: want int, float, bool, json or string", kind)
 }
 
 // templateFlags are the flags that build a template or an item.
@@ -69,7 +110,7 @@ func (f *apiFlags) add(cmd *spec) { f.bind(cmd.PersistentFlags()) }
 func (f *templateFlags) add(cmd *spec) {
 	cmd.Flags().StringVar(&f.serviceID, "service-id", "", "ServiceID (UUID form)")
 	cmd.Flags().StringSliceVar(&f.types, "type", nil, "type name, e.g. com.example.Printer (repeatable)")
-	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby (repeatable)")
+	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby; values are text unless typed: floor:int=2, ok:bool=true, x:float=0.5, tags:json=[1] (repeatable)")
 }
 
 func (f *templateFlags) attributes() ([]apitypes.Attribute, error) {
@@ -84,7 +125,26 @@ func (f *templateFlags) attributes() ([]apitypes.Attribute, error) {
 	return out, nil
 }
 
+// item checks what a registration gives: a type or an attribute, Java
+// names.
+func (f *templateFlags) check() error {
+	if len(f.types) == 0 && len(f.attrs) == 0 {
+		return usagef("give --type or --attr: an item with neither is found by nothing but its ServiceID")
+	}
+	for _, t := range f.types {
+		if !apitypes.JavaName(t) {
+			return usagef("--type %q: not a Java class or interface name (such as com.example.Printer)", t)
+		}
+	}
+	return nil
+}
+
 func (f *templateFlags) template() (apitypes.Template, error) {
+	for _, t := range f.types {
+		if !apitypes.JavaName(t) {
+			return apitypes.Template{}, usagef("--type %q: not a Java class or interface name (such as com.example.Printer)", t)
+		}
+	}
 	attrs, err := f.attributes()
 	return apitypes.Template{ServiceID: f.serviceID, Types: f.types, Attributes: attrs}, err
 }
@@ -122,6 +182,9 @@ func lookupRegisterCmd(connect connector) *spec {
 			}
 			d, err := leaseFlag(dur)
 			if err != nil {
+				return err
+			}
+			if err := reg.check(); err != nil {
 				return err
 			}
 			attrs, err := reg.attributes()

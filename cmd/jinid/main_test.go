@@ -56,6 +56,15 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"lookup", "list", "--server", "ftp://x"}, "want http://host:port, https://host:port or unix:///path/to/jinid.sock"},
 		{[]string{"lookup", "list", "--server", "http://127.0.0.1:1", "--token-file", "/nonexistent/t"}, "--token-file: open /nonexistent/t"},
 		{[]string{"version", "extra"}, "unknown command"},
+		{[]string{"lookup", "register"}, "give --type or --attr"},
+		{[]string{"lookup", "register", "--type", "not a java name!!"}, "not a Java class or interface name"},
+		{[]string{"lookup", "register", "--attr", "a.B:floor:int=two"}, `field floor: "two" is not a whole number`},
+		{[]string{"lookup", "query", "--attr", "9lives"}, "is not a Java class name"},
+		{[]string{"lds", "register", "--listener", "http://10.0.0.5:9000/"}, "--all-groups (every lookup service in range) or --no-groups"},
+		{[]string{"lds", "register", "--listener", "http://10.0.0.5:9000/", "--all-groups", "--no-groups"}, "give one"},
+		{[]string{"discover", "--locator", "jini://[fe80::1]"}, "a link-local address needs its interface as a zone"},
+		{[]string{"inspect", "--iface", "any"}, `there is no "any"`},
+		{[]string{"lookup", "list", "-o", "xml"}, `-o "xml": want table, json, yaml or parsable`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	} {
 		want := tc.want

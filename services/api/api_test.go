@@ -58,7 +58,10 @@ func TestBadRequests(t *testing.T) {
 		{"unknown field", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":1000,"colour":"red"}`, 400, "InvalidArgument", `unknown field \"colour\"`},
 		{"empty body", "POST", "/v1/lookup/query", ``, 400, "NullArgument", "request body is empty"},
 		{"missing duration", "POST", "/v1/lookup/services", `{"item":{}}`, 400, "NullArgument", "leaseDuration is required"},
-		{"zero duration", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":0}`, 400, "InvalidArgument", "must be positive"},
+		{"zero duration", "POST", "/v1/lookup/services", `{"item":{"types":["a.B"]},"leaseDuration":0}`, 400, "InvalidArgument", "must be positive"},
+		{"item of nothing", "POST", "/v1/lookup/services", `{"item":{},"leaseDuration":1000}`, 400, "InvalidArgument", "needs a type or an attribute"},
+		{"type not a Java name", "POST", "/v1/lookup/services", `{"item":{"types":["not a java name!!"]},"leaseDuration":1000}`, 400, "InvalidArgument", "is not a Java class or interface name"},
+		{"entry class not a Java name", "POST", "/v1/lookup/services", `{"item":{"attributes":[{"type":"9lives","fields":{}}]},"leaseDuration":1000}`, 400, "InvalidArgument", "is not a Java class name"},
 		{"missing template", "POST", "/v1/lookup/query", `{"maxMatches":1}`, 400, "NullArgument", "template is required"},
 		{"trailing data", "POST", "/v1/lookup/query", `{"template":{},"maxMatches":1} {}`, 400, "InvalidArgument", "unexpected data"},
 		{"huge body", "POST", "/v1/lookup/services", `{"item":{"endpoint":"` + strings.Repeat("x", httpjson.DefaultBodyBytes) + `"},"leaseDuration":1}`, 413, "TooLarge", "larger than"},
@@ -103,7 +106,7 @@ func TestBadRequests(t *testing.T) {
 func TestLeaseBatchesOverHTTP(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	a, err := e.c.Register(ctx, apitypes.Item{}, 60_000)
+	a, err := e.c.Register(ctx, apitypes.Item{Types: []string{"com.example.Leased"}}, 60_000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ package apitypes
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
+	"unicode"
 )
 
 // Code names the Jini specification exception an error stands for.
@@ -434,4 +436,25 @@ type NewToken struct {
 // Tokens lists the tokens.
 type Tokens struct {
 	Tokens []Token `json:"tokens"`
+}
+
+// JavaName reports whether s is a Java binary name: identifiers (a
+// letter, _ or $, then letters, digits, _ or $) joined by dots, as
+// com.example.Printer or com.example.Outer$Inner.
+func JavaName(s string) bool {
+	if len(s) > 1024 {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" {
+			return false
+		}
+		for i, r := range part {
+			ok := unicode.IsLetter(r) || r == '_' || r == '$' || i > 0 && unicode.IsDigit(r)
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -177,6 +177,22 @@ func validateAttrs(what string, as []Attribute) error {
 		if a.Type == "" {
 			return fault.New(apitypes.NullArgument, "%s %d has no type", what, i)
 		}
+		if !apitypes.JavaName(a.Type) {
+			return fault.New(apitypes.InvalidArgument, "%s %d: entry class %q is not a Java class name (such as net.jini.lookup.entry.Name)", what, i, fault.Short(a.Type))
+		}
+	}
+	return nil
+}
+
+// validateTypes checks type names: Java class or interface names.
+func validateTypes(what string, ts []string) error {
+	for i, t := range ts {
+		if t == "" {
+			return fault.New(apitypes.NullArgument, "%s %d is empty", what, i)
+		}
+		if !apitypes.JavaName(t) {
+			return fault.New(apitypes.InvalidArgument, "%s %d: %q is not a Java class or interface name (such as com.example.Printer)", what, i, fault.Short(t))
+		}
 	}
 	return nil
 }

@@ -394,10 +394,13 @@ func mayChange(si *storedItem, by string) error {
 }
 
 func validateItem(it *Item) error {
-	for i, t := range it.Types {
-		if t == "" {
-			return fault.New(apitypes.NullArgument, "type %d is empty", i)
-		}
+	if len(it.Types) == 0 && len(it.Attributes) == 0 {
+		// A Java item always has its class; one with neither a type nor
+		// an attribute is matched only by its ServiceID: a mistake.
+		return fault.New(apitypes.InvalidArgument, "an item needs a type or an attribute: nothing else finds it")
+	}
+	if err := validateTypes("type", it.Types); err != nil {
+		return err
 	}
 	if err := validateAttrs("attribute", it.Attributes); err != nil {
 		return err

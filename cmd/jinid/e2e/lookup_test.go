@@ -88,16 +88,20 @@ func TestClientCommands(t *testing.T) {
 		}
 		return string(out)
 	}
-	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor=2", "--duration", "10m")
+	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor:int=2", "--duration", "10m")
 	m := regexp.MustCompile(`serviceID\s+(\S+)\nlease\s+(\S+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("register printed %q", out)
 	}
 	sid, leaseID := m[1], m[2]
-	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=2"); !strings.Contains(q, sid) {
+	// Typed: the text "2" is not the number 2.
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=2"); strings.Contains(q, sid) {
+		t.Fatalf("a query for the text \"2\" found the number 2: %q", q)
+	}
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor:int=2"); !strings.Contains(q, sid) {
 		t.Fatalf("query printed %q", q)
 	}
-	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=3"); strings.Contains(q, sid) {
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor:int=3"); strings.Contains(q, sid) {
 		t.Fatalf("query for another floor printed %q", q)
 	}
 	if l := run("lookup", "list", "--json"); !strings.Contains(l, `"totalMatches":1`) {
