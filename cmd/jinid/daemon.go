@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -301,6 +302,12 @@ func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	}
 	if cfg.APISocket == "none" {
 		cfg.APISocket = ""
+	}
+	if !f.Changed("api-socket") && f.Changed("data-dir") && paths.SocketInDataDir() {
+		// A user with no runtime directory: the socket goes beside the
+		// data it was told of, not under a home that may not exist
+		// (nobody's is /nonexistent).
+		cfg.APISocket = filepath.Join(cfg.DataDir, "jinid.sock")
 	}
 	if err := cfg.Validate(); err != nil {
 		add(err)

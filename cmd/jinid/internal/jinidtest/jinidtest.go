@@ -190,7 +190,25 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	t.Helper()
 	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0",
 		"--allow-outbound", "127.0.0.0/8"}, defaults(dir)...)
+	return start(t, exec.Command(bin, append(base, args...)...), dir, filepath.Join(dir, "api.sock"))
+}
+
+// StartUserDaemon runs jinid daemon as a user (uid, gid) with only the
+// environment env, as StartDaemon does but with the daemon's own default
+// socket: where a user's daemon puts it is what is tried. Its socket is
+// beside its data (dir), where a user with no runtime directory has it.
+func StartUserDaemon(t testing.TB, bin, dir string, uid, gid uint32, env []string, args ...string) *Daemon {
+	t.Helper()
+	base := []string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}
 	cmd := exec.Command(bin, append(base, args...)...)
+	cmd.Env = env
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	return start(t, cmd, dir, filepath.Join(dir, "jinid.sock"))
+}
+
+func start(t testing.TB, cmd *exec.Cmd, dir, socket string) *Daemon {
+	t.Helper()
 	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -199,7 +217,7 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock"), exited: make(chan struct{})}
+	d := &Daemon{Cmd: cmd, Dir: dir, Socket: socket, exited: make(chan struct{})}
 	t.Cleanup(d.Kill)
 	found := make(chan string, 1)
 	go func() {

@@ -35,3 +35,10 @@ func DefaultSocket() string {
 	}
 	return filepath.Join(DefaultDataDir(), "jinid.sock")
 }
+
+// SocketInDataDir says the default socket is in the default data
+// directory: a user's daemon with no $XDG_RUNTIME_DIR. Given another data
+// directory, the daemon puts its socket there.
+func SocketInDataDir() bool {
+	return os.Geteuid() != 0 && os.Getenv("XDG_RUNTIME_DIR") == ""
+}
