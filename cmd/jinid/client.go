@@ -110,7 +110,7 @@ func (f *apiFlags) add(cmd *spec) { f.bind(cmd.PersistentFlags()) }
 func (f *templateFlags) add(cmd *spec) {
 	cmd.Flags().StringVar(&f.serviceID, "service-id", "", "ServiceID (UUID form)")
 	cmd.Flags().StringSliceVar(&f.types, "type", nil, "type name, e.g. com.example.Printer (repeatable)")
-	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...], e.g. net.jini.lookup.entry.Name:name=lobby; values are text unless typed: floor:int=2, ok:bool=true, x:float=0.5, tags:json=[1] (repeatable)")
+	cmd.Flags().StringArrayVar(&f.attrs, "attr", nil, "attribute TYPE[:field=value,...] (repeatable), e.g. net.jini.lookup.entry.Name:name=lobby; values are text unless typed: floor:int=2, ok:bool=true, x:float=0.5, or any JSON with :json")
 }
 
 func (f *templateFlags) attributes() ([]apitypes.Attribute, error) {

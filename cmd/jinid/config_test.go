@@ -249,3 +249,11 @@ func TestConfigCheckEveryError(t *testing.T) {
 		}
 	}
 }
+
+// The example config the packages ship is good.
+func TestExampleConfig(t *testing.T) {
+	out, _, err := run(t, nil, "config", "check", "../../firmware/jinid.example.json")
+	if err != nil {
+		t.Fatalf("firmware/jinid.example.json: %v\n%s", err, out)
+	}
+}

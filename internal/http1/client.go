@@ -48,6 +48,11 @@ type Client struct {
 	// kept unused (0: 30 s); maxIdle bounds them over all hosts.
 	MaxIdlePerHost int
 	IdleTimeout    time.Duration
+	// PoolTag, if set, parts the kept connections by the request's
+	// context: a connection dialed under one tag serves only requests
+	// of the same tag (a dialer that lets some requests further than
+	// others keeps their connections apart).
+	PoolTag func(context.Context) string
 
 	mu   sync.Mutex
 	idle map[string][]*pconn // by scheme and address, newest last
@@ -145,6 +150,9 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 		addr = net.JoinHostPort(u.Hostname(), port)
 	}
 	key := u.Scheme + "://" + addr
+	if c.PoolTag != nil {
+		key = c.PoolTag(req.Context()) + key
+	}
 
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
 	if c.Timeout > 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // Scope is what a token allows.
@@ -82,7 +83,14 @@ type Principal struct {
 	// against its quotas: the token, or an anonymous caller's address.
 	owner     string
 	anonymous bool
+	// local: the host's administrator, over the unix socket.
+	local bool
 }
+
+// HostLocal says p is the host's administrator, on the unix socket: who
+// may name this host's own addresses (loopback included) as listeners,
+// targets, grantors and participants, as no network client may.
+func (p Principal) HostLocal() bool { return p.local }
 
 // Owner is the key of what p makes, for services that keep one client's
 // registrations from another: "" for an administrator (local, or an
@@ -114,7 +122,7 @@ func PrincipalOf(ctx context.Context) Principal {
 	if p, ok := ctx.Value(principalKey{}).(Principal); ok {
 		return p
 	}
-	return Principal{Name: "local", Scope: ScopeAdmin}
+	return Principal{Name: "local", Scope: ScopeAdmin, local: true}
 }
 
 type localKey struct{}
@@ -173,7 +181,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			httpjson.WriteError(w, err)
 			return
 		}
-		p := Principal{Name: "local", Scope: ScopeAdmin}
+		p := Principal{Name: "local", Scope: ScopeAdmin, local: true}
 		if !local {
 			var err error
 			if p, err = g.authenticate(r); err != nil {
@@ -183,7 +191,12 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			}
 		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		// The host's administrator may name this host as a listener,
+		// target, grantor or participant; the services keep the mark
+		// with what it made.
+		ctx = outbound.HostLocalIf(ctx, p.HostLocal())
+		next.ServeHTTP(rec, r.WithContext(ctx))
 		if rec.internal != nil {
 			g.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", rec.internal)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/rig/apidoc"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
@@ -40,8 +41,8 @@ func newEnv(t testing.TB) *env {
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{g, r},
-		NotRun: []api.NotRun{{Prefix: "/v1/lds/", Name: "lookup discovery service"}, {Prefix: "/v1/mailbox/", Name: "event mailbox"}}}))
+	srv := httptest.NewServer(apidoc.Handler(t, api.New(api.Config{Services: []httpjson.Service{g, r},
+		NotRun: []api.NotRun{{Prefix: "/v1/lds/", Name: "lookup discovery service"}, {Prefix: "/v1/mailbox/", Name: "event mailbox"}}})))
 	t.Cleanup(func() { srv.Close(); d.Shutdown(context.Background()); g.Shutdown(context.Background()); st.Close() })
 	c, _ := client.New(srv.URL, nil)
 	return &env{srv: srv, c: c, r: r, g: g}

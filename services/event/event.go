@@ -95,7 +95,14 @@ type Delivery struct {
 	// Native is what a Transport other than HTTP needs beyond Event (for
 	// the lookup service, its item with the Java form).
 	Native any
+	// HostLocal: the listener was named by the host's administrator,
+	// who may name this host (outbound.WithHostLocal).
+	HostLocal bool
 }
+
+// Receiver takes an event inside the daemon (Config.Inside), with
+// Attempt's outcomes.
+type Receiver func(body []byte, hops int) (Outcome, error)
 
 // Transport delivers events to listeners of a URL scheme other than
 // http and https (jeri, to Java listeners), with Attempt's outcomes.
@@ -121,6 +128,10 @@ type Config struct {
 	// Transports deliver to listeners of other schemes, by scheme
 	// ("jeri"); a listener of a scheme with none fails definitely.
 	Transports map[string]Transport
+	// Inside, if set, finds the listeners served inside the daemon (the
+	// event mailbox's): their events are handed over in the process,
+	// with no request.
+	Inside func(listener string) (Receiver, bool)
 }
 
 // Dispatcher delivers events.
@@ -199,6 +210,14 @@ func (d *Dispatcher) AddTransport(scheme string, t Transport) {
 	d.cfg.Transports[scheme] = t
 }
 
+// SetInside sets Config.Inside, before the dispatcher is given any
+// delivery: the event mailbox is made after the dispatcher.
+func (d *Dispatcher) SetInside(inside func(listener string) (Receiver, bool)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cfg.Inside = inside
+}
+
 // Pending reports how many deliveries are queued, for status and tests.
 func (d *Dispatcher) Pending() int {
 	d.mu.Lock()
@@ -265,6 +284,17 @@ func (d *Dispatcher) work(url string, q *queue) {
 	}
 }
 
+// inside finds a listener served inside the daemon.
+func (d *Dispatcher) inside(listener string) (Receiver, bool) {
+	d.mu.Lock()
+	in := d.cfg.Inside
+	d.mu.Unlock()
+	if in == nil {
+		return nil, false
+	}
+	return in(listener)
+}
+
 // deliver posts one event, retrying indefinite failures.
 func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 	body, err := json.Marshal(del.Event)
@@ -272,15 +302,21 @@ func (d *Dispatcher) deliver(del Delivery) (Outcome, error) {
 		return Definite, fmt.Errorf("encoding event: %w", err)
 	}
 	backoff := d.cfg.Backoff
-	attempt := func() (Outcome, error) { return Attempt(d.ctx, d.cfg.Client, del.Listener, body, del.Hops) }
-	if scheme, _, ok := strings.Cut(del.Listener, "://"); ok && scheme != "http" && scheme != "https" {
+	ctx := d.ctx
+	if del.HostLocal {
+		ctx = outbound.WithHostLocal(ctx)
+	}
+	attempt := func() (Outcome, error) { return Attempt(ctx, d.cfg.Client, del.Listener, body, del.Hops) }
+	if recv, ok := d.inside(del.Listener); ok {
+		attempt = func() (Outcome, error) { return recv(body, del.Hops) }
+	} else if scheme, _, ok := strings.Cut(del.Listener, "://"); ok && scheme != "http" && scheme != "https" {
 		d.mu.Lock()
 		t := d.cfg.Transports[scheme]
 		d.mu.Unlock()
 		if t == nil {
 			return Definite, fmt.Errorf("listener %q: no transport for %s", del.Listener, scheme)
 		}
-		attempt = func() (Outcome, error) { return t.Attempt(d.ctx, del) }
+		attempt = func() (Outcome, error) { return t.Attempt(ctx, del) }
 	}
 	for {
 		out, err := attempt()

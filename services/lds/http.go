@@ -9,6 +9,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // Name, Prefix and Routes make the service a part of the API (API.md,
@@ -103,7 +104,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := s.Register(RegisterRequest{Owner: access.PrincipalOf(r.Context()).Owner(), Groups: groups, Locators: locs, Listener: req.Listener.URL,
+	reg, err := s.Register(RegisterRequest{Owner: access.PrincipalOf(r.Context()).Owner(), HostLocal: outbound.IsHostLocal(r.Context()), Groups: groups, Locators: locs, Listener: req.Listener.URL,
 		Handback: req.Handback, Duration: *req.LeaseDuration})
 	if err != nil {
 		httpjson.WriteError(w, err)

@@ -186,6 +186,9 @@ type reg struct {
 	Listener  string   `json:"listener"`
 	Handback  []byte   `json:"handback"`
 	Lease     string   `json:"lease"`
+	// HostLocal: the host's administrator named the listener (it may
+	// be on this host: outbound.WithHostLocal).
+	HostLocal bool `json:"hostLocal,omitempty"`
 	// Discovered is the managed set of lookup services.
 	Discovered []discovery.ServiceID `json:"discovered"`
 
@@ -412,6 +415,9 @@ type RegisterRequest struct {
 	Duration int64
 	// Owner is who asks (for the quotas).
 	Owner string
+	// HostLocal: the host's administrator asks, who may name a listener
+	// on this host (outbound.WithHostLocal).
+	HostLocal bool
 }
 
 // Registration is what Register returns.
@@ -428,7 +434,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if req.Listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckURL("listener", req.Listener); err != nil {
+	if err := s.cfg.Outbound.CheckHTTPListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
 		return Registration{}, err
 	}
 	if err := checkGroups(req.Groups); err != nil {
@@ -439,7 +445,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	}
 	var out Registration
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback,
+		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback, HostLocal: req.HostLocal,
 			Discovered: []discovery.ServiceID{}}
 		r.setGroups(req.Groups)
 		r.setLocators(req.Locators)
@@ -1075,7 +1081,7 @@ func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Deliv
 			Handback: r.Handback, Type: apitypes.RemoteDiscoveryEventType},
 		Discarded: discarded, Registrars: regs, Groups: groups}
 	id, leaseID := r.ID, r.Lease
-	return event.Delivery{Listener: r.Listener, Event: ev, Deadline: s.cfg.Grantor.EndOf(leaseID),
+	return event.Delivery{Listener: r.Listener, Event: ev, Deadline: s.cfg.Grantor.EndOf(leaseID), HostLocal: r.HostLocal,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				// LD.3.1: the client is in an unknown state; its

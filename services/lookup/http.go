@@ -14,6 +14,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // Name, Prefix and Routes make the registrar a part of the API (API.md,
@@ -233,7 +234,7 @@ func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	n, err := r.Notify(NotifyRequest{Owner: access.PrincipalOf(req.Context()).Owner(), Template: templateOf(*body.Template), Transitions: body.Transitions,
+	n, err := r.Notify(NotifyRequest{Owner: access.PrincipalOf(req.Context()).Owner(), HostLocal: outbound.IsHostLocal(req.Context()), Template: templateOf(*body.Template), Transitions: body.Transitions,
 		Listener: body.Listener.URL, Handback: body.Handback, Duration: *body.LeaseDuration})
 	if err != nil {
 		httpjson.WriteError(w, err)

@@ -45,6 +45,9 @@ type notifyRecord struct {
 	Listener    string         `json:"listener"`
 	Handback    []byte         `json:"handback"`
 	Lease       string         `json:"lease"`
+	// HostLocal: the host's administrator named the listener (it may
+	// be on this host: outbound.WithHostLocal).
+	HostLocal bool `json:"hostLocal,omitempty"`
 }
 
 func attributeRecords(as []Attribute) []attributeRecord {
@@ -84,13 +87,13 @@ func (r itemRecord) stored() storedItem {
 func notifyRecordOf(n *storedNotify) notifyRecord {
 	t := n.Template
 	return notifyRecord{ID: n.ID, EventID: n.EventID, Seq: n.Seq, Transitions: n.Transitions, Listener: n.Listener,
-		Handback: n.Handback, Lease: n.Lease,
+		Handback: n.Handback, Lease: n.Lease, HostLocal: n.HostLocal,
 		Template: templateRecord{ServiceID: t.ServiceID, Types: t.Types, Attributes: attributeRecords(t.Attributes)}}
 }
 
 func (r notifyRecord) stored() storedNotify {
 	t := r.Template
 	return storedNotify{ID: r.ID, EventID: r.EventID, Seq: r.Seq, Transitions: r.Transitions, Listener: r.Listener,
-		Handback: r.Handback, Lease: r.Lease,
+		Handback: r.Handback, Lease: r.Lease, HostLocal: r.HostLocal,
 		Template: Template{ServiceID: t.ServiceID, Types: t.Types, Attributes: attributesOf(t.Attributes)}}
 }

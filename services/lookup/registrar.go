@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -129,6 +130,7 @@ type storedNotify struct {
 	Listener    string
 	Handback    []byte
 	Lease       string
+	HostLocal   bool
 }
 
 // Meta is the lookup service's own state.
@@ -611,7 +613,7 @@ type NativeEvent struct {
 // allows.
 func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent, item *Item) {
 	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: r.cfg.Grantor.EndOf(n.Lease),
-		Native: NativeEvent{Item: item, Handback: n.Handback},
+		Native: NativeEvent{Item: item, Handback: n.Handback}, HostLocal: n.HostLocal,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
@@ -631,6 +633,9 @@ type NotifyRequest struct {
 	Duration    int64
 	// Owner is who asks (for the quotas).
 	Owner string
+	// HostLocal: the host's administrator asks, who may name a listener
+	// on this host (outbound.WithHostLocal).
+	HostLocal bool
 }
 
 // NotifyRegistration is what Notify returns.
@@ -655,7 +660,7 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	if req.Listener == "" {
 		return NotifyRegistration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := r.cfg.Outbound.CheckListener("listener", req.Listener); err != nil {
+	if err := r.cfg.Outbound.CheckListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
 		return NotifyRegistration{}, err
 	}
 	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {
@@ -665,7 +670,8 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	err := r.cfg.Store.Update(func(tx *store.Tx) error {
 		m := r.Meta()
 		n := &storedNotify{ID: ids.New(), EventID: m.NextEventID, Template: req.Template,
-			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback}
+			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback,
+			HostLocal: req.HostLocal}
 		m.NextEventID++
 		rec, err := r.cfg.Grantor.Grant(tx, NotifyLease, n.ID, req.Owner, req.Duration)
 		if err != nil {

@@ -119,7 +119,7 @@ func (s *Service) httpEnable(w http.ResponseWriter, r *http.Request) {
 		}
 		target = req.Target.URL
 	}
-	if err := s.EnableDelivery(r.PathValue("id"), target); err != nil {
+	if err := s.EnableDelivery(r.Context(), r.PathValue("id"), target); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
@@ -127,7 +127,7 @@ func (s *Service) httpEnable(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) httpDisable(w http.ResponseWriter, r *http.Request) {
-	if err := s.EnableDelivery(r.PathValue("id"), ""); err != nil {
+	if err := s.EnableDelivery(r.Context(), r.PathValue("id"), ""); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}

@@ -159,8 +159,11 @@ type reg struct {
 	Listener string `json:"listener,omitempty"`
 	Pull     bool   `json:"pull"`
 	Target   string `json:"target,omitempty"`
-	Unknown  []Key  `json:"unknown,omitempty"`
-	Iterator string `json:"iterator,omitempty"`
+	// TargetHostLocal: the host's administrator named the target (it
+	// may be on this host: outbound.WithHostLocal).
+	TargetHostLocal bool   `json:"targetHostLocal,omitempty"`
+	Unknown         []Key  `json:"unknown,omitempty"`
+	Iterator        string `json:"iterator,omitempty"`
 	// Returned is the event the current iterator returned last and is
 	// not yet acknowledged: stored before the event is, so an iterator
 	// never returns an event twice, across restarts too (EM.7.1).
@@ -664,9 +667,9 @@ func (s *Service) wake(r *reg) {
 // EnableDelivery sets the target events are pushed to (replacing any; an
 // empty target disables delivery). It invalidates iterators and clears
 // the unknown-event list. A mailbox listener of this service is refused.
-func (s *Service) EnableDelivery(id, target string) error {
+func (s *Service) EnableDelivery(ctx context.Context, id, target string) error {
 	if target != "" {
-		if err := s.cfg.Outbound.CheckURL("target", target); err != nil {
+		if err := s.cfg.Outbound.CheckURL(ctx, "target", target); err != nil {
 			return err
 		}
 		if u, _ := url.Parse(target); s.IsOwnListener(u) {
@@ -674,7 +677,7 @@ func (s *Service) EnableDelivery(id, target string) error {
 		}
 	}
 	return s.change(id, func(r *reg) {
-		r.Target = target
+		r.Target, r.TargetHostLocal = target, target != "" && outbound.IsHostLocal(ctx)
 		if target != "" {
 			r.Iterator, r.Returned = "", 0
 			r.Unknown, r.unknown = nil, map[string]bool{}
@@ -760,7 +763,7 @@ func (s *Service) push(r *reg) {
 			s.mu.Unlock()
 			return
 		}
-		q, target, changed := r.pending[0], r.Target, r.changed
+		q, target, hostLocal, changed := r.pending[0], r.Target, r.TargetHostLocal, r.changed
 		skip := r.unknown[q.key]
 		s.mu.Unlock()
 		if skip {
@@ -779,7 +782,7 @@ func (s *Service) push(r *reg) {
 		// again: the target is treated as having refused it.
 		out, err := event.Definite, fmt.Errorf("event %d already forwarded %d times", q.seq, q.hops)
 		if q.hops < event.MaxHops {
-			out, err = event.Attempt(s.ctx, s.cfg.Client, target, body, q.hops+1)
+			out, err = event.Attempt(outbound.HostLocalIf(s.ctx, hostLocal), s.cfg.Client, target, body, q.hops+1)
 		}
 		switch out {
 		case event.Delivered:
@@ -1135,4 +1138,27 @@ func (s *Service) SetQuotas(perRegistration, total int) {
 	defer s.mu.Unlock()
 	s.cfg.MaxPerRegistration = cmp.Or(perRegistration, DefaultMaxPerRegistration)
 	s.cfg.MaxEvents = cmp.Or(total, DefaultMaxEvents)
+}
+
+// Inside is the receiver of a listener URL that is one of this service's
+// mailbox listeners: the dispatcher hands their events over in the
+// process (event.Dispatcher.SetInside), for any client that names one,
+// rather than POST them to this daemon's own API.
+func (s *Service) Inside(listener string) (event.Receiver, bool) {
+	u, err := url.Parse(listener)
+	if err != nil || !s.IsOwnListener(u) {
+		return nil, false
+	}
+	id := strings.TrimPrefix(path.Clean(u.Path), ListenerPath)
+	return func(body []byte, hops int) (event.Outcome, error) {
+		err := s.Notify(id, body, hops)
+		var full *Full
+		switch {
+		case err == nil:
+			return event.Delivered, nil
+		case errors.As(err, &full):
+			return event.Indefinite, err // as its 503 over HTTP: retried
+		}
+		return event.Definite, err
+	}, true
 }

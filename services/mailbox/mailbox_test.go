@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/rig/apidoc"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/apitypes"
@@ -69,7 +70,7 @@ func (r *rig) open() {
 		r.t.Fatal(err)
 	}
 	r.m.Start(context.Background())
-	r.srv = httptest.NewServer(api.New(api.Config{Services: []httpjson.Service{r.g, r.m}}))
+	r.srv = httptest.NewServer(apidoc.Handler(r.t, api.New(api.Config{Services: []httpjson.Service{r.g, r.m}})))
 }
 
 func (r *rig) close() {

@@ -69,6 +69,7 @@ func New(cfg Config) *http1.Client {
 		// A listener gets events in bursts: its connection is kept
 		// for the next (32 kept at most over all hosts).
 		MaxIdlePerHost: 4,
+		PoolTag:        poolTag,
 	}
 }
 
@@ -80,7 +81,7 @@ func Dialer(cfg Config) func(ctx context.Context, network, addr string) (net.Con
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return cfg.Namespace.Dialer(&net.Dialer{Timeout: cfg.Timeout, Control: cfg.Policy.orStrict().control})
+	return cfg.Namespace.Dialer(&net.Dialer{Timeout: cfg.Timeout, ControlContext: cfg.Policy.orStrict().control})
 }
 
 // Fault is what a client is told of a failed outbound request: a code

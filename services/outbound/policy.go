@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,9 @@ type PolicyConfig struct {
 	Self func() ([]netip.Addr, error)
 	// Logger hears each refusal (rate-limited).
 	Logger *slog.Logger
+	// Inside says a URL is served inside the daemon (an event mailbox
+	// listener): a listener any client may name, delivered in-process.
+	Inside func(*url.URL) bool
 }
 
 // Policy decides which addresses jinid may connect to when it sends a
@@ -43,9 +47,10 @@ type PolicyConfig struct {
 // connect time, after name resolution, to every address tried: a name
 // that resolves to a forbidden address gets nowhere either.
 type Policy struct {
-	allow []netip.Prefix
-	self  func() ([]netip.Addr, error)
-	log   *slog.Logger
+	allow  []netip.Prefix
+	self   func() ([]netip.Addr, error)
+	log    *slog.Logger
+	inside func(*url.URL) bool
 
 	mu     sync.Mutex
 	own    []netip.Addr
@@ -68,7 +73,7 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 	for i, p := range cfg.Allow {
 		allow[i] = p.Masked()
 	}
-	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound")}
+	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside}
 }
 
 // strict is the policy of a nil *Policy: the fixed rules, no allowances,
@@ -87,9 +92,16 @@ func (p *Policy) Refused() int64 { return p.orStrict().refused.Load() }
 
 // Check reports whether a connection to a is allowed: nil, or an error
 // wrapping ErrForbidden that says why not.
-func (p *Policy) Check(a netip.Addr) error {
+func (p *Policy) Check(a netip.Addr) error { return p.check(a, false) }
+
+// check is Check; hostLocal allows this host's own addresses, loopback
+// included: what the host's administrator names (WithHostLocal).
+func (p *Policy) check(a netip.Addr, hostLocal bool) error {
 	p = p.orStrict()
 	a = a.WithZone("")
+	if hostLocal && (a.Unmap().IsLoopback() || slices.Contains(p.ownAddrs(), a.Unmap())) {
+		return nil
+	}
 	for _, pre := range p.allow {
 		if pre.Contains(a) || pre.Contains(a.Unmap()) {
 			return nil
@@ -168,14 +180,52 @@ func (p *Policy) ownAddrs() []netip.Addr {
 	return own
 }
 
+// hostLocalKey marks a context whose requests are the host
+// administrator's (WithHostLocal).
+type hostLocalKey struct{}
+
+// WithHostLocal marks requests made with ctx as made for the host's own
+// administrator (access.Principal.HostLocal), whose registrations may
+// name this host's addresses, loopback included: the policy lets their
+// connections there, and only theirs.
+func WithHostLocal(ctx context.Context) context.Context {
+	return context.WithValue(ctx, hostLocalKey{}, true)
+}
+
+// HostLocalIf is ctx marked by WithHostLocal when hostLocal is set: the
+// context of a request made for a registration the host's administrator
+// made (services keep the mark with the registration).
+func HostLocalIf(ctx context.Context, hostLocal bool) context.Context {
+	if hostLocal {
+		return WithHostLocal(ctx)
+	}
+	return ctx
+}
+
+// IsHostLocal says ctx was marked by WithHostLocal.
+func IsHostLocal(ctx context.Context) bool {
+	v, _ := ctx.Value(hostLocalKey{}).(bool)
+	return v
+}
+
+// poolTag keeps the connections of host-local requests apart from the
+// others' (http1.Client.PoolTag): a connection the policy let to this
+// host serves no request it would refuse.
+func poolTag(ctx context.Context) string {
+	if IsHostLocal(ctx) {
+		return "host-local "
+	}
+	return ""
+}
+
 // control is the dialer's check of every address it is about to connect
 // to, after name resolution.
-func (p *Policy) control(_, address string, _ syscall.RawConn) error {
+func (p *Policy) control(ctx context.Context, _, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %q is not an address", ErrForbidden, address)
 	}
-	if err := p.Check(ap.Addr()); err != nil {
+	if err := p.check(ap.Addr(), IsHostLocal(ctx)); err != nil {
 		p.refused.Add(1)
 		p.mu.Lock()
 		quiet := time.Since(p.logged) < time.Second
@@ -193,17 +243,19 @@ func (p *Policy) control(_, address string, _ syscall.RawConn) error {
 
 // CheckListener checks a listener URL: an http or https URL as CheckURL
 // does, or a Java listener's jeri://host:port/UUID (the Jini ERI
-// endpoint and object of a Java RemoteEventListener).
-func (p *Policy) CheckListener(what, raw string) error {
+// endpoint and object of a Java RemoteEventListener). A listener served
+// inside the daemon (PolicyConfig.Inside: the event mailbox's) is
+// allowed for anyone: its events never leave the process.
+func (p *Policy) CheckListener(ctx context.Context, what, raw string) error {
 	if !strings.HasPrefix(raw, "jeri://") {
-		return p.CheckURL(what, raw)
+		return p.CheckHTTPListener(ctx, what, raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Port() == "" || u.User != nil {
 		return fault.New(apitypes.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
 	}
 	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := p.Check(a); err != nil {
+		if err := p.check(a, IsHostLocal(ctx)); err != nil {
 			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
 				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
 		}
@@ -211,12 +263,24 @@ func (p *Policy) CheckListener(what, raw string) error {
 	return nil
 }
 
+// CheckHTTPListener checks an http or https listener URL as CheckURL
+// does; one served inside the daemon (PolicyConfig.Inside) is allowed
+// for anyone.
+func (p *Policy) CheckHTTPListener(ctx context.Context, what, raw string) error {
+	if u, err := url.Parse(raw); err == nil && p.orStrict().inside != nil && p.orStrict().inside(u) {
+		return nil
+	}
+	return p.CheckURL(ctx, what, raw)
+}
+
 // CheckURL checks a URL handed to jinid to send requests to (a listener,
 // a push target, a lease grantor; what names it in errors): http or
 // https with a host, no user name or password, and not a literal address
 // the policy refuses. A host name is checked when it is resolved, at each
-// connection. Errors are the specifications' invalid argument.
-func (p *Policy) CheckURL(what, raw string) error {
+// connection. Errors are the specifications' invalid argument. ctx is
+// the request's that hands the URL in: the host's administrator's
+// (WithHostLocal) may name this host.
+func (p *Policy) CheckURL(ctx context.Context, what, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
 		return fault.New(apitypes.InvalidArgument, "%s %q: want an http or https URL", what, raw)
@@ -236,7 +300,7 @@ func (p *Policy) CheckURL(what, raw string) error {
 		addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 	}
 	for _, a := range addrs {
-		if err := p.Check(a); err != nil {
+		if err := p.check(a, IsHostLocal(ctx)); err != nil {
 			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
 				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
 		}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -109,7 +110,7 @@ func TestCheckURL(t *testing.T) {
 		{"not a url", "want an http or https URL"},
 		{"http:192.0.2.1", "want an http or https URL"},
 	} {
-		err := p.CheckURL("listener", c.url)
+		err := p.CheckURL(t.Context(), "listener", c.url)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s refused: %v", c.url, err)
@@ -215,4 +216,59 @@ func post(c *http1.Client, url, body string) (*http.Response, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	return c.Do(req)
+}
+
+// The host's administrator (WithHostLocal) may name this host, loopback
+// and its own addresses, and its requests connect there; no one else's
+// do, and a connection made for it serves no one else's request. Other
+// fixed rules (link-local, multicast) hold for it too.
+func TestHostLocal(t *testing.T) {
+	own := netip.MustParseAddr("192.0.2.7")
+	p := NewPolicy(PolicyConfig{Self: func() ([]netip.Addr, error) { return []netip.Addr{own}, nil }})
+	admin := WithHostLocal(t.Context())
+	for _, tc := range []struct {
+		url       string
+		admin, by bool // allowed for the administrator, for anyone
+	}{
+		{"http://127.0.0.1:9000/events", true, false},
+		{"http://localhost:9000/", true, false},
+		{"http://[::1]:9000/", true, false},
+		{"http://192.0.2.7:9000/", true, false},
+		{"http://169.254.1.1:9000/", false, false},
+		{"http://224.0.0.1:9000/", false, false},
+		{"http://198.51.100.1:9000/", true, true},
+	} {
+		if err := p.CheckURL(admin, "listener", tc.url); (err == nil) != tc.admin {
+			t.Errorf("%s for the administrator: %v", tc.url, err)
+		}
+		if err := p.CheckURL(t.Context(), "listener", tc.url); (err == nil) != tc.by {
+			t.Errorf("%s for a network client: %v", tc.url, err)
+		}
+	}
+
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer srv.Close()
+	c := New(Config{Policy: p, Timeout: 5 * time.Second})
+	req, _ := http.NewRequestWithContext(admin, http.MethodPost, srv.URL, strings.NewReader("{}"))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("the administrator's request to loopback: %v", err)
+	}
+	resp.Body.Close()
+	// Its kept connection is not another's.
+	if _, err := post(c, srv.URL, "{}"); !errors.Is(err, ErrForbidden) || hits != 1 {
+		t.Fatalf("a network client's request after the administrator's: %v, %d arrived", err, hits)
+	}
+}
+
+// A listener served inside the daemon may be named by anyone.
+func TestInsideListener(t *testing.T) {
+	p := NewPolicy(PolicyConfig{Inside: func(u *url.URL) bool { return strings.HasPrefix(u.Path, "/v1/mailbox/listeners/") }})
+	if err := p.CheckHTTPListener(t.Context(), "listener", "http://127.0.0.1:4162/v1/mailbox/listeners/abc"); err != nil {
+		t.Errorf("an inside listener: %v", err)
+	}
+	if err := p.CheckHTTPListener(t.Context(), "listener", "http://127.0.0.1:4162/elsewhere"); err == nil {
+		t.Error("a loopback listener that is not inside: allowed")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // Name, Prefix and Routes make the service a part of the API (API.md,
@@ -122,7 +123,8 @@ func (s *Service) httpRenewFor(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "lease: expiration or remaining is required"))
 		return
 	}
-	err := s.RenewFor(r.PathValue("id"), ClientLease{Grantor: req.Lease.Grantor, ID: req.Lease.ID, Expiration: exp}, *req.DesiredDuration, renew)
+	err := s.RenewFor(r.PathValue("id"), ClientLease{Grantor: req.Lease.Grantor, ID: req.Lease.ID, Expiration: exp,
+		HostLocal: outbound.IsHostLocal(r.Context())}, *req.DesiredDuration, renew)
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
@@ -173,7 +175,7 @@ func (s *Service) httpSetWarning(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := s.SetWarningListener(r.PathValue("id"), req.Listener.URL, *req.MinWarning, req.Handback)
+	reg, err := s.SetWarningListener(r.Context(), r.PathValue("id"), req.Listener.URL, *req.MinWarning, req.Handback)
 	s.writeListenerReg(w, r, reg, err)
 }
 
@@ -186,7 +188,7 @@ func (s *Service) httpSetFailure(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	reg, err := s.SetFailureListener(r.PathValue("id"), req.Listener.URL, req.Handback)
+	reg, err := s.SetFailureListener(r.Context(), r.PathValue("id"), req.Listener.URL, req.Handback)
 	s.writeListenerReg(w, r, reg, err)
 }
 

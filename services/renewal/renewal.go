@@ -39,6 +39,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -152,6 +153,9 @@ type ClientLease struct {
 	Grantor    string `json:"grantor"`
 	ID         string `json:"id"`
 	Expiration int64  `json:"expiration"`
+	// HostLocal: the host's administrator handed it in, whose grantor
+	// may be on this host (outbound.WithHostLocal).
+	HostLocal bool `json:"hostLocal,omitempty"`
 }
 
 func (l ClientLease) key() string { return normalizeGrantor(l.Grantor) + "|" + l.ID }
@@ -191,6 +195,8 @@ type listenerReg struct {
 	URL        string `json:"url"`
 	Handback   []byte `json:"handback"`
 	MinWarning int64  `json:"minWarning,omitempty"`
+	// HostLocal: the host's administrator named the listener.
+	HostLocal bool `json:"hostLocal,omitempty"`
 }
 
 type set struct {
@@ -447,7 +453,7 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 	if l.Grantor == "" || l.ID == "" {
 		return fault.New(apitypes.NullArgument, "lease: grantor and id are required")
 	}
-	if err := s.cfg.Outbound.CheckURL("lease grantor", l.Grantor); err != nil {
+	if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), l.HostLocal), "lease grantor", l.Grantor); err != nil {
 		return err
 	}
 	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
@@ -611,18 +617,18 @@ type Registration struct {
 // SetWarningListener registers (or replaces) the expiration warning
 // listener: one event minWarning before the set's lease ends, at once if
 // that is already past.
-func (s *Service) SetWarningListener(setID, listener string, minWarning int64, handback []byte) (Registration, error) {
+func (s *Service) SetWarningListener(ctx context.Context, setID, listener string, minWarning int64, handback []byte) (Registration, error) {
 	if listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckHTTPListener(ctx, "listener", listener); err != nil {
 		return Registration{}, err
 	}
 	if minWarning < 0 {
 		return Registration{}, fault.New(apitypes.InvalidArgument, "minWarning %d: must be zero or positive", minWarning)
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
-		st.Warning = &listenerReg{ID: ids.New(), URL: listener, Handback: handback, MinWarning: minWarning}
+		st.Warning = &listenerReg{ID: ids.New(), URL: listener, Handback: handback, MinWarning: minWarning, HostLocal: outbound.IsHostLocal(ctx)}
 		st.WarnedFor = 0
 		return st.Warning, WarningEventID, st.WarnSeq
 	})
@@ -630,11 +636,11 @@ func (s *Service) SetWarningListener(setID, listener string, minWarning int64, h
 
 // SetFailureListener registers (or replaces) the renewal failure
 // listener.
-func (s *Service) SetFailureListener(setID, listener string, handback []byte) (Registration, error) {
+func (s *Service) SetFailureListener(ctx context.Context, setID, listener string, handback []byte) (Registration, error) {
 	if listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckURL("listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckHTTPListener(ctx, "listener", listener); err != nil {
 		return Registration{}, err
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
@@ -773,7 +779,7 @@ func (s *Service) delivery(st *set, reg *listenerReg, eventID int64, ev event.Ev
 		return event.Delivery{}
 	}
 	setID, regID := st.ID, reg.ID
-	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease), Event: ev,
+	return event.Delivery{Listener: reg.URL, Deadline: s.cfg.Grantor.EndOf(st.Lease), Event: ev, HostLocal: reg.HostLocal,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				s.clearRefused(setID, eventID, regID, o, err)
@@ -1072,18 +1078,21 @@ func (s *Service) renew(g *grantorQueue, batch []*member, now int64) {
 		rs[i] = lease.Renewal{ID: m.ID, Duration: d}
 	}
 	grantorURL := batch[0].Grantor
+	// The call may go to this host only if every lease of it was the
+	// host's administrator's to hand in.
+	hostLocal := !slices.ContainsFunc(batch, func(m *member) bool { return !m.HostLocal })
 	s.inflight.Add(1)
 	if !s.run.Go(func() {
 		defer s.inflight.Add(-1)
-		s.call(g, grantorURL, batch, rs)
+		s.call(g, grantorURL, hostLocal, batch, rs)
 	}) {
 		s.inflight.Add(-1) // closed: nothing more to do
 	}
 }
 
-func (s *Service) call(g *grantorQueue, grantorURL string, batch []*member, rs []lease.Renewal) {
+func (s *Service) call(g *grantorQueue, grantorURL string, hostLocal bool, batch []*member, rs []lease.Renewal) {
 	start := s.clock.Now()
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(outbound.HostLocalIf(s.ctx, hostLocal), 30*time.Second)
 	results, err := s.cfg.Renewer.RenewAll(ctx, grantorURL, rs)
 	cancel()
 	rtt := s.clock.Now().Sub(start)

@@ -354,7 +354,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renewFor/negative-desired-drops-at-once-without-event", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			if err := r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Any, 1000); err != nil {
 				t.Fatalf("no exception: %v", err)
 			}
@@ -395,7 +395,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renewFor/expired-lease-dropped-with-event-when-before-desired", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			l := ClientLease{Grantor: g1, ID: "old", Expiration: r.now() - 1}
 			if err := r.s.RenewFor(c.ID, l, 60_000, 1000); err != nil {
 				t.Fatal(err)
@@ -432,7 +432,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/until-desired-then-leaves-without-event", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", 30*time.Second), 45_000, 60_000)
 			r.advance(time.Minute)
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 0 {
@@ -494,7 +494,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/indefinite-failure-retried-until-success", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.down[g1] = true })
 			r.advance(55 * time.Second)
@@ -508,7 +508,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/indefinite-until-expiration-then-event-with-last-error", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "fail" })
 			r.advance(time.Minute)
@@ -520,7 +520,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/UnknownLease-ends-it-with-event", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
 			r.advance(51 * time.Second)
@@ -533,7 +533,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/LeaseDenied-gives-exactly-one-event", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "denied" })
 			r.advance(2 * time.Minute)
@@ -573,7 +573,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/FOREVER-lease-with-a-desired-end-leaves-then", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "f", Expiration: lease.Never}, 60_000, 60_000)
 			r.advance(time.Minute - time.Millisecond)
 			if ls, _ := r.s.Leases(c.ID); len(ls) != 1 {
@@ -589,7 +589,7 @@ func TestConformance(t *testing.T) {
 		// a hung grantor holds up nothing (issue 13.3)
 		{"renew/hung-call-lease-leaves-a-grace-after-its-expiration-with-event", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			l := r.clientLease(g1, "a", time.Minute)
 			r.s.RenewFor(c.ID, l, lease.Forever, 60_000)
 			hold := make(chan struct{})
@@ -626,7 +626,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/an-answer-just-after-the-expiration-keeps-what-the-grantor-renewed", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			hold := make(chan struct{})
 			r.fake.set(func() { r.fake.hold = map[string]chan struct{}{g1: hold} })
@@ -641,7 +641,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"renew/hung-call-other-leases-of-that-grantor-leave-on-time", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			b := r.clientLease(g1, "b", 70*time.Second) // due at 60 s, while the call for a hangs
 			r.s.RenewFor(c.ID, b, lease.Forever, 60_000)
@@ -668,7 +668,7 @@ func TestConformance(t *testing.T) {
 			// leases may run before the one that starts a renewal due
 			// long ago: that lease is waited for, not dropped.
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.clk.Skip(60*time.Second + 500*time.Millisecond) // its renewal due 10 s ago; half a second past its end
 			r.s.fireEnds()
@@ -701,7 +701,7 @@ func TestConformance(t *testing.T) {
 		// the lease in a failure event (issue 13.4)
 		{"events/failure-lease-carries-the-original-expiration", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			l := r.clientLease(g1, "a", time.Minute)
 			r.s.RenewFor(c.ID, l, lease.Forever, 60_000)
 			r.fake.set(func() { r.fake.mode["a"] = "unknown" })
@@ -714,7 +714,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"events/failure-lease-carries-the-last-renewal", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, r.clientLease(g1, "a", time.Minute), lease.Forever, 60_000)
 			r.advance(50 * time.Second) // renewed: now + 60 s
 			renewed := r.now() + 60_000
@@ -727,7 +727,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"events/failure-lease-JSON-has-remaining", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x", Expiration: r.now() - 1}, 60_000, 1000)
 			b, err := json.Marshal(r.event().Event.(apitypes.RenewalFailureEvent).Lease)
 			if err != nil {
@@ -774,30 +774,30 @@ func TestConformance(t *testing.T) {
 		// listeners
 		{"warning/minWarning-negative-is-InvalidArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if _, err := r.s.SetWarningListener(c.ID, "http://l/", -1, nil); codeOf(err) != apitypes.InvalidArgument {
+			if _, err := r.s.SetWarningListener(context.Background(), c.ID, "http://l/", -1, nil); codeOf(err) != apitypes.InvalidArgument {
 				t.Fatal(err)
 			}
 		}},
 		{"warning/null-listener-is-NullArgument", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			if _, err := r.s.SetWarningListener(c.ID, "", 1000, nil); codeOf(err) != apitypes.NullArgument {
+			if _, err := r.s.SetWarningListener(context.Background(), c.ID, "", 1000, nil); codeOf(err) != apitypes.NullArgument {
 				t.Fatal(err)
 			}
-			if _, err := r.s.SetFailureListener(c.ID, "", nil); codeOf(err) != apitypes.NullArgument {
+			if _, err := r.s.SetFailureListener(context.Background(), c.ID, "", nil); codeOf(err) != apitypes.NullArgument {
 				t.Fatal(err)
 			}
 		}},
 		{"warning/event-ID-1-failure-event-ID-0", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			w, _ := r.s.SetWarningListener(c.ID, "http://l/", 1000, nil)
-			f, _ := r.s.SetFailureListener(c.ID, "http://l/", nil)
+			w, _ := r.s.SetWarningListener(context.Background(), c.ID, "http://l/", 1000, nil)
+			f, _ := r.s.SetFailureListener(context.Background(), c.ID, "http://l/", nil)
 			if w.EventID != 1 || f.EventID != 0 || w.Lease != c.Lease.ID || f.Lease != c.Lease.ID {
 				t.Fatalf("registrations %+v %+v", w, f)
 			}
 		}},
 		{"warning/once-minWarning-before-the-set-expires", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetWarningListener(c.ID, "http://l/", 10_000, []byte("hb"))
+			r.s.SetWarningListener(context.Background(), c.ID, "http://l/", 10_000, []byte("hb"))
 			r.advance(50*time.Second - time.Millisecond)
 			r.noEvent()
 			r.advance(time.Millisecond)
@@ -810,7 +810,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"warning/at-once-when-already-inside-the-window", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetWarningListener(c.ID, "http://l/", 120_000, nil)
+			r.s.SetWarningListener(context.Background(), c.ID, "http://l/", 120_000, nil)
 			r.advance(0)
 			if e := r.event(); e.Event.Remote().Type != WarningEvent {
 				t.Fatalf("event %+v", e.Event)
@@ -818,7 +818,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"warning/again-after-the-set-lease-is-renewed", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
+			r.s.SetWarningListener(context.Background(), c.ID, "http://l/", 10_000, nil)
 			r.advance(50 * time.Second)
 			r.event()
 			if _, err := r.g.Renew(c.Lease.ID, 60_000); err != nil {
@@ -833,12 +833,12 @@ func TestConformance(t *testing.T) {
 		}},
 		{"listeners/sequence-continues-across-replacement", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l1/", nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l1/", nil)
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1", Expiration: r.now() - 1}, 60_000, 1000)
 			if e := r.event(); e.Listener != "http://l1/" || e.Event.Remote().SeqNum != 1 {
 				t.Fatalf("first %+v", e)
 			}
-			reg, _ := r.s.SetFailureListener(c.ID, "http://l2/", nil)
+			reg, _ := r.s.SetFailureListener(context.Background(), c.ID, "http://l2/", nil)
 			if reg.SeqNum != 1 {
 				t.Fatalf("new registration's seqNum %d", reg.SeqNum)
 			}
@@ -850,14 +850,14 @@ func TestConformance(t *testing.T) {
 		{"listeners/refusal-by-a-replaced-listener-keeps-its-replacement", func(t *testing.T, r *rig) {
 			for _, o := range []event.Outcome{event.UnknownEvent, event.Definite} {
 				c := r.create(lease.Forever)
-				r.s.SetFailureListener(c.ID, "http://l1/", nil)
-				r.s.SetWarningListener(c.ID, "http://w1/", lease.Forever, nil) // inside the window: at once
+				r.s.SetFailureListener(context.Background(), c.ID, "http://l1/", nil)
+				r.s.SetWarningListener(context.Background(), c.ID, "http://w1/", lease.Forever, nil) // inside the window: at once
 				r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1-" + c.ID, Expiration: r.now() - 1}, 60_000, 1000)
 				old := r.event()
 				r.advance(0)
 				oldWarning := r.event()
-				r.s.SetFailureListener(c.ID, "http://l2/", nil)
-				r.s.SetWarningListener(c.ID, "http://w2/", 1000, nil)
+				r.s.SetFailureListener(context.Background(), c.ID, "http://l2/", nil)
+				r.s.SetWarningListener(context.Background(), c.ID, "http://w2/", 1000, nil)
 				old.Done(o, errors.New("refused"))
 				oldWarning.Done(o, errors.New("refused"))
 				info, err := r.s.Get(c.ID)
@@ -883,15 +883,15 @@ func TestConformance(t *testing.T) {
 		}},
 		{"listeners/cleared-warning-sends-nothing", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetWarningListener(c.ID, "http://l/", 10_000, nil)
+			r.s.SetWarningListener(context.Background(), c.ID, "http://l/", 10_000, nil)
 			r.s.ClearWarningListener(c.ID)
 			r.advance(55 * time.Second)
 			r.noEvent()
 		}},
 		{"listeners/UnknownEvent-clears-only-that-registration", func(t *testing.T, r *rig) {
 			c := r.create(60_000)
-			r.s.SetFailureListener(c.ID, "http://f/", nil)
-			r.s.SetWarningListener(c.ID, "http://w/", 120_000, nil)
+			r.s.SetFailureListener(context.Background(), c.ID, "http://f/", nil)
+			r.s.SetWarningListener(context.Background(), c.ID, "http://w/", 120_000, nil)
 			r.advance(0)
 			e := r.event()
 			e.Done(event.UnknownEvent, errors.New("UnknownEvent"))
@@ -943,7 +943,7 @@ func TestConformance(t *testing.T) {
 		}},
 		{"restart/sets-listeners-and-sequence-numbers-persist", func(t *testing.T, r *rig) {
 			c := r.create(lease.Forever)
-			r.s.SetFailureListener(c.ID, "http://l/", []byte("x"))
+			r.s.SetFailureListener(context.Background(), c.ID, "http://l/", []byte("x"))
 			r.s.RenewFor(c.ID, ClientLease{Grantor: g1, ID: "x1", Expiration: r.now() - 1}, 60_000, 1000)
 			r.event()
 			r.close()

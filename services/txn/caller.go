@@ -13,6 +13,7 @@ import (
 
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // maxAnswer bounds a participant's answer read.
@@ -38,7 +39,7 @@ var ErrIndefinite = errors.New("no definite answer from the participant")
 // off, a wrong path) is no "unknown transaction", only indefinite.
 func (c HTTPCaller) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
 	body, _ := json.Marshal(apitypes.ParticipantCall{Op: op, Manager: c.Manager, ID: id, Attempt: attempt})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(outbound.HostLocalIf(ctx, p.HostLocal), http.MethodPost, p.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("participant URL: %w", err)
 	}

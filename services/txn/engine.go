@@ -100,6 +100,10 @@ func (e *TimeoutExpired) Error() string {
 type Participant struct {
 	URL        string `json:"url"`
 	CrashCount int64  `json:"crashCount"`
+	// HostLocal: the host's administrator joined it, and it may be on
+	// this host (outbound.WithHostLocal). Set from the request's
+	// caller, never from what a request says.
+	HostLocal bool `json:"hostLocal,omitempty"`
 }
 
 // Caller makes a participant call. An error wrapping ErrUnknownTransaction

@@ -9,6 +9,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/outbound"
 )
 
 // Name, Prefix and Routes make the service a part of the API (API.md,
@@ -121,6 +122,10 @@ func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {
 	if req.Drop != nil {
 		drop = req.Drop.URL
 	}
+	for i := range req.Participants {
+		// Who may name this host is the caller, not the body.
+		req.Participants[i].HostLocal = outbound.IsHostLocal(r.Context())
+	}
 	if err := s.Promote(r.PathValue("id"), req.Participants, drop); err != nil {
 		httpjson.WriteError(w, err)
 		return
@@ -183,7 +188,8 @@ func (s *Service) httpJoin(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	if err := s.Join(r.PathValue("id"), Participant{URL: req.Participant.URL, CrashCount: *req.CrashCount}); err != nil {
+	if err := s.Join(r.PathValue("id"), Participant{URL: req.Participant.URL, CrashCount: *req.CrashCount,
+		HostLocal: outbound.IsHostLocal(r.Context())}); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}

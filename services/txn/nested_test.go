@@ -113,7 +113,7 @@ func TestNestedRemote(t *testing.T) {
 			if err := r.e.Commit(ctx, id, -1); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
-			if len(ps.promotes) != 1 || !slices.Equal(ps.promotes[0], []Participant{{"x", 1}, {"y", 2}}) || ps.drops[0] != link {
+			if len(ps.promotes) != 1 || !slices.Equal(ps.promotes[0], []Participant{{URL: "x", CrashCount: 1}, {URL: "y", CrashCount: 2}}) || ps.drops[0] != link {
 				t.Fatalf("promoted %+v dropping %v", ps.promotes, ps.drops)
 			}
 			if got := r.f.seen(apitypes.OpCommit); len(got) != 0 || r.j.writes != 0 {
@@ -240,20 +240,20 @@ func TestNestedRemote(t *testing.T) {
 			p := r.e.Create()
 			r.e.Join(p, Participant{URL: "link", CrashCount: 9})
 			r.e.Join(p, Participant{URL: "a", CrashCount: 1})
-			parts := []Participant{{"a", 1}, {"b", 2}}
+			parts := []Participant{{URL: "a", CrashCount: 1}, {URL: "b", CrashCount: 2}}
 			for range 2 {
 				if err := r.e.Promote(p, parts, "link"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if got := r.e.txs[p].parts; !slices.Equal(got, []Participant{{"a", 1}, {"b", 2}}) {
+			if got := r.e.txs[p].parts; !slices.Equal(got, []Participant{{URL: "a", CrashCount: 1}, {URL: "b", CrashCount: 2}}) {
 				t.Fatalf("participants %+v", got)
 			}
 		}},
 		{"promote with a crash-count conflict aborts the transaction, adding none", func(t *testing.T, r *rig, ps *fakeParents) {
 			p := r.e.Create()
 			r.e.Join(p, Participant{URL: "a", CrashCount: 1})
-			if err := r.e.Promote(p, []Participant{{"b", 1}, {"a", 2}}, ""); !errors.Is(err, ErrCrashCount) {
+			if err := r.e.Promote(p, []Participant{{URL: "b", CrashCount: 1}, {URL: "a", CrashCount: 2}}, ""); !errors.Is(err, ErrCrashCount) {
 				t.Fatalf("promote: %v", err)
 			}
 			if s := state(t, r.e, p); s != Aborted || len(r.e.txs[p].parts) != 1 {
@@ -266,11 +266,11 @@ func TestNestedRemote(t *testing.T) {
 			}
 			p := r.e.Create()
 			r.e.cfg.MaxParticipants = 2
-			if err := r.e.Promote(p, []Participant{{"a", 1}, {"b", 1}, {"c", 1}}, ""); !errors.Is(err, ErrTooManyParticipants) || len(r.e.txs[p].parts) != 0 {
+			if err := r.e.Promote(p, []Participant{{URL: "a", CrashCount: 1}, {URL: "b", CrashCount: 1}, {URL: "c", CrashCount: 1}}, ""); !errors.Is(err, ErrTooManyParticipants) || len(r.e.txs[p].parts) != 0 {
 				t.Error("too many:", err)
 			}
 			r.e.Abort(ctx, p, -1)
-			if err := r.e.Promote(p, []Participant{{"a", 1}}, ""); !errors.Is(err, ErrCannotJoin) {
+			if err := r.e.Promote(p, []Participant{{URL: "a", CrashCount: 1}}, ""); !errors.Is(err, ErrCannotJoin) {
 				t.Error("aborted:", err)
 			}
 		}},

@@ -173,7 +173,7 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 		s.lapse(parent.ID)
 		id, err = s.eng.CreateNested(parent.ID)
 	default:
-		if err = s.cfg.Outbound.CheckURL("parent.manager", parent.Manager); err != nil {
+		if err = s.cfg.Outbound.CheckURL(ctx, "parent.manager", parent.Manager); err != nil {
 			return "", lease.Record{}, err
 		}
 		id, err = s.eng.CreateRemote(ctx, parent)
@@ -195,7 +195,7 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 // Join adds a participant; its URL must be one the outbound policy
 // lets jinid call.
 func (s *Service) Join(id string, p Participant) error {
-	if err := s.cfg.Outbound.CheckURL("participant", p.URL); err != nil {
+	if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), p.HostLocal), "participant", p.URL); err != nil {
 		return err
 	}
 	s.lapse(id)
@@ -224,7 +224,7 @@ func (s *Service) State(id string) (State, *Ref, error) {
 // another manager, and drops that manager's link (TX.2.7).
 func (s *Service) Promote(id string, parts []Participant, drop string) error {
 	for _, p := range parts {
-		if err := s.cfg.Outbound.CheckURL("participant", p.URL); err != nil {
+		if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), p.HostLocal), "participant", p.URL); err != nil {
 			return err
 		}
 	}

@@ -43,12 +43,29 @@ func TestDebPackageSmoke(t *testing.T) {
 	if want := "Package: jinid\nVersion: 1.2.3\nArchitecture: amd64\nSection: net\n"; string(out) != want {
 		t.Errorf("control fields:\n%s\nwant:\n%s", out, want)
 	}
+	// Maintainer and homepage from firmware/package.env, a real one.
+	env, err := os.ReadFile("../../../firmware/package.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(dpkgDeb, "-f", deb, "Maintainer", "Homepage").CombinedOutput()
+	for _, field := range regexp.MustCompile(`(?m)^(?:MAINTAINER|HOMEPAGE)='(.*)'$`).FindAllSubmatch(env, -1) {
+		if err != nil || !strings.Contains(string(out), string(field[1])) || strings.Contains(string(out), "example.org") {
+			t.Errorf("control fields: %v\n%s\nwant %s", err, out, field[1])
+		}
+	}
 	out, err = exec.Command(dpkgDeb, "-c", deb).CombinedOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"-rwxr-xr-x root/root .* ./usr/bin/jinid", "-rw-r--r-- root/root .* ./lib/systemd/system/jinid.service",
-		"./usr/share/doc/jinid/operations.md", "drwxr-xr-x root/root .* ./etc/jinid/"} {
+		"./usr/share/doc/jinid/operations.md", "drwxr-xr-x root/root .* ./etc/jinid/",
+		// The license, the example config, man pages and completions
+		// made from the command tree.
+		"./usr/share/doc/jinid/copyright", "./usr/share/doc/jinid/examples/jinid.json",
+		"./usr/share/man/man1/jinid.1.gz", "./usr/share/man/man1/jinid-lookup-register.1.gz", "./usr/share/man/man1/jinid-lds-register.1.gz",
+		"./usr/share/bash-completion/completions/jinid", "./usr/share/zsh/vendor-completions/_jinid",
+		"./usr/share/fish/vendor_completions.d/jinid.fish"} {
 		if !regexp.MustCompile(want).Match(out) {
 			t.Errorf("the package lacks %s:\n%s", want, out)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/internal/rig/apidoc"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
@@ -64,7 +65,7 @@ func Start(t testing.TB, cfg txn.ServiceConfig) *Manager {
 	}
 	g.Start(context.Background())
 	s.Start(context.Background())
-	srv := httptest.NewUnstartedServer(api.New(api.Config{Services: []httpjson.Service{g, s}}))
+	srv := httptest.NewUnstartedServer(apidoc.Handler(t, api.New(api.Config{Services: []httpjson.Service{g, s}})))
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()

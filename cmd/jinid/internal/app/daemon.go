@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"path"
 	"path/filepath"
 	"slices"
@@ -355,7 +356,12 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Every request sent on someone's behalf goes through a client of
 	// outbound's, dialing from the daemon's namespace under one address
 	// policy; every URL handed in is checked against it too.
-	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log})
+	// A listener of this daemon's own event mailbox is no request at
+	// all: any client may name one, and its events are handed over in
+	// the process (the mailbox is made below, before anything is served).
+	var mbox *mailbox.Service
+	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log,
+		Inside: func(u *url.URL) bool { return mbox != nil && mbox.IsOwnListener(u) }})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
@@ -410,6 +416,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mbox = mailboxSvc
+	dispatcher.SetInside(mailboxSvc.Inside)
 	// The transaction manager resumes the roll-forward of what it
 	// committed before a restart here, before the API answers anything.
 	var txnSvc *txn.Service

@@ -27,6 +27,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/jinid/jinid/internal/rig/apidoc"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/services/api/client"
 )
@@ -188,8 +189,16 @@ func defaults(dir string) []string {
 // leaves running is killed when the test ends.
 func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	t.Helper()
-	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0",
-		"--allow-outbound", "127.0.0.0/8"}, defaults(dir)...)
+	return StartStrictDaemon(t, bin, dir, append([]string{"--allow-outbound", "127.0.0.0/8"}, args...)...)
+}
+
+// StartStrictDaemon is StartDaemon without the allowance of loopback:
+// the outbound policy as a LAN's daemon has it, for the tests of what
+// it refuses and whom it lets name this host.
+func StartStrictDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
+	t.Helper()
+	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"},
+		defaults(dir)...)
 	return start(t, exec.Command(bin, append(base, args...)...), dir, filepath.Join(dir, "api.sock"))
 }
 
@@ -389,8 +398,9 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 // LabClient is an API client that connects from inside lab host h.
 func LabClient(t testing.TB, h *netlab.Host, url string, opts ...client.Option) *client.Client {
 	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: DialFrom(h)}}
-	t.Cleanup(hc.CloseIdleConnections) // its connections go with the test
+	tr := &http.Transport{DialContext: DialFrom(h)}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: apidoc.Transport(t, tr)}
+	t.Cleanup(tr.CloseIdleConnections) // its connections go with the test
 	c, err := client.New(url, hc, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -411,10 +421,13 @@ func DialFrom(h *netlab.Host) func(ctx context.Context, network, addr string) (n
 	}
 }
 
-// Client is an API client of url, from this process's namespace.
+// Client is an API client of url, from this process's namespace. Every
+// answer it gets is checked against the API's document (apidoc).
 func Client(t testing.TB, url string) *client.Client {
 	t.Helper()
-	c, err := client.New(url, nil)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(url, &http.Client{Timeout: 30 * time.Second, Transport: apidoc.Transport(t, tr)})
 	if err != nil {
 		t.Fatal(err)
 	}
