@@ -376,7 +376,7 @@ func newLeaseCmd() *spec {
 	renew := &spec{
 		use:     "renew LEASE-ID... [--duration 5m]",
 		short:   "Renew leases for a new duration from now (several: one batch)",
-		example: `  jinid lease renew 3f2a... --duration 10m`,
+		example: `  jinid lease renew "$LEASE" --duration 10m      # LEASE: a lease ID lookup register (say) printed`,
 		args:    minArgs(1),
 		run: func(inv *invocation, args []string) error {
 			p, err := renewOut.printer(inv.stdout)

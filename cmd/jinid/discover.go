@@ -93,8 +93,8 @@ func newDiscoverCmd(g *globalFlags) *spec {
 		example: `  jinid discover
   jinid discover --groups lab,ops --public --timeout 10s
   jinid discover --merge
-  jinid discover -p | grep '^=;br-lan;IPv6'
-  jinid discover --locator 'jini://[fe80::1%br-lan]' --no-multicast --json
+  jinid discover -p | grep '^=;eth0;IPv4;'
+  jinid discover --locator jini://lookup.example.org --no-multicast --json
   jinid discover --interfaces 'eth*'
   jinid discover --dns-sd
   jinid discover --watch --groups lab --announce-interval 10s

@@ -44,8 +44,8 @@ CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
 capture falls behind a burst and the kernel drops frames, it says how
 many when it ends.`,
 		example: `  jinid inspect --pcap jini.pcap
-  jinid inspect --pcap jini.pcapng --json | jq 'select(.kind == "multicast-announcement")'
-  tcpdump -i eth0 -w - port 4160 | jinid inspect --pcap -
+  jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
+  tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
 		run: func(inv *invocation, _ []string) error {
 			switch {
@@ -124,7 +124,13 @@ func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
 		defer f.Close()
 		in = f
 	}
-	if err := inspect.ReadCapture(in, emit); err != nil {
+	err := inspect.ReadCapture(in, emit)
+	if path == "-" && errors.Is(err, inspect.ErrEmpty) {
+		// A pipe whose capture stopped before it began (tcpdump
+		// interrupted): nothing to decode, nothing wrong.
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -28,13 +28,11 @@ func newLDSCmd() *spec {
 (--server). A registration names groups and locators of interest and a
 listener URL; jinid discovers the lookup services they mean and POSTs a
 RemoteDiscoveryEvent to the listener whenever one is discovered or
-discarded. Try it from two terminals:
-
-  jinid listen --addr :9000
-  jinid lds register --groups lab --listener http://127.0.0.1:9000/events
-
-The registration's lease must be renewed (jinid lease renew) or it ends,
-and with it the events.`,
+discarded. The registration's lease must be renewed (jinid lease renew)
+or it ends, and with it the events. The examples run on the jinid's host,
+whose administrator may name a listener on the host itself.`,
+		example: `  jinid listen --addr 127.0.0.1:9000 &
+  jinid lds register --groups lab --listener http://127.0.0.1:9000/events`,
 	}
 	api.add(cmd)
 	connect := api.connect
@@ -147,9 +145,9 @@ func ldsGroupsCmd(connect connector) *spec {
 (NO_GROUPS); "set --all" means every group (ALL_GROUPS). Adding to or
 removing from ALL_GROUPS is refused (UnsupportedOperation), as the
 specification says. Write the public group as ''.`,
-		example: `  jinid lds groups 3f2a... add lab ops
-  jinid lds groups 3f2a... set --all
-  jinid lds groups 3f2a... remove ops`,
+		example: `  jinid lds groups "$REG" add lab ops      # REG: the registration lds register printed
+  jinid lds groups "$REG" remove ops
+  jinid lds groups "$REG" set --all`,
 		args: minArgs(2),
 		run: func(inv *invocation, args []string) error {
 			p, err := out.printer(inv.stdout)
@@ -188,7 +186,7 @@ func ldsLocatorsCmd(connect connector) *spec {
 	locatorsCmd := &spec{
 		use:     "locators REGISTRATION add|set|remove [jini://host[:port] ...]",
 		short:   "Change a registration's locators",
-		example: `  jinid lds locators 3f2a... add jini://10.0.0.7 jini://lookup.example.org:4170`,
+		example: `  jinid lds locators "$REG" add jini://10.0.0.7 jini://lookup.example.org:4170`,
 		args:    minArgs(2),
 		run: func(inv *invocation, args []string) error {
 			p, err := out.printer(inv.stdout)

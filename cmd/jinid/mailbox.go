@@ -17,11 +17,12 @@ func newMailboxCmd() *spec {
 registration has a mailbox listener URL: give it to any event generator
 (jinid lookup notify, jinid lds register, ... --listener URL) and jinid
 stores the events, on disk, until you take them: pushed to a target
-(enable), or pulled (pull).
-
-  jinid mailbox register --pull
-  jinid lookup notify --type com.example.Printer --listener MAILBOX-LISTENER-URL
-  jinid mailbox pull REGISTRATION --wait 10s`,
+(enable), or pulled (pull). A listener of this jinid's own mailbox is
+delivered inside it, whoever names it.`,
+		example: `  jinid mailbox register --pull -o json > mailbox.json
+  jinid lookup notify --type com.example.Printer --listener "$(jq -r .listener mailbox.json)"
+  jinid lookup register --type com.example.Printer
+  jinid mailbox pull "$(jq -r .registration mailbox.json)" --wait 10s`,
 	}
 	api.add(cmd)
 	connect := api.connect
@@ -153,7 +154,7 @@ printed are acknowledged and deleted from the mailbox.`,
 			if ev == nil {
 				break
 			}
-			if err := p.raw(ev); err != nil {
+			if err := printEvent(p, time.Time{}, ev); err != nil {
 				return err
 			}
 			n++

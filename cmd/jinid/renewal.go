@@ -20,11 +20,11 @@ func newRenewalCmd() *spec {
 long you want it kept (--desired); jinid renews them at their grantor
 (any jinid, or anything that speaks the API's lease endpoints) until then.
 A failure listener hears of each lease that could not be kept; a warning
-listener hears before the set's own lease ends.
-
-  jinid renewal create --duration 1h
-  jinid renewal add SET --grantor http://10.0.0.7:4162 --lease LEASE-ID --remaining 5m --desired 24h
-  jinid renewal failures SET --listener http://10.0.0.5:9000/`,
+listener hears before the set's own lease ends.`,
+		example: `  SET=$(jinid renewal create --duration 1h -o json | jq -r .set)
+  LEASE=$(jinid lookup register --type com.example.Kept --duration 5m -o json | jq -r .lease)
+  jinid renewal add "$SET" --grantor http://gw:4162 --lease "$LEASE" --remaining 5m --desired 24h
+  jinid renewal failures "$SET" --listener http://10.0.0.5:9000/`,
 	}
 	api.add(cmd)
 	connect := api.connect
@@ -119,7 +119,7 @@ func renewalAddCmd(connect connector) *spec {
 now ("forever" for as long as possible), each time for --renew (default
 forever: as long as the grantor gives). --remaining is how long the lease
 has left now (as jinid lease or lookup register printed it).`,
-		example: `  jinid renewal add 3f2a... --grantor http://10.0.0.7:4162 --lease 9c1e... --remaining 5m --desired 24h`,
+		example: `  jinid renewal add "$SET" --grantor http://gw:4162 --lease "$LEASE" --remaining 5m --desired 24h   # SET: renewal create printed it`,
 		args:    exactArgs(1),
 		run: func(inv *invocation, args []string) error {
 			if grantor == "" || leaseID == "" {

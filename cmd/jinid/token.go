@@ -34,8 +34,8 @@ A token's secret is shown once, when it is made; the daemon keeps only a
 hash. Revoking a token refuses it at once.`,
 		example: `  jinid token create --name build-bot --scope client --expires 720h > bot.token
   jinid token list
-  jinid token revoke build-bot
-  JINID_TOKEN=$(cat bot.token) jinid lookup register --server http://gw:4162 --type com.example.Thing`,
+  JINID_TOKEN=$(cat bot.token) jinid lookup register --server http://gw:4162 --type com.example.Thing
+  jinid token revoke build-bot`,
 	}
 	api.add(cmd)
 	cmd.AddCommand(tokenCreateCmd(&api), tokenListCmd(&api), tokenRevokeCmd(&api))

@@ -23,12 +23,13 @@ func newTxnCmd() *spec {
 		use:   "txn",
 		short: "Run transactions on jinid's transaction manager, and try a participant",
 		long: `Client commands for the transaction manager of a running jinid (--server),
-and a participant to try the two-phase commit from a terminal:
-
-  jinid txn participant --addr :9100 --vote prepared &
+and a participant to try the two-phase commit from a terminal. The
+examples run on the jinid's host, whose administrator may name a
+participant on the host itself.`,
+		example: `  jinid txn participant --addr 127.0.0.1:9100 --vote prepared &
   T=$(jinid txn create)
-  jinid txn join $T http://THIS-HOST:9100/
-  jinid txn commit $T --wait-for 10s`,
+  jinid txn join "$T" http://127.0.0.1:9100/
+  jinid txn commit "$T" --wait-for 10s`,
 	}
 	api.add(cmd)
 	connect := api.connect

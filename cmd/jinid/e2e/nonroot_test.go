@@ -17,6 +17,7 @@ import (
 // directory runs the daemon with --data-dir alone: the socket goes beside
 // the data, and the CLI reaches it there.
 func TestDaemonAsUserWithoutHome(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "becoming nobody needs root")
 	}

@@ -17,6 +17,7 @@ import (
 // daemon's own mailbox listener is delivered inside the daemon, for any
 // client.
 func TestOneHostFlows(t *testing.T) {
+	t.Parallel()
 	bin := jinidtest.Binary(t)
 	dir := t.TempDir()
 	d := jinidtest.StartStrictDaemon(t, bin, dir)

@@ -18,6 +18,11 @@ type packetReader interface {
 	LinkType() layers.LinkType
 }
 
+// ErrEmpty is ReadCapture's error for an input with no byte at all: a
+// capture that stopped before it began (tcpdump interrupted at once, on
+// a pipe).
+var ErrEmpty = errors.New("no capture: the input is empty")
+
 // ReadCapture decodes every discovery packet of a pcap or pcapng capture
 // and hands the records to emit, TCP exchanges when they end. A damaged
 // packet becomes a record with an error; a damaged file ends the reading
@@ -25,6 +30,9 @@ type packetReader interface {
 func ReadCapture(r io.Reader, emit func(Record)) error {
 	br := bufio.NewReader(r)
 	magic, err := br.Peek(4)
+	if len(magic) == 0 && errors.Is(err, io.EOF) {
+		return ErrEmpty
+	}
 	if err != nil {
 		return fmt.Errorf("reading capture header: %w", err)
 	}
