@@ -40,7 +40,7 @@ would read it, with the environment's settings under it, and print every
 error found as FILE:LINE:COLUMN: KEY: what is wrong. It exits 0 when the
 file is good, 1 when it is not.`,
 		example: `  jinid config check /etc/jinid/jinid.json      # then reload: systemctl reload jinid (SIGHUP)`,
-		args: maxArgs(1),
+		args:    maxArgs(1),
 		run: func(inv *invocation, args []string) error {
 			path := DefaultConfigFile
 			if len(args) == 1 {

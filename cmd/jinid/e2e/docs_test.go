@@ -282,9 +282,9 @@ func docExamples(t *testing.T) []docExample {
 // system directories bound to the test's own, a working directory with
 // the files the examples name, PATH leading to the binary under test.
 type box struct {
-	h                     *netlab.Host
+	h                      *netlab.Host
 	run0, state, etc, work string
-	env                   []string
+	env                    []string
 }
 
 func newBox(t *testing.T, h *netlab.Host, binDir string) *box {
