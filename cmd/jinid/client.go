@@ -234,6 +234,9 @@ func lookupQueryCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
+			if total == 0 {
+				typeHint(inv.stderr, t)
+			}
 			return printItems(p, inv.stderr, items, total)
 		},
 	}
@@ -340,6 +343,31 @@ func (a attrList) MarshalJSON() ([]byte, error) {
 		return []byte("[]"), nil
 	}
 	return json.Marshal([]apitypes.Attribute(a))
+}
+
+// typeHint says, when a query found nothing, which of its values are
+// text that reads as another type: an entry's field of the number 2 is
+// not matched by the text "2".
+func typeHint(w io.Writer, t apitypes.Template) {
+	for _, a := range t.Attributes {
+		for k, v := range a.Fields {
+			s, ok := v.(string)
+			if !ok {
+				continue
+			}
+			kind := ""
+			if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+				kind = "int"
+			} else if _, err := strconv.ParseFloat(s, 64); err == nil {
+				kind = "float"
+			} else if _, err := strconv.ParseBool(s); err == nil {
+				kind = "bool"
+			}
+			if kind != "" {
+				fmt.Fprintf(w, "no match; %s=%s asks for the text %q: for a value of another type, say it (%s:%s=%s)\n", k, s, s, k, kind, s)
+			}
+		}
+	}
 }
 
 func printItems(p *printer, stderr io.Writer, items []apitypes.Item, total int) error {

@@ -95,8 +95,9 @@ func TestClientCommands(t *testing.T) {
 	}
 	sid, leaseID := m[1], m[2]
 	// Typed: the text "2" is not the number 2.
-	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=2"); strings.Contains(q, sid) {
-		t.Fatalf("a query for the text \"2\" found the number 2: %q", q)
+	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor=2"); strings.Contains(q, sid) ||
+		!strings.Contains(q, `floor=2 asks for the text "2": for a value of another type, say it (floor:int=2)`) {
+		t.Fatalf("a query for the text \"2\" found the number 2, or did not say why not: %q", q)
 	}
 	if q := run("lookup", "query", "--attr", "net.jini.lookup.entry.Name:floor:int=2"); !strings.Contains(q, sid) {
 		t.Fatalf("query printed %q", q)
