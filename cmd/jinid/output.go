@@ -121,13 +121,8 @@ func (o *outputFlags) printer(w io.Writer) (*printer, error) {
 // one prints a single thing.
 func (p *printer) one(r record) error {
 	switch p.format {
-	case formatJSON:
-		return writeLine(p.w, jsonOf(r))
-	case formatYAML:
-		var b bytes.Buffer
-		writeYAML(&b, 0, r)
-		_, err := p.w.Write(b.Bytes())
-		return err
+	case formatJSON, formatYAML:
+		return p.object(r, "")
 	case formatParsable:
 		return p.parsableLine(r)
 	}
@@ -188,14 +183,8 @@ func (p *printer) list(key string, rs []record, header record) error {
 // document, a parsable line, or the table's fields on one line.
 func (p *printer) item(r record) error {
 	switch p.format {
-	case formatJSON:
-		return writeLine(p.w, jsonOf(r))
-	case formatYAML:
-		var b bytes.Buffer
-		b.WriteString("---\n")
-		writeYAML(&b, 0, r)
-		_, err := p.w.Write(b.Bytes())
-		return err
+	case formatJSON, formatYAML:
+		return p.object(r, "---\n")
 	case formatParsable:
 		return p.parsableLine(r)
 	}
@@ -206,6 +195,19 @@ func (p *printer) item(r record) error {
 		}
 	}
 	_, err := fmt.Fprintln(p.w, strings.Join(parts, " "))
+	return err
+}
+
+// object prints r as one JSON line, or as YAML after start (a stream's
+// document marker).
+func (p *printer) object(r record, start string) error {
+	if p.format == formatJSON {
+		return writeLine(p.w, jsonOf(r))
+	}
+	var b bytes.Buffer
+	b.WriteString(start)
+	writeYAML(&b, 0, r)
+	_, err := p.w.Write(b.Bytes())
 	return err
 }
 
