@@ -200,3 +200,53 @@ func TestDeadlineFollowsRenewal(t *testing.T) {
 		t.Fatalf("outcome %v after %d tries, want delivered", got, calls.Load())
 	}
 }
+
+// An event for a listener served inside the daemon (an event mailbox's,
+// Config.Inside) is handed over with no request, to the receiver; the
+// HTTP listener of the same URL hears nothing.
+func TestInsideListener(t *testing.T) {
+	var posted atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posted.Add(1) }))
+	defer srv.Close()
+	d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK})})
+	defer d.Shutdown(context.Background())
+	got := make(chan int, 1)
+	d.SetInside(func(l string) (Receiver, bool) {
+		return func(body []byte, hops int) (Outcome, error) { got <- hops; return Delivered, nil }, l == srv.URL+"/inside"
+	})
+	done := make(chan Outcome, 1)
+	d.Send(Delivery{Listener: srv.URL + "/inside", Event: ev(1), Hops: 2, Until: time.Now().Add(time.Minute), Done: func(o Outcome, _ error) { done <- o }})
+	if hops, o := <-got, <-done; hops != 2 || o != Delivered || posted.Load() != 0 {
+		t.Fatalf("hops %d, outcome %v, %d requests", hops, o, posted.Load())
+	}
+}
+
+// BenchmarkDelivery: an event to a listener over HTTP on loopback, and
+// to one served inside the daemon (a mailbox listener of its own), one
+// after another through one dispatcher queue.
+func BenchmarkDelivery(b *testing.B) {
+	for _, inside := range []bool{false, true} {
+		name := "http"
+		if inside {
+			name = "inside"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			defer srv.Close()
+			d := New(Config{Client: outbound.New(outbound.Config{Policy: loopbackOK})})
+			defer d.Shutdown(context.Background())
+			if inside {
+				d.SetInside(func(string) (Receiver, bool) {
+					return func([]byte, int) (Outcome, error) { return Delivered, nil }, true
+				})
+			}
+			done := make(chan struct{}, 1024)
+			b.ResetTimer()
+			for i := range b.N {
+				d.Send(Delivery{Listener: srv.URL, Event: ev(int64(i)), Until: time.Now().Add(time.Minute),
+					Done: func(Outcome, error) { done <- struct{}{} }})
+				<-done
+			}
+		})
+	}
+}
