@@ -77,7 +77,8 @@ many when it ends.`,
 					return p.raw(b.Bytes())
 				}
 			case formatParsable:
-				return usagef("-o parsable: inspect prints table (its lines), json or yaml")
+				p := &printer{w: out, format: formatParsable}
+				write1 = func(_ io.Writer, r inspect.Record) error { return p.item(inspectRecord(r)) }
 			}
 			var werr error
 			emit := func(r inspect.Record) {
@@ -167,4 +168,17 @@ func capture(ctx context.Context, stderr io.Writer, iface, write string, duratio
 		return usagef("--iface: %w", err) // a name mistyped, or "any"
 	}
 	return err
+}
+
+// inspectRecord is a decoded message as -o parsable prints it: time,
+// transport, source, destination, kind, protocol version, length, the
+// decoded fields (as JSON), the error.
+func inspectRecord(r inspect.Record) record {
+	var fields any
+	if r.Fields != nil {
+		fields = r.Fields
+	}
+	return record{{"time", r.Time.UTC().Format(time.RFC3339Nano)}, {"transport", r.Transport}, {"source", r.Source},
+		{"destination", r.Destination}, {"kind", r.Kind}, {"protocolVersion", r.Version}, {"length", r.Length},
+		{"fields", fields}, {"error", r.Error}}
 }

@@ -25,12 +25,18 @@ func TestInspectPcap(t *testing.T) {
 	}{
 		{[]string{"inspect", "--pcap", path}, "capture.txt"},
 		{[]string{"inspect", "--pcap", path, "--json"}, "capture.jsonl"},
+		{[]string{"inspect", "--pcap", path, "-o", "parsable"}, "../../../testdata/output/inspect.parsable"},
+		{[]string{"inspect", "--pcap", path, "-o", "yaml"}, "../../../testdata/output/inspect.yaml"},
 	} {
 		out, _, err := run(t, nil, tc.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := os.ReadFile(filepath.Join("internal", "inspect", "testdata", tc.golden))
+		golden := filepath.Join("internal", "inspect", "testdata", tc.golden)
+		if *update && strings.HasPrefix(tc.golden, "../") {
+			os.WriteFile(golden, []byte(out), 0o644)
+		}
+		want, err := os.ReadFile(golden)
 		if err != nil {
 			t.Fatal(err)
 		}
