@@ -20,9 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
-
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/namespace"
 )
@@ -146,16 +143,14 @@ type Netlink struct {
 	ns     namespace.Namespace
 	log    *slog.Logger
 	rescan time.Duration
-	handle *netlink.Handle
 	// hint is the one-slot channel kernel notifications poke: any number
 	// of them while one is pending make one re-read.
-	hint      chan bool // true: a periodic re-read
-	subs      subscribers
-	ctx       context.Context
-	cancel    context.CancelFunc
-	started   atomic.Bool
-	wg        sync.WaitGroup
-	closeOnce sync.Once
+	hint    chan bool // true: a periodic re-read
+	subs    subscribers
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started atomic.Bool
+	wg      sync.WaitGroup
 }
 
 // NewNetlink returns a monitor of the interfaces of ns; Start begins
@@ -165,12 +160,15 @@ func NewNetlink(ns namespace.Namespace, log *slog.Logger, rescan time.Duration) 
 	if rescan <= 0 {
 		rescan = time.Minute
 	}
-	h, err := ns.Netlink()
+	// What the monitor needs, it needs at once: a namespace it cannot
+	// read fails here, not later.
+	f, err := subscribe(ns)
 	if err != nil {
-		return nil, fmt.Errorf("opening netlink in namespace %s: %w", ns, err)
+		return nil, fmt.Errorf("netlink in namespace %s: %w", ns, err)
 	}
+	f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Netlink{ns: ns, log: log, rescan: rescan, handle: h, hint: make(chan bool, 1), ctx: ctx, cancel: cancel}, nil
+	return &Netlink{ns: ns, log: log, rescan: rescan, hint: make(chan bool, 1), ctx: ctx, cancel: cancel}, nil
 }
 
 // Start reads the interfaces and begins following them.
@@ -247,15 +245,13 @@ func (m *Netlink) dispatch(ctx context.Context, last State) {
 func (m *Netlink) Shutdown(context.Context) error {
 	m.cancel()
 	m.wg.Wait()
-	m.closeOnce.Do(func() { m.handle.Close() })
 	return nil
 }
 
 var _ lifecycle.Service = (*Netlink)(nil)
 
-// run keeps subscriptions open: vishvananda/netlink closes a subscription
-// channel on any receive error, so a closed channel means subscribe again
-// and resync from a full snapshot.
+// run keeps the subscription open: after a read error it subscribes
+// again and resyncs from a full snapshot.
 func (m *Netlink) run(ctx context.Context) {
 	defer m.wg.Done()
 	rescan := time.NewTicker(m.rescan)
@@ -276,66 +272,46 @@ func (m *Netlink) run(ctx context.Context) {
 	}
 }
 
-var errClosed = errors.New("subscription closed")
-
+// follow reads the notifications of one subscription until an error or
+// the end: a link or an address changed, or a default route (only
+// whether an interface has one matters, for --exclude-default-route),
+// hints a re-read; a periodic re-read backs them up.
 func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
-	done := make(chan struct{})
-	defer close(done)
-	links := make(chan netlink.LinkUpdate, 64)
-	addrs := make(chan netlink.AddrUpdate, 64)
-	routes := make(chan netlink.RouteUpdate, 64)
-	var subErr error
-	var errMu sync.Mutex
-	onErr := func(err error) {
-		errMu.Lock()
-		subErr = err
-		errMu.Unlock()
+	f, err := subscribe(m.ns)
+	if err != nil {
+		return err
 	}
-	lopts := netlink.LinkSubscribeOptions{ErrorCallback: onErr}
-	aopts := netlink.AddrSubscribeOptions{ErrorCallback: onErr}
-	ropts := netlink.RouteSubscribeOptions{ErrorCallback: onErr}
-	if h, ok := m.ns.Handle(); ok {
-		lopts.Namespace, aopts.Namespace, ropts.Namespace = &h, &h, &h
-	}
-	if err := netlink.LinkSubscribeWithOptions(links, done, lopts); err != nil {
-		return fmt.Errorf("subscribing to link changes: %w", err)
-	}
-	if err := netlink.AddrSubscribeWithOptions(addrs, done, aopts); err != nil {
-		return fmt.Errorf("subscribing to address changes: %w", err)
-	}
-	// Routes: only whether an interface has the default route matters
-	// (--exclude-default-route), so only default routes hint a re-read.
-	if err := netlink.RouteSubscribeWithOptions(routes, done, ropts); err != nil {
-		return fmt.Errorf("subscribing to route changes: %w", err)
-	}
+	changes, errs := make(chan bool, 1), make(chan error, 1)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		buf := make([]byte, 64<<10)
+		for {
+			matters, err := readChanges(f, buf)
+			switch {
+			case errors.Is(err, errOverrun):
+				m.signal(true) // notifications were lost: re-read all
+			case err != nil:
+				errs <- err
+				return
+			case matters:
+				select {
+				case changes <- true:
+				default:
+				}
+			}
+		}
+	}()
+	defer f.Close() // ends the reader
 	m.signal(false) // whatever happened while unsubscribed
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case _, ok := <-links:
-			if !ok {
-				errMu.Lock()
-				defer errMu.Unlock()
-				return errors.Join(errClosed, subErr)
-			}
+		case err := <-errs:
+			return err
+		case <-changes:
 			m.signal(false)
-		case _, ok := <-addrs:
-			if !ok {
-				errMu.Lock()
-				defer errMu.Unlock()
-				return errors.Join(errClosed, subErr)
-			}
-			m.signal(false)
-		case u, ok := <-routes:
-			if !ok {
-				errMu.Lock()
-				defer errMu.Unlock()
-				return errors.Join(errClosed, subErr)
-			}
-			if isDefault(u.Route) {
-				m.signal(false)
-			}
 		case <-rescan:
 			m.signal(true)
 		}
@@ -344,52 +320,9 @@ func (m *Netlink) follow(ctx context.Context, rescan <-chan time.Time) error {
 
 // Snapshot implements Monitor.
 func (m *Netlink) Snapshot() (State, error) {
-	links, err := m.handle.LinkList()
+	st, err := readState(m.ns)
 	if err != nil {
-		return nil, fmt.Errorf("listing interfaces: %w", err)
-	}
-	st := make(State, len(links))
-	for _, l := range links {
-		a := l.Attrs()
-		flags := a.Flags
-		// netlink reports the administrative flag; fold in whether the
-		// link is operationally usable, as net.Interface does.
-		if a.RawFlags&unix.IFF_RUNNING != 0 {
-			flags |= net.FlagRunning
-		}
-		st[a.Index] = Interface{Index: a.Index, Name: a.Name, Flags: flags}
-	}
-	addrs, err := m.handle.AddrList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return nil, fmt.Errorf("listing addresses: %w", err)
-	}
-	for _, a := range addrs {
-		ifc, ok := st[a.LinkIndex]
-		if !ok || a.IPNet == nil || a.Flags&unix.IFA_F_TENTATIVE != 0 {
-			continue // a tentative address cannot be sent from yet
-		}
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok {
-			continue
-		}
-		ones, _ := a.Mask.Size()
-		ifc.Addrs = append(ifc.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
-		st[a.LinkIndex] = ifc
-	}
-	routes, err := m.handle.RouteList(nil, netlink.FAMILY_ALL)
-	if err != nil {
-		return nil, fmt.Errorf("listing routes: %w", err)
-	}
-	for _, r := range routes {
-		if !isDefault(r) {
-			continue
-		}
-		for _, idx := range routeLinks(r) {
-			if ifc, ok := st[idx]; ok {
-				ifc.DefaultRoute = true
-				st[idx] = ifc
-			}
-		}
+		return nil, err
 	}
 	for i, ifc := range st {
 		slices.SortFunc(ifc.Addrs, func(a, b netip.Prefix) int {
@@ -398,28 +331,6 @@ func (m *Netlink) Snapshot() (State, error) {
 		st[i] = ifc
 	}
 	return st, nil
-}
-
-// isDefault tells a default route of the main table.
-func isDefault(r netlink.Route) bool {
-	if r.Table != 0 && r.Table != unix.RT_TABLE_MAIN {
-		return false
-	}
-	if r.Dst == nil {
-		return true
-	}
-	ones, _ := r.Dst.Mask.Size()
-	return ones == 0
-}
-
-// routeLinks are the interfaces a route goes out of (several for a
-// multipath route).
-func routeLinks(r netlink.Route) []int {
-	out := []int{r.LinkIndex}
-	for _, nh := range r.MultiPath {
-		out = append(out, nh.LinkIndex)
-	}
-	return out
 }
 
 // Static is a Monitor whose state the caller sets, for tests.

@@ -1,14 +1,20 @@
 package netmon
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/jinid/jinid/internal/rig/netlab"
 )
@@ -141,4 +147,111 @@ func TestEverySubscriberHearsEveryChange(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The monitor reads rtnetlink itself; vishvananda/netlink, which it read
+// through before, is the oracle: on a host with IPv4 and IPv6 addresses,
+// a default route, a link that is down and a point-to-point address,
+// both read the same state.
+func TestReadStateMatchesNetlinkLibrary(t *testing.T) {
+	t.Parallel()
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	h := lab.Host("h")
+	h.Attach(lan)
+	down := h.Attach(lab.LAN())
+	down.Down()
+	for _, args := range [][]string{
+		{"route", "add", "default", "dev", "eth0"},
+		{"-6", "route", "add", "default", "dev", "eth0"},
+		{"addr", "add", "192.0.2.1", "peer", "192.0.2.2/32", "dev", "eth0"},
+	} {
+		if out, err := h.Command(t.Context(), "ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
+	m := startNetlink(t, h)
+	// Settle: IPv6 addresses leave the tentative state on their own.
+	waitFor(t, m, "no tentative address left", func(st State) bool {
+		want, err := oracleState(h)
+		return err == nil && st.Equal(want)
+	})
+	st, _ := m.Snapshot()
+	eth0, _ := byName(st, "eth0")
+	eth1, _ := byName(st, "eth1")
+	if !eth0.DefaultRoute || !slices.Contains(eth0.Addrs, netip.MustParsePrefix("192.0.2.1/32")) || eth1.IsUp() {
+		t.Fatalf("eth0 %+v, eth1 %+v", eth0, eth1)
+	}
+}
+
+// oracleState is what the monitor read through vishvananda/netlink.
+func oracleState(h *netlab.Host) (State, error) {
+	nh, ok := h.Namespace().Handle()
+	if !ok {
+		return nil, errors.New("no namespace")
+	}
+	hd, err := netlink.NewHandleAt(nh)
+	if err != nil {
+		return nil, err
+	}
+	defer hd.Close()
+	links, err := hd.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	st := State{}
+	for _, l := range links {
+		a := l.Attrs()
+		flags := a.Flags
+		if a.RawFlags&unix.IFF_RUNNING != 0 {
+			flags |= net.FlagRunning
+		}
+		st[a.Index] = Interface{Index: a.Index, Name: a.Name, Flags: flags}
+	}
+	addrs, err := hd.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		ifc, ok := st[a.LinkIndex]
+		if !ok || a.IPNet == nil || a.Flags&unix.IFA_F_TENTATIVE != 0 {
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(a.IP)
+		ones, _ := a.Mask.Size()
+		ifc.Addrs = append(ifc.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
+		st[a.LinkIndex] = ifc
+	}
+	routes, err := hd.RouteList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routes {
+		if r.Table != 0 && r.Table != unix.RT_TABLE_MAIN || r.Dst != nil && !isZero(r.Dst) {
+			continue
+		}
+		for _, idx := range append([]int{r.LinkIndex}, nextHopLinks(r)...) {
+			if ifc, ok := st[idx]; ok {
+				ifc.DefaultRoute = true
+				st[idx] = ifc
+			}
+		}
+	}
+	for i, ifc := range st {
+		slices.SortFunc(ifc.Addrs, func(a, b netip.Prefix) int {
+			return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+		})
+		st[i] = ifc
+	}
+	return st, nil
+}
+
+func isZero(n *net.IPNet) bool { ones, _ := n.Mask.Size(); return ones == 0 }
+
+func nextHopLinks(r netlink.Route) []int {
+	var out []int
+	for _, nh := range r.MultiPath {
+		out = append(out, nh.LinkIndex)
+	}
+	return out
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"runtime"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
@@ -94,12 +93,4 @@ func (n Namespace) Dialer(d *net.Dialer) func(ctx context.Context, network, addr
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return n.DialContext(ctx, d, network, addr)
 	}
-}
-
-// Netlink returns a netlink handle that works in n.
-func (n Namespace) Netlink() (*netlink.Handle, error) {
-	if !n.set {
-		return netlink.NewHandle()
-	}
-	return netlink.NewHandleAt(n.h)
 }

@@ -323,7 +323,7 @@ func (k *Link) waitLinkLocal() netip.Addr {
 func (k *Link) waitOperUp() {
 	l := k.Host.lab
 	l.t.Helper()
-	nl, err := k.Host.Namespace().Netlink()
+	nl, err := netlink.NewHandleAt(k.Host.h)
 	if err != nil {
 		l.t.Fatalf("netlab: %v", err)
 	}
