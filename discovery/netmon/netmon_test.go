@@ -255,3 +255,29 @@ func nextHopLinks(r netlink.Route) []int {
 	}
 	return out
 }
+
+// BenchmarkSnapshot: one full read of the interfaces, addresses and
+// routes of a host with two LANs, by the monitor and by the library it
+// replaced.
+func BenchmarkSnapshot(b *testing.B) {
+	lab := netlab.New(b)
+	h := lab.Host("h")
+	h.Attach(lab.LAN())
+	h.Attach(lab.LAN())
+	b.Run("rtnetlink", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := readState(h.Namespace()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("vishvananda", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := oracleState(h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
