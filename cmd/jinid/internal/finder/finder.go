@@ -139,11 +139,12 @@ type finder struct {
 	// closers end what multicast() opened, after the round.
 	closers []func()
 
-	mu    sync.Mutex
-	next  clock.Timer // the next round of requests
-	seen  []sighting
-	keys  map[sightingKey]bool // of seen
-	tried map[string]bool      // host:port already queried from announcements
+	mu     sync.Mutex
+	next   clock.Timer // the next round of requests
+	seen   []sighting
+	keys   map[sightingKey]bool // of seen
+	closed bool                 // stopped: the round is over
+	tried  map[string]bool      // host:port already queried from announcements
 }
 
 // Find runs one round and returns what it found: one result per lookup
@@ -213,6 +214,10 @@ func (f *finder) stop() {
 	if f.next != nil {
 		f.next.Stop()
 	}
+	// What arrives while the network closes (a connect-back in flight,
+	// answered after the host's sockets are gone, so on no interface) is
+	// after the round: it is not among its results.
+	f.closed = true
 	f.mu.Unlock()
 	for _, c := range f.closers {
 		c()
@@ -413,7 +418,7 @@ func (f *finder) record(s sighting) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := s.key()
-	if f.keys[k] || len(f.seen) >= maxSightings {
+	if f.closed || f.keys[k] || len(f.seen) >= maxSightings {
 		// Said before; or a storm of made-up lookup services, of which
 		// what is kept is enough to show.
 		return
