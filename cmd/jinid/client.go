@@ -199,7 +199,7 @@ func lookupRegisterCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			return p.one(record{{"serviceID", r.ServiceID}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
+			return p.one(record{{"serviceID", r.ServiceID}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 		},
 	}
 	out.add(register)
@@ -230,14 +230,14 @@ func lookupQueryCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			items, total, err := c.Query(inv.ctx, t, max)
+			got, err := c.QueryItems(inv.ctx, t, max)
 			if err != nil {
 				return err
 			}
-			if total == 0 {
+			if got.TotalMatches == 0 {
 				typeHint(inv.stderr, t)
 			}
-			return printItems(p, inv.stderr, items, total)
+			return printItems(p, inv.stderr, got)
 		},
 	}
 	q.add(query)
@@ -260,11 +260,11 @@ func lookupListCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
-			items, err := c.List(inv.ctx)
+			all, err := c.Listing(inv.ctx)
 			if err != nil {
 				return err
 			}
-			return printItems(p, inv.stderr, items, len(items))
+			return printItems(p, inv.stderr, all)
 		},
 	}
 	out.add(list)
@@ -306,7 +306,7 @@ func lookupNotifyCmd(connect connector) *spec {
 				return err
 			}
 			return p.one(record{{"registration", n.ID}, {"eventID", n.EventID}, {"seqNum", n.SeqNum},
-				{"lease", n.Lease.ID}, {"expires", instant(n.Lease.Expiration)}})
+				{"lease", n.Lease.ID}, {"expires", expiry(n.Lease.Expiration)}})
 		},
 	}
 	out.add(notify)
@@ -317,9 +317,24 @@ func lookupNotifyCmd(connect connector) *spec {
 	return notify
 }
 
-// itemRecord is an item as the lookup commands print it.
-func itemRecord(it apitypes.Item) record {
-	return record{{"serviceID", it.ServiceID}, {"types", it.Types}, {"endpoint", it.Endpoint}, {"attributes", attrList(it.Attributes)}}
+// itemRecord is an item as the lookup commands print it, with when its
+// registration ends (ms; 0: not said).
+func itemRecord(it apitypes.Item, end int64) record {
+	var exp any
+	if end != 0 {
+		exp = expiry(end)
+	}
+	return record{{"serviceID", it.ServiceID}, {"types", it.Types}, {"endpoint", it.Endpoint}, {"expires", exp},
+		{"attributes", attrList(it.Attributes)}}
+}
+
+// expiry is a lease's end as the commands print it: its time, or
+// "never" for a lease that is forever.
+func expiry(ms int64) any {
+	if ms == apitypes.Forever {
+		return "never"
+	}
+	return instant(ms)
 }
 
 // attrList is an item's attributes: objects in JSON, TYPE{fields} in a
@@ -370,10 +385,15 @@ func typeHint(w io.Writer, t apitypes.Template) {
 	}
 }
 
-func printItems(p *printer, stderr io.Writer, items []apitypes.Item, total int) error {
+func printItems(p *printer, stderr io.Writer, got apitypes.Items) error {
+	items, total := got.Items, got.TotalMatches
 	rs := make([]record, len(items))
 	for i, it := range items {
-		rs[i] = itemRecord(it)
+		var end int64
+		if i < len(got.Expirations) {
+			end = got.Expirations[i]
+		}
+		rs[i] = itemRecord(it, end)
 	}
 	if p.format == formatJSON || p.format == formatYAML {
 		// One object: the items, and how many matched in all.
@@ -383,7 +403,7 @@ func printItems(p *printer, stderr io.Writer, items []apitypes.Item, total int) 
 		}
 		return p.one(record{{"items", objs}, {"totalMatches", total}})
 	}
-	if err := p.list("items", rs, itemRecord(apitypes.Item{})); err != nil {
+	if err := p.list("items", rs, itemRecord(apitypes.Item{}, 0)); err != nil {
 		return err
 	}
 	if total > len(items) {

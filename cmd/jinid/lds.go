@@ -96,7 +96,7 @@ JSON.`,
 				return err
 			}
 			return p.one(record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
-				{"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
+				{"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 		},
 	}
 	out.add(register)
@@ -296,7 +296,7 @@ func registrationRecord(r apitypes.LDSRegistration) record {
 		groups = groupList(r.Groups)
 	}
 	return record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
-		{"groups", groups}, {"locators", orEmpty(r.Locators)}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}}
+		{"groups", groups}, {"locators", orEmpty(r.Locators)}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}}
 }
 
 // countTrue is how many of bs are true.

@@ -51,7 +51,7 @@ func mailboxRegisterCmd(connect connector) *spec {
 		if err != nil {
 			return err
 		}
-		return p.one(record{{"registration", r.ID}, {"listener", r.Listener.URL}, {"lease", r.Lease.ID}, {"expires", instant(r.Lease.Expiration)}})
+		return p.one(record{{"registration", r.ID}, {"listener", r.Listener.URL}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 	})
 	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")
 	register.Flags().BoolVar(&pull, "pull", false, "a pull registration: events can be pulled with jinid mailbox pull")

@@ -44,8 +44,10 @@ var outputs = map[string]func(p *printer) error{
 	"lookup-register": func(p *printer) error {
 		return p.one(record{{"serviceID", goldenItems[0].ServiceID}, {"lease", "3f2a9c"}, {"expires", instant(ms(10 * time.Minute))}})
 	},
-	"lookup-query":  func(p *printer) error { return printItems(p, &bytes.Buffer{}, goldenItems, 5) },
-	"lookup-list":   func(p *printer) error { return printItems(p, &bytes.Buffer{}, goldenItems[:0], 0) },
+	"lookup-query": func(p *printer) error {
+		return printItems(p, &bytes.Buffer{}, apitypes.Items{Items: goldenItems, TotalMatches: 5, Expirations: []int64{ms(10 * time.Minute), apitypes.Forever}})
+	},
+	"lookup-list":   func(p *printer) error { return printItems(p, &bytes.Buffer{}, apitypes.Items{Items: goldenItems[:0]}) },
 	"lds-show":      func(p *printer) error { return p.one(registrationRecord(goldenRegistration(nil))) },
 	"lds-show-some": func(p *printer) error { return p.one(registrationRecord(goldenRegistration([]string{"", "lab"}))) },
 	"lds-registrars": func(p *printer) error {

@@ -66,7 +66,7 @@ listener hears before the set's own lease ends.`,
 				return err
 			}
 			return p.one(record{{"set", args[0]}, {"eventID", reg.EventID}, {"seqNum", reg.SeqNum},
-				{"lease", reg.Lease.ID}, {"expires", instant(reg.Lease.Expiration)}})
+				{"lease", reg.Lease.ID}, {"expires", expiry(reg.Lease.Expiration)}})
 		})
 		c.Flags().StringVar(&listener, "listener", "", "URL events are POSTed to")
 		c.Flags().StringVar(&handback, "handback", "", "text handed back in every event")
@@ -100,7 +100,7 @@ func renewalCreateCmd(connect connector) *spec {
 		if err != nil {
 			return err
 		}
-		return p.one(record{{"set", s.ID}, {"lease", s.Lease.ID}, {"expires", instant(s.Lease.Expiration)}})
+		return p.one(record{{"set", s.ID}, {"lease", s.Lease.ID}, {"expires", expiry(s.Lease.Expiration)}})
 	})
 	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")
 	return create

@@ -116,7 +116,7 @@ anonymous clients join).`,
 		if err != nil {
 			return err
 		}
-		return out.bare(record{{"transaction", tx.ID}, {"manager", tx.Manager}, {"lease", tx.Lease.ID}, {"expires", instant(tx.Lease.Expiration)}})
+		return out.bare(record{{"transaction", tx.ID}, {"manager", tx.Manager}, {"lease", tx.Lease.ID}, {"expires", expiry(tx.Lease.Expiration)}})
 	})
 	create.Flags().StringVar(&dur, "duration", "10m", "lease duration: a duration, any or forever")
 	create.Flags().StringVar(&parent, "parent", "", "nest the transaction in this one")

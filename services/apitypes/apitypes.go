@@ -242,6 +242,10 @@ type Items struct {
 	// NextCursor, in a listing, fetches the next page (?cursor=); absent
 	// on the last.
 	NextCursor string `json:"nextCursor,omitempty"`
+	// Expirations are when the items' registrations end, in their order
+	// (ms since the epoch; 9223372036854775807: never; 0: ended while
+	// the answer was made).
+	Expirations []int64 `json:"expirations,omitempty"`
 }
 
 // Service is one registered item and when its lease ends.

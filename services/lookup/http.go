@@ -129,7 +129,7 @@ func writeItems(w io.Writer, p aPage) error {
 			return err // the client went: the rest is not sent
 		}
 	}
-	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next})
+	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next, Expirations: p.ends})
 	if err != nil {
 		return err
 	}

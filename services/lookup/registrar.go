@@ -730,6 +730,9 @@ func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, stri
 // cursor, and the bytes of its items as stored.
 type aPage struct {
 	items []Item
+	// ends are when the items' registrations end (ms; lease.Never for
+	// never), in their order.
+	ends  []int64
 	total int
 	next  string
 	bytes int
@@ -762,6 +765,7 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 		rest = matched[i:]
 	}
 	var out []Item
+	var ends []int64
 	size := 0
 	for _, si := range rest {
 		if len(out) == limit || len(out) > 0 && size+si.size > budget {
@@ -769,6 +773,8 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 		}
 		size += si.size
 		out = append(out, si.Item)
+		rec, _ := r.cfg.Grantor.Get(si.Lease) // ended meanwhile: 0
+		ends = append(ends, rec.Expiration)
 	}
 	next := ""
 	if len(out) < len(rest) && len(out) > 0 {
@@ -777,7 +783,7 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	if out == nil {
 		out = []Item{}
 	}
-	return aPage{items: out, total: len(matched), next: next, bytes: size}, nil
+	return aPage{items: out, ends: ends, total: len(matched), next: next, bytes: size}, nil
 }
 
 // Lease returns the lease of a live registration of serviceID.

@@ -228,20 +228,36 @@ func (c *Client) Register(ctx context.Context, it apitypes.Item, duration int64)
 
 // Query returns up to max matching items and how many match.
 func (c *Client) Query(ctx context.Context, t apitypes.Template, max int) ([]apitypes.Item, int, error) {
+	out, err := c.QueryItems(ctx, t, max)
+	return out.Items, out.TotalMatches, err
+}
+
+// QueryItems is Query's whole answer: the items, how many match, and
+// when each one's registration ends.
+func (c *Client) QueryItems(ctx context.Context, t apitypes.Template, max int) (apitypes.Items, error) {
 	var out apitypes.Items
 	err := c.do(ctx, http.MethodPost, "/v1/lookup/query", map[string]any{"template": t, "maxMatches": max}, &out)
-	return out.Items, out.TotalMatches, err
+	return out, err
 }
 
 // List returns every registered item, fetching the listing page by page.
 func (c *Client) List(ctx context.Context) ([]apitypes.Item, error) {
-	var all []apitypes.Item
+	all, err := c.Listing(ctx)
+	return all.Items, err
+}
+
+// Listing is List with when each item's registration ends
+// (Items.Expirations).
+func (c *Client) Listing(ctx context.Context) (apitypes.Items, error) {
+	var all apitypes.Items
 	for cursor := ""; ; {
 		page, err := c.ListPage(ctx, cursor, 0)
 		if err != nil {
 			return all, err
 		}
-		all = append(all, page.Items...)
+		all.Items = append(all.Items, page.Items...)
+		all.Expirations = append(all.Expirations, page.Expirations...)
+		all.TotalMatches = len(all.Items)
 		if page.NextCursor == "" || len(page.Items) == 0 {
 			return all, nil
 		}
