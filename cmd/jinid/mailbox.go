@@ -22,7 +22,7 @@ delivered inside it, whoever names it.`,
 		example: `  jinid mailbox register --pull -o json > mailbox.json
   jinid lookup notify --type com.example.Printer --listener "$(jq -r .listener mailbox.json)"
   jinid lookup register --type com.example.Printer
-  jinid mailbox pull "$(jq -r .registration mailbox.json)" --wait 10s`,
+  jinid mailbox pull "$(jq -r .registration mailbox.json)" --wait 10s --max 1`,
 	}
 	api.add(cmd)
 	connect := api.connect
