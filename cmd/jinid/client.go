@@ -199,6 +199,7 @@ func lookupRegisterCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
+			noteCut(inv.stderr, d, r.Lease)
 			return p.one(record{{"serviceID", r.ServiceID}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 		},
 	}
@@ -305,6 +306,7 @@ func lookupNotifyCmd(connect connector) *spec {
 			if err != nil {
 				return err
 			}
+			noteCut(inv.stderr, d, n.Lease)
 			return p.one(record{{"registration", n.ID}, {"eventID", n.EventID}, {"seqNum", n.SeqNum},
 				{"lease", n.Lease.ID}, {"expires", expiry(n.Lease.Expiration)}})
 		},
@@ -315,6 +317,16 @@ func lookupNotifyCmd(connect connector) *spec {
 	notify.Flags().StringVar(&listenerURL, "listener", "", "URL that events are POSTed to")
 	notify.Flags().StringVar(&ndur, "duration", "30m", "lease duration: a duration, any or forever")
 	return notify
+}
+
+// noteCut tells, on stderr, of a lease shorter than asked: what was
+// granted, what was asked, and the limit that cut it (apitypes.Lease.Cut).
+func noteCut(w io.Writer, asked int64, l apitypes.Lease) {
+	if l.Cut == "" {
+		return
+	}
+	granted := span(time.Duration(l.Remaining) * time.Millisecond).round()
+	fmt.Fprintf(w, "granted %s, not the %s asked: the policy maximum (limits.%s)\n", granted, spanOf(asked), l.Cut)
 }
 
 // itemRecord is an item as the lookup commands print it, with when its
@@ -490,7 +502,10 @@ func printBatch(p *printer, res []apitypes.BatchResult, done string) error {
 		}
 		var exp any
 		if r.Expiration != 0 {
-			exp = instant(r.Expiration)
+			exp = expiry(r.Expiration)
+		}
+		if r.Cut != "" {
+			why = "cut to the policy maximum (limits." + r.Cut + ")"
 		}
 		rs[i] = record{{"lease", r.ID}, {"result", result}, {"expires", exp}, {"error", why}}
 	}

@@ -20,7 +20,7 @@ var answers = map[string]string{
 	"POST /v1/lookup/services":                     `{"serviceID":"01234567-89ab-cdef-fedc-ba9876543210","lease":{"grantor":"http://10.0.0.1:4162","id":"lease-1","expiration":1795685400000,"remaining":600000}}`,
 	"POST /v1/lookup/query":                        `{"items":[{"serviceID":"01234567-89ab-cdef-fedc-ba9876543210","types":["com.example.Printer"],"attributes":[{"type":"net.jini.lookup.entry.Name","fields":{"name":"lobby","floor":2}}],"endpoint":"ipp://10.0.0.9/q"}],"totalMatches":1,"expirations":[1795685400000]}`,
 	"GET /v1/lookup/services":                      `{"items":[{"serviceID":"01234567-89ab-cdef-fedc-ba9876543210","types":["com.example.Printer"],"attributes":[]},{"serviceID":"fedcba98-7654-3210-0123-456789abcdef","types":["com.example.Thing"],"attributes":[]}],"totalMatches":2,"expirations":[1795685400000,9223372036854775807]}`,
-	"POST /v1/lookup/notify":                       `{"id":"notify-1","eventID":3,"seqNum":0,"lease":{"grantor":"http://10.0.0.1:4162","id":"lease-2","expiration":1795686600000,"remaining":1800000}}`,
+	"POST /v1/lookup/notify":                       `{"id":"notify-1","eventID":3,"seqNum":0,"lease":{"grantor":"http://10.0.0.1:4162","id":"lease-2","expiration":1795686600000,"remaining":1800000,"cut":"notifyLeaseMax"}}`,
 	"POST /v1/leases/renew":                        `{"results":[{"id":"lease-1","expiration":1795685400000},{"id":"gone","error":{"code":"UnknownLease","message":"no such lease"}}]}`,
 	"POST /v1/leases/cancel":                       `{"results":[{"id":"lease-1"}]}`,
 	"POST /v1/lds/registrations":                   `{"id":"reg-1","eventID":1,"seqNum":0,"lease":{"grantor":"http://10.0.0.1:4162","id":"lease-3","expiration":1795686600000,"remaining":1800000}}`,
@@ -112,6 +112,12 @@ func TestCommandOutputs(t *testing.T) {
 			}
 			golden(t, filepath.Join("testdata", "commands", c.name+"."+format), out)
 		}
+	}
+	// A lease shorter than asked: what was granted, what was asked, and
+	// the limit, on stderr.
+	_, stderr, err := run(t, nil, "lookup", "notify", "--listener", "http://10.0.0.5:9000/", "--duration", "forever", "--server", url)
+	if err != nil || stderr != "granted 30m0s, not the forever asked: the policy maximum (limits.notifyLeaseMax)\n" {
+		t.Errorf("a cut lease: %v, said %q", err, stderr)
 	}
 	for _, c := range []struct {
 		args []string

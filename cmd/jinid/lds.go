@@ -95,6 +95,7 @@ JSON.`,
 			if err != nil {
 				return err
 			}
+			noteCut(inv.stderr, d, r.Lease)
 			return p.one(record{{"registration", r.ID}, {"eventID", r.EventID}, {"seqNum", r.SeqNum},
 				{"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 		},

@@ -51,6 +51,7 @@ func mailboxRegisterCmd(connect connector) *spec {
 		if err != nil {
 			return err
 		}
+		noteCut(inv.stderr, d, r.Lease)
 		return p.one(record{{"registration", r.ID}, {"listener", r.Listener.URL}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 	})
 	register.Flags().StringVar(&dur, "duration", "1h", "lease duration: a duration, any or forever")

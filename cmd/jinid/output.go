@@ -95,6 +95,15 @@ func (s span) String() string {
 
 func (s span) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// round is s to the second (a lease's remaining time, read a moment
+// after it was granted).
+func (s span) round() span {
+	if s < 0 {
+		return s
+	}
+	return span(time.Duration(s).Round(time.Second))
+}
+
 // instant is a time in milliseconds since the epoch, as the API gives it:
 // a time.Time, or nil for the end of time (a lease that is forever).
 func instant(ms int64) any {

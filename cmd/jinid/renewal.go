@@ -100,6 +100,7 @@ func renewalCreateCmd(connect connector) *spec {
 		if err != nil {
 			return err
 		}
+		noteCut(inv.stderr, d, s.Lease)
 		return p.one(record{{"set", s.ID}, {"lease", s.Lease.ID}, {"expires", expiry(s.Lease.Expiration)}})
 	})
 	create.Flags().StringVar(&dur, "duration", "1h", "the set's lease: a duration, any or forever")

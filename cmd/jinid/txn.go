@@ -116,6 +116,7 @@ anonymous clients join).`,
 		if err != nil {
 			return err
 		}
+		noteCut(inv.stderr, d, tx.Lease)
 		return out.bare(record{{"transaction", tx.ID}, {"manager", tx.Manager}, {"lease", tx.Lease.ID}, {"expires", expiry(tx.Lease.Expiration)}})
 	})
 	create.Flags().StringVar(&dur, "duration", "10m", "lease duration: a duration, any or forever")

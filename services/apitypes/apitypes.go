@@ -135,6 +135,10 @@ type Lease struct {
 	ID         string `json:"id"`
 	Expiration int64  `json:"expiration"`
 	Remaining  int64  `json:"remaining"`
+	// Cut, in the answer to a grant, names the limit that made the lease
+	// shorter than asked: a key of the config file's limits object
+	// ("serviceLeaseMax").
+	Cut string `json:"cut,omitempty"`
 }
 
 // Remaining is the DURATION form of an expiration (a lease's
@@ -166,7 +170,10 @@ type Renewal struct {
 type BatchResult struct {
 	ID         string `json:"id"`
 	Expiration int64  `json:"expiration,omitempty"`
-	Error      *Error `json:"error,omitempty"`
+	// Cut names the limit that made the renewal shorter than asked
+	// (Lease.Cut).
+	Cut   string `json:"cut,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }
 
 // BatchResults answers a batch.

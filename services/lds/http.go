@@ -9,6 +9,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -111,7 +112,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusOK, apitypes.LDSRegistered{ID: reg.ID, EventID: reg.EventID, SeqNum: reg.SeqNum,
-		Lease: s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration)})
+		Lease: lease.Shown(s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration), reg.Lease)})
 }
 
 func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {

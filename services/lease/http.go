@@ -84,7 +84,7 @@ func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
 		if res.Err != nil {
 			out.Results[i].Error = fault.As(res.Err)
 		} else {
-			out.Results[i].Expiration = res.Lease.Expiration
+			out.Results[i].Expiration, out.Results[i].Cut = res.Lease.Expiration, res.Lease.CutBy
 		}
 	}
 	httpjson.Write(w, http.StatusOK, out)

@@ -9,6 +9,7 @@
 package lease
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,6 +45,15 @@ type Policy struct {
 	Default int64
 	// Max caps every grant, FOREVER included; Forever here means no cap.
 	Max int64
+	// MaxKey names Max where it is configured (a key of the config
+	// file's limits, "serviceLeaseMax"), for the holder told its lease is
+	// shorter than it asked.
+	MaxKey string
+}
+
+// cut says whether Max cuts a request for requested.
+func (p Policy) cut(requested int64) bool {
+	return p.Max != Forever && (requested == Forever || requested > p.Max)
 }
 
 // Grant computes the duration granted for a request.
@@ -70,6 +80,9 @@ type Record struct {
 	// Owner is who was granted it (access.Principal.Owner), for the
 	// quotas; "" is an administrator.
 	Owner string `json:"owner,omitempty"`
+	// CutBy, in the answer to a grant or a renewal only (not stored), is
+	// the policy's MaxKey when its maximum cut the duration asked for.
+	CutBy string `json:"-"`
 }
 
 // Quota bounds the leases of one kind: in all, and of one owner (an
@@ -242,9 +255,13 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64
 	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d), Owner: owner}
 	if kd.volatile {
 		g.track(r)
-		return r, nil
+	} else if err := g.put(tx, r); err != nil {
+		return r, err
 	}
-	return r, g.put(tx, r)
+	if kd.policy.cut(requested) {
+		r.CutBy = cmp.Or(kd.policy.MaxKey, "policy")
+	}
+	return r, nil
 }
 
 // Replace renews a lease within the owner's transaction for a resource
@@ -264,7 +281,13 @@ func (g *Grantor) Replace(tx *store.Tx, id string, requested int64) (Record, err
 		return Record{}, err
 	}
 	r.Expiration = expirationAfter(g.now(), d)
-	return r, g.put(tx, r)
+	if err := g.put(tx, r); err != nil {
+		return r, err
+	}
+	if kd.policy.cut(requested) {
+		r.CutBy = cmp.Or(kd.policy.MaxKey, "policy")
+	}
+	return r, nil
 }
 
 func (g *Grantor) put(tx *store.Tx, r Record) error {
@@ -412,6 +435,9 @@ func (g *Grantor) RenewAll(rs []Renewal) []Result {
 				var d int64
 				if d, err = kd.policy.Grant(rn.Duration); err == nil {
 					r.Expiration = expirationAfter(g.now(), d)
+					if kd.policy.cut(rn.Duration) {
+						r.CutBy = cmp.Or(kd.policy.MaxKey, "policy")
+					}
 					if kd.volatile {
 						g.track(r)
 						g.renewed(kd, r)
@@ -681,4 +707,10 @@ func decode(raw []byte, v any) error {
 		return fmt.Errorf("decoding a stored lease: %w", err)
 	}
 	return nil
+}
+
+// Shown is l, the API's view of rec, saying what cut rec (Lease.Cut).
+func Shown(l apitypes.Lease, rec Record) apitypes.Lease {
+	l.Cut = rec.CutBy
+	return l
 }

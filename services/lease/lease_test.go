@@ -39,7 +39,7 @@ func newFixture(t *testing.T, dir string, clk *clock.Fake) *fixture {
 	}
 	f := &fixture{t: t, dir: dir, st: st, clk: clk}
 	f.g = New(st, clk, slog.New(slog.DiscardHandler))
-	f.g.Register("thing", Policy{Default: 5 * minute, Max: hour}, func(tx *store.Tx, res string) error {
+	f.g.Register("thing", Policy{Default: 5 * minute, Max: hour, MaxKey: "thingLeaseMax"}, func(tx *store.Tx, res string) error {
 		tx.OnCommit(func() {
 			f.mu.Lock()
 			f.released = append(f.released, res)
@@ -81,16 +81,17 @@ func TestGrantDurations(t *testing.T) {
 		name      string
 		kind      string
 		requested int64
-		want      int64 // expiration; 0: InvalidArgument
+		want      int64  // expiration; 0: InvalidArgument
+		cut       string // the limit the grant says cut it
 	}{
-		{"less than the maximum", "thing", 30_000, now + 30_000},
-		{"more than the maximum is cut", "thing", 2 * hour, now + hour},
-		{"ANY gets the default", "thing", Any, now + 5*minute},
-		{"FOREVER is capped", "thing", Forever, now + hour},
-		{"FOREVER without a cap never expires", "forever", Forever, Never},
-		{"huge duration saturates", "forever", Forever - 1, Never},
-		{"zero is invalid", "thing", 0, 0},
-		{"negative other than ANY is invalid", "thing", -2, 0},
+		{"less than the maximum", "thing", 30_000, now + 30_000, ""},
+		{"more than the maximum is cut", "thing", 2 * hour, now + hour, "thingLeaseMax"},
+		{"ANY gets the default", "thing", Any, now + 5*minute, ""},
+		{"FOREVER is capped", "thing", Forever, now + hour, "thingLeaseMax"},
+		{"FOREVER without a cap never expires", "forever", Forever, Never, ""},
+		{"huge duration saturates", "forever", Forever - 1, Never, ""},
+		{"zero is invalid", "thing", 0, 0, ""},
+		{"negative other than ANY is invalid", "thing", -2, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := f.grant(tc.kind, tc.name, tc.requested)
@@ -100,8 +101,16 @@ func TestGrantDurations(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || r.Expiration != tc.want {
-				t.Fatalf("expiration %d (%v), want %d", r.Expiration, err, tc.want)
+			if err != nil || r.Expiration != tc.want || r.CutBy != tc.cut {
+				t.Fatalf("expiration %d, cut by %q (%v), want %d, %q", r.Expiration, r.CutBy, err, tc.want, tc.cut)
+			}
+			if tc.cut == "" {
+				return
+			}
+			// A renewal past the maximum says so too.
+			res := f.g.RenewAll([]Renewal{{ID: r.ID, Duration: Forever}, {ID: r.ID, Duration: minute}})
+			if res[0].Err != nil || res[0].Lease.CutBy != tc.cut || res[1].Lease.CutBy != "" {
+				t.Fatalf("renewals: %+v", res)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -74,7 +75,7 @@ func (r *Registrar) httpRegister(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, apitypes.Registered{ServiceID: reg.ServiceID, Lease: r.leases().Of(req, reg.Lease.ID, reg.Lease.Expiration)})
+	httpjson.Write(w, http.StatusOK, apitypes.Registered{ServiceID: reg.ServiceID, Lease: lease.Shown(r.leases().Of(req, reg.Lease.ID, reg.Lease.Expiration), reg.Lease)})
 }
 
 // httpList lists the items a page at a time: ?limit=N (default
@@ -241,7 +242,7 @@ func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	httpjson.Write(w, http.StatusOK, apitypes.NotifyRegistration{ID: n.ID, EventID: n.EventID, SeqNum: n.SeqNum,
-		Lease: r.leases().Of(req, n.Lease.ID, n.Lease.Expiration)})
+		Lease: lease.Shown(r.leases().Of(req, n.Lease.ID, n.Lease.Expiration), n.Lease)})
 }
 
 func (r *Registrar) httpAttributes(w http.ResponseWriter, req *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
 )
 
 // MaxPollWait caps a long-polling next: the server's write timeout is
@@ -68,7 +69,7 @@ func (s *Service) httpRegister(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, apitypes.MailboxRegistration{ID: reg.ID, Lease: s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration),
+	httpjson.Write(w, http.StatusOK, apitypes.MailboxRegistration{ID: reg.ID, Lease: lease.Shown(s.leases().Of(r, reg.Lease.ID, reg.Lease.Expiration), reg.Lease),
 		Listener: listenerURL(r, reg.Listener)})
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -56,7 +57,7 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	httpjson.Write(w, http.StatusOK, apitypes.RenewalSet{ID: c.ID, Lease: s.leases().Of(r, c.Lease.ID, c.Lease.Expiration)})
+	httpjson.Write(w, http.StatusOK, apitypes.RenewalSet{ID: c.ID, Lease: lease.Shown(s.leases().Of(r, c.Lease.ID, c.Lease.Expiration), c.Lease)})
 }
 
 func (s *Service) httpGet(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -78,7 +79,7 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 		ID      string         `json:"id"`
 		Manager string         `json:"manager"`
 		Lease   apitypes.Lease `json:"lease"`
-	}{id, s.cfg.Manager, httpjson.Leases{Now: s.cfg.Clock.Now}.Of(r, rec.ID, rec.Expiration)})
+	}{id, s.cfg.Manager, lease.Shown(httpjson.Leases{Now: s.cfg.Clock.Now}.Of(r, rec.ID, rec.Expiration), rec)})
 }
 
 func (s *Service) httpState(w http.ResponseWriter, r *http.Request) {

@@ -372,7 +372,10 @@ func (d *Daemon) build(ctx context.Context) error {
 
 	grantor := lease.New(st, clock.Real{}, d.log)
 	d.grantor = grantor
+	lm := d.limits
 	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
+		ItemPolicy:   leasePolicy(lookup.DefaultItemPolicy, lm.ServiceLeaseMax, "serviceLeaseMax"),
+		NotifyPolicy: leasePolicy(lookup.DefaultNotifyPolicy, lm.NotifyLeaseMax, "notifyLeaseMax"),
 		OnMetaChange: d.announceNow, UnicastPort: d.unicastPort,
 		MaxItemBytes: d.limits.ItemBytes, ItemsBytes: d.limits.ItemsBytes, ItemsBytesPerOwner: d.limits.ItemsBytesPerClient, PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}); err != nil {
 		return err
@@ -395,6 +398,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 	}
 	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
+		Policy:    leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"),
 		Multicast: ldsMC, Namespace: d.cfg.Namespace,
 		Group: group.Config{AnnouncementInterval: d.cfg.LDSAnnounceInterval,
 			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
@@ -403,6 +407,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
+		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
 		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
 		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: d.limits.LeasesPerSet,
 		Metrics: d.obs.metrics, OnFailure: d.obs.onRenewalFailed})
@@ -410,6 +415,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: d.log.With("service", "mailbox"),
+		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
 		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
 		MaxBytesPerRegistration: int64(d.limits.MailboxBytesPerRegistration), MaxBytes: int64(d.limits.MailboxBytes),
 		Client: out(outbound.DefaultTimeout)})
@@ -423,6 +429,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	var txnSvc *txn.Service
 	if !d.cfg.NoTransactions {
 		if txnSvc, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
+			Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
 			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn"), Metrics: d.obs.metrics}); err != nil {
 			return err
 		}

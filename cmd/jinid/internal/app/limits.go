@@ -91,6 +91,17 @@ type Limits struct {
 	MailboxBytesPerRegistration int `json:"mailboxBytesPerRegistration"`
 	MailboxBytes                int `json:"mailboxBytes"`
 
+	// The longest lease granted of each kind, in seconds: a request for
+	// more, FOREVER included, gets this, and its answer names the limit
+	// (apitypes.Lease.Cut). A lease is how the specifications free what
+	// a client left behind; keep them bounded.
+	ServiceLeaseMax     int `json:"serviceLeaseMax"`
+	NotifyLeaseMax      int `json:"notifyLeaseMax"`
+	LDSLeaseMax         int `json:"ldsLeaseMax"`
+	RenewalSetLeaseMax  int `json:"renewalSetLeaseMax"`
+	MailboxLeaseMax     int `json:"mailboxLeaseMax"`
+	TransactionLeaseMax int `json:"transactionLeaseMax"`
+
 	// MemoryBytes is the Go runtime's soft memory limit (GOMEMLIMIT, if
 	// set, overrides it): the collector runs harder near it. It bounds
 	// nothing by itself; the limits above do.
@@ -111,7 +122,9 @@ func DefaultLimits() Limits {
 		Mailboxes: 1_000, MailboxesPerClient: 100, Transactions: 10_000, TransactionsPerClient: 1_000,
 		LDSInterest: 256, LeasesPerSet: 10_000,
 		MailboxBytesPerRegistration: 16 << 20, MailboxBytes: 256 << 20,
-		MemoryBytes: 48 << 20,
+		ServiceLeaseMax: 3600, NotifyLeaseMax: 3600, LDSLeaseMax: 3600, RenewalSetLeaseMax: 86400, MailboxLeaseMax: 86400,
+		TransactionLeaseMax: 3600,
+		MemoryBytes:         48 << 20,
 	}
 }
 
@@ -167,3 +180,11 @@ func (d *Daemon) setQuotas(g *lease.Grantor) {
 // Effective is the limits the daemon runs with: the zero ones are their
 // defaults.
 func (l Limits) Effective() Limits { return l.withDefaults() }
+
+// leasePolicy is a kind's lease policy with its maximum from limits
+// (seconds, named key): the default is never above it.
+func leasePolicy(p lease.Policy, maxSeconds int, key string) lease.Policy {
+	p.Max, p.MaxKey = int64(maxSeconds)*1000, key
+	p.Default = min(p.Default, p.Max)
+	return p
+}
