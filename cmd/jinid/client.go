@@ -162,7 +162,7 @@ anything).`,
 	}
 	api.add(cmd)
 	connect := api.connect
-	cmd.AddCommand(lookupRegisterCmd(connect), lookupQueryCmd(connect), lookupListCmd(connect), lookupNotifyCmd(connect))
+	cmd.AddCommand(lookupRegisterCmd(connect), lookupQueryCmd(connect), lookupListCmd(connect), lookupNotifyCmd(connect), lookupWatchCmd(connect))
 	return cmd
 }
 
