@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -110,6 +112,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 	pb := jinidtest.LabDaemon(t, bin, b, "--announce-interval", "1s")
 	ids := []string{idOf(t, pa.Log()), idOf(t, pb.Log())}
 	url := "http://" + gl.IPv4.String() + ":4162/"
+	// A service registered here, listed with its name and endpoint.
+	reg, err := jinidtest.LabClient(t, gw, strings.TrimSuffix(url, "/")).Register(t.Context(), apitypes.Item{Types: []string{"com.example.Printer"},
+		Endpoint: "ipp://10.0.0.9/q", Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "lobby"}}}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
 	testenv.Until(t, "both lookup services on the page", func() bool {
 		page := raw(t, gw, "GET", url, "", "", "", "").body
 		return strings.Contains(page, ids[0]) && strings.Contains(page, ids[1])
@@ -142,12 +150,23 @@ func TestStatusPageInBrowser(t *testing.T) {
 			t.Errorf("the rendered DOM has no row for lookup service %s:\n%s", id, dom)
 		}
 	}
+	if !strings.Contains(dom, `<tr class="registered" data-id="`+reg.ServiceID+`">`) || !strings.Contains(dom, "lobby") ||
+		!strings.Contains(dom, "ipp://10.0.0.9/q") {
+		t.Errorf("the rendered DOM has no row for the registered service %s:\n%s", reg.ServiceID, dom)
+	}
 	if !strings.Contains(dom, `<tr class="interface" data-name="eth0">`) {
 		t.Errorf("the rendered DOM has no row for interface eth0:\n%s", dom)
 	}
 	if !strings.Contains(dom, `id="readiness">ready<`) {
 		t.Errorf("the page does not say ready:\n%s", dom)
 	}
+	// A lookup service that stops says goodbye (it announces no groups):
+	// it leaves the page at once, not when it would have gone silent.
+	pb.Cmd.Process.Signal(syscall.SIGTERM)
+	testenv.Until(t, "the stopped lookup service gone from the page", func() bool {
+		page := raw(t, gw, "GET", url, "", "", "", "").body
+		return strings.Contains(page, ids[0]) && !strings.Contains(page, ids[1])
+	})
 	browse("--screenshot=" + shot)
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 1000 {
 		t.Fatalf("no screenshot: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/txn"
@@ -70,6 +71,9 @@ func (o *observed) onDiscoveryEvent(ev discovery.Event, by string) {
 		}
 		o.journal.Add("lookup service "+ev.Kind.String(), fmt.Sprintf("%s at %s, groups %s (%s)",
 			ev.ID, ev.Address(), discovery.GroupsText(ev.Groups, ","), how))
+	}
+	if ev.Kind == discovery.Discarded {
+		o.heard.Forget(ev.ID.String()) // not listed on as still announcing
 	}
 }
 
@@ -191,8 +195,9 @@ func (d *Daemon) readiness() []api.Check {
 	return append(checks, mc)
 }
 
-// statusPage gathers the status page.
-func (d *Daemon) statusPage() status.Page {
+// statusPage gathers the status page; after is the cursor of its page
+// of registered services.
+func (d *Daemon) statusPage(after string) status.Page {
 	now := time.Now()
 	m := d.registrar.Meta()
 	p := status.Page{Now: now, Version: d.cfg.Version, Refresh: statusRefresh, Multicast: d.multicastState(),
@@ -217,7 +222,38 @@ func (d *Daemon) statusPage() status.Page {
 		}
 	}
 	p.LookupServices = d.lookupServices(now)
+	p.Registered, p.RegisteredTotal, p.RegisteredNext = d.registered(after)
 	return p
+}
+
+// statusPageSize is how many registered services a page of the status
+// page lists.
+const statusPageSize = 100
+
+// registered is a page of the services registered here, after the
+// cursor after, for the status page.
+func (d *Daemon) registered(after string) ([]status.Registered, int, string) {
+	items, total, next, err := d.registrar.Page(lookup.Template{}, after, statusPageSize)
+	if err != nil {
+		return nil, 0, ""
+	}
+	out := make([]status.Registered, 0, len(items))
+	for _, it := range items {
+		r := status.Registered{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint}
+		for _, a := range it.Attributes {
+			if n, ok := a.Fields["name"].(string); ok && a.Type == "net.jini.lookup.entry.Name" {
+				r.Name = n
+			}
+		}
+		if rec, err := d.registrar.Lease(it.ServiceID); err == nil {
+			r.Owner = rec.Owner
+			if rec.Expiration != lease.Never {
+				r.Expires = time.UnixMilli(rec.Expiration)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, total, next
 }
 
 // lookupServices merges what the lookup discovery service holds with

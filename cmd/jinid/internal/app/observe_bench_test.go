@@ -46,7 +46,7 @@ func BenchmarkObserve(b *testing.B) {
 		var buf bytes.Buffer
 		for b.Loop() {
 			buf.Reset()
-			status.Render(&buf, d.statusPage())
+			status.Render(&buf, d.statusPage(""))
 		}
 		b.ReportMetric(float64(buf.Len()), "bytes/page")
 	})

@@ -30,10 +30,16 @@ type heard struct {
 // NewHeard returns an empty table forgetting after expire.
 func NewHeard(expire time.Duration) *Heard { return &Heard{Expire: expire, m: map[string]*heard{}} }
 
-// Note records an announcement of id at address on iface.
+// Note records an announcement of id at address on iface. One of no
+// groups is a goodbye (a lookup service stopping announces none): it is
+// forgotten at once.
 func (h *Heard) Note(at time.Time, id, address string, groups []string, version int, iface string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(groups) == 0 {
+		delete(h.m, id)
+		return
+	}
 	e := h.m[id]
 	if e == nil {
 		if len(h.m) >= MaxHeard {
@@ -51,6 +57,13 @@ func (h *Heard) Note(at time.Time, id, address string, groups []string, version 
 		e.Versions = append(e.Versions, version)
 		slices.Sort(e.Versions)
 	}
+}
+
+// Forget forgets id at once: a lookup service discarded.
+func (h *Heard) Forget(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, id)
 }
 
 // expire forgets the silent; the caller holds mu.

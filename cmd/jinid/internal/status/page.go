@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -33,8 +34,14 @@ type Page struct {
 	// LookupServices discovered by the daemon (its lookup discovery
 	// service, and announcements heard), its own excluded.
 	LookupServices []LookupService
-	Counts         []Count
-	Events         []Notable
+	// Registered are the services registered in this lookup service: a
+	// page of them (by ServiceID, after the page's cursor), how many
+	// there are in all, and the cursor of the next page ("" for none).
+	Registered      []Registered
+	RegisteredTotal int
+	RegisteredNext  string
+	Counts          []Count
+	Events          []Notable
 	// Refresh is the reload period in seconds.
 	Refresh int
 }
@@ -74,20 +81,43 @@ type LookupService struct {
 	Kind      string // "jinid", "java", "announcing"
 }
 
+// Registered is one service registered here.
+type Registered struct {
+	ServiceID string
+	Types     []string
+	// Name is its net.jini.lookup.entry.Name, if it has one.
+	Name, Endpoint string
+	// Owner is who registered it (a token's ID, an anonymous caller's
+	// address; "" an administrator): shown to administrators only.
+	Owner string
+	// Expires is when its registration ends; zero for never.
+	Expires time.Time
+}
+
 // Count is one number of one service.
 type Count struct {
 	Service, What string
 	N             int
 }
 
-// Handler serves the page gathered by gather at each request.
-func Handler(gather func() Page) http.HandlerFunc {
+// Handler serves the page gathered by gather at each request; after is
+// the page of registered services asked for (?after=SERVICEID, the
+// previous page's last).
+func Handler(gather func(after string) Page) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b bytes.Buffer
-		p := gather()
+		after := r.URL.Query().Get("after")
+		if len(after) > 64 {
+			after = "" // no ServiceID is that long
+		}
+		p := gather(after)
 		if access.PrincipalOf(r.Context()).Scope != access.ScopeAdmin {
-			// Where the store is on the host is for its administrator.
+			// Where the store is on the host, and who registered what,
+			// are for its administrator.
 			p.Identity.DataDir = ""
+			for i := range p.Registered {
+				p.Registered[i].Owner = "-"
+			}
 		}
 		Render(&b, p)
 		h := w.Header()
@@ -167,6 +197,24 @@ func Render(b *bytes.Buffer, p Page) {
 				"<code>" + e(ls.ServiceID) + "</code> <span class=\"muted\">" + e(ls.Kind) + "</span>",
 				"<code>" + e(ls.Address) + "</code>", e(discovery.GroupsText(ls.Groups, ", ")), strings.Join(vs, ", "), e(ls.How), e(since(p.Now, ls.Since))}
 		})
+	table(b, "Registered services ("+strconv.Itoa(p.RegisteredTotal)+")", "registered",
+		[]string{"ServiceID", "Types", "Name", "Endpoint", "Owner", "Expires"}, len(p.Registered), "none",
+		func(i int) (string, []string) {
+			s := p.Registered[i]
+			exp := "never"
+			if !s.Expires.IsZero() {
+				exp = stamp(s.Expires)
+			}
+			owner := s.Owner
+			if owner == "" {
+				owner = "administrator"
+			}
+			return `class="registered" data-id="` + e(s.ServiceID) + `"`, []string{"<code>" + e(s.ServiceID) + "</code>",
+				e(strings.Join(s.Types, ", ")), e(s.Name), "<code>" + e(s.Endpoint) + "</code>", e(owner), exp}
+		})
+	if p.RegisteredNext != "" {
+		fmt.Fprintf(b, "<p><a id=\"registered-next\" href=\"/?after=%s\">next page</a></p>\n", e(url.QueryEscape(p.RegisteredNext)))
+	}
 	table(b, "Services", "counts", []string{"Service", "What", "Count"}, len(p.Counts), "", func(i int) (string, []string) {
 		c := p.Counts[i]
 		return "", []string{e(c.Service), e(c.What), strconv.Itoa(c.N)}

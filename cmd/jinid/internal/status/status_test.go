@@ -34,7 +34,7 @@ func TestHeardForgetsTheSilentAndIsBounded(t *testing.T) {
 		t.Fatalf("heard: %+v", l)
 	}
 	for i := range MaxHeard + 10 {
-		h.Note(t0.Add(80*time.Second), fmt.Sprint("x", i), "h:1", nil, 2, "eth0")
+		h.Note(t0.Add(80*time.Second), fmt.Sprint("x", i), "h:1", []string{"lab"}, 2, "eth0")
 	}
 	if n := len(h.List(t0.Add(80 * time.Second))); n != MaxHeard {
 		t.Fatalf("%d kept after a flood, want the cap %d", n, MaxHeard)
@@ -62,5 +62,37 @@ func TestRenderEscapes(t *testing.T) {
 	}
 	if strings.Contains(page, "<script") || strings.Contains(page, "<img") {
 		t.Error("markup from outside reached the page unescaped")
+	}
+}
+
+// A lookup service that says goodbye (an announcement of no groups), or
+// is discarded, is gone from the page at once, not five minutes later.
+func TestHeardForgetsGoodbyesAtOnce(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	h := NewHeard(5 * time.Minute)
+	h.Note(t0, "a", "10.0.0.1:4160", []string{"lab"}, 2, "eth0")
+	h.Note(t0, "b", "10.0.0.2:4160", []string{"lab"}, 2, "eth0")
+	h.Note(t0.Add(time.Second), "a", "10.0.0.1:4160", nil, 2, "eth0")
+	h.Forget("b")
+	if l := h.List(t0.Add(2 * time.Second)); len(l) != 0 {
+		t.Fatalf("after a goodbye and a discard: %+v", l)
+	}
+}
+
+// The registered services are listed, a page of them, with who
+// registered each to administrators only.
+func TestRenderRegistered(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	p := Page{Now: now, Refresh: 10, RegisteredTotal: 250, RegisteredNext: "id-100",
+		Registered: []Registered{{ServiceID: "id-1", Types: []string{"com.example.Printer"}, Name: "lobby <b>",
+			Endpoint: "ipp://10.0.0.9/q", Owner: "tok-7", Expires: now.Add(time.Hour)}, {ServiceID: "id-2", Types: []string{"a.B"}}}}
+	var b bytes.Buffer
+	Render(&b, p)
+	page := b.String()
+	for _, want := range []string{"Registered services (250)", `data-id="id-1"`, "com.example.Printer", "lobby &lt;b&gt;",
+		"ipp://10.0.0.9/q", "tok-7", "2026-11-23 13:00:00", "never", "administrator", `href="/?after=id-100"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }
