@@ -81,6 +81,7 @@ var settings = []setting{
 	{key: "apiTLSCert", flag: "api-tls-cert"},
 	{key: "apiTLSKey", flag: "api-tls-key"},
 	{key: "limits", flag: "limit", reload: true},
+	{key: "servicesDir", flag: "services-dir", reload: true},
 }
 
 // envName is the environment variable of a flag: JINID_ and the flag's

@@ -240,6 +240,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&cfg.TLSKey, "api-tls-key", "", "PEM private key of --api-tls-cert")
 	f.StringToInt64Var(&o.limits, "limit", nil, "limits as name=value,... (the config file's limits keys, e.g. apiConns=128,bodyBytes=262144; docs/security.md lists them); others keep the config file's or their defaults")
 	f.StringVar(&cfg.SnapshotDir, "snapshot-dir", "", "keep the live store in --data-dir (a tmpfs, say) and snapshots of it here (persistent storage), restored at start when the live store is missing; \"\": no snapshots")
+	f.StringVar(&cfg.ServicesDir, "services-dir", app.DefaultServicesDir, "directory of static services, a JSON file each (types, attributes, endpoint): registered here for as long as it names them, re-read on SIGHUP (docs/operations.md)")
 	f.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", app.DefaultSnapshotInterval, "with --snapshot-dir: time between snapshots (also taken at a clean stop and by \"jinid snapshot\")")
 }
 

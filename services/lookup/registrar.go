@@ -28,7 +28,10 @@ type Sender interface {
 
 // Lease kinds and store buckets.
 const (
-	ItemLease   = "lookup.item"
+	ItemLease = "lookup.item"
+	// StaticLease is the kind of a static service's registration: as
+	// long as the daemon's configuration names it (RegisterStatic).
+	StaticLease = "lookup.static"
 	NotifyLease = "lookup.notify"
 
 	itemsBucket  = "lookup.items"
@@ -214,6 +217,7 @@ func New(cfg Config) (*Registrar, error) {
 		return nil, err
 	}
 	cfg.Grantor.Register(ItemLease, cfg.ItemPolicy, r.releaseItem)
+	cfg.Grantor.Register(StaticLease, lease.Policy{Default: lease.Forever, Max: lease.Forever}, r.releaseItem)
 	cfg.Grantor.Register(NotifyLease, cfg.NotifyPolicy, r.releaseNotify)
 	return r, nil
 }
@@ -327,6 +331,36 @@ type Registration struct {
 // Register registers an item for a leased time: a new ServiceID if it has
 // none, and a registration of an existing ServiceID replaces that item.
 func (r *Registrar) Register(it Item, duration int64, by string) (Registration, error) {
+	return r.register(it, ItemLease, duration, by)
+}
+
+// StaticOwner owns the static services: no client may change them, an
+// administrator may (as any registration).
+const StaticOwner = "jinid:static"
+
+// RegisterStatic registers a static service of the daemon's
+// configuration: for as long as the configuration names it, beyond the
+// client lease policy (a lease of kind StaticLease, FOREVER), owned by
+// StaticOwner. It replaces a registration of the same ServiceID.
+func (r *Registrar) RegisterStatic(it Item) (Registration, error) {
+	return r.register(it, StaticLease, lease.Forever, StaticOwner)
+}
+
+// Static are the ServiceIDs of the static services registered.
+func (r *Registrar) Static() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for id, si := range r.items {
+		if si.Owner == StaticOwner {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *Registrar) register(it Item, kind string, duration int64, by string) (Registration, error) {
 	if it.ServiceID == "" {
 		id, err := discovery.RandomServiceID(rand.Reader)
 		if err != nil {
@@ -347,14 +381,16 @@ func (r *Registrar) Register(it Item, duration int64, by string) (Registration, 
 		old := r.items[it.ServiceID]
 		r.mu.RUnlock()
 		if old != nil {
-			if err := mayChange(old, by); err != nil {
+			// The daemon's configuration (a static service) acts as its
+			// administrator does.
+			if err := mayChange(old, by); err != nil && kind != StaticLease {
 				return err
 			}
 			if err := r.cfg.Grantor.Drop(tx, old.Lease); err != nil {
 				return err
 			}
 		}
-		rec, err := r.cfg.Grantor.Grant(tx, ItemLease, it.ServiceID, by, duration)
+		rec, err := r.cfg.Grantor.Grant(tx, kind, it.ServiceID, by, duration)
 		if err != nil {
 			return err
 		}

@@ -140,6 +140,9 @@ type Config struct {
 	// are written (persistent storage, while DataDir may be a tmpfs); the
 	// newest is restored at start when DataDir holds no store.
 	SnapshotDir string
+	// ServicesDir holds the static services, a JSON file each (static.go);
+	// "" none.
+	ServicesDir string
 	// SnapshotInterval between scheduled snapshots; 0 means
 	// DefaultSnapshotInterval.
 	SnapshotInterval time.Duration
@@ -293,6 +296,13 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return err
 	}
 	d.running.Store(true)
+	did, errs := d.syncStatic(d.cfg.ServicesDir)
+	for _, l := range did {
+		d.log.Info(l)
+	}
+	for _, err := range errs {
+		d.log.Warn("a static service is not registered", "err", err)
+	}
 	items, notifies := d.registrar.Count()
 	d.log.Info("jinid started", "api", d.apiURL(netip.Addr{}), "socket", d.cfg.APISocket, "data", d.store.Path(),
 		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),

@@ -49,6 +49,14 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 			cfg.Include, cfg.Exclude, cfg.ExcludeDefaultRoute))
 		d.cfg.Include, d.cfg.Exclude, d.cfg.ExcludeDefaultRoute = cfg.Include, cfg.Exclude, cfg.ExcludeDefaultRoute
 	}
+	// The static services, read again: a file added, changed or
+	// removed since.
+	did, errs := d.syncStatic(cfg.ServicesDir)
+	changed = append(changed, did...)
+	for _, err := range errs {
+		d.log.Warn("a static service is not registered", "err", err)
+	}
+	d.cfg.ServicesDir = cfg.ServicesDir
 	d.cfg.Groups, d.cfg.Limits = cfg.Groups, cfg.Limits
 	d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
 	return changed, nil

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/services/lookup"
+)
+
+// Static services are the daemon's own registrations, one JSON file each
+// in the services directory (--services-dir, /etc/jinid/services.d), as
+// avahi's services/*.service: a printer or a sensor gateway published
+// for good. Each is registered in this lookup service for as long as
+// the directory names it, beyond the client lease policy, and owned by
+// the configuration (no client may change it). They are read at the
+// start and at every reload (SIGHUP): a file added, changed or removed
+// takes effect then.
+type staticService struct {
+	// ServiceID is the service's own; left out, one is made of the
+	// file's name and this lookup service's ServiceID, the same at every
+	// start.
+	ServiceID  string             `json:"serviceID"`
+	Types      []string           `json:"types"`
+	Attributes []lookup.Attribute `json:"attributes"`
+	Endpoint   string             `json:"endpoint"`
+}
+
+// DefaultServicesDir is where the static services are unless told.
+const DefaultServicesDir = "/etc/jinid/services.d"
+
+// Bounds of the services directory: what a mistaken directory (a home,
+// a mount of something else) costs.
+const (
+	maxStaticFiles = 1000
+	maxStaticBytes = 64 << 10
+)
+
+// readStatic reads dir's *.json files: the items they give, by
+// ServiceID, and an error for each file that gives none (it is left
+// out; the others stand). A directory that is not there gives none.
+func readStatic(dir, lookupID string) (map[string]lookup.Item, []error) {
+	out := map[string]lookup.Item{}
+	if dir == "" {
+		return out, nil
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return out, []error{fmt.Errorf("static services %s: %w", dir, err)}
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	var errs []error
+	if len(names) > maxStaticFiles {
+		errs = append(errs, fmt.Errorf("static services %s: %d files; the first %d are read", dir, len(names), maxStaticFiles))
+		names = names[:maxStaticFiles]
+	}
+	for _, name := range names {
+		it, err := readStaticFile(name, lookupID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := out[it.ServiceID]; dup {
+			errs = append(errs, fmt.Errorf("static service %s: ServiceID %s is another file's too", name, it.ServiceID))
+			continue
+		}
+		out[it.ServiceID] = it
+	}
+	return out, errs
+}
+
+func readStaticFile(name, lookupID string) (lookup.Item, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return lookup.Item{}, fmt.Errorf("static service %s: %w", name, err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxStaticBytes+1))
+	if err != nil {
+		return lookup.Item{}, fmt.Errorf("static service %s: %w", name, err)
+	}
+	if len(raw) > maxStaticBytes {
+		return lookup.Item{}, fmt.Errorf("static service %s: larger than %d bytes", name, maxStaticBytes)
+	}
+	var s staticService
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return lookup.Item{}, fmt.Errorf("static service %s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", name, err)
+	}
+	id := s.ServiceID
+	if id == "" {
+		// The same file on the same lookup service is the same service.
+		sum := sha256.Sum256([]byte("jinid static service\x00" + lookupID + "\x00" + filepath.Base(name)))
+		sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
+		id = discovery.ServiceID(sum[:16]).String()
+	}
+	return lookup.Item{ServiceID: id, Types: s.Types, Attributes: s.Attributes, Endpoint: s.Endpoint}, nil
+}
+
+// syncStatic registers the static services dir gives (again: a changed
+// file replaces its registration) and cancels those it no longer gives.
+// It returns what it did, a line each, and what it could not.
+func (d *Daemon) syncStatic(dir string) ([]string, []error) {
+	want, errs := readStatic(dir, d.registrar.Meta().ServiceID.String())
+	var did []string
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for id := range want {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		if _, err := d.registrar.RegisterStatic(want[id]); err != nil {
+			errs = append(errs, fmt.Errorf("static service %s: %w", id, err))
+		}
+	}
+	for _, id := range d.registrar.Static() {
+		if _, ok := want[id]; ok {
+			continue
+		}
+		rec, err := d.registrar.Lease(id)
+		if err == nil {
+			err = d.grantor.Cancel(rec.ID)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("static service %s, removed: %w", id, err))
+			continue
+		}
+		did = append(did, "static service removed: "+id)
+	}
+	if len(want) > 0 {
+		did = append(did, fmt.Sprintf("static services: %d registered from %s", len(want), dir))
+	}
+	return did, errs
+}
