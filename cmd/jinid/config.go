@@ -115,6 +115,9 @@ type configFile struct {
 	path    string
 	raw     []byte
 	entries []entry
+	// services is the file's static services (app.StaticService): a
+	// section of its own, not a setting (no flag or variable has it).
+	services []app.StaticService
 }
 
 type entry struct {
@@ -221,6 +224,14 @@ func readConfig(path string) (*configFile, []error) {
 			} else if n > configSchema {
 				errs = append(errs, at(valueAt, key, fmt.Sprintf("schemaVersion %d is newer than this jinid reads (%d)", n, configSchema)))
 			}
+		case key == "services":
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&c.services); err != nil {
+				errs = append(errs, at(valueAt, key, "want a list of {\"name\", \"types\", \"attributes\", \"endpoint\"}: "+err.Error()))
+			}
+			seen[key] = true
+			continue
 		case lookupSetting(key) == nil:
 			errs = append(errs, at(keyAt, key, "unknown key"+suggest(key)))
 		}

@@ -257,3 +257,24 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatalf("firmware/jinid.example.json: %v\n%s", err, out)
 	}
 }
+
+// The config file's services section: each checked as the daemon would
+// register it, every mistake said.
+func TestConfigServices(t *testing.T) {
+	good := writeConfig(t, `{"services": [{"name": "door", "types": ["com.example.Door"], "endpoint": "http://10.0.0.8/"}]}`)
+	if out, _, err := run(t, nil, "config", "check", good); err != nil {
+		t.Fatalf("a good services section: %v\n%s", err, out)
+	}
+	bad := writeConfig(t, `{"services": [{"types": ["not a java name!!"]}, {"name": "x"}, {"name": "y", "colour": 1}]}`)
+	out, _, err := run(t, nil, "config", "check", bad)
+	if err == nil || !strings.Contains(out, `unknown field "colour"`) {
+		t.Fatalf("a services entry with an unknown field: %v\n%s", err, out)
+	}
+	bad = writeConfig(t, `{"services": [{"types": ["not a java name!!"]}, {"name": "x"}]}`)
+	out, _, err = run(t, nil, "config", "check", bad)
+	for _, want := range []string{"services[0]: a name is required", `type "not a java name!!" is not a Java class`, "services[1] (x): a type or an attribute is required"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("config check does not say %q: %v\n%s", want, err, out)
+		}
+	}
+}

@@ -51,6 +51,7 @@ file is good, 1 when it is not.`,
 			fs := daemonFlags(o, &g)
 			c, errs := readConfig(path)
 			if c != nil {
+				o.services = c.services
 				_, rerrs := resolve(fs, c, os.LookupEnv)
 				errs = append(errs, rerrs...)
 			}

@@ -45,6 +45,8 @@ type daemonOptions struct {
 	allow      []string
 	javaFrom   []string
 	limits     map[string]int64
+	// services is the config file's static services.
+	services []app.StaticService
 	// printInterfaces: say what would be served, and exit.
 	printInterfaces bool
 }
@@ -260,6 +262,7 @@ func (o *daemonOptions) resolve(f *pflag.FlagSet, env func(string) (string, bool
 	if c == nil {
 		return "", src, nil
 	}
+	o.services = c.services
 	return c.path, src, nil
 }
 
@@ -304,6 +307,7 @@ func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	if cfg.APISocket == "none" {
 		cfg.APISocket = ""
 	}
+	cfg.Services = o.services
 	if !f.Changed("api-socket") && f.Changed("data-dir") && paths.SocketInDataDir() {
 		// A user with no runtime directory: the socket goes beside the
 		// data it was told of, not under a home that may not exist

@@ -36,6 +36,7 @@ import (
 	"github.com/jinid/jinid/internal/namespace"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
@@ -141,8 +142,9 @@ type Config struct {
 	// newest is restored at start when DataDir holds no store.
 	SnapshotDir string
 	// ServicesDir holds the static services, a JSON file each (static.go);
-	// "" none.
+	// "" none. Services are the config file's.
 	ServicesDir string
+	Services    []StaticService
 	// SnapshotInterval between scheduled snapshots; 0 means
 	// DefaultSnapshotInterval.
 	SnapshotInterval time.Duration
@@ -198,6 +200,29 @@ func (c Config) Validate() error {
 	if c.Anonymous != "" {
 		if _, err := access.ParseAnonymous(string(c.Anonymous)); err != nil {
 			add(err)
+		}
+	}
+	names := map[string]bool{}
+	for i, sv := range c.Services {
+		switch {
+		case sv.Name == "":
+			add(fmt.Errorf("services[%d]: a name is required (what its ServiceID is made of)", i))
+		case names[sv.Name]:
+			add(fmt.Errorf("services[%d]: the name %q is another's too", i, sv.Name))
+		}
+		names[sv.Name] = true
+		if len(sv.Types) == 0 && len(sv.Attributes) == 0 {
+			add(fmt.Errorf("services[%d] (%s): a type or an attribute is required", i, sv.Name))
+		}
+		for _, t := range sv.Types {
+			if !apitypes.JavaName(t) {
+				add(fmt.Errorf("services[%d] (%s): type %q is not a Java class or interface name", i, sv.Name, t))
+			}
+		}
+		for _, a := range sv.Attributes {
+			if !apitypes.JavaName(a.Type) {
+				add(fmt.Errorf("services[%d] (%s): entry class %q is not a Java class name", i, sv.Name, a.Type))
+			}
 		}
 	}
 	for _, h := range append([]string{c.Advertise}, c.APIHosts...) {
@@ -296,7 +321,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 		return err
 	}
 	d.running.Store(true)
-	did, errs := d.syncStatic(d.cfg.ServicesDir)
+	did, errs := d.syncStatic(d.cfg.ServicesDir, d.cfg.Services)
 	for _, l := range did {
 		d.log.Info(l)
 	}

@@ -51,12 +51,12 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 	}
 	// The static services, read again: a file added, changed or
 	// removed since.
-	did, errs := d.syncStatic(cfg.ServicesDir)
+	did, errs := d.syncStatic(cfg.ServicesDir, cfg.Services)
 	changed = append(changed, did...)
 	for _, err := range errs {
 		d.log.Warn("a static service is not registered", "err", err)
 	}
-	d.cfg.ServicesDir = cfg.ServicesDir
+	d.cfg.ServicesDir, d.cfg.Services = cfg.ServicesDir, cfg.Services
 	d.cfg.Groups, d.cfg.Limits = cfg.Groups, cfg.Limits
 	d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
 	return changed, nil

@@ -23,14 +23,30 @@ import (
 // the configuration (no client may change it). They are read at the
 // start and at every reload (SIGHUP): a file added, changed or removed
 // takes effect then.
-type staticService struct {
-	// ServiceID is the service's own; left out, one is made of the
-	// file's name and this lookup service's ServiceID, the same at every
-	// start.
-	ServiceID  string             `json:"serviceID"`
+type StaticService struct {
+	// Name names a service of the config file's services section (a
+	// file's is its file name): what its ServiceID is made of when it
+	// gives none.
+	Name string `json:"name,omitempty"`
+	// ServiceID is the service's own; left out, one is made of its name
+	// and this lookup service's ServiceID, the same at every start.
+	ServiceID  string             `json:"serviceID,omitempty"`
 	Types      []string           `json:"types"`
 	Attributes []lookup.Attribute `json:"attributes"`
 	Endpoint   string             `json:"endpoint"`
+}
+
+// item is the service's lookup item; name makes its ServiceID when it
+// gives none.
+func (s StaticService) item(name, lookupID string) lookup.Item {
+	id := s.ServiceID
+	if id == "" {
+		// The same name on the same lookup service is the same service.
+		sum := sha256.Sum256([]byte("jinid static service\x00" + lookupID + "\x00" + name))
+		sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
+		id = discovery.ServiceID(sum[:16]).String()
+	}
+	return lookup.Item{ServiceID: id, Types: s.Types, Attributes: s.Attributes, Endpoint: s.Endpoint}
 }
 
 // DefaultServicesDir is where the static services are unless told.
@@ -91,27 +107,30 @@ func readStaticFile(name, lookupID string) (lookup.Item, error) {
 	if len(raw) > maxStaticBytes {
 		return lookup.Item{}, fmt.Errorf("static service %s: larger than %d bytes", name, maxStaticBytes)
 	}
-	var s staticService
+	var s StaticService
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
 		return lookup.Item{}, fmt.Errorf("static service %s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", name, err)
 	}
-	id := s.ServiceID
-	if id == "" {
-		// The same file on the same lookup service is the same service.
-		sum := sha256.Sum256([]byte("jinid static service\x00" + lookupID + "\x00" + filepath.Base(name)))
-		sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
-		id = discovery.ServiceID(sum[:16]).String()
-	}
-	return lookup.Item{ServiceID: id, Types: s.Types, Attributes: s.Attributes, Endpoint: s.Endpoint}, nil
+	return s.item(filepath.Base(name), lookupID), nil
 }
 
-// syncStatic registers the static services dir gives (again: a changed
-// file replaces its registration) and cancels those it no longer gives.
-// It returns what it did, a line each, and what it could not.
-func (d *Daemon) syncStatic(dir string) ([]string, []error) {
-	want, errs := readStatic(dir, d.registrar.Meta().ServiceID.String())
+// syncStatic registers the static services dir and the config file's
+// section (listed) give (again: a changed one replaces its
+// registration) and cancels those they no longer give. It returns what
+// it did, a line each, and what it could not.
+func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []error) {
+	lookupID := d.registrar.Meta().ServiceID.String()
+	want, errs := readStatic(dir, lookupID)
+	for i, s := range listed {
+		it := s.item("config:"+s.Name, lookupID)
+		if _, dup := want[it.ServiceID]; dup {
+			errs = append(errs, fmt.Errorf("static service %d (%s) of the config file: ServiceID %s is another's too", i, s.Name, it.ServiceID))
+			continue
+		}
+		want[it.ServiceID] = it
+	}
 	var did []string
 	for _, id := range slices.Sorted(func(yield func(string) bool) {
 		for id := range want {
@@ -139,7 +158,7 @@ func (d *Daemon) syncStatic(dir string) ([]string, []error) {
 		did = append(did, "static service removed: "+id)
 	}
 	if len(want) > 0 {
-		did = append(did, fmt.Sprintf("static services: %d registered from %s", len(want), dir))
+		did = append(did, fmt.Sprintf("static services: %d registered (%s and the config file)", len(want), dir))
 	}
 	return did, errs
 }

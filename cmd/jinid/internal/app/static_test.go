@@ -30,7 +30,8 @@ func TestStaticServices(t *testing.T) {
 	write("broken.json", `{"types": ["not a java name!!"]}`)
 	write("typo.json", `{"tpyes": ["com.example.X"]}`)
 	start := func() *Daemon {
-		d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: data, NoMulticast: true, ServicesDir: dir}, slog.New(slog.DiscardHandler))
+		d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: data, NoMulticast: true, ServicesDir: dir,
+			Services: []StaticService{{Name: "door", Types: []string{"com.example.Door"}}}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +49,15 @@ func TestStaticServices(t *testing.T) {
 	}
 	d := start()
 	ids := d.registrar.Static()
-	if len(ids) != 2 || !slices.Contains(ids, "01234567-89ab-cdef-fedc-ba9876543210") {
+	if len(ids) != 3 || !slices.Contains(ids, "01234567-89ab-cdef-fedc-ba9876543210") {
 		t.Fatalf("static services at start: %v", ids)
 	}
-	printer := ids[0]
-	if printer == "01234567-89ab-cdef-fedc-ba9876543210" {
-		printer = ids[1]
+	door, _, _ := d.registrar.Query(lookup.Template{Types: []string{"com.example.Door"}}, 1)
+	pr, _, _ := d.registrar.Query(lookup.Template{Types: []string{"com.example.Printer"}}, 1)
+	if len(door) != 1 || len(pr) != 1 {
+		t.Fatalf("the config file's service %v, the printer %v", door, pr)
 	}
+	printer := pr[0].ServiceID
 	for _, id := range ids {
 		if rec, err := d.registrar.Lease(id); err != nil || rec.Expiration != lease.Never || rec.Kind != lookup.StaticLease {
 			t.Fatalf("%s's lease: %+v %v", id, rec, err)
@@ -63,7 +66,9 @@ func TestStaticServices(t *testing.T) {
 	// Changed and removed, then reloaded.
 	write("printer.json", `{"types": ["com.example.Printer"], "endpoint": "ipp://10.0.0.10/q"}`)
 	os.Remove(filepath.Join(dir, "sensor.json"))
-	if _, err := d.Reload(d.cfg); err != nil {
+	cfg := d.cfg
+	cfg.Services = nil // and the config file's section emptied
+	if _, err := d.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
 	items, _, err := d.registrar.Query(lookup.Template{}, 10)
@@ -75,7 +80,7 @@ func TestStaticServices(t *testing.T) {
 	os.Remove(filepath.Join(dir, "printer.json"))
 	d = start()
 	defer stop(d)
-	if ids := d.registrar.Static(); len(ids) != 0 {
-		t.Fatalf("static services after a start without their files: %v", ids)
+	if ids := d.registrar.Static(); len(ids) != 1 || ids[0] != door[0].ServiceID {
+		t.Fatalf("static services after a start without their files (the config file's door stays): %v", ids)
 	}
 }
