@@ -11,14 +11,30 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/lifecycle"
+)
+
+// The times of RFC 6762: three probes 250 ms apart before a name is
+// used (§8.1), two announcements a second apart once it is (§8.3), and a
+// second's wait after losing a simultaneous probe (§8.2).
+const (
+	probeInterval    = 250 * time.Millisecond
+	probes           = 3
+	announceInterval = time.Second
+	announcements    = 2
+	maxRenames       = 100
 )
 
 // DNS-SD names.
@@ -46,15 +62,29 @@ type AdvertiserConfig struct {
 	// there, on the interfaces Jini discovery serves.
 	Host   *mcast.Host
 	Logger *slog.Logger
+	// Clock runs the probes and announcements (default: real time).
+	Clock clock.Clock
 }
 
-// Advertiser answers mDNS queries for the lookup service.
+// Advertiser claims its names as RFC 6762 asks (probing, renaming on a
+// conflict, announcing), then answers mDNS queries for the lookup
+// service.
 type Advertiser struct {
-	cfg      AdvertiserConfig
-	port     *mcast.Port
-	instance string // <name>._jini._tcp.local.
-	host     string // <name>.local.
-	stopped  atomic.Bool
+	cfg     AdvertiserConfig
+	port    *mcast.Port
+	base    string // jinid-<ServiceID's first 8 hex digits>
+	stopped atomic.Bool
+
+	mu         sync.Mutex
+	instance   string // <name>._jini._tcp.local.
+	host       string // <name>.local.
+	claimed    bool   // probed: it answers and announces
+	renames    int
+	conflicted bool          // another host claims a name of ours
+	conflict   chan struct{} // poked on a conflict, or a change of interfaces
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // NewAdvertiser prepares DNS-SD advertising; Start begins it. The
@@ -64,32 +94,209 @@ func NewAdvertiser(cfg AdvertiserConfig) (*Advertiser, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	name := "jinid-" + cfg.ServiceID.String()[:8]
 	if cfg.Host == nil {
 		return nil, errors.New("mDNS: AdvertiserConfig.Host is required")
 	}
-	return &Advertiser{cfg: cfg, instance: name + "." + ServiceType, host: name + ".local."}, nil
+	a := &Advertiser{cfg: cfg, base: name, conflict: make(chan struct{}, 1)}
+	a.setName(name)
+	return a, nil
 }
 
-// Start joins the mDNS group and announces the service once.
+func (a *Advertiser) setName(name string) {
+	a.instance, a.host = name+"."+ServiceType, name+".local."
+}
+
+// Names are the instance and host names the advertiser uses now.
+func (a *Advertiser) Names() (instance, host string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.instance, a.host
+}
+
+// Start joins the mDNS group and begins claiming the names: probes,
+// then announcements; it answers queries once they are claimed.
 func (a *Advertiser) Start(context.Context) error {
 	port, err := a.cfg.Host.Open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
-		OnPacket: a.handle})
+		OnPacket: a.handle, OnChange: a.poke})
 	if err != nil {
 		return fmt.Errorf("mDNS: %w", err)
 	}
 	a.port = port
-	a.announce(120)
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Add(1)
+	go a.run(ctx)
 	return nil
 }
 
-// Shutdown says goodbye (records with TTL 0) and stops answering.
+// Shutdown says goodbye (records with TTL 0) if the names were claimed,
+// and stops answering.
 func (a *Advertiser) Shutdown(context.Context) error {
 	if a.port == nil || a.stopped.Swap(true) {
 		return nil
 	}
-	a.announce(0)
+	a.cancel()
+	a.wg.Wait()
+	a.mu.Lock()
+	claimed := a.claimed
+	a.mu.Unlock()
+	if claimed {
+		a.announce(0)
+	}
 	return a.port.Close()
+}
+
+// poke wakes the claimer: a conflict, or the served interfaces changed.
+func (a *Advertiser) poke() {
+	select {
+	case a.conflict <- struct{}{}:
+	default:
+	}
+}
+
+// run claims the names and keeps them: probe, announce, and on a
+// conflict take the next name (jinid-1a2b3c4d-2, -3, ...) and begin
+// again; when the served interfaces change, announce again.
+func (a *Advertiser) run(ctx context.Context) {
+	defer a.wg.Done()
+	for {
+		if !a.probe(ctx) {
+			if ctx.Err() != nil {
+				return
+			}
+			a.rename()
+			continue
+		}
+		a.mu.Lock()
+		a.claimed = true
+		a.mu.Unlock()
+		if !a.announceClaimed(ctx) {
+			if ctx.Err() != nil {
+				return
+			}
+			a.rename()
+			continue
+		}
+		// Claimed: wait for a conflict or a change of interfaces.
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.conflict:
+			// Announce again on what is served now; a conflict seen
+			// while claimed is handled by handle marking it.
+			if a.lost() {
+				a.rename()
+			}
+		}
+	}
+}
+
+// probe sends the probes and says whether no one else claims the
+// names meanwhile.
+func (a *Advertiser) probe(ctx context.Context) bool {
+	a.drain()
+	for range probes {
+		a.sendProbe()
+		if !a.wait(ctx, probeInterval) {
+			return false
+		}
+	}
+	return true
+}
+
+// announceClaimed announces the records twice, a second apart.
+func (a *Advertiser) announceClaimed(ctx context.Context) bool {
+	for i := range announcements {
+		a.announce(120)
+		if i < announcements-1 && !a.wait(ctx, announceInterval) {
+			return false
+		}
+	}
+	return true
+}
+
+// wait waits d; false if ctx ended or someone else claims the names.
+func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
+	done := make(chan struct{})
+	t := a.cfg.Clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-done:
+			return true
+		case <-a.conflict:
+			if a.lost() {
+				return false
+			}
+		}
+	}
+}
+
+// lost says whether a conflict was seen (and forgets it).
+func (a *Advertiser) lost() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.conflicted
+	a.conflicted = false
+	return l
+}
+
+// drain forgets pokes and conflicts from before this claim.
+func (a *Advertiser) drain() {
+	select {
+	case <-a.conflict:
+	default:
+	}
+	a.lost()
+}
+
+// rename takes the next name, jinid-1a2b3c4d-2, -3, ... (RFC 6763's
+// "Name (2)", as host names allow), and gives up answering until it is
+// claimed.
+func (a *Advertiser) rename() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.claimed = false
+	a.renames = a.renames%maxRenames + 1
+	name := a.base + "-" + strconv.Itoa(a.renames+1)
+	a.cfg.Logger.Info("mDNS name in use on the LAN; renamed", "name", name)
+	a.setName(name)
+}
+
+// markConflict records that another host claims a name of ours.
+func (a *Advertiser) markConflict() {
+	a.mu.Lock()
+	a.conflicted = true
+	a.mu.Unlock()
+	a.poke()
+}
+
+// sendProbe sends one probe on every served interface: a query for the
+// names, with the records it would claim in its authority section
+// (§8.1).
+func (a *Advertiser) sendProbe() {
+	err := a.port.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {
+		rrs := a.records(j, 120, false)
+		instance, host := a.Names()
+		m := new(dns.Msg)
+		m.Question = []dns.Question{{Name: instance, Qtype: dns.TypeANY, Qclass: dns.ClassINET}, {Name: host, Qtype: dns.TypeANY, Qclass: dns.ClassINET}}
+		for _, rr := range rrs {
+			if h := rr.Header(); h.Rrtype != dns.TypePTR {
+				m.Ns = append(m.Ns, rr)
+			}
+		}
+		b, err := m.Pack()
+		return [][]byte{b}, err
+	})
+	if err != nil {
+		a.cfg.Logger.Debug("mDNS probe", "err", err)
+	}
 }
 
 var _ lifecycle.Service = (*Advertiser)(nil)
@@ -123,6 +330,7 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 		}
 		return dns.RR_Header{Name: name, Rrtype: t, Class: class, Ttl: ttl}
 	}
+	instance, host := a.Names()
 	groups := a.cfg.Groups()
 	txt := []string{"txtvers=1", "serviceID=" + a.cfg.ServiceID.String(), "groups=" + strings.Join(groups, ",")}
 	if a.cfg.APIURL != nil {
@@ -131,14 +339,14 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 		}
 	}
 	rrs := []dns.RR{
-		&dns.PTR{Hdr: hdr(ServiceType, dns.TypePTR, false), Ptr: a.instance},
-		&dns.SRV{Hdr: hdr(a.instance, dns.TypeSRV, true), Port: uint16(a.cfg.Port()), Target: a.host},
-		&dns.TXT{Hdr: hdr(a.instance, dns.TypeTXT, true), Txt: txt},
+		&dns.PTR{Hdr: hdr(ServiceType, dns.TypePTR, false), Ptr: instance},
+		&dns.SRV{Hdr: hdr(instance, dns.TypeSRV, true), Port: uint16(a.cfg.Port()), Target: host},
+		&dns.TXT{Hdr: hdr(instance, dns.TypeTXT, true), Txt: txt},
 	}
 	if j.Addr.Is4() {
-		rrs = append(rrs, &dns.A{Hdr: hdr(a.host, dns.TypeA, true), A: j.Addr.AsSlice()})
+		rrs = append(rrs, &dns.A{Hdr: hdr(host, dns.TypeA, true), A: j.Addr.AsSlice()})
 	} else {
-		rrs = append(rrs, &dns.AAAA{Hdr: hdr(a.host, dns.TypeAAAA, true), AAAA: j.Addr.AsSlice()})
+		rrs = append(rrs, &dns.AAAA{Hdr: hdr(host, dns.TypeAAAA, true), AAAA: j.Addr.AsSlice()})
 	}
 	if !all {
 		return rrs
@@ -151,7 +359,21 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 // other than 5353 (a "legacy" one-shot resolver).
 func (a *Advertiser) handle(p mcast.Packet) {
 	var q dns.Msg
-	if err := q.Unpack(p.Data); err != nil || q.Response || q.Opcode != dns.OpcodeQuery {
+	if err := q.Unpack(p.Data); err != nil || q.Opcode != dns.OpcodeQuery {
+		return
+	}
+	// Another host's records for a name of ours, in an answer or in a
+	// probe's authority section: the name is taken (§8.2, §9).
+	for _, rr := range append(append(append([]dns.RR{}, q.Answer...), q.Ns...), q.Extra...) {
+		if a.claims(rr) && !a.ours(rr) {
+			a.markConflict()
+			return
+		}
+	}
+	a.mu.Lock()
+	claimed := a.claimed
+	a.mu.Unlock()
+	if q.Response || !claimed {
 		return
 	}
 	var j mcast.Joined
@@ -206,6 +428,45 @@ func (a *Advertiser) handle(p mcast.Packet) {
 	if err := a.port.SendReply(p.IfIndex, p.Family, dst, b); err != nil {
 		a.cfg.Logger.Debug("mDNS answer", "to", dst, "err", err)
 	}
+}
+
+// claims says rr is about a name of ours, one only its owner may have
+// records of (not the shared PTR).
+func (a *Advertiser) claims(rr dns.RR) bool {
+	instance, host := a.Names()
+	n := strings.ToLower(rr.Header().Name)
+	return rr.Header().Rrtype != dns.TypePTR && (n == strings.ToLower(instance) || n == strings.ToLower(host))
+}
+
+// ours says rr is one of this advertiser's own records, heard back from
+// any interface it serves (the same SRV, a TXT of this ServiceID, an
+// address of one of its interfaces).
+func (a *Advertiser) ours(rr dns.RR) bool {
+	_, host := a.Names()
+	switch r := rr.(type) {
+	case *dns.SRV:
+		return strings.EqualFold(r.Target, host) && int(r.Port) == a.cfg.Port()
+	case *dns.TXT:
+		return slices.Contains(r.Txt, "serviceID="+a.cfg.ServiceID.String())
+	case *dns.A:
+		return a.isOwnAddr(r.A)
+	case *dns.AAAA:
+		return a.isOwnAddr(r.AAAA)
+	}
+	return false // NSEC and anything else: not what jinid says
+}
+
+func (a *Advertiser) isOwnAddr(ip []byte) bool {
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return false
+	}
+	for _, j := range a.port.Joined() {
+		if j.Addr.WithZone("") == addr.Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 func containsRR(rrs []dns.RR, rr dns.RR) bool {
