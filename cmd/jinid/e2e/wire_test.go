@@ -406,38 +406,11 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 	observer.Attach(lan)
 	jinidtest.LabDaemon(t, bin, lus, "--announce-interval", "30s")
 
-	// A private system bus for avahi in the observer, so nothing outside
-	// the lab is touched.
-	dir, err := os.MkdirTemp("", "jinid-avahi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o777) // dbus-daemon runs as messagebus
-	bus := "unix:path=" + dir + "/system_bus_socket"
-	env := append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
-	dbusd := observer.Command(context.Background(), "dbus-daemon", "--nofork", "--nopidfile",
-		"--config-file=/usr/share/dbus-1/system.conf", "--address="+bus)
-	if err := dbusd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { dbusd.Process.Kill(); dbusd.Wait() }()
-	conf := dir + "/avahi-daemon.conf"
-	os.WriteFile(conf, []byte("[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=eth0\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\ndisable-publishing=yes\n"), 0o644)
-	testenv.Until(t, "the bus socket", func() bool { _, err := os.Stat(dir + "/system_bus_socket"); return err == nil })
-	avahi := observer.Command(context.Background(), "avahi-daemon", "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title", "-f", conf)
-	avahi.Env = env
-	var avahiLog bytes.Buffer
-	avahi.Stderr, avahi.Stdout = &avahiLog, &avahiLog
-	if err := avahi.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { avahi.Process.Signal(syscall.SIGTERM); avahi.Wait() }()
-
+	env, avahiLog := startAvahi(t, observer, false)
 	var out []byte
 	defer func() {
 		if t.Failed() {
-			t.Logf("avahi-browse printed:\n%s\navahi-daemon said:\n%s", out, avahiLog.String())
+			t.Logf("avahi-browse printed:\n%s\navahi-daemon said:\n%s", out, avahiLog())
 		}
 	}()
 	want := fmt.Sprintf(";%s;4160;", ll.IPv4)
@@ -457,6 +430,107 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 		}
 	}
 	t.Fatalf("no resolved line in:\n%s", out)
+}
+
+// startAvahi runs avahi-daemon in h on a private system bus, so nothing
+// outside the lab is touched, until the test ends; publishing says
+// whether it may publish (for avahi-publish). It returns the
+// environment its clients need, and what it logged.
+func startAvahi(t *testing.T, h *netlab.Host, publishing bool) ([]string, func() string) {
+	t.Helper()
+	testenv.LookPath(t, "avahi-daemon", "avahi-daemon")
+	testenv.LookPath(t, "avahi-browse", "avahi-utils")
+	testenv.LookPath(t, "dbus-daemon", "dbus")
+	dir, err := os.MkdirTemp("", "jinid-avahi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777) // dbus-daemon runs as messagebus
+	bus := "unix:path=" + dir + "/system_bus_socket"
+	env := append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+bus)
+	dbusd := h.Command(context.Background(), "dbus-daemon", "--nofork", "--nopidfile",
+		"--config-file=/usr/share/dbus-1/system.conf", "--address="+bus)
+	if err := dbusd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dbusd.Process.Kill(); dbusd.Wait() })
+	conf := dir + "/avahi-daemon.conf"
+	os.WriteFile(conf, []byte(fmt.Sprintf("[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=eth0\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\ndisable-publishing=%s\n",
+		map[bool]string{true: "no", false: "yes"}[publishing])), 0o644)
+	testenv.Until(t, "the bus socket", func() bool { _, err := os.Stat(dir + "/system_bus_socket"); return err == nil })
+	avahi := h.Command(context.Background(), "avahi-daemon", "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title", "-f", conf)
+	avahi.Env = env
+	var mu sync.Mutex
+	var log bytes.Buffer
+	w := writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return log.Write(b) })
+	avahi.Stderr, avahi.Stdout = w, w
+	if err := avahi.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { avahi.Process.Signal(syscall.SIGTERM); avahi.Wait() })
+	return env, func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// A name avahi holds on the LAN is not taken: the daemon, finding
+// avahi answering its probes for jinid-<its ServiceID's first digits>,
+// claims jinid-...-2 instead, and avahi-browse lists both services.
+func TestAvahiNameConflict(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	lus, observer := lab.Host("lus"), lab.Host("observer")
+	lus.Attach(lan)
+	observer.Attach(lan)
+	// The daemon's ServiceID, kept in its store: the same at the next
+	// start.
+	data := t.TempDir()
+	first := jinidtest.LabDaemon(t, bin, lus, "--data-dir", data, "--no-dns-sd")
+	name := "jinid-" + idOf(t, first.Log())[:8]
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+
+	env, avahiLog := startAvahi(t, observer, true)
+	testenv.Until(t, "avahi-daemon to answer on its bus", func() bool {
+		c := observer.Command(t.Context(), "avahi-browse", "-a", "-t", "-p")
+		c.Env = env
+		return c.Run() == nil
+	})
+	// avahi-publish holds the name while it runs.
+	var pubMu sync.Mutex
+	var pubOut bytes.Buffer
+	pw := writerFunc(func(b []byte) (int, error) { pubMu.Lock(); defer pubMu.Unlock(); return pubOut.Write(b) })
+	publish := observer.Command(context.Background(), "avahi-publish", "-s", name, "_jini._tcp", "4170")
+	publish.Env = env
+	publish.Stdout, publish.Stderr = pw, pw
+	if err := publish.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { publish.Process.Kill(); publish.Wait() })
+	testenv.Until(t, "avahi to hold "+name, func() bool {
+		pubMu.Lock()
+		defer pubMu.Unlock()
+		return strings.Contains(pubOut.String(), "Established")
+	})
+	jinidtest.LabDaemon(t, bin, lus, "--data-dir", data)
+	var out []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("avahi-browse printed:\n%s\navahi-daemon said:\n%s", out, avahiLog())
+		}
+	}()
+	testenv.Until(t, "avahi-browse to list avahi's "+name+" and the daemon's "+name+"-2", func() bool {
+		browse := observer.Command(t.Context(), "avahi-browse", "-rpt", "_jini._tcp")
+		browse.Env = env
+		out, _ = browse.Output()
+		return strings.Contains(string(out), ";"+name+";_jini._tcp;") && strings.Contains(string(out), ";"+name+"-2;_jini._tcp;") &&
+			strings.Contains(string(out), ";4160;")
+	})
 }
 
 // jinid discover --dns-sd finds a daemon by browsing _jini._tcp.local.
