@@ -459,7 +459,10 @@ func startAvahi(t *testing.T, h *netlab.Host, publishing bool) ([]string, func()
 	os.WriteFile(conf, []byte(fmt.Sprintf("[server]\nuse-ipv4=yes\nuse-ipv6=no\nallow-interfaces=eth0\nenable-dbus=yes\n[wide-area]\nenable-wide-area=no\n[publish]\ndisable-publishing=%s\n",
 		map[bool]string{true: "no", false: "yes"}[publishing])), 0o644)
 	testenv.Until(t, "the bus socket", func() bool { _, err := os.Stat(dir + "/system_bus_socket"); return err == nil })
-	avahi := h.Command(context.Background(), "avahi-daemon", "--no-drop-root", "--no-chroot", "--no-rlimits", "--no-proc-title", "-f", conf)
+	// A /run of its own (ip netns exec gives the command a mount
+	// namespace of its own): avahi-daemon keeps a PID file there, and two
+	// tests' avahis would each find the other's.
+	avahi := h.Command(context.Background(), "sh", "-c", `mount -t tmpfs jinid-avahi-run /run && mkdir -p /run/avahi-daemon && exec avahi-daemon --no-drop-root --no-chroot --no-rlimits --no-proc-title -f "$0"`, conf)
 	avahi.Env = env
 	var mu sync.Mutex
 	var log bytes.Buffer
