@@ -121,7 +121,7 @@ func (a *Advertiser) Names() (instance, host string) {
 // then announcements; it answers queries once they are claimed.
 func (a *Advertiser) Start(context.Context) error {
 	port, err := a.cfg.Host.Open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
-		OnPacket: a.handle, OnChange: a.poke})
+		OnPacket: a.handle, OnChange: a.poke, OnLeave: a.leave})
 	if err != nil {
 		return fmt.Errorf("mDNS: %w", err)
 	}
@@ -148,6 +148,28 @@ func (a *Advertiser) Shutdown(context.Context) error {
 		a.announce(0)
 	}
 	return a.port.Close()
+}
+
+// leave says goodbye on an interface no longer served (its address
+// went, it was excluded), from its socket before it closes: peers there
+// forget the records now, not when their TTL ends.
+func (a *Advertiser) leave(j mcast.Joined, send func(netip.AddrPort, []byte) error) {
+	a.mu.Lock()
+	claimed := a.claimed
+	a.mu.Unlock()
+	if !claimed || a.stopped.Load() {
+		return
+	}
+	m := new(dns.Msg)
+	m.Response, m.Authoritative = true, true
+	m.Answer = a.records(j, 0, true)
+	b, err := m.Pack()
+	if err == nil {
+		err = send(netip.AddrPortFrom(mdnsGroup(j.Family), mdnsPort), b)
+	}
+	if err != nil {
+		a.cfg.Logger.Debug("mDNS goodbye on an interface left", "interface", j.Name, "err", err)
+	}
 }
 
 // poke wakes the claimer: a conflict, or the served interfaces changed.

@@ -90,6 +90,9 @@ type PortConfig struct {
 	// OnChange is called after the served interfaces or their addresses
 	// changed (a lookup service announces at once then).
 	OnChange func()
+	// OnLeave is called for each interface and family the port stops
+	// serving, before its socket closes: send sends from it a last time.
+	OnLeave func(j Joined, send func(dst netip.AddrPort, b []byte) error)
 }
 
 // hostPort is one port in use.
@@ -239,7 +242,7 @@ func (h *Host) openPort(pc PortConfig) (*hostPort, error) {
 	cfg := transportConfig{Port: pc.Port, Groups: pc.Groups, TTL: cmp.Or(pc.TTL, h.cfg.TTL),
 		NoIPv4: h.cfg.NoIPv4, NoIPv6: h.cfg.NoIPv6, Include: h.cfg.Include, Exclude: h.cfg.Exclude, ExcludeDefaultRoute: h.cfg.ExcludeDefaultRoute,
 		NoLoopback: h.cfg.NoLoopback, ReceiveLimit: h.cfg.ReceiveLimit, Namespace: h.cfg.Namespace,
-		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, Handler: hp.deliverPacket}
+		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, OnLeave: hp.left, Handler: hp.deliverPacket}
 	if pc.Port == h.cfg.DiscoveryPort {
 		in := &Inbound{Metrics: h.cfg.Metrics,
 			OnAnnouncement: func(a discovery.Announcement, p Packet) { hp.deliver(Message{Announcement: &a, Packet: p}) },
@@ -282,6 +285,14 @@ func (hp *hostPort) changed() {
 	for _, p := range *hp.handles.Load() {
 		if p.cfg.OnChange != nil {
 			p.cfg.OnChange()
+		}
+	}
+}
+
+func (hp *hostPort) left(j Joined, send func(netip.AddrPort, []byte) error) {
+	for _, p := range *hp.handles.Load() {
+		if p.cfg.OnLeave != nil {
+			p.cfg.OnLeave(j, send)
 		}
 	}
 }

@@ -149,6 +149,10 @@ type transportConfig struct {
 	// OnChange, if set, is called after the served interfaces or their
 	// addresses changed (a lookup service announces at once then).
 	OnChange func()
+	// OnLeave, if set, is called for each interface and family the
+	// transport stops serving, before its socket closes, with a way to
+	// send from it a last time (an mDNS goodbye).
+	OnLeave func(j Joined, send func(dst netip.AddrPort, b []byte) error)
 }
 
 func (c *transportConfig) setDefaults() error {
@@ -457,6 +461,18 @@ func (t *transport) syncSockets() (changed bool, err error) {
 		reasons[ifc.Index] = d.Reason
 	}
 
+	// Sockets left are closed after the lock is released, each once
+	// OnLeave has had its last word on it.
+	var leaving []*sock
+	defer func() {
+		for _, s := range leaving {
+			if t.cfg.OnLeave != nil {
+				t.cfg.OnLeave(s.joined(), func(dst netip.AddrPort, b []byte) error { return s.conn.write(b, dst) })
+			}
+			s.conn.Close()
+			t.log.Info("left discovery groups", "interface", s.ifc.Name, "family", s.key.family)
+		}
+	}()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ctx.Err() != nil {
@@ -473,9 +489,8 @@ func (t *transport) syncSockets() (changed bool, err error) {
 	for k, s := range t.socks {
 		if _, ok := want[k]; !ok {
 			changed = true
-			s.conn.Close()
 			delete(t.socks, k)
-			t.log.Info("left discovery groups", "interface", s.ifc.Name, "family", k.family)
+			leaving = append(leaving, s)
 		}
 	}
 	for k, ifc := range want {

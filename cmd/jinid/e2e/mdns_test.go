@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,4 +141,52 @@ func TestMDNSClaimsItsNames(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// An interface the daemon stops serving (here: a reload that excludes
+// it) hears the goodbye of its DNS-SD records, sent from its socket
+// before it closes: peers there forget them at once.
+func TestMDNSGoodbyeWhenAnInterfaceIsLeft(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, obsHost := lab.Host("gw"), lab.Host("obs")
+	gw.Attach(lan1)
+	gw.Attach(lan2)
+	obsHost.Attach(lan2)
+	obs, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: obsHost.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { obs.Shutdown(context.Background()) })
+	if err := obs.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var seen mdnsSeen
+	if _, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{dnssd.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
+		var m dns.Msg
+		if m.Unpack(p.Data) != nil || !m.Response {
+			return
+		}
+		for _, rr := range m.Answer {
+			if srv, ok := rr.(*dns.SRV); ok {
+				seen.add(map[bool]string{true: "goodbye ", false: "announce "}[srv.Hdr.Ttl == 0] + srv.Hdr.Name)
+			}
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "jinid.json")
+	os.WriteFile(cfg, []byte(`{"interfaces": ["eth0", "eth1"]}`), 0o644)
+	d := jinidtest.LabDaemon(t, bin, gw, "--config", cfg)
+	has := func(prefix string) func() bool {
+		return func() bool {
+			return slices.ContainsFunc(seen.list(), func(s string) bool { return strings.HasPrefix(s, prefix) })
+		}
+	}
+	testenv.Until(t, "the announcement on the second LAN", has("announce "))
+	os.WriteFile(cfg, []byte(`{"interfaces": ["eth0"]}`), 0o644)
+	d.Process.Signal(syscall.SIGHUP)
+	testenv.Until(t, "a goodbye on the LAN the daemon no longer serves", has("goodbye "))
 }
