@@ -108,12 +108,23 @@ func (r *Registrar) writePage(w http.ResponseWriter, req *http.Request, p aPage,
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	writeItems(w, p)
+	writeItems(w, p, r.ends(p.leases))
+}
+
+// ends are when the leases end (ms), in their order; 0 for one that
+// ended meanwhile.
+func (r *Registrar) ends(leases []string) []int64 {
+	out := make([]int64, len(leases))
+	for i, id := range leases {
+		rec, _ := r.cfg.Grantor.Get(id)
+		out[i] = rec.Expiration
+	}
+	return out
 }
 
 // writeItems writes p as an apitypes.Items, the items one at a time, so
 // that sending a page costs an item's worth of memory, not a page's.
-func writeItems(w io.Writer, p aPage) error {
+func writeItems(w io.Writer, p aPage, ends []int64) error {
 	if _, err := io.WriteString(w, `{"items":[`); err != nil {
 		return err
 	}
@@ -130,7 +141,7 @@ func writeItems(w io.Writer, p aPage) error {
 			return err // the client went: the rest is not sent
 		}
 	}
-	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next, Expirations: p.ends})
+	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next, Expirations: ends})
 	if err != nil {
 		return err
 	}

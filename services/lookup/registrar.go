@@ -766,9 +766,9 @@ func (r *Registrar) Page(t Template, after string, limit int) ([]Item, int, stri
 // cursor, and the bytes of its items as stored.
 type aPage struct {
 	items []Item
-	// ends are when the items' registrations end (ms; lease.Never for
-	// never), in their order.
-	ends  []int64
+	// leases are the items' registration leases, in their order: the
+	// HTTP answer says when each ends (Items.Expirations).
+	leases []string
 	total int
 	next  string
 	bytes int
@@ -801,7 +801,7 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 		rest = matched[i:]
 	}
 	var out []Item
-	var ends []int64
+	var leases []string
 	size := 0
 	for _, si := range rest {
 		if len(out) == limit || len(out) > 0 && size+si.size > budget {
@@ -809,8 +809,7 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 		}
 		size += si.size
 		out = append(out, si.Item)
-		rec, _ := r.cfg.Grantor.Get(si.Lease) // ended meanwhile: 0
-		ends = append(ends, rec.Expiration)
+		leases = append(leases, si.Lease)
 	}
 	next := ""
 	if len(out) < len(rest) && len(out) > 0 {
@@ -819,7 +818,7 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	if out == nil {
 		out = []Item{}
 	}
-	return aPage{items: out, ends: ends, total: len(matched), next: next, bytes: size}, nil
+	return aPage{items: out, leases: leases, total: len(matched), next: next, bytes: size}, nil
 }
 
 // Lease returns the lease of a live registration of serviceID.

@@ -452,7 +452,7 @@ func TestWriteItemsIsItemsJSON(t *testing.T) {
 		{items: []Item{printer("a"), printer("b"), printer("c")}, total: 7, next: "x"},
 	} {
 		var got bytes.Buffer
-		if err := writeItems(&got, p); err != nil {
+		if err := writeItems(&got, p, nil); err != nil {
 			t.Fatal(err)
 		}
 		want, _ := json.Marshal(apitypes.Items{Items: apiItems(p.items), TotalMatches: p.total, NextCursor: p.next})
