@@ -21,6 +21,25 @@ import (
 	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
+// mdnsObserver listens to mDNS (IPv4) in lab host h until the test ends,
+// handing on every datagram; its port sends too.
+func mdnsObserver(t *testing.T, h *netlab.Host, onPacket func(mcast.Packet)) *mcast.Port {
+	t.Helper()
+	obs, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: h.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { obs.Shutdown(context.Background()) })
+	if err := obs.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{dnssd.MDNSGroupV4}, TTL: 255, OnPacket: onPacket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // mdnsSeen is what an observer on the LAN heard of a jinid's names.
 type mdnsSeen struct {
 	mu    sync.Mutex
@@ -50,19 +69,11 @@ func TestMDNSClaimsItsNames(t *testing.T) {
 	gw, obsHost := lab.Host("gw"), lab.Host("obs")
 	gw.Attach(lan)
 	obsHost.Attach(lan)
-	obs, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: obsHost.Namespace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { obs.Shutdown(context.Background()) })
-	if err := obs.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	var seen mdnsSeen
 	var port atomic.Pointer[mcast.Port]
 	// Another host on the LAN that holds the name jinid picks first: it
 	// answers every probe for it with records of its own.
-	p, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{dnssd.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
+	p := mdnsObserver(t, obsHost, func(p mcast.Packet) {
 		var m dns.Msg
 		if m.Unpack(p.Data) != nil {
 			return
@@ -95,10 +106,7 @@ func TestMDNSClaimsItsNames(t *testing.T) {
 				}
 			}
 		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	port.Store(p)
 	d := jinidtest.LabDaemon(t, bin, gw)
 	var renamed string
@@ -155,16 +163,8 @@ func TestMDNSGoodbyeWhenAnInterfaceIsLeft(t *testing.T) {
 	gw.Attach(lan1)
 	gw.Attach(lan2)
 	obsHost.Attach(lan2)
-	obs, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: obsHost.Namespace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { obs.Shutdown(context.Background()) })
-	if err := obs.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	var seen mdnsSeen
-	if _, err := obs.Open(mcast.PortConfig{Port: 5353, Groups: []netip.Addr{dnssd.MDNSGroupV4}, TTL: 255, OnPacket: func(p mcast.Packet) {
+	mdnsObserver(t, obsHost, func(p mcast.Packet) {
 		var m dns.Msg
 		if m.Unpack(p.Data) != nil || !m.Response {
 			return
@@ -174,9 +174,7 @@ func TestMDNSGoodbyeWhenAnInterfaceIsLeft(t *testing.T) {
 				seen.add(map[bool]string{true: "goodbye ", false: "announce "}[srv.Hdr.Ttl == 0] + srv.Hdr.Name)
 			}
 		}
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	cfg := filepath.Join(t.TempDir(), "jinid.json")
 	os.WriteFile(cfg, []byte(`{"interfaces": ["eth0", "eth1"]}`), 0o644)
 	d := jinidtest.LabDaemon(t, bin, gw, "--config", cfg)
