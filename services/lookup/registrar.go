@@ -769,9 +769,9 @@ type aPage struct {
 	// leases are the items' registration leases, in their order: the
 	// HTTP answer says when each ends (Items.Expirations).
 	leases []string
-	total int
-	next  string
-	bytes int
+	total  int
+	next   string
+	bytes  int
 }
 
 func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
