@@ -34,7 +34,7 @@ func ReadRegistrar(m []byte) discovery.Registrar {
 		}
 		return r
 	}
-	p, ok := proxyObject(m)
+	p, ok := ProxyObject(m)
 	if !ok {
 		return r
 	}
@@ -82,8 +82,10 @@ func proxyBytes(m []byte) ([]byte, bool) {
 	return a.Prim, true
 }
 
-// proxyObject reads the object a marshalled container holds.
-func proxyObject(m []byte) (*javaio.Object, bool) {
+// ProxyObject reads the object a marshalled container holds: a
+// registrar proxy, whose remote reference a client of the registrar
+// calls (java/javalookup's Remote). It reads at most MaxReadProxy.
+func ProxyObject(m []byte) (*javaio.Object, bool) {
 	b, ok := proxyBytes(m)
 	if !ok || len(b) > MaxReadProxy {
 		return nil, false

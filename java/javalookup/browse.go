@@ -44,7 +44,7 @@ type typeTree struct {
 }
 
 // tree reads a ServiceType or EntryClass object graph.
-func (s *Service) tree(v javaio.Value, seen map[*javaio.Object]*typeTree) *typeTree {
+func (s *codec) tree(v javaio.Value, seen map[*javaio.Object]*typeTree) *typeTree {
 	o, ok := v.(*javaio.Object)
 	if !ok || len(seen) > maxTypes {
 		return nil
@@ -99,7 +99,7 @@ func mostSpecific(t *typeTree, prefix string, excluded map[string]bool, found ma
 
 // itemTypes is an item's type tree: the Java one kept, or for an HTTP
 // item each of its types as a type of its own.
-func (s *Service) itemTypes(it lookup.Item) []*typeTree {
+func (s *codec) itemTypes(it lookup.Item) []*typeTree {
 	if it.Java != nil && it.Java.Type != nil {
 		if v, err := javaio.Decode(it.Java.Type); err == nil {
 			if t := s.tree(v, map[*javaio.Object]*typeTree{}); t != nil {
@@ -177,7 +177,7 @@ func (k *call) bases(class, field string, order []string, found map[string]*type
 
 // entryTree is an attribute's class hierarchy as Reggie's EntryClass
 // objects.
-func (s *Service) entryTree(a lookup.Attribute) *typeTree {
+func (s *codec) entryTree(a lookup.Attribute) *typeTree {
 	var v javaio.Value
 	if a.Java != nil {
 		v, _ = javaio.Decode(a.Java.Class)

@@ -98,12 +98,28 @@ func entryHash(hasSuper bool, super int64, name string, fields []entryField) int
 	return int64(binary.LittleEndian.Uint64(sum[:8]))
 }
 
+// codec converts between Reggie's classes and jinid's lookup types, in
+// one lineage: what the registrar served to Java and the client of a
+// Java registrar (Remote) share.
+type codec struct {
+	l       *Lineage
+	entries map[string]*entryClass
+}
+
+func newCodec(l *Lineage) (*codec, error) {
+	entries, err := parseEntries(entriesText)
+	if err != nil {
+		return nil, err
+	}
+	return &codec{l: l, entries: entries}, nil
+}
+
 // typeHash is Reggie's ServiceType hash: SHA-1 over the name alone.
 func typeHash(name string) int64 { return entryHash(false, 0, name, nil) }
 
 // allFields returns the fields of a well-known entry class and its
 // superclasses, in the order Java sends their values.
-func (s *Service) allFields(name string) []entryField {
+func (s *codec) allFields(name string) []entryField {
 	var chain []*entryClass
 	for c := s.entries[name]; c != nil; c = s.entries[c.super] {
 		chain = append(chain, c)
@@ -155,7 +171,7 @@ func elems(v javaio.Value) ([]javaio.Value, error) {
 	return a.Elems, nil
 }
 
-func (s *Service) serviceIDFrom(v javaio.Value) (string, error) {
+func (s *codec) serviceIDFrom(v javaio.Value) (string, error) {
 	if v == nil {
 		return "", nil
 	}
@@ -173,7 +189,7 @@ func (s *Service) serviceIDFrom(v javaio.Value) (string, error) {
 
 // typeNames flattens a ServiceType tree into its names, the type's own
 // first, without java.lang.Object (every type's ancestor).
-func (s *Service) typeNames(v javaio.Value, out []string, seen map[*javaio.Object]bool) ([]string, error) {
+func (s *codec) typeNames(v javaio.Value, out []string, seen map[*javaio.Object]bool) ([]string, error) {
 	if v == nil {
 		return out, nil
 	}
@@ -220,7 +236,7 @@ func contains(s []string, v string) bool {
 
 // entryFrom converts an EntryRep. In a template, a null field is a
 // wildcard and is left out of Fields.
-func (s *Service) entryFrom(v javaio.Value, template bool) (lookup.Attribute, error) {
+func (s *codec) entryFrom(v javaio.Value, template bool) (lookup.Attribute, error) {
 	rep, err := object(v, s.l.Package+".EntryRep")
 	if err != nil {
 		return lookup.Attribute{}, err
@@ -279,7 +295,7 @@ func (s *Service) entryFrom(v javaio.Value, template bool) (lookup.Attribute, er
 
 // fieldNames names n field values of an entry class: by the schema for
 // well-known classes, by position ("0", "1", ...) otherwise.
-func (s *Service) fieldNames(class string, n int) []string {
+func (s *codec) fieldNames(class string, n int) []string {
 	if fs := s.allFields(class); len(fs) == n && s.entries[class] != nil {
 		out := make([]string, n)
 		for i, f := range fs {
@@ -297,7 +313,7 @@ func (s *Service) fieldNames(class string, n int) []string {
 // view is a Java field value as HTTP clients see it and templates match
 // it: strings, numbers and booleans as themselves, anything else as its
 // serialized bytes.
-func (s *Service) view(v javaio.Value) any {
+func (s *codec) view(v javaio.Value) any {
 	switch v := v.(type) {
 	case nil:
 		return nil
@@ -351,7 +367,7 @@ func boxed(class string) bool {
 }
 
 // itemFrom converts a Reggie Item a Java client registers.
-func (s *Service) itemFrom(v javaio.Value) (lookup.Item, error) {
+func (s *codec) itemFrom(v javaio.Value) (lookup.Item, error) {
 	o, err := object(v, s.l.Package+".Item")
 	if err != nil {
 		return lookup.Item{}, err
@@ -400,7 +416,7 @@ func (s *Service) itemFrom(v javaio.Value) (lookup.Item, error) {
 }
 
 // templateFrom converts a Reggie Template.
-func (s *Service) templateFrom(v javaio.Value) (lookup.Template, error) {
+func (s *codec) templateFrom(v javaio.Value) (lookup.Template, error) {
 	o, err := object(v, s.l.Package+".Template")
 	if err != nil {
 		return lookup.Template{}, err
@@ -446,7 +462,7 @@ func (s *Service) templateFrom(v javaio.Value) (lookup.Template, error) {
 // sent it (with values HTTP changed since taken from Fields), the
 // schema's form for a well-known entry an HTTP client sent, and nothing
 // (false) for other entries, whose classes Java could not load.
-func (s *Service) entryTo(a lookup.Attribute) (*javaio.Object, bool) {
+func (s *codec) entryTo(a lookup.Attribute) (*javaio.Object, bool) {
 	rep := s.l.New("EntryRep")
 	if a.Java != nil {
 		ec, err := javaio.Decode(a.Java.Class)
@@ -504,7 +520,7 @@ func sameView(a, b any) bool {
 // javaValue is a JSON value as a Java field value: strings as String,
 // whole numbers as Long, other numbers as Double, booleans as Boolean;
 // anything else as its JSON text.
-func (s *Service) javaValue(v any) javaio.Value {
+func (s *codec) javaValue(v any) javaio.Value {
 	switch v := v.(type) {
 	case nil:
 		return nil
@@ -524,7 +540,7 @@ func (s *Service) javaValue(v any) javaio.Value {
 
 // entryClassObject builds Reggie's EntryClass tree of a well-known entry
 // class.
-func (s *Service) entryClassObject(name string) *javaio.Object {
+func (s *codec) entryClassObject(name string) *javaio.Object {
 	c := s.entries[name]
 	if c == nil {
 		return nil

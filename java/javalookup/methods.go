@@ -190,7 +190,7 @@ func (s *Service) server(host string) *javaio.Object {
 
 // itemTo is an item as Java reads it. Like Reggie, it leaves out the
 // type tree (serviceType null): clients do not need it back.
-func (s *Service) itemTo(it lookup.Item) (*javaio.Object, error) {
+func (s *codec) itemTo(it lookup.Item) (*javaio.Object, error) {
 	o := s.l.New("Item")
 	sid, err := discovery.ParseServiceID(it.ServiceID)
 	if err != nil {
@@ -222,7 +222,13 @@ func (s *Service) itemTo(it lookup.Item) (*javaio.Object, error) {
 		}
 		return o, nil
 	}
-	w, err := s.wrapString(string(it.Service))
+	// An item registered over HTTP is its JSON service to Java, or
+	// when it has none its endpoint (a static service's).
+	svc := string(it.Service)
+	if svc == "" {
+		svc = it.Endpoint
+	}
+	w, err := s.wrapString(svc)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +237,7 @@ func (s *Service) itemTo(it lookup.Item) (*javaio.Object, error) {
 
 // wrapString is a MarshalledWrapper holding a String: the service
 // object Java gets for an item registered over HTTP (its JSON).
-func (s *Service) wrapString(v string) (*javaio.Object, error) {
+func (s *codec) wrapString(v string) (*javaio.Object, error) {
 	obj, err := javaio.Encode(v, false)
 	if err != nil {
 		return nil, err

@@ -83,9 +83,8 @@ type Config struct {
 // Service is the registrar as Java clients use it: a jeri.Object, and
 // the maker of the proxies that lead to it.
 type Service struct {
-	cfg     Config
-	l       *Lineage
-	entries map[string]*entryClass
+	*codec
+	cfg Config
 
 	mu      sync.Mutex
 	proxies map[proxyKey][]byte
@@ -113,11 +112,11 @@ func New(cfg Config) (*Service, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("component", "javalookup")
-	entries, err := parseEntries(entriesText)
+	c, err := newCodec(cfg.Lineage)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, l: cfg.Lineage, entries: entries, proxies: make(map[proxyKey][]byte),
+	return &Service{codec: c, cfg: cfg, proxies: make(map[proxyKey][]byte),
 		calls: cfg.Metrics.Counter("jinid_java_calls_total",
 			"Registrar calls Java clients made over Jini ERI, by method and outcome (return, throw).", "method", "outcome"),
 		duration: cfg.Metrics.Histogram("jinid_java_call_duration_seconds",

@@ -43,6 +43,14 @@ func NewClientConn(ctx context.Context, c net.Conn) (*ClientConn, error) {
 	return cc, nil
 }
 
+// SetMaxReply bounds the replies read on the connection (DefaultMaxReply
+// unless set): a lookup's matches need more than an event's answer.
+func (cc *ClientConn) SetMaxReply(n int) {
+	cc.mu.Lock()
+	cc.maxReply = n
+	cc.mu.Unlock()
+}
+
 // Close closes the connection.
 func (cc *ClientConn) Close() error { return cc.c.Close() }
 

@@ -1,0 +1,548 @@
+package javalookup
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/services/lookup"
+)
+
+// Remote is a lookup service's registrar called over Jini ERI, as a Java
+// program holding its proxy calls it: Reggie's, or jinid's as Java sees
+// it. `jinid browse` reads Java lookup services with it, and the
+// daemon's join manager keeps its static services registered in them.
+// Calls run one at a time on one connection, kept open between calls
+// and dialled again when it breaks; every connection is made by the dial
+// given (the daemon's outbound dialer), and every reply is bounded.
+type Remote struct {
+	c    *codec
+	ep   Endpoint
+	sid  discovery.ServiceID
+	dial DialFunc
+
+	mu sync.Mutex
+	cc *jeri.ClientConn
+}
+
+// DialFunc makes the connections of a Remote.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Bounds of a Remote's calls.
+const (
+	// MaxRemoteReply bounds one reply: a lookup of MaxRemoteMatches
+	// items of a few KB each.
+	MaxRemoteReply = 8 << 20
+	// MaxRemoteMatches bounds the items one lookup asks for.
+	MaxRemoteMatches = 1000
+)
+
+// ErrUnknownLease is what a registrar's UnknownLeaseException becomes:
+// the lease (or the registration) is not there any more.
+var ErrUnknownLease = errors.New("the registrar knows no such lease")
+
+// ErrNoSuchObject: nothing answers for the registrar's object at its
+// endpoint any more (the lookup service restarted with a new one).
+var ErrNoSuchObject = errors.New("the registrar object is not exported at its endpoint any more")
+
+// RemoteError is an exception a registrar threw.
+type RemoteError struct {
+	Class, Message string
+}
+
+func (e *RemoteError) Error() string { return fmt.Sprintf("the registrar threw %s: %s", e.Class, e.Message) }
+
+// NewRemote reads the registrar proxy a unicast discovery response
+// carried (m, as discovery.Registrar.Marshalled holds it) and returns
+// its client. Nothing is dialled until the first call.
+func (l *Lineage) NewRemote(m []byte, dial DialFunc) (*Remote, error) {
+	c, err := newCodec(l)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := unicast.ProxyObject(m)
+	if !ok {
+		return nil, errors.New("the registrar proxy is not one jinid can read")
+	}
+	srv := field(p, "server")
+	if srv == nil {
+		return nil, fmt.Errorf("the registrar proxy (%s) holds no server reference", p.Class)
+	}
+	host, port, id, err := remoteEndpoint(srv, "registrar")
+	if err != nil {
+		return nil, err
+	}
+	return &Remote{c: c, ep: Endpoint{Host: host, Port: port, Object: id}, sid: unicast.ReadRegistrar(m).ServiceID, dial: dial}, nil
+}
+
+// Address is the registrar's Jini ERI endpoint, host:port.
+func (r *Remote) Address() string { return net.JoinHostPort(r.ep.Host, strconv.Itoa(r.ep.Port)) }
+
+// ServiceID is the lookup service's, as its proxy carries it.
+func (r *Remote) ServiceID() discovery.ServiceID { return r.sid }
+
+// Close closes the connection kept.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cc != nil {
+		r.cc.Close()
+		r.cc = nil
+	}
+	return nil
+}
+
+// call invokes a method (a lineage key, "lookup/2") with the arguments
+// args writes, and returns a reader of the return value.
+func (r *Remote) call(ctx context.Context, method string, args func(e *javaio.Encoder) error) (*javaio.Decoder, error) {
+	hash := r.c.l.Hash(method)
+	if hash == 0 {
+		return nil, fmt.Errorf("the registrar of lineage %s has no method %s", r.c.l.Name, method)
+	}
+	e := javaio.NewEncoder(true)
+	e.WriteLong(hash)
+	if args != nil {
+		if err := args(e); err != nil {
+			return nil, fmt.Errorf("encoding the arguments of %s: %w", method, err)
+		}
+	}
+	req := append(append(r.ep.Object[:], 0, 0), e.Bytes()...)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var reply []byte
+	for try := 0; ; try++ {
+		reused := r.cc != nil
+		if r.cc == nil {
+			conn, err := r.dial(ctx, "tcp", r.Address())
+			if err != nil {
+				return nil, fmt.Errorf("reaching the registrar at %s: %w", r.Address(), err)
+			}
+			cc, err := jeri.NewClientConn(ctx, conn)
+			if err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("opening a Jini ERI connection to %s: %w", r.Address(), err)
+			}
+			cc.SetMaxReply(MaxRemoteReply)
+			r.cc = cc
+		}
+		var err error
+		reply, err = r.cc.Call(ctx, req)
+		if err == nil {
+			break
+		}
+		r.cc.Close()
+		r.cc = nil
+		// A kept connection the registrar closed while idle (Java closes
+		// its own after 15 s) fails the next call: once more, on a new
+		// one, as Java's own client does.
+		if !reused || try > 0 || ctx.Err() != nil {
+			return nil, fmt.Errorf("calling %s at %s: %w", method, r.Address(), err)
+		}
+	}
+	return r.c.readReply(reply)
+}
+
+// readReply reads a Jini ERI reply: a return value's reader, or the
+// error the registrar's exception is.
+func (c *codec) readReply(reply []byte) (*javaio.Decoder, error) {
+	if len(reply) == 1 && reply[0] == 0 {
+		return nil, ErrNoSuchObject
+	}
+	if len(reply) < 2 || reply[0] != 1 {
+		return nil, fmt.Errorf("reply %x is not a Jini ERI reply", reply[:min(len(reply), 8)])
+	}
+	d, err := javaio.NewDecoder(reply[2:])
+	if err != nil {
+		return nil, fmt.Errorf("reading the registrar's reply: %w", err)
+	}
+	switch reply[1] {
+	case 1:
+		return d, nil
+	case 2:
+		v, err := d.ReadObject()
+		if err != nil {
+			return nil, fmt.Errorf("reading the registrar's exception: %w", err)
+		}
+		exc, ok := v.(*javaio.Object)
+		if !ok {
+			return nil, errors.New("the registrar threw a non-object")
+		}
+		msg, _ := field(exc, "detailMessage").(string)
+		re := &RemoteError{Class: exc.Class.Name, Message: msg}
+		if exc.Class.IsA("net.jini.core.lease.UnknownLeaseException") {
+			return nil, fmt.Errorf("%w (%w)", ErrUnknownLease, re)
+		}
+		return nil, re
+	}
+	return nil, fmt.Errorf("the registrar answered with marshalling version %d", reply[1])
+}
+
+// RemoteItem is an item a registrar holds, as jinid reads it.
+type RemoteItem struct {
+	// Item has the ServiceID and attributes; Types are the service's
+	// types as far as the registrar tells them (a dynamic proxy's
+	// interfaces, else its most specific types); Endpoint is where the
+	// service is when its object says (a string, as jinid registers
+	// its static services, or a Jini ERI proxy's endpoint).
+	lookup.Item
+	// Class is the service object's class (empty for a dynamic proxy or
+	// an object jinid could not read).
+	Class string
+}
+
+// Lookup runs lookup(template, max), at most MaxRemoteMatches: the items
+// and how many match in all.
+func (r *Remote) Lookup(ctx context.Context, t lookup.Template, max int) ([]RemoteItem, int, error) {
+	tmpl, err := r.c.templateTo(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	max = min(max, MaxRemoteMatches)
+	d, err := r.call(ctx, "lookup/2", func(e *javaio.Encoder) error {
+		if err := e.WriteObject(tmpl); err != nil {
+			return err
+		}
+		e.WriteInt(int32(max))
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	v, err := d.ReadObject()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the matches: %w", err)
+	}
+	m, err := object(v, r.c.l.Package+".Matches")
+	if err != nil {
+		return nil, 0, err
+	}
+	total, _ := field(m, "totalMatches").(int32)
+	var out []RemoteItem
+	for _, iv := range listElems(field(m, "items")) {
+		it, ok := iv.(*javaio.Object)
+		if !ok || !it.Class.IsA(r.c.l.Package+".Item") {
+			continue
+		}
+		ri, err := r.c.remoteItem(it)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, ri)
+	}
+	// Reggie leaves the type tree out of what lookup returns; a service
+	// object that does not say its types has them asked for.
+	for i := range out {
+		if len(out[i].Types) > 0 {
+			continue
+		}
+		types, err := r.serviceTypes(ctx, out[i].ServiceID)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[i].Types = types
+	}
+	return out, int(total), nil
+}
+
+// listElems returns the elements a serialized java.util list holds (an
+// ArrayList or LinkedList writes them in its custom data).
+func listElems(v javaio.Value) []javaio.Value {
+	o, ok := v.(*javaio.Object)
+	if !ok {
+		return nil
+	}
+	var out []javaio.Value
+	for _, cd := range o.Data {
+		for _, x := range cd.Custom {
+			if _, ok := x.(javaio.Block); !ok {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// serviceTypes runs getServiceTypes for one service: its most specific
+// types.
+func (r *Remote) serviceTypes(ctx context.Context, sid string) ([]string, error) {
+	tmpl, err := r.c.templateTo(lookup.Template{ServiceID: sid})
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.call(ctx, "getServiceTypes/2", func(e *javaio.Encoder) error {
+		if err := e.WriteObject(tmpl); err != nil {
+			return err
+		}
+		return e.WriteObject("")
+	})
+	if err != nil {
+		return nil, err
+	}
+	v, err := d.ReadObject()
+	if err != nil {
+		return nil, fmt.Errorf("reading the service types: %w", err)
+	}
+	bases, _ := elems(v)
+	var out []string
+	for _, b := range bases {
+		if bo, ok := b.(*javaio.Object); ok {
+			if t, ok := field(bo, "type").(*javaio.Object); ok {
+				if name, _ := field(t, "name").(string); name != "" && !contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// infrastructure are interfaces every Jini ERI proxy has, which say
+// nothing of what the service is.
+var infrastructure = map[string]bool{
+	"net.jini.core.constraint.RemoteMethodControl":      true,
+	"net.jini.security.proxytrust.TrustEquivalence":     true,
+	"java.io.Serializable":                              true,
+	"java.rmi.Remote":                                   true,
+	"net.jini.export.CodebaseAccessor":                  true,
+	"net.jini.lookup.ServiceProxyAccessor":              true,
+	"net.jini.lookup.ServiceAttributesAccessor":         true,
+	"net.jini.lookup.ServiceIDAccessor":                 true,
+	"net.jini.core.constraint.RemoteMethodControl$Impl": true,
+}
+
+// remoteItem reads one of a registrar's items.
+func (c *codec) remoteItem(o *javaio.Object) (RemoteItem, error) {
+	var ri RemoteItem
+	var err error
+	if ri.ServiceID, err = c.serviceIDFrom(field(o, "serviceID")); err != nil {
+		return RemoteItem{}, err
+	}
+	if st := field(o, "serviceType"); st != nil {
+		if ri.Types, err = c.typeNames(st, nil, map[*javaio.Object]bool{}); err != nil {
+			return RemoteItem{}, err
+		}
+	}
+	sets, err := elems(field(o, "attributeSets"))
+	if err != nil {
+		return RemoteItem{}, err
+	}
+	for _, e := range sets {
+		if e == nil {
+			continue
+		}
+		a, err := c.entryFrom(e, false)
+		if err != nil {
+			return RemoteItem{}, err
+		}
+		a.Java = nil
+		ri.Attributes = append(ri.Attributes, a)
+	}
+	svc := serviceObject(field(o, "service"))
+	switch s := svc.(type) {
+	case string:
+		ri.Endpoint, ri.Class = s, "java.lang.String"
+	case *javaio.Object:
+		if s.Class.Proxy {
+			if len(ri.Types) == 0 {
+				for _, i := range s.Class.Interfaces {
+					if !infrastructure[i] {
+						ri.Types = append(ri.Types, i)
+					}
+				}
+			}
+			if host, port, _, err := remoteEndpoint(s, "service"); err == nil {
+				ri.Endpoint = "jeri://" + net.JoinHostPort(host, strconv.Itoa(port))
+			}
+		} else {
+			ri.Class = s.Class.Name
+		}
+	}
+	return ri, nil
+}
+
+// serviceObject reads the service object a MarshalledWrapper holds, or
+// nil when it cannot.
+func serviceObject(v javaio.Value) javaio.Value {
+	w, ok := v.(*javaio.Object)
+	if !ok {
+		return nil
+	}
+	inst, ok := field(w, "instance").(*javaio.Object)
+	if !ok {
+		return nil
+	}
+	ob, ok := field(inst, "objBytes").(*javaio.Array)
+	if !ok || ob.Prim == nil {
+		return nil
+	}
+	d, err := javaio.NewDecoder(ob.Prim)
+	if err != nil {
+		return nil
+	}
+	svc, err := d.ReadObject()
+	if err != nil {
+		return nil
+	}
+	return svc
+}
+
+// templateTo is a template as Reggie reads it. Attribute templates must
+// be of entry classes jinid knows the fields of (entries.txt).
+func (c *codec) templateTo(t lookup.Template) (*javaio.Object, error) {
+	o := c.l.New("Template")
+	if t.ServiceID != "" {
+		sid, err := discovery.ParseServiceID(t.ServiceID)
+		if err != nil {
+			return nil, err
+		}
+		o.Set("serviceID", c.l.serviceID(sid))
+	}
+	if len(t.Types) > 0 {
+		types := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".ServiceType;")}
+		for _, name := range t.Types {
+			types.Elems = append(types.Elems, c.serviceType(name, nil))
+		}
+		o.Set("serviceTypes", types)
+	}
+	if len(t.Attributes) > 0 {
+		reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
+		for _, a := range t.Attributes {
+			rep, ok := c.entryTo(a)
+			if !ok {
+				return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so a Java lookup service cannot be asked for it", a.Type)
+			}
+			reps.Elems = append(reps.Elems, rep)
+		}
+		o.Set("attributeSetTemplates", reps)
+	}
+	return o, nil
+}
+
+// serviceType is Reggie's ServiceType of a type name; a registered
+// item's tree has its other types as interfaces, so that a template of
+// any of them matches it.
+func (c *codec) serviceType(name string, ifaces []string) *javaio.Object {
+	o := c.l.New("ServiceType").Set("name", name).Set("hash", typeHash(name))
+	if len(ifaces) > 0 {
+		arr := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".ServiceType;")}
+		for _, i := range ifaces {
+			arr.Elems = append(arr.Elems, c.serviceType(i, nil))
+		}
+		o.Set("interfaces", arr)
+	}
+	return o
+}
+
+// RemoteLease is a service registration's lease in a remote registrar.
+type RemoteLease struct {
+	ServiceID string
+	ID        jeri.Uuid
+	// Granted is the duration the registrar granted.
+	Granted time.Duration
+}
+
+// Register runs register(item, duration): the item is registered (or
+// replaces the one of its ServiceID) with a lease of at most d.
+func (r *Remote) Register(ctx context.Context, it lookup.Item, d time.Duration) (RemoteLease, error) {
+	if len(it.Types) == 0 {
+		return RemoteLease{}, errors.New("an item registered in a Java lookup service needs a type")
+	}
+	o, err := r.c.itemTo(it)
+	if err != nil {
+		return RemoteLease{}, err
+	}
+	o.Set("serviceType", r.c.serviceType(it.Types[0], it.Types[1:]))
+	dec, err := r.call(ctx, "register/2", func(e *javaio.Encoder) error {
+		if err := e.WriteObject(o); err != nil {
+			return err
+		}
+		e.WriteLong(d.Milliseconds())
+		return nil
+	})
+	if err != nil {
+		return RemoteLease{}, err
+	}
+	v, err := dec.ReadObject()
+	if err != nil {
+		return RemoteLease{}, fmt.Errorf("reading the registration: %w", err)
+	}
+	reg, ok := v.(*javaio.Object)
+	if !ok {
+		return RemoteLease{}, fmt.Errorf("the registrar answered register with %s", describe(v))
+	}
+	ls, ok := field(reg, "lease").(*javaio.Object)
+	if !ok {
+		return RemoteLease{}, errors.New("the registration has no lease")
+	}
+	u, ok := field(ls, "leaseID").(*javaio.Object)
+	if !ok {
+		return RemoteLease{}, errors.New("the registration's lease has no ID")
+	}
+	b0, _ := field(u, "bits0").(int64)
+	b1, _ := field(u, "bits1").(int64)
+	out := RemoteLease{ServiceID: it.ServiceID, ID: jeri.UuidOf(b0, b1), Granted: d}
+	// AbstractLease writes its expiration in its custom data: a duration
+	// from now (serialFormat 1, Reggie's default) or a time.
+	var blk []byte
+	for _, x := range ls.Custom("org.apache.river.lease.AbstractLease") {
+		if b, ok := x.(javaio.Block); ok {
+			blk = append(blk, b...)
+		}
+	}
+	if len(blk) >= 8 {
+		ms := int64(binary.BigEndian.Uint64(blk))
+		if f, _ := field(ls, "serialFormat").(int32); f == 2 {
+			ms -= time.Now().UnixMilli()
+		}
+		out.Granted = time.Duration(max(ms, 0)) * time.Millisecond
+	}
+	return out, nil
+}
+
+// leaseArgs writes the (ServiceID, Uuid) that name a service lease.
+func (r *Remote) leaseArgs(e *javaio.Encoder, l RemoteLease) error {
+	sid, err := discovery.ParseServiceID(l.ServiceID)
+	if err != nil {
+		return err
+	}
+	if err := e.WriteObject(r.c.l.serviceID(sid)); err != nil {
+		return err
+	}
+	b0, b1 := l.ID.Bits()
+	return e.WriteObject(javaio.NewObject(r.c.l.Classes.Class("net.jini.id.UuidFactory$Impl")).Set("bits0", b0).Set("bits1", b1))
+}
+
+// Renew runs renewServiceLease: the duration granted.
+func (r *Remote) Renew(ctx context.Context, l RemoteLease, d time.Duration) (time.Duration, error) {
+	dec, err := r.call(ctx, "renewServiceLease/3", func(e *javaio.Encoder) error {
+		if err := r.leaseArgs(e, l); err != nil {
+			return err
+		}
+		e.WriteLong(d.Milliseconds())
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	ms, err := dec.ReadLong()
+	if err != nil {
+		return 0, fmt.Errorf("reading the duration granted: %w", err)
+	}
+	return time.Duration(max(ms, 0)) * time.Millisecond, nil
+}
+
+// Cancel runs cancelServiceLease: the registration is removed.
+func (r *Remote) Cancel(ctx context.Context, l RemoteLease) error {
+	_, err := r.call(ctx, "cancelServiceLease/2", func(e *javaio.Encoder) error { return r.leaseArgs(e, l) })
+	return err
+}

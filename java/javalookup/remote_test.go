@@ -1,0 +1,112 @@
+package javalookup
+
+import (
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/riverpeer"
+	"github.com/jinid/jinid/services/lookup"
+)
+
+// A real Reggie called through Remote as a Java client calls it: an item
+// registered with types and a Name is found by type and by attribute,
+// by jinid and by Java's own client; a service a Java program
+// registered (a dynamic proxy) is read with its types; the lease is
+// renewed and cancelled, after which it is unknown.
+func TestRemoteReggie(t *testing.T) {
+	riverpeer.Java(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	rh, ch := lab.Host("reggie"), lab.Host("client")
+	rl := rh.Attach(lan)
+	ch.Attach(lan)
+	reggie := riverpeer.StartReggie(t, rh, rl.IPv4)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return ch.Namespace().DialContext(ctx, nil, network, addr)
+	}
+	loc, err := discovery.ParseLocator(reggie.Locator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := unicast.DialLocator(ctx, dial, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := jgdms(t).NewRemote(resp.Registrar.Marshalled, dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.ServiceID().String() != reggie.ServiceID {
+		t.Fatalf("ServiceID %s, Reggie says %s", r.ServiceID(), reggie.ServiceID)
+	}
+
+	it := lookup.Item{ServiceID: "0b5e7e1a-4c1d-4e3f-9a1b-2c3d4e5f6a7b", Types: []string{"org.example.Printer", "org.example.Device"},
+		Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}},
+		Endpoint:   "ipp://10.0.0.9:631/"}
+	ls, err := r.Register(ctx, it, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.Granted <= 0 || ls.Granted > time.Minute {
+		t.Fatalf("granted %s for a minute asked", ls.Granted)
+	}
+	for _, tmpl := range []lookup.Template{
+		{Types: []string{"org.example.Device"}},
+		{Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}}},
+		{ServiceID: it.ServiceID},
+	} {
+		items, total, err := r.Lookup(ctx, tmpl, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total != 1 || len(items) != 1 || items[0].ServiceID != it.ServiceID || items[0].Endpoint != it.Endpoint ||
+			!slices.Contains(items[0].Types, "org.example.Printer") || len(items[0].Attributes) != 1 || items[0].Attributes[0].Fields["name"] != "printer-1" {
+			t.Fatalf("lookup %+v: %d in all, %+v", tmpl, total, items)
+		}
+	}
+	if items, total, err := r.Lookup(ctx, lookup.Template{Types: []string{"org.example.Scanner"}}, 10); err != nil || total != 0 || len(items) != 0 {
+		t.Fatalf("a type nothing has: %v %d %v", items, total, err)
+	}
+	// Java's own client finds it by type.
+	out, err := riverpeer.Run(t, ch, 40*time.Second, nil, "RegistrarClient", "lookup", "--locator", reggie.Locator,
+		"--type", "org.example.Printer", "--want", it.ServiceID)
+	if err != nil {
+		t.Fatalf("Java's lookup: %v\n%s", err, out)
+	}
+
+	// A service a Java program registered, of a type the JVM defines.
+	p := riverpeer.Start(t, ch, nil, "RegistrarClient", "register", "--locator", reggie.Locator, "--type", "com.example.Thermometer", "--name", "t-1", "--secs", "60")
+	sid := regexp.MustCompile(`sid=(\S+)`).FindStringSubmatch(p.WaitLine(t, regexp.MustCompile(`STEP register OK`), 40*time.Second))[1]
+	items, _, err := r.Lookup(ctx, lookup.Template{ServiceID: sid}, 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("the Java service: %v %v", items, err)
+	}
+	if !slices.Contains(items[0].Types, "com.example.Thermometer") || items[0].Class != "" {
+		t.Fatalf("the Java service read as %+v", items[0])
+	}
+
+	if g, err := r.Renew(ctx, ls, 2*time.Minute); err != nil || g <= 0 {
+		t.Fatalf("renew: %s %v", g, err)
+	}
+	if err := r.Cancel(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Renew(ctx, ls, time.Minute); !errors.Is(err, ErrUnknownLease) {
+		t.Fatalf("renewing a cancelled lease: %v", err)
+	}
+	if items, _, err := r.Lookup(ctx, lookup.Template{ServiceID: it.ServiceID}, 10); err != nil || len(items) != 0 {
+		t.Fatalf("cancelled, still there: %v %v", items, err)
+	}
+}
