@@ -27,6 +27,7 @@ const (
   jinid snapshot                     write a snapshot of the store now (with --snapshot-dir)
 `
 	toolSteps = `  jinid discover                     find the lookup services on the LAN
+  jinid browse                       list every service they hold, Java and jinid
   jinid lookup register|query|list   use the lookup service of a running jinid
   jinid inspect --pcap capture.pcap  decode the discovery packets of a capture
 `
@@ -37,7 +38,7 @@ const (
 // (the tools and the daemon features, internal/features), and the
 // binary each half is in there.
 func toolNames() []string {
-	return []string{"inspect", "discover", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token", "txn"}
+	return []string{"inspect", "discover", "browse", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token", "txn"}
 }
 
 func daemonNames() []string { return []string{"daemon", "config", "snapshot"} }

@@ -227,9 +227,13 @@ func (p *printer) parsableLine(r record) error {
 			b.WriteByte(';')
 		}
 		switch v := f.value.(type) {
-		case []string:
+		case []string, lister:
 			// A list's elements, each escaped, joined by ",".
-			for j, e := range v {
+			l, ok := v.([]string)
+			if !ok {
+				l = v.(lister).elems()
+			}
+			for j, e := range l {
 				if j > 0 {
 					b.WriteByte(',')
 				}
@@ -259,6 +263,10 @@ func writeLine(w io.Writer, b []byte) error {
 	_, err := w.Write(append(b, '\n'))
 	return err
 }
+
+// lister is a value that is a list in parsable lines (as []string is),
+// whatever it is in JSON.
+type lister interface{ elems() []string }
 
 // column is a field's name as a table's header: serviceID is SERVICE ID.
 func column(name string) string {
@@ -297,6 +305,10 @@ func text(v any) string {
 	b, _ := json.Marshal(v) // JSON-shaped data: cannot fail
 	return string(b)
 }
+
+// MarshalJSON makes a record inside a record's value (a list of them) an
+// object too.
+func (r record) MarshalJSON() ([]byte, error) { return jsonOf(r), nil }
 
 // jsonOf is a record as a JSON object, its fields in order.
 func jsonOf(r record) []byte {

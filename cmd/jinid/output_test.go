@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,6 +42,19 @@ func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // outputs are what the commands print, each given fixed data: every
 // command's records go through these.
 var outputs = map[string]func(p *printer) error{
+	"browse": func(p *printer) error {
+		reggie := &source{id: "8a7b6c5d-1111-4222-8333-944455556666", addr: "10.0.0.3:4160", kind: "java"}
+		gw := &source{id: "1f2e3d4c-aaaa-4bbb-8ccc-ddddeeeeffff", addr: "10.0.0.1:4160", kind: "jinid"}
+		down := &source{id: "0c0c0c0c-0000-4000-8000-000000000000", addr: "10.0.0.9:4160", kind: "jinid"}
+		views := []sourceView{
+			{src: reggie, items: []apitypes.Item{goldenItems[0], {ServiceID: "77777777-7777-4777-8777-777777777777",
+				Types: []string{"com.example.Hello"}, Endpoint: "jeri://10.0.0.4:41234",
+				Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.ServiceInfo", Fields: map[string]any{"name": "hello", "vendor": "Example"}}}}}},
+			{src: gw, items: goldenItems},
+			{src: down, err: errors.New("reading 10.0.0.9:4160 over its API: connection refused")},
+		}
+		return printBrowse(p, mergeViews(views), views)
+	},
 	"lookup-register": func(p *printer) error {
 		return p.one(record{{"serviceID", goldenItems[0].ServiceID}, {"lease", "3f2a9c"}, {"expires", instant(ms(10 * time.Minute))}})
 	},

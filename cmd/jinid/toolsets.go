@@ -4,6 +4,6 @@ package main
 
 // toolCommands look at the LAN and use a daemon's API.
 func toolCommands(g *globalFlags) []*spec {
-	return []*spec{newInspectCmd(), newDiscoverCmd(g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(),
+	return []*spec{newInspectCmd(), newDiscoverCmd(g), newBrowseCmd(g), newLookupCmd(), newLeaseCmd(), newLDSCmd(), newListenCmd(),
 		newRenewalCmd(), newMailboxCmd(), newTokenCmd(), newTxnCmd()}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/manager"
-	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/lifecycle"
 )
 
@@ -35,28 +34,7 @@ type watchOptions struct {
 // watch runs the discovery manager until ctx ends, printing each event.
 func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 	p := &eventPrinter{w: w, json: o.json}
-	cfg := manager.Config{
-		Groups: o.groups, Locators: o.locators, OnEvent: p.print, Logger: o.log,
-		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: group.UnicastNetwork{}},
-	}
-	if o.noMulticast {
-		cfg.Groups = []string{}
-		return runManager(ctx, cfg, nil)
-	}
-	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, ExcludeDefaultRoute: o.excludeDefaultRoute, TTL: o.ttl})
-	if err != nil {
-		return err
-	}
-	defer host.Shutdown(context.Background())
-	if err := host.Start(ctx); err != nil {
-		return err
-	}
-	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Logger: o.log})
-	if err != nil {
-		return err
-	}
-	cfg.Group.Network = mc
-	return runManager(ctx, cfg, mc)
+	return runDiscovery(ctx, o, p.print)
 }
 
 func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) error {

@@ -1,0 +1,580 @@
+//go:build !jinid_omit_tools
+
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/finder"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/manager"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/lookup"
+)
+
+const browseLong = `List every service registered in the lookup services on the LAN, as
+avahi-browse -a -r lists DNS-SD services: discover the lookup services
+(multicast and --locator, as "jinid discover"), read each one's services
+(a jinid's over its HTTP API, a Java lookup service's, such as Reggie,
+over Jini ERI as a Java client would), and print each service once,
+merged by ServiceID, with its types, name, endpoint and the lookup
+services that hold it.
+
+Columns: SERVICE ID, TYPES, NAME (of its Name or ServiceInfo entry),
+ENDPOINT (what the service says of where it is: a jinid item's endpoint,
+a Jini ERI proxy's host and port), LOOKUP SERVICES (host:port of each
+lookup service holding it), ATTRIBUTES. -o json prints
+{"services":[...],"lookupServices":[...]} with every attribute and each
+lookup service's ServiceID, kind and, for one that could not be read,
+why. A lookup service that cannot be read is named on stderr; the exit
+status is 1 when none could be.
+
+--type and --attr narrow the list as a template does (as "jinid lookup
+query"); a Java lookup service is asked with the same template.
+
+--watch lists what is there, then prints a line per service that comes
+(+), goes (-) or changes (=: its types, attributes, endpoint or the
+lookup services holding it) until Ctrl-C, checking every lookup service
+every --interval and following lookup services as they come and go.`
+
+// browseOptions are browse's flags.
+type browseOptions struct {
+	g           *globalFlags
+	tf          templateFlags
+	out         outputFlags
+	groups      []string
+	public      bool
+	allGroups   bool
+	locators    []string
+	timeout     time.Duration
+	include     []string
+	exclude     []string
+	noDefault   bool
+	noMulticast bool
+	watchMode   bool
+	interval    time.Duration
+}
+
+func newBrowseCmd(g *globalFlags) *spec {
+	o := &browseOptions{g: g}
+	cmd := &spec{
+		use:   "browse [--groups a,b | --all-groups] [--locator jini://host[:port] ...] [--type T] [--attr A ...] [--watch]",
+		short: "List every service in every lookup service on the LAN (jinid and Java), once each",
+		long:  browseLong,
+		example: `  jinid browse
+  jinid browse --type com.example.Printer -o json
+  jinid browse --locator jini://lookup.example.org --no-multicast -o parsable
+  jinid browse --watch --groups lab`,
+		run: func(inv *invocation, _ []string) error { return o.run(inv) },
+	}
+	o.bind(cmd.Flags())
+	o.tf.add(cmd)
+	o.out.add(cmd)
+	return cmd
+}
+
+func (o *browseOptions) bind(f *pflag.FlagSet) {
+	f.StringSliceVar(&o.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
+	f.BoolVar(&o.public, "public", false, `include the public group ("")`)
+	f.BoolVar(&o.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
+	f.StringArrayVar(&o.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable)")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest discovery takes, and reading each lookup service")
+	interfaceFlags(f, &o.include, &o.exclude, &o.noDefault)
+	f.BoolVar(&o.noMulticast, "no-multicast", false, "do not multicast; only the --locator lookup services")
+	f.BoolVar(&o.watchMode, "watch", false, "keep listing: print each service that comes (+), goes (-) or changes (=) until Ctrl-C")
+	f.DurationVar(&o.interval, "interval", time.Second/2, "with --watch: how often every lookup service is read")
+}
+
+func (o *browseOptions) run(inv *invocation) error {
+	log, _, err := o.g.logger(inv.stderr)
+	if err != nil {
+		return usageError{err: err}
+	}
+	p, err := o.out.printer(inv.stdout)
+	if err != nil {
+		return err
+	}
+	t, err := o.tf.template()
+	if err != nil {
+		return err
+	}
+	var groups []string
+	switch {
+	case o.allGroups && (len(o.groups) > 0 || o.public):
+		return usagef("--all-groups cannot be combined with --groups or --public")
+	case len(o.groups) > 0 || o.public:
+		groups = append([]string{}, o.groups...)
+		if o.public {
+			groups = append(groups, "")
+		}
+	}
+	var locs []discovery.Locator
+	for _, s := range o.locators {
+		l, err := discovery.ParseLocator(s)
+		if err == nil {
+			err = l.Dialable()
+		}
+		if err != nil {
+			return usagef("--locator: %w", err)
+		}
+		locs = append(locs, l)
+	}
+	if o.noMulticast && len(locs) == 0 {
+		return usagef("--no-multicast leaves nothing to do without --locator")
+	}
+	if o.timeout <= 0 || o.interval <= 0 {
+		return usagef("--timeout and --interval must be positive")
+	}
+	if inv.flags.Changed("interval") && !o.watchMode {
+		return usagef("--interval applies to --watch only")
+	}
+	exclude := mcast.DefaultExclude
+	if inv.flags.Changed("exclude-interfaces") {
+		exclude = o.exclude
+	}
+	b := &browser{tmpl: t, timeout: o.timeout, log: log, stderr: inv.stderr, dial: (&net.Dialer{}).DialContext}
+	if o.watchMode {
+		if p.format == formatYAML {
+			return usagef("-o yaml applies to one listing; --watch prints table, json or parsable lines")
+		}
+		return b.watch(inv.ctx, p, watchOptions{groups: groups, locators: locs, announcementInterval: group.DefaultAnnouncementInterval,
+			noMulticast: o.noMulticast, include: o.include, exclude: exclude, excludeDefaultRoute: o.noDefault, ttl: mcast.DefaultTTL, log: log}, o.interval)
+	}
+	results, err := finder.Find(inv.ctx, finder.Config{Groups: groups, Locators: locs, Timeout: o.timeout, Merge: true,
+		NoMulticast: o.noMulticast, Include: o.include, Exclude: exclude, ExcludeDefaultRoute: o.noDefault, Logger: log})
+	if err != nil {
+		return err
+	}
+	var srcs []*source
+	for _, r := range results {
+		if r.Error != "" || r.ServiceID == "" {
+			continue
+		}
+		srcs = append(srcs, &source{id: r.ServiceID, addr: r.Address, kind: r.Kind, apiURL: r.APIURL})
+	}
+	defer closeSources(srcs)
+	if len(srcs) == 0 {
+		return errors.New("no lookup services found")
+	}
+	views := b.readAll(inv.ctx, srcs)
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(inv.stderr, "jinid browse: lookup service at %s: %s\n", r.Address, r.Error)
+		}
+	}
+	for _, v := range views {
+		if v.err != nil {
+			fmt.Fprintf(inv.stderr, "jinid browse: %v\n", v.err)
+		}
+	}
+	if err := printBrowse(p, mergeViews(views), views); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(views, func(v sourceView) bool { return v.err == nil }) {
+		return errors.New("no lookup service could be read")
+	}
+	return nil
+}
+
+// browser reads lookup services' contents with one template.
+type browser struct {
+	tmpl    apitypes.Template
+	timeout time.Duration
+	log     *slog.Logger
+	stderr  io.Writer
+	dial    javalookup.DialFunc
+
+	once    sync.Once
+	lineage *javalookup.Lineage
+	linErr  error
+}
+
+// source is one lookup service browse reads.
+type source struct {
+	id, addr, kind, apiURL string
+	// marshalled is a Java registrar's proxy, when discovery gave it.
+	marshalled []byte
+
+	api    *client.Client
+	remote *javalookup.Remote
+}
+
+func closeSources(srcs []*source) {
+	for _, s := range srcs {
+		if s.remote != nil {
+			s.remote.Close()
+		}
+	}
+}
+
+// sourceView is what one read of a lookup service gave.
+type sourceView struct {
+	src   *source
+	items []apitypes.Item
+	err   error
+}
+
+// maxBrowseItems bounds what is read of one lookup service.
+const maxBrowseItems = javalookup.MaxRemoteMatches
+
+// maxParallelReads bounds the lookup services read at once.
+const maxParallelReads = 8
+
+// readAll reads every source, a few at a time; a source that cannot be
+// read is named on stderr.
+func (b *browser) readAll(ctx context.Context, srcs []*source) []sourceView {
+	out := make([]sourceView, len(srcs))
+	sem := make(chan struct{}, maxParallelReads)
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rctx, cancel := context.WithTimeout(ctx, b.timeout)
+			defer cancel()
+			items, err := b.read(rctx, s)
+			out[i] = sourceView{src: s, items: items, err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// read lists what a lookup service holds that the template matches.
+func (b *browser) read(ctx context.Context, s *source) ([]apitypes.Item, error) {
+	if s.kind == "jinid" && s.apiURL != "" {
+		if s.api == nil {
+			hc, err := apiHTTP(s.apiURL, "")
+			if err != nil {
+				return nil, err
+			}
+			if s.api, err = client.New(s.apiURL, hc); err != nil {
+				return nil, err
+			}
+		}
+		items, err := s.api.QueryItems(ctx, b.tmpl, maxBrowseItems)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s over its API (%s): %w", s.addr, s.apiURL, err)
+		}
+		return items.Items, nil
+	}
+	if s.remote == nil {
+		b.once.Do(func() { b.lineage, b.linErr = javalookup.JGDMS() })
+		if b.linErr != nil {
+			return nil, b.linErr
+		}
+		m := s.marshalled
+		if m == nil {
+			// Discovery told where, not the proxy: ask for it.
+			loc, err := discovery.ParseLocator("jini://" + s.addr)
+			if err != nil {
+				return nil, fmt.Errorf("lookup service at %s: %w", s.addr, err)
+			}
+			resp, err := unicast.DialLocator(ctx, b.dial, loc)
+			if err != nil {
+				return nil, fmt.Errorf("unicast discovery of %s: %w", s.addr, err)
+			}
+			m = resp.Registrar.Marshalled
+		}
+		r, err := b.lineage.NewRemote(m, b.dial)
+		if err != nil {
+			return nil, fmt.Errorf("lookup service at %s: %w", s.addr, err)
+		}
+		s.remote = r
+	}
+	items, _, err := s.remote.Lookup(ctx, javaTemplate(b.tmpl), maxBrowseItems)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s over Jini ERI (%s): %w", s.addr, s.remote.Address(), err)
+	}
+	out := make([]apitypes.Item, 0, len(items))
+	for _, it := range items {
+		ai := apitypes.Item{ServiceID: it.ServiceID, Types: it.Types, Endpoint: it.Endpoint, Attributes: []apitypes.Attribute{}}
+		if ai.Types == nil && it.Class != "" {
+			ai.Types = []string{it.Class}
+		}
+		for _, a := range it.Attributes {
+			ai.Attributes = append(ai.Attributes, apitypes.Attribute{Type: a.Type, Supertypes: a.Supertypes, Fields: a.Fields})
+		}
+		out = append(out, ai)
+	}
+	return out, nil
+}
+
+func javaTemplate(t apitypes.Template) lookup.Template {
+	out := lookup.Template{ServiceID: t.ServiceID, Types: t.Types}
+	for _, a := range t.Attributes {
+		out.Attributes = append(out.Attributes, lookup.Attribute{Type: a.Type, Fields: a.Fields})
+	}
+	return out
+}
+
+// browsed is one service as browse prints it.
+type browsed struct {
+	item    apitypes.Item
+	holders holderList
+}
+
+// holder is a lookup service that holds a service.
+type holder struct {
+	ServiceID string `json:"serviceID"`
+	Address   string `json:"address"`
+	Kind      string `json:"kind"`
+}
+
+// holderList prints as addresses in a table, as objects in JSON.
+type holderList []holder
+
+func (h holderList) String() string { return strings.Join(h.elems(), ",") }
+
+func (h holderList) elems() []string {
+	out := make([]string, len(h))
+	for i, x := range h {
+		out[i] = x.Address
+	}
+	return out
+}
+
+// mergeViews merges what every lookup service gave by ServiceID, in
+// ServiceID order: a service's types are all any lookup service gave,
+// its attributes and endpoint the first's that has them.
+func mergeViews(views []sourceView) []browsed {
+	by := map[string]*browsed{}
+	for _, v := range views {
+		for _, it := range v.items {
+			b := by[it.ServiceID]
+			if b == nil {
+				b = &browsed{item: it}
+				b.item.Types = slices.Clone(it.Types)
+				by[it.ServiceID] = b
+			} else {
+				for _, t := range it.Types {
+					if !slices.Contains(b.item.Types, t) {
+						b.item.Types = append(b.item.Types, t)
+					}
+				}
+				if len(b.item.Attributes) == 0 {
+					b.item.Attributes = it.Attributes
+				}
+				b.item.Endpoint = cmp.Or(b.item.Endpoint, it.Endpoint)
+			}
+			b.holders = append(b.holders, holder{ServiceID: v.src.id, Address: v.src.addr, Kind: v.src.kind})
+		}
+	}
+	out := make([]browsed, 0, len(by))
+	for _, b := range by {
+		slices.SortFunc(b.holders, func(x, y holder) int { return cmp.Compare(x.Address, y.Address) })
+		out = append(out, *b)
+	}
+	slices.SortFunc(out, func(x, y browsed) int { return cmp.Compare(x.item.ServiceID, y.item.ServiceID) })
+	return out
+}
+
+// serviceName is what a service's well-known entries call it: a Name
+// entry's name, else a ServiceInfo's.
+func serviceName(attrs []apitypes.Attribute) string {
+	for _, class := range []string{"net.jini.lookup.entry.Name", "net.jini.lookup.entry.ServiceInfo"} {
+		for _, a := range attrs {
+			if a.Type == class {
+				if n, ok := a.Fields["name"].(string); ok && n != "" {
+					return n
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func browsedRecord(b browsed) record {
+	return record{{"serviceID", b.item.ServiceID}, {"types", b.item.Types}, {"name", serviceName(b.item.Attributes)},
+		{"endpoint", b.item.Endpoint}, {"lookupServices", b.holders}, {"attributes", attrList(b.item.Attributes)}}
+}
+
+// lookupRecord is a lookup service read, in -o json and yaml.
+func lookupRecord(v sourceView) record {
+	r := record{{"serviceID", v.src.id}, {"address", v.src.addr}, {"kind", v.src.kind}, {"services", len(v.items)}}
+	if v.err != nil {
+		r = append(r, field{"error", v.err.Error()})
+	}
+	return r
+}
+
+// printBrowse prints the merged services; in JSON and YAML also the
+// lookup services read.
+func printBrowse(p *printer, services []browsed, views []sourceView) error {
+	rs := make([]record, len(services))
+	for i, b := range services {
+		rs[i] = browsedRecord(b)
+	}
+	if p.format == formatJSON || p.format == formatYAML {
+		ls := make([]record, len(views))
+		for i, v := range views {
+			ls[i] = lookupRecord(v)
+		}
+		return p.one(record{{"services", rs}, {"lookupServices", ls}})
+	}
+	return p.list("services", rs, record{{"serviceID", nil}, {"types", nil}, {"name", nil}, {"endpoint", nil}, {"lookupServices", nil}, {"attributes", nil}})
+}
+
+// watch follows the lookup services discovery finds, reading each every
+// interval, and prints what changes.
+func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interval time.Duration) error {
+	var mu sync.Mutex
+	srcs := map[discovery.ServiceID]*source{}
+	onEvent := func(e manager.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Kind == discovery.Discarded {
+			if s := srcs[e.ID]; s != nil {
+				closeSources([]*source{s})
+				delete(srcs, e.ID)
+			}
+			return
+		}
+		s := &source{id: e.ID.String(), addr: net.JoinHostPort(e.Host, fmt.Sprint(e.Port)), kind: "java", marshalled: e.Registrar.Marshalled}
+		if d := e.Registrar.Descriptor; d != nil {
+			s.kind, s.apiURL, s.marshalled = "jinid", d.APIURL, nil
+		}
+		if old := srcs[e.ID]; old != nil {
+			closeSources([]*source{old})
+		}
+		srcs[e.ID] = s
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- runDiscovery(ctx, o, onEvent) }()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range srcs {
+			closeSources([]*source{s})
+		}
+	}()
+
+	last := map[string]string{}   // ServiceID: its line, as JSON
+	held := map[string][]string{} // ServiceID: the lookup services holding it
+	failing := map[string]bool{}  // lookup services whose last read failed
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		mu.Lock()
+		list := make([]*source, 0, len(srcs))
+		for _, s := range srcs {
+			list = append(list, s)
+		}
+		mu.Unlock()
+		views := b.readAll(ctx, list)
+		if ctx.Err() != nil {
+			break
+		}
+		for _, v := range views {
+			if v.err != nil && !failing[v.src.id] {
+				fmt.Fprintf(b.stderr, "jinid browse: %v\n", v.err)
+			}
+			failing[v.src.id] = v.err != nil
+		}
+		now, nowHeld := map[string]string{}, map[string][]string{}
+		var changes []record
+		for _, s := range mergeViews(views) {
+			r := browsedRecord(s)
+			line := string(jsonOf(r))
+			now[s.item.ServiceID] = line
+			for _, h := range s.holders {
+				nowHeld[s.item.ServiceID] = append(nowHeld[s.item.ServiceID], h.ServiceID)
+			}
+			switch prev, ok := last[s.item.ServiceID]; {
+			case !ok:
+				changes = append(changes, append(record{{"change", "+"}}, r...))
+			case prev != line:
+				changes = append(changes, append(record{{"change", "="}}, r...))
+			}
+		}
+		for sid, line := range last {
+			if _, ok := now[sid]; ok {
+				continue
+			}
+			// A lookup service that could not be read this time says
+			// nothing of what it holds: a service goes when every one
+			// that held it was read without it.
+			if slices.ContainsFunc(held[sid], func(id string) bool { return failing[id] }) {
+				now[sid], nowHeld[sid] = line, held[sid]
+				continue
+			}
+			changes = append(changes, record{{"change", "-"}, {"serviceID", sid}})
+		}
+		slices.SortFunc(changes, func(x, y record) int { return cmp.Compare(text(x[1].value), text(y[1].value)) })
+		for _, c := range changes {
+			if err := printBrowseChange(p, c); err != nil {
+				return err
+			}
+		}
+		last, held = now, nowHeld
+		select {
+		case <-ctx.Done():
+		case err := <-errc:
+			return err
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	// Ctrl-C: the watch ends, cleanly, once discovery has stopped.
+	stop()
+	return <-errc
+}
+
+// printBrowseChange prints one line of --watch.
+func printBrowseChange(p *printer, r record) error {
+	if p.format != formatTable {
+		return p.item(r)
+	}
+	parts := make([]string, 0, len(r))
+	for _, f := range r {
+		parts = append(parts, text(f.value))
+	}
+	_, err := fmt.Fprintln(p.w, strings.Join(parts, "  "))
+	return err
+}
+
+// runDiscovery runs a discovery manager until ctx ends, as discover
+// --watch does, handing each event to onEvent.
+func runDiscovery(ctx context.Context, o watchOptions, onEvent func(manager.Event)) error {
+	cfg := manager.Config{Groups: o.groups, Locators: o.locators, OnEvent: onEvent, Logger: o.log,
+		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: group.UnicastNetwork{}}}
+	if o.noMulticast {
+		cfg.Groups = []string{}
+		return runManager(ctx, cfg, nil)
+	}
+	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, ExcludeDefaultRoute: o.excludeDefaultRoute, TTL: o.ttl})
+	if err != nil {
+		return err
+	}
+	defer host.Shutdown(context.Background())
+	if err := host.Start(ctx); err != nil {
+		return err
+	}
+	mc, err := group.NewMulticast(group.MulticastConfig{Host: host, Logger: o.log})
+	if err != nil {
+		return err
+	}
+	cfg.Group.Network = mc
+	return runManager(ctx, cfg, mc)
+}

@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/riverpeer"
+	"github.com/jinid/jinid/internal/rig/testenv"
+)
+
+var updateBrowse = flag.Bool("update-browse", false, "rewrite testdata/browse.json")
+
+// browseLab is a LAN of two jinids and a real Reggie, all in the group
+// "lab", with services registered in them by a Java JoinManager service
+// (in all three), over HTTP (in one jinid) and as a static service (in
+// the other), and a host to browse from.
+type browseLab struct {
+	bin              string
+	a, b             *jinidtest.LabProc
+	client           *netlab.Host
+	reggie           *riverpeer.Reggie
+	ids              map[string]string // ServiceID: its role, for the golden file
+	join             *riverpeer.Program
+	joinID, printer  string
+	aHost, bHost     *netlab.Host
+	aLink, bLink, rl *netlab.Link
+}
+
+func newBrowseLab(t *testing.T) *browseLab {
+	bin := jinidtest.Binary(t)
+	riverpeer.Java(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	bl := &browseLab{bin: bin, ids: map[string]string{}}
+	bl.aHost, bl.bHost = lab.Host("a"), lab.Host("b")
+	rh, jh := lab.Host("reggie"), lab.Host("java")
+	bl.client = lab.Host("client")
+	bl.aLink, bl.bLink, bl.rl = bl.aHost.Attach(lan), bl.bHost.Attach(lan), rh.Attach(lan)
+	jl := jh.Attach(lan)
+	bl.client.Attach(lan)
+	prefix := "198.18.0.0/16"
+
+	services := t.TempDir()
+	os.WriteFile(filepath.Join(services, "sensor.json"), []byte(`{"types":["org.example.Sensor"],
+		"attributes":[{"type":"net.jini.lookup.entry.Name","fields":{"name":"sensor-a"}}],"endpoint":"coap://198.18.1.20/temp"}`), 0o644)
+	common := []string{"--groups", "lab", "--public-group=false", "--java-register-from", prefix, "--no-dns-sd", "--announce-interval", "1s"}
+	bl.a = jinidtest.LabDaemon(t, bin, bl.aHost, append(common, "--services-dir", services)...)
+	bl.b = jinidtest.LabDaemon(t, bin, bl.bHost, common...)
+	bl.reggie = riverpeer.StartReggie(t, rh, bl.rl.IPv4, "multicastAnnouncementInterval=1000L")
+	bl.ids[bl.reggie.ServiceID] = "reggie"
+	bl.ids[bl.lookupID(t, bl.a)] = "jinid-a"
+	bl.ids[bl.lookupID(t, bl.b)] = "jinid-b"
+
+	out := bl.cli(t, bl.bHost, "lookup", "register", "--server", "unix://"+bl.b.Socket, "--type", "org.example.Printer",
+		"--attr", "net.jini.lookup.entry.Name:name=printer-b", "--endpoint", "ipp://198.18.1.9/", "--duration", "10m", "-o", "json")
+	var reg struct{ ServiceID string }
+	json.Unmarshal([]byte(out), &reg)
+	bl.printer = reg.ServiceID
+	bl.ids[reg.ServiceID] = "printer-b"
+
+	bl.join = riverpeer.Start(t, jh, nil, "JoinService", "--groups", "lab", "--name", "join-1", "--secs", "600",
+		"--request-host", jl.IPv4.String())
+	bl.joinID = strings.Fields(bl.join.WaitLine(t, regexp.MustCompile(`serviceID `), 30*time.Second))[2]
+	bl.ids[bl.joinID] = "join-1"
+	for _, id := range []string{bl.reggie.ServiceID} {
+		bl.join.WaitLine(t, regexp.MustCompile(`joined `+id), 30*time.Second)
+	}
+	return bl
+}
+
+// lookupID is a daemon's own ServiceID.
+func (bl *browseLab) lookupID(t *testing.T, p *jinidtest.LabProc) string {
+	m := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(p.Log())
+	if m == nil {
+		t.Fatalf("no ServiceID in the daemon's log:\n%s", p.Log())
+	}
+	return m[1]
+}
+
+// cli runs jinid in h (in this process's namespace when nil).
+func (bl *browseLab) cli(t *testing.T, h *netlab.Host, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bl.bin, args...)
+	if h != nil {
+		cmd = h.Command(ctx, bl.bin, args...)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jinid %v: %v\n%s%s", args, err, out, stderr.String())
+	}
+	return string(out)
+}
+
+type browsedService struct {
+	ServiceID      string   `json:"serviceID"`
+	Types          []string `json:"types"`
+	Name           string   `json:"name"`
+	Endpoint       string   `json:"endpoint"`
+	LookupServices []struct {
+		ServiceID, Address, Kind string
+	} `json:"lookupServices"`
+}
+
+func (s browsedService) heldBy() []string {
+	var out []string
+	for _, l := range s.LookupServices {
+		out = append(out, l.ServiceID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// browse in the lab: every service once, with the lookup services that
+// hold it, whichever way it was registered; -o json as the golden file
+// has it (ServiceIDs, which change every run, by role).
+func TestBrowse(t *testing.T) {
+	t.Parallel()
+	bl := newBrowseLab(t)
+	all := []string{bl.reggie.ServiceID, bl.lookupID(t, bl.a), bl.lookupID(t, bl.b)}
+	slices.Sort(all)
+	var got struct {
+		Services       []browsedService `json:"services"`
+		LookupServices []map[string]any `json:"lookupServices"`
+	}
+	var raw string
+	// The Java service joins the jinids as it discovers them: wait for
+	// it to be everywhere.
+	testenv.Until(t, "the JoinManager service in all three lookup services", func() bool {
+		raw = bl.cli(t, bl.client, "browse", "--groups", "lab", "-o", "json")
+		got.Services = nil
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatalf("browse -o json: %v\n%s", err, raw)
+		}
+		i := slices.IndexFunc(got.Services, func(s browsedService) bool { return s.ServiceID == bl.joinID })
+		return i >= 0 && slices.Equal(got.Services[i].heldBy(), all)
+	})
+	seen := map[string]int{}
+	for _, s := range got.Services {
+		seen[s.ServiceID]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+	want := map[string][]string{bl.joinID: all, bl.printer: {bl.lookupID(t, bl.b)}}
+	for _, s := range got.Services {
+		if w, ok := want[s.ServiceID]; ok && !slices.Equal(s.heldBy(), w) {
+			t.Errorf("%s (%s) held by %v, want %v", s.Name, s.ServiceID, s.heldBy(), w)
+		}
+		if s.ServiceID == bl.joinID && (s.Name != "join-1" || !slices.Contains(s.Types, "com.example.Hello")) {
+			t.Errorf("the Java service: %+v", s)
+		}
+		if s.ServiceID == bl.printer && (s.Name != "printer-b" || s.Endpoint != "ipp://198.18.1.9/") {
+			t.Errorf("the HTTP service: %+v", s)
+		}
+	}
+	if !slices.ContainsFunc(got.Services, func(s browsedService) bool { return s.Name == "sensor-a" }) {
+		t.Errorf("no static service:\n%s", raw)
+	}
+
+	// The golden file: each service and each lookup service as browse
+	// prints it, ServiceIDs (new every run) by role, sorted (browse
+	// sorts by ServiceID).
+	for _, s := range got.Services {
+		if s.Name == "sensor-a" {
+			bl.ids[s.ServiceID] = "sensor-a" // made of jinid-a's ServiceID
+		}
+	}
+	var parts struct{ Services, LookupServices []json.RawMessage }
+	json.Unmarshal([]byte(raw), &parts)
+	var lines []string
+	for _, m := range append(parts.Services, parts.LookupServices...) {
+		lines = append(lines, bl.byRole(string(m)))
+	}
+	slices.Sort(lines)
+	text := strings.Join(lines, "\n") + "\n"
+	golden := filepath.Join("testdata", "browse.json")
+	if *updateBrowse {
+		os.WriteFile(golden, []byte(text), 0o644)
+	}
+	wantRaw, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != string(wantRaw) {
+		t.Errorf("browse -o json differs from %s (run with -update-browse to accept):\n%s", golden, text)
+	}
+
+	// Table and parsable: one line per service.
+	table := bl.cli(t, bl.client, "browse", "--groups", "lab")
+	if n := strings.Count(table, "\n"); n != len(got.Services)+1 {
+		t.Errorf("table of %d lines for %d services:\n%s", n, len(got.Services), table)
+	}
+	if !strings.Contains(table, "printer-b") || !strings.Contains(table, "join-1") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// byRole replaces each ServiceID by its role (<other> for one of none,
+// which the golden file then shows).
+func (bl *browseLab) byRole(s string) string {
+	return uuidRE.ReplaceAllStringFunc(s, func(id string) string {
+		if r, ok := bl.ids[id]; ok {
+			return "<" + r + ">"
+		}
+		return "<other>"
+	})
+}
+
+// browse --watch sees a service registered and cancelled on another host
+// within a read interval of the event.
+func TestBrowseWatch(t *testing.T) {
+	t.Parallel()
+	bl := newBrowseLab(t)
+	watch := bl.client.Command(context.Background(), bl.bin, "browse", "--watch", "--groups", "lab", "-o", "json")
+	stdout, _ := watch.StdoutPipe()
+	var stderr strings.Builder
+	watch.Stderr = &stderr
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Process.Kill(); watch.Wait() })
+	type line struct {
+		v  map[string]any
+		at time.Time
+	}
+	lines := make(chan line, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var v map[string]any
+			json.Unmarshal(sc.Bytes(), &v)
+			lines <- line{v, time.Now()}
+		}
+		close(lines)
+	}()
+	waitFor := func(what, change, sid string) time.Time {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("the watch ended before %s:\n%s", what, stderr.String())
+				}
+				if l.v["change"] == change && l.v["serviceID"] == sid {
+					return l.at
+				}
+			case <-deadline:
+				t.Fatalf("no %s line for %s", change, what)
+			}
+		}
+	}
+	waitFor("the HTTP service there before", "+", bl.printer)
+
+	out := bl.cli(t, bl.aHost, "lookup", "register", "--server", "unix://"+bl.a.Socket, "--type", "org.example.Scanner",
+		"--duration", "10m", "-o", "json")
+	registered := time.Now()
+	var reg struct{ ServiceID, Lease string }
+	json.Unmarshal([]byte(out), &reg)
+	seen := waitFor("a registration", "+", reg.ServiceID)
+	t.Logf("registered → + line: %s", seen.Sub(registered))
+	bl.cli(t, bl.aHost, "lease", "cancel", "--server", "unix://"+bl.a.Socket, reg.Lease)
+	cancelled := time.Now()
+	gone := waitFor("a cancellation", "-", reg.ServiceID)
+	t.Logf("cancelled → - line: %s", gone.Sub(cancelled))
+	// The read interval (0.5 s) and one read bound both; a loaded
+	// machine may take longer, so this only logs them (the figures are in
+	// docs/performance.md).
+
+	watch.Process.Signal(syscall.SIGINT)
+	for range lines {
+	}
+	if err := watch.Wait(); err != nil {
+		t.Fatalf("the watch, interrupted: %v\n%s", err, stderr.String())
+	}
+}
