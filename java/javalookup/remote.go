@@ -59,7 +59,9 @@ type RemoteError struct {
 	Class, Message string
 }
 
-func (e *RemoteError) Error() string { return fmt.Sprintf("the registrar threw %s: %s", e.Class, e.Message) }
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("the registrar threw %s: %s", e.Class, e.Message)
+}
 
 // NewRemote reads the registrar proxy a unicast discovery response
 // carried (m, as discovery.Registrar.Marshalled holds it) and returns
