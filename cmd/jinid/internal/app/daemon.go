@@ -211,6 +211,9 @@ func (c Config) Validate() error {
 			add(fmt.Errorf("services[%d]: the name %q is another's too", i, sv.Name))
 		}
 		names[sv.Name] = true
+		if _, err := sv.entry(sv.Name, ""); err != nil {
+			add(fmt.Errorf("services[%d] (%s): %w", i, sv.Name, err))
+		}
 		if len(sv.Types) == 0 && len(sv.Attributes) == 0 {
 			add(fmt.Errorf("services[%d] (%s): a type or an attribute is required", i, sv.Name))
 		}
@@ -291,6 +294,9 @@ type Daemon struct {
 	unicast   *unicast.Server
 	java      javaProxies // nil with NoJava or in a build without Java
 	host      *mcast.Host // nil with multicast off
+	// joinSet hands the static services to the join manager (nil in a
+	// build without Java, which has none).
+	joinSet func([]staticEntry)
 	// announcer is nil with multicast off; the registrar's hook may run
 	// in any goroutine.
 	announcer atomic.Pointer[announce.Announcer]
@@ -488,6 +494,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("the lookup discovery service", ldsSvc)
 	if !d.cfg.NoMulticast && !d.cfg.NoDNSSD {
 		d.buildDNSSD()
+	}
+	if err := d.buildJoin(); err != nil {
+		return err
 	}
 
 	tokens, err := access.NewTokens(access.TokensConfig{Store: st, Logger: d.log, BootstrapFile: filepath.Join(d.cfg.DataDir, AdminTokenFile)})

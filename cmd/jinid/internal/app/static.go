@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,54 @@ type StaticService struct {
 	Types      []string           `json:"types"`
 	Attributes []lookup.Attribute `json:"attributes"`
 	Endpoint   string             `json:"endpoint"`
+	// Join, if given, has the service registered in the other lookup
+	// services the daemon discovers too (jinid's and Java's), by group and
+	// by locator, as Java's JoinManager registers a Java service: the
+	// join manager (internal/joiner).
+	Join *StaticJoin `json:"join,omitempty"`
+}
+
+// StaticJoin says which other lookup services hold a static service.
+type StaticJoin struct {
+	// Groups: every lookup service of these groups ("" is the public
+	// group).
+	Groups []string `json:"groups,omitempty"`
+	// Locators: the lookup services at these jini://host[:port].
+	Locators []string `json:"locators,omitempty"`
+}
+
+// staticEntry is a static service as read: its item, and where else it
+// is to be registered.
+type staticEntry struct {
+	item     lookup.Item
+	groups   []string
+	locators []discovery.Locator
+}
+
+// joins reports whether the entry is to be registered elsewhere too.
+func (e staticEntry) joins() bool { return len(e.groups) > 0 || len(e.locators) > 0 }
+
+// entry checks the service's join settings and returns its entry.
+func (s StaticService) entry(name, lookupID string) (staticEntry, error) {
+	e := staticEntry{item: s.item(name, lookupID)}
+	if s.Join == nil {
+		return e, nil
+	}
+	e.groups = s.Join.Groups
+	for _, raw := range s.Join.Locators {
+		l, err := discovery.ParseLocator(raw)
+		if err == nil {
+			err = l.Dialable()
+		}
+		if err != nil {
+			return staticEntry{}, fmt.Errorf("join.locators: %w", err)
+		}
+		e.locators = append(e.locators, l)
+	}
+	if s.Join.Groups != nil && len(s.Join.Groups) == 0 && len(e.locators) == 0 {
+		return staticEntry{}, errors.New(`join: give groups (["lab"], or [""] for the public group) or locators, or leave "join" out`)
+	}
+	return e, nil
 }
 
 // item is the service's lookup item; name makes its ServiceID when it
@@ -62,8 +111,8 @@ const (
 // readStatic reads dir's *.json files: the items they give, by
 // ServiceID, and an error for each file that gives none (it is left
 // out; the others stand). A directory that is not there gives none.
-func readStatic(dir, lookupID string) (map[string]lookup.Item, []error) {
-	out := map[string]lookup.Item{}
+func readStatic(dir, lookupID string) (map[string]staticEntry, []error) {
+	out := map[string]staticEntry{}
 	if dir == "" {
 		return out, nil
 	}
@@ -80,40 +129,65 @@ func readStatic(dir, lookupID string) (map[string]lookup.Item, []error) {
 		names = names[:maxStaticFiles]
 	}
 	for _, name := range names {
-		it, err := readStaticFile(name, lookupID)
+		e, err := readStaticFile(name, lookupID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if _, dup := out[it.ServiceID]; dup {
-			errs = append(errs, fmt.Errorf("static service %s: ServiceID %s is another file's too", name, it.ServiceID))
+		if _, dup := out[e.item.ServiceID]; dup {
+			errs = append(errs, fmt.Errorf("static service %s: ServiceID %s is another file's too", name, e.item.ServiceID))
 			continue
 		}
-		out[it.ServiceID] = it
+		out[e.item.ServiceID] = e
 	}
 	return out, errs
 }
 
-func readStaticFile(name, lookupID string) (lookup.Item, error) {
+func readStaticFile(name, lookupID string) (staticEntry, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return lookup.Item{}, fmt.Errorf("static service %s: %w", name, err)
+		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
 	}
 	defer f.Close()
 	raw, err := io.ReadAll(io.LimitReader(f, maxStaticBytes+1))
 	if err != nil {
-		return lookup.Item{}, fmt.Errorf("static service %s: %w", name, err)
+		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
 	}
 	if len(raw) > maxStaticBytes {
-		return lookup.Item{}, fmt.Errorf("static service %s: larger than %d bytes", name, maxStaticBytes)
+		return staticEntry{}, fmt.Errorf("static service %s: larger than %d bytes", name, maxStaticBytes)
 	}
 	var s StaticService
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return lookup.Item{}, fmt.Errorf("static service %s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", name, err)
+		return staticEntry{}, fmt.Errorf("static service %s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", name, err)
 	}
-	return s.item(filepath.Base(name), lookupID), nil
+	e, err := s.entry(filepath.Base(name), lookupID)
+	if err != nil {
+		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
+	}
+	return e, nil
+}
+
+// joinStatic hands the services that name other lookup services to the
+// join manager; in a build without one, each is an error (it is still
+// registered here).
+func (d *Daemon) joinStatic(want map[string]staticEntry) []error {
+	var joining []staticEntry
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		if want[id].joins() {
+			joining = append(joining, want[id])
+		}
+	}
+	if d.joinSet != nil {
+		d.joinSet(joining)
+		return nil
+	}
+	var errs []error
+	for _, e := range joining {
+		errs = append(errs, fmt.Errorf("static service %s: registered here only: joining other lookup services takes Jini ERI, which this build leaves out (the full build has it)", e.item.ServiceID))
+	}
+	return errs
 }
 
 // syncStatic registers the static services dir and the config file's
@@ -124,13 +198,18 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 	lookupID := d.registrar.Meta().ServiceID.String()
 	want, errs := readStatic(dir, lookupID)
 	for i, s := range listed {
-		it := s.item("config:"+s.Name, lookupID)
-		if _, dup := want[it.ServiceID]; dup {
-			errs = append(errs, fmt.Errorf("static service %d (%s) of the config file: ServiceID %s is another's too", i, s.Name, it.ServiceID))
+		e, err := s.entry("config:"+s.Name, lookupID)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("static service %d (%s) of the config file: %w", i, s.Name, err))
 			continue
 		}
-		want[it.ServiceID] = it
+		if _, dup := want[e.item.ServiceID]; dup {
+			errs = append(errs, fmt.Errorf("static service %d (%s) of the config file: ServiceID %s is another's too", i, s.Name, e.item.ServiceID))
+			continue
+		}
+		want[e.item.ServiceID] = e
 	}
+	errs = append(errs, d.joinStatic(want)...)
 	var did []string
 	for _, id := range slices.Sorted(func(yield func(string) bool) {
 		for id := range want {
@@ -139,7 +218,7 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 			}
 		}
 	}) {
-		if _, err := d.registrar.RegisterStatic(want[id]); err != nil {
+		if _, err := d.registrar.RegisterStatic(want[id].item); err != nil {
 			errs = append(errs, fmt.Errorf("static service %s: %w", id, err))
 		}
 	}

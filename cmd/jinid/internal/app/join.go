@@ -1,0 +1,49 @@
+//go:build !jinid_omit_java
+
+package app
+
+import (
+	"github.com/jinid/jinid/cmd/jinid/internal/joiner"
+	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/services/outbound"
+)
+
+// buildJoin makes the join manager, which registers the static services
+// that name groups or locators in the other lookup services it
+// discovers, over Jini ERI, through the outbound dialer.
+func (d *Daemon) buildJoin() error {
+	l, err := javalookup.JGDMS()
+	if err != nil {
+		return err
+	}
+	cfg := joiner.Config{Self: d.registrar.Meta().ServiceID, Lineage: l, Logger: d.log,
+		Dial:                 outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy}),
+		AnnouncementInterval: d.cfg.LDSAnnounceInterval}
+	var mc *group.Multicast
+	if d.host != nil {
+		if mc, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+			Logger: d.log.With("component", "join")}); err != nil {
+			return err
+		}
+		cfg.Network = mc
+	}
+	j, err := joiner.New(cfg)
+	if err != nil {
+		return err
+	}
+	if mc != nil {
+		// Started before the join manager, stopped after it.
+		mc.SetSink(j.Manager())
+		d.parts.Add("the join manager's multicast", mc)
+	}
+	d.parts.Add("the join manager", j)
+	d.joinSet = func(entries []staticEntry) {
+		var out []joiner.Service
+		for _, e := range entries {
+			out = append(out, joiner.Service{Item: e.item, Groups: e.groups, Locators: e.locators})
+		}
+		j.Set(out)
+	}
+	return nil
+}
