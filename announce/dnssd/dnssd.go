@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,6 +67,43 @@ type AdvertiserConfig struct {
 	Clock clock.Clock
 }
 
+// Service is another service published beside the lookup service: a
+// static service with an endpoint, under a DNS-SD type of its own, so
+// that avahi-browse users see it.
+type Service struct {
+	// Instance is its instance name ("lobby"), Type its DNS-SD type
+	// ("_ipp._tcp"), HostLabel the host name its address is published
+	// under ("lobby" for lobby.local).
+	Instance, Type, HostLabel string
+	Addr                      netip.Addr
+	Port                      int
+	TXT                       []string
+}
+
+// extra is a Service as claimed: its names now (renamed on a conflict).
+type extra struct {
+	Service
+	renames        int
+	instance, host string
+}
+
+func (e *extra) setNames() {
+	inst, host := e.Instance, e.HostLabel
+	if e.renames > 0 {
+		n := strconv.Itoa(e.renames + 1)
+		inst, host = inst+" ("+n+")", host+"-"+n
+	}
+	e.instance = escapeLabel(inst) + "." + e.Type + ".local."
+	e.host = escapeLabel(host) + ".local."
+}
+
+// escapeLabel is a name as one DNS label in miekg/dns's text form: dots
+// and spaces, which a DNS-SD instance name may have, escaped.
+func escapeLabel(s string) string {
+	r := strings.NewReplacer(".", `\.`, " ", `\ `, `\`, `\\`, "(", `\(`, ")", `\)`, ";", `\;`, `"`, `\"`)
+	return r.Replace(s)
+}
+
 // Advertiser claims its names as RFC 6762 asks (probing, renaming on a
 // conflict, announcing), then answers mDNS queries for the lookup
 // service.
@@ -82,6 +120,11 @@ type Advertiser struct {
 	renames    int
 	conflicted bool          // another host claims a name of ours
 	conflict   chan struct{} // poked on a conflict, or a change of interfaces
+	extras     []*extra
+	reprobe    bool // the services changed: claim the names again
+	// lostNames are the names of ours another host claimed, lower case:
+	// the ones a rename changes.
+	lostNames map[string]bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -115,6 +158,64 @@ func (a *Advertiser) Names() (instance, host string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.instance, a.host
+}
+
+// SetServices sets the other services published: those gone get their
+// goodbye, and the names are claimed again (probes, announcements) with
+// the new ones.
+func (a *Advertiser) SetServices(services []Service) {
+	a.mu.Lock()
+	old := a.extras
+	byKey := map[string]*extra{}
+	for _, e := range old {
+		byKey[e.Type+"\x00"+e.Instance] = e
+	}
+	var now []*extra
+	changed := len(services) != len(old)
+	for _, sv := range services {
+		k := sv.Type + "\x00" + sv.Instance
+		e := byKey[k]
+		if e == nil || !reflect.DeepEqual(e.Service, sv) {
+			e = &extra{Service: sv}
+			e.setNames()
+			changed = true
+		} else {
+			delete(byKey, k) // kept as is
+		}
+		now = append(now, e)
+	}
+	if !changed {
+		a.mu.Unlock()
+		return
+	}
+	var gone []*extra
+	for _, e := range byKey {
+		gone = append(gone, e)
+	}
+	a.extras = now
+	claimed := a.claimed
+	a.reprobe = true
+	a.mu.Unlock()
+	if claimed && len(gone) > 0 && a.port != nil {
+		a.goodbye(gone)
+	}
+	a.poke()
+}
+
+// goodbye says a service's records are gone (TTL 0).
+func (a *Advertiser) goodbye(gone []*extra) {
+	err := a.port.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {
+		m := new(dns.Msg)
+		m.Response, m.Authoritative = true, true
+		for _, e := range gone {
+			m.Answer = append(m.Answer, e.records(j, 0, false)...)
+		}
+		b, err := m.Pack()
+		return [][]byte{b}, err
+	})
+	if err != nil {
+		a.cfg.Logger.Debug("mDNS goodbye of a service removed", "err", err)
+	}
 }
 
 // Start joins the mDNS group and begins claiming the names: probes,
@@ -190,7 +291,7 @@ func (a *Advertiser) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.rename()
+			a.restart()
 			continue
 		}
 		a.mu.Lock()
@@ -200,7 +301,7 @@ func (a *Advertiser) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.rename()
+			a.restart()
 			continue
 		}
 		// Claimed: wait for a conflict or a change of interfaces.
@@ -253,10 +354,25 @@ func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
 		case <-done:
 			return true
 		case <-a.conflict:
-			if a.lost() {
+			a.mu.Lock()
+			cut := a.conflicted || a.reprobe
+			a.mu.Unlock()
+			if cut {
 				return false
 			}
 		}
+	}
+}
+
+// restart follows a claim cut short: by a conflict, which renames what
+// was lost, or by a change of the services, which claims the names again
+// as they are.
+func (a *Advertiser) restart() {
+	a.mu.Lock()
+	a.reprobe = false
+	a.mu.Unlock()
+	if a.lost() {
+		a.rename()
 	}
 }
 
@@ -276,6 +392,9 @@ func (a *Advertiser) drain() {
 	default:
 	}
 	a.lost()
+	a.mu.Lock()
+	a.reprobe, a.lostNames = false, nil
+	a.mu.Unlock()
 }
 
 // rename takes the next name, jinid-1a2b3c4d-2, -3, ... (RFC 6763's
@@ -285,6 +404,20 @@ func (a *Advertiser) rename() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.claimed = false
+	lost := a.lostNames
+	a.lostNames = nil
+	extraLost := false
+	for _, e := range a.extras {
+		if lost[strings.ToLower(e.instance)] || lost[strings.ToLower(e.host)] {
+			extraLost = true
+			e.renames = e.renames%maxRenames + 1
+			e.setNames()
+			a.cfg.Logger.Info("mDNS name of a static service in use on the LAN; renamed", "name", e.instance)
+		}
+	}
+	if extraLost && !lost[strings.ToLower(a.instance)] && !lost[strings.ToLower(a.host)] {
+		return
+	}
 	a.renames = a.renames%maxRenames + 1
 	name := a.base + "-" + strconv.Itoa(a.renames+1)
 	a.cfg.Logger.Info("mDNS name in use on the LAN; renamed", "name", name)
@@ -292,9 +425,13 @@ func (a *Advertiser) rename() {
 }
 
 // markConflict records that another host claims a name of ours.
-func (a *Advertiser) markConflict() {
+func (a *Advertiser) markConflict(name string) {
 	a.mu.Lock()
 	a.conflicted = true
+	if a.lostNames == nil {
+		a.lostNames = map[string]bool{}
+	}
+	a.lostNames[strings.ToLower(name)] = true
 	a.mu.Unlock()
 	a.poke()
 }
@@ -308,6 +445,12 @@ func (a *Advertiser) sendProbe() {
 		instance, host := a.Names()
 		m := new(dns.Msg)
 		m.Question = []dns.Question{{Name: instance, Qtype: dns.TypeANY, Qclass: dns.ClassINET}, {Name: host, Qtype: dns.TypeANY, Qclass: dns.ClassINET}}
+		a.mu.Lock()
+		for _, e := range a.extras {
+			m.Question = append(m.Question, dns.Question{Name: e.instance, Qtype: dns.TypeANY, Qclass: dns.ClassINET},
+				dns.Question{Name: e.host, Qtype: dns.TypeANY, Qclass: dns.ClassINET})
+		}
+		a.mu.Unlock()
 		for _, rr := range rrs {
 			if h := rr.Header(); h.Rrtype != dns.TypePTR {
 				m.Ns = append(m.Ns, rr)
@@ -370,10 +513,47 @@ func (a *Advertiser) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 	} else {
 		rrs = append(rrs, &dns.AAAA{Hdr: hdr(host, dns.TypeAAAA, true), AAAA: j.Addr.AsSlice()})
 	}
+	a.mu.Lock()
+	extras := slices.Clone(a.extras)
+	a.mu.Unlock()
+	for _, e := range extras {
+		rrs = append(rrs, e.records(j, ttl, all)...)
+	}
 	if !all {
 		return rrs
 	}
 	return append(rrs, &dns.PTR{Hdr: hdr(servicesDNS, dns.TypePTR, false), Ptr: ServiceType})
+}
+
+// records are a service's: PTR, SRV, TXT, its address, and with all its
+// type's PTR for the enumeration of types.
+func (e *extra) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
+	hdr := func(name string, t uint16, unique bool) dns.RR_Header {
+		class := uint16(dns.ClassINET)
+		if unique {
+			class |= 1 << 15
+		}
+		return dns.RR_Header{Name: name, Rrtype: t, Class: class, Ttl: ttl}
+	}
+	typ := e.Type + ".local."
+	txt := e.TXT
+	if len(txt) == 0 {
+		txt = []string{""}
+	}
+	rrs := []dns.RR{
+		&dns.PTR{Hdr: hdr(typ, dns.TypePTR, false), Ptr: e.instance},
+		&dns.SRV{Hdr: hdr(e.instance, dns.TypeSRV, true), Port: uint16(e.Port), Target: e.host},
+		&dns.TXT{Hdr: hdr(e.instance, dns.TypeTXT, true), Txt: txt},
+	}
+	if e.Addr.Is4() {
+		rrs = append(rrs, &dns.A{Hdr: hdr(e.host, dns.TypeA, true), A: e.Addr.AsSlice()})
+	} else {
+		rrs = append(rrs, &dns.AAAA{Hdr: hdr(e.host, dns.TypeAAAA, true), AAAA: e.Addr.AsSlice()})
+	}
+	if all {
+		rrs = append(rrs, &dns.PTR{Hdr: hdr(servicesDNS, dns.TypePTR, false), Ptr: typ})
+	}
+	return rrs
 }
 
 // handle answers a query about the service, on the interface it came in
@@ -388,7 +568,7 @@ func (a *Advertiser) handle(p mcast.Packet) {
 	// probe's authority section: the name is taken (§8.2, §9).
 	for _, rr := range append(append(append([]dns.RR{}, q.Answer...), q.Ns...), q.Extra...) {
 		if a.claims(rr) && !a.ours(rr) {
-			a.markConflict()
+			a.markConflict(rr.Header().Name)
 			return
 		}
 	}
@@ -418,7 +598,17 @@ func (a *Advertiser) handle(p mcast.Packet) {
 			}
 		}
 		if name == servicesDNS && (qs.Qtype == dns.TypePTR || qs.Qtype == dns.TypeANY) {
-			answers = append(answers, &dns.PTR{Hdr: dns.RR_Header{Name: servicesDNS, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 4500}, Ptr: ServiceType})
+			types := []string{ServiceType}
+			a.mu.Lock()
+			for _, e := range a.extras {
+				if t := e.Type + ".local."; !slices.Contains(types, t) {
+					types = append(types, t)
+				}
+			}
+			a.mu.Unlock()
+			for _, t := range types {
+				answers = append(answers, &dns.PTR{Hdr: dns.RR_Header{Name: servicesDNS, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 4500}, Ptr: t})
+			}
 		}
 	}
 	if len(answers) == 0 {
@@ -455,9 +645,21 @@ func (a *Advertiser) handle(p mcast.Packet) {
 // claims says rr is about a name of ours, one only its owner may have
 // records of (not the shared PTR).
 func (a *Advertiser) claims(rr dns.RR) bool {
-	instance, host := a.Names()
+	if rr.Header().Rrtype == dns.TypePTR {
+		return false
+	}
 	n := strings.ToLower(rr.Header().Name)
-	return rr.Header().Rrtype != dns.TypePTR && (n == strings.ToLower(instance) || n == strings.ToLower(host))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n == strings.ToLower(a.instance) || n == strings.ToLower(a.host) {
+		return true
+	}
+	for _, e := range a.extras {
+		if n == strings.ToLower(e.instance) || n == strings.ToLower(e.host) {
+			return true
+		}
+	}
+	return false
 }
 
 // ours says rr is one of this advertiser's own records, heard back from
@@ -465,6 +667,16 @@ func (a *Advertiser) claims(rr dns.RR) bool {
 // address of one of its interfaces).
 func (a *Advertiser) ours(rr dns.RR) bool {
 	_, host := a.Names()
+	a.mu.Lock()
+	extras := slices.Clone(a.extras)
+	a.mu.Unlock()
+	for _, e := range extras {
+		for _, mine := range e.records(mcast.Joined{}, 0, false) {
+			if sameRData(mine, rr) {
+				return true
+			}
+		}
+	}
 	switch r := rr.(type) {
 	case *dns.SRV:
 		return strings.EqualFold(r.Target, host) && int(r.Port) == a.cfg.Port()
@@ -476,6 +688,18 @@ func (a *Advertiser) ours(rr dns.RR) bool {
 		return a.isOwnAddr(r.AAAA)
 	}
 	return false // NSEC and anything else: not what jinid says
+}
+
+// sameRData says two records are the same but for TTL and class.
+func sameRData(a, b dns.RR) bool {
+	ha, hb := *a.Header(), *b.Header()
+	if ha.Rrtype != hb.Rrtype || !strings.EqualFold(ha.Name, hb.Name) {
+		return false
+	}
+	ca, cb := dns.Copy(a), dns.Copy(b)
+	ca.Header().Ttl, cb.Header().Ttl = 0, 0
+	ca.Header().Class, cb.Header().Class = dns.ClassINET, dns.ClassINET
+	return dns.IsDuplicate(ca, cb)
 }
 
 func (a *Advertiser) isOwnAddr(ip []byte) bool {

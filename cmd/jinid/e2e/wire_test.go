@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"slices"
 	"strings"
@@ -552,4 +553,48 @@ func TestDiscoverDNSSD(t *testing.T) {
 	if !ok || !slices.Contains(r.How, finder.ViaDNSSD) || r.Kind != "jinid" || r.ServiceID == "" {
 		t.Fatalf("not found by DNS-SD: %+v", rs)
 	}
+}
+
+// A static service asking for DNS-SD is published under its own type
+// beside the lookup service's _jini._tcp: avahi-browse -a -r lists both,
+// the printer resolved to its endpoint's address and port; removed from
+// the configuration, it says goodbye and avahi forgets it.
+func TestAvahiSeesStaticServices(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	lus, observer := lab.Host("lus"), lab.Host("observer")
+	ll := lus.Attach(lan)
+	observer.Attach(lan)
+	services := t.TempDir()
+	file := filepath.Join(services, "lobby.json")
+	os.WriteFile(file, []byte(`{"types":["org.example.Printer"],"attributes":[{"type":"net.jini.lookup.entry.Name","fields":{"name":"Lobby printer"}}],
+		"endpoint":"ipp://198.18.1.9:631/lobby","dnsSD":{"type":"_ipp._tcp","txt":["rp=lobby"]}}`), 0o644)
+	d := jinidtest.LabDaemon(t, bin, lus, "--services-dir", services)
+
+	env, avahiLog := startAvahi(t, observer, false)
+	var out []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("avahi-browse printed:\n%s\navahi-daemon said:\n%s\njinid said:\n%s", out, avahiLog(), d.Log())
+		}
+	}()
+	browse := func() string {
+		c := observer.Command(t.Context(), "avahi-browse", "-a", "-r", "-t", "-p")
+		c.Env = env
+		out, _ = c.Output()
+		return string(out)
+	}
+	jini := ";_jini._tcp;local;jinid-" // the lookup service's own
+	// avahi-browse names the types it knows (_ipp._tcp is an
+	// "Internet Printer").
+	printer := `=;eth0;IPv4;Lobby\032printer;Internet Printer;local;lobby-printer.local;198.18.1.9;631;"rp=lobby"`
+	testenv.Until(t, "avahi-browse -a -r to list the lookup service and the printer", func() bool {
+		s := browse()
+		return strings.Contains(s, printer) && strings.Contains(s, jini) && strings.Contains(s, fmt.Sprintf(";%s;4160;", ll.IPv4))
+	})
+	os.Remove(file)
+	d.Process.Signal(syscall.SIGHUP)
+	testenv.Until(t, "avahi to forget the printer once removed", func() bool { return !strings.Contains(browse(), "Lobby") })
 }

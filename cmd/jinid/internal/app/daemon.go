@@ -297,6 +297,10 @@ type Daemon struct {
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
 	joinSet func([]staticEntry)
+	// publishSet hands the static services to DNS-SD; nil when it is off,
+	// publishOff saying why.
+	publishSet func([]published)
+	publishOff string
 	// announcer is nil with multicast off; the registrar's hook may run
 	// in any goroutine.
 	announcer atomic.Pointer[announce.Announcer]
@@ -492,7 +496,12 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.parts.Add("the lookup discovery service's multicast", ldsMC)
 	}
 	d.parts.Add("the lookup discovery service", ldsSvc)
-	if !d.cfg.NoMulticast && !d.cfg.NoDNSSD {
+	switch {
+	case d.cfg.NoMulticast:
+		d.publishOff = "multicast is off (--no-multicast), and mDNS with it"
+	case d.cfg.NoDNSSD:
+		d.publishOff = "DNS-SD is off (--no-dns-sd)"
+	default:
 		d.buildDNSSD()
 	}
 	if err := d.buildJoin(); err != nil {

@@ -18,9 +18,17 @@ func (d *Daemon) buildDNSSD() {
 		APIURL: d.apiURL, Groups: func() []string { return d.registrar.Meta().Groups }, Host: d.host, Logger: d.log})
 	if err != nil {
 		d.log.Warn("DNS-SD advertisement off", "err", err)
+		d.publishOff = "DNS-SD is off: " + err.Error()
 		return
 	}
 	d.parts.Add("DNS-SD", bestEffort{adv, d.log})
+	d.publishSet = func(ps []published) {
+		svcs := make([]dnssd.Service, len(ps))
+		for i, p := range ps {
+			svcs[i] = dnssd.Service{Instance: p.instance, Type: p.typ, HostLabel: p.hostLabel, Addr: p.addr, Port: p.port, TXT: p.txt}
+		}
+		adv.SetServices(svcs)
+	}
 }
 
 // bestEffort starts a convenience: a failure is logged, and the daemon

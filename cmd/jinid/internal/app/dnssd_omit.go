@@ -10,4 +10,5 @@ package app
 // responder a service file, or run the full build.
 func (d *Daemon) buildDNSSD() {
 	d.log.Info("DNS-SD: not in this build; the system's mDNS responder announces _jini._tcp (the OpenWrt package registers it with umdns)")
+	d.publishOff = "this build leaves DNS-SD out (publish the service with the system's mDNS responder)"
 }

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jinid/jinid/discovery"
@@ -40,6 +44,90 @@ type StaticService struct {
 	// by locator, as Java's JoinManager registers a Java service: the
 	// join manager (internal/joiner).
 	Join *StaticJoin `json:"join,omitempty"`
+	// DNSSD, if given, publishes the service over DNS-SD (mDNS) too,
+	// under a type of its own, for avahi-browse and Bonjour users.
+	DNSSD *StaticDNSSD `json:"dnsSD,omitempty"`
+}
+
+// StaticDNSSD says how a static service is published over DNS-SD: its
+// type ("_ipp._tcp"), and optionally its instance name (default: its
+// Name attribute, else its name), port (default: the endpoint's) and
+// TXT strings. Its address is the endpoint's, which must be an IP
+// address (published as <instance>.local).
+type StaticDNSSD struct {
+	Type     string   `json:"type"`
+	Instance string   `json:"instance,omitempty"`
+	Port     int      `json:"port,omitempty"`
+	TXT      []string `json:"txt,omitempty"`
+}
+
+// published is a static service as DNS-SD publishes it.
+type published struct {
+	instance, typ, hostLabel string
+	addr                     netip.Addr
+	port                     int
+	txt                      []string
+}
+
+var dnssdType = regexp.MustCompile(`^_[a-z0-9][a-z0-9-]{0,14}\._(tcp|udp)$`)
+
+// publication checks the service's DNS-SD settings; name is its own
+// (a file's, or "config:" and its name in the config file).
+func (s StaticService) publication(name string) (*published, error) {
+	d := s.DNSSD
+	if d == nil {
+		return nil, nil
+	}
+	if !dnssdType.MatchString(d.Type) {
+		return nil, fmt.Errorf("dnsSD.type %q: want a DNS-SD service type such as _ipp._tcp or _http._tcp", d.Type)
+	}
+	u, err := url.Parse(s.Endpoint)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("dnsSD: the endpoint %q is not a URL with a host; DNS-SD publishes the endpoint's address and port", s.Endpoint)
+	}
+	addr, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("dnsSD: the endpoint's host %q is not an IP address; jinid publishes the address under the service's own .local name", u.Hostname())
+	}
+	p := &published{typ: d.Type, addr: addr.WithZone(""), port: d.Port, txt: d.TXT, instance: d.Instance}
+	if p.port == 0 {
+		p.port, _ = strconv.Atoi(u.Port())
+	}
+	if p.port <= 0 || p.port > 65535 {
+		return nil, fmt.Errorf("dnsSD: give a port (dnsSD.port, or one in the endpoint %q)", s.Endpoint)
+	}
+	for _, t := range p.txt {
+		if len(t) > 255 {
+			return nil, errors.New("dnsSD.txt: a string is longer than 255 bytes")
+		}
+	}
+	if p.instance == "" {
+		for _, a := range s.Attributes {
+			if n, ok := a.Fields["name"].(string); ok && a.Type == "net.jini.lookup.entry.Name" && n != "" {
+				p.instance = n
+				break
+			}
+		}
+	}
+	if p.instance == "" {
+		p.instance = strings.TrimSuffix(strings.TrimPrefix(name, "config:"), ".json")
+	}
+	if len(p.instance) > 63 {
+		return nil, fmt.Errorf("dnsSD: the instance name %q is longer than 63 bytes", p.instance)
+	}
+	p.hostLabel = strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, p.instance), "-")
+	if p.hostLabel == "" {
+		p.hostLabel = "service"
+	}
+	return p, nil
 }
 
 // StaticJoin says which other lookup services hold a static service.
@@ -57,6 +145,7 @@ type staticEntry struct {
 	item     lookup.Item
 	groups   []string
 	locators []discovery.Locator
+	publish  *published // nil: not over DNS-SD
 }
 
 // joins reports whether the entry is to be registered elsewhere too.
@@ -65,6 +154,10 @@ func (e staticEntry) joins() bool { return len(e.groups) > 0 || len(e.locators) 
 // entry checks the service's join settings and returns its entry.
 func (s StaticService) entry(name, lookupID string) (staticEntry, error) {
 	e := staticEntry{item: s.item(name, lookupID)}
+	var err error
+	if e.publish, err = s.publication(name); err != nil {
+		return staticEntry{}, err
+	}
 	if s.Join == nil {
 		return e, nil
 	}
@@ -190,6 +283,27 @@ func (d *Daemon) joinStatic(want map[string]staticEntry) []error {
 	return errs
 }
 
+// publishStatic hands the services that ask for it to DNS-SD; when it
+// is off (or left out of the build) each is an error (it is still
+// registered).
+func (d *Daemon) publishStatic(want map[string]staticEntry) []error {
+	var out []published
+	var errs []error
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		if p := want[id].publish; p != nil {
+			if d.publishSet == nil {
+				errs = append(errs, fmt.Errorf("static service %s: registered, not published over DNS-SD: %s", id, d.publishOff))
+				continue
+			}
+			out = append(out, *p)
+		}
+	}
+	if d.publishSet != nil {
+		d.publishSet(out)
+	}
+	return errs
+}
+
 // syncStatic registers the static services dir and the config file's
 // section (listed) give (again: a changed one replaces its
 // registration) and cancels those they no longer give. It returns what
@@ -210,6 +324,7 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 		want[e.item.ServiceID] = e
 	}
 	errs = append(errs, d.joinStatic(want)...)
+	errs = append(errs, d.publishStatic(want)...)
 	var did []string
 	for _, id := range slices.Sorted(func(yield func(string) bool) {
 		for id := range want {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,55 @@ func TestStaticServices(t *testing.T) {
 	defer stop(d)
 	if ids := d.registrar.Static(); len(ids) != 1 || ids[0] != door[0].ServiceID {
 		t.Fatalf("static services after a start without their files (the config file's door stays): %v", ids)
+	}
+}
+
+// A static service's join and DNS-SD settings: what is accepted, and a
+// clear error for what is not.
+func TestStaticServiceSettings(t *testing.T) {
+	printer := func(endpoint string, join *StaticJoin, d *StaticDNSSD) StaticService {
+		return StaticService{Types: []string{"com.example.Printer"}, Endpoint: endpoint, Join: join, DNSSD: d,
+			Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "Lobby printer"}}}}
+	}
+	for _, c := range []struct {
+		name    string
+		s       StaticService
+		wantErr string
+		check   func(e staticEntry) bool
+	}{
+		{"no settings", printer("ipp://10.0.0.9/q", nil, nil), "", func(e staticEntry) bool { return !e.joins() && e.publish == nil }},
+		{"join by group", printer("", &StaticJoin{Groups: []string{"lab", ""}}, nil), "", func(e staticEntry) bool {
+			return e.joins() && slices.Equal(e.groups, []string{"lab", ""})
+		}},
+		{"join by locator", printer("", &StaticJoin{Locators: []string{"jini://reggie.example.org"}}, nil), "", func(e staticEntry) bool {
+			return len(e.locators) == 1 && e.locators[0].Host == "reggie.example.org" && e.locators[0].Port == 4160
+		}},
+		{"a bad locator", printer("", &StaticJoin{Locators: []string{"http://x"}}, nil), "join.locators", nil},
+		{"join of nothing", printer("", &StaticJoin{Groups: []string{}}, nil), "give groups", nil},
+		{"DNS-SD", printer("ipp://10.0.0.9:631/q", nil, &StaticDNSSD{Type: "_ipp._tcp"}), "", func(e staticEntry) bool {
+			p := e.publish
+			return p != nil && p.instance == "Lobby printer" && p.hostLabel == "lobby-printer" && p.addr.String() == "10.0.0.9" && p.port == 631
+		}},
+		{"DNS-SD port given", printer("ipp://[2001:db8::9]/q", nil, &StaticDNSSD{Type: "_ipp._tcp", Port: 631, Instance: "Hall"}), "", func(e staticEntry) bool {
+			return e.publish.port == 631 && e.publish.instance == "Hall" && e.publish.addr.Is6()
+		}},
+		{"DNS-SD no port", printer("ipp://10.0.0.9/q", nil, &StaticDNSSD{Type: "_ipp._tcp"}), "give a port", nil},
+		{"DNS-SD host name", printer("ipp://printer.lan:631/q", nil, &StaticDNSSD{Type: "_ipp._tcp"}), "not an IP address", nil},
+		{"DNS-SD no endpoint", printer("", nil, &StaticDNSSD{Type: "_ipp._tcp"}), "not a URL with a host", nil},
+		{"DNS-SD bad type", printer("ipp://10.0.0.9:631/q", nil, &StaticDNSSD{Type: "ipp"}), "dnsSD.type", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := c.s.entry("printer.json", "5a7e1c00-0000-4000-8000-00000000000a")
+			switch {
+			case c.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, c.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !c.check(e):
+				t.Fatalf("entry %+v (published %+v)", e, e.publish)
+			}
+		})
 	}
 }
