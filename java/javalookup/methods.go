@@ -312,20 +312,28 @@ func (k *call) lookupMatches() jeri.Reply {
 	if reply != nil {
 		return reply
 	}
-	list := javaio.NewObject(k.s.l.Classes.Class("java.util.LinkedList"))
+	m, err := k.s.matches(items, total)
+	if err != nil {
+		return k.faultReply(err)
+	}
+	return returnObject(m)
+}
+
+// matches is Reggie's Matches of items, in a LinkedList.
+func (c *codec) matches(items []lookup.Item, total int) (*javaio.Object, error) {
+	list := javaio.NewObject(c.l.Classes.Class("java.util.LinkedList"))
 	var size [4]byte
 	binary.BigEndian.PutUint32(size[:], uint32(len(items)))
 	custom := []javaio.Value{javaio.Block(size[:])}
 	for _, it := range items {
-		o, err := k.s.itemTo(it)
+		o, err := c.itemTo(it)
 		if err != nil {
-			return k.faultReply(err)
+			return nil, err
 		}
 		custom = append(custom, o)
 	}
 	list.SetCustom("java.util.LinkedList", custom...)
-	m := k.s.l.New("Matches").Set("items", list).Set("totalMatches", int32(total))
-	return returnObject(m)
+	return c.l.New("Matches").Set("items", list).Set("totalMatches", int32(total)), nil
 }
 
 // lookupBootstrap is lookUp(Template, int): the bootstrap proxies of the

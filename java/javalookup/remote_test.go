@@ -3,6 +3,7 @@ package javalookup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
 	"github.com/jinid/jinid/services/lookup"
 )
@@ -109,4 +111,45 @@ func TestRemoteReggie(t *testing.T) {
 	if items, _, err := r.Lookup(ctx, lookup.Template{ServiceID: it.ServiceID}, 10); err != nil || len(items) != 0 {
 		t.Fatalf("cancelled, still there: %v %v", items, err)
 	}
+}
+
+// BenchmarkReadMatches: what browse spends reading a Java lookup
+// service's answer, per item (a lookup of 100 items with a Name and an
+// endpoint each, as jinid's registrar answers it).
+func BenchmarkReadMatches(b *testing.B) {
+	s := newService(b)
+	var items []lookup.Item
+	for i := range 100 {
+		items = append(items, lookup.Item{ServiceID: fmt.Sprintf("0b5e7e1a-4c1d-4e3f-9a1b-%012d", i), Types: []string{"org.example.Printer"},
+			Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}},
+			Endpoint:   fmt.Sprintf("ipp://10.0.%d.%d:631/", i/250, i%250)})
+	}
+	m, err := s.matches(items, len(items))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reply := append([]byte{1}, returnObject(m)...)
+	b.SetBytes(int64(len(reply)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := s.readReply(reply)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := d.ReadObject()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, iv := range listElems(field(v.(*javaio.Object), "items")) {
+			if _, err := s.remoteItem(iv.(*javaio.Object)); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != len(items) {
+			b.Fatalf("%d items read", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/item")
 }

@@ -205,7 +205,9 @@ func TestBrowse(t *testing.T) {
 	}
 
 	// Table and parsable: one line per service.
+	start := time.Now()
 	table := bl.cli(t, bl.client, "browse", "--groups", "lab")
+	t.Logf("one browse of %d lookup services, %d services: %s (discovery's settle time included)", len(all), len(got.Services), time.Since(start))
 	if n := strings.Count(table, "\n"); n != len(got.Services)+1 {
 		t.Errorf("table of %d lines for %d services:\n%s", n, len(got.Services), table)
 	}

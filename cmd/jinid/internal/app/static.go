@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +68,21 @@ type published struct {
 	txt                      []string
 }
 
-var dnssdType = regexp.MustCompile(`^_[a-z0-9][a-z0-9-]{0,14}\._(tcp|udp)$`)
+// dnssdType reports whether t is a DNS-SD service type: _name._tcp or
+// _name._udp, the name 1 to 15 letters, digits and hyphens (RFC 6763
+// §7). (No regexp: the router build links none.)
+func dnssdType(t string) bool {
+	name, proto, ok := strings.Cut(t, ".")
+	if !ok || proto != "_tcp" && proto != "_udp" || len(name) < 2 || len(name) > 16 || name[0] != '_' {
+		return false
+	}
+	for _, r := range name[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return name[1] != '-'
+}
 
 // publication checks the service's DNS-SD settings; name is its own
 // (a file's, or "config:" and its name in the config file).
@@ -78,7 +91,7 @@ func (s StaticService) publication(name string) (*published, error) {
 	if d == nil {
 		return nil, nil
 	}
-	if !dnssdType.MatchString(d.Type) {
+	if !dnssdType(d.Type) {
 		return nil, fmt.Errorf("dnsSD.type %q: want a DNS-SD service type such as _ipp._tcp or _http._tcp", d.Type)
 	}
 	u, err := url.Parse(s.Endpoint)
