@@ -56,20 +56,13 @@ every --interval and following lookup services as they come and go.`
 
 // browseOptions are browse's flags.
 type browseOptions struct {
-	g           *globalFlags
-	tf          templateFlags
-	out         outputFlags
-	groups      []string
-	public      bool
-	allGroups   bool
-	locators    []string
-	timeout     time.Duration
-	include     []string
-	exclude     []string
-	noDefault   bool
-	noMulticast bool
-	watchMode   bool
-	interval    time.Duration
+	g         *globalFlags
+	tf        templateFlags
+	out       outputFlags
+	scope     scopeFlags
+	timeout   time.Duration
+	watchMode bool
+	interval  time.Duration
 }
 
 func newBrowseCmd(g *globalFlags) *spec {
@@ -91,13 +84,8 @@ func newBrowseCmd(g *globalFlags) *spec {
 }
 
 func (o *browseOptions) bind(f *pflag.FlagSet) {
-	f.StringSliceVar(&o.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
-	f.BoolVar(&o.public, "public", false, `include the public group ("")`)
-	f.BoolVar(&o.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
-	f.StringArrayVar(&o.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable)")
+	o.scope.bind(f, "do not multicast; only the --locator lookup services")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest discovery takes, and reading each lookup service")
-	interfaceFlags(f, &o.include, &o.exclude, &o.noDefault)
-	f.BoolVar(&o.noMulticast, "no-multicast", false, "do not multicast; only the --locator lookup services")
 	f.BoolVar(&o.watchMode, "watch", false, "keep listing: print each service that comes (+), goes (-) or changes (=) until Ctrl-C")
 	f.DurationVar(&o.interval, "interval", time.Second/2, "with --watch: how often every lookup service is read")
 }
@@ -115,29 +103,9 @@ func (o *browseOptions) run(inv *invocation) error {
 	if err != nil {
 		return err
 	}
-	var groups []string
-	switch {
-	case o.allGroups && (len(o.groups) > 0 || o.public):
-		return usagef("--all-groups cannot be combined with --groups or --public")
-	case len(o.groups) > 0 || o.public:
-		groups = append([]string{}, o.groups...)
-		if o.public {
-			groups = append(groups, "")
-		}
-	}
-	var locs []discovery.Locator
-	for _, s := range o.locators {
-		l, err := discovery.ParseLocator(s)
-		if err == nil {
-			err = l.Dialable()
-		}
-		if err != nil {
-			return usagef("--locator: %w", err)
-		}
-		locs = append(locs, l)
-	}
-	if o.noMulticast && len(locs) == 0 {
-		return usagef("--no-multicast leaves nothing to do without --locator")
+	sc, err := o.scope.resolve(inv)
+	if err != nil {
+		return err
 	}
 	if o.timeout <= 0 || o.interval <= 0 {
 		return usagef("--timeout and --interval must be positive")
@@ -145,20 +113,16 @@ func (o *browseOptions) run(inv *invocation) error {
 	if inv.flags.Changed("interval") && !o.watchMode {
 		return usagef("--interval applies to --watch only")
 	}
-	exclude := mcast.DefaultExclude
-	if inv.flags.Changed("exclude-interfaces") {
-		exclude = o.exclude
-	}
 	b := &browser{tmpl: t, timeout: o.timeout, log: log, stderr: inv.stderr, dial: (&net.Dialer{}).DialContext}
 	if o.watchMode {
 		if p.format == formatYAML {
 			return usagef("-o yaml applies to one listing; --watch prints table, json or parsable lines")
 		}
-		return b.watch(inv.ctx, p, watchOptions{groups: groups, locators: locs, announcementInterval: group.DefaultAnnouncementInterval,
-			noMulticast: o.noMulticast, include: o.include, exclude: exclude, excludeDefaultRoute: o.noDefault, ttl: mcast.DefaultTTL, log: log}, o.interval)
+		return b.watch(inv.ctx, p, watchOptions{groups: sc.groups, locators: sc.locators, announcementInterval: group.DefaultAnnouncementInterval,
+			noMulticast: sc.noMulticast, include: sc.include, exclude: sc.exclude, excludeDefaultRoute: sc.noDefault, ttl: mcast.DefaultTTL, log: log}, o.interval)
 	}
-	results, err := finder.Find(inv.ctx, finder.Config{Groups: groups, Locators: locs, Timeout: o.timeout, Merge: true,
-		NoMulticast: o.noMulticast, Include: o.include, Exclude: exclude, ExcludeDefaultRoute: o.noDefault, Logger: log})
+	results, err := finder.Find(inv.ctx, finder.Config{Groups: sc.groups, Locators: sc.locators, Timeout: o.timeout, Merge: true,
+		NoMulticast: sc.noMulticast, Include: sc.include, Exclude: sc.exclude, ExcludeDefaultRoute: sc.noDefault, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -107,45 +107,88 @@ func newDiscoverCmd(g *globalFlags) *spec {
 
 // discoverOptions are discover's flags.
 type discoverOptions struct {
-	g           *globalFlags
-	groups      []string
-	public      bool
-	allGroups   bool
-	locators    []string
-	timeout     time.Duration
-	settle      time.Duration
-	include     []string
-	exclude     []string
-	noMulticast bool
-	noDefault   bool
-	ttl         int
-	asJSON      bool
-	parsable    bool
-	yaml        bool
-	output      string
-	merge       bool
-	dnssd       bool
-	watchMode   bool
-	announce    time.Duration
+	g         *globalFlags
+	scope     scopeFlags
+	timeout   time.Duration
+	settle    time.Duration
+	ttl       int
+	asJSON    bool
+	parsable  bool
+	yaml      bool
+	output    string
+	merge     bool
+	dnssd     bool
+	watchMode bool
+	announce  time.Duration
 }
 
 func (o *discoverOptions) bind(f *pflag.FlagSet) {
-	f.StringSliceVar(&o.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
-	f.BoolVar(&o.public, "public", false, `include the public group ("")`)
-	f.BoolVar(&o.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
-	f.StringArrayVar(&o.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
+	o.scope.bind(f, "do not multicast; only try the --locator addresses")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest a round takes (with --watch: stop after this; default never)")
 	f.DurationVar(&o.settle, "settle", finder.DefaultSettle, "end the round once nothing new has arrived for this long after the last request")
 	f.BoolVar(&o.merge, "merge", false, "one line per lookup service (its best address, every interface) instead of one per interface and family")
 	f.BoolVarP(&o.parsable, "parsable", "p", false, `print one ";"-separated line per result, fields in a fixed order (see above)`)
-	interfaceFlags(f, &o.include, &o.exclude, &o.noDefault)
-	f.BoolVar(&o.noMulticast, "no-multicast", false, "do not multicast; only try the --locator addresses")
 	f.IntVar(&o.ttl, "ttl", mcast.DefaultTTL, "multicast TTL (IPv6 hop limit) of requests")
 	f.BoolVar(&o.asJSON, "json", false, "the same as -o json")
 	f.StringVarP(&o.output, "output", "o", formatTable, "output format: table, json (one object per line), yaml (one document per result) or parsable")
 	f.BoolVar(&o.dnssd, "dns-sd", false, "also browse _jini._tcp.local over multicast DNS (DNS-SD)")
 	f.BoolVar(&o.watchMode, "watch", false, "keep discovering and print each discovered, changed, discarded or gone event as it happens")
 	f.DurationVar(&o.announce, "announce-interval", group.DefaultAnnouncementInterval, "with --watch: how often lookup services are expected to announce; silent for 3 intervals means discarded")
+}
+
+// scopeFlags are the flags that say which lookup services a command
+// looks for, discover's and browse's: groups, locators, interfaces.
+type scopeFlags struct {
+	groups, locators, include, exclude []string
+	public, allGroups                  bool
+	noDefault, noMulticast             bool
+}
+
+func (s *scopeFlags) bind(f *pflag.FlagSet, noMulticast string) {
+	f.StringSliceVar(&s.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
+	f.BoolVar(&s.public, "public", false, `include the public group ("")`)
+	f.BoolVar(&s.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
+	f.StringArrayVar(&s.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
+	interfaceFlags(f, &s.include, &s.exclude, &s.noDefault)
+	f.BoolVar(&s.noMulticast, "no-multicast", false, noMulticast)
+}
+
+// scope is what the flags say, checked: groups nil for all; exclude nil
+// for the default.
+type scope struct {
+	groups, include, exclude []string
+	locators                 []discovery.Locator
+	noDefault, noMulticast   bool
+}
+
+func (s *scopeFlags) resolve(inv *invocation) (scope, error) {
+	sc := scope{include: s.include, noDefault: s.noDefault, noMulticast: s.noMulticast}
+	if inv.flags.Changed("exclude-interfaces") {
+		sc.exclude = s.exclude
+	}
+	switch {
+	case s.allGroups && (len(s.groups) > 0 || s.public):
+		return scope{}, usagef("--all-groups cannot be combined with --groups or --public")
+	case len(s.groups) > 0 || s.public:
+		sc.groups = append([]string{}, s.groups...)
+		if s.public {
+			sc.groups = append(sc.groups, "")
+		}
+	}
+	for _, raw := range s.locators {
+		l, err := discovery.ParseLocator(raw)
+		if err == nil {
+			err = l.Dialable()
+		}
+		if err != nil {
+			return scope{}, usagef("--locator: %w", err)
+		}
+		sc.locators = append(sc.locators, l)
+	}
+	if s.noMulticast && len(sc.locators) == 0 {
+		return scope{}, usagef("--no-multicast leaves nothing to do without --locator")
+	}
+	return sc, nil
 }
 
 // run checks the flags, makes the finder's configuration of them and
@@ -155,9 +198,13 @@ func (o *discoverOptions) run(inv *invocation) error {
 	if err != nil {
 		return usageError{err: err}
 	}
-	cfg := finder.Config{Timeout: o.timeout, Settle: o.settle, Merge: o.merge, Include: o.include, ExcludeDefaultRoute: o.noDefault,
-		NoMulticast: o.noMulticast, TTL: o.ttl, Logger: log, DNSSD: o.dnssd}
-	if o.dnssd && o.noMulticast {
+	sc, err := o.scope.resolve(inv)
+	if err != nil {
+		return err
+	}
+	cfg := finder.Config{Timeout: o.timeout, Settle: o.settle, Merge: o.merge, Include: sc.include, ExcludeDefaultRoute: sc.noDefault,
+		NoMulticast: sc.noMulticast, TTL: o.ttl, Logger: log, DNSSD: o.dnssd, Groups: sc.groups, Locators: sc.locators, Exclude: sc.exclude}
+	if o.dnssd && sc.noMulticast {
 		return usagef("--dns-sd browses over multicast DNS: it cannot be combined with --no-multicast")
 	}
 	switch strings.ToLower(o.output) {
@@ -174,36 +221,11 @@ func (o *discoverOptions) run(inv *invocation) error {
 	if countTrue(o.asJSON, o.parsable, o.yaml) > 1 {
 		return usagef("--json, --parsable and -o name output formats: give one")
 	}
-	if inv.flags.Changed("exclude-interfaces") {
-		cfg.Exclude = o.exclude
-	}
-	switch {
-	case o.allGroups && (len(o.groups) > 0 || o.public):
-		return usagef("--all-groups cannot be combined with --groups or --public")
-	case len(o.groups) > 0 || o.public:
-		cfg.Groups = append([]string{}, o.groups...)
-		if o.public {
-			cfg.Groups = append(cfg.Groups, "")
-		}
-	}
 	if o.timeout <= 0 {
 		return usagef("--timeout %s: must be positive", o.timeout)
 	}
 	if o.settle <= 0 {
 		return usagef("--settle %s: must be positive", o.settle)
-	}
-	for _, s := range o.locators {
-		l, err := discovery.ParseLocator(s)
-		if err == nil {
-			err = l.Dialable()
-		}
-		if err != nil {
-			return usagef("--locator: %w", err)
-		}
-		cfg.Locators = append(cfg.Locators, l)
-	}
-	if o.noMulticast && len(cfg.Locators) == 0 {
-		return usagef("--no-multicast leaves nothing to do without --locator")
 	}
 	if o.announce <= 0 {
 		return usagef("--announce-interval %s: must be positive", o.announce)
@@ -229,8 +251,8 @@ func (o *discoverOptions) run(inv *invocation) error {
 			defer cancel()
 		}
 		return watch(ctx, inv.stdout, watchOptions{groups: cfg.Groups, locators: cfg.Locators,
-			announcementInterval: o.announce, noMulticast: o.noMulticast, include: o.include, exclude: cfg.Exclude,
-			excludeDefaultRoute: o.noDefault, ttl: o.ttl, json: o.asJSON, log: log})
+			announcementInterval: o.announce, noMulticast: sc.noMulticast, include: sc.include, exclude: cfg.Exclude,
+			excludeDefaultRoute: sc.noDefault, ttl: o.ttl, json: o.asJSON, log: log})
 	}
 	results, err := finder.Find(inv.ctx, cfg)
 	if err != nil {
