@@ -13,8 +13,8 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/rig/netlab"
-	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
+	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/services/lookup"
 )
 
