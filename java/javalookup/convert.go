@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -409,6 +410,15 @@ func (s *codec) itemFrom(v javaio.Value) (lookup.Item, error) {
 		ji.Codebase = &cb
 	}
 	it.Java = ji
+	if str, ok := serviceObject(svc).(string); ok {
+		// A string for a service object is what jinid registers for an
+		// item with an endpoint (itemTo): read back the same way.
+		if u, err := url.Parse(str); err == nil && u.Scheme != "" && u.Host != "" {
+			it.Endpoint = str
+		}
+		it.Service, err = json.Marshal(str)
+		return it, err
+	}
 	if it.Service, err = json.Marshal(s.view(svc)); err != nil {
 		return lookup.Item{}, err
 	}

@@ -50,6 +50,10 @@ const (
 // the lease (or the registration) is not there any more.
 var ErrUnknownLease = errors.New("the registrar knows no such lease")
 
+// ErrUnreachable wraps the failures of a call that did not get an
+// answer: the connection could not be made, broke, or timed out.
+var ErrUnreachable = errors.New("the registrar could not be reached")
+
 // ErrNoSuchObject: nothing answers for the registrar's object at its
 // endpoint any more (the lookup service restarted with a new one).
 var ErrNoSuchObject = errors.New("the registrar object is not exported at its endpoint any more")
@@ -127,12 +131,12 @@ func (r *Remote) call(ctx context.Context, method string, args func(e *javaio.En
 		if r.cc == nil {
 			conn, err := r.dial(ctx, "tcp", r.Address())
 			if err != nil {
-				return nil, fmt.Errorf("reaching the registrar at %s: %w", r.Address(), err)
+				return nil, fmt.Errorf("%w at %s: %w", ErrUnreachable, r.Address(), err)
 			}
 			cc, err := jeri.NewClientConn(ctx, conn)
 			if err != nil {
 				conn.Close()
-				return nil, fmt.Errorf("opening a Jini ERI connection to %s: %w", r.Address(), err)
+				return nil, fmt.Errorf("%w: opening a Jini ERI connection to %s: %w", ErrUnreachable, r.Address(), err)
 			}
 			cc.SetMaxReply(MaxRemoteReply)
 			r.cc = cc
@@ -148,7 +152,7 @@ func (r *Remote) call(ctx context.Context, method string, args func(e *javaio.En
 		// its own after 15 s) fails the next call: once more, on a new
 		// one, as Java's own client does.
 		if !reused || try > 0 || ctx.Err() != nil {
-			return nil, fmt.Errorf("calling %s at %s: %w", method, r.Address(), err)
+			return nil, fmt.Errorf("%w: calling %s at %s: %w", ErrUnreachable, method, r.Address(), err)
 		}
 	}
 	return r.c.readReply(reply)

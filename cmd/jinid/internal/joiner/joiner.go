@@ -445,7 +445,8 @@ func (j *Joiner) remember(lus discovery.ServiceID, service string, l *javalookup
 
 // failed schedules another try of r, logging the first failure of a
 // streak; it reports false when the lookup service did not answer (not
-// when it answered with a refusal).
+// when it answered with a refusal, nor when jinid could not make the
+// call at all).
 func (j *Joiner) failed(ctx context.Context, log *slog.Logger, r *reg, what string, err error) bool {
 	if ctx.Err() != nil {
 		return true
@@ -456,8 +457,13 @@ func (j *Joiner) failed(ctx context.Context, log *slog.Logger, r *reg, what stri
 	r.ok = false
 	r.due = time.Now().Add(r.backoff)
 	r.backoff = min(2*r.backoff, maxBackoff)
-	var re *javalookup.RemoteError
-	return errors.As(err, &re)
+	return answered(err)
+}
+
+// answered says whether a failed call got an answer from the lookup
+// service: a lookup service that gives none is discarded.
+func answered(err error) bool {
+	return !errors.Is(err, javalookup.ErrUnreachable) && !errors.Is(err, javalookup.ErrNoSuchObject)
 }
 
 func (j *Joiner) cancel(ctx context.Context, log *slog.Logger, t *target, r *reg) {

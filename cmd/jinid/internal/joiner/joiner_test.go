@@ -1,0 +1,191 @@
+package joiner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// lus is a lookup service on loopback as Java sees one: a registrar
+// served over Jini ERI, its proxy handed out by unicast discovery.
+type lus struct {
+	reg     *lookup.Registrar
+	grantor *lease.Grantor
+	locator discovery.Locator
+}
+
+func startLUS(t *testing.T, maxLease time.Duration) *lus {
+	t.Helper()
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g := lease.New(st, clock.Real{}, nil)
+	reg, err := lookup.New(lookup.Config{Store: st, Grantor: g,
+		ItemPolicy: lease.Policy{Default: maxLease.Milliseconds(), Max: maxLease.Milliseconds()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Shutdown(context.Background()) })
+	jln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := javalookup.Identity{Object: jeri.Uuid{1, 2, 3}, Port: jln.Addr().(*net.TCPAddr).Port}
+	uln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uport := uln.Addr().(*net.TCPAddr).Port
+	java, err := javalookup.New(javalookup.Config{Registrar: reg, Grantor: g, Identity: id, UnicastPort: func() int { return uport },
+		MayRegister: func(jeri.Conn) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp := jeri.NewDispatcher()
+	disp.Export(id.Object, java)
+	srv := jeri.NewServer(jln, jeri.ServerConfig{Handler: disp.Handle})
+	ud := unicast.NewServer(uln, unicast.ServerConfig{Respond: func(req unicast.Request, _ net.Addr) (*unicast.Response, error) {
+		proxy, err := java.Proxy("127.0.0.1", nil)
+		if err != nil {
+			return nil, err
+		}
+		return &unicast.Response{Version: req.Version, Format: discovery.PlaintextFormat, Host: "127.0.0.1", Port: uport,
+			Groups: []string{"lab"}, Registrar: discovery.Registrar{Proxy: proxy}}, nil
+	}})
+	for _, s := range []interface {
+		Start(context.Context) error
+		Shutdown(context.Context) error
+	}{srv, ud} {
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown(context.Background()) })
+	}
+	return &lus{reg: reg, grantor: g, locator: discovery.Locator{Host: "127.0.0.1", Port: uport}}
+}
+
+// holds reports whether the lookup service holds the service, and its
+// item there.
+func (l *lus) holds(sid string) (lookup.Item, bool) {
+	items, _, err := l.reg.Query(lookup.Template{ServiceID: sid}, 1)
+	if err != nil || len(items) == 0 {
+		return lookup.Item{}, false
+	}
+	return items[0], true
+}
+
+func newJoiner(t *testing.T) *Joiner {
+	t.Helper()
+	l, err := javalookup.JGDMS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := New(Config{Lineage: l, Lease: time.Minute, Dial: (&net.Dialer{}).DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// The join manager's rules on a lookup service found by locator: the
+// service is registered as soon as it is found, renewed past its lease
+// (a second here), registered again when the lookup service loses it,
+// registered anew when it changes, cancelled when it leaves the set,
+// and cancelled when the join manager stops; a service naming another
+// locator is not registered there.
+func TestJoinRules(t *testing.T) {
+	ls := startLUS(t, time.Second)
+	other := discovery.Locator{Host: "127.0.0.1", Port: 1} // nothing answers
+	printer := lookup.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000a", Types: []string{"org.example.Printer"},
+		Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "lobby"}}}, Endpoint: "ipp://10.0.0.9:631/"}
+	elsewhere := lookup.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000b", Types: []string{"org.example.Door"}}
+	j := newJoiner(t)
+	j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}, {Item: elsewhere, Locators: []discovery.Locator{other}}})
+	testenv.Until(t, "the printer registered", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
+	if it, _ := ls.holds(printer.ServiceID); it.Endpoint != printer.Endpoint || len(it.Types) == 0 || it.Types[0] != "org.example.Printer" {
+		t.Fatalf("registered as %+v", it)
+	}
+	rec, _ := ls.reg.Lease(printer.ServiceID)
+	// Renewed past three of its leases (a second each), on the same lease.
+	testenv.Until(t, "the printer's lease renewed past three terms", func() bool {
+		now, err := ls.reg.Lease(printer.ServiceID)
+		if err != nil || now.ID != rec.ID {
+			t.Fatalf("the printer's lease %+v (%v), was %s: lapsed or registered again instead of renewed", now, err, rec.ID)
+		}
+		return now.Expiration > rec.Expiration+3000
+	})
+	if _, ok := ls.holds(elsewhere.ServiceID); ok {
+		t.Fatal("a service of another locator was registered here")
+	}
+	// Lost by the lookup service (its lease cancelled there): registered
+	// again at the next renewal.
+	if err := ls.grantor.Cancel(rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "the printer registered again", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
+	// Changed: the new item replaces the old.
+	changed := printer
+	changed.Endpoint = "ipp://10.0.0.10:631/"
+	j.Set([]Service{{Item: changed, Locators: []discovery.Locator{ls.locator}}})
+	testenv.Until(t, "the changed printer", func() bool { it, _ := ls.holds(printer.ServiceID); return it.Endpoint == changed.Endpoint })
+	// Out of the set: cancelled.
+	j.Set(nil)
+	testenv.Until(t, "the printer cancelled", func() bool { _, ok := ls.holds(printer.ServiceID); return !ok })
+	// Back, then the join manager stops: cancelled on the way out.
+	j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}})
+	testenv.Until(t, "the printer back", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := j.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ls.holds(printer.ServiceID); ok {
+		t.Fatal("still registered after the join manager stopped")
+	}
+}
+
+// A failed call discards the lookup service only when it got no answer:
+// one that refuses (a jinid that does not let this host register Java
+// services) or an item jinid cannot send is tried again, with a growing
+// wait, on the same lookup service.
+func TestAnswered(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&javalookup.RemoteError{Class: "java.rmi.AccessException", Message: "may not register"}, true},
+		{fmt.Errorf("%w (%w)", javalookup.ErrUnknownLease, &javalookup.RemoteError{}), true},
+		{errors.New("an item registered in a Java lookup service needs a type"), true},
+		{fmt.Errorf("%w at 10.0.0.7:4170: connection refused", javalookup.ErrUnreachable), false},
+		{javalookup.ErrNoSuchObject, false},
+	} {
+		if got := answered(c.err); got != c.want {
+			t.Errorf("answered(%v) = %v", c.err, got)
+		}
+	}
+}
