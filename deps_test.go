@@ -33,6 +33,7 @@ var wings = map[string]string{
 	"java/javaio":     "internal",
 	"java/jeri":       "internal",
 	"java/lineage":    "internal",
+	"java/reggie":     "discovery",
 	"java/javalookup": "services",
 }
 

@@ -23,10 +23,10 @@ import (
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/lineage"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 const browseLong = `List every service registered in the lookup services on the LAN, as
@@ -163,11 +163,11 @@ type browser struct {
 	timeout time.Duration
 	log     *slog.Logger
 	stderr  io.Writer
-	dial    javalookup.DialFunc
+	dial    reggie.DialFunc
 
-	once    sync.Once
-	lineage *javalookup.Lineage
-	linErr  error
+	once   sync.Once
+	codec  *reggie.Codec
+	cdcErr error
 }
 
 // source is one lookup service browse reads.
@@ -177,7 +177,7 @@ type source struct {
 	marshalled []byte
 
 	api    *client.Client
-	remote *javalookup.Remote
+	remote *reggie.Remote
 }
 
 func closeSources(srcs []*source) {
@@ -196,7 +196,7 @@ type sourceView struct {
 }
 
 // maxBrowseItems bounds what is read of one lookup service.
-const maxBrowseItems = javalookup.MaxRemoteMatches
+const maxBrowseItems = reggie.MaxRemoteMatches
 
 // maxParallelReads bounds the lookup services read at once.
 const maxParallelReads = 8
@@ -241,9 +241,15 @@ func (b *browser) read(ctx context.Context, s *source) ([]apitypes.Item, error) 
 		return items.Items, nil
 	}
 	if s.remote == nil {
-		b.once.Do(func() { b.lineage, b.linErr = javalookup.JGDMS() })
-		if b.linErr != nil {
-			return nil, b.linErr
+		b.once.Do(func() {
+			l, err := lineage.JGDMS()
+			if err == nil {
+				b.codec, err = reggie.NewCodec(l)
+			}
+			b.cdcErr = err
+		})
+		if b.cdcErr != nil {
+			return nil, b.cdcErr
 		}
 		m := s.marshalled
 		if m == nil {
@@ -258,7 +264,7 @@ func (b *browser) read(ctx context.Context, s *source) ([]apitypes.Item, error) 
 			}
 			m = resp.Registrar.Marshalled
 		}
-		r, err := b.lineage.NewRemote(m, b.dial)
+		r, err := b.codec.NewRemote(m, b.dial)
 		if err != nil {
 			return nil, fmt.Errorf("lookup service at %s: %w", s.addr, err)
 		}
@@ -282,10 +288,10 @@ func (b *browser) read(ctx context.Context, s *source) ([]apitypes.Item, error) 
 	return out, nil
 }
 
-func javaTemplate(t apitypes.Template) lookup.Template {
-	out := lookup.Template{ServiceID: t.ServiceID, Types: t.Types}
+func javaTemplate(t apitypes.Template) reggie.Template {
+	out := reggie.Template{ServiceID: t.ServiceID, Types: t.Types}
 	for _, a := range t.Attributes {
-		out.Attributes = append(out.Attributes, lookup.Attribute{Type: a.Type, Fields: a.Fields})
+		out.Attributes = append(out.Attributes, reggie.Entry{Type: a.Type, Fields: a.Fields})
 	}
 	return out
 }

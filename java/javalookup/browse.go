@@ -1,10 +1,12 @@
 package javalookup
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/lookup"
 )
 
@@ -46,19 +48,19 @@ type typeTree struct {
 // tree reads a ServiceType or EntryClass object graph.
 func (s *codec) tree(v javaio.Value, seen map[*javaio.Object]*typeTree) *typeTree {
 	o, ok := v.(*javaio.Object)
-	if !ok || len(seen) > maxTypes {
+	if !ok || len(seen) > reggie.MaxTypes {
 		return nil
 	}
 	if t, ok := seen[o]; ok {
 		return t
 	}
-	name, _ := field(o, "name").(string)
+	name, _ := reggie.Field(o, "name").(string)
 	t := &typeTree{obj: o, name: name}
 	seen[o] = t
-	if p := s.tree(field(o, "superclass"), seen); p != nil {
+	if p := s.tree(reggie.Field(o, "superclass"), seen); p != nil {
 		t.parents = append(t.parents, p)
 	}
-	ifaces, _ := elems(field(o, "interfaces"))
+	ifaces, _ := reggie.Elems(reggie.Field(o, "interfaces"))
 	for _, i := range ifaces {
 		if p := s.tree(i, seen); p != nil {
 			t.parents = append(t.parents, p)
@@ -69,7 +71,7 @@ func (s *codec) tree(v javaio.Value, seen map[*javaio.Object]*typeTree) *typeTre
 
 // closure returns the names of t and all its ancestors.
 func closure(t *typeTree, out map[string]bool) {
-	if t == nil || out[t.name] || len(out) > maxTypes {
+	if t == nil || out[t.name] || len(out) > reggie.MaxTypes {
 		return
 	}
 	out[t.name] = true
@@ -81,7 +83,7 @@ func closure(t *typeTree, out map[string]bool) {
 // mostSpecific adds to found the most specific types of t that have the
 // prefix and are not among excluded, as Reggie's addTypes does.
 func mostSpecific(t *typeTree, prefix string, excluded map[string]bool, found map[string]*typeTree, order *[]string, visited map[*typeTree]bool) {
-	if t == nil || visited[t] || len(visited) > maxTypes {
+	if t == nil || visited[t] || len(visited) > reggie.MaxTypes {
 		return
 	}
 	visited[t] = true
@@ -109,7 +111,7 @@ func (s *codec) itemTypes(it lookup.Item) []*typeTree {
 	}
 	var out []*typeTree
 	for _, name := range it.Types {
-		out = append(out, &typeTree{name: name, obj: s.l.New("ServiceType").Set("name", name).Set("hash", typeHash(name))})
+		out = append(out, &typeTree{name: name, obj: s.l.New("ServiceType").Set("name", name).Set("hash", reggie.TypeHash(name))})
 	}
 	return out
 }
@@ -131,7 +133,7 @@ func (k *call) getServiceTypes() jeri.Reply {
 	// Types a template names, and their supertypes, are not news.
 	excluded := map[string]bool{}
 	if tmplObj, ok := v.(*javaio.Object); ok {
-		types, _ := elems(field(tmplObj, "serviceTypes"))
+		types, _ := reggie.Elems(reggie.Field(tmplObj, "serviceTypes"))
 		for _, ty := range types {
 			closure(k.s.tree(ty, map[*javaio.Object]*typeTree{}), excluded)
 		}
@@ -181,8 +183,8 @@ func (s *codec) entryTree(a lookup.Attribute) *typeTree {
 	var v javaio.Value
 	if a.Java != nil {
 		v, _ = javaio.Decode(a.Java.Class)
-	} else if s.entries[a.Type] != nil {
-		v = s.entryClassObject(a.Type)
+	} else if s.Known(a.Type) {
+		v = s.EntryClassObject(a.Type)
 	}
 	if v == nil {
 		return nil
@@ -195,7 +197,7 @@ func (k *call) getEntryClasses() jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	excluded := map[string]bool{javaObject: true}
+	excluded := map[string]bool{reggie.JavaObject: true}
 	for _, a := range t.Attributes {
 		excluded[a.Type] = true
 		for _, sup := range a.Supertypes {
@@ -254,18 +256,18 @@ func (k *call) getFieldValues() jeri.Reply {
 	var seen []any
 	for _, it := range items {
 		for _, a := range it.Attributes {
-			if a.Type != want.Type && !contains(a.Supertypes, want.Type) {
+			if a.Type != want.Type && !slices.Contains(a.Supertypes, want.Type) {
 				continue
 			}
 			rep, ok := k.s.entryTo(a)
 			if !ok {
 				continue
 			}
-			fs, _ := elems(field(rep, "fields"))
+			fs, _ := reggie.Elems(reggie.Field(rep, "fields"))
 			if fieldIndex < 0 || int(fieldIndex) >= len(fs) || fs[fieldIndex] == nil {
 				continue
 			}
-			view := k.s.view(fs[fieldIndex])
+			view := k.s.View(fs[fieldIndex])
 			dup := false
 			for _, s := range seen {
 				if sameView(s, view) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/java/javaio"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/lookup"
 )
 
@@ -45,11 +46,11 @@ func TestEntryAndTypeHashes(t *testing.T) {
 		"net.jini.entry.AbstractEntry": 9091548176128837513,
 		"java.lang.Object":             6338405844266505344,
 	} {
-		if got := s.entries[name].hash; got != want {
+		if got := s.EntryHash(name); got != want {
 			t.Errorf("%s: hash %d, want %d", name, got, want)
 		}
 	}
-	if got := typeHash("com.example.Hello"); got != 8906995994481786780 {
+	if got := reggie.TypeHash("com.example.Hello"); got != 8906995994481786780 {
 		t.Errorf("type hash of com.example.Hello: %d", got)
 	}
 }

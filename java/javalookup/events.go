@@ -14,6 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/lookup"
@@ -28,41 +29,7 @@ var transitionBits = []struct {
 
 // listenerEndpoint reads where a Java listener proxy is.
 func listenerEndpoint(v javaio.Value) (host string, port int, id jeri.Uuid, err error) {
-	return remoteEndpoint(v, "listener")
-}
-
-// remoteEndpoint reads where the remote object behind a Java proxy (a
-// listener, a registrar) is: a JERI dynamic proxy over TCP. what names
-// the object in errors.
-func remoteEndpoint(v javaio.Value, what string) (host string, port int, id jeri.Uuid, err error) {
-	p, ok := v.(*javaio.Object)
-	if !ok || !p.Class.IsA("java.lang.reflect.Proxy") {
-		return "", 0, id, fmt.Errorf("%w: the %s is not a Jini ERI proxy (%s)", errArg, what, describe(v))
-	}
-	h, ok := field(p, "h").(*javaio.Object)
-	if !ok {
-		return "", 0, id, fmt.Errorf("%w: the %s proxy has no invocation handler", errArg, what)
-	}
-	if c, ok := field(h, "compression").(*javaio.Enum); ok && c.Name != "NONE" {
-		return "", 0, id, fmt.Errorf("%w: the %s wants %s-compressed calls, which jinid does not make", errArg, what, c.Name)
-	}
-	oe, ok := field(h, "oe").(*javaio.Object)
-	if !ok {
-		return "", 0, id, fmt.Errorf("%w: the %s's invocation handler has no object endpoint", errArg, what)
-	}
-	ep, ok := field(oe, "ep").(*javaio.Object)
-	if !ok || !ep.Class.IsA("net.jini.jeri.tcp.TcpEndpoint") {
-		return "", 0, id, fmt.Errorf("%w: the %s is not on a plain TCP endpoint (%s); jinid calls only those", errArg, what, describe(field(oe, "ep")))
-	}
-	host, _ = field(ep, "host").(string)
-	p32, _ := field(ep, "port").(int32)
-	uo, ok := field(oe, "id").(*javaio.Object)
-	if !ok || host == "" || p32 <= 0 || p32 > 65535 {
-		return "", 0, id, fmt.Errorf("%w: the %s's endpoint lacks a host, port or object ID", errArg, what)
-	}
-	b0, _ := field(uo, "bits0").(int64)
-	b1, _ := field(uo, "bits1").(int64)
-	return host, int(p32), jeri.UuidOf(b0, b1), nil
+	return reggie.RemoteEndpoint(v, "listener")
 }
 
 // listenerURL names a Java listener for the event engine; via is the

@@ -10,6 +10,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/lease"
@@ -154,12 +155,12 @@ func (s *Service) leaseUuid(id string) (*javaio.Object, error) {
 
 // leaseID reads a Java Uuid argument as a lease ID.
 func leaseID(v javaio.Value) (string, error) {
-	o, err := object(v, "net.jini.id.Uuid")
+	o, err := reggie.Object(v, "net.jini.id.Uuid")
 	if err != nil {
 		return "", err
 	}
-	b0, _ := field(o, "bits0").(int64)
-	b1, _ := field(o, "bits1").(int64)
+	b0, _ := reggie.Field(o, "bits0").(int64)
+	b1, _ := reggie.Field(o, "bits1").(int64)
 	u := jeri.UuidOf(b0, b1)
 	return hex.EncodeToString(u[:]), nil
 }
@@ -228,33 +229,11 @@ func (s *codec) itemTo(it lookup.Item) (*javaio.Object, error) {
 	if svc == "" {
 		svc = it.Endpoint
 	}
-	w, err := s.wrapString(svc)
+	w, err := s.WrapString(svc)
 	if err != nil {
 		return nil, err
 	}
 	return o.Set("service", w), nil
-}
-
-// wrapString is a MarshalledWrapper holding a String: the service
-// object Java gets for an item registered over HTTP (its JSON).
-func (s *codec) wrapString(v string) (*javaio.Object, error) {
-	obj, err := javaio.Encode(v, false)
-	if err != nil {
-		return nil, err
-	}
-	inst := javaio.NewObject(s.l.Classes.Class("org.apache.river.api.io.AtomicMarshalledInstance")).
-		Set("hash", objHash(obj)).
-		Set("objBytes", &javaio.Array{Class: s.l.Classes.Class("[B"), Prim: obj})
-	return javaio.NewObject(s.l.Classes.Class("org.apache.river.proxy.MarshalledWrapper")).Set("instance", inst), nil
-}
-
-// objHash is MarshalledInstance's hash of its bytes.
-func objHash(b []byte) int32 {
-	var h int32
-	for _, c := range b {
-		h = 31*h + int32(int8(c))
-	}
-	return h
 }
 
 func (k *call) template() (lookup.Template, error) {
@@ -363,9 +342,9 @@ func (k *call) serviceAndLease() (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	sid, err := k.s.serviceIDFrom(v)
+	sid, err := k.s.ServiceIDFrom(v)
 	if err != nil || sid == "" {
-		return "", "", fmt.Errorf("%w: no ServiceID", errArg)
+		return "", "", fmt.Errorf("%w: no ServiceID", reggie.ErrBadArgument)
 	}
 	u, err := k.readObject()
 	if err != nil {
@@ -390,7 +369,7 @@ func (k *call) entries() ([]lookup.Attribute, error) {
 	if err != nil {
 		return nil, err
 	}
-	reps, err := elems(v)
+	reps, err := reggie.Elems(v)
 	if err != nil {
 		return nil, err
 	}
@@ -447,7 +426,7 @@ func (k *call) modifyAttributes() jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	reps, err := elems(v)
+	reps, err := reggie.Elems(v)
 	if err != nil {
 		return argError(err)
 	}
@@ -522,17 +501,17 @@ func (k *call) batchLease(reg javaio.Value, u javaio.Value) (string, error) {
 		return "", err
 	}
 	if o, ok := reg.(*javaio.Object); ok && o.Class.IsA("net.jini.core.lookup.ServiceID") {
-		sid, err := k.s.serviceIDFrom(o)
+		sid, err := k.s.ServiceIDFrom(o)
 		if err != nil {
 			return "", err
 		}
 		return id, k.checkLease(sid, id)
 	}
 	if o, ok := reg.(*javaio.Object); ok && o.Class.IsA("java.lang.Long") {
-		eid, _ := field(o, "value").(int64)
+		eid, _ := reggie.Field(o, "value").(int64)
 		return id, k.checkEventLease(eid, id)
 	}
-	return "", fmt.Errorf("%w: a lease of a batch is named by a %s", errArg, describe(reg))
+	return "", fmt.Errorf("%w: a lease of a batch is named by a %s", reggie.ErrBadArgument, reggie.Describe(reg))
 }
 
 // batch reads the Object[] and Uuid[] that name the leases of a batched
@@ -548,10 +527,10 @@ func (k *call) batch() (ids []string, bad []bool, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	regs, err1 := elems(regsV)
-	uuids, err2 := elems(idsV)
+	regs, err1 := reggie.Elems(regsV)
+	uuids, err2 := reggie.Elems(idsV)
 	if err := errors.Join(err1, err2); err != nil || len(regs) != len(uuids) {
-		return nil, nil, fmt.Errorf("%w: a batch wants arrays of one length", errArg)
+		return nil, nil, fmt.Errorf("%w: a batch wants arrays of one length", reggie.ErrBadArgument)
 	}
 	ids, bad = make([]string, len(regs)), make([]bool, len(regs))
 	for i := range regs {
@@ -574,7 +553,7 @@ func (k *call) renewLeases() jeri.Reply {
 	}
 	durs, ok := dursV.(*javaio.Array)
 	if !ok || durs.Prim == nil || durs.Len() != len(ids) {
-		return argError(fmt.Errorf("%w: renewLeases wants as many durations as leases", errArg))
+		return argError(fmt.Errorf("%w: renewLeases wants as many durations as leases", reggie.ErrBadArgument))
 	}
 	granted := slices.Clone(durs.Prim)
 	var asked []lease.Renewal

@@ -1,11 +1,10 @@
 package javalookup
 
 import (
-	"encoding/binary"
-
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/reggie"
 )
 
 // Endpoint is where Java reaches jinid's registrar: a TCP endpoint and
@@ -60,7 +59,5 @@ func (l *Lineage) RegistrarBytes(ep Endpoint, sid discovery.ServiceID, descripto
 
 // serviceID returns the Java ServiceID object for id.
 func (l *Lineage) serviceID(id discovery.ServiceID) *javaio.Object {
-	return javaio.NewObject(l.Classes.Class("net.jini.core.lookup.ServiceID")).
-		Set("mostSig", int64(binary.BigEndian.Uint64(id[:8]))).
-		Set("leastSig", int64(binary.BigEndian.Uint64(id[8:])))
+	return reggie.ServiceIDObject(l.Lineage, id)
 }

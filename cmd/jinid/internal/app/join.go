@@ -5,7 +5,8 @@ package app
 import (
 	"github.com/jinid/jinid/cmd/jinid/internal/joiner"
 	"github.com/jinid/jinid/discovery/group"
-	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/lineage"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -13,11 +14,15 @@ import (
 // that name groups or locators in the other lookup services it
 // discovers, over Jini ERI, through the outbound dialer.
 func (d *Daemon) buildJoin() error {
-	l, err := javalookup.JGDMS()
+	l, err := lineage.JGDMS()
 	if err != nil {
 		return err
 	}
-	cfg := joiner.Config{Self: d.registrar.Meta().ServiceID, Lineage: l, Logger: d.log,
+	codec, err := reggie.NewCodec(l)
+	if err != nil {
+		return err
+	}
+	cfg := joiner.Config{Self: d.registrar.Meta().ServiceID, Codec: codec, Logger: d.log,
 		Dial:                 outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy}),
 		AnnouncementInterval: d.cfg.LDSAnnounceInterval}
 	var mc *group.Multicast
@@ -41,7 +46,11 @@ func (d *Daemon) buildJoin() error {
 	d.joinSet = func(entries []staticEntry) {
 		var out []joiner.Service
 		for _, e := range entries {
-			out = append(out, joiner.Service{Item: e.item, Groups: e.groups, Locators: e.locators})
+			it := reggie.Item{ServiceID: e.item.ServiceID, Types: e.item.Types, Endpoint: e.item.Endpoint}
+			for _, a := range e.item.Attributes {
+				it.Attributes = append(it.Attributes, reggie.Entry{Type: a.Type, Fields: a.Fields})
+			}
+			out = append(out, joiner.Service{Item: it, Groups: e.groups, Locators: e.locators})
 		}
 		j.Set(out)
 	}

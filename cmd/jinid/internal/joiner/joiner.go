@@ -28,13 +28,12 @@ import (
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/lifecycle"
-	"github.com/jinid/jinid/java/javalookup"
-	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/java/reggie"
 )
 
 // Service is a service to keep registered, and where.
 type Service struct {
-	Item lookup.Item
+	Item reggie.Item
 	// Groups: the lookup services of these groups; Locators: those at
 	// these addresses.
 	Groups   []string
@@ -64,8 +63,8 @@ type Config struct {
 	Self discovery.ServiceID
 	// Dial makes every connection: the daemon's outbound dialer, under
 	// its address policy.
-	Dial    javalookup.DialFunc
-	Lineage *javalookup.Lineage
+	Dial  reggie.DialFunc
+	Codec *reggie.Codec
 	// Lease is the duration asked for; 0 is DefaultLease.
 	Lease time.Duration
 	// AnnouncementInterval is how often lookup services are expected to
@@ -98,7 +97,7 @@ type Joiner struct {
 
 // kept is a lease remembered, until it ends.
 type kept struct {
-	lease javalookup.RemoteLease
+	lease reggie.RemoteLease
 	until time.Time
 }
 
@@ -110,7 +109,7 @@ type target struct {
 	// them.
 	ls     discovery.LookupService
 	found  []discovery.Locator // the locators that found it
-	remote *javalookup.Remote
+	remote *reggie.Remote
 	wake   chan struct{}
 	cancel context.CancelFunc
 	// release (guarded by the Joiner's mu): when its goroutine ends,
@@ -242,7 +241,7 @@ func (j *Joiner) onEvent(e manager.Event) {
 	case j.stopped || j.ctx == nil:
 		return
 	}
-	r, err := j.cfg.Lineage.NewRemote(e.Registrar.Marshalled, j.cfg.Dial)
+	r, err := j.cfg.Codec.NewRemote(e.Registrar.Marshalled, j.cfg.Dial)
 	if err != nil {
 		j.log.Warn("a lookup service's registrar cannot be called: its static services are not joined there",
 			"lookup", e.ID, "host", e.Host, "err", err)
@@ -270,10 +269,10 @@ func (j *Joiner) foundBy(id discovery.ServiceID) []discovery.Locator {
 }
 
 // wanted returns the services to keep in t, by ServiceID.
-func (j *Joiner) wanted(t *target) map[string]lookup.Item {
+func (j *Joiner) wanted(t *target) map[string]reggie.Item {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := map[string]lookup.Item{}
+	out := map[string]reggie.Item{}
 	for id, s := range j.want {
 		if j.wants(s, t) {
 			out[id] = s.Item
@@ -300,8 +299,8 @@ func (j *Joiner) wants(s Service, t *target) bool {
 
 // reg is one service's registration in one lookup service.
 type reg struct {
-	item    lookup.Item
-	lease   javalookup.RemoteLease
+	item    reggie.Item
+	lease   reggie.RemoteLease
 	ok      bool      // registered (else: waiting to try again)
 	due     time.Time // renew, or try again, then
 	backoff time.Duration
@@ -392,7 +391,7 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 			j.remember(t.id, r.lease.ServiceID, &r.lease)
 			return true
 		}
-		if !errors.Is(err, javalookup.ErrUnknownLease) {
+		if !errors.Is(err, reggie.ErrUnknownLease) {
 			return j.failed(ctx, log, r, "renewing a static service's lease", err)
 		}
 		// The lookup service no longer knows it (it restarted without
@@ -414,7 +413,7 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 
 // remember keeps (or with nil forgets) a lease granted; those ended are
 // forgotten (a lookup service gone for good leaves nothing behind).
-func (j *Joiner) remember(lus discovery.ServiceID, service string, l *javalookup.RemoteLease) {
+func (j *Joiner) remember(lus discovery.ServiceID, service string, l *reggie.RemoteLease) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	now := time.Now()
@@ -463,14 +462,14 @@ func (j *Joiner) failed(ctx context.Context, log *slog.Logger, r *reg, what stri
 // answered says whether a failed call got an answer from the lookup
 // service: a lookup service that gives none is discarded.
 func answered(err error) bool {
-	return !errors.Is(err, javalookup.ErrUnreachable) && !errors.Is(err, javalookup.ErrNoSuchObject)
+	return !errors.Is(err, reggie.ErrUnreachable) && !errors.Is(err, reggie.ErrNoSuchObject)
 }
 
 func (j *Joiner) cancel(ctx context.Context, log *slog.Logger, t *target, r *reg) {
 	j.remember(t.id, r.lease.ServiceID, nil)
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if err := t.remote.Cancel(cctx, r.lease); err != nil && !errors.Is(err, javalookup.ErrUnknownLease) {
+	if err := t.remote.Cancel(cctx, r.lease); err != nil && !errors.Is(err, reggie.ErrUnknownLease) {
 		log.Warn("cancelling a static service's registration failed; it lapses with its lease", "service", r.item.ServiceID, "err", err)
 		return
 	}

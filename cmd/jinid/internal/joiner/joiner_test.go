@@ -16,6 +16,8 @@ import (
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
+	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
@@ -98,11 +100,15 @@ func (l *lus) holds(sid string) (lookup.Item, bool) {
 
 func newJoiner(t *testing.T) *Joiner {
 	t.Helper()
-	l, err := javalookup.JGDMS()
+	l, err := lineage.JGDMS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := New(Config{Lineage: l, Lease: time.Minute, Dial: (&net.Dialer{}).DialContext})
+	codec, err := reggie.NewCodec(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := New(Config{Codec: codec, Lease: time.Minute, Dial: (&net.Dialer{}).DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +127,9 @@ func newJoiner(t *testing.T) *Joiner {
 func TestJoinRules(t *testing.T) {
 	ls := startLUS(t, time.Second)
 	other := discovery.Locator{Host: "127.0.0.1", Port: 1} // nothing answers
-	printer := lookup.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000a", Types: []string{"org.example.Printer"},
-		Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "lobby"}}}, Endpoint: "ipp://10.0.0.9:631/"}
-	elsewhere := lookup.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000b", Types: []string{"org.example.Door"}}
+	printer := reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000a", Types: []string{"org.example.Printer"},
+		Attributes: []reggie.Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "lobby"}}}, Endpoint: "ipp://10.0.0.9:631/"}
+	elsewhere := reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000b", Types: []string{"org.example.Door"}}
 	j := newJoiner(t)
 	j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}, {Item: elsewhere, Locators: []discovery.Locator{other}}})
 	testenv.Until(t, "the printer registered", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
@@ -178,11 +184,11 @@ func TestAnswered(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{&javalookup.RemoteError{Class: "java.rmi.AccessException", Message: "may not register"}, true},
-		{fmt.Errorf("%w (%w)", javalookup.ErrUnknownLease, &javalookup.RemoteError{}), true},
+		{&reggie.RemoteError{Class: "java.rmi.AccessException", Message: "may not register"}, true},
+		{fmt.Errorf("%w (%w)", reggie.ErrUnknownLease, &reggie.RemoteError{}), true},
 		{errors.New("an item registered in a Java lookup service needs a type"), true},
-		{fmt.Errorf("%w at 10.0.0.7:4170: connection refused", javalookup.ErrUnreachable), false},
-		{javalookup.ErrNoSuchObject, false},
+		{fmt.Errorf("%w at 10.0.0.7:4170: connection refused", reggie.ErrUnreachable), false},
+		{reggie.ErrNoSuchObject, false},
 	} {
 		if got := answered(c.err); got != c.want {
 			t.Errorf("answered(%v) = %v", c.err, got)

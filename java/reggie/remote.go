@@ -1,4 +1,4 @@
-package javalookup
+package reggie
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
-	"github.com/jinid/jinid/services/lookup"
 )
 
 // Remote is a lookup service's registrar called over Jini ERI, as a Java
@@ -25,8 +25,8 @@ import (
 // and dialled again when it breaks; every connection is made by the dial
 // given (the daemon's outbound dialer), and every reply is bounded.
 type Remote struct {
-	c    *codec
-	ep   Endpoint
+	c    *Codec
+	ep   endpoint
 	sid  discovery.ServiceID
 	dial DialFunc
 
@@ -67,27 +67,31 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("the registrar threw %s: %s", e.Class, e.Message)
 }
 
+// endpoint is where a remote object is: a TCP endpoint and the object's
+// Uuid there.
+type endpoint struct {
+	Host   string
+	Port   int
+	Object jeri.Uuid
+}
+
 // NewRemote reads the registrar proxy a unicast discovery response
 // carried (m, as discovery.Registrar.Marshalled holds it) and returns
 // its client. Nothing is dialled until the first call.
-func (l *Lineage) NewRemote(m []byte, dial DialFunc) (*Remote, error) {
-	c, err := newCodec(l)
-	if err != nil {
-		return nil, err
-	}
+func (c *Codec) NewRemote(m []byte, dial DialFunc) (*Remote, error) {
 	p, ok := unicast.ProxyObject(m)
 	if !ok {
 		return nil, errors.New("the registrar proxy is not one jinid can read")
 	}
-	srv := field(p, "server")
+	srv := Field(p, "server")
 	if srv == nil {
 		return nil, fmt.Errorf("the registrar proxy (%s) holds no server reference", p.Class)
 	}
-	host, port, id, err := remoteEndpoint(srv, "registrar")
+	host, port, id, err := RemoteEndpoint(srv, "registrar")
 	if err != nil {
 		return nil, err
 	}
-	return &Remote{c: c, ep: Endpoint{Host: host, Port: port, Object: id}, sid: unicast.ReadRegistrar(m).ServiceID, dial: dial}, nil
+	return &Remote{c: c, ep: endpoint{Host: host, Port: port, Object: id}, sid: unicast.ReadRegistrar(m).ServiceID, dial: dial}, nil
 }
 
 // Address is the registrar's Jini ERI endpoint, host:port.
@@ -158,9 +162,43 @@ func (r *Remote) call(ctx context.Context, method string, args func(e *javaio.En
 	return r.c.readReply(reply)
 }
 
+// RemoteEndpoint reads where the remote object behind a Java proxy (a
+// listener, a registrar) is: a JERI dynamic proxy over TCP. what names
+// the object in errors.
+func RemoteEndpoint(v javaio.Value, what string) (host string, port int, id jeri.Uuid, err error) {
+	p, ok := v.(*javaio.Object)
+	if !ok || !p.Class.IsA("java.lang.reflect.Proxy") {
+		return "", 0, id, fmt.Errorf("%w: the %s is not a Jini ERI proxy (%s)", ErrBadArgument, what, Describe(v))
+	}
+	h, ok := Field(p, "h").(*javaio.Object)
+	if !ok {
+		return "", 0, id, fmt.Errorf("%w: the %s proxy has no invocation handler", ErrBadArgument, what)
+	}
+	if c, ok := Field(h, "compression").(*javaio.Enum); ok && c.Name != "NONE" {
+		return "", 0, id, fmt.Errorf("%w: the %s wants %s-compressed calls, which jinid does not make", ErrBadArgument, what, c.Name)
+	}
+	oe, ok := Field(h, "oe").(*javaio.Object)
+	if !ok {
+		return "", 0, id, fmt.Errorf("%w: the %s's invocation handler has no object endpoint", ErrBadArgument, what)
+	}
+	ep, ok := Field(oe, "ep").(*javaio.Object)
+	if !ok || !ep.Class.IsA("net.jini.jeri.tcp.TcpEndpoint") {
+		return "", 0, id, fmt.Errorf("%w: the %s is not on a plain TCP endpoint (%s); jinid calls only those", ErrBadArgument, what, Describe(Field(oe, "ep")))
+	}
+	host, _ = Field(ep, "host").(string)
+	p32, _ := Field(ep, "port").(int32)
+	uo, ok := Field(oe, "id").(*javaio.Object)
+	if !ok || host == "" || p32 <= 0 || p32 > 65535 {
+		return "", 0, id, fmt.Errorf("%w: the %s's endpoint lacks a host, port or object ID", ErrBadArgument, what)
+	}
+	b0, _ := Field(uo, "bits0").(int64)
+	b1, _ := Field(uo, "bits1").(int64)
+	return host, int(p32), jeri.UuidOf(b0, b1), nil
+}
+
 // readReply reads a Jini ERI reply: a return value's reader, or the
 // error the registrar's exception is.
-func (c *codec) readReply(reply []byte) (*javaio.Decoder, error) {
+func (c *Codec) readReply(reply []byte) (*javaio.Decoder, error) {
 	if len(reply) == 1 && reply[0] == 0 {
 		return nil, ErrNoSuchObject
 	}
@@ -183,7 +221,7 @@ func (c *codec) readReply(reply []byte) (*javaio.Decoder, error) {
 		if !ok {
 			return nil, errors.New("the registrar threw a non-object")
 		}
-		msg, _ := field(exc, "detailMessage").(string)
+		msg, _ := Field(exc, "detailMessage").(string)
 		re := &RemoteError{Class: exc.Class.Name, Message: msg}
 		if exc.Class.IsA("net.jini.core.lease.UnknownLeaseException") {
 			return nil, fmt.Errorf("%w (%w)", ErrUnknownLease, re)
@@ -193,22 +231,34 @@ func (c *codec) readReply(reply []byte) (*javaio.Decoder, error) {
 	return nil, fmt.Errorf("the registrar answered with marshalling version %d", reply[1])
 }
 
-// RemoteItem is an item a registrar holds, as jinid reads it.
-type RemoteItem struct {
-	// Item has the ServiceID and attributes; Types are the service's
-	// types as far as the registrar tells them (a dynamic proxy's
-	// interfaces, else its most specific types); Endpoint is where the
-	// service is when its object says (a string, as jinid registers
-	// its static services, or a Jini ERI proxy's endpoint).
-	lookup.Item
-	// Class is the service object's class (empty for a dynamic proxy or
-	// an object jinid could not read).
+// Item is a service item as data.
+type Item struct {
+	ServiceID string
+	// Types: registered, every type templates may name; read from a
+	// registrar, the service's types as far as it tells them (a dynamic
+	// proxy's interfaces, else its most specific types).
+	Types      []string
+	Attributes []Entry
+	// Endpoint is where the service is: registered, what its service
+	// object is (a string); read, what the object says (such a string,
+	// or a Jini ERI proxy's endpoint).
+	Endpoint string
+	// Class, read, is the service object's class (empty for a dynamic
+	// proxy or an object jinid could not read).
 	Class string
+}
+
+// Template selects items as Reggie matches them: by ServiceID, types
+// (each among the item's) and entries (fields left out match anything).
+type Template struct {
+	ServiceID  string
+	Types      []string
+	Attributes []Entry
 }
 
 // Lookup runs lookup(template, max), at most MaxRemoteMatches: the items
 // and how many match in all.
-func (r *Remote) Lookup(ctx context.Context, t lookup.Template, max int) ([]RemoteItem, int, error) {
+func (r *Remote) Lookup(ctx context.Context, t Template, max int) ([]Item, int, error) {
 	tmpl, err := r.c.templateTo(t)
 	if err != nil {
 		return nil, 0, err
@@ -224,26 +274,9 @@ func (r *Remote) Lookup(ctx context.Context, t lookup.Template, max int) ([]Remo
 	if err != nil {
 		return nil, 0, err
 	}
-	v, err := d.ReadObject()
-	if err != nil {
-		return nil, 0, fmt.Errorf("reading the matches: %w", err)
-	}
-	m, err := object(v, r.c.l.Package+".Matches")
+	out, total, err := r.c.readMatches(d)
 	if err != nil {
 		return nil, 0, err
-	}
-	total, _ := field(m, "totalMatches").(int32)
-	var out []RemoteItem
-	for _, iv := range listElems(field(m, "items")) {
-		it, ok := iv.(*javaio.Object)
-		if !ok || !it.Class.IsA(r.c.l.Package+".Item") {
-			continue
-		}
-		ri, err := r.c.remoteItem(it)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, ri)
 	}
 	// Reggie leaves the type tree out of what lookup returns; a service
 	// object that does not say its types has them asked for.
@@ -256,6 +289,33 @@ func (r *Remote) Lookup(ctx context.Context, t lookup.Template, max int) ([]Remo
 			return nil, 0, err
 		}
 		out[i].Types = types
+	}
+	return out, total, nil
+}
+
+// readMatches reads Reggie's Matches: the items, and how many match in
+// all.
+func (c *Codec) readMatches(d *javaio.Decoder) ([]Item, int, error) {
+	v, err := d.ReadObject()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the matches: %w", err)
+	}
+	m, err := Object(v, c.l.Package+".Matches")
+	if err != nil {
+		return nil, 0, err
+	}
+	total, _ := Field(m, "totalMatches").(int32)
+	var out []Item
+	for _, iv := range listElems(Field(m, "items")) {
+		it, ok := iv.(*javaio.Object)
+		if !ok || !it.Class.IsA(c.l.Package+".Item") {
+			continue
+		}
+		ri, err := c.remoteItem(it)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, ri)
 	}
 	return out, int(total), nil
 }
@@ -281,7 +341,7 @@ func listElems(v javaio.Value) []javaio.Value {
 // serviceTypes runs getServiceTypes for one service: its most specific
 // types.
 func (r *Remote) serviceTypes(ctx context.Context, sid string) ([]string, error) {
-	tmpl, err := r.c.templateTo(lookup.Template{ServiceID: sid})
+	tmpl, err := r.c.templateTo(Template{ServiceID: sid})
 	if err != nil {
 		return nil, err
 	}
@@ -298,12 +358,12 @@ func (r *Remote) serviceTypes(ctx context.Context, sid string) ([]string, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading the service types: %w", err)
 	}
-	bases, _ := elems(v)
+	bases, _ := Elems(v)
 	var out []string
 	for _, b := range bases {
 		if bo, ok := b.(*javaio.Object); ok {
-			if t, ok := field(bo, "type").(*javaio.Object); ok {
-				if name, _ := field(t, "name").(string); name != "" && !contains(out, name) {
+			if t, ok := Field(bo, "type").(*javaio.Object); ok {
+				if name, _ := Field(t, "name").(string); name != "" && !slices.Contains(out, name) {
 					out = append(out, name)
 				}
 			}
@@ -327,33 +387,32 @@ var infrastructure = map[string]bool{
 }
 
 // remoteItem reads one of a registrar's items.
-func (c *codec) remoteItem(o *javaio.Object) (RemoteItem, error) {
-	var ri RemoteItem
+func (c *Codec) remoteItem(o *javaio.Object) (Item, error) {
+	var ri Item
 	var err error
-	if ri.ServiceID, err = c.serviceIDFrom(field(o, "serviceID")); err != nil {
-		return RemoteItem{}, err
+	if ri.ServiceID, err = c.ServiceIDFrom(Field(o, "serviceID")); err != nil {
+		return Item{}, err
 	}
-	if st := field(o, "serviceType"); st != nil {
-		if ri.Types, err = c.typeNames(st, nil, map[*javaio.Object]bool{}); err != nil {
-			return RemoteItem{}, err
+	if st := Field(o, "serviceType"); st != nil {
+		if ri.Types, err = c.TypeNames(st, nil, map[*javaio.Object]bool{}); err != nil {
+			return Item{}, err
 		}
 	}
-	sets, err := elems(field(o, "attributeSets"))
+	sets, err := Elems(Field(o, "attributeSets"))
 	if err != nil {
-		return RemoteItem{}, err
+		return Item{}, err
 	}
 	for _, e := range sets {
 		if e == nil {
 			continue
 		}
-		a, err := c.entryFrom(e, false)
+		a, _, err := c.ReadEntry(e, false)
 		if err != nil {
-			return RemoteItem{}, err
+			return Item{}, err
 		}
-		a.Java = nil
 		ri.Attributes = append(ri.Attributes, a)
 	}
-	svc := serviceObject(field(o, "service"))
+	svc := ServiceObject(Field(o, "service"))
 	switch s := svc.(type) {
 	case string:
 		ri.Endpoint, ri.Class = s, "java.lang.String"
@@ -366,7 +425,7 @@ func (c *codec) remoteItem(o *javaio.Object) (RemoteItem, error) {
 					}
 				}
 			}
-			if host, port, _, err := remoteEndpoint(s, "service"); err == nil {
+			if host, port, _, err := RemoteEndpoint(s, "service"); err == nil {
 				ri.Endpoint = "jeri://" + net.JoinHostPort(host, strconv.Itoa(port))
 			}
 		} else {
@@ -376,42 +435,16 @@ func (c *codec) remoteItem(o *javaio.Object) (RemoteItem, error) {
 	return ri, nil
 }
 
-// serviceObject reads the service object a MarshalledWrapper holds, or
-// nil when it cannot.
-func serviceObject(v javaio.Value) javaio.Value {
-	w, ok := v.(*javaio.Object)
-	if !ok {
-		return nil
-	}
-	inst, ok := field(w, "instance").(*javaio.Object)
-	if !ok {
-		return nil
-	}
-	ob, ok := field(inst, "objBytes").(*javaio.Array)
-	if !ok || ob.Prim == nil {
-		return nil
-	}
-	d, err := javaio.NewDecoder(ob.Prim)
-	if err != nil {
-		return nil
-	}
-	svc, err := d.ReadObject()
-	if err != nil {
-		return nil
-	}
-	return svc
-}
-
 // templateTo is a template as Reggie reads it. Attribute templates must
 // be of entry classes jinid knows the fields of (entries.txt).
-func (c *codec) templateTo(t lookup.Template) (*javaio.Object, error) {
+func (c *Codec) templateTo(t Template) (*javaio.Object, error) {
 	o := c.l.New("Template")
 	if t.ServiceID != "" {
 		sid, err := discovery.ParseServiceID(t.ServiceID)
 		if err != nil {
 			return nil, err
 		}
-		o.Set("serviceID", c.l.serviceID(sid))
+		o.Set("serviceID", c.ServiceIDObject(sid))
 	}
 	if len(t.Types) > 0 {
 		types := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".ServiceType;")}
@@ -423,7 +456,7 @@ func (c *codec) templateTo(t lookup.Template) (*javaio.Object, error) {
 	if len(t.Attributes) > 0 {
 		reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
 		for _, a := range t.Attributes {
-			rep, ok := c.entryTo(a)
+			rep, ok := c.EntryRep(a)
 			if !ok {
 				return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so a Java lookup service cannot be asked for it", a.Type)
 			}
@@ -437,8 +470,8 @@ func (c *codec) templateTo(t lookup.Template) (*javaio.Object, error) {
 // serviceType is Reggie's ServiceType of a type name; a registered
 // item's tree has its other types as interfaces, so that a template of
 // any of them matches it.
-func (c *codec) serviceType(name string, ifaces []string) *javaio.Object {
-	o := c.l.New("ServiceType").Set("name", name).Set("hash", typeHash(name))
+func (c *Codec) serviceType(name string, ifaces []string) *javaio.Object {
+	o := c.l.New("ServiceType").Set("name", name).Set("hash", TypeHash(name))
 	if len(ifaces) > 0 {
 		arr := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".ServiceType;")}
 		for _, i := range ifaces {
@@ -459,15 +492,11 @@ type RemoteLease struct {
 
 // Register runs register(item, duration): the item is registered (or
 // replaces the one of its ServiceID) with a lease of at most d.
-func (r *Remote) Register(ctx context.Context, it lookup.Item, d time.Duration) (RemoteLease, error) {
-	if len(it.Types) == 0 {
-		return RemoteLease{}, errors.New("an item registered in a Java lookup service needs a type")
-	}
-	o, err := r.c.itemTo(it)
+func (r *Remote) Register(ctx context.Context, it Item, d time.Duration) (RemoteLease, error) {
+	o, err := r.c.itemRep(it)
 	if err != nil {
 		return RemoteLease{}, err
 	}
-	o.Set("serviceType", r.c.serviceType(it.Types[0], it.Types[1:]))
 	dec, err := r.call(ctx, "register/2", func(e *javaio.Encoder) error {
 		if err := e.WriteObject(o); err != nil {
 			return err
@@ -484,18 +513,18 @@ func (r *Remote) Register(ctx context.Context, it lookup.Item, d time.Duration) 
 	}
 	reg, ok := v.(*javaio.Object)
 	if !ok {
-		return RemoteLease{}, fmt.Errorf("the registrar answered register with %s", describe(v))
+		return RemoteLease{}, fmt.Errorf("the registrar answered register with %s", Describe(v))
 	}
-	ls, ok := field(reg, "lease").(*javaio.Object)
+	ls, ok := Field(reg, "lease").(*javaio.Object)
 	if !ok {
 		return RemoteLease{}, errors.New("the registration has no lease")
 	}
-	u, ok := field(ls, "leaseID").(*javaio.Object)
+	u, ok := Field(ls, "leaseID").(*javaio.Object)
 	if !ok {
 		return RemoteLease{}, errors.New("the registration's lease has no ID")
 	}
-	b0, _ := field(u, "bits0").(int64)
-	b1, _ := field(u, "bits1").(int64)
+	b0, _ := Field(u, "bits0").(int64)
+	b1, _ := Field(u, "bits1").(int64)
 	out := RemoteLease{ServiceID: it.ServiceID, ID: jeri.UuidOf(b0, b1), Granted: d}
 	// AbstractLease writes its expiration in its custom data: a duration
 	// from now (serialFormat 1, Reggie's default) or a time.
@@ -507,12 +536,39 @@ func (r *Remote) Register(ctx context.Context, it lookup.Item, d time.Duration) 
 	}
 	if len(blk) >= 8 {
 		ms := int64(binary.BigEndian.Uint64(blk))
-		if f, _ := field(ls, "serialFormat").(int32); f == 2 {
+		if f, _ := Field(ls, "serialFormat").(int32); f == 2 {
 			ms -= time.Now().UnixMilli()
 		}
 		out.Granted = time.Duration(max(ms, 0)) * time.Millisecond
 	}
 	return out, nil
+}
+
+// itemRep is an item to register as Reggie's Item: its entries of
+// well-known classes (others cannot be sent: Java could not load them),
+// its endpoint as its service object, its types as one type tree.
+func (c *Codec) itemRep(it Item) (*javaio.Object, error) {
+	if len(it.Types) == 0 {
+		return nil, errors.New("an item registered in a Java lookup service needs a type")
+	}
+	sid, err := discovery.ParseServiceID(it.ServiceID)
+	if err != nil {
+		return nil, err
+	}
+	reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
+	for _, a := range it.Attributes {
+		rep, ok := c.EntryRep(a)
+		if !ok {
+			return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so it cannot be registered in a Java lookup service", a.Type)
+		}
+		reps.Elems = append(reps.Elems, rep)
+	}
+	svc, err := c.WrapString(it.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	return c.l.New("Item").Set("serviceID", c.ServiceIDObject(sid)).Set("attributeSets", reps).Set("service", svc).
+		Set("serviceType", c.serviceType(it.Types[0], it.Types[1:])), nil
 }
 
 // leaseArgs writes the (ServiceID, Uuid) that name a service lease.
@@ -521,7 +577,7 @@ func (r *Remote) leaseArgs(e *javaio.Encoder, l RemoteLease) error {
 	if err != nil {
 		return err
 	}
-	if err := e.WriteObject(r.c.l.serviceID(sid)); err != nil {
+	if err := e.WriteObject(r.c.ServiceIDObject(sid)); err != nil {
 		return err
 	}
 	b0, b1 := l.ID.Bits()

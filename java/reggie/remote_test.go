@@ -1,4 +1,4 @@
-package javalookup
+package reggie
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
 	"github.com/jinid/jinid/java/javaio"
-	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
 )
 
 // A real Reggie called through Remote as a Java client calls it: an item
@@ -45,7 +46,7 @@ func TestRemoteReggie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := jgdms(t).NewRemote(resp.Registrar.Marshalled, dial)
+	r, err := codec(t).NewRemote(resp.Registrar.Marshalled, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +55,8 @@ func TestRemoteReggie(t *testing.T) {
 		t.Fatalf("ServiceID %s, Reggie says %s", r.ServiceID(), reggie.ServiceID)
 	}
 
-	it := lookup.Item{ServiceID: "0b5e7e1a-4c1d-4e3f-9a1b-2c3d4e5f6a7b", Types: []string{"org.example.Printer", "org.example.Device"},
-		Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}},
+	it := Item{ServiceID: "0b5e7e1a-4c1d-4e3f-9a1b-2c3d4e5f6a7b", Types: []string{"org.example.Printer", "org.example.Device"},
+		Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}},
 		Endpoint:   "ipp://10.0.0.9:631/"}
 	ls, err := r.Register(ctx, it, time.Minute)
 	if err != nil {
@@ -64,9 +65,9 @@ func TestRemoteReggie(t *testing.T) {
 	if ls.Granted <= 0 || ls.Granted > time.Minute {
 		t.Fatalf("granted %s for a minute asked", ls.Granted)
 	}
-	for _, tmpl := range []lookup.Template{
+	for _, tmpl := range []Template{
 		{Types: []string{"org.example.Device"}},
-		{Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}}},
+		{Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "printer-1"}}}},
 		{ServiceID: it.ServiceID},
 	} {
 		items, total, err := r.Lookup(ctx, tmpl, 10)
@@ -78,7 +79,7 @@ func TestRemoteReggie(t *testing.T) {
 			t.Fatalf("lookup %+v: %d in all, %+v", tmpl, total, items)
 		}
 	}
-	if items, total, err := r.Lookup(ctx, lookup.Template{Types: []string{"org.example.Scanner"}}, 10); err != nil || total != 0 || len(items) != 0 {
+	if items, total, err := r.Lookup(ctx, Template{Types: []string{"org.example.Scanner"}}, 10); err != nil || total != 0 || len(items) != 0 {
 		t.Fatalf("a type nothing has: %v %d %v", items, total, err)
 	}
 	// Java's own client finds it by type.
@@ -91,7 +92,7 @@ func TestRemoteReggie(t *testing.T) {
 	// A service a Java program registered, of a type the JVM defines.
 	p := riverpeer.Start(t, ch, nil, "RegistrarClient", "register", "--locator", reggie.Locator, "--type", "com.example.Thermometer", "--name", "t-1", "--secs", "60")
 	sid := regexp.MustCompile(`sid=(\S+)`).FindStringSubmatch(p.WaitLine(t, regexp.MustCompile(`STEP register OK`), 40*time.Second))[1]
-	items, _, err := r.Lookup(ctx, lookup.Template{ServiceID: sid}, 10)
+	items, _, err := r.Lookup(ctx, Template{ServiceID: sid}, 10)
 	if err != nil || len(items) != 1 {
 		t.Fatalf("the Java service: %v %v", items, err)
 	}
@@ -108,48 +109,54 @@ func TestRemoteReggie(t *testing.T) {
 	if _, err := r.Renew(ctx, ls, time.Minute); !errors.Is(err, ErrUnknownLease) {
 		t.Fatalf("renewing a cancelled lease: %v", err)
 	}
-	if items, _, err := r.Lookup(ctx, lookup.Template{ServiceID: it.ServiceID}, 10); err != nil || len(items) != 0 {
+	if items, _, err := r.Lookup(ctx, Template{ServiceID: it.ServiceID}, 10); err != nil || len(items) != 0 {
 		t.Fatalf("cancelled, still there: %v %v", items, err)
 	}
 }
 
 // BenchmarkReadMatches: what browse spends reading a Java lookup
 // service's answer, per item (a lookup of 100 items with a Name and an
-// endpoint each, as jinid's registrar answers it).
+// endpoint each).
 func BenchmarkReadMatches(b *testing.B) {
-	s := newService(b)
-	var items []lookup.Item
+	c := codec(b)
+	list := javaio.NewObject(c.l.Classes.Class("java.util.LinkedList"))
+	custom := []javaio.Value{javaio.Block{0, 0, 0, 100}}
 	for i := range 100 {
-		items = append(items, lookup.Item{ServiceID: fmt.Sprintf("0b5e7e1a-4c1d-4e3f-9a1b-%012d", i), Types: []string{"org.example.Printer"},
-			Attributes: []lookup.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}},
+		o, err := c.itemRep(Item{ServiceID: fmt.Sprintf("0b5e7e1a-4c1d-4e3f-9a1b-%012d", i), Types: []string{"org.example.Printer"},
+			Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}},
 			Endpoint:   fmt.Sprintf("ipp://10.0.%d.%d:631/", i/250, i%250)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		custom = append(custom, o)
 	}
-	m, err := s.matches(items, len(items))
-	if err != nil {
-		b.Fatal(err)
-	}
-	reply := append([]byte{1}, returnObject(m)...)
+	list.SetCustom("java.util.LinkedList", custom...)
+	m := c.l.New("Matches").Set("items", list).Set("totalMatches", int32(100))
+	reply := append([]byte{1}, jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(m) })...)
 	b.SetBytes(int64(len(reply)))
 	b.ReportAllocs()
 	for b.Loop() {
-		d, err := s.readReply(reply)
+		d, err := c.readReply(reply)
 		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := d.ReadObject()
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		for _, iv := range listElems(field(v.(*javaio.Object), "items")) {
-			if _, err := s.remoteItem(iv.(*javaio.Object)); err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-		if n != len(items) {
-			b.Fatalf("%d items read", n)
+		items, total, err := c.readMatches(d)
+		if err != nil || total != 100 || len(items) != 100 || items[99].Endpoint == "" {
+			b.Fatalf("%d of %d items read: %v", len(items), total, err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/item")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/item")
+}
+
+func codec(t testing.TB) *Codec {
+	t.Helper()
+	l, err := lineage.JGDMS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCodec(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
