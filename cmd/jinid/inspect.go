@@ -9,7 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/google/gopacket/layers"
@@ -23,27 +28,49 @@ func newInspectCmd() *spec {
 		pcap, iface, write string
 		output             outputFlags
 		duration           time.Duration
+		timeFormat, tmode  string
+		fields             []string
+		display            string
 	)
 	cmd := &spec{
-		use:   "inspect (--pcap FILE | --iface NAME) [--json] [--write FILE]",
+		use:   "inspect (--pcap FILE | --iface NAME) [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
 		short: "Decode Jini discovery traffic from a capture file or a live interface",
 		long: `Decode every Jini discovery message in a pcap or pcapng capture, or live
 on an interface: multicast requests and announcements (UDP port 4160,
-protocol versions 1 and 2) and unicast discovery exchanges (TCP,
-reassembled per connection: port 4160, and the reply ports that multicast
-requests name).
+protocol versions 1 and 2), unicast discovery exchanges (TCP, reassembled
+per connection: port 4160, and the reply ports that multicast requests
+name) and the Jini ERI calls Java clients make to the registrars the
+responses name.
 
-One line per message: time, transport, source > destination, kind, protocol
-version and the decoded fields. A message that does not decode is one line
-with the error, and the dump carries on. TCP exchanges are printed when they
-end.
+One line per message, in the order of the packets they begin in: the
+frame number, the time since the first packet (-t ad: the date and time),
+transport, source > destination, kind, protocol version and the decoded
+fields. A TCP exchange is decoded when it ends and printed at its first
+packet's place: a line waits until every exchange that began before it
+has ended (at most 65,536 lines wait; a live capture reports an exchange
+idle for a minute). A message that does not decode is one line with the
+error, and the dump carries on. The standard error says what is read
+first, and at the end what was seen: packets, messages decoded by kind
+and version, malformed ones by reason, TCP exchanges left incomplete
+(-q leaves both out).
 
+-Y selects the lines by their decoded fields, in a language shaped like
+Wireshark's: comparisons field == value, field != value, field contains
+value, or a field alone (true when the message has it), combined with &&
+(and), || (or), ! (not) and parentheses; values are quoted strings or
+bare words, numbers compare as numbers, and a field of several values
+(group) matches == when any of them does. -T fields prints the -e fields
+of each line, tab-separated (several values joined by ","), for scripts.
+The fields:
+` + inspectFieldHelp() + `
 Live capture (--iface) uses a Linux packet socket: it needs root (or
 CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
 --write saves the frames it sees (TCP and UDP) as a pcap file. If the
 capture falls behind a burst and the kernel drops frames, it says how
-many when it ends.`,
+many when it ends. Usage errors exit with status 2.`,
 		example: `  jinid inspect --pcap jini.pcap
+  jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
+  jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
@@ -57,17 +84,51 @@ many when it ends.`,
 				return usagef("--write saves a live capture: it needs --iface")
 			case duration < 0:
 				return usagef("--duration %s: must not be negative", duration)
+			case duration != 0 && pcap != "":
+				return usagef("--duration applies to a live capture (--iface); a capture file is read to its end")
+			}
+			tf := inspect.TimeRelative
+			switch timeFormat {
+			case "r":
+			case "ad":
+				tf = inspect.TimeAbsolute
+			default:
+				return usagef("-t %q: want r (seconds since the first packet) or ad (date and time)", timeFormat)
+			}
+			var filter *inspect.Filter
+			if display != "" {
+				var err error
+				if filter, err = inspect.ParseFilter(display); err != nil {
+					return usagef("-Y: %w", err)
+				}
 			}
 			format, err := output.chosen()
 			if err != nil {
 				return err
 			}
+			switch {
+			case tmode == "fields" && len(fields) == 0:
+				return usagef("-T fields prints the fields -e names: give at least one -e")
+			case tmode == "fields" && inv.flags.Changed("output"):
+				return usagef("-T fields and -o are two output formats: give one")
+			case tmode != "" && tmode != "fields":
+				return usagef("-T %q: the one form is -T fields (with -e); -o chooses the others", tmode)
+			case len(fields) > 0 && tmode != "fields":
+				return usagef("-e names the fields of -T fields: give -T fields")
+			}
+			for _, f := range fields {
+				if !inspect.IsField(f) {
+					return usagef("-e %q: not a field (fields: %s)", f, strings.Join(inspect.FieldNames, ", "))
+				}
+			}
 			out := bufio.NewWriter(inv.stdout)
-			write1 := inspect.WriteText
-			switch format {
-			case formatJSON:
+			write1 := func(w io.Writer, r inspect.Record) error { return inspect.WriteText(w, r, tf) }
+			switch {
+			case tmode == "fields":
+				write1 = func(w io.Writer, r inspect.Record) error { return writeFields(w, r, fields) }
+			case format == formatJSON:
 				write1 = inspect.WriteJSON
-			case formatYAML:
+			case format == formatYAML:
 				p := &printer{w: out, format: formatYAML}
 				write1 = func(w io.Writer, r inspect.Record) error {
 					var b bytes.Buffer
@@ -76,26 +137,36 @@ many when it ends.`,
 					}
 					return p.raw(b.Bytes())
 				}
-			case formatParsable:
+			case format == formatParsable:
 				p := &printer{w: out, format: formatParsable}
 				write1 = func(_ io.Writer, r inspect.Record) error { return p.item(inspectRecord(r)) }
 			}
 			var werr error
-			emit := func(r inspect.Record) {
-				if werr == nil {
+			d := inspect.NewDecoder(func(r inspect.Record) {
+				if werr == nil && filter.Match(r) {
 					werr = write1(out, r)
 					if werr == nil && iface != "" {
 						werr = out.Flush() // live: show each line as it comes
 					}
 				}
-			}
+			})
+			quiet, _ := inv.flags.GetBool("quiet")
 			if pcap != "" {
-				err = readPcap(inv.stdin, pcap, emit)
+				if !quiet {
+					fmt.Fprintf(inv.stderr, "Reading %s\n", map[bool]string{true: "standard input", false: pcap}[pcap == "-"])
+				}
+				err = readPcap(inv.stdin, pcap, d)
 			} else {
-				err = capture(inv.ctx, inv.stderr, iface, write, duration, emit)
+				if !quiet {
+					fmt.Fprintf(inv.stderr, "Capturing on '%s'\n", iface)
+				}
+				err = capture(inv.ctx, inv.stderr, iface, write, duration, d)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
+			}
+			if !quiet && (err == nil || d.Stats().Packets > 0) {
+				writeSummary(inv.stderr, d.Stats())
 			}
 			if err != nil {
 				return err
@@ -111,11 +182,59 @@ many when it ends.`,
 	f.StringVar(&iface, "iface", "", "capture live on this interface")
 	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this pcap file")
 	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
+	f.StringVarP(&timeFormat, "time-format", "t", "r", "time shown: r (seconds since the first packet) or ad (date and time, UTC)")
+	f.StringVarP(&display, "display-filter", "Y", "", "print only the messages this filter selects (see above)")
+	f.StringVarP(&tmode, "fields-output", "T", "", "fields: print the -e fields of each message, tab-separated")
+	f.StringArrayVarP(&fields, "field", "e", nil, "a field -T fields prints (repeatable; see above)")
 	output.add(cmd)
 	return cmd
 }
 
-func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
+// inspectFieldHelp lists the fields for --help.
+func inspectFieldHelp() string {
+	var b strings.Builder
+	for _, f := range inspect.FieldNames {
+		fmt.Fprintf(&b, "  %-12s %s\n", f, inspect.FieldDoc(f))
+	}
+	return b.String()
+}
+
+// writeFields prints one message's fields, tab-separated.
+func writeFields(w io.Writer, r inspect.Record, fields []string) error {
+	var b strings.Builder
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(strings.Join(inspect.Values(r, f), ","))
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSummary says what a capture held, on the standard error.
+func writeSummary(w io.Writer, st inspect.Stats) {
+	decoded, malformed := 0, 0
+	for _, n := range st.Decoded {
+		decoded += n
+	}
+	for _, n := range st.Malformed {
+		malformed += n
+	}
+	fmt.Fprintf(w, "%d packets: %d discovery messages decoded, %d malformed, %d TCP exchanges incomplete\n",
+		st.Packets, decoded, malformed, st.Incomplete)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(st.Decoded)) {
+		fmt.Fprintf(tw, "  %s\t%d\n", k, st.Decoded[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Malformed)) {
+		fmt.Fprintf(tw, "  malformed: %s\t%d\n", k, st.Malformed[k])
+	}
+	tw.Flush()
+}
+
+func readPcap(stdin io.Reader, path string, d *inspect.Decoder) error {
 	in := stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -125,7 +244,7 @@ func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
 		defer f.Close()
 		in = f
 	}
-	err := inspect.ReadCapture(in, emit)
+	err := inspect.ReadCapture(in, d)
 	if path == "-" && errors.Is(err, inspect.ErrEmpty) {
 		// A pipe whose capture stopped before it began (tcpdump
 		// interrupted): nothing to decode, nothing wrong.
@@ -137,7 +256,7 @@ func readPcap(stdin io.Reader, path string, emit func(inspect.Record)) error {
 	return nil
 }
 
-func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, emit func(inspect.Record)) error {
+func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, d *inspect.Decoder) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
@@ -163,14 +282,15 @@ func capture(ctx context.Context, stderr io.Writer, iface, write string, duratio
 		}()
 		cfg.Write = w
 	}
-	err := inspect.Live(ctx, cfg, emit)
+	err := inspect.Live(ctx, cfg, d)
 	if errors.Is(err, inspect.ErrNoInterface) {
 		return usagef("--iface: %w", err) // a name mistyped, or "any"
 	}
 	return err
 }
 
-// inspectRecord is a decoded message as -o parsable prints it: time,
+// inspectRecord is a decoded message as -o parsable prints it: frame,
+// time, relative time,
 // transport, source, destination, kind, protocol version, length, the
 // decoded fields (as JSON), the error.
 func inspectRecord(r inspect.Record) record {
@@ -178,7 +298,7 @@ func inspectRecord(r inspect.Record) record {
 	if r.Fields != nil {
 		fields = r.Fields
 	}
-	return record{{"time", r.Time.UTC().Format(time.RFC3339Nano)}, {"transport", r.Transport}, {"source", r.Source},
+	return record{{"frame", r.Frame}, {"time", r.Time.UTC().Format(time.RFC3339Nano)}, {"relative", strconv.FormatFloat(r.Relative, 'f', 6, 64)}, {"transport", r.Transport}, {"source", r.Source},
 		{"destination", r.Destination}, {"kind", r.Kind}, {"protocolVersion", r.Version}, {"length", r.Length},
 		{"fields", fields}, {"error", r.Error}}
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -48,5 +49,47 @@ func TestInspectPcap(t *testing.T) {
 	out, _, err := run(t, bytes.NewReader(pcaptest.Scenario(t)), "inspect", "--pcap", "-")
 	if err != nil || !strings.Contains(out, "multicast-announcement v2 seq=42") {
 		t.Fatalf("stdin: %v\n%s", err, out)
+	}
+}
+
+// -Y selects lines, -T fields prints chosen fields, the standard error
+// has the banner and the summary; usage errors (a bad filter, an
+// unknown field, --duration on a file) exit 2 naming what was wrong.
+func TestInspectFiltersAndFields(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scenario.pcap")
+	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, nil, "inspect", "--pcap", path, "-Y", `kind == multicast-announcement && version == 2 && group == "lab.example"`)
+	if err != nil || strings.Count(out, "\n") != 2 || strings.Count(out, "multicast-announcement v2") != 2 {
+		t.Fatalf("-Y: %v\n%s", err, out)
+	}
+	for _, want := range []string{`^Reading ` + regexp.QuoteMeta(path) + `\n`, `\n27 packets: 11 discovery messages decoded, 6 malformed, 0 TCP exchanges incomplete\n`,
+		`\n  multicast-announcement v2 +2\n`, `\n  malformed: multicast-announcement: malformed discovery packet +2\n`} {
+		if !regexp.MustCompile(want).MatchString(stderr) {
+			t.Errorf("standard error lacks %q:\n%s", want, stderr)
+		}
+	}
+	out, _, err = run(t, nil, "inspect", "--pcap", path, "-q", "-T", "fields", "-e", "frame", "-e", "kind", "-e", "lookup", "-e", "group",
+		"-Y", "kind == unicast-response && !error")
+	want := "14\tunicast-response\t192.0.2.10:4160\t,lab.example\n20\tunicast-response\t192.0.2.30:?\t,lab\n"
+	if err != nil || out != want {
+		t.Fatalf("-T fields: %v\n%q\nwant\n%q", err, out, want)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-Y", "kind == x && grup == y"}, `unknown field "grup"`},
+		{[]string{"-T", "fields"}, "give at least one -e"},
+		{[]string{"-T", "fields", "-e", "colour"}, `-e "colour": not a field`},
+		{[]string{"-e", "kind"}, "give -T fields"},
+		{[]string{"--duration", "1s"}, "--duration applies to a live capture"},
+		{[]string{"-t", "x"}, `-t "x"`},
+	} {
+		_, stderr, err := run(t, nil, append([]string{"inspect", "--pcap", path}, c.args...)...)
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(stderr+err.Error(), c.want) {
+			t.Errorf("%v: exit %d, %v %s; want 2 saying %q", c.args, exitCode(err), err, stderr, c.want)
+		}
 	}
 }

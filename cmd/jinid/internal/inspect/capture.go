@@ -24,10 +24,10 @@ type packetReader interface {
 var ErrEmpty = errors.New("no capture: the input is empty")
 
 // ReadCapture decodes every discovery packet of a pcap or pcapng capture
-// and hands the records to emit, TCP exchanges when they end. A damaged
-// packet becomes a record with an error; a damaged file ends the reading
-// with an error after the records decoded so far.
-func ReadCapture(r io.Reader, emit func(Record)) error {
+// with d, which hands the records on in frame order. A damaged packet
+// becomes a record with an error; a damaged file ends the reading with
+// an error after the records decoded so far.
+func ReadCapture(r io.Reader, d *Decoder) error {
 	br := bufio.NewReader(r)
 	magic, err := br.Peek(4)
 	if len(magic) == 0 && errors.Is(err, io.EOF) {
@@ -45,7 +45,6 @@ func ReadCapture(r io.Reader, emit func(Record)) error {
 	if err != nil {
 		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
 	}
-	d := NewDecoder(emit)
 	defer d.Flush()
 	ps := gopacket.NewPacketSource(src, src.LinkType())
 	ps.DecodeOptions = gopacket.DecodeOptions{Lazy: true, NoCopy: true}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/gopacket"
@@ -54,15 +56,66 @@ type Decoder struct {
 	// emitted in time order rather than the assembler's.
 	flushing bool
 	flushed  []*exchange
+
+	// frame is the number of the packet being decoded; start the first
+	// packet's time.
+	frame int
+	start time.Time
+	// held are the records waiting for exchanges that began before them
+	// (order.go); wm the first frame of the earliest open exchange.
+	held    held
+	seq     int
+	wm      int
+	wmDirty bool
+	stats   Stats
+	// lookupPorts are the unicast ports lookup services announced, by
+	// host: a version 1 response a lookup service sent on connecting
+	// back to a requester does not say it.
+	lookupPorts map[string]int
+	// zone is added to link-local IPv6 addresses (the interface a live
+	// capture is on).
+	zone string
+	// frameAt are the frames of the TCP segments handed to the assembler,
+	// by timestamp (what it gives back with the bytes), the oldest
+	// forgotten past maxFrameTimes.
+	frameAt    map[time.Time]int
+	frameOrder []time.Time
+}
+
+// maxFrameTimes bounds the segment times remembered for frame numbers.
+const maxFrameTimes = 1 << 16
+
+// segment notes a TCP segment's frame by its timestamp.
+func (d *Decoder) segment(ts time.Time) {
+	if _, ok := d.frameAt[ts]; ok {
+		return // the first segment of that instant keeps it
+	}
+	if len(d.frameOrder) >= maxFrameTimes {
+		delete(d.frameAt, d.frameOrder[0])
+		d.frameOrder = d.frameOrder[1:]
+	}
+	d.frameAt[ts] = d.frame
+	d.frameOrder = append(d.frameOrder, ts)
+}
+
+// frameOf is the frame of the segment seen at ts, or the current one.
+func (d *Decoder) frameOf(ts time.Time) int {
+	if f, ok := d.frameAt[ts]; ok {
+		return f
+	}
+	return d.frame
 }
 
 // NewDecoder returns a Decoder that hands every record to emit.
 func NewDecoder(emit func(Record)) *Decoder {
 	d := &Decoder{
-		emit:      emit,
-		replyTo:   make(map[netip.AddrPort]struct{}),
-		jeri:      make(map[netip.AddrPort]struct{}),
-		exchanges: make(map[exchangeKey]*exchange),
+		emit:        emit,
+		replyTo:     make(map[netip.AddrPort]struct{}),
+		jeri:        make(map[netip.AddrPort]struct{}),
+		exchanges:   make(map[exchangeKey]*exchange),
+		lookupPorts: make(map[string]int),
+		frameAt:     make(map[time.Time]int),
+		wm:          math.MaxInt,
 	}
 	a := tcpassembly.NewAssembler(tcpassembly.NewStreamPool(d))
 	a.MaxBufferedPagesTotal = 4096
@@ -74,11 +127,16 @@ func NewDecoder(emit func(Record)) *Decoder {
 // Packet decodes one captured packet; packets that are not discovery
 // traffic are ignored.
 func (d *Decoder) Packet(p gopacket.Packet) {
+	ts := p.Metadata().Timestamp
+	d.frame++
+	d.stats.Packets++
+	if d.start.IsZero() {
+		d.start = ts
+	}
 	nl := p.NetworkLayer()
 	if nl == nil {
 		return
 	}
-	ts := p.Metadata().Timestamp
 	switch tl := p.TransportLayer().(type) {
 	case *layers.UDP:
 		if tl.DstPort == discovery.Port || tl.SrcPort == discovery.Port {
@@ -86,6 +144,9 @@ func (d *Decoder) Packet(p gopacket.Packet) {
 		}
 	case *layers.TCP:
 		if d.isDiscoveryTCP(nl, tl) {
+			if len(tl.Payload) > 0 {
+				d.segment(ts)
+			}
 			d.assembler.AssembleWithTimestamp(nl.NetworkFlow(), tl, ts)
 		}
 	}
@@ -97,6 +158,7 @@ func (d *Decoder) Flush() {
 	d.assembler.FlushAll()
 	d.flushing = false
 	d.finishOpen()
+	d.releaseAll()
 }
 
 // finishOpen emits every exchange still open or collected during a flush,
@@ -106,6 +168,7 @@ func (d *Decoder) finishOpen() {
 	d.flushed = nil
 	for k, x := range d.exchanges {
 		delete(d.exchanges, k)
+		d.ended(x)
 		xs = append(xs, x)
 	}
 	slices.SortFunc(xs, func(a, b *exchange) int { return a.start().Compare(b.start()) })
@@ -118,27 +181,50 @@ func (d *Decoder) finishOpen() {
 // capture.
 func (d *Decoder) FlushOlderThan(t time.Time) {
 	d.assembler.FlushOlderThan(t)
+	d.release()
 }
 
-func addrPort(ep gopacket.Endpoint, port uint16) string {
-	return net.JoinHostPort(ep.String(), strconv.Itoa(int(port)))
+// SetZone names the interface a live capture is on: link-local IPv6
+// addresses are shown with it (fe80::1%eth0), as one would dial them.
+func (d *Decoder) SetZone(iface string) { d.zone = iface }
+
+// host is an endpoint's address as text, with the zone of a link-local
+// IPv6 one when the interface is known.
+func (d *Decoder) host(ep gopacket.Endpoint) string {
+	a, ok := netip.AddrFromSlice(ep.Raw())
+	if !ok {
+		return ep.String()
+	}
+	a = a.Unmap()
+	if d.zone != "" && a.Is6() && (a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast()) {
+		a = a.WithZone(d.zone)
+	}
+	return a.String()
+}
+
+func (d *Decoder) addrPort(ep gopacket.Endpoint, port uint16) string {
+	return net.JoinHostPort(d.host(ep), strconv.Itoa(int(port)))
 }
 
 func (d *Decoder) udp(nl gopacket.NetworkLayer, u *layers.UDP, ts time.Time) {
 	src, dst := nl.NetworkFlow().Endpoints()
 	r := Record{
+		Frame:       d.frame,
 		Time:        ts,
-		Source:      addrPort(src, uint16(u.SrcPort)),
-		Destination: addrPort(dst, uint16(u.DstPort)),
+		Source:      d.addrPort(src, uint16(u.SrcPort)),
+		Destination: d.addrPort(dst, uint16(u.DstPort)),
 		Transport:   "udp",
 		Length:      len(u.Payload),
 	}
 	dstAddr, _ := netip.AddrFromSlice(dst.Raw())
-	decodeMulticast(&r, u.Payload, src.String(), dstAddr.Unmap())
-	if f, ok := r.Fields.(*RequestFields); ok {
+	decodeMulticast(&r, u.Payload, d.host(src), dstAddr.Unmap())
+	switch f := r.Fields.(type) {
+	case *RequestFields:
 		d.rememberReplyTo(f.Host, f.Port)
+	case *AnnouncementFields:
+		d.rememberLookupPort(f.Host, f.Port)
 	}
-	d.emit(r)
+	d.out(r)
 }
 
 // decodeMulticast fills r from a multicast payload. Version 1 packets do
@@ -215,6 +301,16 @@ func idStrings(ids []discovery.ServiceID) []string {
 	return out
 }
 
+// rememberLookupPort notes the unicast port a lookup service announced.
+func (d *Decoder) rememberLookupPort(host string, port int) {
+	if len(d.lookupPorts) >= maxReplyEndpoints {
+		clear(d.lookupPorts)
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		d.lookupPorts[a.Unmap().WithZone("").String()] = port
+	}
+}
+
 func (d *Decoder) rememberReplyTo(host string, port int) {
 	addr, err := netip.ParseAddr(host)
 	if err != nil || port <= 0 || port > 0xFFFF {
@@ -224,6 +320,17 @@ func (d *Decoder) rememberReplyTo(host string, port int) {
 		clear(d.replyTo) // a flood of requests: start over rather than grow
 	}
 	d.replyTo[netip.AddrPortFrom(addr.Unmap(), uint16(port))] = struct{}{}
+}
+
+// connectedBack says whether a response half went to a multicast
+// requester's reply port: the lookup service connected to it.
+func (d *Decoder) connectedBack(h *half) bool {
+	ap, err := netip.ParseAddrPort(h.dst)
+	if err != nil {
+		return false
+	}
+	_, ok := d.replyTo[netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())]
+	return ok
 }
 
 func (d *Decoder) isDiscoveryTCP(nl gopacket.NetworkLayer, t *layers.TCP) bool {
@@ -271,6 +378,17 @@ type exchange struct {
 	finished bool
 }
 
+// startFrame is the frame of the exchange's first byte, 0 if none yet.
+func (x *exchange) startFrame() int {
+	f := 0
+	for _, h := range x.halves {
+		if h != nil && h.firstFrame > 0 && (f == 0 || h.firstFrame < f) {
+			f = h.firstFrame
+		}
+	}
+	return f
+}
+
 // start is when the exchange's first byte was seen.
 func (x *exchange) start() time.Time {
 	var t time.Time
@@ -283,14 +401,15 @@ func (x *exchange) start() time.Time {
 }
 
 type half struct {
-	src, dst  string
-	srcHost   string
-	srcPort   int
-	first     time.Time // when its first byte was seen; zero if none
-	chunks    []chunkTime
-	data      bytes.Buffer
-	truncated bool
-	done      bool
+	src, dst   string
+	srcHost    string
+	srcPort    int
+	first      time.Time // when its first byte was seen; zero if none
+	firstFrame int       // the frame of its first byte; 0 if none
+	chunks     []chunkTime
+	data       bytes.Buffer
+	truncated  bool
+	done       bool
 }
 
 // New implements tcpassembly.StreamFactory.
@@ -299,9 +418,9 @@ func (d *Decoder) New(netFlow, tcpFlow gopacket.Flow) tcpassembly.Stream {
 	srcPort, dstPort := tcpFlow.Endpoints()
 	sp, _ := strconv.Atoi(srcPort.String())
 	h := &half{
-		src:     net.JoinHostPort(srcIP.String(), srcPort.String()),
-		dst:     net.JoinHostPort(dstIP.String(), dstPort.String()),
-		srcHost: srcIP.String(),
+		src:     net.JoinHostPort(d.host(srcIP), srcPort.String()),
+		dst:     net.JoinHostPort(d.host(dstIP), dstPort.String()),
+		srcHost: d.host(srcIP),
 		srcPort: sp,
 	}
 	k := keyOf(h.src, h.dst)
@@ -352,10 +471,12 @@ func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
 		if len(r.Bytes) == 0 {
 			continue
 		}
+		frame := s.d.frameOf(r.Seen)
 		if s.h.first.IsZero() {
-			s.h.first = r.Seen
+			s.h.first, s.h.firstFrame = r.Seen, frame
+			s.d.started(frame)
 		}
-		s.h.noteChunk(r.Seen)
+		s.h.noteChunk(r.Seen, frame)
 		if room := maxStreamBytes - s.h.data.Len(); len(r.Bytes) > room {
 			s.h.data.Write(r.Bytes[:max(room, 0)])
 			s.h.truncated = true
@@ -375,12 +496,14 @@ func (s *stream) ReassemblyComplete() {
 	}
 	if s.d.exchanges[s.key] == s.x {
 		delete(s.d.exchanges, s.key)
+		s.d.ended(s.x)
 	}
 	if s.d.flushing {
 		s.d.flushed = append(s.d.flushed, s.x)
 		return
 	}
 	s.d.finish(s.x)
+	s.d.release()
 }
 
 // finish decodes an exchange and emits its request and response.
@@ -398,8 +521,11 @@ func (d *Decoder) finish(x *exchange) {
 		return
 	}
 	var version int
+	if client == nil || client.first.IsZero() || server == nil || server.first.IsZero() {
+		d.stats.Incomplete++
+	}
 	if client != nil && !client.first.IsZero() {
-		r := Record{Time: client.first, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindUnicastRequest, Length: client.data.Len()}
+		r := Record{Frame: client.firstFrame, Time: client.first, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindUnicastRequest, Length: client.data.Len()}
 		q, err := unicast.ReadRequest(bytes.NewReader(client.data.Bytes()))
 		if err != nil {
 			r.Error = err.Error()
@@ -411,21 +537,21 @@ func (d *Decoder) finish(x *exchange) {
 			}
 			r.Fields = f
 		}
-		d.emit(r)
+		d.hold(r)
 	}
 	if server != nil && !server.first.IsZero() {
-		r, proxy := decodeResponse(server, version)
+		r, proxy := d.decodeResponse(server, version)
 		if proxy != nil {
 			d.learnJERI(proxy)
 		}
-		d.emit(r)
+		d.hold(r)
 	}
 }
 
 // decodeResponse decodes a unicast response, and returns the marshalled
 // registrar proxy of a Java one (jinid's serving Java clients included).
-func decodeResponse(h *half, requested int) (Record, []byte) {
-	r := Record{Time: h.first, Source: h.src, Destination: h.dst, Transport: "tcp", Kind: KindUnicastResponse, Length: h.data.Len()}
+func (d *Decoder) decodeResponse(h *half, requested int) (Record, []byte) {
+	r := Record{Frame: h.firstFrame, Time: h.first, Source: h.src, Destination: h.dst, Transport: "tcp", Kind: KindUnicastResponse, Length: h.data.Len()}
 	p, err := unicast.ReadResponse(bytes.NewReader(h.data.Bytes()), unicast.DefaultMaxResponseSize)
 	if p != nil {
 		r.Version = p.Version
@@ -448,7 +574,13 @@ func decodeResponse(h *half, requested int) (Record, []byte) {
 		r.Error = fmt.Sprintf("response is protocol version %d to a version %d request", p.Version, requested)
 	}
 	if p.Version == discovery.ProtocolV1 {
+		// Version 1 does not say: the responder's address, and its port
+		// unless it connected back to a requester (from a port of no
+		// meaning), when its announcements tell it.
 		p.Host, p.Port = h.srcHost, h.srcPort
+		if d.connectedBack(h) {
+			p.Port = d.lookupPorts[strings.Split(h.srcHost, "%")[0]]
+		}
 	}
 	f := &UnicastResponseFields{Host: p.Host, Port: p.Port, Groups: nonNil(p.Groups),
 		Registrar: RegistrarField{Kind: "java", Size: len(p.Registrar.Marshalled)}}

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/unicast"
 	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
@@ -21,8 +24,8 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func TestReadCaptureGolden(t *testing.T) {
 	pcap := pcaptest.Scenario(t)
 	var text, js bytes.Buffer
-	err := ReadCapture(bytes.NewReader(pcap), func(r Record) {
-		if err := WriteText(&text, r); err != nil {
+	err := readAll(bytes.NewReader(pcap), func(r Record) {
+		if err := WriteText(&text, r, TimeRelative); err != nil {
 			t.Fatal(err)
 		}
 		if err := WriteJSON(&js, r); err != nil {
@@ -57,12 +60,12 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestReadCaptureErrors(t *testing.T) {
-	if err := ReadCapture(strings.NewReader("not a capture at all"), func(Record) {}); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng capture") {
+	if err := readAll(strings.NewReader("not a capture at all"), func(Record) {}); err == nil || !strings.Contains(err.Error(), "not a pcap or pcapng capture") {
 		t.Fatalf("error %v", err)
 	}
 	pcap := pcaptest.Scenario(t)
 	n := 0
-	err := ReadCapture(bytes.NewReader(pcap[:len(pcap)-10]), func(Record) { n++ })
+	err := readAll(bytes.NewReader(pcap[:len(pcap)-10]), func(Record) { n++ })
 	if err == nil || n == 0 {
 		t.Fatalf("truncated capture: %d records, error %v; want records then an error", n, err)
 	}
@@ -87,7 +90,7 @@ func TestReadCapturePcapng(t *testing.T) {
 	}
 	w.Flush()
 	var got []Record
-	if err := ReadCapture(&buf, func(r Record) { got = append(got, r) }); err != nil {
+	if err := readAll(&buf, func(r Record) { got = append(got, r) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Kind != KindMulticastAnnouncement || got[0].Error != "" {
@@ -103,7 +106,7 @@ func BenchmarkReadCapture(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(pcap)))
 	for b.Loop() {
-		if err := ReadCapture(bytes.NewReader(pcap), func(Record) { n++ }); err != nil {
+		if err := readAll(bytes.NewReader(pcap), func(Record) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -125,7 +128,7 @@ func TestJavaResponseServiceID(t *testing.T) {
 	c.TCP(sv, 4160, cl, 40000, false, true, resp)
 	c.TCP(cl, 40000, sv, 4160, false, true, nil)
 	var text bytes.Buffer
-	if err := ReadCapture(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r) }); err != nil {
+	if err := readAll(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r, TimeAbsolute) }); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "registrar=java id=9b2043d1-e829-40e9-8bb9-1a3992edd610 proxy=") {
@@ -191,7 +194,7 @@ func TestListenerLearntFromNotify(t *testing.T) {
 			c.TCP(client, 40067, lookup, 50000, false, false, append(slices.Clone(muxHeader), call(read("jeri/16-listener-notify-rep.bin"))...))
 
 			var text bytes.Buffer
-			if err := ReadCapture(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r) }); err != nil {
+			if err := readAll(bytes.NewReader(c.Bytes()), func(r Record) { WriteText(&text, r, TimeAbsolute) }); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"Registrar.notify/5 -> return", "10.77.0.3:50000 > 10.77.0.2:40067 jeri-call session=0 object=", "RemoteEventListener.notify -> return"} {
@@ -200,5 +203,72 @@ func TestListenerLearntFromNotify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Messages come out in the order of the packets they begin in, a TCP
+// exchange's at its first packet's place, even though it is decoded
+// when it ends; frame numbers and relative times count from the first
+// packet. A version 1 response a lookup service sent on connecting back
+// to a requester gives the port the lookup service announced (its
+// connection's is of no meaning), and IPv6 host:port fields are
+// bracketed.
+func TestTimeOrderAndFields(t *testing.T) {
+	c := pcaptest.NewCapture(t)
+	v := func(name string) []byte { return vectors.Named(name).Bytes() }
+	cl, lus := "2001:db8::20", "192.0.2.30"
+	c.UDP(lus, 4160, "224.0.1.84", v("v1.announcement#0"))          // 1: announces 192.0.2.10:4160
+	c.UDP("192.0.2.10", 4160, "224.0.1.84", v("v1.announcement#0")) // 2
+	c.TCP("192.0.2.20", 45678, "192.0.2.10", 41000, true, false, nil)
+	c.TCP("192.0.2.20", 45678, "192.0.2.10", 41000, false, false, v("v1.unicast.request")) // 4: the request
+	c.UDP("2001:db8::10", 4160, "ff05::155", v("v2.announcement#0"))                       // 5: while it is open
+	jresp := &unicast.Response{Version: 1, Groups: []string{"lab"}, Registrar: discovery.Registrar{Descriptor: &discovery.Descriptor{
+		ServiceID: discovery.ServiceID{1}, APIURL: "http://192.0.2.10:4162"}}}
+	jb, err := jresp.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TCP("192.0.2.10", 41000, "192.0.2.20", 45678, false, false, jb)      // 6: the response
+	c.UDP(cl, 50000, discovery.RequestGroupV6.String(), v("v1.request#0")) // 7: version 1: reply to its source
+	c.TCP("192.0.2.10", 41000, "192.0.2.20", 45678, false, true, nil)
+	c.TCP("192.0.2.20", 45678, "192.0.2.10", 41000, false, true, nil)
+
+	var frames []int
+	var text bytes.Buffer
+	d := NewDecoder(func(r Record) {
+		frames = append(frames, r.Frame)
+		WriteText(&text, r, TimeRelative)
+	})
+	// The requester's multicast request, so that the connection to its
+	// port 45678 is known as discovery.
+	d.rememberReplyTo("192.0.2.20", 45678)
+	r, err := pcapgo.NewReader(bytes.NewReader(c.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		p := gopacket.NewPacket(data, layers.LinkTypeEthernet, gopacket.Default)
+		p.Metadata().CaptureInfo = ci
+		d.Packet(p)
+	}
+	d.Flush()
+	if !slices.Equal(frames, []int{1, 2, 4, 5, 6, 7}) {
+		t.Fatalf("frames %v, want 1 2 4 5 6 7 in order:\n%s", frames, &text)
+	}
+	for _, want := range []string{
+		"     1    0.000000 udp",
+		"     6    0.005000 tcp 192.0.2.10:41000 > 192.0.2.20:45678 unicast-response v1 lookup=192.0.2.10:4160 ",
+		"reply-to=[2001:db8::20]:",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("no %q in:\n%s", want, &text)
+		}
+	}
+	if st := d.Stats(); st.Packets != 9 || st.Decoded["unicast-response v1"] != 1 || st.Incomplete != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }

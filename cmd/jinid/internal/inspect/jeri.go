@@ -119,7 +119,7 @@ func (d *Decoder) decodeJERI(client, server *half) {
 	requests := sessions(cf, client)
 	replies := sessions(sf, server)
 	for _, q := range requests {
-		r := Record{Time: q.at, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindJERICall, Length: len(q.data)}
+		r := Record{Frame: q.frame, Time: q.at, Source: client.src, Destination: client.dst, Transport: "tcp", Kind: KindJERICall, Length: len(q.data)}
 		f := &JERICallFields{Session: int(q.session), Status: "unanswered"}
 		if len(q.data) < 18 {
 			r.Error = fmt.Sprintf("a call of %d bytes has no object identifier", len(q.data))
@@ -137,14 +137,14 @@ func (d *Decoder) decodeJERI(client, server *half) {
 			}
 		}
 		r.Fields = f
-		d.emit(r)
+		d.hold(r)
 	}
 	for _, e := range []struct {
 		err error
 		h   *half
 	}{{cerr, client}, {serr, server}} {
 		if e.err != nil && e.h != nil {
-			d.emit(Record{Time: e.h.first, Source: e.h.src, Destination: e.h.dst, Transport: "tcp", Kind: KindJERICall,
+			d.hold(Record{Frame: e.h.firstFrame, Time: e.h.first, Source: e.h.src, Destination: e.h.dst, Transport: "tcp", Kind: KindJERICall,
 				Length: e.h.data.Len(), Error: "mux: " + e.err.Error()})
 		}
 	}
@@ -153,6 +153,7 @@ func (d *Decoder) decodeJERI(client, server *half) {
 type muxSession struct {
 	session byte
 	at      time.Time
+	frame   int
 	data    []byte
 	used    bool
 }
@@ -167,7 +168,8 @@ func sessions(frames []jeri.Frame, h *half) []muxSession {
 		}
 		s := open[f.Session]
 		if s == nil {
-			s = &muxSession{session: f.Session, at: h.timeAt(f.Offset)}
+			at, frame := h.at(f.Offset)
+			s = &muxSession{session: f.Session, at: at, frame: frame}
 			open[f.Session] = s
 		}
 		s.data = append(s.data, f.Body...)
@@ -221,29 +223,30 @@ func replyStatus(b []byte) (status, exception, message string) {
 	return "version-mismatch", "", ""
 }
 
-// timeAt is when the byte at offset of a half was seen.
-func (h *half) timeAt(offset int) time.Time {
-	t := h.first
+// at is when, and in which frame, the byte at offset of a half was seen.
+func (h *half) at(offset int) (time.Time, int) {
+	t, f := h.first, h.firstFrame
 	for _, c := range h.chunks {
 		if c.offset > offset {
 			break
 		}
-		t = c.seen
+		t, f = c.seen, c.frame
 	}
-	return t
+	return t, f
 }
 
 type chunkTime struct {
 	offset int
 	seen   time.Time
+	frame  int
 }
 
 // maxChunkTimes bounds the arrival times kept per half.
 const maxChunkTimes = 4096
 
-func (h *half) noteChunk(seen time.Time) {
+func (h *half) noteChunk(seen time.Time, frame int) {
 	if len(h.chunks) < maxChunkTimes {
-		h.chunks = append(h.chunks, chunkTime{h.data.Len(), seen})
+		h.chunks = append(h.chunks, chunkTime{h.data.Len(), seen, frame})
 	}
 }
 

@@ -53,9 +53,9 @@ type LiveConfig struct {
 const captureBuffer = 2 << 20
 
 // Live captures Jini discovery traffic on one interface until ctx ends,
-// handing records to emit. It uses a Linux packet socket directly, so it
+// decoding it with d. It uses a Linux packet socket directly, so it
 // needs CAP_NET_RAW but no libpcap, and works in static builds.
-func Live(ctx context.Context, cfg LiveConfig, emit func(Record)) error {
+func Live(ctx context.Context, cfg LiveConfig, d *Decoder) error {
 	f, err := openPacketSocket(cfg.Namespace, cfg.Interface)
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func Live(ctx context.Context, cfg LiveConfig, emit func(Record)) error {
 	stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	d := NewDecoder(emit)
+	d.SetZone(cfg.Interface)
 	defer d.Flush()
 	buf := make([]byte, Snaplen)
 	lastFlush := time.Now()

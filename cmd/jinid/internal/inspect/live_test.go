@@ -59,11 +59,11 @@ func TestLiveCapture(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, func(r Record) {
+		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, NewDecoder(func(r Record) {
 			mu.Lock()
 			live = append(live, r)
 			mu.Unlock()
-		})
+		}))
 	}()
 	// The capture is open once it has seen an announcement.
 	testenv.Until(t, "an announcement captured", func() bool { return count(KindMulticastAnnouncement) > 0 })
@@ -106,14 +106,14 @@ func TestLiveCapture(t *testing.T) {
 	}
 	check("live", live)
 	var saved []Record
-	if err := ReadCapture(&pcap, func(r Record) { saved = append(saved, r) }); err != nil {
+	if err := readAll(&pcap, func(r Record) { saved = append(saved, r) }); err != nil {
 		t.Fatal(err)
 	}
 	check("written capture", saved)
 }
 
 func TestLiveErrors(t *testing.T) {
-	err := Live(t.Context(), LiveConfig{Interface: "no-such-if0"}, func(Record) {})
+	err := Live(t.Context(), LiveConfig{Interface: "no-such-if0"}, NewDecoder(func(Record) {}))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`interface "no-such-if0"`)) {
 		t.Fatalf("error %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,18 +27,33 @@ const (
 
 // Record is one decoded discovery message, or one that failed to decode.
 type Record struct {
-	Time        time.Time `json:"time"`
-	Source      string    `json:"source"`
-	Destination string    `json:"destination"`
-	Transport   string    `json:"transport"` // "udp" or "tcp"
-	Kind        string    `json:"kind"`
-	Version     int       `json:"protocolVersion,omitempty"`
-	FormatID    string    `json:"formatID,omitempty"`
-	Length      int       `json:"length"`
+	// Frame is the number of the packet the message begins in, from 1
+	// (its first byte's, for a TCP message).
+	Frame int       `json:"frame"`
+	Time  time.Time `json:"time"`
+	// Relative is the seconds since the first packet of the capture.
+	Relative    float64 `json:"relative"`
+	Source      string  `json:"source"`
+	Destination string  `json:"destination"`
+	Transport   string  `json:"transport"` // "udp" or "tcp"
+	Kind        string  `json:"kind"`
+	Version     int     `json:"protocolVersion,omitempty"`
+	FormatID    string  `json:"formatID,omitempty"`
+	Length      int     `json:"length"`
 	// Fields is one of the *Fields types, by Kind; nil when decoding
 	// failed.
 	Fields any    `json:"fields,omitempty"`
 	Error  string `json:"error,omitempty"`
+}
+
+// hostPort is a host and port as one would dial them: an IPv6 address
+// bracketed, a port not known (0) as "?".
+func hostPort(host string, port int) string {
+	p := "?"
+	if port > 0 {
+		p = strconv.Itoa(port)
+	}
+	return net.JoinHostPort(host, p)
 }
 
 // AnnouncementFields are the decoded fields of a multicast announcement.
@@ -64,7 +81,11 @@ type UnicastRequestFields struct {
 }
 
 // UnicastResponseFields are the decoded fields of a unicast response.
-// Host and Port are the responding peer's in protocol version 1.
+// Host and Port are the lookup service's: in protocol version 1, which
+// does not carry them, the responding peer's address, and its port when
+// the client connected to it; when the lookup service connected back to a
+// multicast requester, its port is the one its announcements gave, or 0
+// (not known) when the capture has none.
 type UnicastResponseFields struct {
 	Host      string         `json:"host"`
 	Port      int            `json:"port"`
@@ -91,10 +112,24 @@ func WriteJSON(w io.Writer, r Record) error {
 	return err
 }
 
-// WriteText writes r as one line for people.
-func WriteText(w io.Writer, r Record) error {
+// TimeFormat says how WriteText shows a record's time.
+type TimeFormat int
+
+// Time formats, as tshark's -t r and -t ad.
+const (
+	TimeRelative TimeFormat = iota // seconds since the first packet
+	TimeAbsolute                   // the date and time, UTC
+)
+
+// WriteText writes r as one line for people: its frame, time, transport,
+// source and destination, kind, version and decoded fields.
+func WriteText(w io.Writer, r Record, tf TimeFormat) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %s > %s %s", r.Time.UTC().Format("2006-01-02T15:04:05.000000Z"), r.Transport, r.Source, r.Destination, r.Kind)
+	when := fmt.Sprintf("%11.6f", r.Relative)
+	if tf == TimeAbsolute {
+		when = r.Time.UTC().Format("2006-01-02T15:04:05.000000Z")
+	}
+	fmt.Fprintf(&b, "%6d %s %s %s > %s %s", r.Frame, when, r.Transport, r.Source, r.Destination, r.Kind)
 	if r.Version != 0 {
 		fmt.Fprintf(&b, " v%d", r.Version)
 	}
@@ -103,9 +138,9 @@ func WriteText(w io.Writer, r Record) error {
 		if f.Sequence != nil {
 			fmt.Fprintf(&b, " seq=%d", *f.Sequence)
 		}
-		fmt.Fprintf(&b, " lookup=%s:%d id=%s groups=%s", f.Host, f.Port, f.ServiceID, groupList(f.Groups, "(none)"))
+		fmt.Fprintf(&b, " lookup=%s id=%s groups=%s", hostPort(f.Host, f.Port), f.ServiceID, groupList(f.Groups, "(none)"))
 	case *RequestFields:
-		fmt.Fprintf(&b, " reply-to=%s:%d groups=%s", f.Host, f.Port, groupList(f.Groups, "(any)"))
+		fmt.Fprintf(&b, " reply-to=%s groups=%s", hostPort(f.Host, f.Port), groupList(f.Groups, "(any)"))
 		if len(f.KnownServiceIDs) > 0 {
 			fmt.Fprintf(&b, " known=%s", strings.Join(f.KnownServiceIDs, ","))
 		}
@@ -122,7 +157,7 @@ func WriteText(w io.Writer, r Record) error {
 			}
 		}
 	case *UnicastResponseFields:
-		fmt.Fprintf(&b, " lookup=%s:%d groups=%s registrar=%s", f.Host, f.Port, groupList(f.Groups, "(none)"), f.Registrar.Kind)
+		fmt.Fprintf(&b, " lookup=%s groups=%s registrar=%s", hostPort(f.Host, f.Port), groupList(f.Groups, "(none)"), f.Registrar.Kind)
 		if f.Registrar.Kind == "jinid" {
 			fmt.Fprintf(&b, " id=%s api=%s", f.Registrar.ServiceID, f.Registrar.APIURL)
 		} else {
