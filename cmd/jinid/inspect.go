@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
+	"golang.org/x/net/bpf"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 )
@@ -30,7 +31,7 @@ func newInspectCmd() *spec {
 		duration           time.Duration
 		timeFormat, tmode  string
 		fields             []string
-		display            string
+		display, capFilter string
 	)
 	cmd := &spec{
 		use:   "inspect (--pcap FILE | --iface NAME) [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
@@ -54,6 +55,14 @@ first, and at the end what was seen: packets, messages decoded by kind
 and version, malformed ones by reason, TCP exchanges left incomplete
 (-q leaves both out).
 
+-f captures only the packets a filter in the pcap-filter syntax of
+tcpdump selects ('host 10.0.0.5 and udp'), compiled to BPF by jinid
+itself and run in the kernel (on a capture file, as each packet is
+read). jinid compiles a subset: host ADDR, net ADDR/BITS and port N (each
+with src or dst before it, if wanted), ip, ip6, udp, tcp, and (&&), or
+(||), not (!) and parentheses; addresses are literals (no names), and
+ip6 next headers are not followed. Anything else is an error naming it.
+
 -Y selects the lines by their decoded fields, in a language shaped like
 Wireshark's: comparisons field == value, field != value, field contains
 value, or a field alone (true when the message has it), combined with &&
@@ -71,6 +80,7 @@ many when it ends. Usage errors exit with status 2.`,
 		example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
   jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
+  jinid inspect --pcap jini.pcap -f 'udp and not host 10.0.0.7'
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
@@ -94,6 +104,13 @@ many when it ends. Usage errors exit with status 2.`,
 				tf = inspect.TimeAbsolute
 			default:
 				return usagef("-t %q: want r (seconds since the first packet) or ad (date and time)", timeFormat)
+			}
+			var prog []bpf.Instruction
+			if capFilter != "" {
+				var err error
+				if prog, err = inspect.CompileCaptureFilter(capFilter, inspect.LinkEthernet); err != nil {
+					return usagef("-f: %w", err)
+				}
 			}
 			var filter *inspect.Filter
 			if display != "" {
@@ -151,6 +168,11 @@ many when it ends. Usage errors exit with status 2.`,
 				}
 			})
 			quiet, _ := inv.flags.GetBool("quiet")
+			if prog != nil && pcap != "" {
+				if err := d.SetCaptureFilter(prog); err != nil {
+					return err
+				}
+			}
 			if pcap != "" {
 				if !quiet {
 					fmt.Fprintf(inv.stderr, "Reading %s\n", map[bool]string{true: "standard input", false: pcap}[pcap == "-"])
@@ -160,7 +182,7 @@ many when it ends. Usage errors exit with status 2.`,
 				if !quiet {
 					fmt.Fprintf(inv.stderr, "Capturing on '%s'\n", iface)
 				}
-				err = capture(inv.ctx, inv.stderr, iface, write, duration, d)
+				err = capture(inv.ctx, inv.stderr, iface, write, duration, prog, d)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
@@ -184,6 +206,7 @@ many when it ends. Usage errors exit with status 2.`,
 	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
 	f.StringVarP(&timeFormat, "time-format", "t", "r", "time shown: r (seconds since the first packet) or ad (date and time, UTC)")
 	f.StringVarP(&display, "display-filter", "Y", "", "print only the messages this filter selects (see above)")
+	f.StringVarP(&capFilter, "capture-filter", "f", "", "capture only the packets this pcap-filter expression selects, in the kernel (see above; on a capture file, as it is read)")
 	f.StringVarP(&tmode, "fields-output", "T", "", "fields: print the -e fields of each message, tab-separated")
 	f.StringArrayVarP(&fields, "field", "e", nil, "a field -T fields prints (repeatable; see above)")
 	output.add(cmd)
@@ -256,13 +279,13 @@ func readPcap(stdin io.Reader, path string, d *inspect.Decoder) error {
 	return nil
 }
 
-func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, d *inspect.Decoder) error {
+func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, prog []bpf.Instruction, d *inspect.Decoder) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
-	cfg := inspect.LiveConfig{Interface: iface, Dropped: func(n uint32) {
+	cfg := inspect.LiveConfig{Interface: iface, Filter: prog, Dropped: func(n uint32) {
 		fmt.Fprintf(stderr, "jinid inspect: the capture fell behind and the kernel dropped %d frames: what they carried is missing above\n", n)
 	}}
 	if write != "" {

@@ -76,10 +76,17 @@ func TestInspectFiltersAndFields(t *testing.T) {
 	if err != nil || out != want {
 		t.Fatalf("-T fields: %v\n%q\nwant\n%q", err, out, want)
 	}
+	// A capture filter on a file: only what it passes is read (and
+	// numbered).
+	out, _, err = run(t, nil, "inspect", "--pcap", path, "-q", "-f", "tcp and host 192.0.2.30", "-T", "fields", "-e", "frame", "-e", "kind")
+	if want := "3\tunicast-request\n4\tunicast-response\n"; err != nil || out != want {
+		t.Fatalf("-f: %v\n%q\nwant %q", err, out, want)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"-f", "udp and arp"}, `"arp" is not in jinid's capture filter syntax`},
 		{[]string{"-Y", "kind == x && grup == y"}, `unknown field "grup"`},
 		{[]string{"-T", "fields"}, "give at least one -e"},
 		{[]string{"-T", "fields", "-e", "colour"}, `-e "colour": not a field`},

@@ -15,6 +15,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/tcpassembly"
+	"golang.org/x/net/bpf"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/unicast"
@@ -80,6 +81,20 @@ type Decoder struct {
 	// forgotten past maxFrameTimes.
 	frameAt    map[time.Time]int
 	frameOrder []time.Time
+	// filter, for a capture file, is a capture filter run in user space:
+	// what it refuses is as if never captured.
+	filter *bpf.VM
+}
+
+// SetCaptureFilter has a capture file's frames (Ethernet) pass prog, as
+// the kernel passes a live capture's.
+func (d *Decoder) SetCaptureFilter(prog []bpf.Instruction) error {
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		return fmt.Errorf("the capture filter: %w", err)
+	}
+	d.filter = vm
+	return nil
 }
 
 // maxFrameTimes bounds the segment times remembered for frame numbers.
@@ -127,6 +142,11 @@ func NewDecoder(emit func(Record)) *Decoder {
 // Packet decodes one captured packet; packets that are not discovery
 // traffic are ignored.
 func (d *Decoder) Packet(p gopacket.Packet) {
+	if d.filter != nil {
+		if n, err := d.filter.Run(p.Data()); err != nil || n == 0 {
+			return
+		}
+	}
 	ts := p.Metadata().Timestamp
 	d.frame++
 	d.stats.Packets++

@@ -46,6 +46,9 @@ type LiveConfig struct {
 	// Dropped, if set, is told at the end how many frames the kernel
 	// dropped because the capture fell behind, when it dropped any.
 	Dropped func(frames uint32)
+	// Filter, if set, is the capture filter the kernel applies (compiled
+	// for LinkEthernet); without one, TCP and UDP over IP pass.
+	Filter []bpf.Instruction
 }
 
 // captureBuffer is the packet socket's receive buffer: tcpdump's default,
@@ -56,7 +59,11 @@ const captureBuffer = 2 << 20
 // decoding it with d. It uses a Linux packet socket directly, so it
 // needs CAP_NET_RAW but no libpcap, and works in static builds.
 func Live(ctx context.Context, cfg LiveConfig, d *Decoder) error {
-	f, err := openPacketSocket(cfg.Namespace, cfg.Interface)
+	prog := cfg.Filter
+	if prog == nil {
+		prog = tcpUDPFilter
+	}
+	f, err := openPacketSocket(cfg.Namespace, cfg.Interface, prog)
 	if err != nil {
 		return err
 	}
@@ -109,7 +116,7 @@ var ErrNoInterface = errors.New("no such interface here")
 // openPacketSocket opens a non-blocking AF_PACKET socket bound to the
 // interface, as an *os.File so that Go's poller serves it: reads honour
 // deadlines and Close interrupts them.
-func openPacketSocket(ns namespace.Namespace, ifname string) (*os.File, error) {
+func openPacketSocket(ns namespace.Namespace, ifname string, prog []bpf.Instruction) (*os.File, error) {
 	var fd int
 	err := ns.Do(func() error {
 		ifi, err := net.InterfaceByName(ifname)
@@ -126,7 +133,7 @@ func openPacketSocket(ns namespace.Namespace, ifname string) (*os.File, error) {
 			}
 			return fmt.Errorf("opening a packet socket: %w", err)
 		}
-		raw, err := bpf.Assemble(tcpUDPFilter)
+		raw, err := bpf.Assemble(prog)
 		if err == nil {
 			filter := make([]unix.SockFilter, len(raw))
 			for i, ins := range raw {

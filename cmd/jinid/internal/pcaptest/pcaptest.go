@@ -95,7 +95,12 @@ func (c *Capture) TCP(src string, sport int, dst string, dport int, syn, fin boo
 // delivery) unless seqOverride is negative.
 func (c *Capture) TCPAt(src string, sport int, dst string, dport int, syn, fin bool, payload []byte, seqOverride int64) {
 	eth, ipl, nl := ipLayers(src, dst)
-	nl.(*layers.IPv4).Protocol = layers.IPProtocolTCP
+	switch ip := nl.(type) {
+	case *layers.IPv4:
+		ip.Protocol = layers.IPProtocolTCP
+	case *layers.IPv6:
+		ip.NextHeader = layers.IPProtocolTCP
+	}
 	key := fmt.Sprintf("%s:%d", src, sport)
 	seq := c.seqs[key]
 	if seq == 0 {
