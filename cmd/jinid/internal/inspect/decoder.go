@@ -81,6 +81,10 @@ type Decoder struct {
 	// forgotten past maxFrameTimes.
 	frameAt    map[time.Time]int
 	frameOrder []time.Time
+	// firstSeg is the frame of each TCP direction's first segment with
+	// data: a segment that arrives before the one it follows (out of
+	// order) still marks where its message began.
+	firstSeg map[[2]netip.AddrPort]segAt
 	// filter, for a capture file, is a capture filter run in user space:
 	// what it refuses is as if never captured.
 	filter *bpf.VM
@@ -113,6 +117,32 @@ func (d *Decoder) segment(ts time.Time) {
 	d.frameOrder = append(d.frameOrder, ts)
 }
 
+// flowKey names one direction of a TCP connection.
+func flowKey(src, dst gopacket.Endpoint, sport, dport uint16) [2]netip.AddrPort {
+	s, _ := netip.AddrFromSlice(src.Raw())
+	d, _ := netip.AddrFromSlice(dst.Raw())
+	return [2]netip.AddrPort{netip.AddrPortFrom(s.Unmap(), sport), netip.AddrPortFrom(d.Unmap(), dport)}
+}
+
+// segAt is where a segment was: its frame and time.
+type segAt struct {
+	frame int
+	ts    time.Time
+}
+
+// noteFirstSeg remembers the frame of a direction's first data.
+func (d *Decoder) noteFirstSeg(nl gopacket.NetworkLayer, sport, dport uint16, ts time.Time) {
+	src, dst := nl.NetworkFlow().Endpoints()
+	k := flowKey(src, dst, sport, dport)
+	if _, ok := d.firstSeg[k]; ok {
+		return
+	}
+	if len(d.firstSeg) >= 2*maxOpenExchanges {
+		clear(d.firstSeg)
+	}
+	d.firstSeg[k] = segAt{d.frame, ts}
+}
+
 // frameOf is the frame of the segment seen at ts, or the current one.
 func (d *Decoder) frameOf(ts time.Time) int {
 	if f, ok := d.frameAt[ts]; ok {
@@ -130,6 +160,7 @@ func NewDecoder(emit func(Record)) *Decoder {
 		exchanges:   make(map[exchangeKey]*exchange),
 		lookupPorts: make(map[string]int),
 		frameAt:     make(map[time.Time]int),
+		firstSeg:    make(map[[2]netip.AddrPort]segAt),
 		wm:          math.MaxInt,
 	}
 	a := tcpassembly.NewAssembler(tcpassembly.NewStreamPool(d))
@@ -166,6 +197,7 @@ func (d *Decoder) Packet(p gopacket.Packet) {
 		if d.isDiscoveryTCP(nl, tl) {
 			if len(tl.Payload) > 0 {
 				d.segment(ts)
+				d.noteFirstSeg(nl, uint16(tl.SrcPort), uint16(tl.DstPort), ts)
 			}
 			d.assembler.AssembleWithTimestamp(nl.NetworkFlow(), tl, ts)
 		}
@@ -421,6 +453,7 @@ func (x *exchange) start() time.Time {
 }
 
 type half struct {
+	flow       [2]netip.AddrPort
 	src, dst   string
 	srcHost    string
 	srcPort    int
@@ -437,7 +470,9 @@ func (d *Decoder) New(netFlow, tcpFlow gopacket.Flow) tcpassembly.Stream {
 	srcIP, dstIP := netFlow.Endpoints()
 	srcPort, dstPort := tcpFlow.Endpoints()
 	sp, _ := strconv.Atoi(srcPort.String())
+	dp, _ := strconv.Atoi(dstPort.String())
 	h := &half{
+		flow:    flowKey(srcIP, dstIP, uint16(sp), uint16(dp)),
 		src:     net.JoinHostPort(d.host(srcIP), srcPort.String()),
 		dst:     net.JoinHostPort(d.host(dstIP), dstPort.String()),
 		srcHost: d.host(srcIP),
@@ -493,8 +528,15 @@ func (s *stream) Reassembled(rs []tcpassembly.Reassembly) {
 		}
 		frame := s.d.frameOf(r.Seen)
 		if s.h.first.IsZero() {
-			s.h.first, s.h.firstFrame = r.Seen, frame
-			s.d.started(frame)
+			first, at := frame, r.Seen
+			if f, ok := s.d.firstSeg[s.h.flow]; ok {
+				if f.frame < first {
+					first, at = f.frame, f.ts
+				}
+				delete(s.d.firstSeg, s.h.flow)
+			}
+			s.h.first, s.h.firstFrame = at, first
+			s.d.started(first)
 		}
 		s.h.noteChunk(r.Seen, frame)
 		if room := maxStreamBytes - s.h.data.Len(); len(r.Bytes) > room {

@@ -165,7 +165,7 @@ func TestCaptureCountsDrops(t *testing.T) {
 	sniffer, sender := lab.Host("sniffer"), lab.Host("sender")
 	sl := sniffer.Attach(lan)
 	sender.Attach(lan)
-	f, err := openPacketSocket(sniffer.Namespace(), "eth0")
+	f, err := openPacketSocket(sniffer.Namespace(), "eth0", tcpUDPFilter)
 	if err != nil {
 		t.Fatal(err)
 	}
