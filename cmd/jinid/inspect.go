@@ -17,16 +17,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
-	"golang.org/x/net/bpf"
-
 	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 )
 
 func newInspectCmd() *spec {
 	var (
-		pcap, iface, write string
+		pcap, write        string
+		ifaces             []string
+		noPromisc          bool
+		ringFiles          int
+		ringSize           float64
 		output             outputFlags
 		duration           time.Duration
 		timeFormat, tmode  string
@@ -34,7 +34,7 @@ func newInspectCmd() *spec {
 		display, capFilter string
 	)
 	cmd := &spec{
-		use:   "inspect (--pcap FILE | --iface NAME) [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
+		use:   "inspect (--pcap FILE | --iface NAME ... | --iface any) [-f CAPTURE-FILTER] [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
 		short: "Decode Jini discovery traffic from a capture file or a live interface",
 		long: `Decode every Jini discovery message in a pcap or pcapng capture, or live
 on an interface: multicast requests and announcements (UDP port 4160,
@@ -72,26 +72,49 @@ bare words, numbers compare as numbers, and a field of several values
 of each line, tab-separated (several values joined by ","), for scripts.
 The fields:
 ` + inspectFieldHelp() + `
-Live capture (--iface) uses a Linux packet socket: it needs root (or
-CAP_NET_RAW) but no libpcap. It runs until Ctrl-C or --duration, and
---write saves the frames it sees (TCP and UDP) as a pcap file. If the
-capture falls behind a burst and the kernel drops frames, it says how
-many when it ends. Usage errors exit with status 2.`,
+Live capture (--iface) uses Linux packet sockets: it needs root (or
+CAP_NET_RAW) but no libpcap. --iface may be given several times, the
+frames of all merged in the order they are read; --iface any captures on
+every interface in Linux cooked form (link type LINUX_SLL). Named
+interfaces are put in promiscuous mode while the capture runs (frames
+between other hosts, on a mirror port); --no-promisc leaves them as they
+are. Link-local IPv6 addresses are shown with their interface
+(fe80::1%eth0). It runs until Ctrl-C or --duration. --write saves the
+frames it captures: as pcap, or as pcapng when the name ends in .pcapng
+(one interface block each, named: what several interfaces need).
+--ring-files N with --ring-size MB writes files of that size, numbered
+(jini_00001.pcapng), keeping the last N: a long capture on a small flash.
+If the capture falls behind a burst and the kernel drops frames, it says
+how many when it ends. Usage errors exit with status 2.`,
 		example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
   jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
   jinid inspect --pcap jini.pcap -f 'udp and not host 10.0.0.7'
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
-  jinid inspect --iface eth0 --write jini.pcap --duration 1m`,
+  jinid inspect --iface eth0 --write jini.pcap --duration 1m
+  jinid inspect --iface eth0 --iface eth1 --write lan.pcapng --duration 10s
+  jinid inspect --iface any -f 'port 4160' --duration 10s
+  jinid inspect --iface eth0 --write ring.pcapng --ring-files 5 --ring-size 1 --duration 10s`,
 		run: func(inv *invocation, _ []string) error {
+			live := len(ifaces) > 0
 			switch {
-			case pcap == "" && iface == "":
+			case pcap == "" && !live:
 				return usagef("give --pcap FILE (use - for standard input) or --iface NAME")
-			case pcap != "" && iface != "":
+			case pcap != "" && live:
 				return usagef("--pcap and --iface cannot be combined")
-			case write != "" && iface == "":
+			case write != "" && !live:
 				return usagef("--write saves a live capture: it needs --iface")
+			case slices.Contains(ifaces, "any") && len(ifaces) > 1:
+				return usagef("--iface any captures on every interface: give it alone")
+			case (ringFiles > 0) != (ringSize > 0):
+				return usagef("--ring-files and --ring-size go together: N files of so many MB")
+			case ringFiles < 0 || ringSize < 0:
+				return usagef("--ring-files and --ring-size must be positive")
+			case ringFiles > 0 && write == "":
+				return usagef("--ring-files rotates the files --write names: give --write")
+			case noPromisc && !live:
+				return usagef("--no-promisc applies to a live capture (--iface)")
 			case duration < 0:
 				return usagef("--duration %s: must not be negative", duration)
 			case duration != 0 && pcap != "":
@@ -105,10 +128,8 @@ many when it ends. Usage errors exit with status 2.`,
 			default:
 				return usagef("-t %q: want r (seconds since the first packet) or ad (date and time)", timeFormat)
 			}
-			var prog []bpf.Instruction
 			if capFilter != "" {
-				var err error
-				if prog, err = inspect.CompileCaptureFilter(capFilter, inspect.LinkEthernet); err != nil {
+				if _, err := inspect.CompileCaptureFilter(capFilter, inspect.LinkEthernet); err != nil {
 					return usagef("-f: %w", err)
 				}
 			}
@@ -162,16 +183,14 @@ many when it ends. Usage errors exit with status 2.`,
 			d := inspect.NewDecoder(func(r inspect.Record) {
 				if werr == nil && filter.Match(r) {
 					werr = write1(out, r)
-					if werr == nil && iface != "" {
+					if werr == nil && live {
 						werr = out.Flush() // live: show each line as it comes
 					}
 				}
 			})
 			quiet, _ := inv.flags.GetBool("quiet")
-			if prog != nil && pcap != "" {
-				if err := d.SetCaptureFilter(prog); err != nil {
-					return err
-				}
+			if pcap != "" {
+				d.SetCaptureFilter(capFilter)
 			}
 			if pcap != "" {
 				if !quiet {
@@ -180,9 +199,10 @@ many when it ends. Usage errors exit with status 2.`,
 				err = readPcap(inv.stdin, pcap, d)
 			} else {
 				if !quiet {
-					fmt.Fprintf(inv.stderr, "Capturing on '%s'\n", iface)
+					fmt.Fprintf(inv.stderr, "Capturing on '%s'\n", strings.Join(ifaces, "', '"))
 				}
-				err = capture(inv.ctx, inv.stderr, iface, write, duration, prog, d)
+				err = capture(inv.ctx, inv.stderr, inspect.LiveConfig{Interfaces: ifaces, Promisc: !noPromisc, Filter: capFilter},
+					inspect.WriterConfig{Path: write, Interfaces: ifaces, RingFiles: ringFiles, RingBytes: int64(ringSize * (1 << 20))}, duration, d)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
@@ -201,8 +221,11 @@ many when it ends. Usage errors exit with status 2.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&pcap, "pcap", "", "capture file to read (pcap or pcapng; - for standard input)")
-	f.StringVar(&iface, "iface", "", "capture live on this interface")
-	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this pcap file")
+	f.StringArrayVar(&ifaces, "iface", nil, "capture live on this interface (repeatable; any: on every interface)")
+	f.BoolVar(&noPromisc, "no-promisc", false, "with --iface: leave the interfaces out of promiscuous mode")
+	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this file (pcap, or pcapng when it ends in .pcapng)")
+	f.IntVar(&ringFiles, "ring-files", 0, "with --write: keep this many files of --ring-size each, the oldest removed")
+	f.Float64Var(&ringSize, "ring-size", 0, "with --ring-files: the size of each file, in MB")
 	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
 	f.StringVarP(&timeFormat, "time-format", "t", "r", "time shown: r (seconds since the first packet) or ad (date and time, UTC)")
 	f.StringVarP(&display, "display-filter", "Y", "", "print only the messages this filter selects (see above)")
@@ -279,35 +302,26 @@ func readPcap(stdin io.Reader, path string, d *inspect.Decoder) error {
 	return nil
 }
 
-func capture(ctx context.Context, stderr io.Writer, iface, write string, duration time.Duration, prog []bpf.Instruction, d *inspect.Decoder) error {
+func capture(ctx context.Context, stderr io.Writer, cfg inspect.LiveConfig, wcfg inspect.WriterConfig, duration time.Duration, d *inspect.Decoder) error {
 	if duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
-	cfg := inspect.LiveConfig{Interface: iface, Filter: prog, Dropped: func(n uint32) {
+	cfg.Dropped = func(n uint32) {
 		fmt.Fprintf(stderr, "jinid inspect: the capture fell behind and the kernel dropped %d frames: what they carried is missing above\n", n)
-	}}
-	if write != "" {
-		f, err := os.Create(write)
+	}
+	if wcfg.Path != "" {
+		w, err := inspect.NewCaptureWriter(wcfg)
 		if err != nil {
-			return fmt.Errorf("creating %s: %w", write, err)
+			return usagef("--write: %w", err)
 		}
-		bw := bufio.NewWriter(f)
-		w := pcapgo.NewWriter(bw)
-		if err := w.WriteFileHeader(inspect.Snaplen, layers.LinkTypeEthernet); err != nil {
-			f.Close()
-			return fmt.Errorf("writing %s: %w", write, err)
-		}
-		defer func() {
-			bw.Flush()
-			f.Close()
-		}()
+		defer w.Close()
 		cfg.Write = w
 	}
 	err := inspect.Live(ctx, cfg, d)
 	if errors.Is(err, inspect.ErrNoInterface) {
-		return usagef("--iface: %w", err) // a name mistyped, or "any"
+		return usagef("--iface: %w", err) // a name mistyped
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"lds", "register", "--listener", "http://10.0.0.5:9000/"}, "--all-groups (every lookup service in range) or --no-groups"},
 		{[]string{"lds", "register", "--listener", "http://10.0.0.5:9000/", "--all-groups", "--no-groups"}, "give one"},
 		{[]string{"discover", "--locator", "jini://[fe80::1]"}, "a link-local address needs its interface as a zone"},
-		{[]string{"inspect", "--iface", "any"}, `there is no "any"`},
+		{[]string{"inspect", "--iface", "any", "--iface", "eth0"}, "--iface any captures on every interface: give it alone"},
 		{[]string{"lookup", "list", "-o", "xml"}, `-o "xml": want table, json, yaml or parsable`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	} {

@@ -222,6 +222,14 @@ func (l *Lab) LAN() *LAN {
 	return lan
 }
 
+// Hub makes the LAN's bridge forget every address it learns at once, so
+// that it floods every frame to every port, as a hub (or a switch's
+// mirror port) does: a host sees the unicast frames between others.
+func (lan *LAN) Hub() {
+	lan.lab.t.Helper()
+	lan.lab.ip("-n", lan.lab.bridge, "link", "set", lan.bridge, "type", "bridge", "ageing_time", "0")
+}
+
 // Host adds a host with only its loopback up.
 func (l *Lab) Host(name string) *Host {
 	l.t.Helper()

@@ -36,6 +36,9 @@ const (
 	// LinkCooked: frames from the network header on, the protocol in
 	// the kernel's metadata (a packet socket of SOCK_DGRAM: "any").
 	LinkCooked
+	// LinkSLL: Linux cooked frames as saved (a capture file of "any"):
+	// a 16-byte header ending with the protocol.
+	LinkSLL
 )
 
 // snapAll is what a filter's "keep" returns: the whole frame.
@@ -435,18 +438,24 @@ func (g *capGen) cond(c bpf.JumpTest, v uint32, t, f int) {
 }
 
 func (g *capGen) l3() uint32 {
-	if g.link == LinkCooked {
+	switch g.link {
+	case LinkCooked:
 		return 0
+	case LinkSLL:
+		return 16
 	}
 	return 14
 }
 
 func (g *capGen) etherType() {
-	if g.link == LinkCooked {
+	switch g.link {
+	case LinkCooked:
 		g.emit(bpf.LoadExtension{Num: bpf.ExtProto})
-		return
+	case LinkSLL:
+		g.emit(bpf.LoadAbsolute{Off: 14, Size: 2})
+	default:
+		g.emit(bpf.LoadAbsolute{Off: 12, Size: 2})
 	}
-	g.emit(bpf.LoadAbsolute{Off: 12, Size: 2})
 }
 
 // maxCapIns bounds a compiled filter (the kernel takes 4,096).

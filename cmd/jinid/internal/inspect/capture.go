@@ -46,8 +46,8 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
 	}
 	defer d.Flush()
-	if d.filter != nil && src.LinkType() != layers.LinkTypeEthernet {
-		return fmt.Errorf("a capture filter applies to Ethernet captures; this one is of link type %s (use -Y)", src.LinkType())
+	if err := d.compileFilter(src.LinkType()); err != nil {
+		return err
 	}
 	ps := gopacket.NewPacketSource(src, src.LinkType())
 	ps.DecodeOptions = gopacket.DecodeOptions{Lazy: true, NoCopy: true}

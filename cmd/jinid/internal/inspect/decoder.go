@@ -85,19 +85,37 @@ type Decoder struct {
 	// data: a segment that arrives before the one it follows (out of
 	// order) still marks where its message began.
 	firstSeg map[[2]netip.AddrPort]segAt
-	// filter, for a capture file, is a capture filter run in user space:
-	// what it refuses is as if never captured.
-	filter *bpf.VM
+	// filterExpr, for a capture file, is a capture filter run in user
+	// space (filter, once compiled for the file's link): what it refuses
+	// is as if never captured.
+	filterExpr string
+	filter     *bpf.VM
 }
 
-// SetCaptureFilter has a capture file's frames (Ethernet) pass prog, as
+// SetCaptureFilter has a capture file's frames pass a capture filter, as
 // the kernel passes a live capture's.
-func (d *Decoder) SetCaptureFilter(prog []bpf.Instruction) error {
-	vm, err := bpf.NewVM(prog)
+func (d *Decoder) SetCaptureFilter(expr string) { d.filterExpr = expr }
+
+// compileFilter compiles the capture filter for a file's link type.
+func (d *Decoder) compileFilter(lt layers.LinkType) error {
+	if d.filterExpr == "" {
+		return nil
+	}
+	link := LinkEthernet
+	switch lt {
+	case layers.LinkTypeEthernet:
+	case layers.LinkTypeLinuxSLL:
+		link = LinkSLL
+	default:
+		return fmt.Errorf("a capture filter applies to Ethernet and Linux cooked captures; this one is of link type %s (use -Y)", lt)
+	}
+	prog, err := CompileCaptureFilter(d.filterExpr, link)
 	if err != nil {
+		return err
+	}
+	if d.filter, err = bpf.NewVM(prog); err != nil {
 		return fmt.Errorf("the capture filter: %w", err)
 	}
-	d.filter = vm
 	return nil
 }
 

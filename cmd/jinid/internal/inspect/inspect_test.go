@@ -272,3 +272,57 @@ func TestTimeOrderAndFields(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A ring of capture files: each at most the size asked (give or take a
+// frame and the writer's buffer), the oldest removed, each one readable
+// on its own.
+func TestCaptureRing(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewCaptureWriter(WriterConfig{Path: filepath.Join(dir, "ring.pcapng"), Interfaces: []string{"eth0", "eth1"}, RingFiles: 3, RingBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := pcaptest.NewCapture(t)
+	frame.UDP("192.0.2.10", 4160, "224.0.1.84", vectors.Named("v2.announcement#0").Bytes())
+	r, _ := pcapgo.NewReader(bytes.NewReader(frame.Bytes()))
+	data, ci, err := r.ReadPacketData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if err := w.WriteFrame(i%2, ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "ring_*.pcapng"))
+	if len(files) != 3 {
+		t.Fatalf("%d files kept, want 3: %v", len(files), files)
+	}
+	for _, f := range files {
+		fi, _ := os.Stat(f)
+		if fi.Size() > 8<<10+4096+200 {
+			t.Errorf("%s: %d bytes", f, fi.Size())
+		}
+		raw, _ := os.ReadFile(f)
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(raw), pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		n := 0
+		for {
+			if _, _, err := ng.ReadPacketData(); err != nil {
+				break
+			}
+			n++
+		}
+		if ng.NInterfaces() != 2 || n == 0 {
+			t.Errorf("%s: %d interfaces, %d frames", f, ng.NInterfaces(), n)
+		}
+	}
+	if _, err := NewCaptureWriter(WriterConfig{Path: filepath.Join(dir, "two.pcap"), Interfaces: []string{"eth0", "eth1"}}); err == nil || !strings.Contains(err.Error(), "name a .pcapng file") {
+		t.Errorf("two interfaces in a pcap: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 	"golang.org/x/net/bpf"
@@ -59,7 +60,7 @@ func TestLiveCapture(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- Live(ctx, LiveConfig{Interface: "eth0", Namespace: sniffer.Namespace(), Write: w}, NewDecoder(func(r Record) {
+		done <- Live(ctx, LiveConfig{Interfaces: []string{"eth0"}, Namespace: sniffer.Namespace(), Write: pcapFrames{w}}, NewDecoder(func(r Record) {
 			mu.Lock()
 			live = append(live, r)
 			mu.Unlock()
@@ -113,7 +114,7 @@ func TestLiveCapture(t *testing.T) {
 }
 
 func TestLiveErrors(t *testing.T) {
-	err := Live(t.Context(), LiveConfig{Interface: "no-such-if0"}, NewDecoder(func(Record) {}))
+	err := Live(t.Context(), LiveConfig{Interfaces: []string{"no-such-if0"}}, NewDecoder(func(Record) {}))
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`interface "no-such-if0"`)) {
 		t.Fatalf("error %v", err)
 	}
@@ -165,10 +166,11 @@ func TestCaptureCountsDrops(t *testing.T) {
 	sniffer, sender := lab.Host("sniffer"), lab.Host("sender")
 	sl := sniffer.Attach(lan)
 	sender.Attach(lan)
-	f, err := openPacketSocket(sniffer.Namespace(), "eth0", tcpUDPFilter)
+	src, err := openPacketSocket(sniffer.Namespace(), "eth0", tcpUDPFilter, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := src.f
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -199,4 +201,11 @@ func TestCaptureCountsDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Until(t, "drops counted", func() bool { return dropped(f) > 0 })
+}
+
+// pcapFrames writes frames to a pcap writer.
+type pcapFrames struct{ w *pcapgo.Writer }
+
+func (p pcapFrames) WriteFrame(_ int, ci gopacket.CaptureInfo, data []byte) error {
+	return p.w.WritePacket(ci, data)
 }

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/discoverytest"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
+)
+
+// inspect on two interfaces at once, and on any: the announcements of a
+// lookup service on each LAN, in one output; a pcapng with one named
+// interface block each, and a cooked capture of any, that decode to the
+// same; promiscuous on a hub, the unicast exchange of two other hosts.
+func TestInspectInterfaces(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	lan1.Hub()
+	sniffer, a, b, c := lab.Host("sniffer"), lab.Host("a"), lab.Host("b"), lab.Host("c")
+	sniffer.Attach(lan1)
+	sniffer.Attach(lan2)
+	al, bl := a.Attach(lan1), b.Attach(lan2)
+	c.Attach(lan1)
+	for i, h := range []*netlab.Host{a, b} {
+		l, err := discoverytest.StartLookupService(discoverytest.LookupServiceConfig{Version: 2, ServiceID: discovery.ServiceID{byte(i + 1)},
+			Groups: []string{"lab"}, Namespace: h.Namespace(), Announce: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+	dir := t.TempDir()
+	ng := filepath.Join(dir, "both.pcapng")
+	out, err := sniffer.Command(t.Context(), bin, "inspect", "-q", "--iface", "eth0", "--iface", "eth1", "--write", ng, "--duration", "1500ms",
+		"-T", "fields", "-e", "kind", "-e", "lookup").Output()
+	if err != nil {
+		t.Fatalf("two interfaces: %v", err)
+	}
+	for _, l := range []*netlab.Link{al, bl} {
+		if !strings.Contains(string(out), "multicast-announcement\t"+l.IPv4.String()+":4160\n") {
+			t.Errorf("no announcement of %s:\n%s", l.IPv4, out)
+		}
+	}
+	raw, _ := os.ReadFile(ng)
+	r, err := pcapgo.NewNgReader(bytes.NewReader(raw), pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, _, err := r.ReadPacketData(); err != nil {
+			break
+		}
+	}
+	if r.NInterfaces() != 2 {
+		t.Fatalf("%d interface blocks", r.NInterfaces())
+	}
+	for i, want := range []string{"eth0", "eth1"} {
+		if intf, _ := r.Interface(i); intf.Name != want || intf.LinkType != layers.LinkTypeEthernet {
+			t.Errorf("interface %d: %+v", i, intf)
+		}
+	}
+	back, err := exec.Command(bin, "inspect", "-q", "--pcap", ng, "-T", "fields", "-e", "lookup").Output()
+	if err != nil || !strings.Contains(string(back), al.IPv4.String()) || !strings.Contains(string(back), bl.IPv4.String()) {
+		t.Errorf("the pcapng decodes to %v:\n%s", err, back)
+	}
+
+	// any, with a capture filter for the one LAN's lookup service.
+	cooked := filepath.Join(dir, "any.pcap")
+	out, err = sniffer.Command(t.Context(), bin, "inspect", "-q", "--iface", "any", "-f", "udp and host "+bl.IPv4.String(),
+		"--write", cooked, "--duration", "1500ms", "-T", "fields", "-e", "lookup").Output()
+	if err != nil || !strings.Contains(string(out), bl.IPv4.String()) || strings.Contains(string(out), al.IPv4.String()) {
+		t.Fatalf("any: %v\n%s", err, out)
+	}
+	raw, _ = os.ReadFile(cooked)
+	pr, err := pcapgo.NewReader(bytes.NewReader(raw))
+	if err != nil || pr.LinkType() != layers.LinkTypeLinuxSLL {
+		t.Fatalf("the capture of any: %v, link type %v", err, pr.LinkType())
+	}
+	back, err = exec.Command(bin, "inspect", "-q", "--pcap", cooked, "-T", "fields", "-e", "lookup").Output()
+	if err != nil || !strings.Contains(string(back), bl.IPv4.String()) {
+		t.Errorf("the cooked capture decodes to %v:\n%s", err, back)
+	}
+
+	// Promiscuous, on the hub: c's unicast discovery of a, neither of
+	// them the sniffer.
+	capture := sniffer.Command(t.Context(), bin, "inspect", "-q", "--iface", "eth0", "--duration", "4s", "-f", "tcp", "-T", "fields", "-e", "kind", "-e", "source")
+	var got bytes.Buffer
+	capture.Stdout = &got
+	if err := capture.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the promiscuous mode: the capture is then open.
+	testenv.Until(t, "eth0 promiscuous", func() bool {
+		o, _ := sniffer.Command(t.Context(), "ip", "-d", "link", "show", "eth0").Output()
+		return strings.Contains(string(o), "promiscuity 1")
+	})
+	if out, err := c.Command(t.Context(), bin, "discover", "--locator", "jini://"+al.IPv4.String(), "--no-multicast", "--timeout", "2s").CombinedOutput(); err != nil {
+		t.Fatalf("discover: %v\n%s", err, out)
+	}
+	if err := capture.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.String(), "unicast-response\t"+al.IPv4.String()+":4160") {
+		t.Errorf("the exchange between two other hosts was not captured:\n%s", &got)
+	}
+	o, _ := sniffer.Command(t.Context(), "ip", "-d", "link", "show", "eth0").Output()
+	if !strings.Contains(string(o), "promiscuity 0") {
+		t.Errorf("eth0 left promiscuous:\n%s", o)
+	}
+}
