@@ -32,6 +32,7 @@ func newInspectCmd() *spec {
 		timeFormat, tmode  string
 		fields             []string
 		display, capFilter string
+		stats              []string
 	)
 	cmd := &spec{
 		use:   "inspect (--pcap FILE | --iface NAME ... | --iface any) [-f CAPTURE-FILTER] [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
@@ -72,6 +73,13 @@ bare words, numbers compare as numbers, and a field of several values
 of each line, tab-separated (several values joined by ","), for scripts.
 The fields:
 ` + inspectFieldHelp() + `
+-z prints statistics at the end (with -q, alone): -z lookup, per lookup
+service (announcements, the interval observed between them, versions,
+groups, unicast responses); -z requester, per requesting host (multicast
+and unicast requests, responses received, versions, groups asked); -z
+jeri, per Jini ERI method (calls, exceptions, unanswered, median and
+longest latency).
+
 Live capture (--iface) uses Linux packet sockets: it needs root (or
 CAP_NET_RAW) but no libpcap. --iface may be given several times, the
 frames of all merged in the order they are read; --iface any captures on
@@ -90,6 +98,7 @@ how many when it ends. Usage errors exit with status 2.`,
   jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
   jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
   jinid inspect --pcap jini.pcap -f 'udp and not host 10.0.0.7'
+  jinid inspect --pcap jini.pcap -q -z lookup -z requester -z jeri
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m
@@ -131,6 +140,13 @@ how many when it ends. Usage errors exit with status 2.`,
 			if capFilter != "" {
 				if _, err := inspect.CompileCaptureFilter(capFilter, inspect.LinkEthernet); err != nil {
 					return usagef("-f: %w", err)
+				}
+			}
+			var tally *inspect.Tally
+			if len(stats) > 0 {
+				var err error
+				if tally, err = inspect.NewTally(stats); err != nil {
+					return usageError{err: err}
 				}
 			}
 			var filter *inspect.Filter
@@ -180,15 +196,22 @@ how many when it ends. Usage errors exit with status 2.`,
 				write1 = func(_ io.Writer, r inspect.Record) error { return p.item(inspectRecord(r)) }
 			}
 			var werr error
+			quiet, _ := inv.flags.GetBool("quiet")
+			lines := tally == nil || !quiet // -q -z: the statistics alone, as tshark -q -z
 			d := inspect.NewDecoder(func(r inspect.Record) {
-				if werr == nil && filter.Match(r) {
+				if !filter.Match(r) {
+					return
+				}
+				if tally != nil {
+					tally.Add(r)
+				}
+				if werr == nil && lines {
 					werr = write1(out, r)
 					if werr == nil && live {
 						werr = out.Flush() // live: show each line as it comes
 					}
 				}
 			})
-			quiet, _ := inv.flags.GetBool("quiet")
 			if pcap != "" {
 				d.SetCaptureFilter(capFilter)
 			}
@@ -203,6 +226,9 @@ how many when it ends. Usage errors exit with status 2.`,
 				}
 				err = capture(inv.ctx, inv.stderr, inspect.LiveConfig{Interfaces: ifaces, Promisc: !noPromisc, Filter: capFilter},
 					inspect.WriterConfig{Path: write, Interfaces: ifaces, RingFiles: ringFiles, RingBytes: int64(ringSize * (1 << 20))}, duration, d)
+			}
+			if tally != nil && werr == nil {
+				werr = tally.Write(out)
 			}
 			if ferr := out.Flush(); werr == nil {
 				werr = ferr
@@ -232,6 +258,7 @@ how many when it ends. Usage errors exit with status 2.`,
 	f.StringVarP(&capFilter, "capture-filter", "f", "", "capture only the packets this pcap-filter expression selects, in the kernel (see above; on a capture file, as it is read)")
 	f.StringVarP(&tmode, "fields-output", "T", "", "fields: print the -e fields of each message, tab-separated")
 	f.StringArrayVarP(&fields, "field", "e", nil, "a field -T fields prints (repeatable; see above)")
+	f.StringArrayVarP(&stats, "statistics", "z", nil, "print statistics at the end: lookup, requester or jeri (repeatable; see above)")
 	output.add(cmd)
 	return cmd
 }

@@ -100,3 +100,30 @@ func TestInspectFiltersAndFields(t *testing.T) {
 		}
 	}
 }
+
+// -z: statistics per lookup service and per requester; with -q, alone.
+func TestInspectStatistics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scenario.pcap")
+	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, nil, "inspect", "--pcap", path, "-q", "-z", "lookup", "-z", "requester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`(?m)^=== Lookup services ===\nSERVICE ID +ADDRESS +ANNOUNCEMENTS +INTERVAL +VERSIONS +GROUPS +RESPONSES\n`,
+		`(?m)^01234567-89ab-cdef-fedc-ba9876543210 +192\.0\.2\.10:4160,192\.0\.2\.30:\? +3 +3ms +v1,v2 .* +1\n`,
+		`(?m)^192\.0\.2\.20 +2 +4 +2 +v1,v2 `,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "multicast-announcement v1") {
+		t.Errorf("-q -z printed the lines too:\n%s", out)
+	}
+	if _, _, err := run(t, nil, "inspect", "--pcap", path, "-z", "colour"); err == nil || exitCode(err) != exitUsage {
+		t.Errorf("-z colour: %v", err)
+	}
+}

@@ -508,6 +508,16 @@ func TestInspectJERI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Per method: calls, exceptions and latency.
+	stats, err := exec.Command(jl.bin, "inspect", "--pcap", saved, "-q", "-z", "jeri").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`(?m)^Registrar\.register/2 +[1-9]\d* +0 +0 +\d`, `(?m)^Registrar\.renewServiceLease/3 +[1-9]\d* +[1-9]`} {
+		if !regexp.MustCompile(want).Match(stats) {
+			t.Errorf("-z jeri lacks %q:\n%s", want, stats)
+		}
+	}
 	for _, want := range []string{
 		"unicast-response v2 lookup=" + jl.jinidIP.String() + ":4160",
 		"Registrar.getMemberGroups/0 -> return",

@@ -31,6 +31,9 @@ type JERICallFields struct {
 	Message   string `json:"message,omitempty"`
 	// ReplyLength is the reply's bytes.
 	ReplyLength int `json:"replyLength"`
+	// LatencyMicros is the time from the call's first byte to its
+	// reply's, in microseconds (0 when unanswered).
+	LatencyMicros int64 `json:"latencyMicros,omitempty"`
 }
 
 // methodNames names the method hashes of the registrar (the JGDMS
@@ -132,6 +135,7 @@ func (d *Decoder) decodeJERI(client, server *half) {
 			if p.session == q.session && !p.used && !p.at.Before(q.at) {
 				replies[i].used = true
 				f.ReplyLength = len(p.data)
+				f.LatencyMicros = p.at.Sub(q.at).Microseconds()
 				f.Status, f.Exception, f.Message = replyStatus(p.data)
 				break
 			}
