@@ -33,6 +33,8 @@ func newInspectCmd() *spec {
 		fields             []string
 		display, capFilter string
 		stats              []string
+		install            bool
+		pluginDir          string
 	)
 	cmd := &spec{
 		use:   "inspect (--pcap FILE | --iface NAME ... | --iface any) [-f CAPTURE-FILTER] [-Y FILTER] [-T fields -e FIELD ...] [--write FILE]",
@@ -80,6 +82,14 @@ and unicast requests, responses received, versions, groups asked); -z
 jeri, per Jini ERI method (calls, exceptions, unanswered, median and
 longest latency).
 
+--install-dissector writes jinid's Wireshark dissector (Lua) into
+Wireshark's personal plugin folder (~/.local/lib/wireshark/plugins):
+Wireshark and tshark then decode the Jini discovery protocols too
+(display filter jini; fields jini.kind, jini.version, jini.serviceid,
+jini.group, jini.host, jini.port, ...), the same as jinid does. For
+captures with segments out of order, set Wireshark's TCP preference
+"Reassemble out-of-order segments".
+
 Live capture (--iface) uses Linux packet sockets: it needs root (or
 CAP_NET_RAW) but no libpcap. --iface may be given several times, the
 frames of all merged in the order they are read; --iface any captures on
@@ -99,6 +109,7 @@ how many when it ends. Usage errors exit with status 2.`,
   jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
   jinid inspect --pcap jini.pcap -f 'udp and not host 10.0.0.7'
   jinid inspect --pcap jini.pcap -q -z lookup -z requester -z jeri
+  jinid inspect --install-dissector
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m
@@ -106,6 +117,16 @@ how many when it ends. Usage errors exit with status 2.`,
   jinid inspect --iface any -f 'port 4160' --duration 10s
   jinid inspect --iface eth0 --write ring.pcapng --ring-files 5 --ring-size 1 --duration 10s`,
 		run: func(inv *invocation, _ []string) error {
+			if install || pluginDir != "" {
+				if !install {
+					return usagef("--plugin-dir says where --install-dissector writes: give --install-dissector")
+				}
+				path, err := inspect.InstallDissector(pluginDir)
+				if err != nil {
+					return err
+				}
+				return done(inv, "installed %s: Wireshark and tshark show Jini discovery (filter: jini) once restarted", path)
+			}
 			live := len(ifaces) > 0
 			switch {
 			case pcap == "" && !live:
@@ -259,6 +280,8 @@ how many when it ends. Usage errors exit with status 2.`,
 	f.StringVarP(&tmode, "fields-output", "T", "", "fields: print the -e fields of each message, tab-separated")
 	f.StringArrayVarP(&fields, "field", "e", nil, "a field -T fields prints (repeatable; see above)")
 	f.StringArrayVarP(&stats, "statistics", "z", nil, "print statistics at the end: lookup, requester or jeri (repeatable; see above)")
+	f.BoolVar(&install, "install-dissector", false, "write jinid's Wireshark dissector of Jini discovery (Lua) to Wireshark's personal plugin folder, and do nothing else")
+	f.StringVar(&pluginDir, "plugin-dir", "", "with --install-dissector: the folder to write it to (default ~/"+inspect.DissectorDir+")")
 	output.add(cmd)
 	return cmd
 }

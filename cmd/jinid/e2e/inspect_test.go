@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/rig/netlab"
@@ -76,6 +79,7 @@ func TestInspectInterfaces(t *testing.T) {
 	if err != nil || !strings.Contains(string(back), al.IPv4.String()) || !strings.Contains(string(back), bl.IPv4.String()) {
 		t.Errorf("the pcapng decodes to %v:\n%s", err, back)
 	}
+	agreeWithTshark(t, bin, ng)
 
 	// any, with a capture filter for the one LAN's lookup service.
 	cooked := filepath.Join(dir, "any.pcap")
@@ -93,6 +97,7 @@ func TestInspectInterfaces(t *testing.T) {
 	if err != nil || !strings.Contains(string(back), bl.IPv4.String()) {
 		t.Errorf("the cooked capture decodes to %v:\n%s", err, back)
 	}
+	agreeWithTshark(t, bin, cooked)
 
 	// Promiscuous, on the hub: c's unicast discovery of a, neither of
 	// them the sniffer.
@@ -119,5 +124,29 @@ func TestInspectInterfaces(t *testing.T) {
 	o, _ := sniffer.Command(t.Context(), "ip", "-d", "link", "show", "eth0").Output()
 	if !strings.Contains(string(o), "promiscuity 0") {
 		t.Errorf("eth0 left promiscuous:\n%s", o)
+	}
+}
+
+// agreeWithTshark: for every message jinid inspect decodes in the
+// capture at path, tshark with jinid's Lua dissector shows the same kind,
+// version, ServiceIDs, groups and host and port.
+func agreeWithTshark(t *testing.T, bin, path string) {
+	t.Helper()
+	args := []string{"inspect", "-q", "--pcap", path, "-T", "fields", "-Y", "!error && kind != jeri-call"}
+	for _, f := range pcaptest.DissectorFields {
+		args = append(args, "-e", f)
+	}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	var ours []string
+	for l := range strings.Lines(string(out)) {
+		ours = append(ours, strings.TrimSuffix(l, "\n"))
+	}
+	slices.Sort(ours)
+	theirs := pcaptest.TsharkFields(t, inspect.Dissector, path)
+	if len(ours) == 0 || !slices.Equal(ours, theirs) {
+		t.Errorf("%s: jinid decodes\n%s\ntshark with the dissector shows\n%s", filepath.Base(path), strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
 	}
 }

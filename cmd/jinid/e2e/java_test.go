@@ -508,6 +508,8 @@ func TestInspectJERI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Lua dissector shows what jinid decodes (a jinid's Java proxies).
+	agreeWithTshark(t, jl.bin, saved)
 	// Per method: calls, exceptions and latency.
 	stats, err := exec.Command(jl.bin, "inspect", "--pcap", saved, "-q", "-z", "jeri").Output()
 	if err != nil {

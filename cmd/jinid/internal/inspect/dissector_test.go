@@ -1,0 +1,66 @@
+package inspect
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
+)
+
+// jinidFields is what jinid decodes of a capture, as pcaptest.TsharkFields
+// gives tshark's: a line per message decoded without error (not Jini ERI
+// calls, which the dissector leaves to Wireshark's TCP), sorted.
+func jinidFields(t testing.TB, raw []byte) []string {
+	t.Helper()
+	var ours []string
+	err := ReadCapture(bytes.NewReader(raw), NewDecoder(func(r Record) {
+		if r.Error != "" || r.Kind == KindJERICall {
+			return
+		}
+		var b strings.Builder
+		for i, f := range pcaptest.DissectorFields {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(strings.Join(Values(r, f), ","))
+		}
+		ours = append(ours, b.String())
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ours)
+	return ours
+}
+
+// For every message jinid decodes, tshark with the Lua dissector shows
+// the same kind, version, ServiceIDs, groups and host and port: on the
+// scenario of every kind of message (a Reggie's response split out of
+// order, a jinid's connecting back to a version 1 requester, hostile
+// datagrams).
+func TestDissectorAgreesWithJinid(t *testing.T) {
+	raw := pcaptest.Scenario(t)
+	path := filepath.Join(t.TempDir(), "scenario.pcap")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := jinidFields(t, raw), pcaptest.TsharkFields(t, Dissector, path)
+	if len(ours) < 10 || !slices.Equal(ours, theirs) {
+		t.Errorf("jinid decodes\n%s\ntshark with the dissector shows\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
+	}
+}
+
+func TestInstallDissector(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "plugins")
+	path, err := InstallDissector(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Equal(b, Dissector) || filepath.Base(path) != "jini.lua" {
+		t.Fatalf("%s holds %d bytes", path, len(b))
+	}
+}
