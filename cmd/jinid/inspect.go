@@ -113,7 +113,7 @@ how many when it ends. Usage errors exit with status 2.`,
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
   tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
   jinid inspect --iface eth0 --write jini.pcap --duration 1m
-  jinid inspect --iface eth0 --iface eth1 --write lan.pcapng --duration 10s
+  jinid inspect --iface eth0 --iface lo --write both.pcapng --duration 10s
   jinid inspect --iface any -f 'port 4160' --duration 10s
   jinid inspect --iface eth0 --write ring.pcapng --ring-files 5 --ring-size 1 --duration 10s`,
 		run: func(inv *invocation, _ []string) error {
