@@ -37,8 +37,10 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 		return fmt.Errorf("reading capture header: %w", err)
 	}
 	var src packetReader
+	var ng *pcapgo.NgReader
 	if bytes.Equal(magic, []byte{0x0A, 0x0D, 0x0D, 0x0A}) {
-		src, err = pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		ng, err = pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		src = ng
 	} else {
 		src, err = pcapgo.NewReader(br)
 	}
@@ -46,19 +48,31 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
 	}
 	defer d.Flush()
-	if err := d.compileFilter(src.LinkType()); err != nil {
-		return err
-	}
-	ps := gopacket.NewPacketSource(src, src.LinkType())
-	ps.DecodeOptions = gopacket.DecodeOptions{Lazy: true, NoCopy: true}
 	for {
-		p, err := ps.NextPacket()
+		data, ci, err := src.ReadPacketData()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("reading capture: %w", err)
 		}
+		// A pcapng names each frame's interface, and its link type: the
+		// interface is the zone of its link-local addresses.
+		lt, zone := src.LinkType(), ""
+		if ng != nil {
+			if intf, err := ng.Interface(ci.InterfaceIndex); err == nil {
+				lt = intf.LinkType
+				if intf.Name != "any" {
+					zone = intf.Name
+				}
+			}
+		}
+		if err := d.compileFilter(lt); err != nil {
+			return err
+		}
+		p := gopacket.NewPacket(data, lt, gopacket.DecodeOptions{Lazy: true, NoCopy: true})
+		p.Metadata().CaptureInfo = ci
+		d.SetZone(zone)
 		d.Packet(p)
 	}
 }

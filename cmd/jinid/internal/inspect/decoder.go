@@ -90,6 +90,8 @@ type Decoder struct {
 	// is as if never captured.
 	filterExpr string
 	filter     *bpf.VM
+	filterLink layers.LinkType // what filter was compiled for
+	filterSet  bool
 }
 
 // SetCaptureFilter has a capture file's frames pass a capture filter, as
@@ -98,9 +100,10 @@ func (d *Decoder) SetCaptureFilter(expr string) { d.filterExpr = expr }
 
 // compileFilter compiles the capture filter for a file's link type.
 func (d *Decoder) compileFilter(lt layers.LinkType) error {
-	if d.filterExpr == "" {
+	if d.filterExpr == "" || d.filterSet && d.filterLink == lt {
 		return nil
 	}
+	d.filterLink, d.filterSet = lt, true
 	link := LinkEthernet
 	switch lt {
 	case layers.LinkTypeEthernet:
