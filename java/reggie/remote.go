@@ -454,17 +454,27 @@ func (c *Codec) templateTo(t Template) (*javaio.Object, error) {
 		o.Set("serviceTypes", types)
 	}
 	if len(t.Attributes) > 0 {
-		reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
-		for _, a := range t.Attributes {
-			rep, ok := c.EntryRep(a)
-			if !ok {
-				return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so a Java lookup service cannot be asked for it", a.Type)
-			}
-			reps.Elems = append(reps.Elems, rep)
+		reps, err := c.entryReps(t.Attributes)
+		if err != nil {
+			return nil, err
 		}
 		o.Set("attributeSetTemplates", reps)
 	}
 	return o, nil
+}
+
+// entryReps are entries as Reggie's EntryRep array; each must be of a
+// class jinid knows the fields of (Java could not load another).
+func (c *Codec) entryReps(es []Entry) (*javaio.Array, error) {
+	reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
+	for _, a := range es {
+		rep, ok := c.EntryRep(a)
+		if !ok {
+			return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so a Java lookup service cannot be given it", a.Type)
+		}
+		reps.Elems = append(reps.Elems, rep)
+	}
+	return reps, nil
 }
 
 // serviceType is Reggie's ServiceType of a type name; a registered
@@ -555,13 +565,9 @@ func (c *Codec) itemRep(it Item) (*javaio.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	reps := &javaio.Array{Class: c.l.Classes.Class("[L" + c.l.Package + ".EntryRep;")}
-	for _, a := range it.Attributes {
-		rep, ok := c.EntryRep(a)
-		if !ok {
-			return nil, fmt.Errorf("attribute %s: not an entry class jinid knows the fields of, so it cannot be registered in a Java lookup service", a.Type)
-		}
-		reps.Elems = append(reps.Elems, rep)
+	reps, err := c.entryReps(it.Attributes)
+	if err != nil {
+		return nil, err
 	}
 	svc, err := c.WrapString(it.Endpoint)
 	if err != nil {

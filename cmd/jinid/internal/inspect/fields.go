@@ -75,52 +75,46 @@ func Values(r Record, name string) []string {
 	case "error":
 		return one(r.Error)
 	}
+	// What a message says of a lookup service or a requester: its
+	// ServiceIDs, host, port and groups.
+	var (
+		ids, groups     []string
+		host            string
+		port            int
+		lookup, request bool
+	)
 	switch f := r.Fields.(type) {
 	case *AnnouncementFields:
-		switch name {
-		case "serviceID":
-			return one(f.ServiceID)
-		case "host":
-			return one(f.Host)
-		case "port":
-			return num(f.Port)
-		case "lookup":
-			return one(hostPort(f.Host, f.Port))
-		case "group":
-			return f.Groups
-		}
-	case *RequestFields:
-		switch name {
-		case "serviceID":
-			return f.KnownServiceIDs
-		case "host":
-			return one(f.Host)
-		case "port":
-			return num(f.Port)
-		case "requester":
-			return one(net.JoinHostPort(f.Host, strconv.Itoa(f.Port)))
-		case "group":
-			return f.Groups
-		}
+		ids, host, port, groups, lookup = one(f.ServiceID), f.Host, f.Port, f.Groups, true
 	case *UnicastResponseFields:
-		switch name {
-		case "serviceID":
-			return one(f.Registrar.ServiceID)
-		case "host":
-			return one(f.Host)
-		case "port":
-			return num(f.Port)
-		case "lookup":
-			return one(hostPort(f.Host, f.Port))
-		case "group":
-			return f.Groups
-		}
+		ids, host, port, groups, lookup = one(f.Registrar.ServiceID), f.Host, f.Port, f.Groups, true
+	case *RequestFields:
+		ids, host, port, groups, request = f.KnownServiceIDs, f.Host, f.Port, f.Groups, true
 	case *JERICallFields:
 		switch name {
 		case "method":
 			return one(f.Method)
 		case "status":
 			return one(f.Status)
+		}
+		return nil
+	}
+	switch name {
+	case "serviceID":
+		return ids
+	case "host":
+		return one(host)
+	case "port":
+		return num(port)
+	case "group":
+		return groups
+	case "lookup":
+		if lookup {
+			return one(hostPort(host, port))
+		}
+	case "requester":
+		if request {
+			return one(net.JoinHostPort(host, strconv.Itoa(port)))
 		}
 	}
 	return nil
