@@ -381,7 +381,10 @@ func (j *Joiner) run(ctx context.Context, log *slog.Logger, t *target) {
 // keep registers r, or renews it, and schedules what is next. It
 // reports false when the lookup service could not be reached.
 func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) bool {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	// A call under way when the join manager stops ends (within its
+	// timeout) rather than being cut: a registration the lookup service
+	// made is then known, and cancelled on the way out, not left behind.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	if r.ok {
 		granted, err := t.remote.Renew(cctx, r.lease, j.cfg.Lease)
