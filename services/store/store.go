@@ -1,6 +1,8 @@
 // Package store is jinid's crash-safe state: an embedded bbolt database in
-// one data directory. Every Update is on disk (fsync) before it returns, so
-// a service answers "ok" only for what a crash cannot take back.
+// one data directory (the default), or an etcd cluster that several
+// jinids share. Every Update is on disk (fsync), or committed by the etcd
+// cluster, before it returns, so a service answers "ok" only for what a
+// crash cannot take back.
 package store
 
 import (
@@ -37,7 +39,7 @@ var ErrNewerSchema = errors.New("store written by a newer jinid")
 
 // Store is an open data directory.
 type Store struct {
-	db   *bolt.DB
+	be   backend
 	path string
 	// wmu serialises writers across the transaction and its on-commit
 	// hooks, so in-memory state follows the store in commit order.
@@ -72,9 +74,9 @@ func (s *Store) Writing() time.Duration {
 func (s *Store) Instrument(reg *metrics.Registry) {
 	s.commits = reg.Histogram("jinid_store_commit_duration_seconds",
 		"Time to commit a change to the store, fsync included.", commitBuckets)
-	reg.GaugeFunc("jinid_store_size_bytes", "Size of the store's file.", nil, func(emit func(float64, ...string)) {
-		if fi, err := os.Stat(s.path); err == nil {
-			emit(float64(fi.Size()))
+	reg.GaugeFunc("jinid_store_size_bytes", "Size of the store's file (or of its data in etcd).", nil, func(emit func(float64, ...string)) {
+		if n, ok := s.be.size(); ok {
+			emit(float64(n))
 		}
 	})
 }
@@ -136,8 +138,8 @@ func (s *Store) probe() {
 		case <-t.C:
 		}
 		s.wmu.Lock()
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket(metaBucket).Put([]byte("probe"), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+		err := s.be.update(func(t kv) error {
+			return t.put(string(metaBucket), "probe", []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 		})
 		s.wmu.Unlock()
 		if err == nil {
@@ -162,22 +164,27 @@ func Open(dir string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, closed: make(chan struct{})}
+	return newStore(&boltBackend{db: db, file: path}, path)
+}
+
+// newStore opens a store on a backend, checking its schema.
+func newStore(be backend, path string) (*Store, error) {
+	s := &Store{be: be, path: path, closed: make(chan struct{})}
 	if err := s.migrate(); err != nil {
-		db.Close()
+		be.close()
 		return nil, err
 	}
 	return s, nil
 }
 
 func (s *Store) migrate() error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(metaBucket)
+	return s.be.update(func(t kv) error {
+		raw, err := t.get(string(metaBucket), "schema")
 		if err != nil {
 			return err
 		}
 		v := 0
-		if raw := b.Get([]byte("schema")); raw != nil {
+		if raw != nil {
 			if v, err = strconv.Atoi(string(raw)); err != nil {
 				return fmt.Errorf("%s: unreadable schema version %q", s.path, raw)
 			}
@@ -187,7 +194,7 @@ func (s *Store) migrate() error {
 			return fmt.Errorf("%s: schema %d, this build reads up to %d: %w", s.path, v, SchemaVersion, ErrNewerSchema)
 		case v < SchemaVersion:
 			// Version 0 is a new store; later versions add their steps here.
-			return b.Put([]byte("schema"), []byte(strconv.Itoa(SchemaVersion)))
+			return t.put(string(metaBucket), "schema", []byte(strconv.Itoa(SchemaVersion)))
 		}
 		return nil
 	})
@@ -203,15 +210,15 @@ func (s *Store) Close() error {
 	}
 	s.mu.Unlock()
 	s.probes.Wait()
-	return s.db.Close()
+	return s.be.close()
 }
 
-// Path is the database file.
+// Path is the database file (for etcd, its endpoints and prefix).
 func (s *Store) Path() string { return s.path }
 
 // Tx is one transaction. Values are stored as JSON.
 type Tx struct {
-	tx       *bolt.Tx
+	kv       kv
 	onCommit []func()
 }
 
@@ -229,8 +236,10 @@ func (s *Store) Update(fn func(*Tx) error) error {
 	start := time.Now()
 	s.writing.Store(start.UnixNano())
 	defer s.writing.Store(0)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t.tx = tx
+	err := s.be.update(func(tx kv) error {
+		// A backend may run fn again (etcd, on a conflict): only the
+		// hooks of the run that commits run.
+		t.kv, t.onCommit = tx, nil
 		return fn(t)
 	})
 	if err == nil {
@@ -253,7 +262,7 @@ func (s *Store) Update(fn func(*Tx) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.db.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	return s.be.view(func(tx kv) error { return fn(&Tx{kv: tx}) })
 }
 
 // Put stores v as JSON under bucket/key.
@@ -262,22 +271,14 @@ func (t *Tx) Put(bucket, key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s/%s: %w", bucket, key, err)
 	}
-	b, err := t.tx.CreateBucketIfNotExists([]byte(bucket))
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(key), raw)
+	return t.kv.put(bucket, key, raw)
 }
 
 // Get reads bucket/key into v; it reports whether the key exists.
 func (t *Tx) Get(bucket, key string, v any) (bool, error) {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return false, nil
-	}
-	raw := b.Get([]byte(key))
-	if raw == nil {
-		return false, nil
+	raw, err := t.kv.get(bucket, key)
+	if err != nil || raw == nil {
+		return false, err
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return true, fmt.Errorf("decoding %s/%s: %w", bucket, key, err)
@@ -286,32 +287,18 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 }
 
 // Delete removes bucket/key, if present.
-func (t *Tx) Delete(bucket, key string) error {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	return b.Delete([]byte(key))
-}
+func (t *Tx) Delete(bucket, key string) error { return t.kv.delete(bucket, key) }
 
-// ForEach calls fn with every key and raw JSON value of a bucket.
+// ForEach calls fn with every key and raw JSON value of a bucket, in key
+// order.
 func (t *Tx) ForEach(bucket string, fn func(key string, raw []byte) error) error {
-	b := t.tx.Bucket([]byte(bucket))
-	if b == nil {
-		return nil
-	}
-	return b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+	return t.kv.forEach(bucket, fn)
 }
 
 // WriteSnapshot writes a consistent copy of the store (a read
 // transaction: writers go on meanwhile) to w, and returns its size.
 func (s *Store) WriteSnapshot(w io.Writer) (int64, error) {
-	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
+	n, err := s.be.writeSnapshot(w)
 	if err != nil {
 		return n, fmt.Errorf("writing a snapshot of %s: %w", s.path, err)
 	}
