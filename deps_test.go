@@ -249,12 +249,14 @@ func TestOutboundOnlyThroughOutbound(t *testing.T) {
 // The daemon's metrics are Prometheus text without protobuf: linking
 // protobuf (as client_golang does) costs about 2 MB on mips, because its
 // reflection keeps the linker from dropping unused methods anywhere in
-// the binary.
+// the binary. Only the etcd store brings it (etcd's client is gRPC), and
+// the builds that leave etcd out (the router's) are without it.
 func TestDaemonLinksNoProtobuf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	linksNone(t, "", "google.golang.org/protobuf", "github.com/golang/protobuf", "github.com/prometheus/client_golang")
+	linksNone(t, "jinid_omit_etcd", "google.golang.org/protobuf", "github.com/golang/protobuf", "github.com/prometheus/client_golang")
+	linksNone(t, "", "github.com/prometheus/client_golang")
 }
 
 // profile is the build tags of one of jinid's profiles (scripts/profile,
@@ -305,7 +307,7 @@ func TestRouterBuilds(t *testing.T) {
 	}{
 		{profile(t, "router"), []string{"github.com/google/gopacket", module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder",
 			"github.com/spf13/cobra", "regexp", "text/template", "github.com/miekg/dns", module + "/announce/dnssd",
-			module + "/java/javalookup", module + "/java/jeri"},
+			module + "/java/javalookup", module + "/java/jeri", "go.etcd.io/etcd/", "google.golang.org/grpc"},
 			"inspect", "jinid-tools"},
 		// The tools are clients: they link no service, no store, no
 		// manager (the participant library speaks the wire types alone).
@@ -394,6 +396,7 @@ var featureLinks = map[string]struct {
 	"tls": {symbols: []string{"crypto/tls.(*Conn).serverHandshake", "crypto/tls.(*Conn).clientHandshake"},
 		beside: []string{"jinid_omit_tools", "nethttpomithttp2"}},
 	"dnssd": {packages: []string{"github.com/miekg/dns", module + "/announce/dnssd"}, beside: []string{"jinid_omit_tools"}},
+	"etcd":  {packages: []string{"go.etcd.io/etcd/client/v3", "google.golang.org/grpc"}, beside: []string{"jinid_omit_tools"}},
 }
 
 // Each optional feature is left out by its tag alone: built beside the

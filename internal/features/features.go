@@ -34,5 +34,8 @@ func All() []Feature {
 		// Its own DNS-SD advertiser over mDNS (miekg/dns); a router's mDNS
 		// responder announces _jini._tcp instead.
 		{Name: "dnssd", Tag: "jinid_omit_dnssd"},
+		// The store kept in an etcd cluster (the etcd client, gRPC: many
+		// MB); a router keeps the embedded store.
+		{Name: "etcd", Tag: "jinid_omit_etcd"},
 	}
 }

@@ -107,6 +107,17 @@ func diskTrouble(err error) string {
 	return ""
 }
 
+// shortCause is an error's last cause, the one that says what happened.
+func shortCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
 // troubled records a write that failed for the disk, and starts probing
 // for its end; it returns what the client is told: try again later.
 func (s *Store) troubled(why string) error {
@@ -248,6 +259,9 @@ func (s *Store) Update(fn func(*Tx) error) error {
 	if err != nil {
 		if why := diskTrouble(err); why != "" {
 			return s.troubled(why)
+		}
+		if errors.Is(err, errUnavailable) {
+			return s.troubled("the etcd cluster did not commit the change in time: " + shortCause(err))
 		}
 		return err
 	}

@@ -1,0 +1,410 @@
+//go:build !jinid_omit_etcd
+
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// Etcd tells whether this build can keep its store in etcd: one built
+// without the etcd feature (jinid_omit_etcd, as the router profile is)
+// cannot.
+const Etcd = true
+
+// OpenEtcd opens the store kept in an etcd cluster. Every Update is a
+// transaction of the cluster, committed (by a majority of its members,
+// on disk) before it returns; a transaction whose reads another writer
+// changed meanwhile runs again on what is there now (optimistic
+// concurrency on revisions).
+func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcd: no endpoints")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultEtcdPrefix
+	}
+	cfg.Prefix = strings.TrimSuffix(cfg.Prefix, "/")
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	var tlsCfg *tls.Config
+	if cfg.CertFile != "" || cfg.CAFile != "" {
+		info := transport.TLSInfo{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, TrustedCAFile: cfg.CAFile}
+		var err error
+		if tlsCfg, err = info.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("etcd TLS: %w", err)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: cfg.Timeout, TLS: tlsCfg,
+		Logger: zap.NewNop(), AutoSyncInterval: time.Minute})
+	if err != nil {
+		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	// Reached at all: a store that cannot be read is not opened.
+	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	if _, err := cli.Get(rctx, cfg.Prefix+"/meta/schema"); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
+	if cfg.Exclusive {
+		if err := be.hold(ctx, cfg); err != nil {
+			cli.Close()
+			return nil, err
+		}
+	}
+	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
+	return newStore(be, where)
+}
+
+// hold takes the store for this process: the lock key <prefix>/.holder,
+// made under an etcd lease kept alive while the process runs. It waits
+// while another holds it.
+func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
+	ttl := cfg.LeaseTTL
+	if ttl <= 0 {
+		ttl = 10 * time.Second
+	}
+	sess, err := concurrency.NewSession(b.cli, concurrency.WithTTL(int(max(ttl/time.Second, 1))), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("etcd: a lease for the store's hold: %w", err)
+	}
+	key := b.prefix + "/.holder"
+	for told := false; ; {
+		node := cmp.Or(cfg.Node, "a jinid")
+		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, node, clientv3.WithLease(sess.Lease()))).Else(clientv3.OpGet(key)).Commit()
+		if err != nil {
+			sess.Close()
+			return fmt.Errorf("etcd: taking the store's hold: %w", err)
+		}
+		if resp.Succeeded {
+			b.fence = clientv3.Compare(clientv3.CreateRevision(key), "=", resp.Header.Revision)
+			b.sess = sess
+			return nil
+		}
+		holder := string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+		if !told && cfg.Waiting != nil {
+			cfg.Waiting(holder)
+			told = true
+		}
+		// Wait for the holder's key to go (its lease ends, or it
+		// releases it), then try again.
+		wctx, cancel := context.WithCancel(ctx)
+		w := b.cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				cancel()
+				sess.Close()
+				return ctx.Err()
+			case wr, ok := <-w:
+				if !ok {
+					break wait
+				}
+				for _, ev := range wr.Events {
+					if ev.Type == clientv3.EventTypeDelete {
+						break wait
+					}
+				}
+			}
+		}
+		cancel()
+	}
+}
+
+// Lost is closed when an exclusive store's hold ends (its lease could
+// not be kept alive): its commits fail from then on, and the process
+// should end, for its standby to take over.
+func (s *Store) Lost() <-chan struct{} {
+	if b, ok := s.be.(*etcdBackend); ok && b.sess != nil {
+		return b.sess.Done()
+	}
+	return nil
+}
+
+// etcdBackend keeps buckets as keys under the prefix: <prefix>/<bucket>/<key>,
+// and beside each bucket a version key (<prefix>/.version/<bucket>) that
+// every transaction writing to the bucket touches, so that a transaction
+// that listed a bucket conflicts with one that added to it or removed
+// from it.
+type etcdBackend struct {
+	cli     *clientv3.Client
+	prefix  string
+	timeout time.Duration
+	// sess and fence, for an exclusive store: the lease of its hold, and
+	// the comparison every commit includes (the hold is still this
+	// process's).
+	sess  *concurrency.Session
+	fence clientv3.Cmp
+}
+
+func (b *etcdBackend) key(bucket, key string) string { return b.prefix + "/" + bucket + "/" + key }
+func (b *etcdBackend) bucketPrefix(bucket string) string {
+	return b.prefix + "/" + bucket + "/"
+}
+func (b *etcdBackend) version(bucket string) string { return b.prefix + "/.version/" + bucket }
+
+// ErrConflict is Update's error when its transaction lost to other
+// writers too many times in a row.
+var ErrConflict = errors.New("the transaction kept conflicting with other writers")
+
+func (b *etcdBackend) update(fn func(kv) error) error {
+	// A transaction another writer's commit invalidated runs again, after
+	// a wait that grows and varies (two writers in step would otherwise
+	// keep invalidating each other), until the request timeout.
+	deadline := time.Now().Add(b.timeout)
+	wait := time.Millisecond
+	for first := true; first || time.Now().Before(deadline); first = false {
+		if b.sess != nil {
+			select {
+			case <-b.sess.Done():
+				return fmt.Errorf("%w: this jinid no longer holds the store (its etcd lease ended): it changes nothing", errUnavailable)
+			default:
+			}
+		}
+		if !first {
+			time.Sleep(wait/2 + rand.N(wait))
+			wait = min(2*wait, 100*time.Millisecond)
+		}
+		t := &etcdTxn{b: b, writes: map[string]*[]byte{}, reads: map[string]int64{}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		if len(t.writes) == 0 {
+			return nil
+		}
+		ok, err := t.commit()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+	}
+	return ErrConflict
+}
+
+func (b *etcdBackend) view(fn func(kv) error) error {
+	return fn(&etcdTxn{b: b, readOnly: true})
+}
+
+func (b *etcdBackend) writeSnapshot(io.Writer) (int64, error) {
+	return 0, errors.New("a store kept in etcd is backed up by etcd (etcdctl snapshot save), not by jinid")
+}
+
+func (b *etcdBackend) size() (int64, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	st, err := b.cli.Status(ctx, b.cli.Endpoints()[0])
+	if err != nil {
+		return 0, false
+	}
+	return st.DbSizeInUse, true
+}
+
+func (b *etcdBackend) close() error {
+	if b.sess != nil {
+		// The hold goes with the process: the standby need not wait for
+		// the lease to run out.
+		b.sess.Close()
+	}
+	return b.cli.Close()
+}
+
+// etcdTxn is one transaction: reads at one revision of the cluster (the
+// first read's), writes buffered until the commit, which succeeds only
+// if nothing read changed since that revision.
+type etcdTxn struct {
+	b        *etcdBackend
+	readOnly bool
+	rev      int64              // the revision read at; 0 before the first read
+	reads    map[string]int64   // key read: its mod revision then (0: absent)
+	writes   map[string]*[]byte // key: its new value, nil to delete
+	buckets  []string           // buckets written
+}
+
+func (t *etcdTxn) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), t.b.timeout)
+}
+
+func (t *etcdTxn) readOpts() []clientv3.OpOption {
+	if t.rev == 0 {
+		return nil
+	}
+	return []clientv3.OpOption{clientv3.WithRev(t.rev)}
+}
+
+func (t *etcdTxn) get(bucket, key string) ([]byte, error) {
+	k := t.b.key(bucket, key)
+	if v, ok := t.writes[k]; ok {
+		if v == nil {
+			return nil, nil
+		}
+		return *v, nil
+	}
+	ctx, cancel := t.ctx()
+	defer cancel()
+	resp, err := t.b.cli.Get(ctx, k, t.readOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s/%s: %w", errUnavailable, bucket, key, err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	if t.reads != nil {
+		t.reads[k] = 0
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	if t.reads != nil {
+		t.reads[k] = resp.Kvs[0].ModRevision
+	}
+	return resp.Kvs[0].Value, nil
+}
+
+func (t *etcdTxn) put(bucket, key string, v []byte) error {
+	if t.readOnly {
+		return errors.New("store: a write in a read-only transaction")
+	}
+	v = bytes.Clone(v)
+	t.writes[t.b.key(bucket, key)] = &v
+	t.wrote(bucket)
+	return nil
+}
+
+func (t *etcdTxn) delete(bucket, key string) error {
+	if t.readOnly {
+		return errors.New("store: a write in a read-only transaction")
+	}
+	t.writes[t.b.key(bucket, key)] = nil
+	t.wrote(bucket)
+	return nil
+}
+
+func (t *etcdTxn) wrote(bucket string) {
+	if !slices.Contains(t.buckets, bucket) {
+		t.buckets = append(t.buckets, bucket)
+	}
+}
+
+// maxRange bounds the keys one listing of a bucket reads at a time.
+const maxRange = 1000
+
+func (t *etcdTxn) forEach(bucket string, fn func(key string, v []byte) error) error {
+	p := t.b.bucketPrefix(bucket)
+	// The bucket's version is read, so that a writer adding or removing
+	// a key of it meanwhile makes this transaction conflict.
+	if t.reads != nil {
+		if _, err := t.get(".version", bucket); err != nil { // the key version(bucket)
+			return err
+		}
+	}
+	// What this transaction wrote to the bucket, merged in key order.
+	var mine []string
+	for k := range t.writes {
+		if strings.HasPrefix(k, p) {
+			mine = append(mine, k)
+		}
+	}
+	slices.Sort(mine)
+	visit := func(k string, v []byte) error { return fn(strings.TrimPrefix(k, p), v) }
+	from := p
+	end := clientv3.GetPrefixRangeEnd(p)
+	for {
+		ctx, cancel := t.ctx()
+		resp, err := t.b.cli.Get(ctx, from, append(t.readOpts(), clientv3.WithRange(end), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: listing %s: %w", errUnavailable, bucket, err)
+		}
+		if t.rev == 0 {
+			t.rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			k := string(kv.Key)
+			for len(mine) > 0 && mine[0] < k {
+				if v := t.writes[mine[0]]; v != nil {
+					if err := visit(mine[0], *v); err != nil {
+						return err
+					}
+				}
+				mine = mine[1:]
+			}
+			if len(mine) > 0 && mine[0] == k {
+				v := t.writes[k]
+				mine = mine[1:]
+				if v == nil {
+					continue
+				}
+				if err := visit(k, *v); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := visit(k, kv.Value); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	for _, k := range mine {
+		if v := t.writes[k]; v != nil {
+			if err := visit(k, *v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// commit writes the transaction if nothing it read changed; it reports
+// false on such a conflict.
+func (t *etcdTxn) commit() (bool, error) {
+	var cmps []clientv3.Cmp
+	if t.b.sess != nil {
+		cmps = append(cmps, t.b.fence)
+	}
+	for k, rev := range t.reads {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+	}
+	var ops []clientv3.Op
+	for k, v := range t.writes {
+		if v == nil {
+			ops = append(ops, clientv3.OpDelete(k))
+		} else {
+			ops = append(ops, clientv3.OpPut(k, string(*v)))
+		}
+	}
+	for _, bucket := range t.buckets {
+		ops = append(ops, clientv3.OpPut(t.b.version(bucket), ""))
+	}
+	ctx, cancel := t.ctx()
+	defer cancel()
+	resp, err := t.b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("%w: committing %d changes: %w", errUnavailable, len(ops), err)
+	}
+	return resp.Succeeded, nil
+}

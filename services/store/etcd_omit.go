@@ -1,0 +1,21 @@
+//go:build jinid_omit_etcd
+
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Etcd tells whether this build can keep its store in etcd: one built
+// without the etcd feature (jinid_omit_etcd: the router profile, whose
+// size budget the etcd client would break) cannot.
+const Etcd = false
+
+// OpenEtcd says this build has no etcd.
+func OpenEtcd(context.Context, EtcdConfig) (*Store, error) {
+	return nil, errors.New("this jinid is built without etcd (as the router build is): its store is the embedded one; use the full build to keep it in etcd")
+}
+
+// Lost is nil: the embedded store is never lost.
+func (s *Store) Lost() <-chan struct{} { return nil }

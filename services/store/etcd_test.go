@@ -1,0 +1,273 @@
+//go:build !jinid_omit_etcd
+
+package store
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/fault"
+)
+
+// startEtcd runs a one-member etcd cluster on loopback (etcd's own
+// embeddable server) until the test ends, and returns its client URL.
+func startEtcd(t testing.TB) (string, func()) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	free := func() url.URL {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return url.URL{Scheme: "http", Host: ln.Addr().String()}
+	}
+	client, peer := free(), free()
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		e.Close()
+		t.Fatal("etcd did not start within 30 s")
+	}
+	var once sync.Once
+	stop := func() { once.Do(e.Close) }
+	t.Cleanup(stop)
+	return client.String(), stop
+}
+
+func openEtcd(t testing.TB, endpoint, prefix string) *Store {
+	t.Helper()
+	st, err := OpenEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: prefix, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// The store's contract on etcd, as on bbolt: a transaction's writes are
+// all there or none; what it wrote it reads back, in key order with the
+// rest; hooks run once, after the commit.
+func TestEtcdBackend(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	for name, st := range map[string]*Store{"bbolt": func() *Store {
+		st, err := Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}(), "etcd": openEtcd(t, endpoint, "/test-contract")} {
+		t.Run(name, func(t *testing.T) {
+			hooks := 0
+			err := st.Update(func(tx *Tx) error {
+				for _, k := range []string{"b", "a", "c"} {
+					if err := tx.Put("items", k, k+"-1"); err != nil {
+						return err
+					}
+				}
+				tx.OnCommit(func() { hooks++ })
+				return nil
+			})
+			if err != nil || hooks != 1 {
+				t.Fatalf("update: %v, hooks %d", err, hooks)
+			}
+			boom := errors.New("boom")
+			if err := st.Update(func(tx *Tx) error {
+				tx.Put("items", "d", "never")
+				tx.OnCommit(func() { hooks++ })
+				return boom
+			}); !errors.Is(err, boom) || hooks != 1 {
+				t.Fatalf("a failed update: %v, hooks %d", err, hooks)
+			}
+			err = st.Update(func(tx *Tx) error {
+				if err := tx.Delete("items", "b"); err != nil {
+					return err
+				}
+				if err := tx.Put("items", "aa", "new"); err != nil {
+					return err
+				}
+				var got []string
+				if err := tx.ForEach("items", func(k string, _ []byte) error { got = append(got, k); return nil }); err != nil {
+					return err
+				}
+				if !slices.Equal(got, []string{"a", "aa", "c"}) {
+					return fmt.Errorf("inside the transaction: %v", got)
+				}
+				var v string
+				if ok, err := tx.Get("items", "aa", &v); !ok || err != nil || v != "new" {
+					return fmt.Errorf("read back: %q %v %v", v, ok, err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			st.View(func(tx *Tx) error {
+				return tx.ForEach("items", func(k string, _ []byte) error { got = append(got, k); return nil })
+			})
+			if !slices.Equal(got, []string{"a", "aa", "c"}) {
+				t.Fatalf("after: %v", got)
+			}
+			var v string
+			if ok, _ := func() (bool, error) {
+				var ok bool
+				err := st.View(func(tx *Tx) error { var err error; ok, err = tx.Get("items", "d", &v); return err })
+				return ok, err
+			}(); ok {
+				t.Fatal("a failed update's write is there")
+			}
+		})
+	}
+}
+
+// Two stores on one prefix (two jinid nodes) writing the same keys:
+// every increment counted (none lost to the other's), and a transaction
+// that listed a bucket runs again when the other adds to it.
+func TestEtcdConcurrentWriters(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	a, b := openEtcd(t, endpoint, "/test-race"), openEtcd(t, endpoint, "/test-race")
+	var wg sync.WaitGroup
+	for _, st := range []*Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				err := st.Update(func(tx *Tx) error {
+					var n int
+					if _, err := tx.Get("counters", "n", &n); err != nil {
+						return err
+					}
+					// The count of the bucket's other keys, too: a listing
+					// that must see the other's additions.
+					seen := 0
+					if err := tx.ForEach("marks", func(string, []byte) error { seen++; return nil }); err != nil {
+						return err
+					}
+					if seen != n {
+						return fmt.Errorf("%d marks for a count of %d", seen, n)
+					}
+					if err := tx.Put("marks", fmt.Sprintf("%04d", n), true); err != nil {
+						return err
+					}
+					return tx.Put("counters", "n", n+1)
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var n int
+	a.View(func(tx *Tx) error { _, err := tx.Get("counters", "n", &n); return err })
+	if n != 100 {
+		t.Fatalf("count %d after 100 increments", n)
+	}
+}
+
+// An etcd cluster out of reach: writes fail with Unavailable (a client
+// is told to try again), never acknowledged, and the store says why.
+func TestEtcdUnavailable(t *testing.T) {
+	endpoint, stop := startEtcd(t)
+	st := openEtcd(t, endpoint, "/test-down")
+	if err := st.Update(func(tx *Tx) error { return tx.Put("k", "v", 1) }); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	err := st.Update(func(tx *Tx) error { return tx.Put("k", "v", 2) })
+	var f *fault.Error
+	if !errors.As(err, &f) || f.Code != apitypes.Unavailable {
+		t.Fatalf("a write with etcd gone: %v", err)
+	}
+	if ok, why := st.Health(); ok || why == "" {
+		t.Fatalf("health %v %q", ok, why)
+	}
+}
+
+// An exclusive store is held by one process at a time: a second waits
+// (told who holds it) and takes over when the first's hold ends; the
+// first, its hold gone (its lease revoked, as when it is cut off past
+// the TTL), changes nothing more and says it lost the store.
+func TestEtcdExclusive(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	cfg := func(node string, waiting func(string)) EtcdConfig {
+		return EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-hold", Timeout: 2 * time.Second, Exclusive: true,
+			Node: node, LeaseTTL: 2 * time.Second, Waiting: waiting}
+	}
+	a, err := OpenEtcd(t.Context(), cfg("node-a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Update(func(tx *Tx) error { return tx.Put("k", "v", "a") }); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan string, 1)
+	opened := make(chan *Store, 1)
+	go func() {
+		b, err := OpenEtcd(t.Context(), cfg("node-b", func(h string) { waited <- h }))
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- b
+	}()
+	select {
+	case h := <-waited:
+		if h != "node-a" {
+			t.Fatalf("b waits for %q", h)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("b neither waited nor opened")
+	}
+	// a's hold ends as if cut off: its lease revoked.
+	be := a.be.(*etcdBackend)
+	if _, err := be.cli.Revoke(t.Context(), be.sess.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	var b *Store
+	select {
+	case b = <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b did not take over")
+	}
+	defer b.Close()
+	select {
+	case <-a.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a was not told it lost the store")
+	}
+	var f *fault.Error
+	if err := a.Update(func(tx *Tx) error { return tx.Put("k", "v", "a again") }); !errors.As(err, &f) || f.Code != apitypes.Unavailable {
+		t.Fatalf("a write by the one that lost the store: %v", err)
+	}
+	var v string
+	b.View(func(tx *Tx) error { _, err := tx.Get("k", "v", &v); return err })
+	if v != "a" {
+		t.Fatalf("b reads %q", v)
+	}
+	if err := b.Update(func(tx *Tx) error { return tx.Put("k", "v", "b") }); err != nil {
+		t.Fatal(err)
+	}
+}
