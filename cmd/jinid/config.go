@@ -82,6 +82,12 @@ var settings = []setting{
 	{key: "apiTLSKey", flag: "api-tls-key"},
 	{key: "limits", flag: "limit", reload: true},
 	{key: "servicesDir", flag: "services-dir", reload: true},
+	{key: "store", flag: "store"},
+	{key: "etcdEndpoints", flag: "etcd-endpoints"},
+	{key: "etcdPrefix", flag: "etcd-prefix"},
+	{key: "etcdCert", flag: "etcd-cert"},
+	{key: "etcdKey", flag: "etcd-key"},
+	{key: "etcdCA", flag: "etcd-ca"},
 }
 
 // envName is the environment variable of a flag: JINID_ and the flag's

@@ -27,6 +27,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/mailbox"
+	"github.com/jinid/jinid/services/store"
 )
 
 // shutdownGrace is how long requests in flight may take to finish once a
@@ -103,6 +104,13 @@ SIGHUP re-reads the configuration: groups, interfaces, quotas, limits'
 quotas and the log level change at once; the log names anything else that changed as
 taking effect at the next start, and a file that does not validate is
 refused, the running configuration kept.
+
+With --store etcd, the data is kept in an etcd cluster instead of
+--data-dir: every change is committed by the cluster before it is
+acknowledged. One jinid at a time holds a prefix (an etcd lease of 10 s):
+a second one started on it waits, and takes over when the first stops or
+is cut off from etcd, which then changes nothing more and exits
+(docs/operations.md, "The store in etcd"). The router build has no etcd.
 
 With --snapshot-dir, the live store may sit on a tmpfs (OpenWrt's /var):
 a snapshot goes to the snapshot directory every --snapshot-interval, at a
@@ -244,6 +252,12 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&cfg.SnapshotDir, "snapshot-dir", "", "keep the live store in --data-dir (a tmpfs, say) and snapshots of it here (persistent storage), restored at start when the live store is missing; \"\": no snapshots")
 	f.StringVar(&cfg.ServicesDir, "services-dir", app.DefaultServicesDir, "directory of static services, a JSON file each (types, attributes, endpoint): registered here for as long as it names them, re-read on SIGHUP (docs/operations.md)")
 	f.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", app.DefaultSnapshotInterval, "with --snapshot-dir: time between snapshots (also taken at a clean stop and by \"jinid snapshot\")")
+	f.StringVar(&cfg.Store, "store", "embedded", "where the daemon keeps its data: embedded (a file in --data-dir) or etcd (a cluster, --etcd-endpoints: one active jinid per --etcd-prefix, others waiting to take over)")
+	f.StringSliceVar(&cfg.Etcd.Endpoints, "etcd-endpoints", nil, "with --store etcd: the cluster's client URLs, comma-separated (http://10.0.0.2:2379,...)")
+	f.StringVar(&cfg.Etcd.Prefix, "etcd-prefix", store.DefaultEtcdPrefix, "with --store etcd: the store's key prefix (one per jinid deployment)")
+	f.StringVar(&cfg.Etcd.CertFile, "etcd-cert", "", "with --store etcd: PEM client certificate for the cluster (with --etcd-key)")
+	f.StringVar(&cfg.Etcd.KeyFile, "etcd-key", "", "with --store etcd: PEM private key of --etcd-cert")
+	f.StringVar(&cfg.Etcd.CAFile, "etcd-ca", "", "with --store etcd: PEM certificate authority of the cluster's certificates")
 }
 
 // resolve reads the config file (--config, or the default one if it

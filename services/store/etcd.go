@@ -81,7 +81,9 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 	if ttl <= 0 {
 		ttl = 10 * time.Second
 	}
-	sess, err := concurrency.NewSession(b.cli, concurrency.WithTTL(int(max(ttl/time.Second, 1))), concurrency.WithContext(ctx))
+	// The lease lives as long as the store is open (ctx only bounds the
+	// wait for the hold).
+	sess, err := concurrency.NewSession(b.cli, concurrency.WithTTL(int(max(ttl/time.Second, 1))), concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
 		return fmt.Errorf("etcd: a lease for the store's hold: %w", err)
 	}

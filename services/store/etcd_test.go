@@ -5,54 +5,17 @@ package store
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-
+	"github.com/jinid/jinid/internal/rig/etcdtest"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
 
-// startEtcd runs a one-member etcd cluster on loopback (etcd's own
-// embeddable server) until the test ends, and returns its client URL.
-func startEtcd(t testing.TB) (string, func()) {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	free := func() url.URL {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return url.URL{Scheme: "http", Host: ln.Addr().String()}
-	}
-	client, peer := free(), free()
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		e.Close()
-		t.Fatal("etcd did not start within 30 s")
-	}
-	var once sync.Once
-	stop := func() { once.Do(e.Close) }
-	t.Cleanup(stop)
-	return client.String(), stop
-}
+func startEtcd(t testing.TB) (string, func()) { return etcdtest.Start(t) }
 
 func openEtcd(t testing.TB, endpoint, prefix string) *Store {
 	t.Helper()

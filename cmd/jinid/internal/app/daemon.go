@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -148,7 +149,17 @@ type Config struct {
 	// SnapshotInterval between scheduled snapshots; 0 means
 	// DefaultSnapshotInterval.
 	SnapshotInterval time.Duration
+	// Store is "embedded" (or "": the bbolt file in DataDir) or "etcd":
+	// the store in the cluster Etcd names, held by one daemon at a time.
+	Store string
+	Etcd  store.EtcdConfig
 }
+
+// Stores are the places the daemon keeps its data.
+const (
+	StoreEmbedded = "embedded"
+	StoreEtcd     = "etcd"
+)
 
 // Validate reports everything wrong with c, joined (errors.Join), so
 // that "jinid config check" can list it all in one pass.
@@ -187,6 +198,35 @@ func (c Config) Validate() error {
 		if a == b {
 			add(fmt.Errorf("snapshot directory %s: it is the data directory; give one on persistent storage apart from it", c.SnapshotDir))
 		}
+	}
+	switch c.Store {
+	case "", StoreEmbedded:
+		if len(c.Etcd.Endpoints) > 0 {
+			add(errors.New("etcd endpoints given for the embedded store: give --store etcd too, or leave them out"))
+		}
+	case StoreEtcd:
+		if !store.Etcd {
+			add(errors.New("store etcd: this jinid is built without etcd (as the router build is); use the full build"))
+		}
+		if len(c.Etcd.Endpoints) == 0 {
+			add(errors.New("store etcd: give the cluster's client URLs (--etcd-endpoints)"))
+		}
+		for _, e := range c.Etcd.Endpoints {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add(fmt.Errorf("etcd endpoint %q: want http://host:port or https://host:port", e))
+			}
+		}
+		if (c.Etcd.CertFile == "") != (c.Etcd.KeyFile == "") {
+			add(errors.New("etcd TLS: give both a client certificate and its key, or neither"))
+		}
+		if c.SnapshotDir != "" {
+			add(errors.New("snapshots are of the embedded store; a store in etcd is backed up by etcd (etcdctl snapshot save)"))
+		}
+		if c.Etcd.Prefix != "" && !strings.HasPrefix(c.Etcd.Prefix, "/") {
+			add(fmt.Errorf("etcd prefix %q: want a key path starting with /", c.Etcd.Prefix))
+		}
+	default:
+		add(fmt.Errorf("store %q: want embedded or etcd", c.Store))
 	}
 	if c.SnapshotInterval != 0 && c.SnapshotInterval < time.Minute {
 		add(fmt.Errorf("snapshot interval %s: at least 1m (each snapshot writes the whole store)", c.SnapshotInterval))
@@ -383,13 +423,14 @@ func (d *Daemon) build(ctx context.Context) error {
 			return err
 		}
 	}
-	st, err := store.Open(d.cfg.DataDir)
+	st, err := d.openStore(ctx)
 	if err != nil {
 		return err
 	}
 	d.store = st
 	st.Instrument(d.obs.metrics)
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
+	d.watchHold(st)
 	var snaps *snapshots
 	if d.cfg.SnapshotDir != "" {
 		// Stopped just before the store closes, once every service has
@@ -532,6 +573,55 @@ func (d *Daemon) build(ctx context.Context) error {
 		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
+}
+
+// openStore opens the embedded store, or the one in etcd: held by this
+// daemon alone (a second one waits until it is free), and when the hold
+// is lost (cut off from etcd past its lease) the daemon stops, for the
+// one waiting to take over; it could change nothing anyway.
+func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
+	if d.cfg.Store != StoreEtcd {
+		return store.Open(d.cfg.DataDir)
+	}
+	cfg := d.cfg.Etcd
+	cfg.Exclusive = true
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = fmt.Sprintf("jinid %d on %s", os.Getpid(), host)
+	}
+	cfg.Waiting = func(holder string) {
+		d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
+	}
+	st, err := store.OpenEtcd(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("holding the store in etcd", "endpoints", cfg.Endpoints, "prefix", cmp.Or(cfg.Prefix, store.DefaultEtcdPrefix))
+	return st, nil
+}
+
+// watchHold stops the daemon when it loses the store's hold. Added after
+// the store, it stops before the store closes (which ends the hold).
+func (d *Daemon) watchHold(st *store.Store) {
+	lost := st.Lost()
+	if lost == nil {
+		return
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-lost:
+			select {
+			case d.errc <- errors.New("lost the hold of the store in etcd (cut off from the cluster past its lease): stopping, for the jinid waiting to take over"):
+			default:
+			}
+		case <-stop:
+		}
+	}()
+	d.parts.Add("the store's hold", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { close(stop); wg.Wait(); return nil }})
 }
 
 // buildDiscovery puts the lookup service on the network: the unicast

@@ -1,0 +1,104 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/rig/etcdtest"
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/api/client"
+)
+
+// Two daemons on one store in etcd: the first holds it and serves; the
+// second waits, saying for whom; the first stops and the second takes
+// over with everything the first acknowledged (a registration, and its
+// lease); a daemon whose etcd is gone refuses writes (503), never
+// acknowledging what the cluster did not commit.
+func TestStoreInEtcd(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	endpoint, stopEtcd := etcdtest.Start(t)
+	flags := []string{"--store", "etcd", "--etcd-endpoints", endpoint, "--etcd-prefix", "/jinid-test"}
+	a := jinidtest.StartDaemon(t, bin, t.TempDir(), flags...)
+	ca := jinidtest.Client(t, a.API)
+	ctx := context.Background()
+	reg, err := ca.Register(ctx, apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// b waits for a.
+	bDir := t.TempDir()
+	b := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", bDir, "--no-multicast", "--discovery-port", "0",
+		"--api-socket", bDir + "/api.sock", "--anonymous", "client"}, flags...)...)
+	stderr, _ := b.StderrPipe()
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+	var mu sync.Mutex
+	var log strings.Builder
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	waitLine := func(what string, re *regexp.Regexp) string {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					mu.Lock()
+					defer mu.Unlock()
+					t.Fatalf("b ended before %s:\n%s", what, log.String())
+				}
+				if m := re.FindStringSubmatch(l); m != nil {
+					return m[len(m)-1]
+				}
+			case <-deadline:
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("b: no %s:\n%s", what, log.String())
+			}
+		}
+	}
+	waitLine("wait", regexp.MustCompile(`held by another jinid: waiting to take over`))
+
+	a.Stop(t)
+	api := waitLine("take-over", regexp.MustCompile(`jinid started.* api=(\S+)`))
+	cb := jinidtest.Client(t, api)
+	items, _, err := cb.Query(ctx, apitypes.Template{ServiceID: reg.ServiceID}, 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("after the take-over: %v %v", items, err)
+	}
+	if _, _, err := cb.Renew(ctx, reg.Lease.ID, 600_000); err != nil {
+		t.Fatalf("renewing the lease a granted: %v", err)
+	}
+
+	// etcd gone: a write is refused, 503.
+	stopEtcd()
+	_, err = cb.Register(ctx, apitypes.Item{Types: []string{"org.example.Scanner"}}, 600_000)
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Status != 503 {
+		t.Fatalf("a registration with etcd gone: %v", err)
+	}
+}
