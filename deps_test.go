@@ -392,9 +392,10 @@ var featureLinks = map[string]struct {
 	"tools": {packages: []string{"github.com/google/gopacket", "github.com/spf13/cobra",
 		module + "/cmd/jinid/internal/inspect", module + "/cmd/jinid/internal/finder"}},
 	"java": {packages: []string{module + "/java/jeri", module + "/java/javalookup"}, beside: []string{"jinid_omit_tools"}},
-	// net/http's HTTP/2 links both handshakes whatever jinid does.
+	// net/http's HTTP/2 links both handshakes whatever jinid does, and
+	// etcd's client (gRPC) the client's.
 	"tls": {symbols: []string{"crypto/tls.(*Conn).serverHandshake", "crypto/tls.(*Conn).clientHandshake"},
-		beside: []string{"jinid_omit_tools", "nethttpomithttp2"}},
+		beside: []string{"jinid_omit_tools", "nethttpomithttp2", "jinid_omit_etcd"}},
 	"dnssd": {packages: []string{"github.com/miekg/dns", module + "/announce/dnssd"}, beside: []string{"jinid_omit_tools"}},
 	"etcd":  {packages: []string{"go.etcd.io/etcd/client/v3", "google.golang.org/grpc"}, beside: []string{"jinid_omit_tools"}},
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/etcdtest"
-	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // Two daemons on one store in etcd: the first holds it and serves; the
