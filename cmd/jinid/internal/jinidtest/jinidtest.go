@@ -199,6 +199,7 @@ func StartStrictDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	t.Helper()
 	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"},
 		defaults(dir)...)
+	base = append(base, storeArgs(t, nil, dir)...)
 	return start(t, exec.Command(bin, append(base, args...)...), dir, filepath.Join(dir, "api.sock"))
 }
 
@@ -361,6 +362,7 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 		dir = t.TempDir()
 	}
 	base := append([]string{"daemon", "--api-listen", ":4162", "--data-dir", dir}, defaults(dir)...)
+	base = append(base, storeArgs(t, h, dir)...)
 	cmd := h.Command(context.Background(), bin, append(base, args...)...)
 	dieWithTest(cmd)
 	stderr, _ := cmd.StderrPipe()

@@ -1,0 +1,47 @@
+// Command etcdserver runs etcd's embeddable server as a process of its
+// own, for tests whose daemons run in network namespaces (a server in
+// the test process listens in the test's namespace, out of their
+// reach). It prints "ready CLIENT-URL" once it serves, and stops on
+// SIGTERM or SIGINT.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+func main() {
+	dir := flag.String("dir", "", "data directory")
+	client := flag.String("client", "127.0.0.1:2379", "client address")
+	peer := flag.String("peer", "127.0.0.1:2380", "peer address")
+	flag.Parse()
+	cfg := embed.NewConfig()
+	cfg.Dir = *dir
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cu, pu := url.URL{Scheme: "http", Host: *client}, url.URL{Scheme: "http", Host: *peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	cfg.InitialCluster = cfg.Name + "=" + pu.String()
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcdserver:", err)
+		os.Exit(1)
+	}
+	<-e.Server.ReadyNotify()
+	fmt.Println("ready", cu.String())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case <-sig:
+	case err := <-e.Err():
+		fmt.Fprintln(os.Stderr, "etcdserver:", err)
+	}
+	e.Close()
+}
