@@ -31,6 +31,8 @@ type kv interface {
 	delete(bucket, key string) error
 	// forEach visits a bucket's keys in order.
 	forEach(bucket string, fn func(key string, v []byte) error) error
+	// all visits every key of every bucket.
+	all(fn func(bucket, key string, v []byte) error) error
 }
 
 // boltBackend is the embedded store: one bbolt file, every commit
@@ -100,4 +102,10 @@ func (t boltKV) forEach(bucket string, fn func(key string, v []byte) error) erro
 		return nil
 	}
 	return b.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+}
+
+func (t boltKV) all(fn func(bucket, key string, v []byte) error) error {
+	return t.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error { return fn(string(name), string(k), v) })
+	})
 }

@@ -102,6 +102,10 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 			return nil
 		}
 		holder := string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+		if cfg.NoWait {
+			sess.Close()
+			return fmt.Errorf("%w in etcd (%s): stop it first", ErrHeld, holder)
+		}
 		if !told && cfg.Waiting != nil {
 			cfg.Waiting(holder)
 			told = true
@@ -409,4 +413,33 @@ func (t *etcdTxn) commit() (bool, error) {
 		return false, fmt.Errorf("%w: committing %d changes: %w", errUnavailable, len(ops), err)
 	}
 	return resp.Succeeded, nil
+}
+
+func (t *etcdTxn) all(fn func(bucket, key string, v []byte) error) error {
+	p := t.b.prefix + "/"
+	from, end := p, clientv3.GetPrefixRangeEnd(p)
+	for {
+		ctx, cancel := t.ctx()
+		resp, err := t.b.cli.Get(ctx, from, append(t.readOpts(), clientv3.WithRange(end), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w: listing the store: %w", errUnavailable, err)
+		}
+		if t.rev == 0 {
+			t.rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			bucket, key, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
+			if !ok || strings.HasPrefix(bucket, ".") {
+				continue // the bucket versions, the hold
+			}
+			if err := fn(bucket, key, kv.Value); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }

@@ -31,7 +31,14 @@ type EtcdConfig struct {
 	// Waiting, if set, is told once that another holds the store and
 	// this one waits.
 	Waiting func(holder string)
+	// NoWait, with Exclusive, fails at once (ErrHeld) rather than wait
+	// for another holder.
+	NoWait bool
 }
+
+// ErrHeld is OpenEtcd's error for a store another process holds, with
+// NoWait.
+var ErrHeld = errors.New("another jinid holds the store")
 
 // DefaultEtcdPrefix is where in etcd jinid keeps its store unless told.
 const DefaultEtcdPrefix = "/jinid"

@@ -37,7 +37,8 @@ import (
 // over the system's in each command's mount namespace; names resolve
 // through each host's own hosts file. Examples run on gw, in a working
 // directory holding the files they name (jini.pcap, gw.crt and gw.key,
-// admin.token); those that run a daemon of their own, and the
+// admin.token); those that run a daemon of their own or work on a
+// stopped daemon's store (jinid store), and the
 // transcripts, run on a spare host with no daemon. The shell variables
 // the --help examples use ($REG, $SET, $LEASE) hold what their comments
 // say. A command that runs until interrupted (a daemon, a listener, a
@@ -160,7 +161,9 @@ type docExample struct {
 // daemons says every line runs a daemon of its own.
 func (ex docExample) daemons() bool {
 	for _, l := range ex.lines {
-		if !daemonLine.MatchString(l) {
+		// A daemon of its own, or a store only a stopped daemon's may
+		// be worked on (jinid store).
+		if !daemonLine.MatchString(l) && !storeLine.MatchString(l) {
 			return false
 		}
 	}
@@ -172,6 +175,7 @@ var (
 	// or a $(...) in an assignment.
 	jinidLine  = regexp.MustCompile(`(^|[|(]\s*|^[A-Z_]+=\S*\s+)(\./)?jinid(-daemon|-tools)?(\s|$)`)
 	daemonLine = regexp.MustCompile(`((^|\s)(\./)?jinid(-daemon)?|^go run \./cmd/jinid)\s+daemon(\s|$)`)
+	storeLine  = regexp.MustCompile(`^jinid\s+store\s`)
 	// The README's first command: the daemon from the source tree.
 	goRunLine = regexp.MustCompile(`^go run \./cmd/jinid\s`)
 	// Commands that run until interrupted.
