@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"io"
 	"os"
 
@@ -19,6 +20,9 @@ type backend interface {
 	writeSnapshot(w io.Writer) (int64, error)
 	// size is the bytes the data takes, if known.
 	size() (int64, bool)
+	// reach says whether the data can be reached now (an etcd cluster
+	// answering); nil for a local file.
+	reach(ctx context.Context) error
 	close() error
 }
 
@@ -67,6 +71,8 @@ func (b *boltBackend) size() (int64, bool) {
 	}
 	return fi.Size(), true
 }
+
+func (b *boltBackend) reach(context.Context) error { return nil }
 
 func (b *boltBackend) close() error { return b.db.Close() }
 

@@ -226,6 +226,17 @@ func (b *etcdBackend) size() (int64, bool) {
 	return st.DbSizeInUse, true
 }
 
+// reach asks the cluster for a key, with a linearizable read: answered
+// only by a member of a quorum.
+func (b *etcdBackend) reach(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(b.timeout, 2*time.Second))
+	defer cancel()
+	if _, err := b.cli.Get(ctx, b.prefix+"/meta/schema"); err != nil {
+		return fmt.Errorf("the etcd cluster does not answer: %w", err)
+	}
+	return nil
+}
+
 func (b *etcdBackend) close() error {
 	if b.sess != nil {
 		// The hold goes with the process: the standby need not wait for

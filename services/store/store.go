@@ -6,6 +6,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,6 +96,11 @@ func (s *Store) Health() (ok bool, why string) {
 	defer s.mu.Unlock()
 	return s.trouble == "", s.trouble
 }
+
+// Reachable says whether the store's data can be reached now: always
+// for the embedded store; for one in etcd, whether the cluster answers a
+// read a quorum vouches for (a readiness check).
+func (s *Store) Reachable(ctx context.Context) error { return s.be.reach(ctx) }
 
 // diskTrouble says why err is the disk's fault (no space, read-only,
 // permission, I/O), or "" when it is not.

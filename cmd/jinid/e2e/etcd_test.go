@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -94,8 +96,17 @@ func TestStoreInEtcd(t *testing.T) {
 		t.Fatalf("renewing the lease a granted: %v", err)
 	}
 
-	// etcd gone: a write is refused, 503.
+	// etcd gone: not ready, and a write is refused, 503.
 	stopEtcd()
+	resp, err := http.Get(api + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "etcd") {
+		t.Fatalf("readiness with etcd gone: %d %s", resp.StatusCode, body)
+	}
 	_, err = cb.Register(ctx, apitypes.Item{Types: []string{"org.example.Scanner"}}, 600_000)
 	var ae *client.Error
 	if !errors.As(err, &ae) || ae.Status != 503 {

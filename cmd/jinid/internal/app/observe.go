@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -181,6 +182,8 @@ func (d *Daemon) readiness() []api.Check {
 	st := api.Check{Name: "store", OK: true, Detail: "takes writes"}
 	if ok, why := d.store.Health(); !ok {
 		st.OK, st.Detail = false, why
+	} else if err := d.store.Reachable(context.Background()); err != nil {
+		st.OK, st.Detail = false, err.Error()
 	}
 	svc := api.Check{Name: "services", OK: d.running.Load()}
 	if !svc.OK {
