@@ -344,47 +344,27 @@ func (t *etcdTxn) forEach(bucket string, fn func(key string, v []byte) error) er
 	}
 	slices.Sort(mine)
 	visit := func(k string, v []byte) error { return fn(strings.TrimPrefix(k, p), v) }
-	from := p
-	end := clientv3.GetPrefixRangeEnd(p)
-	for {
-		ctx, cancel := t.ctx()
-		resp, err := t.b.cli.Get(ctx, from, append(t.readOpts(), clientv3.WithRange(end), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))...)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w: listing %s: %w", errUnavailable, bucket, err)
-		}
-		if t.rev == 0 {
-			t.rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			k := string(kv.Key)
-			for len(mine) > 0 && mine[0] < k {
-				if v := t.writes[mine[0]]; v != nil {
-					if err := visit(mine[0], *v); err != nil {
-						return err
-					}
-				}
-				mine = mine[1:]
-			}
-			if len(mine) > 0 && mine[0] == k {
-				v := t.writes[k]
-				mine = mine[1:]
-				if v == nil {
-					continue
-				}
-				if err := visit(k, *v); err != nil {
+	err := t.scan(p, func(k string, v []byte) error {
+		for len(mine) > 0 && mine[0] < k {
+			if w := t.writes[mine[0]]; w != nil {
+				if err := visit(mine[0], *w); err != nil {
 					return err
 				}
-				continue
 			}
-			if err := visit(k, kv.Value); err != nil {
-				return err
+			mine = mine[1:]
+		}
+		if len(mine) > 0 && mine[0] == k {
+			w := t.writes[k]
+			mine = mine[1:]
+			if w == nil {
+				return nil
 			}
+			v = *w
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		return visit(k, v)
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range mine {
 		if v := t.writes[k]; v != nil {
@@ -428,23 +408,31 @@ func (t *etcdTxn) commit() (bool, error) {
 
 func (t *etcdTxn) all(fn func(bucket, key string, v []byte) error) error {
 	p := t.b.prefix + "/"
+	return t.scan(p, func(k string, v []byte) error {
+		bucket, key, ok := strings.Cut(strings.TrimPrefix(k, p), "/")
+		if !ok || strings.HasPrefix(bucket, ".") {
+			return nil // the bucket versions, the hold
+		}
+		return fn(bucket, key, v)
+	})
+}
+
+// scan visits the keys under a prefix in order, at the transaction's
+// revision, maxRange at a time.
+func (t *etcdTxn) scan(p string, fn func(key string, v []byte) error) error {
 	from, end := p, clientv3.GetPrefixRangeEnd(p)
 	for {
 		ctx, cancel := t.ctx()
 		resp, err := t.b.cli.Get(ctx, from, append(t.readOpts(), clientv3.WithRange(end), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))...)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%w: listing the store: %w", errUnavailable, err)
+			return fmt.Errorf("%w: listing %s: %w", errUnavailable, p, err)
 		}
 		if t.rev == 0 {
 			t.rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			bucket, key, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), p), "/")
-			if !ok || strings.HasPrefix(bucket, ".") {
-				continue // the bucket versions, the hold
-			}
-			if err := fn(bucket, key, kv.Value); err != nil {
+			if err := fn(string(kv.Key), kv.Value); err != nil {
 				return err
 			}
 		}
