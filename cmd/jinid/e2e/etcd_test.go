@@ -113,3 +113,60 @@ func TestStoreInEtcd(t *testing.T) {
 		t.Fatalf("a registration with etcd gone: %v", err)
 	}
 }
+
+// A daemon on a cluster of three etcd members: one member killed,
+// nothing acknowledged is lost (a daemon started afresh reads every
+// registration back from the two left) and changes go on (two of three
+// are a quorum); a second killed, changes are refused (503), not
+// acknowledged, and the daemon is not ready.
+func TestStoreInEtcdCluster(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	members := jinidtest.EtcdCluster(t, 3)
+	var eps []string
+	for _, m := range members {
+		eps = append(eps, m.Endpoint)
+	}
+	d := jinidtest.StartDaemon(t, bin, t.TempDir(), "--store", "etcd", "--etcd-endpoints", strings.Join(eps, ","))
+	c := jinidtest.Client(t, d.API)
+	ctx := context.Background()
+	var acked []string
+	register := func(n int) {
+		t.Helper()
+		for range n {
+			r, err := c.Register(ctx, apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
+			if err != nil {
+				t.Fatalf("after %d registrations: %v", len(acked), err)
+			}
+			acked = append(acked, r.ServiceID)
+		}
+	}
+	register(20)
+	members[0].Kill()
+	register(20)
+	// Read back from the two members left, by a daemon started afresh.
+	d.Stop(t)
+	d = jinidtest.StartDaemon(t, bin, t.TempDir(), "--store", "etcd", "--etcd-endpoints", strings.Join(eps, ","))
+	c = jinidtest.Client(t, d.API)
+	if _, total, err := c.Query(ctx, apitypes.Template{Types: []string{"org.example.Printer"}}, 100); err != nil || total != len(acked) {
+		t.Fatalf("%d registrations acknowledged, %d in etcd after a member died (%v)", len(acked), total, err)
+	}
+	members[1].Kill()
+	_, err := c.Register(ctx, apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
+	var ae *client.Error
+	if !errors.As(err, &ae) || ae.Status != 503 {
+		t.Fatalf("a registration without a quorum: %v", err)
+	}
+	resp, err := http.Get(d.API + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Fatalf("ready without a quorum: %d", resp.StatusCode)
+	}
+	items, total, err := c.Query(ctx, apitypes.Template{Types: []string{"org.example.Printer"}}, 100)
+	if err != nil || total != len(acked) || len(items) != len(acked) {
+		t.Fatalf("%d registrations acknowledged, %d there (%v)", len(acked), total, err)
+	}
+}

@@ -3,6 +3,7 @@ package jinidtest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -55,12 +56,68 @@ func storeArgs(t testing.TB, h *netlab.Host, dir string) []string {
 // namespace when nil), its data in dir, until the test ends.
 func startEtcdServer(t testing.TB, h *netlab.Host, dir string) string {
 	t.Helper()
-	bin := build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver")
 	client, peer := "127.0.0.1:2379", "127.0.0.1:2380"
 	if h == nil {
 		client, peer = FreeAddr(t), FreeAddr(t)
 	}
-	args := []string{"-dir", dir, "-client", client, "-peer", peer}
+	ep, _ := runEtcdServer(t, h, []string{"-dir", dir, "-client", client, "-peer", peer})
+	return ep
+}
+
+// EtcdMember is one member of a cluster EtcdCluster started.
+type EtcdMember struct {
+	Endpoint string
+	cmd      *exec.Cmd
+}
+
+// Kill stops the member at once (SIGKILL), as a box that dies.
+func (m *EtcdMember) Kill() { m.cmd.Process.Kill(); m.cmd.Wait() }
+
+// EtcdCluster runs an etcd cluster of n members on loopback, each the
+// etcdserver helper in a process of its own, until the test ends.
+func EtcdCluster(t testing.TB, n int) []*EtcdMember {
+	t.Helper()
+	build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
+	type addrs struct{ client, peer string }
+	as := make([]addrs, n)
+	var initial []string
+	for i := range as {
+		as[i] = addrs{FreeAddr(t), FreeAddr(t)}
+		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, as[i].peer))
+	}
+	members := make([]*EtcdMember, n)
+	errs := make(chan error, n)
+	for i, a := range as {
+		go func() {
+			// The members start together: each waits for a quorum.
+			ep, cmd, err := startEtcdProcess(t, nil, []string{"-dir", t.TempDir(), "-client", a.client, "-peer", a.peer,
+				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")})
+			members[i] = &EtcdMember{Endpoint: ep, cmd: cmd}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return members
+}
+
+// runEtcdServer runs the etcdserver helper with args and returns its
+// client URL once it serves.
+func runEtcdServer(t testing.TB, h *netlab.Host, args []string) (string, *exec.Cmd) {
+	t.Helper()
+	ep, cmd, err := startEtcdProcess(t, h, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep, cmd
+}
+
+// startEtcdProcess starts the helper; it is stopped when the test ends.
+func startEtcdProcess(t testing.TB, h *netlab.Host, args []string) (string, *exec.Cmd, error) {
+	bin := build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver")
 	cmd := exec.Command(bin, args...)
 	if h != nil {
 		cmd = h.Command(context.Background(), bin, args...)
@@ -68,12 +125,12 @@ func startEtcdServer(t testing.TB, h *netlab.Host, dir string) string {
 	dieWithTest(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	ready := make(chan string, 1)
@@ -89,11 +146,10 @@ func startEtcdServer(t testing.TB, h *netlab.Host, dir string) string {
 	select {
 	case ep, ok := <-ready:
 		if !ok {
-			t.Fatalf("etcdserver ended before serving: %s", stderr.String())
+			return "", cmd, fmt.Errorf("etcdserver ended before serving: %s", stderr.String())
 		}
-		return ep
-	case <-time.After(30 * time.Second):
-		t.Fatalf("etcdserver did not serve within 30 s: %s", stderr.String())
+		return ep, cmd, nil
+	case <-time.After(60 * time.Second):
+		return "", cmd, fmt.Errorf("etcdserver did not serve within 60 s: %s", stderr.String())
 	}
-	return ""
 }

@@ -21,6 +21,8 @@ func main() {
 	dir := flag.String("dir", "", "data directory")
 	client := flag.String("client", "127.0.0.1:2379", "client address")
 	peer := flag.String("peer", "127.0.0.1:2380", "peer address")
+	name := flag.String("name", "default", "member name")
+	cluster := flag.String("initial-cluster", "", "the members, name=http://peer,... (default: this one alone)")
 	flag.Parse()
 	cfg := embed.NewConfig()
 	cfg.Dir = *dir
@@ -28,7 +30,11 @@ func main() {
 	cu, pu := url.URL{Scheme: "http", Host: *client}, url.URL{Scheme: "http", Host: *peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	cfg.Name = *name
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
+	if *cluster != "" {
+		cfg.InitialCluster = *cluster
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdserver:", err)
