@@ -38,51 +38,7 @@ func TestStoreInEtcd(t *testing.T) {
 	}
 
 	// b waits for a.
-	bDir := t.TempDir()
-	b := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", bDir, "--no-multicast", "--discovery-port", "0",
-		"--api-socket", bDir + "/api.sock", "--anonymous", "client"}, flags...)...)
-	stderr, _ := b.StderrPipe()
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
-	var mu sync.Mutex
-	var log strings.Builder
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		close(lines)
-	}()
-	waitLine := func(what string, re *regexp.Regexp) string {
-		t.Helper()
-		deadline := time.After(30 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					mu.Lock()
-					defer mu.Unlock()
-					t.Fatalf("b ended before %s:\n%s", what, log.String())
-				}
-				if m := re.FindStringSubmatch(l); m != nil {
-					return m[len(m)-1]
-				}
-			case <-deadline:
-				mu.Lock()
-				defer mu.Unlock()
-				t.Fatalf("b: no %s:\n%s", what, log.String())
-			}
-		}
-	}
+	waitLine := standby(t, bin, flags)
 	waitLine("wait", regexp.MustCompile(`held by another jinid: waiting to take over`))
 
 	a.Stop(t)
@@ -111,6 +67,81 @@ func TestStoreInEtcd(t *testing.T) {
 	var ae *client.Error
 	if !errors.As(err, &ae) || ae.Status != 503 {
 		t.Fatalf("a registration with etcd gone: %v", err)
+	}
+}
+
+// standby starts a daemon on a store another holds, and returns what
+// waits for a line of its log (the last submatch of re).
+func standby(t *testing.T, bin string, flags []string) func(what string, re *regexp.Regexp) string {
+	dir := t.TempDir()
+	b := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0",
+		"--api-socket", dir + "/api.sock", "--anonymous", "client"}, flags...)...)
+	stderr, _ := b.StderrPipe()
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+	var mu sync.Mutex
+	var log strings.Builder
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		close(lines)
+	}()
+	return func(what string, re *regexp.Regexp) string {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					mu.Lock()
+					defer mu.Unlock()
+					t.Fatalf("the standby ended before %s:\n%s", what, log.String())
+				}
+				if m := re.FindStringSubmatch(l); m != nil {
+					return m[len(m)-1]
+				}
+			case <-deadline:
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("the standby: no %s:\n%s", what, log.String())
+			}
+		}
+	}
+}
+
+// The daemon holding the store killed (SIGKILL: no release): the standby
+// takes over once the hold's lease (10 s) runs out, with what the first
+// acknowledged.
+func TestStoreInEtcdTakeoverAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	endpoint, _ := etcdtest.Start(t)
+	flags := []string{"--store", "etcd", "--etcd-endpoints", endpoint}
+	a := jinidtest.StartDaemon(t, bin, t.TempDir(), flags...)
+	reg, err := jinidtest.Client(t, a.API).Register(context.Background(), apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLine := standby(t, bin, flags)
+	waitLine("wait", regexp.MustCompile(`held by another jinid: waiting to take over`))
+	a.Kill()
+	killed := time.Now()
+	api := waitLine("take-over", regexp.MustCompile(`jinid started.* api=(\S+)`))
+	t.Logf("the standby serves %s after the holder was killed (the hold's lease: 10 s)", time.Since(killed).Round(10*time.Millisecond))
+	items, _, err := jinidtest.Client(t, api).Query(context.Background(), apitypes.Template{ServiceID: reg.ServiceID}, 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("after the take-over: %v %v", items, err)
 	}
 }
 
