@@ -336,7 +336,7 @@ type Daemon struct {
 	host      *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
-	joinSet func([]staticEntry)
+	joinSet func([]staticEntry) error
 	// publishSet hands the static services to DNS-SD; nil when it is off,
 	// publishOff saying why.
 	publishSet func([]published)

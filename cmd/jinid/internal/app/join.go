@@ -25,25 +25,18 @@ func (d *Daemon) buildJoin() error {
 	cfg := joiner.Config{Self: d.registrar.Meta().ServiceID, Codec: codec, Logger: d.log,
 		Dial:                 outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy}),
 		AnnouncementInterval: d.cfg.LDSAnnounceInterval}
-	var mc *group.Multicast
 	if d.host != nil {
-		if mc, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
-			Logger: d.log.With("component", "join")}); err != nil {
-			return err
+		cfg.Multicast = func() (*group.Multicast, error) {
+			return group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+				Logger: d.log.With("component", "join")})
 		}
-		cfg.Network = mc
 	}
 	j, err := joiner.New(cfg)
 	if err != nil {
 		return err
 	}
-	if mc != nil {
-		// Started before the join manager, stopped after it.
-		mc.SetSink(j.Manager())
-		d.parts.Add("the join manager's multicast", mc)
-	}
 	d.parts.Add("the join manager", j)
-	d.joinSet = func(entries []staticEntry) {
+	d.joinSet = func(entries []staticEntry) error {
 		var out []joiner.Service
 		for _, e := range entries {
 			it := reggie.Item{ServiceID: e.item.ServiceID, Types: e.item.Types, Endpoint: e.item.Endpoint}
@@ -52,7 +45,7 @@ func (d *Daemon) buildJoin() error {
 			}
 			out = append(out, joiner.Service{Item: it, Groups: e.groups, Locators: e.locators})
 		}
-		j.Set(out)
+		return j.Set(out)
 	}
 	return nil
 }

@@ -286,7 +286,9 @@ func (d *Daemon) joinStatic(want map[string]staticEntry) []error {
 		}
 	}
 	if d.joinSet != nil {
-		d.joinSet(joining)
+		if err := d.joinSet(joining); err != nil {
+			return []error{err}
+		}
 		return nil
 	}
 	var errs []error

@@ -13,6 +13,7 @@ package joiner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net"
@@ -55,9 +56,11 @@ const (
 
 // Config gives the join manager its dependencies.
 type Config struct {
-	// Network is group discovery's (the daemon's multicast host); nil
+	// Multicast makes group discovery's network on the daemon's multicast
+	// host, the first time a service is to be joined (a daemon with no
+	// such service pays nothing: no handle on the host, no queue); nil
 	// finds lookup services by locator only.
-	Network group.Network
+	Multicast func() (*group.Multicast, error)
 	// Self is this daemon's lookup service, which holds the static
 	// services already and is never joined.
 	Self discovery.ServiceID
@@ -77,7 +80,11 @@ type Config struct {
 type Joiner struct {
 	cfg Config
 	log *slog.Logger
-	m   *manager.Manager
+	// m and mc, made by the first Set that joins anything (ensure), are
+	// guarded by setMu; set once, they are read without it.
+	setMu sync.Mutex
+	m     *manager.Manager
+	mc    *group.Multicast
 
 	mu     sync.Mutex
 	want   map[string]Service // by ServiceID
@@ -128,40 +135,76 @@ func New(cfg Config) (*Joiner, error) {
 	}
 	j := &Joiner{cfg: cfg, log: cfg.Logger.With("component", "join"), want: map[string]Service{}, joined: map[discovery.ServiceID]*target{},
 		leases: map[discovery.ServiceID]map[string]kept{}}
-	net := cfg.Network
-	if net == nil {
-		net = group.UnicastNetwork{}
+	return j, nil
+}
+
+// ensure makes and starts discovery, the first time it is needed.
+func (j *Joiner) ensure() error {
+	if j.m != nil {
+		return nil
+	}
+	var net group.Network = group.UnicastNetwork{}
+	var mc *group.Multicast
+	if j.cfg.Multicast != nil {
+		var err error
+		if mc, err = j.cfg.Multicast(); err != nil {
+			return err
+		}
+		net = mc
 	}
 	m, err := manager.New(manager.Config{Groups: []string{}, OnEvent: j.onEvent, Logger: j.log,
-		Group: group.Config{Network: net, AnnouncementInterval: cfg.AnnouncementInterval},
+		Group: group.Config{Network: net, AnnouncementInterval: j.cfg.AnnouncementInterval},
 		Locator: locator.Config{Dial: func(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
-			return unicast.DialLocator(ctx, cfg.Dial, l)
+			return unicast.DialLocator(ctx, j.cfg.Dial, l)
 		}}})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	j.m = m
-	return j, nil
+	j.mu.Lock()
+	ctx := j.ctx
+	j.mu.Unlock()
+	if ctx == nil {
+		return errors.New("join: Set before Start")
+	}
+	if mc != nil {
+		// Started before the manager, stopped after it.
+		mc.SetSink(m)
+		if err := mc.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.Start(ctx); err != nil {
+		if mc != nil {
+			mc.Shutdown(ctx)
+		}
+		return err
+	}
+	j.m, j.mc = m, mc
+	return nil
 }
 
 var _ lifecycle.Service = (*Joiner)(nil)
 
-// Manager is the discovery the join manager runs: the multicast
-// network's sink.
-func (j *Joiner) Manager() *manager.Manager { return j.m }
-
-// Start starts discovery.
+// Start readies the join manager; discovery starts with the first
+// service to join.
 func (j *Joiner) Start(ctx context.Context) error {
 	j.mu.Lock()
 	j.ctx = context.WithoutCancel(ctx)
 	j.mu.Unlock()
-	return j.m.Start(ctx)
+	return nil
 }
 
 // Shutdown stops discovery and cancels every registration made, within
 // ctx.
 func (j *Joiner) Shutdown(ctx context.Context) error {
-	j.m.Shutdown(ctx)
+	j.setMu.Lock()
+	if j.m != nil {
+		j.m.Shutdown(ctx)
+	}
+	if j.mc != nil {
+		j.mc.Shutdown(ctx)
+	}
+	j.setMu.Unlock()
 	j.mu.Lock()
 	j.stopped = true
 	for _, t := range j.joined {
@@ -182,7 +225,14 @@ func (j *Joiner) Shutdown(ctx context.Context) error {
 // Set makes services the ones to keep registered: new and changed ones
 // are registered, those left out cancelled, in every lookup service
 // that holds them.
-func (j *Joiner) Set(services []Service) {
+func (j *Joiner) Set(services []Service) error {
+	j.setMu.Lock()
+	defer j.setMu.Unlock()
+	if len(services) > 0 {
+		if err := j.ensure(); err != nil {
+			return fmt.Errorf("starting the join manager's discovery: %w", err)
+		}
+	}
 	want := map[string]Service{}
 	var groups []string
 	var locs []discovery.Locator
@@ -205,8 +255,11 @@ func (j *Joiner) Set(services []Service) {
 		poke(t.wake)
 	}
 	j.mu.Unlock()
-	j.m.SetGroups(groups)
-	j.m.SetLocators(locs)
+	if j.m != nil {
+		j.m.SetGroups(groups)
+		j.m.SetLocators(locs)
+	}
+	return nil
 }
 
 func poke(c chan struct{}) {

@@ -131,7 +131,9 @@ func TestJoinRules(t *testing.T) {
 		Attributes: []reggie.Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "lobby"}}}, Endpoint: "ipp://10.0.0.9:631/"}
 	elsewhere := reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-00000000000b", Types: []string{"org.example.Door"}}
 	j := newJoiner(t)
-	j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}, {Item: elsewhere, Locators: []discovery.Locator{other}}})
+	if err := j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}, {Item: elsewhere, Locators: []discovery.Locator{other}}}); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Until(t, "the printer registered", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
 	if it, _ := ls.holds(printer.ServiceID); it.Endpoint != printer.Endpoint || len(it.Types) == 0 || it.Types[0] != "org.example.Printer" {
 		t.Fatalf("registered as %+v", it)
@@ -157,13 +159,19 @@ func TestJoinRules(t *testing.T) {
 	// Changed: the new item replaces the old.
 	changed := printer
 	changed.Endpoint = "ipp://10.0.0.10:631/"
-	j.Set([]Service{{Item: changed, Locators: []discovery.Locator{ls.locator}}})
+	if err := j.Set([]Service{{Item: changed, Locators: []discovery.Locator{ls.locator}}}); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Until(t, "the changed printer", func() bool { it, _ := ls.holds(printer.ServiceID); return it.Endpoint == changed.Endpoint })
 	// Out of the set: cancelled.
-	j.Set(nil)
+	if err := j.Set(nil); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Until(t, "the printer cancelled", func() bool { _, ok := ls.holds(printer.ServiceID); return !ok })
 	// Back, then the join manager stops: cancelled on the way out.
-	j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}})
+	if err := j.Set([]Service{{Item: printer, Locators: []discovery.Locator{ls.locator}}}); err != nil {
+		t.Fatal(err)
+	}
 	testenv.Until(t, "the printer back", func() bool { _, ok := ls.holds(printer.ServiceID); return ok })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
