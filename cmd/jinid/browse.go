@@ -418,7 +418,7 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 			}
 			return
 		}
-		s := &source{id: e.ID.String(), addr: net.JoinHostPort(e.Host, fmt.Sprint(e.Port)), kind: "java", marshalled: e.Registrar.Marshalled}
+		s := &source{id: e.ID.String(), addr: discovery.HostPort(e.Host, e.Port), kind: "java", marshalled: e.Registrar.Marshalled}
 		if d := e.Registrar.Descriptor; d != nil {
 			s.kind, s.apiURL, s.marshalled = "jinid", d.APIURL, nil
 		}

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -328,30 +329,24 @@ func (n capHost) gen(g *capGen, t, f int) {
 }
 
 // matchPrefix compares the address at off with a prefix, a word at a
-// time.
+// time: the words the prefix covers (one for /0), the last masked.
 func (g *capGen) matchPrefix(off uint32, p netip.Prefix, t, f int) {
 	b := p.Addr().AsSlice()
-	bits := p.Bits()
-	for w := 0; w < len(b)/4; w++ {
-		if bits <= 0 && w > 0 {
-			break
-		}
-		word := uint32(b[4*w])<<24 | uint32(b[4*w+1])<<16 | uint32(b[4*w+2])<<8 | uint32(b[4*w+3])
+	words := max(1, (p.Bits()+31)/32)
+	for w := range words {
+		word := binary.BigEndian.Uint32(b[4*w:])
 		g.emit(bpf.LoadAbsolute{Off: off + uint32(4*w), Size: 4})
-		if bits < 32 {
-			mask := ^uint32(0) << (32 - max(bits, 0))
+		if rest := p.Bits() - 32*w; rest < 32 {
+			mask := ^uint32(0) << (32 - rest) // 0 for /0
 			g.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mask})
 			word &= mask
 		}
-		last := w == len(b)/4-1 || bits <= 32
-		if last {
+		if w == words-1 {
 			g.jeq(word, t, f)
-			return
+		} else {
+			g.jeq(word, g.next(), f)
 		}
-		g.jeq(word, g.next(), f)
-		bits -= 32
 	}
-	g.emitJump(t)
 }
 
 func (n capPort) gen(g *capGen, t, f int) {
@@ -406,7 +401,7 @@ type capGen struct {
 // capIns is an instruction, with the labels of its jumps.
 type capIns struct {
 	i           bpf.Instruction
-	t, f, ja    int // labels; -1 for none
+	t, f        int // labels, of a conditional jump
 	cond        bpf.JumpTest
 	val         uint32
 	conditional bool
@@ -424,17 +419,15 @@ func (g *capGen) next() int {
 func (g *capGen) place(l int) { g.labels[l] = len(g.ins) }
 
 func (g *capGen) emit(i bpf.Instruction) {
-	g.ins = append(g.ins, capIns{i: i, t: -1, f: -1, ja: -1})
+	g.ins = append(g.ins, capIns{i: i})
 }
-
-func (g *capGen) emitJump(l int) { g.ins = append(g.ins, capIns{t: -1, f: -1, ja: l}) }
 
 func (g *capGen) jeq(v uint32, t, f int) { g.cond(bpf.JumpEqual, v, t, f) }
 
 func (g *capGen) jset(v uint32, t, f int) { g.cond(bpf.JumpBitsSet, v, t, f) }
 
 func (g *capGen) cond(c bpf.JumpTest, v uint32, t, f int) {
-	g.ins = append(g.ins, capIns{conditional: true, cond: c, val: v, t: t, f: f, ja: -1})
+	g.ins = append(g.ins, capIns{conditional: true, cond: c, val: v, t: t, f: f})
 }
 
 func (g *capGen) l3() uint32 {
@@ -463,7 +456,7 @@ const maxCapIns = 4096
 
 // resolve turns the labels into jump offsets.
 func (g *capGen) resolve(expr string) ([]bpf.Instruction, error) {
-	at := func(l, from int) int {
+	at := func(l int) int {
 		p := g.labels[l]
 		if p <= -2 {
 			return -2 - p + 1 // "next": the instruction after the jump
@@ -477,13 +470,11 @@ func (g *capGen) resolve(expr string) ([]bpf.Instruction, error) {
 	for i, in := range g.ins {
 		switch {
 		case in.conditional:
-			st, sf := at(in.t, i)-i-1, at(in.f, i)-i-1
+			st, sf := at(in.t)-i-1, at(in.f)-i-1
 			if st < 0 || sf < 0 || st > 255 || sf > 255 {
 				return nil, fmt.Errorf("the capture filter %q is too large for one BPF program's jumps (255 instructions at most): split it", expr)
 			}
 			out[i] = bpf.JumpIf{Cond: in.cond, Val: in.val, SkipTrue: uint8(st), SkipFalse: uint8(sf)}
-		case in.ja >= 0:
-			out[i] = bpf.Jump{Skip: uint32(at(in.ja, i) - i - 1)}
 		default:
 			out[i] = in.i
 		}

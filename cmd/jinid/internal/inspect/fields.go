@@ -4,6 +4,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/jinid/jinid/discovery"
 )
 
 // FieldNames are the fields of a record that -T fields prints and -Y
@@ -110,7 +112,7 @@ func Values(r Record, name string) []string {
 		return groups
 	case "lookup":
 		if lookup {
-			return one(hostPort(host, port))
+			return one(discovery.HostPort(host, port))
 		}
 	case "requester":
 		if request {

@@ -42,13 +42,12 @@ local lookup_ports = {}
 
 local tcp_port = DissectorTable.get("tcp.port")
 local f_udp = Field.new("udp")
-local f_fin_field = Field.new("tcp.flags.fin")
--- f_fin returns a function saying whether the segment ends its direction.
-local function f_fin()
-	return function()
-		local v = f_fin_field()
-		return v ~= nil and v()
-	end
+local f_fin = Field.new("tcp.flags.fin")
+
+-- fin says whether the segment being dissected ends its direction.
+local function fin()
+	local v = f_fin()
+	return v ~= nil and v()
 end
 -- DESEGMENT_UNTIL_FIN, as the C API has it, if this Lua does not.
 DESEGMENT_UNTIL_FIN = DESEGMENT_UNTIL_FIN or 0x0ffffffe
@@ -300,7 +299,7 @@ local function dissect_tcp(tvb, pinfo, tree)
 	-- A response ends with the connection: its registrar proxy is a Java
 	-- object stream whose length only its parsing would tell. (A response
 	-- that is refused a format is whole in 12 bytes.)
-	if not (v == 2 and len >= 12 and hex(tvb, 4, 8) == "0000000000000000") and not f_fin()() then
+	if not (v == 2 and len >= 12 and hex(tvb, 4, 8) == "0000000000000000") and not fin() then
 		pinfo.desegment_offset = 0
 		pinfo.desegment_len = DESEGMENT_UNTIL_FIN
 		return

@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jinid/jinid/discovery"
 )
 
 // Kinds of record.
@@ -44,16 +44,6 @@ type Record struct {
 	// failed.
 	Fields any    `json:"fields,omitempty"`
 	Error  string `json:"error,omitempty"`
-}
-
-// hostPort is a host and port as one would dial them: an IPv6 address
-// bracketed, a port not known (0) as "?".
-func hostPort(host string, port int) string {
-	p := "?"
-	if port > 0 {
-		p = strconv.Itoa(port)
-	}
-	return net.JoinHostPort(host, p)
 }
 
 // AnnouncementFields are the decoded fields of a multicast announcement.
@@ -138,9 +128,9 @@ func WriteText(w io.Writer, r Record, tf TimeFormat) error {
 		if f.Sequence != nil {
 			fmt.Fprintf(&b, " seq=%d", *f.Sequence)
 		}
-		fmt.Fprintf(&b, " lookup=%s id=%s groups=%s", hostPort(f.Host, f.Port), f.ServiceID, groupList(f.Groups, "(none)"))
+		fmt.Fprintf(&b, " lookup=%s id=%s groups=%s", discovery.HostPort(f.Host, f.Port), f.ServiceID, groupList(f.Groups, "(none)"))
 	case *RequestFields:
-		fmt.Fprintf(&b, " reply-to=%s groups=%s", hostPort(f.Host, f.Port), groupList(f.Groups, "(any)"))
+		fmt.Fprintf(&b, " reply-to=%s groups=%s", discovery.HostPort(f.Host, f.Port), groupList(f.Groups, "(any)"))
 		if len(f.KnownServiceIDs) > 0 {
 			fmt.Fprintf(&b, " known=%s", strings.Join(f.KnownServiceIDs, ","))
 		}
@@ -157,7 +147,7 @@ func WriteText(w io.Writer, r Record, tf TimeFormat) error {
 			}
 		}
 	case *UnicastResponseFields:
-		fmt.Fprintf(&b, " lookup=%s groups=%s registrar=%s", hostPort(f.Host, f.Port), groupList(f.Groups, "(none)"), f.Registrar.Kind)
+		fmt.Fprintf(&b, " lookup=%s groups=%s registrar=%s", discovery.HostPort(f.Host, f.Port), groupList(f.Groups, "(none)"), f.Registrar.Kind)
 		if f.Registrar.Kind == "jinid" {
 			fmt.Fprintf(&b, " id=%s api=%s", f.Registrar.ServiceID, f.Registrar.APIURL)
 		} else {

@@ -5,10 +5,11 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jinid/jinid/discovery"
 )
 
 // Statistics (-z) over the messages decoded, as tshark's -z gives them
@@ -77,7 +78,7 @@ func (t *Tally) Add(r Record) {
 		if l == nil {
 			return
 		}
-		l.addrs[hostPort(f.Host, f.Port)] = true
+		l.addrs[discovery.HostPort(f.Host, f.Port)] = true
 		l.announcements++
 		l.versions[r.Version] = true
 		l.groups = f.Groups
@@ -88,7 +89,7 @@ func (t *Tally) Add(r Record) {
 	case *UnicastResponseFields:
 		if l := t.lookup(f.Registrar.ServiceID); l != nil {
 			l.responses++
-			l.addrs[hostPort(f.Host, f.Port)] = true
+			l.addrs[discovery.HostPort(f.Host, f.Port)] = true
 		}
 		if q := t.requester(hostOnly(r.Destination)); q != nil {
 			q.responses++
@@ -209,7 +210,7 @@ func median(ds []time.Duration) string {
 		return "-"
 	}
 	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2].Round(time.Microsecond).String()
 }
 

@@ -16,10 +16,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"reflect"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -303,7 +301,7 @@ func (j *Joiner) onEvent(e manager.Event) {
 	ctx, cancel := context.WithCancel(j.ctx)
 	t = &target{id: e.ID, ls: e.LookupService.Clone(), found: j.foundBy(e.ID), remote: r, wake: make(chan struct{}, 1), cancel: cancel}
 	j.joined[e.ID] = t
-	log := j.log.With("lookup", e.ID, "address", net.JoinHostPort(e.Host, strconv.Itoa(e.Port)))
+	log := j.log.With("lookup", e.ID, "address", discovery.HostPort(e.Host, e.Port))
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
