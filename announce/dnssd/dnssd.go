@@ -707,12 +707,10 @@ func (a *Advertiser) isOwnAddr(ip []byte) bool {
 	if !ok {
 		return false
 	}
-	for _, j := range a.port.Joined() {
-		if j.Addr.WithZone("") == addr.Unmap() {
-			return true
-		}
-	}
-	return false
+	// Any address of the host, not only of the interfaces served: an
+	// announcement of ours sent on an interface being left can still be
+	// heard back once it is no longer listed as served.
+	return a.port.IsLocal(addr)
 }
 
 func containsRR(rrs []dns.RR, rr dns.RR) bool {

@@ -320,6 +320,10 @@ func (p *Port) Close() error {
 // Joined lists the interfaces and families the port serves now.
 func (p *Port) Joined() []Joined { return p.hp.tr.Joined() }
 
+// IsLocal says whether a is an address of one of the host's interfaces,
+// served or not.
+func (p *Port) IsLocal(a netip.Addr) bool { return p.hp.tr.IsLocal(a) }
+
 // LinkOf names the served interface whose link a is on; see
 // transport.LinkOf.
 func (p *Port) LinkOf(a netip.Addr) string { return p.hp.tr.LinkOf(a) }

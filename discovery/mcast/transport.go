@@ -661,6 +661,21 @@ func (t *transport) Joined() []Joined {
 	return out
 }
 
+// IsLocal says whether a is an address of one of the host's interfaces,
+// served or not, as last read: a packet of this host's own, looped back
+// while an interface is being left, carries one.
+func (t *transport) IsLocal(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ps := range t.subnets {
+		if slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Addr().WithZone("") == a }) {
+			return true
+		}
+	}
+	return false
+}
+
 // LinkOf names the served interface whose link a is on: a link-local
 // address's zone, or the interface one of whose subnets holds a; "" if
 // none.

@@ -177,7 +177,7 @@ func TestMDNSGoodbyeWhenAnInterfaceIsLeft(t *testing.T) {
 	})
 	cfg := filepath.Join(t.TempDir(), "jinid.json")
 	os.WriteFile(cfg, []byte(`{"interfaces": ["eth0", "eth1"]}`), 0o644)
-	d := jinidtest.LabDaemon(t, bin, gw, "--config", cfg)
+	d := jinidtest.LabDaemon(t, bin, gw, "--config", cfg, "--log-level", "debug")
 	has := func(prefix string) func() bool {
 		return func() bool {
 			return slices.ContainsFunc(seen.list(), func(s string) bool { return strings.HasPrefix(s, prefix) })
@@ -186,5 +186,10 @@ func TestMDNSGoodbyeWhenAnInterfaceIsLeft(t *testing.T) {
 	testenv.Until(t, "the announcement on the second LAN", has("announce "))
 	os.WriteFile(cfg, []byte(`{"interfaces": ["eth0"]}`), 0o644)
 	d.Process.Signal(syscall.SIGHUP)
+	defer func() {
+		if t.Failed() {
+			t.Logf("seen: %q\n%s", seen.list(), d.Log())
+		}
+	}()
 	testenv.Until(t, "a goodbye on the LAN the daemon no longer serves", has("goodbye "))
 }
