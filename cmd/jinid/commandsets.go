@@ -7,5 +7,5 @@ const hasDaemon = true
 
 // daemonCommands run and operate the daemon.
 func daemonCommands(g *globalFlags) []*spec {
-	return []*spec{versionSpec(), daemonSpec(g), configSpec(), snapshotSpec(), storeSpec()}
+	return []*spec{versionSpec(), daemonSpec(g), configSpec(), snapshotSpec(), storeSpec(), clusterSpec()}
 }

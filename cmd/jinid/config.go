@@ -88,6 +88,8 @@ var settings = []setting{
 	{key: "etcdCert", flag: "etcd-cert"},
 	{key: "etcdKey", flag: "etcd-key"},
 	{key: "etcdCA", flag: "etcd-ca"},
+	{key: "etcdLeaseTTL", flag: "etcd-lease-ttl"},
+	{key: "node", flag: "node"},
 }
 
 // envName is the environment variable of a flag: JINID_ and the flag's

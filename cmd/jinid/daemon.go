@@ -258,6 +258,8 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&cfg.Etcd.CertFile, "etcd-cert", "", "with --store etcd: PEM client certificate for the cluster (with --etcd-key)")
 	f.StringVar(&cfg.Etcd.KeyFile, "etcd-key", "", "with --store etcd: PEM private key of --etcd-cert")
 	f.StringVar(&cfg.Etcd.CAFile, "etcd-ca", "", "with --store etcd: PEM certificate authority of the cluster's certificates")
+	f.DurationVar(&cfg.Etcd.LeaseTTL, "etcd-lease-ttl", store.DefaultLeaseTTL, "with --store etcd: the hold's etcd lease, 2s to 5m: a dead holder's standby takes over after it; a holder cut off from etcd stops acting a fifth of it before (docs/cluster.md)")
+	f.StringVar(&cfg.Etcd.Node, "node", "", "with --store etcd: this node's name in the cluster (jinid cluster status); default: the host name and process ID")
 }
 
 // resolve reads the config file (--config, or the default one if it

@@ -41,7 +41,7 @@ func toolNames() []string {
 	return []string{"inspect", "discover", "browse", "lookup", "lease", "lds", "listen", "renewal", "mailbox", "token", "txn"}
 }
 
-func daemonNames() []string { return []string{"daemon", "config", "snapshot", "store"} }
+func daemonNames() []string { return []string{"daemon", "config", "snapshot", "store", "cluster"} }
 
 const (
 	toolsBinary  = "the tools binary (jinid-tools; /usr/bin/jinid in the OpenWrt package)"

@@ -24,11 +24,16 @@ type storeFlags struct {
 func (f *storeFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dataDir, "data-dir", paths.DefaultDataDir(), "the embedded store's directory")
 	fs.StringVar(&f.kind, "store", app.StoreEmbedded, "embedded or etcd")
-	fs.StringSliceVar(&f.etcd.Endpoints, "etcd-endpoints", nil, "with --store etcd: the cluster's client URLs")
-	fs.StringVar(&f.etcd.Prefix, "etcd-prefix", store.DefaultEtcdPrefix, "with --store etcd: the store's key prefix")
-	fs.StringVar(&f.etcd.CertFile, "etcd-cert", "", "with --store etcd: PEM client certificate")
-	fs.StringVar(&f.etcd.KeyFile, "etcd-key", "", "with --store etcd: its PEM private key")
-	fs.StringVar(&f.etcd.CAFile, "etcd-ca", "", "with --store etcd: PEM certificate authority of the cluster")
+	f.bindEtcd(fs, "with --store etcd: ")
+}
+
+// bindEtcd binds the flags that say where the store in etcd is.
+func (f *storeFlags) bindEtcd(fs *pflag.FlagSet, with string) {
+	fs.StringSliceVar(&f.etcd.Endpoints, "etcd-endpoints", nil, with+"the cluster's client URLs")
+	fs.StringVar(&f.etcd.Prefix, "etcd-prefix", store.DefaultEtcdPrefix, with+"the store's key prefix")
+	fs.StringVar(&f.etcd.CertFile, "etcd-cert", "", with+"PEM client certificate")
+	fs.StringVar(&f.etcd.KeyFile, "etcd-key", "", with+"its PEM private key")
+	fs.StringVar(&f.etcd.CAFile, "etcd-ca", "", with+"PEM certificate authority of the cluster")
 }
 
 // open opens the store, which no daemon may be using: the embedded

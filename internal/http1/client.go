@@ -53,6 +53,9 @@ type Client struct {
 	// of the same tag (a dialer that lets some requests further than
 	// others keeps their connections apart).
 	PoolTag func(context.Context) string
+	// Admit, if set, is asked before every exchange, on a kept
+	// connection too: an error fails the request unsent.
+	Admit func(context.Context) error
 
 	mu   sync.Mutex
 	idle map[string][]*pconn // by scheme and address, newest last
@@ -130,6 +133,11 @@ func (c *Client) do(req *http.Request) (*http.Response, error) {
 	u := req.URL
 	if u == nil || u.Host == "" {
 		return nil, errors.New("no host in the URL")
+	}
+	if c.Admit != nil {
+		if err := c.Admit(req.Context()); err != nil {
+			return nil, err
+		}
 	}
 	dial, port := c.Dial, "80"
 	switch u.Scheme {

@@ -70,6 +70,7 @@ func New(cfg Config) *http1.Client {
 		// for the next (32 kept at most over all hosts).
 		MaxIdlePerHost: 4,
 		PoolTag:        poolTag,
+		Admit:          cfg.Policy.admit,
 	}
 }
 
@@ -101,6 +102,8 @@ func CategoryOf(err error) fault.Code {
 	switch {
 	case errors.Is(err, ErrForbidden):
 		return apitypes.Forbidden
+	case errors.Is(err, ErrNotActing):
+		return apitypes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return apitypes.Timeout
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED):
@@ -124,6 +127,8 @@ func message(c fault.Code) string {
 		return "the destination could not be reached"
 	case apitypes.Timeout:
 		return "the destination did not answer in time"
+	case apitypes.Unavailable:
+		return "this jinid is not acting for its clients now (another node of its cluster holds the store); try again"
 	}
 	return "the destination did not answer as the protocol wants"
 }

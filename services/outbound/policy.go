@@ -22,6 +22,11 @@ import (
 // with (wrapped, naming the address and why).
 var ErrForbidden = errors.New("destination forbidden by the outbound policy")
 
+// ErrNotActing is what a request fails with, unsent, while the daemon
+// may not act for its clients (PolicyConfig.Acting): a node of a cluster
+// that lost the store's hold, where another node may act in its place.
+var ErrNotActing = errors.New("this jinid is not acting for its clients now")
+
 // PolicyConfig says where requests may not go beyond the fixed rules.
 type PolicyConfig struct {
 	// Allow lists prefixes requests may go to even though the fixed rules
@@ -37,6 +42,11 @@ type PolicyConfig struct {
 	// Inside says a URL is served inside the daemon (an event mailbox
 	// listener): a listener any client may name, delivered in-process.
 	Inside func(*url.URL) bool
+	// Acting, if set, says whether the daemon may act for its clients
+	// now; while it returns an error no request is sent (dialed, or on a
+	// kept connection). A store in etcd stops a node that lost its hold
+	// from renewing, delivering or deciding what another node now does.
+	Acting func() error
 }
 
 // Policy decides which addresses jinid may connect to when it sends a
@@ -51,6 +61,7 @@ type Policy struct {
 	self   func() ([]netip.Addr, error)
 	log    *slog.Logger
 	inside func(*url.URL) bool
+	acting func() error
 
 	mu     sync.Mutex
 	own    []netip.Addr
@@ -73,7 +84,7 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 	for i, p := range cfg.Allow {
 		allow[i] = p.Masked()
 	}
-	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside}
+	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside, acting: cfg.Acting}
 }
 
 // strict is the policy of a nil *Policy: the fixed rules, no allowances,
@@ -221,6 +232,9 @@ func poolTag(ctx context.Context) string {
 // control is the dialer's check of every address it is about to connect
 // to, after name resolution.
 func (p *Policy) control(ctx context.Context, _, address string, _ syscall.RawConn) error {
+	if err := p.admit(ctx); err != nil {
+		return err
+	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %q is not an address", ErrForbidden, address)
@@ -237,6 +251,18 @@ func (p *Policy) control(ctx context.Context, _, address string, _ syscall.RawCo
 			p.log.Warn("outbound request refused", "to", address, "err", err)
 		}
 		return err
+	}
+	return nil
+}
+
+// admit says whether a request may be sent now (PolicyConfig.Acting).
+func (p *Policy) admit(context.Context) error {
+	p = p.orStrict()
+	if p.acting == nil {
+		return nil
+	}
+	if err := p.acting(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotActing, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -270,5 +271,43 @@ func TestInsideListener(t *testing.T) {
 	}
 	if err := p.CheckHTTPListener(t.Context(), "listener", "http://127.0.0.1:4162/elsewhere"); err == nil {
 		t.Error("a loopback listener that is not inside: allowed")
+	}
+}
+
+// A daemon that may not act (a node of a cluster that lost the store's
+// hold) sends nothing: not on a new connection, not on a kept one; the
+// client hears Unavailable.
+func TestNotActingSendsNothing(t *testing.T) {
+	var reached atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Add(1) }))
+	defer srv.Close()
+	var acting atomic.Bool
+	acting.Store(true)
+	lost := errors.New("the hold is lost")
+	p := NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Acting: func() error {
+			if acting.Load() {
+				return nil
+			}
+			return lost
+		}})
+	c := New(Config{Policy: p})
+	resp, err := post(c, srv.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // the connection is kept
+	acting.Store(false)
+	if _, err := post(c, srv.URL, "{}"); !errors.Is(err, ErrNotActing) || !errors.Is(err, lost) {
+		t.Fatalf("a request while not acting: %v", err)
+	}
+	if _, err := Dialer(Config{Policy: p})(t.Context(), "tcp", srv.Listener.Addr().String()); !errors.Is(err, ErrNotActing) {
+		t.Fatalf("a dial while not acting: %v", err)
+	}
+	if n := reached.Load(); n != 1 {
+		t.Fatalf("the server was reached %d times, want once (before)", n)
+	}
+	if f := Fault(fmt.Errorf("renewing: %w", fmt.Errorf("%w: %w", ErrNotActing, lost))); f.Code != apitypes.Unavailable {
+		t.Fatalf("fault %+v", f)
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 )
 
@@ -32,8 +31,26 @@ const Etcd = true
 // changed meanwhile runs again on what is there now (optimistic
 // concurrency on revisions).
 func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
+	cli, cfg, err := dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
+	if cfg.Exclusive {
+		if err := be.hold(ctx, cfg); err != nil {
+			cli.Close()
+			return nil, err
+		}
+	}
+	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
+	return newStore(be, where)
+}
+
+// dial connects to the cluster cfg names (its defaults filled in) and
+// reads a key: a cluster that cannot be read is not used.
+func dial(ctx context.Context, cfg EtcdConfig) (*clientv3.Client, EtcdConfig, error) {
 	if len(cfg.Endpoints) == 0 {
-		return nil, errors.New("etcd: no endpoints")
+		return nil, cfg, errors.New("etcd: no endpoints")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultEtcdPrefix
@@ -47,30 +64,21 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
 		info := transport.TLSInfo{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile, TrustedCAFile: cfg.CAFile}
 		var err error
 		if tlsCfg, err = info.ClientConfig(); err != nil {
-			return nil, fmt.Errorf("etcd TLS: %w", err)
+			return nil, cfg, fmt.Errorf("etcd TLS: %w", err)
 		}
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: cfg.Timeout, TLS: tlsCfg,
 		Logger: zap.NewNop(), AutoSyncInterval: time.Minute})
 	if err != nil {
-		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
+		return nil, cfg, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	// Reached at all: a store that cannot be read is not opened.
 	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	if _, err := cli.Get(rctx, cfg.Prefix+"/meta/schema"); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
+		return nil, cfg, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
-	if cfg.Exclusive {
-		if err := be.hold(ctx, cfg); err != nil {
-			cli.Close()
-			return nil, err
-		}
-	}
-	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
-	return newStore(be, where)
+	return cli, cfg, nil
 }
 
 // hold takes the store for this process: the lock key <prefix>/.holder,
@@ -79,31 +87,36 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
 func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 	ttl := cfg.LeaseTTL
 	if ttl <= 0 {
-		ttl = 10 * time.Second
+		ttl = DefaultLeaseTTL
 	}
 	// The lease lives as long as the store is open (ctx only bounds the
-	// wait for the hold).
-	sess, err := concurrency.NewSession(b.cli, concurrency.WithTTL(int(max(ttl/time.Second, 1))), concurrency.WithContext(context.WithoutCancel(ctx)))
+	// wait for the hold); under it, this node is a member while it waits
+	// and while it holds.
+	l, err := grantLease(ctx, b.cli, ttl)
 	if err != nil {
 		return fmt.Errorf("etcd: a lease for the store's hold: %w", err)
 	}
+	b.lease = l
+	node := cmp.Or(cfg.Node, "a jinid")
+	if err := b.register(ctx, Member{Node: node, Since: time.Now().UTC()}); err != nil {
+		l.close()
+		return err
+	}
 	key := b.prefix + "/.holder"
 	for told := false; ; {
-		node := cmp.Or(cfg.Node, "a jinid")
 		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, node, clientv3.WithLease(sess.Lease()))).Else(clientv3.OpGet(key)).Commit()
+			Then(clientv3.OpPut(key, node, clientv3.WithLease(l.id))).Else(clientv3.OpGet(key)).Commit()
 		if err != nil {
-			sess.Close()
+			l.close()
 			return fmt.Errorf("etcd: taking the store's hold: %w", err)
 		}
 		if resp.Succeeded {
 			b.fence = clientv3.Compare(clientv3.CreateRevision(key), "=", resp.Header.Revision)
-			b.sess = sess
 			return nil
 		}
 		holder := string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
 		if cfg.NoWait {
-			sess.Close()
+			l.close()
 			return fmt.Errorf("%w in etcd (%s): stop it first", ErrHeld, holder)
 		}
 		if !told && cfg.Waiting != nil {
@@ -111,7 +124,8 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 			told = true
 		}
 		// Wait for the holder's key to go (its lease ends, or it
-		// releases it), then try again.
+		// releases it), then try again; a standby that lost its own
+		// lease meanwhile (cut off itself) gives up.
 		wctx, cancel := context.WithCancel(ctx)
 		w := b.cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
 	wait:
@@ -119,8 +133,12 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 			select {
 			case <-ctx.Done():
 				cancel()
-				sess.Close()
+				l.close()
 				return ctx.Err()
+			case <-l.lost:
+				cancel()
+				l.close()
+				return fmt.Errorf("etcd: waiting for the store's hold: %w", ErrNotHolding)
 			case wr, ok := <-w:
 				if !ok {
 					break wait
@@ -140,8 +158,20 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 // not be kept alive): its commits fail from then on, and the process
 // should end, for its standby to take over.
 func (s *Store) Lost() <-chan struct{} {
-	if b, ok := s.be.(*etcdBackend); ok && b.sess != nil {
-		return b.sess.Done()
+	if b, ok := s.be.(*etcdBackend); ok && b.lease != nil {
+		return b.lease.lost
+	}
+	return nil
+}
+
+// Acting says whether this process may act for its clients now: nil for
+// an embedded store, and for one in etcd while its hold is surely still
+// its own; ErrNotHolding from a margin before the cluster could let a
+// standby take over. Whatever jinid sends on someone's behalf (renewals,
+// event deliveries, a transaction's decisions) waits on it.
+func (s *Store) Acting() error {
+	if b, ok := s.be.(*etcdBackend); ok && b.lease != nil {
+		return b.lease.valid()
 	}
 	return nil
 }
@@ -155,10 +185,10 @@ type etcdBackend struct {
 	cli     *clientv3.Client
 	prefix  string
 	timeout time.Duration
-	// sess and fence, for an exclusive store: the lease of its hold, and
+	// lease and fence, for an exclusive store: the lease of its hold, and
 	// the comparison every commit includes (the hold is still this
 	// process's).
-	sess  *concurrency.Session
+	lease *lease
 	fence clientv3.Cmp
 }
 
@@ -179,11 +209,9 @@ func (b *etcdBackend) update(fn func(kv) error) error {
 	deadline := time.Now().Add(b.timeout)
 	wait := time.Millisecond
 	for first := true; first || time.Now().Before(deadline); first = false {
-		if b.sess != nil {
-			select {
-			case <-b.sess.Done():
-				return fmt.Errorf("%w: this jinid no longer holds the store (its etcd lease ended): it changes nothing", errUnavailable)
-			default:
+		if b.lease != nil {
+			if err := b.lease.valid(); err != nil {
+				return fmt.Errorf("%w: %w: it changes nothing", errUnavailable, err)
 			}
 		}
 		if !first {
@@ -238,10 +266,10 @@ func (b *etcdBackend) reach(ctx context.Context) error {
 }
 
 func (b *etcdBackend) close() error {
-	if b.sess != nil {
+	if b.lease != nil {
 		// The hold goes with the process: the standby need not wait for
 		// the lease to run out.
-		b.sess.Close()
+		b.lease.close()
 	}
 	return b.cli.Close()
 }
@@ -380,7 +408,7 @@ func (t *etcdTxn) forEach(bucket string, fn func(key string, v []byte) error) er
 // false on such a conflict.
 func (t *etcdTxn) commit() (bool, error) {
 	var cmps []clientv3.Cmp
-	if t.b.sess != nil {
+	if t.b.lease != nil {
 		cmps = append(cmps, t.b.fence)
 	}
 	for k, rev := range t.reads {

@@ -19,3 +19,11 @@ func OpenEtcd(context.Context, EtcdConfig) (*Store, error) {
 
 // Lost is nil: the embedded store is never lost.
 func (s *Store) Lost() <-chan struct{} { return nil }
+
+// Acting is nil: the embedded store is always this process's.
+func (s *Store) Acting() error { return nil }
+
+// ReadCluster says this build has no etcd.
+func ReadCluster(context.Context, EtcdConfig) (ClusterStatus, error) {
+	return ClusterStatus{}, errors.New("this jinid is built without etcd (as the router build is): use the full build")
+}

@@ -207,7 +207,7 @@ func TestEtcdExclusive(t *testing.T) {
 	}
 	// a's hold ends as if cut off: its lease revoked.
 	be := a.be.(*etcdBackend)
-	if _, err := be.cli.Revoke(t.Context(), be.sess.Lease()); err != nil {
+	if _, err := be.cli.Revoke(t.Context(), be.lease.id); err != nil {
 		t.Fatal(err)
 	}
 	var b *Store
@@ -308,5 +308,95 @@ func TestExportImport(t *testing.T) {
 	defer fresh.Close()
 	if _, err := fresh.Import(strings.NewReader(`{"bucket":"items","key":"a","value":1}` + "\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("a bad line: %v", err)
+	}
+}
+
+// A holder cut off from the cluster stops acting before the cluster
+// could end its lease and let a standby in: within the TTL less the
+// margin of its last keep-alive, and it is told (Lost).
+func TestEtcdHolderCutOffStopsActingFirst(t *testing.T) {
+	endpoint, stop := startEtcd(t)
+	const ttl = 3 * time.Second
+	a, err := OpenEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-cut", Timeout: time.Second,
+		Exclusive: true, Node: "node-a", LeaseTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Acting(); err != nil {
+		t.Fatalf("the holder does not act: %v", err)
+	}
+	be := a.be.(*etcdBackend)
+	lastKept := be.lease.safeEnd().Add(be.lease.margin - ttl) // when its last keep-alive was sent
+	stop()
+	select {
+	case <-a.Lost():
+	case <-time.After(2 * ttl):
+		t.Fatal("a holder cut off from etcd was not told it lost the store")
+	}
+	stopped := time.Now()
+	if err := a.Acting(); !errors.Is(err, ErrNotHolding) {
+		t.Fatalf("Acting after the hold was lost: %v", err)
+	}
+	// The cluster keeps the lease at least ttl from the last keep-alive
+	// it received, which was sent at lastKept or later.
+	if end := lastKept.Add(ttl); !stopped.Before(end) {
+		t.Fatalf("stopped acting at %v, not before the cluster could end its lease (%v)", stopped, end)
+	}
+	if !be.lease.safeEnd().Before(lastKept.Add(ttl)) {
+		t.Fatal("the safe end is not before the lease's end")
+	}
+}
+
+// The members of a deployment, holder and standbys, are listed while
+// their processes run, and go with them.
+func TestEtcdMembers(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	cfg := func(node string) EtcdConfig {
+		return EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-members", Timeout: 2 * time.Second, Exclusive: true,
+			Node: node, LeaseTTL: 2 * time.Second}
+	}
+	a, err := OpenEtcd(t.Context(), cfg("node-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *Store, 1)
+	defer func() {
+		if b := <-opened; b != nil {
+			b.Close()
+		}
+	}()
+	go func() {
+		b, err := OpenEtcd(t.Context(), cfg("node-b"))
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- b
+	}()
+	read := func() ClusterStatus {
+		st, err := ReadCluster(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-members", Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	st := read()
+	for len(st.Members) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		st = read()
+	}
+	if st.Holder != "node-a" || len(st.Members) != 2 || st.Members[0].Node != "node-a" || st.Members[1].Node != "node-b" {
+		t.Fatalf("cluster status %+v", st)
+	}
+	if len(st.Etcd) != 1 || !st.Etcd[0].Healthy || st.Etcd[0].Leader == 0 {
+		t.Fatalf("etcd members %+v", st.Etcd)
+	}
+	a.Close()
+	for st = read(); st.Holder != "node-b" && time.Now().Before(deadline); st = read() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Holder != "node-b" {
+		t.Fatalf("after a closed: %+v", st)
 	}
 }

@@ -25,8 +25,10 @@ type EtcdConfig struct {
 	Exclusive bool
 	// Node names the holder, for the others' logs.
 	Node string
-	// LeaseTTL is the hold's lease (10 s by default): how long a dead
-	// holder keeps the store from its standby.
+	// LeaseTTL is the hold's lease (DefaultLeaseTTL if 0): how long a
+	// dead holder keeps the store from its standby. A holder cut off
+	// from etcd stops acting a fifth of it (at least 0.5 s) before the
+	// cluster ends it.
 	LeaseTTL time.Duration
 	// Waiting, if set, is told once that another holds the store and
 	// this one waits.
@@ -40,6 +42,9 @@ type EtcdConfig struct {
 // NoWait.
 var ErrHeld = errors.New("another jinid holds the store")
 
+// DefaultLeaseTTL is the hold's lease unless told.
+const DefaultLeaseTTL = 10 * time.Second
+
 // DefaultEtcdPrefix is where in etcd jinid keeps its store unless told.
 const DefaultEtcdPrefix = "/jinid"
 
@@ -47,3 +52,37 @@ const DefaultEtcdPrefix = "/jinid"
 // cluster without a quorum, out of reach): the client is told to try
 // again later, and the store probes until a write succeeds.
 var errUnavailable = errors.New("etcd")
+
+// ClusterStatus is a deployment on etcd as ReadCluster found it.
+type ClusterStatus struct {
+	Prefix string `json:"prefix"`
+	// Holder is the node that holds the store and serves; "" if none.
+	Holder string `json:"holder"`
+	// Members are the nodes registered: the holder first, then those
+	// waiting to take over, longest waiting first.
+	Members []Member `json:"members"`
+	// Etcd are the etcd cluster's members.
+	Etcd []EtcdMember `json:"etcd"`
+}
+
+// Member is a node of a deployment as it registered in etcd (under
+// <prefix>/.members/<node>, for as long as its lease lives).
+type Member struct {
+	Node  string    `json:"node"`
+	Since time.Time `json:"since"`
+}
+
+// EtcdMember is one member of the etcd cluster and what it said of
+// itself.
+type EtcdMember struct {
+	Name     string `json:"name"`
+	ID       uint64 `json:"id"`
+	Endpoint string `json:"endpoint"`
+	Healthy  bool   `json:"healthy"`
+	IsLeader bool   `json:"isLeader"`
+	Leader   uint64 `json:"leader"`
+	Version  string `json:"version,omitempty"`
+	DBSize   int64  `json:"dbSize,omitempty"`
+	RaftTerm uint64 `json:"raftTerm,omitempty"`
+	Error    string `json:"error,omitempty"`
+}

@@ -33,7 +33,8 @@ import (
 // /var/lib/jinid, the socket /run/jinid/jinid.sock, the config file
 // /etc/jinid/jinid.json (the packages' example); another lookup service
 // is lookup.example.org (10.0.0.7); a listener host is 10.0.0.5 (jinid
-// listen on :9000). Those paths are the test's own directories, bound
+// listen on :9000); an etcd member is 10.0.0.2 (client port 2379), with
+// a jinid node holding the default prefix at 10.0.0.3. Those paths are the test's own directories, bound
 // over the system's in each command's mount namespace; names resolve
 // through each host's own hosts file. Examples run on gw, in a working
 // directory holding the files they name (jini.pcap, gw.crt and gw.key,
@@ -74,6 +75,10 @@ func TestDocsRunAsWritten(t *testing.T) {
 	os.WriteFile(filepath.Join(gw.etc, "jinid.json"), example, 0o644)
 
 	jinidtest.LabDaemon(t, bin, peer, "--groups", "lab")
+	// A deployment on etcd (docs/cluster.md): a member at 10.0.0.2, a
+	// node at 10.0.0.3 holding the store.
+	jinidtest.EtcdClusterOn(t, []*netlab.Host{machine("etcd", "10.0.0.2")}, []netip.Addr{addr("10.0.0.2")})
+	jinidtest.LabDaemon(t, bin, machine("node", "10.0.0.3"), "--no-multicast", "--store", "etcd", "--etcd-endpoints", "http://10.0.0.2:2379", "--node", "node-3")
 	listen := client.Command(context.Background(), bin, "listen", "--addr", ":9000")
 	if err := listen.Start(); err != nil {
 		t.Fatal(err)

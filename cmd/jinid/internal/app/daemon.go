@@ -222,6 +222,12 @@ func (c Config) Validate() error {
 		if c.SnapshotDir != "" {
 			add(errors.New("snapshots are of the embedded store; a store in etcd is backed up by etcd (etcdctl snapshot save)"))
 		}
+		if c.Etcd.LeaseTTL != 0 && (c.Etcd.LeaseTTL < 2*time.Second || c.Etcd.LeaseTTL > 5*time.Minute || c.Etcd.LeaseTTL%time.Second != 0) {
+			add(fmt.Errorf("etcd lease TTL %s: want whole seconds from 2s to 5m (etcd's leases are in seconds)", c.Etcd.LeaseTTL))
+		}
+		if strings.ContainsAny(c.Etcd.Node, "/\x00\n") || len(c.Etcd.Node) > 128 {
+			add(fmt.Errorf("node name %q: at most 128 characters, without / or control characters", c.Etcd.Node))
+		}
 		if c.Etcd.Prefix != "" && !strings.HasPrefix(c.Etcd.Prefix, "/") {
 			add(fmt.Errorf("etcd prefix %q: want a key path starting with /", c.Etcd.Prefix))
 		}
@@ -447,7 +453,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// the process (the mailbox is made below, before anything is served).
 	var mbox *mailbox.Service
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log,
-		Inside: func(u *url.URL) bool { return mbox != nil && mbox.IsOwnListener(u) }})
+		Inside: func(u *url.URL) bool { return mbox != nil && mbox.IsOwnListener(u) }, Acting: st.Acting})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
@@ -587,7 +593,7 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 	cfg.Exclusive = true
 	if cfg.Node == "" {
 		host, _ := os.Hostname()
-		cfg.Node = fmt.Sprintf("jinid %d on %s", os.Getpid(), host)
+		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	cfg.Waiting = func(holder string) {
 		d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -77,26 +78,50 @@ func (m *EtcdMember) Kill() { m.cmd.Process.Kill(); m.cmd.Wait() }
 // etcdserver helper in a process of its own, until the test ends.
 func EtcdCluster(t testing.TB, n int) []*EtcdMember {
 	t.Helper()
-	build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
-	type addrs struct{ client, peer string }
-	as := make([]addrs, n)
-	var initial []string
-	for i := range as {
-		as[i] = addrs{FreeAddr(t), FreeAddr(t)}
-		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, as[i].peer))
+	sites := make([]etcdSite, n)
+	for i := range sites {
+		sites[i] = etcdSite{client: FreeAddr(t), peer: FreeAddr(t)}
 	}
-	members := make([]*EtcdMember, n)
-	errs := make(chan error, n)
-	for i, a := range as {
+	return etcdCluster(t, sites)
+}
+
+// EtcdClusterOn runs an etcd cluster of one member in each lab host,
+// serving clients on ips[i]:2379 (peers on :2380), until the test ends.
+func EtcdClusterOn(t testing.TB, hosts []*netlab.Host, ips []netip.Addr) []*EtcdMember {
+	t.Helper()
+	sites := make([]etcdSite, len(hosts))
+	for i, h := range hosts {
+		sites[i] = etcdSite{h: h, client: netip.AddrPortFrom(ips[i], 2379).String(), peer: netip.AddrPortFrom(ips[i], 2380).String()}
+	}
+	return etcdCluster(t, sites)
+}
+
+// etcdSite is where a member runs (this process's namespace when h is
+// nil) and the addresses it serves.
+type etcdSite struct {
+	h            *netlab.Host
+	client, peer string
+}
+
+func etcdCluster(t testing.TB, sites []etcdSite) []*EtcdMember {
+	t.Helper()
+	build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
+	var initial []string
+	for i, s := range sites {
+		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, s.peer))
+	}
+	members := make([]*EtcdMember, len(sites))
+	errs := make(chan error, len(sites))
+	for i, s := range sites {
 		go func() {
 			// The members start together: each waits for a quorum.
-			ep, cmd, err := startEtcdProcess(t, nil, []string{"-dir", t.TempDir(), "-client", a.client, "-peer", a.peer,
+			ep, cmd, err := startEtcdProcess(t, s.h, []string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
 				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")})
 			members[i] = &EtcdMember{Endpoint: ep, cmd: cmd}
 			errs <- err
 		}()
 	}
-	for range n {
+	for range sites {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,100 @@
+//go:build !jinid_omit_daemon
+
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jinid/jinid/services/store"
+)
+
+func clusterSpec() *spec {
+	return &spec{
+		use:   "cluster",
+		short: "Show the jinid nodes sharing a store in etcd, and the etcd cluster under them",
+		long: `Nodes run with --store etcd on the same --etcd-prefix form one
+deployment: one node holds the store and serves, the others wait to take
+over when it ends or is cut off from etcd (docs/cluster.md).`,
+		subs: []*spec{clusterStatusSpec()},
+	}
+}
+
+func clusterStatusSpec() *spec {
+	var f storeFlags
+	s := withOutput(&spec{
+		use:   "status --etcd-endpoints URL,... [--etcd-prefix /jinid]",
+		short: "List the nodes (the holder first, then those waiting) and each etcd member's health",
+		long: `Read the deployment from etcd, from any host that reaches it: the node
+that holds the store (and serves), the nodes waiting to take over, with
+since when each is a member, and each etcd member with its endpoint,
+health, leader, version and database size. It takes no hold and changes
+nothing. The exit status is 1 when no node holds the store or an etcd
+member does not answer.`,
+		example: `  jinid cluster status --etcd-endpoints http://10.0.0.2:2379
+  jinid cluster status --etcd-endpoints http://10.0.0.2:2379 -o json | jq -r .holder`,
+		args: maxArgs(0),
+	}, func(inv *invocation, p *printer, _ []string) error {
+		if len(f.etcd.Endpoints) == 0 {
+			return usagef("give the etcd cluster's client URLs (--etcd-endpoints)")
+		}
+		st, err := store.ReadCluster(inv.ctx, f.etcd)
+		if err != nil {
+			return err
+		}
+		var nodes, members []record
+		for _, m := range st.Members {
+			role := "standby"
+			if m.Node == st.Holder {
+				role = "holder"
+			}
+			nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}})
+		}
+		healthy := true
+		for _, m := range st.Etcd {
+			state := "healthy"
+			if !m.Healthy {
+				state, healthy = m.Error, false
+			}
+			leader := ""
+			if m.IsLeader {
+				leader = "leader"
+			}
+			members = append(members, record{{"name", m.Name}, {"endpoint", m.Endpoint}, {"state", state},
+				{"leader", leader}, {"version", m.Version}, {"dbSize", m.DBSize}})
+		}
+		if err := printCluster(p, st, nodes, members); err != nil {
+			return err
+		}
+		switch {
+		case st.Holder == "":
+			return fmt.Errorf("no node holds the store under %s: none runs, or none reaches etcd", st.Prefix)
+		case !healthy:
+			return errors.New("an etcd member does not answer or reports errors")
+		}
+		return nil
+	})
+	f.bindEtcd(s.Flags(), "")
+	return s
+}
+
+// printCluster prints the status as one object (json, yaml), or as the
+// deployment's line and two tables.
+func printCluster(p *printer, st store.ClusterStatus, nodes, members []record) error {
+	if p.format != formatTable && p.format != formatParsable {
+		return p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}, {"nodes", nodes}, {"etcd", members}})
+	}
+	if err := p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}}); err != nil {
+		return err
+	}
+	if p.format == formatTable {
+		fmt.Fprintln(p.w)
+	}
+	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}}); err != nil {
+		return err
+	}
+	if p.format == formatTable {
+		fmt.Fprintln(p.w)
+	}
+	return p.list("etcd", members, record{{"name", ""}, {"endpoint", ""}, {"state", ""}, {"leader", ""}, {"version", ""}, {"dbSize", ""}})
+}
