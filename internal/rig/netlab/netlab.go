@@ -365,6 +365,16 @@ func (k *Link) Up() {
 	k.waitOperUp()
 }
 
+// CutOff has h lose every packet it sends to a, silently, as a firewall
+// that drops them does: a route to a through a neighbour on k's LAN
+// that does not exist, so nothing is refused and connections hang.
+// Only the route is added; the link and everything else go on.
+func (h *Host) CutOff(k *Link, a netip.Addr) {
+	h.lab.t.Helper()
+	nowhere := netip.AddrFrom4([4]byte{198, 18, byte(k.LAN.num), 254})
+	h.lab.ip("-n", h.ns, "route", "add", a.String()+"/32", "via", nowhere.String(), "dev", k.Name)
+}
+
 // Links returns the host's links in the order they were attached.
 func (h *Host) Links() []*Link { return h.links }
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/jinid/jinid/internal/rig/apidoc"
 	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 )
 
@@ -312,8 +313,9 @@ type LabProc struct {
 	*exec.Cmd
 	Dir, Socket string
 
-	mu   sync.Mutex
-	logs strings.Builder
+	started, ended chan struct{}
+	mu             sync.Mutex
+	logs           strings.Builder
 }
 
 // Log is what the daemon has logged so far.
@@ -352,6 +354,20 @@ func AdminToken(t testing.TB, dir string) string {
 // (SIGTERM) when the test ends.
 func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabProc {
 	t.Helper()
+	p := LabNode(t, bin, h, args...)
+	select {
+	case <-p.started:
+	case <-p.ended:
+		t.Fatalf("daemon in %s did not start:\n%s", h.Name, p.Log())
+	}
+	return p
+}
+
+// LabNode runs jinid daemon inside lab host h as LabDaemon does, but
+// returns at once: a node of a cluster may wait (a standby) before it
+// starts. WaitLog waits for what it says.
+func LabNode(t testing.TB, bin string, h *netlab.Host, args ...string) *LabProc {
+	t.Helper()
 	dir := ""
 	for i, a := range args {
 		if a == "--data-dir" && i+1 < len(args) {
@@ -369,32 +385,46 @@ func LabDaemon(t testing.TB, bin string, h *netlab.Host, args ...string) *LabPro
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &LabProc{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock")}
-	started := make(chan bool, 1)
+	p := &LabProc{Cmd: cmd, Dir: dir, Socket: filepath.Join(dir, "api.sock"), started: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
+		defer close(p.ended)
 		sc := bufio.NewScanner(stderr)
+		once := false
 		for sc.Scan() {
 			p.mu.Lock()
 			p.logs.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
-			if strings.Contains(sc.Text(), "jinid started") {
-				select {
-				case started <- true:
-				default:
-				}
+			if !once && strings.Contains(sc.Text(), "jinid started") {
+				once = true
+				close(p.started)
 			}
 		}
-		started <- false
 	}()
-	if ok := <-started; !ok {
-		cmd.Wait()
-		t.Fatalf("daemon in %s did not start:\n%s", h.Name, p.Log())
-	}
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
 	return p
+}
+
+// WaitLog waits until the daemon has logged a line re matches, and
+// returns the match's last submatch (the whole match if it has none).
+// It fails the test if the daemon ends first or the wait is too long.
+func (p *LabProc) WaitLog(t testing.TB, what string, re *regexp.Regexp) string {
+	t.Helper()
+	var m []string
+	testenv.Until(t, what, func() bool {
+		m = re.FindStringSubmatch(p.Log())
+		select {
+		case <-p.ended:
+			if m == nil {
+				t.Fatalf("the daemon ended before %s:\n%s", what, p.Log())
+			}
+		default:
+		}
+		return m != nil
+	})
+	return m[len(m)-1]
 }
 
 // LabClient is an API client that connects from inside lab host h.

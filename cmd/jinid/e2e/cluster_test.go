@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/apitypes"
+)
+
+// clusterSite is a site of docs/cluster.md on one lab LAN: three etcd
+// members, each on a host of its own, a client host (where the fake
+// grantor, listeners and participants run) and the jinid nodes the test
+// adds, each in a host of its own, on the store in etcd.
+type clusterSite struct {
+	bin       string
+	lab       *netlab.Lab
+	lan       *netlab.LAN
+	etcdIPs   []netip.Addr
+	etcd      []*jinidtest.EtcdMember
+	endpoints string
+	client    *netlab.Host
+	clientIP  netip.Addr
+}
+
+// clusterTTL is the nodes' hold lease in these tests: short, so that
+// take-overs are quick (the default is 10 s).
+const clusterTTL = 3 * time.Second
+
+func newClusterSite(t *testing.T) *clusterSite {
+	t.Helper()
+	s := &clusterSite{bin: jinidtest.Binary(t), lab: netlab.New(t)}
+	s.lan = s.lab.LAN()
+	var hosts []*netlab.Host
+	var eps []string
+	for i := range 3 {
+		h := s.lab.Host(fmt.Sprintf("etcd%d", i))
+		ip := h.Attach(s.lan).IPv4
+		hosts, s.etcdIPs = append(hosts, h), append(s.etcdIPs, ip)
+		eps = append(eps, "http://"+netip.AddrPortFrom(ip, 2379).String())
+	}
+	s.etcd = jinidtest.EtcdClusterOn(t, hosts, s.etcdIPs)
+	s.endpoints = strings.Join(eps, ",")
+	s.client = s.lab.Host("client")
+	s.clientIP = s.client.Attach(s.lan).IPv4
+	return s
+}
+
+// clusterNode is one jinid of the site.
+type clusterNode struct {
+	*jinidtest.LabProc
+	name string
+	h    *netlab.Host
+	link *netlab.Link
+	api  string
+}
+
+// node starts a jinid on the site's store; it may wait (a standby).
+func (s *clusterSite) node(t *testing.T, name string, extra ...string) *clusterNode {
+	t.Helper()
+	h := s.lab.Host(name)
+	link := h.Attach(s.lan)
+	args := append([]string{"--no-multicast", "--store", "etcd", "--etcd-endpoints", s.endpoints,
+		"--etcd-lease-ttl", clusterTTL.String(), "--node", name, "--anonymous", "client"}, extra...)
+	return &clusterNode{LabProc: jinidtest.LabNode(t, s.bin, h, args...), name: name, h: h, link: link,
+		api: "http://" + netip.AddrPortFrom(link.IPv4, 4162).String()}
+}
+
+// serving waits until the node holds the store and serves.
+func (n *clusterNode) serving(t *testing.T) {
+	t.Helper()
+	n.WaitLog(t, n.name+" serving", regexp.MustCompile(`jinid started`))
+}
+
+// waiting waits until the node says it waits for another to end.
+func (n *clusterNode) waiting(t *testing.T) {
+	t.Helper()
+	n.WaitLog(t, n.name+" waiting", regexp.MustCompile(`held by another jinid: waiting to take over`))
+}
+
+// cutOff has the node lose every packet to the etcd members.
+func (s *clusterSite) cutOff(n *clusterNode) {
+	for _, ip := range s.etcdIPs {
+		n.h.CutOff(n.link, ip)
+	}
+}
+
+// leaseGrantor is a fake grantor of leases: it renews any lease it
+// granted for at most max, and logs every renewal: when, from which
+// node (by address), and whether the lease had lapsed by then.
+type leaseGrantor struct {
+	url string
+	max time.Duration
+
+	mu     sync.Mutex
+	exp    map[string]time.Time
+	calls  []renewalCall
+	lapsed []string
+}
+
+type renewalCall struct {
+	at   time.Time
+	from netip.Addr
+	ids  []string
+}
+
+func newLeaseGrantor(t *testing.T, s *clusterSite, max time.Duration) *leaseGrantor {
+	g := &leaseGrantor{max: max, exp: map[string]time.Time{}}
+	g.url = jinidtest.ServeIn(t, s.client, s.clientIP.String(), http.HandlerFunc(g.renew))
+	return g
+}
+
+// grant makes a lease of the grantor's, as the client that hands it to
+// a renewal set holds it: the i-th of n ends from 0.6 to 1 times the
+// maximum from now, so that their renewals are spread out and one is
+// due at any moment.
+func (g *leaseGrantor) grant(id string, i, n int) apitypes.Lease {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	exp := time.Now().Add(g.max * time.Duration(6*n+4*i) / time.Duration(10*n))
+	g.exp[id] = exp
+	return apitypes.Lease{Grantor: g.url, ID: id, Expiration: exp.UnixMilli(), Remaining: g.max.Milliseconds()}
+}
+
+func (g *leaseGrantor) renew(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Leases []apitypes.Renewal `json:"leases"`
+	}
+	if r.URL.Path != "/v1/leases/renew" || json.NewDecoder(r.Body).Decode(&req) != nil {
+		http.Error(w, "not a renewal", http.StatusBadRequest)
+		return
+	}
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	from, _ := netip.ParseAddr(host)
+	now := time.Now()
+	g.mu.Lock()
+	c := renewalCall{at: now, from: from.Unmap()}
+	var res []apitypes.BatchResult
+	for _, l := range req.Leases {
+		exp, ok := g.exp[l.ID]
+		if !ok {
+			res = append(res, apitypes.BatchResult{ID: l.ID, Error: &apitypes.Error{Code: apitypes.UnknownLease, Message: "not granted here"}})
+			continue
+		}
+		if now.After(exp) {
+			g.lapsed = append(g.lapsed, fmt.Sprintf("%s lapsed %v before it was renewed (by %s)", l.ID, now.Sub(exp).Round(time.Millisecond), c.from))
+		}
+		d := g.max
+		if l.Duration > 0 && time.Duration(l.Duration)*time.Millisecond < d {
+			d = time.Duration(l.Duration) * time.Millisecond
+		}
+		g.exp[l.ID] = now.Add(d)
+		c.ids = append(c.ids, l.ID)
+		res = append(res, apitypes.BatchResult{ID: l.ID, Expiration: now.Add(d).UnixMilli()})
+	}
+	g.calls = append(g.calls, c)
+	g.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(apitypes.BatchResults{Results: res})
+}
+
+// renewedBy counts the distinct leases a node renewed since t0.
+func (g *leaseGrantor) renewedBy(from netip.Addr, t0 time.Time) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	seen := map[string]bool{}
+	for _, c := range g.calls {
+		if c.from == from && !c.at.Before(t0) {
+			for _, id := range c.ids {
+				seen[id] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// span is when a node's first and last renewal calls came.
+func (g *leaseGrantor) span(from netip.Addr) (first, last time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.calls {
+		if c.from == from {
+			if first.IsZero() {
+				first = c.at
+			}
+			last = c.at
+		}
+	}
+	return first, last
+}
+
+// check fails the test if a lease lapsed, or one is past its end now.
+func (g *leaseGrantor) check(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.lapsed) > 0 {
+		t.Errorf("%d renewals of lapsed leases, the first: %s", len(g.lapsed), g.lapsed[0])
+	}
+	now := time.Now()
+	for id, exp := range g.exp {
+		if now.After(exp) {
+			t.Errorf("lease %s lapsed at %v, unrenewed", id, exp)
+		}
+	}
+}
+
+// keepLeases has the node's renewal service keep count leases of g's, in
+// sets of 250, until ten minutes from now, and waits until the node has
+// renewed each of them once.
+func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, count int) {
+	t.Helper()
+	c := jinidtest.LabClient(t, s.client, n.api)
+	start := time.Now()
+	var set string
+	renew := g.max.Milliseconds()
+	for i := range count {
+		if i%250 == 0 {
+			rs, err := c.RenewalCreate(t.Context(), 3_600_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set = rs.ID
+		}
+		if err := c.RenewFor(t.Context(), set, g.grant(fmt.Sprintf("lease-%04d", i), i, count), 600_000, &renew); err != nil {
+			t.Fatalf("lease %d: %v", i, err)
+		}
+	}
+	t.Logf("%d leases handed to %s in %v", count, n.name, time.Since(start).Round(time.Millisecond))
+	testenv.Until(t, "every lease renewed once by "+n.name, func() bool { return g.renewedBy(n.link.IPv4, start) == count })
+}
+
+// The node that keeps 1,000 leases in renewal sets is killed (SIGKILL):
+// the one waiting takes over once the hold's lease ends and renews them
+// all, none lapsing (the grantor grants 10 s, the sets renew 6 s before
+// the end), and the two never renew at once.
+func TestClusterRenewalFailover(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	g := newLeaseGrantor(t, s, 10*time.Second)
+	a := s.node(t, "node-a", "--renewal-margin", "6s")
+	a.serving(t)
+	b := s.node(t, "node-b", "--renewal-margin", "6s")
+	b.waiting(t)
+	const count = 1000
+	keepLeases(t, s, a, g, count)
+
+	a.Kill()
+	killed := time.Now()
+	b.serving(t)
+	serving := time.Since(killed)
+	testenv.Until(t, "every lease renewed by node-b", func() bool { return g.renewedBy(b.link.IPv4, killed) == count })
+	all := time.Since(killed)
+	t.Logf("node-a killed: node-b serves after %v, has renewed all %d leases after %v (hold lease %v)",
+		serving.Round(time.Millisecond), count, all.Round(time.Millisecond), clusterTTL)
+	g.check(t)
+	_, lastA := g.span(a.link.IPv4)
+	firstB, _ := g.span(b.link.IPv4)
+	if !lastA.Before(firstB) {
+		t.Errorf("node-b renewed at %v, before node-a's last renewal at %v", firstB, lastA)
+	}
+}
+
+// A node cut off from etcd (its packets to the members dropped, nothing
+// refused) stops renewing within the hold's lease, before the node
+// waiting takes over: the grantor's log has no renewal of the first
+// after the second's first, and no lease lapses. The cut node says why
+// it stops, and ends.
+func TestClusterCutOffNodeStopsActing(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	g := newLeaseGrantor(t, s, 10*time.Second)
+	a := s.node(t, "node-a", "--renewal-margin", "6s")
+	a.serving(t)
+	b := s.node(t, "node-b", "--renewal-margin", "6s")
+	b.waiting(t)
+	const count = 1000
+	keepLeases(t, s, a, g, count)
+
+	s.cutOff(a)
+	cut := time.Now()
+	a.WaitLog(t, "node-a stopping", regexp.MustCompile(`lost the hold of the store`))
+	b.serving(t)
+	testenv.Until(t, "every lease renewed by node-b", func() bool { return g.renewedBy(b.link.IPv4, cut) == count })
+	g.check(t)
+	_, lastA := g.span(a.link.IPv4)
+	firstB, _ := g.span(b.link.IPv4)
+	t.Logf("cut off at 0: node-a's last renewal at %v, node-b's first at %v", lastA.Sub(cut).Round(time.Millisecond), firstB.Sub(cut).Round(time.Millisecond))
+	if !lastA.Before(firstB) {
+		t.Errorf("node-a renewed at %v, after node-b's first renewal at %v: two nodes acted at once", lastA.Sub(cut), firstB.Sub(cut))
+	}
+	if lastA.Sub(cut) > clusterTTL {
+		t.Errorf("node-a renewed %v after it was cut off, past its hold's lease (%v)", lastA.Sub(cut), clusterTTL)
+	}
+	if i := slices.IndexFunc(strings.Split(a.Log(), "\n"), func(l string) bool { return strings.Contains(l, "lost the hold") }); i < 0 {
+		t.Error("node-a did not say why it stopped")
+	}
+}
