@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,6 +95,28 @@ func (s *clusterSite) cutOff(n *clusterNode) {
 	for _, ip := range s.etcdIPs {
 		n.h.CutOff(n.link, ip)
 	}
+}
+
+// status runs jinid cluster status -o json on the client host.
+func (s *clusterSite) status(t *testing.T) (st struct {
+	Holder string `json:"holder"`
+	Nodes  []struct {
+		Node, Role string
+	} `json:"nodes"`
+	Etcd []struct {
+		Name, State, Leader string
+	} `json:"etcd"`
+}, exit int) {
+	t.Helper()
+	cmd := s.client.Command(t.Context(), s.bin, "cluster", "status", "--etcd-endpoints", s.endpoints, "-o", "json")
+	out, err := cmd.Output()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("jinid cluster status printed %q: %v", out, err)
+	}
+	return st, cmd.ProcessState.ExitCode()
 }
 
 // leaseGrantor is a fake grantor of leases: it renews any lease it
@@ -255,6 +278,10 @@ func TestClusterRenewalFailover(t *testing.T) {
 	b.waiting(t)
 	const count = 1000
 	keepLeases(t, s, a, g, count)
+	st, exit := s.status(t)
+	if exit != 0 || st.Holder != "node-a" || len(st.Nodes) != 2 || st.Nodes[1].Node != "node-b" || st.Nodes[1].Role != "standby" || len(st.Etcd) != 3 {
+		t.Fatalf("cluster status (exit %d): %+v", exit, st)
+	}
 
 	a.Kill()
 	killed := time.Now()
@@ -269,6 +296,12 @@ func TestClusterRenewalFailover(t *testing.T) {
 	firstB, _ := g.span(b.link.IPv4)
 	if !lastA.Before(firstB) {
 		t.Errorf("node-b renewed at %v, before node-a's last renewal at %v", firstB, lastA)
+	}
+	// An etcd member gone: the status says so, and fails.
+	s.etcd[2].Kill()
+	st, exit = s.status(t)
+	if exit != 1 || st.Holder != "node-b" || len(st.Nodes) != 1 || st.Etcd[2].State != "does not answer" {
+		t.Errorf("cluster status with a member killed (exit %d): %+v", exit, st)
 	}
 }
 
@@ -305,5 +338,182 @@ func TestClusterCutOffNodeStopsActing(t *testing.T) {
 	}
 	if i := slices.IndexFunc(strings.Split(a.Log(), "\n"), func(l string) bool { return strings.Contains(l, "lost the hold") }); i < 0 {
 		t.Error("node-a did not say why it stopped")
+	}
+}
+
+// A push mailbox whose node is killed while events stream in, after one
+// of the three etcd members was: every event the cluster acknowledged
+// reaches the target, pushed by the node
+// that took over. The event source sends each event until a node
+// acknowledges it, to whichever node serves (as it would to the site's
+// one address, moved to the holder by keepalived, docs/cluster.md).
+// Duplicates are allowed where EM allows them (an event pushed, whose
+// delivery the killed node had not yet recorded, is pushed again: the
+// target tells them apart by source, eventID and seqNum); the test
+// counts them.
+func TestClusterMailboxFailover(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	a := s.node(t, "node-a")
+	a.serving(t)
+	b := s.node(t, "node-b")
+	b.waiting(t)
+	ca := jinidtest.LabClient(t, s.client, a.api)
+	reg, err := ca.MailboxRegister(t.Context(), 600_000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := jinidtest.NewSink(t, s.client, s.clientIP.String())
+	if err := ca.MailboxEnable(t.Context(), reg.ID, sink.URL+"/push"); err != nil {
+		t.Fatal(err)
+	}
+	lu, err := url.Parse(reg.Listener.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: tr}
+	send := func(seq int) bool {
+		body := fmt.Sprintf(`{"type":"RemoteEvent","source":{"service":"test","id":"feed"},"eventID":7,"seqNum":%d}`, seq)
+		for _, n := range []*clusterNode{a, b} {
+			resp, err := hc.Post(n.api+lu.Path, "application/json", strings.NewReader(body))
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNoContent {
+				return true
+			}
+		}
+		return false
+	}
+	const count, memberAt, killAt = 400, 75, 150
+	var killed time.Time
+	for seq := 1; seq <= count; seq++ {
+		if seq == memberAt {
+			s.etcd[0].Kill() // the etcd cluster goes on with two of three
+		}
+		if seq == killAt {
+			a.Kill()
+			killed = time.Now()
+		}
+		deadline := time.Now().Add(testenv.WaitLimit)
+		for !send(seq) {
+			if time.Now().After(deadline) {
+				t.Fatalf("event %d acknowledged by no node for %v", seq, testenv.WaitLimit)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	pushed := func() map[int]int {
+		got := map[int]int{}
+		for _, e := range sink.Events("/push") {
+			if n, ok := e["seqNum"].(float64); ok {
+				got[int(n)]++
+			}
+		}
+		return got
+	}
+	testenv.Until(t, "every acknowledged event pushed", func() bool { return len(pushed()) == count })
+	dups := 0
+	for _, n := range pushed() {
+		dups += n - 1
+	}
+	t.Logf("an etcd member killed at event %d, node-a at event %d; all %d events pushed %v later, %d pushed twice", memberAt, killAt, count, time.Since(killed).Round(time.Millisecond), dups)
+}
+
+// txnParticipant is a participant on the client host that votes
+// PREPARED and records who told it what; while refusing, it answers
+// commit with 503 (not heard: the manager must tell it again).
+type txnParticipant struct {
+	url string
+
+	mu       sync.Mutex
+	refusing bool
+	refused  int
+	told     []string // "op from-address"
+}
+
+func newTxnParticipant(t *testing.T, s *clusterSite, refusing bool) *txnParticipant {
+	p := &txnParticipant{refusing: refusing}
+	p.url = jinidtest.ServeIn(t, s.client, s.clientIP.String(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var cb apitypes.ParticipantCall
+		if json.NewDecoder(r.Body).Decode(&cb) != nil {
+			http.Error(w, "bad callback", http.StatusBadRequest)
+			return
+		}
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		p.mu.Lock()
+		if cb.Op == apitypes.OpCommit && p.refusing {
+			p.refused++
+			p.mu.Unlock()
+			http.Error(w, "not now", http.StatusServiceUnavailable)
+			return
+		}
+		p.told = append(p.told, string(cb.Op)+" "+host)
+		p.mu.Unlock()
+		if cb.Op == apitypes.OpPrepare {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"vote":"PREPARED"}`)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})) + "/tx"
+	return p
+}
+
+func (p *txnParticipant) heard() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.told)
+}
+
+// A transaction decided COMMITTED whose roll-forward is under way (one
+// participant of three has not heard commit yet) when its node is
+// killed: the node that takes over tells that participant commit, and
+// no participant hears abort.
+func TestClusterTransactionRollForward(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	a := s.node(t, "node-a")
+	a.serving(t)
+	b := s.node(t, "node-b")
+	b.waiting(t)
+	ps := []*txnParticipant{newTxnParticipant(t, s, false), newTxnParticipant(t, s, false), newTxnParticipant(t, s, true)}
+	ca := jinidtest.LabClient(t, s.client, a.api)
+	tx, err := ca.TxnCreate(t.Context(), 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if err := ca.TxnJoin(t.Context(), tx.ID, p.url, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := ca.TxnCommit(t.Context(), tx.ID, -1); err != nil || st != "COMMITTED" {
+		t.Fatalf("commit: %q, %v", st, err)
+	}
+	testenv.Until(t, "the third participant refusing commit", func() bool {
+		ps[2].mu.Lock()
+		defer ps[2].mu.Unlock()
+		return ps[2].refused > 0
+	})
+	a.Kill()
+	ps[2].mu.Lock()
+	ps[2].refusing = false
+	ps[2].mu.Unlock()
+	b.serving(t)
+	fromB := string(apitypes.OpCommit) + " " + b.link.IPv4.String()
+	testenv.Until(t, "the third participant told commit by node-b", func() bool { return slices.Contains(ps[2].heard(), fromB) })
+	for i, p := range ps {
+		for _, h := range p.heard() {
+			if strings.HasPrefix(h, string(apitypes.OpAbort)) {
+				t.Errorf("participant %d heard %s", i, h)
+			}
+		}
+	}
+	if st, err := jinidtest.LabClient(t, s.client, b.api).TxnState(t.Context(), tx.ID); err != nil || st != "COMMITTED" {
+		t.Errorf("the transaction on node-b: %q, %v", st, err)
 	}
 }
