@@ -164,6 +164,15 @@ func (s *Store) Lost() <-chan struct{} {
 	return nil
 }
 
+// Node is this process's name in the deployment whose store in etcd it
+// holds; "" for an embedded store.
+func (s *Store) Node() string {
+	if b, ok := s.be.(*etcdBackend); ok {
+		return b.node
+	}
+	return ""
+}
+
 // Acting says whether this process may act for its clients now: nil for
 // an embedded store, and for one in etcd while its hold is surely still
 // its own; ErrNotHolding from a margin before the cluster could let a
@@ -190,6 +199,7 @@ type etcdBackend struct {
 	// process's).
 	lease *lease
 	fence clientv3.Cmp
+	node  string
 }
 
 func (b *etcdBackend) key(bucket, key string) string { return b.prefix + "/" + bucket + "/" + key }

@@ -27,3 +27,6 @@ func (s *Store) Acting() error { return nil }
 func ReadCluster(context.Context, EtcdConfig) (ClusterStatus, error) {
 	return ClusterStatus{}, errors.New("this jinid is built without etcd (as the router build is): use the full build")
 }
+
+// Node is "": the embedded store is this process's alone.
+func (s *Store) Node() string { return "" }

@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/jinid/jinid/internal/metrics"
 )
 
 // lease is a node's etcd lease, kept alive while the store is open. It
@@ -129,6 +131,34 @@ func (l *lease) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	l.cli.Revoke(ctx, l.id)
+}
+
+// instrument reports the hold and the deployment's members: a node
+// that holds the store shows 1 and how much of its lease is left before
+// it would stop acting; the members are counted in etcd at each scrape
+// (a read of at most a second).
+func (b *etcdBackend) instrument(reg *metrics.Registry) {
+	if b.lease == nil {
+		return
+	}
+	reg.GaugeFunc("jinid_cluster_holding", "1 while this node holds the store in etcd and may act, 0 once it lost the hold.", nil,
+		func(emit func(float64, ...string)) {
+			v := 0.0
+			if b.lease.valid() == nil {
+				v = 1
+			}
+			emit(v)
+		})
+	reg.GaugeFunc("jinid_cluster_hold_left_seconds", "Time left before this node would stop acting if no keep-alive of its etcd lease succeeded.", nil,
+		func(emit func(float64, ...string)) { emit(max(time.Until(b.lease.safeEnd()).Seconds(), 0)) })
+	reg.GaugeFunc("jinid_cluster_members", "Nodes of the deployment registered in etcd: the holder and those waiting to take over.", nil,
+		func(emit func(float64, ...string)) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if r, err := b.cli.Get(ctx, b.prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err == nil {
+				emit(float64(r.Count))
+			}
+		})
 }
 
 func (b *etcdBackend) memberKey(node string) string { return b.prefix + "/.members/" + node }

@@ -80,6 +80,9 @@ func (s *Store) Instrument(reg *metrics.Registry) {
 			emit(float64(n))
 		}
 	})
+	if in, ok := s.be.(interface{ instrument(*metrics.Registry) }); ok {
+		in.instrument(reg)
+	}
 }
 
 // commitBuckets: an fsync takes tens of microseconds on tmpfs, a few

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -297,6 +298,22 @@ func TestClusterRenewalFailover(t *testing.T) {
 	if !lastA.Before(firstB) {
 		t.Errorf("node-b renewed at %v, before node-a's last renewal at %v", firstB, lastA)
 	}
+	// The holder's figures say it holds, and that it is the one member
+	// left.
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(b.api + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\njinid_cluster_holding 1\n", "\njinid_cluster_members 1\n", "\njinid_cluster_hold_left_seconds "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("node-b's /metrics has no %q", strings.TrimSpace(want))
+		}
+	}
+
 	// An etcd member gone: the status says so, and fails.
 	s.etcd[2].Kill()
 	st, exit = s.status(t)

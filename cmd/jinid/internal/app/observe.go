@@ -198,6 +198,16 @@ func (d *Daemon) readiness() []api.Check {
 	return append(checks, mc)
 }
 
+// storePlace is where the store is, as the status page shows it to an
+// administrator: the data directory, or etcd's endpoints and prefix and
+// this node's name there.
+func (d *Daemon) storePlace() string {
+	if node := d.store.Node(); node != "" {
+		return d.store.Path() + " (node " + node + ", holding the store)"
+	}
+	return d.cfg.DataDir
+}
+
 // statusPage gathers the status page; after is the cursor of its page
 // of registered services.
 func (d *Daemon) statusPage(after string) status.Page {
@@ -205,7 +215,7 @@ func (d *Daemon) statusPage(after string) status.Page {
 	m := d.registrar.Meta()
 	p := status.Page{Now: now, Version: d.cfg.Version, Refresh: statusRefresh, Multicast: d.multicastState(),
 		Identity: status.Identity{ServiceID: m.ServiceID.String(), Groups: m.Groups, API: d.apiURL(netip.Addr{}),
-			Unicast: d.unicast.Addr().String(), DataDir: d.cfg.DataDir, Started: d.obs.started},
+			Unicast: d.unicast.Addr().String(), DataDir: d.storePlace(), Started: d.obs.started},
 		Counts: d.counts(), Events: d.obs.journal.List(), Ready: true}
 	for _, c := range d.readiness() {
 		p.Checks = append(p.Checks, status.Check{Name: c.Name, OK: c.OK, Detail: c.Detail})
