@@ -156,7 +156,7 @@ var servicesRanks = [][]string{
 	{"services/apitypes"},
 	{"services/store", "services/fault", "services/httpjson", "services/lease", "services/event", "services/outbound", "services/access"},
 	{"services/lookup", "java/javalookup", "services/lds", "services/renewal", "services/mailbox", "services/txn", "services/txn/participant", "services/api/client"},
-	{"services/api", "services/txn/txntest"}, // a test rig may stand on everything
+	{"services/api", "services/txn/txntest", "services/store/storetest"}, // a test rig may stand on everything
 }
 
 func servicesRank(pkg string) int {

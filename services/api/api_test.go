@@ -17,7 +17,7 @@ import (
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
-	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/store/storetest"
 )
 
 type env struct {
@@ -28,10 +28,7 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env {
-	st, err := store.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, t.TempDir())
 	g := lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
 	d := event.New(event.Config{})
 	r, err := lookup.New(lookup.Config{Store: st, Grantor: g, Dispatcher: d})

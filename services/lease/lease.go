@@ -582,9 +582,24 @@ func (g *Grantor) expire(recs []Record) error {
 			g.log.Warn("releasing a volatile lease's resource failed", "kind", r.Kind, "resource", r.Resource, "err", err)
 		}
 	}
-	if len(stored) == 0 {
-		return nil
+	// A store in etcd takes a bounded number of writes per transaction:
+	// leases expiring together (thousands, after an outage) go in parts,
+	// each lease independent of the others; a lease's release writes a
+	// few keys (the lease, its resource, its owner's count).
+	per := g.store.Chunk(len(stored), 4)
+	for len(stored) > 0 {
+		n := min(per, len(stored))
+		if err := g.expireStored(stored[:n]); err != nil {
+			return err
+		}
+		stored = stored[n:]
 	}
+	return nil
+}
+
+// expireStored deletes stored leases and releases their resources in one
+// transaction.
+func (g *Grantor) expireStored(stored []Record) error {
 	return g.store.Update(func(tx *store.Tx) error {
 		for _, r := range stored {
 			kd, err := g.policy(r.Kind)

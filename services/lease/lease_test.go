@@ -2,15 +2,18 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/store/storetest"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -33,10 +36,7 @@ const (
 )
 
 func newFixture(t *testing.T, dir string, clk *clock.Fake) *fixture {
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, dir)
 	f := &fixture{t: t, dir: dir, st: st, clk: clk}
 	f.g = New(st, clk, slog.New(slog.DiscardHandler))
 	f.g.Register("thing", Policy{Default: 5 * minute, Max: hour, MaxKey: "thingLeaseMax"}, func(tx *store.Tx, res string) error {
@@ -281,3 +281,26 @@ func TestVolatile(t *testing.T) {
 }
 
 const lease30s = 30_000
+
+// Leases expiring together on a store in etcd, which takes 128
+// operations per transaction (etcd's default): all are released, in
+// parts, each part one transaction.
+func TestExpiryInParts(t *testing.T) {
+	t.Setenv(storetest.Env, "etcd")
+	clk := clock.NewFake(t0)
+	f := newFixture(t, t.TempDir(), clk)
+	const n = 300
+	if f.st.Chunk(n, 4) >= n {
+		t.Fatalf("the store takes %d leases' release at once: the test shows nothing", f.st.Chunk(n, 4))
+	}
+	for i := range n {
+		if _, err := f.grant("thing", fmt.Sprint(i), minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Minute)
+	testenv.Until(t, "every lease released", func() bool { return len(f.releasedList()) == n })
+	if f.g.Count() != 0 {
+		t.Fatalf("%d leases left", f.g.Count())
+	}
+}

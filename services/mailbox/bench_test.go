@@ -65,7 +65,7 @@ func p99(lat []time.Duration) (time.Duration, time.Duration) {
 // BenchmarkAccept: durable events per second the mailbox acknowledges
 // (each on disk, group-committed) from 64 concurrent senders on loopback.
 func BenchmarkAccept(b *testing.B) {
-	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{MaxPerRegistration: 10_000_000, MaxEvents: 10_000_000}}
+	r := &rig{t: b, dir: b.TempDir(), cfg: mailbox.Config{MaxPerRegistration: 10_000_000, MaxEvents: 10_000_000}}
 	r.open()
 	defer r.close()
 	reg := r.registerB(b, true)
@@ -80,7 +80,7 @@ func BenchmarkAccept(b *testing.B) {
 // BenchmarkToPush: events from 64 senders pushed to a target on loopback;
 // latency from sending to the target receiving it.
 func BenchmarkToPush(b *testing.B) {
-	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{MaxPerRegistration: 10_000_000, MaxEvents: 10_000_000}}
+	r := &rig{t: b, dir: b.TempDir(), cfg: mailbox.Config{MaxPerRegistration: 10_000_000, MaxEvents: 10_000_000}}
 	r.open()
 	defer r.close()
 	tg := newLatencyTarget(b)
@@ -99,7 +99,7 @@ func BenchmarkToPush(b *testing.B) {
 // BenchmarkToPull: events sent one at a time (every 2 ms) to a client
 // waiting in next; latency from sending to next returning it.
 func BenchmarkToPull(b *testing.B) {
-	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{}}
+	r := &rig{t: b, dir: b.TempDir(), cfg: mailbox.Config{}}
 	r.open()
 	defer r.close()
 	reg := r.registerB(b, true)
@@ -156,7 +156,7 @@ func (r *rig) registerB(b *testing.B, pull bool) registration {
 // BenchmarkToPushPaced: events sent one at a time (every 2 ms) with push
 // delivery on; latency from sending to the target receiving it.
 func BenchmarkToPushPaced(b *testing.B) {
-	r := &rig{t: &testing.T{}, dir: b.TempDir(), cfg: mailbox.Config{}}
+	r := &rig{t: b, dir: b.TempDir(), cfg: mailbox.Config{}}
 	r.open()
 	defer r.close()
 	tg := newLatencyTarget(b)

@@ -583,7 +583,9 @@ func (s *Service) committer() {
 			}
 		}
 	drain:
-		for len(batch) < 2000 {
+		// An event writes its own key and its registration's record; a
+		// store in etcd bounds the writes of one transaction.
+		for most := s.cfg.Store.Chunk(2000, 2); len(batch) < most; {
 			select {
 			case a := <-s.commit:
 				batch = append(batch, a)
@@ -754,7 +756,7 @@ func (s *Service) push(r *reg) {
 	}
 	defer flush()
 	for {
-		if len(delivered) >= 256 {
+		if len(delivered) >= s.cfg.Store.Chunk(256, 1) {
 			flush()
 		}
 		s.mu.Lock()

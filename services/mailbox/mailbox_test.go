@@ -29,10 +29,11 @@ import (
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/store/storetest"
 )
 
 type rig struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	st  *store.Store
 	g   *lease.Grantor
@@ -50,10 +51,7 @@ func newRig(t *testing.T, cfg mailbox.Config) *rig {
 }
 
 func (r *rig) open() {
-	st, err := store.Open(r.dir)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	st := storetest.Open(r.t, r.dir)
 	r.st = st
 	r.g = lease.New(st, clock.Real{}, slog.New(slog.DiscardHandler))
 	cfg := r.cfg
@@ -62,6 +60,7 @@ func (r *rig) open() {
 	// refuses unless allowed.
 	loopbackOK := outbound.NewPolicy(outbound.PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	cfg.Outbound, cfg.Client = loopbackOK, outbound.New(outbound.Config{Policy: loopbackOK})
+	var err error
 	r.m, err = mailbox.New(cfg)
 	if err != nil {
 		r.t.Fatal(err)

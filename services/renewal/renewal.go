@@ -984,8 +984,13 @@ func (s *Service) fire(g *grantorQueue) {
 		s.arm(g) // fired early, or what it was set for has gone
 		return
 	}
+	// One call's results are recorded in one transaction: a store in
+	// etcd bounds its writes (a lease's record, and a failure event's),
+	// so a call renews at most that many; the rest are due at once and
+	// go in the next call.
+	most := s.cfg.Store.Chunk(g.queue.Len(), 2)
 	var batch []*member
-	for m, ok := g.queue.Min(); ok && m.due <= now+s.cfg.BatchWindow.Milliseconds(); m, ok = g.queue.Min() {
+	for m, ok := g.queue.Min(); ok && len(batch) < most && m.due <= now+s.cfg.BatchWindow.Milliseconds(); m, ok = g.queue.Min() {
 		g.queue.Pop()
 		m.busy = true
 		batch = append(batch, m)

@@ -23,6 +23,9 @@ type backend interface {
 	// reach says whether the data can be reached now (an etcd cluster
 	// answering); nil for a local file.
 	reach(ctx context.Context) error
+	// maxWrites bounds the keys one transaction may write; 0 is no
+	// bound.
+	maxWrites() int
 	close() error
 }
 
@@ -73,6 +76,8 @@ func (b *boltBackend) size() (int64, bool) {
 }
 
 func (b *boltBackend) reach(context.Context) error { return nil }
+
+func (b *boltBackend) maxWrites() int { return 0 }
 
 func (b *boltBackend) close() error { return b.db.Close() }
 

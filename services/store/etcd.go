@@ -36,6 +36,7 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
 		return nil, err
 	}
 	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
+	be.maxOps = be.probeMaxOps(ctx)
 	if cfg.Exclusive {
 		if err := be.hold(ctx, cfg); err != nil {
 			cli.Close()
@@ -200,6 +201,9 @@ type etcdBackend struct {
 	lease *lease
 	fence clientv3.Cmp
 	node  string
+	// maxOps is the most operations the cluster takes in one
+	// transaction (its members' --max-txn-ops), as probed at open.
+	maxOps int
 }
 
 func (b *etcdBackend) key(bucket, key string) string { return b.prefix + "/" + bucket + "/" + key }
@@ -274,6 +278,55 @@ func (b *etcdBackend) reach(ctx context.Context) error {
 	}
 	return nil
 }
+
+// probeMaxOps finds the most operations the cluster takes in one
+// transaction (its --max-txn-ops, which no API reports) by asking it:
+// transactions of count-only reads of one key, doubling from etcd's
+// default 128 while they pass, then halving the gap; at most about 20
+// small requests, once. It assumes etcd's default if the cluster does
+// not answer.
+func (b *etcdBackend) probeMaxOps(ctx context.Context) int {
+	const etcdDefault, ceiling = 128, 1 << 15
+	ok := func(n int) bool {
+		ops := make([]clientv3.Op, n)
+		for i := range ops {
+			ops[i] = clientv3.OpGet(b.prefix+"/meta/schema", clientv3.WithCountOnly())
+		}
+		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+		_, err := b.cli.Txn(cctx).Then(ops...).Commit()
+		return err == nil
+	}
+	lo, hi := 0, etcdDefault // lo passes (0 trivially), hi is to try
+	for hi <= ceiling && ok(hi) {
+		lo, hi = hi, 2*hi
+	}
+	if hi > ceiling {
+		return lo
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return max(lo, 1)
+}
+
+// MaxTxnOps is the most operations the etcd cluster takes in one
+// transaction, as probed when the store was opened; 0 for an embedded
+// store.
+func (s *Store) MaxTxnOps() int {
+	if b, ok := s.be.(*etcdBackend); ok {
+		return b.maxOps
+	}
+	return 0
+}
+
+// maxWrites leaves room in a transaction for the version keys of the
+// buckets it writes.
+func (b *etcdBackend) maxWrites() int { return max(b.maxOps-16, 1) }
 
 func (b *etcdBackend) close() error {
 	if b.lease != nil {
@@ -434,6 +487,9 @@ func (t *etcdTxn) commit() (bool, error) {
 	}
 	for _, bucket := range t.buckets {
 		ops = append(ops, clientv3.OpPut(t.b.version(bucket), ""))
+	}
+	if len(ops) > t.b.maxOps {
+		return false, fmt.Errorf("%w: %d writes, the cluster takes %d (its --max-txn-ops)", ErrTooLarge, len(ops), t.b.maxOps)
 	}
 	ctx, cancel := t.ctx()
 	defer cancel()

@@ -30,3 +30,6 @@ func ReadCluster(context.Context, EtcdConfig) (ClusterStatus, error) {
 
 // Node is "": the embedded store is this process's alone.
 func (s *Store) Node() string { return "" }
+
+// MaxTxnOps is 0: there is no etcd.
+func (s *Store) MaxTxnOps() int { return 0 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/rig/etcdtest"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
@@ -380,12 +381,8 @@ func TestEtcdMembers(t *testing.T) {
 		}
 		return st
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	st := read()
-	for len(st.Members) < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		st = read()
-	}
+	var st ClusterStatus
+	testenv.Until(t, "two members", func() bool { st = read(); return len(st.Members) == 2 })
 	if st.Holder != "node-a" || len(st.Members) != 2 || st.Members[0].Node != "node-a" || st.Members[1].Node != "node-b" {
 		t.Fatalf("cluster status %+v", st)
 	}
@@ -393,10 +390,47 @@ func TestEtcdMembers(t *testing.T) {
 		t.Fatalf("etcd members %+v", st.Etcd)
 	}
 	a.Close()
-	for st = read(); st.Holder != "node-b" && time.Now().Before(deadline); st = read() {
-		time.Sleep(20 * time.Millisecond)
+	testenv.Until(t, "node-b holding once node-a closed", func() bool { st = read(); return st.Holder == "node-b" })
+}
+
+// The store learns what the cluster takes in one transaction (etcd's
+// default --max-txn-ops, 128, here) and refuses a larger change with
+// ErrTooLarge, writing nothing of it; Chunk splits batches to fit.
+func TestEtcdTransactionBound(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	st, err := OpenEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-bound", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st.Holder != "node-b" {
-		t.Fatalf("after a closed: %+v", st)
+	defer st.Close()
+	if n := st.MaxTxnOps(); n != 128 {
+		t.Fatalf("probed %d operations per transaction, want etcd's default 128", n)
+	}
+	mw := st.MaxWrites()
+	write := func(n int) error {
+		return st.Update(func(tx *Tx) error {
+			for i := range n {
+				if err := tx.Put("b", fmt.Sprint(i), i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := write(mw); err != nil {
+		t.Fatalf("a change of MaxWrites (%d) keys: %v", mw, err)
+	}
+	if err := write(200); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a change of 200 keys: %v", err)
+	}
+	var v int
+	var found bool
+	if err := st.View(func(tx *Tx) error { var err error; found, err = tx.Get("b", "150", &v); return err }); err != nil || found {
+		t.Fatalf("a refused change wrote: %v %v", found, err)
+	}
+	for _, c := range []struct{ n, per, want int }{{1000, 1, mw}, {1000, 4, mw / 4}, {10, 1, 10}, {0, 1, 1}} {
+		if got := st.Chunk(c.n, c.per); got != c.want {
+			t.Errorf("Chunk(%d, %d) = %d, want %d", c.n, c.per, got, c.want)
+		}
 	}
 }

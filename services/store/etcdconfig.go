@@ -42,6 +42,10 @@ type EtcdConfig struct {
 // NoWait.
 var ErrHeld = errors.New("another jinid holds the store")
 
+// ErrTooLarge is an Update's error when it writes more than the cluster
+// takes in one transaction.
+var ErrTooLarge = errors.New("a change larger than the etcd cluster takes in one transaction")
+
 // DefaultLeaseTTL is the hold's lease unless told.
 const DefaultLeaseTTL = 10 * time.Second
 

@@ -100,6 +100,23 @@ func (s *Store) Health() (ok bool, why string) {
 	return s.trouble == "", s.trouble
 }
 
+// MaxWrites bounds the keys one Update may write: 0 (no bound) for the
+// embedded store; for one in etcd, what the cluster takes in one
+// transaction (EtcdConfig.MaxTxnOps) less room for the store's own
+// keys. A service that writes in batches (leases expiring together, a
+// renewal call's results, a mailbox's group commit) splits them so.
+func (s *Store) MaxWrites() int { return s.be.maxWrites() }
+
+// Chunk is the size of the parts a batch of n things is written in when
+// each thing writes at most per keys: n when the store has no bound.
+func (s *Store) Chunk(n, per int) int {
+	mw := s.MaxWrites()
+	if mw == 0 || n == 0 {
+		return max(n, 1)
+	}
+	return max(1, min(n, mw/max(per, 1)))
+}
+
 // Reachable says whether the store's data can be reached now: always
 // for the embedded store; for one in etcd, whether the cluster answers a
 // read a quorum vouches for (a readiness check).

@@ -415,13 +415,7 @@ func TestClusterMailboxFailover(t *testing.T) {
 			a.Kill()
 			killed = time.Now()
 		}
-		deadline := time.Now().Add(testenv.WaitLimit)
-		for !send(seq) {
-			if time.Now().After(deadline) {
-				t.Fatalf("event %d acknowledged by no node for %v", seq, testenv.WaitLimit)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Until(t, fmt.Sprintf("event %d acknowledged by a node", seq), func() bool { return send(seq) })
 	}
 	pushed := func() map[int]int {
 		got := map[int]int{}

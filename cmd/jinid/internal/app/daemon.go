@@ -581,6 +581,10 @@ func (d *Daemon) build(ctx context.Context) error {
 	return nil
 }
 
+// minTxnOps is the --max-txn-ops below which the daemon warns: a
+// renewal set or mailbox of a thousand cancelled in one transaction.
+const minTxnOps = 4096
+
 // openStore opens the embedded store, or the one in etcd: held by this
 // daemon alone (a second one waits until it is free), and when the hold
 // is lost (cut off from etcd past its lease) the daemon stops, for the
@@ -602,7 +606,12 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.log.Info("holding the store in etcd", "endpoints", cfg.Endpoints, "prefix", cmp.Or(cfg.Prefix, store.DefaultEtcdPrefix))
+	d.log.Info("holding the store in etcd", "endpoints", cfg.Endpoints, "prefix", cmp.Or(cfg.Prefix, store.DefaultEtcdPrefix),
+		"node", cfg.Node, "max_txn_ops", st.MaxTxnOps())
+	if n := st.MaxTxnOps(); n < minTxnOps {
+		d.log.Warn("the etcd cluster takes few operations per transaction: lease batches are cut to fit, and a renewal set or mailbox holding more than that cannot be cancelled in one; raise its members' --max-txn-ops (docs/cluster.md)",
+			"max_txn_ops", n, "want", minTxnOps)
+	}
 	return st, nil
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -162,7 +163,13 @@ func (l Limits) validate() error {
 // services have registered them).
 func (d *Daemon) setQuotas(g *lease.Grantor) {
 	l := d.limits
-	g.SetMaxBatch(l.Batch)
+	batch := cmp.Or(l.Batch, lease.DefaultMaxBatch)
+	// A batch is one transaction, a cancellation releasing a few keys a
+	// lease: a store in etcd bounds it (the cluster's --max-txn-ops).
+	if most := d.store.Chunk(batch, 4); most < batch {
+		batch = most
+	}
+	g.SetMaxBatch(batch)
 	for kind, q := range map[string]lease.Quota{
 		lookup.ItemLease:   {Total: l.Items, PerOwner: l.ItemsPerClient, TotalKey: "items", PerOwnerKey: "itemsPerClient"},
 		lookup.NotifyLease: {Total: l.Notifies, PerOwner: l.NotifiesPerClient, TotalKey: "notifies", PerOwnerKey: "notifiesPerClient"},
