@@ -267,6 +267,21 @@ func (r *Registrar) load() error {
 	return nil
 }
 
+// ReadMeta reads the lookup service's identity and groups as a store
+// holds them, for a process that does not run the registrar (a node of
+// a cluster waiting to take over, which announces it on its segments);
+// false if there is none yet.
+func ReadMeta(st *store.Store) (Meta, bool, error) {
+	var m Meta
+	var ok bool
+	err := st.View(func(tx *store.Tx) error {
+		var err error
+		ok, err = tx.Get(metaBucket, "meta", &m)
+		return err
+	})
+	return m, ok, err
+}
+
 // Meta returns the lookup service's identity, groups and locators.
 func (r *Registrar) Meta() Meta {
 	r.mu.RLock()

@@ -99,7 +99,9 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 	}
 	b.lease = l
 	node := cmp.Or(cfg.Node, "a jinid")
-	if err := b.register(ctx, Member{Node: node, Since: time.Now().UTC()}); err != nil {
+	b.node = node
+	b.self = Member{Node: node, Since: time.Now().UTC()}
+	if err := b.register(ctx, b.self); err != nil {
 		l.close()
 		return err
 	}
@@ -116,6 +118,13 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 			return nil
 		}
 		holder := string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
+		tell := func() {
+			if cfg.OnHolder != nil {
+				if m, ok := b.holderMember(ctx, holder); ok {
+					cfg.OnHolder(m)
+				}
+			}
+		}
 		if cfg.NoWait {
 			l.close()
 			return fmt.Errorf("%w in etcd (%s): stop it first", ErrHeld, holder)
@@ -126,12 +135,21 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 		}
 		// Wait for the holder's key to go (its lease ends, or it
 		// releases it), then try again; a standby that lost its own
-		// lease meanwhile (cut off itself) gives up.
+		// lease meanwhile (cut off itself) gives up. Meanwhile the
+		// holder's record is followed (where it serves).
 		wctx, cancel := context.WithCancel(ctx)
 		w := b.cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
+		mw := b.cli.Watch(wctx, b.memberKey(holder), clientv3.WithRev(resp.Header.Revision+1))
+		tell()
 	wait:
 		for {
 			select {
+			case _, ok := <-mw:
+				if !ok {
+					mw = nil // the wait for the hold goes on
+					continue
+				}
+				tell()
 			case <-ctx.Done():
 				cancel()
 				l.close()
@@ -201,6 +219,7 @@ type etcdBackend struct {
 	lease *lease
 	fence clientv3.Cmp
 	node  string
+	self  Member // this node's member record
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
 	maxOps int

@@ -5,6 +5,7 @@ package store
 import (
 	"context"
 	"errors"
+	"net/netip"
 )
 
 // Etcd tells whether this build can keep its store in etcd: one built
@@ -33,3 +34,6 @@ func (s *Store) Node() string { return "" }
 
 // MaxTxnOps is 0: there is no etcd.
 func (s *Store) MaxTxnOps() int { return 0 }
+
+// Publish does nothing: the embedded store is this process's alone.
+func (s *Store) Publish(context.Context, []netip.Addr, int, int) error { return nil }

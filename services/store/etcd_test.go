@@ -5,9 +5,11 @@ package store
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,9 +355,10 @@ func TestEtcdHolderCutOffStopsActingFirst(t *testing.T) {
 // their processes run, and go with them.
 func TestEtcdMembers(t *testing.T) {
 	endpoint, _ := startEtcd(t)
+	var heard atomic.Value
 	cfg := func(node string) EtcdConfig {
 		return EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-members", Timeout: 2 * time.Second, Exclusive: true,
-			Node: node, LeaseTTL: 2 * time.Second}
+			Node: node, LeaseTTL: 2 * time.Second, OnHolder: func(m Member) { heard.Store(m) }}
 	}
 	a, err := OpenEtcd(t.Context(), cfg("node-a"))
 	if err != nil {
@@ -363,6 +366,7 @@ func TestEtcdMembers(t *testing.T) {
 	}
 	opened := make(chan *Store, 1)
 	defer func() {
+		a.Close() // if the test failed before, for b to open
 		if b := <-opened; b != nil {
 			b.Close()
 		}
@@ -388,6 +392,18 @@ func TestEtcdMembers(t *testing.T) {
 	}
 	if len(st.Etcd) != 1 || !st.Etcd[0].Healthy || st.Etcd[0].Leader == 0 {
 		t.Fatalf("etcd members %+v", st.Etcd)
+	}
+	// The holder says where it serves; the one waiting hears it.
+	addrs := []netip.Addr{netip.MustParseAddr("192.0.2.1")}
+	if err := a.Publish(t.Context(), addrs, 4162, 4160); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "node-b told where node-a serves", func() bool {
+		m, _ := heard.Load().(Member)
+		return m.Node == "node-a" && slices.Equal(m.Addrs, addrs) && m.APIPort == 4162 && m.DiscoveryPort == 4160
+	})
+	if st = read(); len(st.Members) != 2 || st.Members[0].APIPort != 4162 {
+		t.Fatalf("after publishing: %+v", st)
 	}
 	a.Close()
 	testenv.Until(t, "node-b holding once node-a closed", func() bool { st = read(); return st.Holder == "node-b" })

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 )
 
@@ -33,6 +34,10 @@ type EtcdConfig struct {
 	// Waiting, if set, is told once that another holds the store and
 	// this one waits.
 	Waiting func(holder string)
+	// OnHolder, if set, is told the holder's member record while this
+	// process waits for the hold, each time it changes (a standby
+	// forwards to the holder: cmd/jinid/internal/relay).
+	OnHolder func(Member)
 	// NoWait, with Exclusive, fails at once (ErrHeld) rather than wait
 	// for another holder.
 	NoWait bool
@@ -74,6 +79,12 @@ type ClusterStatus struct {
 type Member struct {
 	Node  string    `json:"node"`
 	Since time.Time `json:"since"`
+	// Addrs, APIPort and DiscoveryPort say where the node serves, once
+	// it holds the store (Publish): where the others forward what
+	// reaches them.
+	Addrs         []netip.Addr `json:"addrs,omitempty"`
+	APIPort       int          `json:"apiPort,omitempty"`
+	DiscoveryPort int          `json:"discoveryPort,omitempty"`
 }
 
 // EtcdMember is one member of the etcd cluster and what it said of

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -162,6 +163,28 @@ func (b *etcdBackend) instrument(reg *metrics.Registry) {
 }
 
 func (b *etcdBackend) memberKey(node string) string { return b.prefix + "/.members/" + node }
+
+// Publish says where this node, which holds the store, serves: the
+// nodes waiting forward what reaches them there. A store that is not
+// held (embedded, or in etcd without Exclusive) has nothing to say.
+func (s *Store) Publish(ctx context.Context, addrs []netip.Addr, apiPort, discoveryPort int) error {
+	b, ok := s.be.(*etcdBackend)
+	if !ok || b.lease == nil {
+		return nil
+	}
+	b.self.Addrs, b.self.APIPort, b.self.DiscoveryPort = addrs, apiPort, discoveryPort
+	return b.register(ctx, b.self)
+}
+
+// holderMember reads the member record of the holder named node.
+func (b *etcdBackend) holderMember(ctx context.Context, node string) (Member, bool) {
+	r, err := b.cli.Get(ctx, b.memberKey(node))
+	if err != nil || len(r.Kvs) != 1 {
+		return Member{}, false
+	}
+	var m Member
+	return m, json.Unmarshal(r.Kvs[0].Value, &m) == nil
+}
 
 // register writes this node's member key under its lease.
 func (b *etcdBackend) register(ctx context.Context, m Member) error {

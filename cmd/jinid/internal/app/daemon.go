@@ -388,7 +388,37 @@ func (d *Daemon) Start(ctx context.Context) error {
 	d.log.Info("jinid started", "api", d.apiURL(netip.Addr{}), "socket", d.cfg.APISocket, "data", d.store.Path(),
 		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
 		"multicast", d.multicastState(), "registrations", items, "notify_registrations", notifies)
+	d.publish(ctx)
 	return nil
+}
+
+// publish tells the other nodes of a cluster where this one, which holds
+// the store, serves: its addresses (IPv4 first; not loopback nor
+// link-local, which another host cannot use) and ports. They forward what
+// reaches them there. Nothing for an embedded store.
+func (d *Daemon) publish(ctx context.Context) {
+	if d.cfg.Store != StoreEtcd {
+		return
+	}
+	var addrs []netip.Addr
+	if b := d.apiBound(); b.IsValid() && !b.IsUnspecified() {
+		addrs = []netip.Addr{b}
+	} else {
+		own, err := d.ownAddrs()
+		if err != nil {
+			d.log.Warn("reading this host's addresses for the other nodes", "err", err)
+		}
+		for _, a := range own {
+			if !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsUnspecified() {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+		slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return cmp.Compare(a.BitLen(), b.BitLen()) })
+	}
+	apiPort := int(netip.MustParseAddrPort(d.apiLn.Addr().String()).Port())
+	if err := d.store.Publish(ctx, addrs, apiPort, d.unicastPort()); err != nil {
+		d.log.Warn("telling the other nodes where this one serves", "err", err)
+	}
 }
 
 // build makes every part, adding each to d.parts as it is made (so a
@@ -410,11 +440,26 @@ func (d *Daemon) build(ctx context.Context) error {
 	// (a health probe) have places of their own.
 	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
 		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
+
+	if d.cfg.SnapshotDir != "" {
+		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
+			return err
+		}
+	}
+	// A node of a cluster waits here while another holds the store,
+	// forwarding its API (TLS and all) to the holder meanwhile.
+	st, err := d.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	d.store = st
 	if d.cfg.TLSCert != "" {
 		if d.apiLn, err = listenTLS(d.apiLn, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
 			return err
 		}
 	}
+	// The socket once the store is held: a standby's is absent, so its
+	// administrator hears at once that it does not serve.
 	if d.cfg.APISocket != "" {
 		sock, err := listenSocket(d.cfg.APISocket, d.cfg.SocketGroup)
 		if err != nil {
@@ -423,17 +468,6 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.apiSock = connlimit.Listener(sock, connlimit.Config{Max: d.limits.SocketConns})
 		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
 	}
-
-	if d.cfg.SnapshotDir != "" {
-		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
-			return err
-		}
-	}
-	st, err := d.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	d.store = st
 	st.Instrument(d.obs.metrics)
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})
 	d.watchHold(st)
@@ -599,10 +633,25 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 		host, _ := os.Hostname()
 		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	var sb *standby
 	cfg.Waiting = func(holder string) {
 		d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
+		var err error
+		if sb, err = d.startStandby(ctx, d.apiLn); err != nil {
+			d.log.Warn("standby: not forwarding to the holder", "err", err)
+		}
+	}
+	cfg.OnHolder = func(m store.Member) {
+		if sb != nil {
+			sb.setHolder(m)
+		}
 	}
 	st, err := store.OpenEtcd(ctx, cfg)
+	if sb != nil {
+		// Whether it took the hold or gave up: the node serves its
+		// API itself from here (or stops).
+		d.apiLn = sb.stop()
+	}
 	if err != nil {
 		return nil, err
 	}

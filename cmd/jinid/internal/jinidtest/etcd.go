@@ -86,12 +86,13 @@ func EtcdCluster(t testing.TB, n int) []*EtcdMember {
 }
 
 // EtcdClusterOn runs an etcd cluster of one member in each lab host,
-// serving clients on ips[i]:2379 (peers on :2380), until the test ends.
-func EtcdClusterOn(t testing.TB, hosts []*netlab.Host, ips []netip.Addr) []*EtcdMember {
+// serving clients on ips[i]:2379 (peers on :2380), until the test ends;
+// args go to each member (-max-txn-ops N).
+func EtcdClusterOn(t testing.TB, hosts []*netlab.Host, ips []netip.Addr, args ...string) []*EtcdMember {
 	t.Helper()
 	sites := make([]etcdSite, len(hosts))
 	for i, h := range hosts {
-		sites[i] = etcdSite{h: h, client: netip.AddrPortFrom(ips[i], 2379).String(), peer: netip.AddrPortFrom(ips[i], 2380).String()}
+		sites[i] = etcdSite{h: h, client: netip.AddrPortFrom(ips[i], 2379).String(), peer: netip.AddrPortFrom(ips[i], 2380).String(), args: args}
 	}
 	return etcdCluster(t, sites)
 }
@@ -101,6 +102,7 @@ func EtcdClusterOn(t testing.TB, hosts []*netlab.Host, ips []netip.Addr) []*Etcd
 type etcdSite struct {
 	h            *netlab.Host
 	client, peer string
+	args         []string
 }
 
 func etcdCluster(t testing.TB, sites []etcdSite) []*EtcdMember {
@@ -115,8 +117,8 @@ func etcdCluster(t testing.TB, sites []etcdSite) []*EtcdMember {
 	for i, s := range sites {
 		go func() {
 			// The members start together: each waits for a quorum.
-			ep, cmd, err := startEtcdProcess(t, s.h, []string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
-				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")})
+			ep, cmd, err := startEtcdProcess(t, s.h, append([]string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
+				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")}, s.args...))
 			members[i] = &EtcdMember{Endpoint: ep, cmd: cmd}
 			errs <- err
 		}()

@@ -23,6 +23,7 @@ func main() {
 	peer := flag.String("peer", "127.0.0.1:2380", "peer address")
 	name := flag.String("name", "default", "member name")
 	cluster := flag.String("initial-cluster", "", "the members, name=http://peer,... (default: this one alone)")
+	maxTxnOps := flag.Uint("max-txn-ops", 0, "operations a transaction may have (etcd's --max-txn-ops; 0: its default, 128)")
 	flag.Parse()
 	cfg := embed.NewConfig()
 	cfg.Dir = *dir
@@ -30,6 +31,9 @@ func main() {
 	cu, pu := url.URL{Scheme: "http", Host: *client}, url.URL{Scheme: "http", Host: *peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
+	if *maxTxnOps > 0 {
+		cfg.MaxTxnOps = *maxTxnOps
+	}
 	cfg.Name = *name
 	cfg.InitialCluster = cfg.Name + "=" + pu.String()
 	if *cluster != "" {

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/announce"
+	"github.com/jinid/jinid/cmd/jinid/internal/relay"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/connlimit"
+	"github.com/jinid/jinid/services/lookup"
+	"github.com/jinid/jinid/services/store"
+)
+
+// standby is what a node does while another holds the store in etcd: it
+// is a door of the one registry on its own segments. It announces the
+// cluster's lookup service there with its own address, and forwards what
+// reaches its API and unicast discovery ports to the holder, which
+// serves them (docs/cluster.md). It ends when the node takes the hold.
+type standby struct {
+	d      *Daemon
+	api    *relay.Forwarder
+	disc   *relay.Forwarder
+	holder struct {
+		sync.Mutex
+		m store.Member
+	}
+
+	// The announcements, once the lookup service's identity is known:
+	// read from the store (opened without the hold), as is its sequence
+	// of announcement numbers.
+	mu        sync.Mutex
+	st        *store.Store
+	host      *mcast.Host
+	port      *mcast.Port
+	announcer *announce.Announcer
+	stopped   bool
+}
+
+// startStandby begins forwarding the API listener (not yet TLS-wrapped:
+// TLS goes through to the holder) and the unicast discovery port, and
+// announcing once the holder is known.
+func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby, error) {
+	s := &standby{d: d}
+	dial := d.cfg.Namespace.Dialer(&net.Dialer{})
+	var discLn net.Listener
+	err := d.cfg.Namespace.Do(func() error {
+		var err error
+		discLn, err = (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort("", strconv.Itoa(d.cfg.DiscoveryPort)))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	discLn = connlimit.Listener(discLn, connlimit.Config{Max: d.limits.DiscoveryConns, PerSource: d.limits.DiscoveryConnsPerSource,
+		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
+	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.APIPort }), Dial: dial, Logger: d.log})
+	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.DiscoveryPort }), Dial: dial, Logger: d.log})
+	s.api.Start(ctx)
+	s.disc.Start(ctx)
+	return s, nil
+}
+
+// targets lists the holder's addresses with the port port picks.
+func (s *standby) targets(port func(store.Member) int) func() []netip.AddrPort {
+	return func() []netip.AddrPort {
+		s.holder.Lock()
+		m := s.holder.m
+		s.holder.Unlock()
+		var out []netip.AddrPort
+		if p := port(m); p > 0 {
+			for _, a := range m.Addrs {
+				out = append(out, netip.AddrPortFrom(a, uint16(p)))
+			}
+		}
+		return out
+	}
+}
+
+// setHolder follows the holder's record; once it serves, the lookup
+// service's identity is in the store, and the announcements begin.
+func (s *standby) setHolder(m store.Member) {
+	s.holder.Lock()
+	changed := !slices.Equal(s.holder.m.Addrs, m.Addrs) || s.holder.m.APIPort != m.APIPort || s.holder.m.DiscoveryPort != m.DiscoveryPort
+	s.holder.m = m
+	s.holder.Unlock()
+	if changed && len(m.Addrs) > 0 {
+		s.d.log.Info("forwarding the API and unicast discovery to the node holding the store", "holder", m.Node, "addrs", m.Addrs,
+			"api_port", m.APIPort, "discovery_port", m.DiscoveryPort)
+		s.announce()
+	}
+}
+
+// announce starts the announcements of the cluster's lookup service on
+// this node's segments, if not yet: its ServiceID and groups read from
+// the store, this node's unicast discovery port in them.
+func (s *standby) announce() {
+	d := s.d
+	if d.cfg.NoMulticast {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.announcer != nil {
+		return
+	}
+	ctx := context.Background()
+	if s.st == nil {
+		cfg := d.cfg.Etcd
+		cfg.Exclusive, cfg.Waiting, cfg.OnHolder = false, nil, nil
+		st, err := store.OpenEtcd(ctx, cfg)
+		if err != nil {
+			d.log.Warn("standby: reading the lookup service's identity", "err", err)
+			return
+		}
+		s.st = st
+	}
+	meta, ok, err := lookup.ReadMeta(s.st)
+	if err != nil || !ok {
+		d.log.Warn("standby: the lookup service's identity is not in the store yet", "err", err)
+		return
+	}
+	if s.host == nil {
+		host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
+			Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute})
+		if err == nil {
+			err = host.Start(ctx)
+		}
+		if err != nil {
+			d.log.Warn("standby: multicast", "err", err)
+			return
+		}
+		s.host = host
+	}
+	port, err := s.host.Open(mcast.PortConfig{})
+	if err != nil {
+		d.log.Warn("standby: joining the discovery groups", "err", err)
+		return
+	}
+	groups := func() []string {
+		if m, ok, err := lookup.ReadMeta(s.st); err == nil && ok {
+			return m.Groups
+		}
+		return meta.Groups
+	}
+	a, err := announce.NewAnnouncer(announce.Config{Transport: port, ServiceID: meta.ServiceID, Port: d.cfg.DiscoveryPort,
+		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(s.st), Logger: d.log})
+	if err == nil {
+		err = a.Start(ctx)
+	}
+	if err != nil {
+		port.Close()
+		d.log.Warn("standby: announcing", "err", err)
+		return
+	}
+	s.port, s.announcer = port, a
+	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
+		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
+}
+
+// stop ends the standby: announcements stop, the unicast port closes
+// (the daemon opens its own), forwarded connections end, and the API
+// listener is handed back for the daemon to serve.
+func (s *standby) stop() net.Listener {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.mu.Lock()
+	s.stopped = true
+	if s.announcer != nil {
+		s.announcer.Shutdown(ctx)
+		s.port.Close()
+	}
+	if s.host != nil {
+		s.host.Shutdown(ctx)
+	}
+	if s.st != nil {
+		s.st.Close()
+	}
+	s.mu.Unlock()
+	s.disc.Shutdown(ctx)
+	return s.api.Handoff()
+}
