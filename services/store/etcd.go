@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -100,7 +102,7 @@ func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
 	b.lease = l
 	node := cmp.Or(cfg.Node, "a jinid")
 	b.node = node
-	b.self = Member{Node: node, Since: time.Now().UTC()}
+	b.self = Member{Node: node, Since: time.Now().UTC(), Addrs: cfg.Addrs}
 	if err := b.register(ctx, b.self); err != nil {
 		l.close()
 		return err
@@ -220,6 +222,12 @@ type etcdBackend struct {
 	fence clientv3.Cmp
 	node  string
 	self  Member // this node's member record
+	// members caches the addresses the nodes registered (MemberAddrs).
+	members struct {
+		sync.Mutex
+		addrs []netip.Addr
+		at    time.Time
+	}
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
 	maxOps int

@@ -37,3 +37,6 @@ func (s *Store) MaxTxnOps() int { return 0 }
 
 // Publish does nothing: the embedded store is this process's alone.
 func (s *Store) Publish(context.Context, []netip.Addr, int, int) error { return nil }
+
+// MemberAddrs is nil: there are no other nodes.
+func (s *Store) MemberAddrs() []netip.Addr { return nil }

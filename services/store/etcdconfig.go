@@ -34,6 +34,10 @@ type EtcdConfig struct {
 	// Waiting, if set, is told once that another holds the store and
 	// this one waits.
 	Waiting func(holder string)
+	// Addrs are this node's addresses, in its member record from the
+	// start: the holder answers requests another node forwards under
+	// one of them (the API's Host check).
+	Addrs []netip.Addr
 	// OnHolder, if set, is told the holder's member record while this
 	// process waits for the hold, each time it changes (a standby
 	// forwards to the holder: cmd/jinid/internal/relay).

@@ -176,6 +176,35 @@ func (s *Store) Publish(ctx context.Context, addrs []netip.Addr, apiPort, discov
 	return b.register(ctx, b.self)
 }
 
+// MemberAddrs lists the addresses the deployment's nodes registered
+// (none for an embedded store), read from etcd at most every two seconds:
+// a request another node forwarded names one of them.
+func (s *Store) MemberAddrs() []netip.Addr {
+	b, ok := s.be.(*etcdBackend)
+	if !ok {
+		return nil
+	}
+	b.members.Lock()
+	defer b.members.Unlock()
+	if time.Since(b.members.at) < 2*time.Second {
+		return b.members.addrs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r, err := b.cli.Get(ctx, b.prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithLimit(1000))
+	if err != nil {
+		return b.members.addrs // the last known, until etcd answers
+	}
+	b.members.addrs, b.members.at = nil, time.Now()
+	for _, kv := range r.Kvs {
+		var m Member
+		if json.Unmarshal(kv.Value, &m) == nil {
+			b.members.addrs = append(b.members.addrs, m.Addrs...)
+		}
+	}
+	return b.members.addrs
+}
+
 // holderMember reads the member record of the holder named node.
 func (b *etcdBackend) holderMember(ctx context.Context, node string) (Member, bool) {
 	r, err := b.cli.Get(ctx, b.memberKey(node))

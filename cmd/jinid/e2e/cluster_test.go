@@ -17,9 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -66,19 +68,39 @@ type clusterNode struct {
 	*jinidtest.LabProc
 	name string
 	h    *netlab.Host
-	link *netlab.Link
+	link *netlab.Link // on the site's LAN
+	seg  *netlab.Link // on its segment, for a gateway
 	api  string
 }
 
-// node starts a jinid on the site's store; it may wait (a standby).
+// node starts a jinid on the site's store, multicast off; it may wait
+// (a standby).
 func (s *clusterSite) node(t *testing.T, name string, extra ...string) *clusterNode {
 	t.Helper()
+	return s.start(t, name, nil, append([]string{"--no-multicast"}, extra...))
+}
+
+// gateway starts a jinid on the site's store that is also the gateway
+// of segment seg (its second link, multicast on, routing between the
+// site's LAN and the segment).
+func (s *clusterSite) gateway(t *testing.T, name string, seg *netlab.LAN, extra ...string) *clusterNode {
+	t.Helper()
+	return s.start(t, name, seg, extra)
+}
+
+func (s *clusterSite) start(t *testing.T, name string, seg *netlab.LAN, extra []string) *clusterNode {
+	t.Helper()
 	h := s.lab.Host(name)
-	link := h.Attach(s.lan)
-	args := append([]string{"--no-multicast", "--store", "etcd", "--etcd-endpoints", s.endpoints,
+	n := &clusterNode{name: name, h: h, link: h.Attach(s.lan)}
+	n.api = "http://" + netip.AddrPortFrom(n.link.IPv4, 4162).String()
+	if seg != nil {
+		n.seg = h.Attach(seg)
+		h.Forward()
+	}
+	args := append([]string{"--store", "etcd", "--etcd-endpoints", s.endpoints,
 		"--etcd-lease-ttl", clusterTTL.String(), "--node", name, "--anonymous", "client"}, extra...)
-	return &clusterNode{LabProc: jinidtest.LabNode(t, s.bin, h, args...), name: name, h: h, link: link,
-		api: "http://" + netip.AddrPortFrom(link.IPv4, 4162).String()}
+	n.LabProc = jinidtest.LabNode(t, s.bin, h, args...)
+	return n
 }
 
 // serving waits until the node holds the store and serves.
@@ -600,4 +622,81 @@ func TestClusterRenewalScale(t *testing.T) {
 	t.Logf("one 30 s cycle: %d renewal calls, %d leases renewed (%.1f a call); all renewed since the start: %d",
 		calls, leases, float64(leases)/float64(max(calls, 1)), g.renewedBy(a.link.IPv4, start))
 	g.check(t)
+}
+
+// One lookup service across segments. Two gateways on the site's LAN,
+// each the router of a segment of its own: node-a holds the store,
+// node-b waits and is the registry's door on segment B, announcing the
+// cluster's lookup service there with its own address and forwarding
+// what reaches it to node-a. A service registered through node-a by a
+// client on segment A is found by a client on segment B, which
+// discovered the lookup service there; one registered through node-b is
+// found through node-a; an LDS registration made on segment B gets the
+// discovered event of a lookup service only segment A hears.
+func TestClusterAcrossSegments(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	segA, segB := s.lab.LAN(), s.lab.LAN()
+	flags := []string{"--groups", "lab", "--announce-interval", "500ms"}
+	a := s.gateway(t, "node-a", segA, flags...)
+	a.serving(t)
+	b := s.gateway(t, "node-b", segB, flags...)
+	b.waiting(t)
+	b.WaitLog(t, "node-b announcing on its segment", regexp.MustCompile(`standby: announcing the cluster's lookup service`))
+	hostA, hostB := s.lab.Host("client-a"), s.lab.Host("client-b")
+	la, lb := hostA.Attach(segA), hostB.Attach(segB)
+	everywhere := netip.MustParsePrefix("0.0.0.0/0")
+	hostA.Route(everywhere, a.seg.IPv4)
+	hostB.Route(everywhere, b.seg.IPv4)
+	a.h.Route(segB.Subnet(), b.link.IPv4)
+	b.h.Route(segA.Subnet(), a.link.IPv4)
+	lookupID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(a.Log())[1]
+
+	// Segment B finds the cluster's lookup service at node-b.
+	var atB *finder.Result
+	for _, r := range discoverIn(t, s.bin, hostB, "--groups", "lab", "--timeout", "3s") {
+		if r.Host == b.seg.IPv4.String() && r.Port == 4160 {
+			atB = &r
+		}
+	}
+	if atB == nil || atB.ServiceID != lookupID {
+		t.Fatalf("on segment B, at node-b: %+v; want the cluster's lookup service %s", atB, lookupID)
+	}
+
+	ca := jinidtest.LabClient(t, hostA, "http://"+netip.AddrPortFrom(a.seg.IPv4, 4162).String())
+	cb := jinidtest.LabClient(t, hostB, "http://"+netip.AddrPortFrom(b.seg.IPv4, 4162).String())
+	regA, err := ca.Register(t.Context(), apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, _, err := cb.Query(t.Context(), apitypes.Template{ServiceID: regA.ServiceID}, 10); err != nil || len(items) != 1 {
+		t.Fatalf("segment A's registration, looked up on segment B: %v %v", items, err)
+	}
+	regB, err := cb.Register(t.Context(), apitypes.Item{Types: []string{"org.example.Scanner"}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, _, err := ca.Query(t.Context(), apitypes.Template{ServiceID: regB.ServiceID}, 10); err != nil || len(items) != 1 {
+		t.Fatalf("segment B's registration, looked up on segment A: %v %v", items, err)
+	}
+
+	// A lookup service only segment A hears.
+	lusHost := s.lab.Host("lus-a")
+	lusHost.Attach(segA)
+	lus := jinidtest.LabDaemon(t, s.bin, lusHost, "--groups", "lab", "--announce-interval", "500ms")
+	lusID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lus.Log())[1]
+	sink := jinidtest.NewSink(t, hostB, lb.IPv4.String())
+	if _, err := cb.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"lab"}, Listener: sink.URL + "/lds", Duration: 600_000}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "the discovered event of segment A's lookup service on segment B", func() bool {
+		for _, e := range sink.Events("/lds") {
+			raw, _ := json.Marshal(e)
+			if strings.Contains(string(raw), lusID) {
+				return true
+			}
+		}
+		return false
+	})
+	_ = la
 }

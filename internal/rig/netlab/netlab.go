@@ -365,6 +365,24 @@ func (k *Link) Up() {
 	k.waitOperUp()
 }
 
+// Forward has h route packets between its links (IPv4 and IPv6), as a
+// gateway between segments does.
+func (h *Host) Forward() {
+	h.lab.t.Helper()
+	h.lab.nsShell(h.ns, "echo 1 > /proc/sys/net/ipv4/ip_forward; echo 1 > /proc/sys/net/ipv6/conf/all/forwarding")
+}
+
+// Route has h send packets for p through the router via.
+func (h *Host) Route(p netip.Prefix, via netip.Addr) {
+	h.lab.t.Helper()
+	h.lab.ip("-n", h.ns, "route", "add", p.String(), "via", via.String())
+}
+
+// Subnet is the IPv4 prefix of lan's addresses.
+func (lan *LAN) Subnet() netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(lan.num), 0}), 24)
+}
+
 // CutOff has h lose every packet it sends to a, silently, as a firewall
 // that drops them does: a route to a through a neighbour on k's LAN
 // that does not exist, so nothing is refused and connections hang.

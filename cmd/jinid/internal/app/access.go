@@ -97,12 +97,14 @@ func (c *addrsCache) get() []netip.Addr {
 }
 
 // hostAllowed says whether a request's Host names this daemon: one of
-// its addresses, localhost, its host names (with .local, and the DNS-SD
+// its addresses (or a node's of its cluster), localhost, its host names (with .local, and the DNS-SD
 // one), --advertise, or a name given with --api-host. Anything else is a
 // name an attacker's DNS pointed here (DNS rebinding).
 func (d *Daemon) hostAllowed(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
-		return slices.Contains(d.apiAddrs.get(), a.WithZone("").Unmap())
+		a = a.WithZone("").Unmap()
+		// Or a node of its cluster's, which forwarded the request.
+		return slices.Contains(d.apiAddrs.get(), a) || slices.Contains(d.store.MemberAddrs(), a)
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	return slices.Contains(d.hostNames, host)

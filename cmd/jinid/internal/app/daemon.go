@@ -393,30 +393,14 @@ func (d *Daemon) Start(ctx context.Context) error {
 }
 
 // publish tells the other nodes of a cluster where this one, which holds
-// the store, serves: its addresses (IPv4 first; not loopback nor
-// link-local, which another host cannot use) and ports. They forward what
+// the store, serves: its addresses and ports. They forward what
 // reaches them there. Nothing for an embedded store.
 func (d *Daemon) publish(ctx context.Context) {
 	if d.cfg.Store != StoreEtcd {
 		return
 	}
-	var addrs []netip.Addr
-	if b := d.apiBound(); b.IsValid() && !b.IsUnspecified() {
-		addrs = []netip.Addr{b}
-	} else {
-		own, err := d.ownAddrs()
-		if err != nil {
-			d.log.Warn("reading this host's addresses for the other nodes", "err", err)
-		}
-		for _, a := range own {
-			if !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsUnspecified() {
-				addrs = append(addrs, a.Unmap())
-			}
-		}
-		slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return cmp.Compare(a.BitLen(), b.BitLen()) })
-	}
 	apiPort := int(netip.MustParseAddrPort(d.apiLn.Addr().String()).Port())
-	if err := d.store.Publish(ctx, addrs, apiPort, d.unicastPort()); err != nil {
+	if err := d.store.Publish(ctx, d.nodeAddrs(), apiPort, d.unicastPort()); err != nil {
 		d.log.Warn("telling the other nodes where this one serves", "err", err)
 	}
 }
@@ -615,6 +599,27 @@ func (d *Daemon) build(ctx context.Context) error {
 	return nil
 }
 
+// nodeAddrs are the addresses another node of a cluster reaches this one
+// at: the API's if it listens on one, else the host's (IPv4 first; not
+// loopback nor link-local, which another host cannot use).
+func (d *Daemon) nodeAddrs() []netip.Addr {
+	if b := d.apiBound(); b.IsValid() && !b.IsUnspecified() {
+		return []netip.Addr{b}
+	}
+	own, err := d.ownAddrs()
+	if err != nil {
+		d.log.Warn("reading this host's addresses for the other nodes", "err", err)
+	}
+	var addrs []netip.Addr
+	for _, a := range own {
+		if !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsUnspecified() {
+			addrs = append(addrs, a.Unmap())
+		}
+	}
+	slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return cmp.Compare(a.BitLen(), b.BitLen()) })
+	return addrs
+}
+
 // minTxnOps is the --max-txn-ops below which the daemon warns: a
 // renewal set or mailbox of a thousand cancelled in one transaction.
 const minTxnOps = 4096
@@ -633,6 +638,7 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 		host, _ := os.Hostname()
 		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
+	cfg.Addrs = d.nodeAddrs()
 	var sb *standby
 	cfg.Waiting = func(holder string) {
 		d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
