@@ -20,6 +20,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/riverpeer"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
@@ -632,12 +633,14 @@ func TestClusterRenewalScale(t *testing.T) {
 // client on segment A is found by a client on segment B, which
 // discovered the lookup service there; one registered through node-b is
 // found through node-a; an LDS registration made on segment B gets the
-// discovered event of a lookup service only segment A hears.
+// discovered event of a lookup service only segment A hears; a Java
+// JoinManager service on segment A is found by a Java
+// ServiceDiscoveryManager on segment B (not with -short).
 func TestClusterAcrossSegments(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
 	segA, segB := s.lab.LAN(), s.lab.LAN()
-	flags := []string{"--groups", "lab", "--announce-interval", "500ms"}
+	flags := []string{"--groups", "lab", "--announce-interval", "500ms", "--java-register-from", "198.18.0.0/16"}
 	a := s.gateway(t, "node-a", segA, flags...)
 	a.serving(t)
 	b := s.gateway(t, "node-b", segB, flags...)
@@ -698,5 +701,21 @@ func TestClusterAcrossSegments(t *testing.T) {
 		}
 		return false
 	})
-	_ = la
+
+	// Java: a JoinManager service on segment A joins the lookup service
+	// it discovers there (node-a); a ServiceDiscoveryManager on segment
+	// B discovers it at node-b and finds the service.
+	if testing.Short() {
+		return
+	}
+	riverpeer.Java(t)
+	join := riverpeer.Start(t, hostA, nil, "JoinService", "--groups", "lab", "--name", "join-a", "--secs", "600",
+		"--request-host", la.IPv4.String())
+	joinID := strings.Fields(join.WaitLine(t, regexp.MustCompile(`serviceID `), 30*time.Second))[2]
+	join.WaitLine(t, regexp.MustCompile(`joined `+lookupID), 30*time.Second)
+	out, err := riverpeer.Run(t, hostB, 60*time.Second, []string{"-Dorg.apache.river.sdm.insecureLookup=true"}, "SdmLookup",
+		"--groups", "lab", "--secs", "5", "--listen-host", lb.IPv4.String())
+	if err != nil || !strings.Contains(out, "item "+joinID) || !strings.Contains(out, "registrar "+lookupID) {
+		t.Fatalf("SdmLookup on segment B: %v\n%s", err, out)
+	}
 }
