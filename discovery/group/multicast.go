@@ -261,6 +261,14 @@ func (m *Multicast) onLinks() {
 	ls.HandleLinks(served)
 }
 
+// Relayed takes an announcement another node of a cluster heard on its
+// own segments (cmd/jinid/internal/app, "heard elsewhere"): the sink
+// takes it as heard, over no interface of this host, so that the rules
+// of discovery (contact, discard on silence) apply as to any other.
+func (m *Multicast) Relayed(a discovery.Announcement) {
+	m.sink.HandleAnnouncement(a, "")
+}
+
 // onMessage takes what the host heard: announcements go to the sink.
 func (m *Multicast) onMessage(msg mcast.Message) {
 	if msg.Announcement == nil {

@@ -633,7 +633,8 @@ func TestClusterRenewalScale(t *testing.T) {
 // client on segment A is found by a client on segment B, which
 // discovered the lookup service there; one registered through node-b is
 // found through node-a; an LDS registration made on segment B gets the
-// discovered event of a lookup service only segment A hears; a Java
+// discovered event of a lookup service only segment A hears, and one
+// made on segment A that of a lookup service only segment B hears; a Java
 // JoinManager service on segment A is found by a Java
 // ServiceDiscoveryManager on segment B (not with -short).
 func TestClusterAcrossSegments(t *testing.T) {
@@ -646,13 +647,25 @@ func TestClusterAcrossSegments(t *testing.T) {
 	b := s.gateway(t, "node-b", segB, flags...)
 	b.waiting(t)
 	b.WaitLog(t, "node-b announcing on its segment", regexp.MustCompile(`standby: announcing the cluster's lookup service`))
+	defer func() {
+		if t.Failed() {
+			t.Logf("node-a:\n%s\nnode-b:\n%s", a.Log(), b.Log())
+		}
+	}()
 	hostA, hostB := s.lab.Host("client-a"), s.lab.Host("client-b")
 	la, lb := hostA.Attach(segA), hostB.Attach(segB)
-	everywhere := netip.MustParsePrefix("0.0.0.0/0")
-	hostA.Route(everywhere, a.seg.IPv4)
-	hostB.Route(everywhere, b.seg.IPv4)
-	a.h.Route(segB.Subnet(), b.link.IPv4)
-	b.h.Route(segA.Subnet(), a.link.IPv4)
+	// The gateways route between the site's LAN and their segments, in
+	// both families.
+	hostA.Route(netip.MustParsePrefix("0.0.0.0/0"), a.seg.IPv4)
+	hostA.Route(netip.MustParsePrefix("::/0"), a.seg.IPv6)
+	hostB.Route(netip.MustParsePrefix("0.0.0.0/0"), b.seg.IPv4)
+	hostB.Route(netip.MustParsePrefix("::/0"), b.seg.IPv6)
+	segA4, segA6 := segA.Subnets()
+	segB4, segB6 := segB.Subnets()
+	a.h.Route(segB4, b.link.IPv4)
+	a.h.Route(segB6, b.link.IPv6)
+	b.h.Route(segA4, a.link.IPv4)
+	b.h.Route(segA6, a.link.IPv6)
 	lookupID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(a.Log())[1]
 
 	// Segment B finds the cluster's lookup service at node-b.
@@ -696,6 +709,29 @@ func TestClusterAcrossSegments(t *testing.T) {
 		for _, e := range sink.Events("/lds") {
 			raw, _ := json.Marshal(e)
 			if strings.Contains(string(raw), lusID) {
+				return true
+			}
+		}
+		return false
+	})
+
+	// And the other way: a lookup service only segment B hears, which
+	// node-b notes for node-a's lookup discovery service; an LDS
+	// registration made on segment A hears of it.
+	lusBHost := s.lab.Host("lus-b")
+	lusBHost.Attach(segB)
+	lusBHost.Route(netip.MustParsePrefix("0.0.0.0/0"), b.seg.IPv4) // its segment's gateway
+	lusBHost.Route(netip.MustParsePrefix("::/0"), b.seg.IPv6)
+	lusB := jinidtest.LabDaemon(t, s.bin, lusBHost, "--groups", "lab", "--announce-interval", "500ms")
+	lusBID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lusB.Log())[1]
+	sinkA := jinidtest.NewSink(t, hostA, la.IPv4.String())
+	if _, err := ca.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"lab"}, Listener: sinkA.URL + "/lds", Duration: 600_000}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "the discovered event of segment B's lookup service on segment A", func() bool {
+		for _, e := range sinkA.Events("/lds") {
+			raw, _ := json.Marshal(e)
+			if strings.Contains(string(raw), lusBID) {
 				return true
 			}
 		}

@@ -378,9 +378,10 @@ func (h *Host) Route(p netip.Prefix, via netip.Addr) {
 	h.lab.ip("-n", h.ns, "route", "add", p.String(), "via", via.String())
 }
 
-// Subnet is the IPv4 prefix of lan's addresses.
-func (lan *LAN) Subnet() netip.Prefix {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(lan.num), 0}), 24)
+// Subnets are the IPv4 and IPv6 prefixes of lan's addresses.
+func (lan *LAN) Subnets() (v4, v6 netip.Prefix) {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(lan.num), 0}), 24),
+		netip.MustParsePrefix(fmt.Sprintf("2001:db8:%x::/64", lan.num))
 }
 
 // CutOff has h lose every packet it sends to a, silently, as a firewall

@@ -561,6 +561,10 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.parts.Add("the lookup discovery service's multicast", ldsMC)
 	}
 	d.parts.Add("the lookup discovery service", ldsSvc)
+	if ldsMC != nil && d.cfg.Store == StoreEtcd {
+		// Once it runs: what the other nodes of the cluster hear on their segments.
+		d.parts.Add("lookup services heard by other nodes", &heardRelay{st: st, node: st.Node(), mc: ldsMC, log: d.log})
+	}
 	switch {
 	case d.cfg.NoMulticast:
 		d.publishOff = "multicast is off (--no-multicast), and mDNS with it"
@@ -637,6 +641,7 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 	if cfg.Node == "" {
 		host, _ := os.Hostname()
 		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+		d.cfg.Etcd.Node = cfg.Node
 	}
 	cfg.Addrs = d.nodeAddrs()
 	var sb *standby

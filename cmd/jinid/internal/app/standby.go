@@ -11,6 +11,7 @@ import (
 
 	"github.com/jinid/jinid/announce"
 	"github.com/jinid/jinid/cmd/jinid/internal/relay"
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/services/lookup"
@@ -19,9 +20,11 @@ import (
 
 // standby is what a node does while another holds the store in etcd: it
 // is a door of the one registry on its own segments. It announces the
-// cluster's lookup service there with its own address, and forwards what
+// cluster's lookup service there with its own address, forwards what
 // reaches its API and unicast discovery ports to the holder, which
-// serves them (docs/cluster.md). It ends when the node takes the hold.
+// serves them, and notes the lookup services its segments announce for
+// the holder's lookup discovery service (heard.go; docs/cluster.md). It
+// ends when the node takes the hold.
 type standby struct {
 	d      *Daemon
 	api    *relay.Forwarder
@@ -137,7 +140,8 @@ func (s *standby) announce() {
 		}
 		s.host = host
 	}
-	port, err := s.host.Open(mcast.PortConfig{})
+	noter := &heardNoter{st: s.st, node: d.cfg.Etcd.Node, self: meta.ServiceID, log: d.log, last: map[discovery.ServiceID]time.Time{}}
+	port, err := s.host.Open(mcast.PortConfig{OnMessage: noter.note})
 	if err != nil {
 		d.log.Warn("standby: joining the discovery groups", "err", err)
 		return
