@@ -107,10 +107,12 @@ refused, the running configuration kept.
 
 With --store etcd, the data is kept in an etcd cluster instead of
 --data-dir: every change is committed by the cluster before it is
-acknowledged. One jinid at a time holds a prefix (an etcd lease of 10 s):
-a second one started on it waits, and takes over when the first stops or
-is cut off from etcd, which then changes nothing more and exits
-(docs/operations.md, "The store in etcd"). The router build has no etcd.
+acknowledged. One jinid at a time holds a prefix (an etcd lease,
+--etcd-lease-ttl) and does the work; the others wait, announcing the
+registry on their own segments and forwarding their clients to the
+holder, and one takes over when it stops, dies or is cut off from etcd
+(it stops acting first, and exits). See docs/cluster.md; jinid cluster
+status shows the nodes. The router build has no etcd.
 
 With --snapshot-dir, the live store may sit on a tmpfs (OpenWrt's /var):
 a snapshot goes to the snapshot directory every --snapshot-interval, at a
