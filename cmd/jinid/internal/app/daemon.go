@@ -563,7 +563,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("the lookup discovery service", ldsSvc)
 	if ldsMC != nil && d.cfg.Store == StoreEtcd {
 		// Once it runs: what the other nodes of the cluster hear on their segments.
-		d.parts.Add("lookup services heard by other nodes", &heardRelay{st: st, node: st.Node(), mc: ldsMC, log: d.log})
+		d.addHeardRelay(st, ldsMC)
 	}
 	switch {
 	case d.cfg.NoMulticast:

@@ -1,3 +1,5 @@
+//go:build !jinid_omit_etcd
+
 package app
 
 import (
@@ -105,6 +107,12 @@ func (n *heardNoter) note(m mcast.Message) {
 			n.log.Debug("standby: noting a lookup service heard", "err", err)
 		}
 	}()
+}
+
+// addHeardRelay has the holder hand what the other nodes heard to its
+// lookup discovery service.
+func (d *Daemon) addHeardRelay(st *store.Store, mc *group.Multicast) {
+	d.parts.Add("lookup services heard by other nodes", &heardRelay{st: st, node: st.Node(), mc: mc, log: d.log})
 }
 
 // heardRelay is the holder's side: it hands what the others heard to

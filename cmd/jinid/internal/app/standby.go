@@ -1,3 +1,5 @@
+//go:build !jinid_omit_etcd
+
 package app
 
 import (
