@@ -625,18 +625,20 @@ func TestClusterRenewalScale(t *testing.T) {
 	g.check(t)
 }
 
-// One lookup service across segments. Two gateways on the site's LAN,
-// each the router of a segment of its own: node-a holds the store,
-// node-b waits and is the registry's door on segment B, announcing the
-// cluster's lookup service there with its own address and forwarding
-// what reaches it to node-a. A service registered through node-a by a
+// One lookup service across segments. Three nodes on the site's LAN:
+// node-a on segment A holds the store; node-b, segment B's gateway, and
+// node-c, segment A's, wait and are the registry's doors there,
+// announcing the cluster's lookup service with their own addresses and
+// forwarding what reaches them to node-a. A service registered through node-a by a
 // client on segment A is found by a client on segment B, which
 // discovered the lookup service there; one registered through node-b is
 // found through node-a; an LDS registration made on segment B gets the
 // discovered event of a lookup service only segment A hears, and one
 // made on segment A that of a lookup service only segment B hears; a Java
 // JoinManager service on segment A is found by a Java
-// ServiceDiscoveryManager on segment B (not with -short).
+// ServiceDiscoveryManager on segment B (not with -short). Last, node-a
+// is killed: one of the others takes over, and each segment still
+// reaches the registry at its own node.
 func TestClusterAcrossSegments(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
@@ -646,26 +648,32 @@ func TestClusterAcrossSegments(t *testing.T) {
 	a.serving(t)
 	b := s.gateway(t, "node-b", segB, flags...)
 	b.waiting(t)
-	b.WaitLog(t, "node-b announcing on its segment", regexp.MustCompile(`standby: announcing the cluster's lookup service`))
+	c := s.gateway(t, "node-c", segA, flags...)
+	c.waiting(t)
+	for _, n := range []*clusterNode{b, c} {
+		n.WaitLog(t, n.name+" announcing on its segment", regexp.MustCompile(`standby: announcing the cluster's lookup service`))
+	}
 	defer func() {
 		if t.Failed() {
-			t.Logf("node-a:\n%s\nnode-b:\n%s", a.Log(), b.Log())
+			t.Logf("node-a:\n%s\nnode-b:\n%s\nnode-c:\n%s", a.Log(), b.Log(), c.Log())
 		}
 	}()
 	hostA, hostB := s.lab.Host("client-a"), s.lab.Host("client-b")
 	la, lb := hostA.Attach(segA), hostB.Attach(segB)
-	// The gateways route between the site's LAN and their segments, in
-	// both families.
-	hostA.Route(netip.MustParsePrefix("0.0.0.0/0"), a.seg.IPv4)
-	hostA.Route(netip.MustParsePrefix("::/0"), a.seg.IPv6)
+	// node-b routes segment B to the site's LAN, node-c segment A (node-a
+	// is on segment A too), in both families.
+	hostA.Route(netip.MustParsePrefix("0.0.0.0/0"), c.seg.IPv4)
+	hostA.Route(netip.MustParsePrefix("::/0"), c.seg.IPv6)
 	hostB.Route(netip.MustParsePrefix("0.0.0.0/0"), b.seg.IPv4)
 	hostB.Route(netip.MustParsePrefix("::/0"), b.seg.IPv6)
 	segA4, segA6 := segA.Subnets()
 	segB4, segB6 := segB.Subnets()
-	a.h.Route(segB4, b.link.IPv4)
-	a.h.Route(segB6, b.link.IPv6)
-	b.h.Route(segA4, a.link.IPv4)
-	b.h.Route(segA6, a.link.IPv6)
+	for _, n := range []*clusterNode{a, c} {
+		n.h.Route(segB4, b.link.IPv4)
+		n.h.Route(segB6, b.link.IPv6)
+	}
+	b.h.Route(segA4, c.link.IPv4)
+	b.h.Route(segA6, c.link.IPv6)
 	lookupID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(a.Log())[1]
 
 	// Segment B finds the cluster's lookup service at node-b.
@@ -738,6 +746,14 @@ func TestClusterAcrossSegments(t *testing.T) {
 		return false
 	})
 
+	// Java (below) before the failover: a client on each segment at its
+	// own node, node-c for segment A.
+	defer func() {
+		if !t.Failed() {
+			failoverAcrossSegments(t, a, b, c, jinidtest.LabClient(t, hostA, "http://"+netip.AddrPortFrom(c.seg.IPv4, 4162).String()), cb, regA, regB)
+		}
+	}()
+
 	// Java: a JoinManager service on segment A joins the lookup service
 	// it discovers there (node-a); a ServiceDiscoveryManager on segment
 	// B discovers it at node-b and finds the service.
@@ -753,5 +769,26 @@ func TestClusterAcrossSegments(t *testing.T) {
 		"--groups", "lab", "--secs", "5", "--listen-host", lb.IPv4.String())
 	if err != nil || !strings.Contains(out, "item "+joinID) || !strings.Contains(out, "registrar "+lookupID) {
 		t.Fatalf("SdmLookup on segment B: %v\n%s", err, out)
+	}
+}
+
+// failoverAcrossSegments: the holder killed, one of the two others
+// takes over, and each segment still reaches the registry at its own
+// node (the new holder, or its door).
+func failoverAcrossSegments(t *testing.T, a, b, c *clusterNode, cA, cB *client.Client, regA, regB client.Registered) {
+	t.Helper()
+	a.Kill()
+	testenv.Until(t, "node-b or node-c serving", func() bool {
+		return strings.Contains(b.Log(), "jinid started") || strings.Contains(c.Log(), "jinid started")
+	})
+	for _, q := range []struct {
+		c   *client.Client
+		id  string
+		seg string
+	}{{cA, regB.ServiceID, "A"}, {cB, regA.ServiceID, "B"}} {
+		testenv.Until(t, "segment "+q.seg+" reaching the registry after the take-over", func() bool {
+			items, _, err := q.c.Query(t.Context(), apitypes.Template{ServiceID: q.id}, 10)
+			return err == nil && len(items) == 1
+		})
 	}
 }
