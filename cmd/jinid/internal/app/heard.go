@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,9 +61,60 @@ type heardNoter struct {
 	self discovery.ServiceID // the cluster's own lookup service
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	last   map[discovery.ServiceID]time.Time
-	warned time.Time
+	mu      sync.Mutex
+	last    map[discovery.ServiceID]time.Time
+	pending map[string]heardRecord // written by flush, by key
+	warned  time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func newHeardNoter(st *store.Store, node string, self discovery.ServiceID, log *slog.Logger) *heardNoter {
+	n := &heardNoter{st: st, node: node, self: self, log: log, last: map[discovery.ServiceID]time.Time{},
+		pending: map[string]heardRecord{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go n.run()
+	return n
+}
+
+// run writes what was noted every second, one writer whatever the
+// traffic: the host's reader never waits on etcd.
+func (n *heardNoter) run() {
+	defer close(n.done)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-tick.C:
+		}
+		n.mu.Lock()
+		recs := n.pending
+		n.pending = map[string]heardRecord{}
+		n.mu.Unlock()
+		keys := slices.Sorted(maps.Keys(recs))
+		for len(keys) > 0 {
+			part := keys[:n.st.Chunk(len(keys), 1)]
+			keys = keys[len(part):]
+			err := n.st.Update(func(tx *store.Tx) error {
+				for _, k := range part {
+					if err := tx.Put(heardBucket, k, recs[k]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				n.log.Debug("standby: noting the lookup services heard", "err", err)
+			}
+		}
+	}
+}
+
+// close stops the writer.
+func (n *heardNoter) close() {
+	close(n.stop)
+	<-n.done
 }
 
 // note records an announcement heard on this node's segments, at most
@@ -98,15 +151,10 @@ func (n *heardNoter) note(m mcast.Message) {
 		return
 	}
 	n.last[a.ServiceID] = m.At
-	n.mu.Unlock()
 	rec := heardRecord{Node: n.node, At: m.At.UTC(), Announcement: announced{Version: a.Version, Host: host, Port: a.Port,
 		ServiceID: a.ServiceID.String(), Groups: a.Groups}}
-	// Written in the background: the host's reader must not wait on etcd.
-	go func() {
-		if err := n.st.Update(func(tx *store.Tx) error { return tx.Put(heardBucket, n.node+"/"+rec.Announcement.ServiceID, rec) }); err != nil {
-			n.log.Debug("standby: noting a lookup service heard", "err", err)
-		}
-	}()
+	n.pending[n.node+"/"+rec.Announcement.ServiceID] = rec
+	n.mu.Unlock()
 }
 
 // addHeardRelay has the holder hand what the other nodes heard to its

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jinid/jinid/announce"
 	"github.com/jinid/jinid/cmd/jinid/internal/relay"
-	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/services/lookup"
@@ -44,6 +43,7 @@ type standby struct {
 	host      *mcast.Host
 	port      *mcast.Port
 	announcer *announce.Announcer
+	noter     *heardNoter
 	stopped   bool
 }
 
@@ -142,9 +142,10 @@ func (s *standby) announce() {
 		}
 		s.host = host
 	}
-	noter := &heardNoter{st: s.st, node: d.cfg.Etcd.Node, self: meta.ServiceID, log: d.log, last: map[discovery.ServiceID]time.Time{}}
+	noter := newHeardNoter(s.st, d.cfg.Etcd.Node, meta.ServiceID, d.log)
 	port, err := s.host.Open(mcast.PortConfig{OnMessage: noter.note})
 	if err != nil {
+		noter.close()
 		d.log.Warn("standby: joining the discovery groups", "err", err)
 		return
 	}
@@ -161,10 +162,11 @@ func (s *standby) announce() {
 	}
 	if err != nil {
 		port.Close()
+		noter.close()
 		d.log.Warn("standby: announcing", "err", err)
 		return
 	}
-	s.port, s.announcer = port, a
+	s.port, s.announcer, s.noter = port, a, noter
 	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
 		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
 }
@@ -180,6 +182,7 @@ func (s *standby) stop() net.Listener {
 	if s.announcer != nil {
 		s.announcer.Shutdown(ctx)
 		s.port.Close()
+		s.noter.close()
 	}
 	if s.host != nil {
 		s.host.Shutdown(ctx)
