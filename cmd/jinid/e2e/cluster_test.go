@@ -290,20 +290,32 @@ func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, c
 	testenv.Until(t, "every lease renewed once by "+n.name, func() bool { return g.renewedBy(n.link.IPv4, start) == count })
 }
 
-// The node that keeps 1,000 leases in renewal sets is killed (SIGKILL):
-// the one waiting takes over once the hold's lease ends and renews them
-// all, none lapsing (the grantor grants 10 s, the sets renew 6 s before
-// the end), and the two never renew at once.
-func TestClusterRenewalFailover(t *testing.T) {
-	t.Parallel()
+// renewalLeases are the leases renewalSite has its holder keep.
+const renewalLeases = 1000
+
+// renewalSite is a site whose node-a keeps renewalLeases leases of a
+// fake grantor (granted for 10 s, renewed 6 s before their end) and has
+// renewed each once; node-b waits.
+func renewalSite(t *testing.T) (*clusterSite, *leaseGrantor, *clusterNode, *clusterNode) {
+	t.Helper()
 	s := newClusterSite(t)
 	g := newLeaseGrantor(t, s, 10*time.Second)
 	a := s.node(t, "node-a", "--renewal-margin", "6s")
 	a.serving(t)
 	b := s.node(t, "node-b", "--renewal-margin", "6s")
 	b.waiting(t)
-	const count = 1000
-	keepLeases(t, s, a, g, count)
+	keepLeases(t, s, a, g, renewalLeases)
+	return s, g, a, b
+}
+
+// The node that keeps 1,000 leases in renewal sets is killed (SIGKILL):
+// the one waiting takes over once the hold's lease ends and renews them
+// all, none lapsing (the grantor grants 10 s, the sets renew 6 s before
+// the end), and the two never renew at once.
+func TestClusterRenewalFailover(t *testing.T) {
+	t.Parallel()
+	s, g, a, b := renewalSite(t)
+	const count = renewalLeases
 	st, exit := s.status(t)
 	if exit != 0 || st.Holder != "node-a" || len(st.Nodes) != 2 || st.Nodes[1].Node != "node-b" || st.Nodes[1].Role != "standby" || len(st.Etcd) != 3 {
 		t.Fatalf("cluster status (exit %d): %+v", exit, st)
@@ -354,14 +366,8 @@ func TestClusterRenewalFailover(t *testing.T) {
 // it stops, and ends.
 func TestClusterCutOffNodeStopsActing(t *testing.T) {
 	t.Parallel()
-	s := newClusterSite(t)
-	g := newLeaseGrantor(t, s, 10*time.Second)
-	a := s.node(t, "node-a", "--renewal-margin", "6s")
-	a.serving(t)
-	b := s.node(t, "node-b", "--renewal-margin", "6s")
-	b.waiting(t)
-	const count = 1000
-	keepLeases(t, s, a, g, count)
+	s, g, a, b := renewalSite(t)
+	const count = renewalLeases
 
 	s.cutOff(a)
 	cut := time.Now()
@@ -704,47 +710,12 @@ func TestClusterAcrossSegments(t *testing.T) {
 		t.Fatalf("segment B's registration, looked up on segment A: %v %v", items, err)
 	}
 
-	// A lookup service only segment A hears.
-	lusHost := s.lab.Host("lus-a")
-	lusHost.Attach(segA)
-	lus := jinidtest.LabDaemon(t, s.bin, lusHost, "--groups", "lab", "--announce-interval", "500ms")
-	lusID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lus.Log())[1]
-	sink := jinidtest.NewSink(t, hostB, lb.IPv4.String())
-	if _, err := cb.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"lab"}, Listener: sink.URL + "/lds", Duration: 600_000}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Until(t, "the discovered event of segment A's lookup service on segment B", func() bool {
-		for _, e := range sink.Events("/lds") {
-			raw, _ := json.Marshal(e)
-			if strings.Contains(string(raw), lusID) {
-				return true
-			}
-		}
-		return false
-	})
-
-	// And the other way: a lookup service only segment B hears, which
-	// node-b notes for node-a's lookup discovery service; an LDS
-	// registration made on segment A hears of it.
-	lusBHost := s.lab.Host("lus-b")
-	lusBHost.Attach(segB)
-	lusBHost.Route(netip.MustParsePrefix("0.0.0.0/0"), b.seg.IPv4) // its segment's gateway
-	lusBHost.Route(netip.MustParsePrefix("::/0"), b.seg.IPv6)
-	lusB := jinidtest.LabDaemon(t, s.bin, lusBHost, "--groups", "lab", "--announce-interval", "500ms")
-	lusBID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lusB.Log())[1]
-	sinkA := jinidtest.NewSink(t, hostA, la.IPv4.String())
-	if _, err := ca.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"lab"}, Listener: sinkA.URL + "/lds", Duration: 600_000}); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Until(t, "the discovered event of segment B's lookup service on segment A", func() bool {
-		for _, e := range sinkA.Events("/lds") {
-			raw, _ := json.Marshal(e)
-			if strings.Contains(string(raw), lusBID) {
-				return true
-			}
-		}
-		return false
-	})
+	// A lookup service only segment A hears; an LDS registration made on
+	// segment B hears of it. And the other way: one only segment B
+	// hears, which node-b notes for node-a's lookup discovery service;
+	// an LDS registration made on segment A hears of it.
+	s.ldsAcross(t, "A", segA, c.seg, cb, hostB, lb)
+	s.ldsAcross(t, "B", segB, b.seg, ca, hostA, la)
 
 	// Java (below) before the failover: a client on each segment at its
 	// own node, node-c for segment A.
@@ -770,6 +741,33 @@ func TestClusterAcrossSegments(t *testing.T) {
 	if err != nil || !strings.Contains(out, "item "+joinID) || !strings.Contains(out, "registrar "+lookupID) {
 		t.Fatalf("SdmLookup on segment B: %v\n%s", err, out)
 	}
+}
+
+// ldsAcross starts a lookup service only segment seg (gateway gw) hears,
+// and has a client of another segment register with the lookup
+// discovery service through its own node (c), its listener on its host
+// (h, l): it must get the discovered event.
+func (s *clusterSite) ldsAcross(t *testing.T, name string, seg *netlab.LAN, gw *netlab.Link, c *client.Client, h *netlab.Host, l *netlab.Link) {
+	t.Helper()
+	lusHost := s.lab.Host("lus-" + strings.ToLower(name))
+	lusHost.Attach(seg)
+	lusHost.Route(netip.MustParsePrefix("0.0.0.0/0"), gw.IPv4) // its segment's gateway
+	lusHost.Route(netip.MustParsePrefix("::/0"), gw.IPv6)
+	lus := jinidtest.LabDaemon(t, s.bin, lusHost, "--groups", "lab", "--announce-interval", "500ms")
+	lusID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lus.Log())[1]
+	sink := jinidtest.NewSink(t, h, l.IPv4.String())
+	if _, err := c.LDSRegister(t.Context(), client.LDSRequest{Groups: []string{"lab"}, Listener: sink.URL + "/lds", Duration: 600_000}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "the discovered event of segment "+name+"'s lookup service on the other", func() bool {
+		for _, e := range sink.Events("/lds") {
+			raw, _ := json.Marshal(e)
+			if strings.Contains(string(raw), lusID) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // failoverAcrossSegments: the holder killed, one of the two others
