@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -708,6 +709,20 @@ func TestClusterAcrossSegments(t *testing.T) {
 	}
 	if items, _, err := ca.Query(t.Context(), apitypes.Template{ServiceID: regB.ServiceID}, 10); err != nil || len(items) != 1 {
 		t.Fatalf("segment B's registration, looked up on segment A: %v %v", items, err)
+	}
+	// Forwarded, a client keeps its own address: another anonymous client
+	// of segment B may not change what the first registered through the
+	// same node; the first may.
+	otherB := s.lab.Host("client-b2")
+	otherB.Attach(segB)
+	cb2 := jinidtest.LabClient(t, otherB, "http://"+netip.AddrPortFrom(b.seg.IPv4, 4162).String())
+	named := apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "scanner"}}}}
+	var ae *client.Error
+	if err := cb2.ChangeAttributes(t.Context(), regB.ServiceID, named); !errors.As(err, &ae) || ae.Err.Code != apitypes.Forbidden {
+		t.Fatalf("another client of segment B changing a registration it does not own, through node-b: %v", err)
+	}
+	if err := cb.ChangeAttributes(t.Context(), regB.ServiceID, named); err != nil {
+		t.Fatalf("its owner changing it, through node-b: %v", err)
 	}
 
 	// A lookup service only segment A hears; an LDS registration made on

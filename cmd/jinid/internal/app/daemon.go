@@ -437,6 +437,10 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.store = st
+	if d.cfg.Store == StoreEtcd {
+		// What another node forwards names its client first.
+		d.apiLn = d.acceptForwarded(d.apiLn)
+	}
 	if d.cfg.TLSCert != "" {
 		if d.apiLn, err = listenTLS(d.apiLn, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
 			return err

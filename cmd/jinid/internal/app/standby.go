@@ -64,11 +64,18 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 	}
 	discLn = connlimit.Listener(discLn, connlimit.Config{Max: d.limits.DiscoveryConns, PerSource: d.limits.DiscoveryConnsPerSource,
 		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
-	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.APIPort }), Dial: dial, Logger: d.log})
+	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.APIPort }), Dial: dial, Logger: d.log,
+		ProxyHeader: true})
 	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.DiscoveryPort }), Dial: dial, Logger: d.log})
 	s.api.Start(ctx)
 	s.disc.Start(ctx)
 	return s, nil
+}
+
+// acceptForwarded has the API take the client's address from the
+// header a node of the cluster puts before what it forwards (relay).
+func (d *Daemon) acceptForwarded(ln net.Listener) net.Listener {
+	return relay.AcceptForwarded(ln, func(a netip.Addr) bool { return slices.Contains(d.store.MemberAddrs(), a) }, 5*time.Second)
 }
 
 // targets lists the holder's addresses with the port port picks.
