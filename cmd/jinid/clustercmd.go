@@ -42,27 +42,7 @@ member does not answer.`,
 		if err != nil {
 			return err
 		}
-		var nodes, members []record
-		for _, m := range st.Members {
-			role := "standby"
-			if m.Node == st.Holder {
-				role = "holder"
-			}
-			nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}})
-		}
-		healthy := true
-		for _, m := range st.Etcd {
-			state := "healthy"
-			if !m.Healthy {
-				state, healthy = m.Error, false
-			}
-			leader := ""
-			if m.IsLeader {
-				leader = "leader"
-			}
-			members = append(members, record{{"name", m.Name}, {"endpoint", m.Endpoint}, {"state", state},
-				{"leader", leader}, {"version", m.Version}, {"dbSize", m.DBSize}})
-		}
+		nodes, members, healthy := clusterRecords(st)
 		if err := printCluster(p, st, nodes, members); err != nil {
 			return err
 		}
@@ -76,6 +56,32 @@ member does not answer.`,
 	})
 	f.bindEtcd(s.Flags(), "")
 	return s
+}
+
+// clusterRecords are the status's nodes and etcd members as printed;
+// healthy says every etcd member answered without errors.
+func clusterRecords(st store.ClusterStatus) (nodes, members []record, healthy bool) {
+	for _, m := range st.Members {
+		role := "standby"
+		if m.Node == st.Holder {
+			role = "holder"
+		}
+		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}})
+	}
+	healthy = true
+	for _, m := range st.Etcd {
+		state := "healthy"
+		if !m.Healthy {
+			state, healthy = m.Error, false
+		}
+		leader := ""
+		if m.IsLeader {
+			leader = "leader"
+		}
+		members = append(members, record{{"name", m.Name}, {"endpoint", m.Endpoint}, {"state", state},
+			{"leader", leader}, {"version", m.Version}, {"dbSize", m.DBSize}})
+	}
+	return nodes, members, healthy
 }
 
 // printCluster prints the status as one object (json, yaml), or as the

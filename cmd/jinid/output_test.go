@@ -116,6 +116,15 @@ func goldenRegistration(groups []string) apitypes.LDSRegistration {
 // YAML library (the oracle of jinid's own writer), it is the same data.
 func TestOutputs(t *testing.T) {
 	for name, print := range outputs {
+		checkGolden(t, name, print)
+	}
+}
+
+// checkGolden checks one output in every format against its golden
+// files.
+func checkGolden(t *testing.T, name string, print func(p *printer) error) {
+	t.Helper()
+	{
 		byFormat := map[string]string{}
 		for _, format := range []string{formatTable, formatJSON, formatYAML, formatParsable} {
 			var b bytes.Buffer
