@@ -636,7 +636,8 @@ func TestClusterRenewalScale(t *testing.T) {
 // node-a on segment A holds the store; node-b, segment B's gateway, and
 // node-c, segment A's, wait and are the registry's doors there,
 // announcing the cluster's lookup service with their own addresses and
-// forwarding what reaches them to node-a. A service registered through node-a by a
+// forwarding what reaches them to node-a (and answering multicast
+// requests, by connecting back). A service registered through node-a by a
 // client on segment A is found by a client on segment B, which
 // discovered the lookup service there; one registered through node-b is
 // found through node-a; an LDS registration made on segment B gets the
@@ -650,7 +651,7 @@ func TestClusterAcrossSegments(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
 	segA, segB := s.lab.LAN(), s.lab.LAN()
-	flags := []string{"--groups", "lab", "--announce-interval", "500ms", "--java-register-from", "198.18.0.0/16"}
+	flags := []string{"--groups", "lab", "--announce-interval", "2s", "--java-register-from", "198.18.0.0/16"}
 	a := s.gateway(t, "node-a", segA, flags...)
 	a.serving(t)
 	b := s.gateway(t, "node-b", segB, flags...)
@@ -683,15 +684,13 @@ func TestClusterAcrossSegments(t *testing.T) {
 	b.h.Route(segA6, c.link.IPv6)
 	lookupID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(a.Log())[1]
 
-	// Segment B finds the cluster's lookup service at node-b.
-	var atB *finder.Result
-	for _, r := range discoverIn(t, s.bin, hostB, "--groups", "lab", "--timeout", "3s") {
-		if r.Host == b.seg.IPv4.String() && r.Port == 4160 {
-			atB = &r
-		}
-	}
-	if atB == nil || atB.ServiceID != lookupID {
-		t.Fatalf("on segment B, at node-b: %+v; want the cluster's lookup service %s", atB, lookupID)
+	// Segment B finds the cluster's lookup service: node-b answers its
+	// multicast request (besides announcing it).
+	found := discoverIn(t, s.bin, hostB, "--groups", "lab", "--timeout", "3s")
+	if !slices.ContainsFunc(found, func(r finder.Result) bool {
+		return r.ServiceID == lookupID && slices.Contains(r.How, finder.ViaRequest)
+	}) {
+		t.Fatalf("on segment B: %+v; want the cluster's lookup service %s, answering a multicast request", found, lookupID)
 	}
 
 	ca := jinidtest.LabClient(t, hostA, "http://"+netip.AddrPortFrom(a.seg.IPv4, 4162).String())

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/announce"
@@ -21,7 +22,8 @@ import (
 
 // standby is what a node does while another holds the store in etcd: it
 // is a door of the one registry on its own segments. It announces the
-// cluster's lookup service there with its own address, forwards what
+// cluster's lookup service there with its own address (and answers
+// multicast requests for it, by connecting back), forwards what
 // reaches its API and unicast discovery ports to the holder, which
 // serves them, and notes the lookup services its segments announce for
 // the holder's lookup discovery service (heard.go; docs/cluster.md). It
@@ -44,6 +46,7 @@ type standby struct {
 	port      *mcast.Port
 	announcer *announce.Announcer
 	noter     *heardNoter
+	responder *announce.Responder
 	stopped   bool
 }
 
@@ -149,18 +152,40 @@ func (s *standby) announce() {
 		}
 		s.host = host
 	}
-	noter := newHeardNoter(s.st, d.cfg.Etcd.Node, meta.ServiceID, d.log)
-	port, err := s.host.Open(mcast.PortConfig{OnMessage: noter.note})
-	if err != nil {
-		noter.close()
-		d.log.Warn("standby: joining the discovery groups", "err", err)
-		return
-	}
 	groups := func() []string {
 		if m, ok, err := lookup.ReadMeta(s.st); err == nil && ok {
 			return m.Groups
 		}
 		return meta.Groups
+	}
+	noter := newHeardNoter(s.st, d.cfg.Etcd.Node, meta.ServiceID, d.log)
+	// Multicast requests answered as the holder would: the connection
+	// back to the requester is joined to the holder's unicast port.
+	var announcer atomic.Pointer[announce.Announcer]
+	responder := announce.NewResponder(announce.ResponderConfig{ServiceID: meta.ServiceID, Groups: groups, Answer: s.disc.Forward,
+		Namespace: d.cfg.Namespace, Logger: d.log, MaxAnswers: d.limits.ConnectBacks, MaxPending: d.limits.ConnectBacksPending,
+		Overloaded: func(ifIndex, family int) {
+			if a := announcer.Load(); a != nil {
+				a.AnnounceOn(ifIndex, family)
+			}
+		}})
+	if err := responder.Start(ctx); err != nil {
+		noter.close()
+		d.log.Warn("standby: answering multicast requests", "err", err)
+		return
+	}
+	onMessage := func(m mcast.Message) {
+		if m.Request != nil {
+			responder.OnRequest(*m.Request, m.Packet)
+		}
+		noter.note(m)
+	}
+	port, err := s.host.Open(mcast.PortConfig{OnMessage: onMessage})
+	if err != nil {
+		noter.close()
+		responder.Shutdown(ctx)
+		d.log.Warn("standby: joining the discovery groups", "err", err)
+		return
 	}
 	a, err := announce.NewAnnouncer(announce.Config{Transport: port, ServiceID: meta.ServiceID, Port: d.cfg.DiscoveryPort,
 		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(s.st), Logger: d.log})
@@ -170,10 +195,12 @@ func (s *standby) announce() {
 	if err != nil {
 		port.Close()
 		noter.close()
+		responder.Shutdown(ctx)
 		d.log.Warn("standby: announcing", "err", err)
 		return
 	}
-	s.port, s.announcer, s.noter = port, a, noter
+	announcer.Store(a)
+	s.port, s.announcer, s.noter, s.responder = port, a, noter, responder
 	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
 		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
 }
@@ -189,6 +216,7 @@ func (s *standby) stop() net.Listener {
 	if s.announcer != nil {
 		s.announcer.Shutdown(ctx)
 		s.port.Close()
+		s.responder.Shutdown(ctx)
 		s.noter.close()
 	}
 	if s.host != nil {

@@ -122,6 +122,24 @@ func (f *Forwarder) pump() {
 	}
 }
 
+// Forward joins a connection made elsewhere (a connect-back to a
+// multicast requester, which speaks first as a unicast client does) to a
+// target, as if accepted; it returns when the exchange ends. After
+// Handoff or Shutdown it closes c.
+func (f *Forwarder) Forward(c net.Conn) {
+	f.mu.Lock()
+	ok := f.handed == nil && !f.stopped
+	if ok {
+		f.wg.Add(1)
+	}
+	f.mu.Unlock()
+	if !ok {
+		c.Close()
+		return
+	}
+	f.forward(c)
+}
+
 // forward joins c to the first target that answers.
 func (f *Forwarder) forward(c net.Conn) {
 	defer f.wg.Done()
