@@ -105,6 +105,16 @@ func (s *clusterSite) start(t *testing.T, name string, seg *netlab.LAN, extra []
 	return n
 }
 
+// pair starts node-a, which holds the store, then node-b, which waits.
+func (s *clusterSite) pair(t *testing.T, extra ...string) (a, b *clusterNode) {
+	t.Helper()
+	a = s.node(t, "node-a", extra...)
+	a.serving(t)
+	b = s.node(t, "node-b", extra...)
+	b.waiting(t)
+	return a, b
+}
+
 // serving waits until the node holds the store and serves.
 func (n *clusterNode) serving(t *testing.T) {
 	t.Helper()
@@ -301,10 +311,7 @@ func renewalSite(t *testing.T) (*clusterSite, *leaseGrantor, *clusterNode, *clus
 	t.Helper()
 	s := newClusterSite(t)
 	g := newLeaseGrantor(t, s, 10*time.Second)
-	a := s.node(t, "node-a", "--renewal-margin", "6s")
-	a.serving(t)
-	b := s.node(t, "node-b", "--renewal-margin", "6s")
-	b.waiting(t)
+	a, b := s.pair(t, "--renewal-margin", "6s")
 	keepLeases(t, s, a, g, renewalLeases)
 	return s, g, a, b
 }
@@ -403,10 +410,7 @@ func TestClusterCutOffNodeStopsActing(t *testing.T) {
 func TestClusterMailboxFailover(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
-	a := s.node(t, "node-a")
-	a.serving(t)
-	b := s.node(t, "node-b")
-	b.waiting(t)
+	a, b := s.pair(t)
 	ca := jinidtest.LabClient(t, s.client, a.api)
 	reg, err := ca.MailboxRegister(t.Context(), 600_000, false)
 	if err != nil {
@@ -519,10 +523,7 @@ func (p *txnParticipant) heard() []string {
 func TestClusterTransactionRollForward(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
-	a := s.node(t, "node-a")
-	a.serving(t)
-	b := s.node(t, "node-b")
-	b.waiting(t)
+	a, b := s.pair(t)
 	ps := []*txnParticipant{newTxnParticipant(t, s, false), newTxnParticipant(t, s, false), newTxnParticipant(t, s, true)}
 	ca := jinidtest.LabClient(t, s.client, a.api)
 	tx, err := ca.TxnCreate(t.Context(), 600_000)
