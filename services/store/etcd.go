@@ -376,8 +376,17 @@ type etcdTxn struct {
 	buckets  []string           // buckets written
 }
 
+// ctx bounds a request by the timeout and, for a held store, by the
+// hold's safe end: a commit still waiting when the node must stop acting
+// fails then (503), rather than outlive the hold.
 func (t *etcdTxn) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), t.b.timeout)
+	deadline := time.Now().Add(t.b.timeout)
+	if t.b.lease != nil {
+		if end := t.b.lease.safeEnd(); end.Before(deadline) {
+			deadline = end
+		}
+	}
+	return context.WithDeadline(context.Background(), deadline)
 }
 
 func (t *etcdTxn) readOpts() []clientv3.OpOption {
