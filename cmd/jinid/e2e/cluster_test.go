@@ -687,7 +687,7 @@ func TestClusterAcrossSegments(t *testing.T) {
 
 	// Segment B finds the cluster's lookup service: node-b answers its
 	// multicast request (besides announcing it).
-	found := discoverIn(t, s.bin, hostB, "--groups", "lab", "--timeout", "3s")
+	found := discoverIn(t, s.bin, hostB, "--groups", "lab", "--timeout", "5s")
 	if !slices.ContainsFunc(found, func(r finder.Result) bool {
 		return r.ServiceID == lookupID && slices.Contains(r.How, finder.ViaRequest)
 	}) {
