@@ -27,7 +27,7 @@ func clusterStatusSpec() *spec {
 		short: "List the nodes (the holder first, then those waiting) and each etcd member's health",
 		long: `Read the deployment from etcd, from any host that reaches it: the node
 that holds the store (and serves), the nodes waiting to take over, with
-since when each is a member, and each etcd member with its endpoint,
+since when each is a member and its addresses, and each etcd member with its endpoint,
 health, leader, version and database size. It takes no hold and changes
 nothing. The exit status is 1 when no node holds the store or an etcd
 member does not answer.`,
@@ -66,7 +66,11 @@ func clusterRecords(st store.ClusterStatus) (nodes, members []record, healthy bo
 		if m.Node == st.Holder {
 			role = "holder"
 		}
-		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}})
+		var addrs []string
+		for _, a := range m.Addrs {
+			addrs = append(addrs, a.String())
+		}
+		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}, {"addresses", addrs}})
 	}
 	healthy = true
 	for _, m := range st.Etcd {
@@ -96,7 +100,7 @@ func printCluster(p *printer, st store.ClusterStatus, nodes, members []record) e
 	if p.format == formatTable {
 		fmt.Fprintln(p.w)
 	}
-	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}}); err != nil {
+	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}, {"addresses", ""}}); err != nil {
 		return err
 	}
 	if p.format == formatTable {
