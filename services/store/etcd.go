@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -267,6 +268,12 @@ func (b *etcdBackend) update(fn func(kv) error) error {
 			return nil
 		}
 		ok, err := t.commit()
+		if err != nil && errors.Is(err, rpctypes.ErrNoLeader) && time.Now().Before(deadline) {
+			// The members are electing a leader: the change was not
+			// proposed, so it runs again (an answer that may hide a
+			// commit, a timeout, is the client's 503 to try again).
+			continue
+		}
 		if err != nil {
 			return err
 		}
