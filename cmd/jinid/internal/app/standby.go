@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"net/netip"
@@ -67,9 +68,14 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 	}
 	discLn = connlimit.Listener(discLn, connlimit.Config{Max: d.limits.DiscoveryConns, PerSource: d.limits.DiscoveryConnsPerSource,
 		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
-	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.APIPort }), Dial: dial, Logger: d.log,
-		ProxyHeader: true})
-	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return m.DiscoveryPort }), Dial: dial, Logger: d.log})
+	// Until the holder says where it serves (it publishes its ports once
+	// it has started), the nodes' ports are taken as the same as this
+	// one's, as a site configures them.
+	ownAPI := int(netip.MustParseAddrPort(apiLn.Addr().String()).Port())
+	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return cmp.Or(m.APIPort, ownAPI) }), Dial: dial,
+		Logger: d.log, ProxyHeader: true})
+	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return cmp.Or(m.DiscoveryPort, d.cfg.DiscoveryPort) }),
+		Dial: dial, Logger: d.log})
 	s.api.Start(ctx)
 	s.disc.Start(ctx)
 	return s, nil
