@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,9 @@ type ServerConfig struct {
 	// by these prefix lengths; 0 means connlimit's defaults (an IPv6 /64
 	// is one source).
 	SourceBits4, SourceBits6 int
+	// Exempt names sources the per-source cap does not apply to
+	// (connlimit.Config.Exempt): a node of a cluster forwarding.
+	Exempt func(netip.Addr) bool
 	// Timeout bounds one exchange; 0 means DefaultTimeout.
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -71,7 +75,7 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	lim := connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
-		SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6})
+		SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6, Exempt: cfg.Exempt})
 	return &Server{cfg: cfg, ln: lim, ctx: ctx, stop: cancel}
 }
 

@@ -30,6 +30,11 @@ type Config struct {
 	// may take any address in it, so by default IPv6 sources are /64s
 	// and IPv4 ones single addresses (DefaultSourceBits4, 6).
 	SourceBits4, SourceBits6 int
+	// Exempt, if set, names sources PerSource does not apply to (Max
+	// still does): a node of a cluster forwarding its segment's
+	// clients, each of which it counted itself. It is asked on the
+	// accept path and must not block.
+	Exempt func(netip.Addr) bool
 }
 
 // The prefix lengths sources are counted by unless configured.
@@ -83,12 +88,17 @@ func (l *Limited) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		src := l.sourceOf(c)
-		if !l.take(src) {
+		ex := false
+		if l.cfg.Exempt != nil && src.IsValid() && !src.IsLoopback() {
+			ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+			ex = err == nil && l.cfg.Exempt(ap.Addr().Unmap().WithZone(""))
+		}
+		if !l.take(src, ex) {
 			l.Refused.Add(1)
 			c.Close()
 			continue
 		}
-		return &conn{Conn: c, release: func() { l.release(src) }}, nil
+		return &conn{Conn: c, release: func() { l.release(src, ex) }}, nil
 	}
 }
 
@@ -110,9 +120,18 @@ func (l *Limited) sourceOf(c net.Conn) netip.Addr {
 	return Source(ap.Addr(), l.cfg.SourceBits4, l.cfg.SourceBits6)
 }
 
-func (l *Limited) take(src netip.Addr) bool {
+// take counts a connection from src; an exempt source (Config.Exempt)
+// counts in all only.
+func (l *Limited) take(src netip.Addr, exempt bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if exempt {
+		if l.cfg.Max > 0 && l.total >= l.cfg.Max {
+			return false
+		}
+		l.total++
+		return true
+	}
 	if src.IsLoopback() {
 		if l.cfg.Loopback > 0 && l.loopback >= l.cfg.Loopback {
 			return false
@@ -128,9 +147,13 @@ func (l *Limited) take(src netip.Addr) bool {
 	return true
 }
 
-func (l *Limited) release(src netip.Addr) {
+func (l *Limited) release(src netip.Addr, exempt bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if exempt {
+		l.total--
+		return
+	}
 	if src.IsLoopback() {
 		l.loopback--
 		return

@@ -73,13 +73,32 @@ func TestTake(t *testing.T) {
 		want bool
 	}{{"a", true}, {"a", true}, {"a", false}, {"b", true}, {"b", false}, {"lo", true}, {"lo", false}} {
 		src := map[string]netip.Addr{"a": a, "b": b, "lo": lo}[c.src]
-		if got := l.take(src); got != c.want {
+		if got := l.take(src, false); got != c.want {
 			t.Fatalf("take %s: %v, want %v", c.src, got, c.want)
 		}
 	}
-	l.release(a)
-	if !l.take(b) {
+	l.release(a, false)
+	if !l.take(b, false) {
 		t.Fatal("b refused with a place free")
+	}
+}
+
+// An exempt source (a node of a cluster, forwarding) is not held to the
+// per-source cap; the cap in all still holds it.
+func TestExempt(t *testing.T) {
+	node := addr("198.18.1.9")
+	l := Listener(nil, Config{Max: 3, PerSource: 1, Exempt: func(a netip.Addr) bool { return a == node }})
+	for i := range 3 {
+		if !l.take(node, true) {
+			t.Fatalf("exempt connection %d refused under Max", i+1)
+		}
+	}
+	if l.take(node, true) {
+		t.Fatal("an exempt source passed Max")
+	}
+	l.release(node, true)
+	if !l.take(addr("198.18.1.2"), false) || l.take(addr("198.18.1.2"), false) {
+		t.Fatal("the per-source cap of another source changed")
 	}
 }
 

@@ -45,6 +45,10 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
 			cli.Close()
 			return nil, err
 		}
+		// The members as the node starts to serve, and as they come
+		// and go (MemberAddrs).
+		be.refreshMembers()
+		be.followMembers()
 	}
 	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
 	return newStore(be, where)
@@ -227,7 +231,8 @@ type etcdBackend struct {
 	members struct {
 		sync.Mutex
 		addrs []netip.Addr
-		at    time.Time
+		stop  context.CancelFunc // ends followMembers
+		wg    sync.WaitGroup
 	}
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
@@ -363,6 +368,12 @@ func (s *Store) MaxTxnOps() int {
 func (b *etcdBackend) maxWrites() int { return max(b.maxOps-16, 1) }
 
 func (b *etcdBackend) close() error {
+	b.members.Lock()
+	if b.members.stop != nil {
+		b.members.stop()
+	}
+	b.members.Unlock()
+	b.members.wg.Wait()
 	if b.lease != nil {
 		// The hold goes with the process: the standby need not wait for
 		// the lease to run out.

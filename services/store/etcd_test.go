@@ -330,14 +330,18 @@ func TestEtcdHolderCutOffStopsActingFirst(t *testing.T) {
 		t.Fatalf("the holder does not act: %v", err)
 	}
 	be := a.be.(*etcdBackend)
-	lastKept := be.lease.safeEnd().Add(be.lease.margin - ttl) // when its last keep-alive was sent
-	stop()
+	lostAt := make(chan time.Time, 1)
+	go func() { <-a.Lost(); lostAt <- time.Now() }() // ends at Close at the latest
+	stop()                                           // it may take seconds, its streams draining
+	// When its last keep-alive was sent (the cluster, stopping, may have
+	// answered some while its streams drained).
+	lastKept := be.lease.safeEnd().Add(be.lease.margin - ttl)
+	var stopped time.Time
 	select {
-	case <-a.Lost():
+	case stopped = <-lostAt:
 	case <-time.After(2 * ttl):
 		t.Fatal("a holder cut off from etcd was not told it lost the store")
 	}
-	stopped := time.Now()
 	if err := a.Acting(); !errors.Is(err, ErrNotHolding) {
 		t.Fatalf("Acting after the hold was lost: %v", err)
 	}

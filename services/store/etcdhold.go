@@ -177,8 +177,10 @@ func (s *Store) Publish(ctx context.Context, addrs []netip.Addr, apiPort, discov
 }
 
 // MemberAddrs lists the addresses the deployment's nodes registered
-// (none for an embedded store), read from etcd at most every two seconds:
-// a request another node forwarded names one of them.
+// (none for an embedded store): a request another node forwarded comes
+// from, or names, one of them. It does not wait on etcd (it is asked on
+// the API's accept path): a store that holds reads the list every second
+// (followMembers), so a node that joins is known within a second.
 func (s *Store) MemberAddrs() []netip.Addr {
 	b, ok := s.be.(*etcdBackend)
 	if !ok {
@@ -186,23 +188,53 @@ func (s *Store) MemberAddrs() []netip.Addr {
 	}
 	b.members.Lock()
 	defer b.members.Unlock()
-	if time.Since(b.members.at) < 2*time.Second {
-		return b.members.addrs
-	}
+	return b.members.addrs
+}
+
+// followMembers reads the members' addresses every second until close.
+// (Polled, not watched: a watch is a stream a stopping etcd member waits
+// for, and one read a second is nothing to a cluster.)
+func (b *etcdBackend) followMembers() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.members.Lock()
+	b.members.stop = cancel
+	b.members.wg.Add(1)
+	b.members.Unlock()
+	go func() {
+		defer b.members.wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			b.refreshMembers()
+		}
+	}()
+}
+
+// refreshMembers reads the members' addresses.
+func (b *etcdBackend) refreshMembers() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	r, err := b.cli.Get(ctx, b.prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithLimit(1000))
-	if err != nil {
-		return b.members.addrs // the last known, until etcd answers
-	}
-	b.members.addrs, b.members.at = nil, time.Now()
-	for _, kv := range r.Kvs {
-		var m Member
-		if json.Unmarshal(kv.Value, &m) == nil {
-			b.members.addrs = append(b.members.addrs, m.Addrs...)
+	var addrs []netip.Addr
+	if err == nil {
+		for _, kv := range r.Kvs {
+			var m Member
+			if json.Unmarshal(kv.Value, &m) == nil {
+				addrs = append(addrs, m.Addrs...)
+			}
 		}
 	}
-	return b.members.addrs
+	if err == nil {
+		b.members.Lock()
+		b.members.addrs = addrs
+		b.members.Unlock()
+	}
+	// Failed, the last known stay until a read succeeds.
 }
 
 // holderMember reads the member record of the holder named node.

@@ -333,6 +333,9 @@ type Daemon struct {
 	apiAddrs  addrsCache
 	hostNames []string
 	store     *store.Store
+	// held is store, for the API's accept path, which runs before the
+	// store is open (a node waiting forwards meanwhile).
+	held      atomic.Pointer[store.Store]
 	registrar *lookup.Registrar
 	grantor   *lease.Grantor
 	events    *event.Dispatcher
@@ -423,7 +426,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Beyond the caps a connection is closed at once; this host's own
 	// (a health probe) have places of their own.
 	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
-		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
+		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6,
+		Exempt: d.fromNode})
 
 	if d.cfg.SnapshotDir != "" {
 		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
@@ -437,6 +441,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.store = st
+	d.held.Store(st)
 	if d.cfg.Store == StoreEtcd {
 		// What another node forwards names its client first.
 		d.apiLn = d.acceptForwarded(d.apiLn)
@@ -607,6 +612,14 @@ func (d *Daemon) build(ctx context.Context) error {
 	return nil
 }
 
+// fromNode says a connection's source is a node of this one's cluster,
+// forwarding its segment's clients: the API holds it to its cap in all,
+// not to one source's (each client was held to that by the node).
+func (d *Daemon) fromNode(a netip.Addr) bool {
+	st := d.held.Load()
+	return st != nil && slices.Contains(st.MemberAddrs(), a)
+}
+
 // nodeAddrs are the addresses another node of a cluster reaches this one
 // at: the API's if it listens on one, else the host's (IPv4 first; not
 // loopback nor link-local, which another host cannot use).
@@ -719,7 +732,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context) error {
 	}
 	d.unicast = unicast.NewServer(ln, unicast.ServerConfig{Respond: d.respond, Logger: d.log,
 		MaxConns: d.limits.DiscoveryConns, MaxPerSource: d.limits.DiscoveryConnsPerSource,
-		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
+		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6, Exempt: d.fromNode})
 	d.parts.Add("unicast discovery", d.unicast)
 	if !d.cfg.NoJava {
 		if err := d.buildJava(ctx); err != nil {

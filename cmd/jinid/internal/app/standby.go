@@ -84,7 +84,7 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 // acceptForwarded has the API take the client's address from the
 // header a node of the cluster puts before what it forwards (relay).
 func (d *Daemon) acceptForwarded(ln net.Listener) net.Listener {
-	return relay.AcceptForwarded(ln, func(a netip.Addr) bool { return slices.Contains(d.store.MemberAddrs(), a) }, 5*time.Second)
+	return relay.AcceptForwarded(ln, d.fromNode, 5*time.Second)
 }
 
 // targets lists the holder's addresses with the port port picks.
