@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestGroupStartsInOrderShutsDownInReverse(t *testing.T) {
@@ -46,5 +47,35 @@ func TestGroupStartsInOrderShutsDownInReverse(t *testing.T) {
 	}
 	if want := []string{"start a", "start b", "stop c", "stop b", "stop a"}; !slices.Equal(log, want) {
 		t.Fatalf("%q, want %q", log, want)
+	}
+}
+
+// Every calls its function until Shutdown, which waits for a call under
+// way; shutting down one not started is harmless.
+func TestEvery(t *testing.T) {
+	if err := Every(time.Millisecond, func() {}).Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown of one not started: %v", err)
+	}
+	calls := make(chan struct{}, 100)
+	p := Every(time.Millisecond, func() {
+		select {
+		case calls <- struct{}{}:
+		default:
+		}
+	})
+	p.Start(context.Background())
+	for range 3 {
+		<-calls
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for len(calls) > 0 {
+		<-calls
+	}
+	select {
+	case <-calls:
+		t.Fatal("called after Shutdown returned")
+	case <-time.After(20 * time.Millisecond): // nothing more comes: time is the subject
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // Etcd tells whether this build can keep its store in etcd: one built
@@ -230,9 +232,8 @@ type etcdBackend struct {
 	// members caches the addresses the nodes registered (MemberAddrs).
 	members struct {
 		sync.Mutex
-		addrs []netip.Addr
-		stop  context.CancelFunc // ends followMembers
-		wg    sync.WaitGroup
+		addrs  []netip.Addr
+		reader *lifecycle.Periodic // followMembers'
 	}
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
@@ -368,12 +369,9 @@ func (s *Store) MaxTxnOps() int {
 func (b *etcdBackend) maxWrites() int { return max(b.maxOps-16, 1) }
 
 func (b *etcdBackend) close() error {
-	b.members.Lock()
-	if b.members.stop != nil {
-		b.members.stop()
+	if b.members.reader != nil {
+		b.members.reader.Shutdown(context.Background())
 	}
-	b.members.Unlock()
-	b.members.wg.Wait()
 	if b.lease != nil {
 		// The hold goes with the process: the standby need not wait for
 		// the lease to run out.

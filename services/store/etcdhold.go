@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/metrics"
 )
 
@@ -195,24 +196,8 @@ func (s *Store) MemberAddrs() []netip.Addr {
 // (Polled, not watched: a watch is a stream a stopping etcd member waits
 // for, and one read a second is nothing to a cluster.)
 func (b *etcdBackend) followMembers() {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.members.Lock()
-	b.members.stop = cancel
-	b.members.wg.Add(1)
-	b.members.Unlock()
-	go func() {
-		defer b.members.wg.Done()
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			b.refreshMembers()
-		}
-	}()
+	b.members.reader = lifecycle.Every(time.Second, b.refreshMembers)
+	b.members.reader.Start(context.Background())
 }
 
 // refreshMembers reads the members' addresses.

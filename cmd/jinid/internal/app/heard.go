@@ -16,6 +16,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -65,57 +66,45 @@ type heardNoter struct {
 	last    map[discovery.ServiceID]time.Time
 	pending map[string]heardRecord // written by flush, by key
 	warned  time.Time
-	stop    chan struct{}
-	done    chan struct{}
+	writer  *lifecycle.Periodic
 }
 
 func newHeardNoter(st *store.Store, node string, self discovery.ServiceID, log *slog.Logger) *heardNoter {
 	n := &heardNoter{st: st, node: node, self: self, log: log, last: map[discovery.ServiceID]time.Time{},
-		pending: map[string]heardRecord{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go n.run()
+		pending: map[string]heardRecord{}}
+	// One writer whatever the traffic: the host's reader never waits on
+	// etcd.
+	n.writer = lifecycle.Every(time.Second, n.flush)
+	n.writer.Start(context.Background())
 	return n
 }
 
-// run writes what was noted every second, one writer whatever the
-// traffic: the host's reader never waits on etcd.
-func (n *heardNoter) run() {
-	defer close(n.done)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-tick.C:
-		}
-		n.mu.Lock()
-		recs := n.pending
-		n.pending = map[string]heardRecord{}
-		n.mu.Unlock()
-		keys := slices.Sorted(maps.Keys(recs))
-		for len(keys) > 0 {
-			part := keys[:n.st.Chunk(len(keys), 1)]
-			keys = keys[len(part):]
-			err := n.st.Update(func(tx *store.Tx) error {
-				for _, k := range part {
-					if err := tx.Put(heardBucket, k, recs[k]); err != nil {
-						return err
-					}
+// flush writes what was noted since it last ran.
+func (n *heardNoter) flush() {
+	n.mu.Lock()
+	recs := n.pending
+	n.pending = map[string]heardRecord{}
+	n.mu.Unlock()
+	keys := slices.Sorted(maps.Keys(recs))
+	for len(keys) > 0 {
+		part := keys[:n.st.Chunk(len(keys), 1)]
+		keys = keys[len(part):]
+		err := n.st.Update(func(tx *store.Tx) error {
+			for _, k := range part {
+				if err := tx.Put(heardBucket, k, recs[k]); err != nil {
+					return err
 				}
-				return nil
-			})
-			if err != nil {
-				n.log.Debug("standby: noting the lookup services heard", "err", err)
 			}
+			return nil
+		})
+		if err != nil {
+			n.log.Debug("standby: noting the lookup services heard", "err", err)
 		}
 	}
 }
 
 // close stops the writer.
-func (n *heardNoter) close() {
-	close(n.stop)
-	<-n.done
-}
+func (n *heardNoter) close() { n.writer.Shutdown(context.Background()) }
 
 // note records an announcement heard on this node's segments, at most
 // every heardEvery per lookup service, heardMax lookup services at most.
@@ -172,37 +161,17 @@ type heardRelay struct {
 	log  *slog.Logger
 
 	seen   map[string]time.Time // the record's At last relayed, by key
-	cancel context.CancelFunc
-	done   chan struct{}
+	reader *lifecycle.Periodic
 }
 
-func (r *heardRelay) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel, r.done, r.seen = cancel, make(chan struct{}), map[string]time.Time{}
-	go r.run(ctx)
-	return nil
+// Start reads the records every second.
+func (r *heardRelay) Start(ctx context.Context) error {
+	r.seen = map[string]time.Time{}
+	r.reader = lifecycle.Every(time.Second, r.relay)
+	return r.reader.Start(ctx)
 }
 
-func (r *heardRelay) Shutdown(context.Context) error {
-	r.cancel()
-	<-r.done
-	return nil
-}
-
-// run reads the records every second.
-func (r *heardRelay) run(ctx context.Context) {
-	defer close(r.done)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		r.relay()
-	}
-}
+func (r *heardRelay) Shutdown(ctx context.Context) error { return r.reader.Shutdown(ctx) }
 
 // relay hands over each record rewritten since it was last read (not
 // this node's own), and removes those no node rewrote for heardStale.
