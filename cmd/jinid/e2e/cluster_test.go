@@ -615,10 +615,20 @@ func TestClusterRenewalScale(t *testing.T) {
 	handed := time.Since(start)
 	t.Logf("%d leases in %d sets handed to node-a in %v (%.0f /s, %d clients)", count, count/perSet, handed.Round(time.Millisecond),
 		float64(count)/handed.Seconds(), workers)
-	// Two cycles of renewals after the last lease was handed in.
-	time.Sleep(30 * time.Second) // a renewal cycle: the time is the subject
+	// The steady state: every lease renewed once since the last was
+	// handed in (within a renewal cycle, 30 s: longer than Until waits).
+	lastIn := start.Add(handed)
+	poll, gaveUp := time.NewTicker(100*time.Millisecond), time.After(2*time.Minute)
+	defer poll.Stop()
+	for g.renewedBy(a.link.IPv4, lastIn) < count {
+		select {
+		case <-poll.C:
+		case <-gaveUp:
+			t.Fatalf("%d leases of %d renewed in the 2 minutes after the last was handed in", g.renewedBy(a.link.IPv4, lastIn), count)
+		}
+	}
 	cycle := time.Now()
-	time.Sleep(30 * time.Second) // the cycle measured
+	time.Sleep(30 * time.Second) // one 30 s renewal cycle, measured: protocol time is the subject
 	g.mu.Lock()
 	calls, leases := 0, 0
 	for _, c := range g.calls {
