@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
@@ -62,16 +64,16 @@ type heardNoter struct {
 	self discovery.ServiceID // the cluster's own lookup service
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	last    map[discovery.ServiceID]time.Time
-	pending map[string]heardRecord // written by flush, by key
-	warned  time.Time
-	writer  *lifecycle.Periodic
+	mu       sync.Mutex
+	last     map[discovery.ServiceID]time.Time
+	pending  map[string]heardRecord // written by flush, by key
+	warnings rate.Sometimes         // at most one a minute: a segment's hosts cause them
+	writer   *lifecycle.Periodic
 }
 
 func newHeardNoter(st *store.Store, node string, self discovery.ServiceID, log *slog.Logger) *heardNoter {
 	n := &heardNoter{st: st, node: node, self: self, log: log, last: map[discovery.ServiceID]time.Time{},
-		pending: map[string]heardRecord{}}
+		pending: map[string]heardRecord{}, warnings: rate.Sometimes{Interval: time.Minute}}
 	// One writer whatever the traffic: the host's reader never waits on
 	// etcd.
 	n.writer = lifecycle.Every(time.Second, n.flush)
@@ -129,14 +131,10 @@ func (n *heardNoter) note(m mcast.Message) {
 		n.mu.Unlock()
 		return
 	case !known && len(n.last) >= heardMax:
-		quiet := time.Since(n.warned) < time.Minute
-		if !quiet {
-			n.warned = time.Now()
-		}
 		n.mu.Unlock()
-		if !quiet {
+		n.warnings.Do(func() {
 			n.log.Warn("standby: too many lookup services heard on this node's segments; the others are not shared", "max", heardMax)
-		}
+		})
 		return
 	}
 	n.last[a.ServiceID] = m.At

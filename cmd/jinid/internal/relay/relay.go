@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/pires/go-proxyproto"
+	"golang.org/x/time/rate"
 )
 
 // Config says where a Forwarder sends what it accepts.
@@ -56,7 +57,7 @@ type Forwarder struct {
 	conns   map[net.Conn]struct{} // both ends of every forwarded connection
 	handed  chan net.Conn         // after Handoff: where accepted connections go
 	stopped bool
-	logged  time.Time
+	logs    rate.Sometimes
 	wg      sync.WaitGroup
 	pumped  chan struct{} // closed when the accept loop ends
 	lnErr   error
@@ -76,7 +77,8 @@ func New(ln net.Listener, cfg Config) *Forwarder {
 		cfg.Dial = (&net.Dialer{}).DialContext
 	}
 	cfg.Logger = cfg.Logger.With("component", "relay")
-	return &Forwarder{ln: ln, cfg: cfg, conns: map[net.Conn]struct{}{}, pumped: make(chan struct{}), closing: make(chan struct{})}
+	return &Forwarder{ln: ln, cfg: cfg, conns: map[net.Conn]struct{}{}, pumped: make(chan struct{}), closing: make(chan struct{}),
+		logs: rate.Sometimes{Interval: time.Second}}
 }
 
 // Start accepts in the background.
@@ -210,16 +212,9 @@ func (f *Forwarder) untrack(cs ...net.Conn) {
 	}
 }
 
+// say logs a failure, at most one a second (clients cause them).
 func (f *Forwarder) say(msg string, err error) {
-	f.mu.Lock()
-	quiet := time.Since(f.logged) < time.Second
-	if !quiet {
-		f.logged = time.Now()
-	}
-	f.mu.Unlock()
-	if !quiet {
-		f.cfg.Logger.Warn(msg, "listener", f.ln.Addr().String(), "err", err)
-	}
+	f.logs.Do(func() { f.cfg.Logger.Warn(msg, "listener", f.ln.Addr().String(), "err", err) })
 }
 
 // cut ends every forwarded connection and waits for their goroutines.
