@@ -6,6 +6,7 @@
 package dnssd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,43 @@ type AdvertiserConfig struct {
 	Logger *slog.Logger
 	// Clock runs the probes and announcements (default: real time).
 	Clock clock.Clock
+	// Name is the base of the instance and host names: one DNS label
+	// (letters, digits, hyphens). Empty means jinid-<the ServiceID's
+	// first 8 hex digits>; the nodes of a cluster, which share one
+	// ServiceID, each add their own (NodeName).
+	Name string
+}
+
+// maxName leaves room in a 63-byte label for the suffix a rename adds
+// ("-12").
+const maxName = 59
+
+// NodeName is the base name of a cluster's node: jinid-<the ServiceID's
+// first 8 hex digits>-<node>, the node's name made a DNS label (lower
+// case; anything but letters, digits and hyphens a hyphen), cut to fit.
+func NodeName(id discovery.ServiceID, node string) string {
+	b := []byte("jinid-" + id.String()[:8] + "-")
+	for _, c := range []byte(strings.ToLower(node)) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b = append(b, c)
+		} else {
+			b = append(b, '-')
+		}
+	}
+	return strings.TrimRight(string(b[:min(len(b), maxName)]), "-")
+}
+
+// validName says whether name can be the base of the advertiser's names.
+func validName(name string) error {
+	if name == "" || len(name) > maxName || name[0] == '-' || name[len(name)-1] == '-' {
+		return fmt.Errorf("mDNS name %q: want 1 to %d letters, digits or inner hyphens", name, maxName)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("mDNS name %q: %q is not a letter, digit or hyphen", name, c)
+		}
+	}
+	return nil
 }
 
 // Service is another service published beside the lookup service: a
@@ -110,7 +148,7 @@ func escapeLabel(s string) string {
 type Advertiser struct {
 	cfg     AdvertiserConfig
 	port    *mcast.Port
-	base    string // jinid-<ServiceID's first 8 hex digits>
+	base    string // jinid-<ServiceID's first 8 hex digits>, or Name
 	stopped atomic.Bool
 
 	mu         sync.Mutex
@@ -140,7 +178,10 @@ func NewAdvertiser(cfg AdvertiserConfig) (*Advertiser, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	name := "jinid-" + cfg.ServiceID.String()[:8]
+	name := cmp.Or(cfg.Name, "jinid-"+cfg.ServiceID.String()[:8])
+	if err := validName(name); err != nil {
+		return nil, err
+	}
 	if cfg.Host == nil {
 		return nil, errors.New("mDNS: AdvertiserConfig.Host is required")
 	}

@@ -4,25 +4,21 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/netip"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // Etcd tells whether this build can keep its store in etcd: one built
@@ -36,22 +32,26 @@ const Etcd = true
 // changed meanwhile runs again on what is there now (optimistic
 // concurrency on revisions).
 func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
+	if cfg.Exclusive {
+		n, err := JoinEtcd(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		st, err := n.Hold(ctx, "", HoldConfig{Waiting: cfg.Waiting, OnHolder: cfg.OnHolder, NoWait: cfg.NoWait})
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		// The store is the node's only use: closing it ends the node.
+		st.be.(*etcdBackend).ownsNode = true
+		return st, nil
+	}
 	cli, cfg, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
-	be.maxOps = be.probeMaxOps(ctx)
-	if cfg.Exclusive {
-		if err := be.hold(ctx, cfg); err != nil {
-			cli.Close()
-			return nil, err
-		}
-		// The members as the node starts to serve, and as they come
-		// and go (MemberAddrs).
-		be.refreshMembers()
-		be.followMembers()
-	}
+	be.maxOps = probeMaxOps(ctx, cli, cfg.Prefix, cfg.Timeout)
 	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
 	return newStore(be, where)
 }
@@ -91,107 +91,6 @@ func dial(ctx context.Context, cfg EtcdConfig) (*clientv3.Client, EtcdConfig, er
 	return cli, cfg, nil
 }
 
-// hold takes the store for this process: the lock key <prefix>/.holder,
-// made under an etcd lease kept alive while the process runs. It waits
-// while another holds it.
-func (b *etcdBackend) hold(ctx context.Context, cfg EtcdConfig) error {
-	ttl := cfg.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	// The lease lives as long as the store is open (ctx only bounds the
-	// wait for the hold); under it, this node is a member while it waits
-	// and while it holds.
-	l, err := grantLease(ctx, b.cli, ttl)
-	if err != nil {
-		return fmt.Errorf("etcd: a lease for the store's hold: %w", err)
-	}
-	b.lease = l
-	node := cmp.Or(cfg.Node, "a jinid")
-	b.node = node
-	b.self = Member{Node: node, Since: time.Now().UTC(), Addrs: cfg.Addrs}
-	if err := b.register(ctx, b.self); err != nil {
-		l.close()
-		return err
-	}
-	key := b.prefix + "/.holder"
-	for told := false; ; {
-		resp, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, node, clientv3.WithLease(l.id))).Else(clientv3.OpGet(key)).Commit()
-		if err != nil {
-			l.close()
-			return fmt.Errorf("etcd: taking the store's hold: %w", err)
-		}
-		if resp.Succeeded {
-			b.fence = clientv3.Compare(clientv3.CreateRevision(key), "=", resp.Header.Revision)
-			return nil
-		}
-		holder := string(resp.Responses[0].GetResponseRange().Kvs[0].Value)
-		tell := func() {
-			if cfg.OnHolder != nil {
-				if m, ok := b.holderMember(ctx, holder); ok {
-					cfg.OnHolder(m)
-				}
-			}
-		}
-		if cfg.NoWait {
-			l.close()
-			return fmt.Errorf("%w in etcd (%s): stop it first", ErrHeld, holder)
-		}
-		if !told && cfg.Waiting != nil {
-			cfg.Waiting(holder)
-			told = true
-		}
-		// Wait for the holder's key to go (its lease ends, or it
-		// releases it), then try again; a standby that lost its own
-		// lease meanwhile (cut off itself) gives up. Meanwhile the
-		// holder's record is followed (where it serves).
-		wctx, cancel := context.WithCancel(ctx)
-		w := b.cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1))
-		mw := b.cli.Watch(wctx, b.memberKey(holder), clientv3.WithRev(resp.Header.Revision+1))
-		tell()
-	wait:
-		for {
-			select {
-			case _, ok := <-mw:
-				if !ok {
-					mw = nil // the wait for the hold goes on
-					continue
-				}
-				tell()
-			case <-ctx.Done():
-				cancel()
-				l.close()
-				return ctx.Err()
-			case <-l.lost:
-				cancel()
-				l.close()
-				return fmt.Errorf("etcd: waiting for the store's hold: %w", ErrNotHolding)
-			case wr, ok := <-w:
-				if !ok {
-					break wait
-				}
-				for _, ev := range wr.Events {
-					if ev.Type == clientv3.EventTypeDelete {
-						break wait
-					}
-				}
-			}
-		}
-		cancel()
-	}
-}
-
-// Lost is closed when an exclusive store's hold ends (its lease could
-// not be kept alive): its commits fail from then on, and the process
-// should end, for its standby to take over.
-func (s *Store) Lost() <-chan struct{} {
-	if b, ok := s.be.(*etcdBackend); ok && b.lease != nil {
-		return b.lease.lost
-	}
-	return nil
-}
-
 // Node is this process's name in the deployment whose store in etcd it
 // holds; "" for an embedded store.
 func (s *Store) Node() string {
@@ -207,8 +106,8 @@ func (s *Store) Node() string {
 // standby take over. Whatever jinid sends on someone's behalf (renewals,
 // event deliveries, a transaction's decisions) waits on it.
 func (s *Store) Acting() error {
-	if b, ok := s.be.(*etcdBackend); ok && b.lease != nil {
-		return b.lease.valid()
+	if b, ok := s.be.(*etcdBackend); ok {
+		return b.valid()
 	}
 	return nil
 }
@@ -222,19 +121,17 @@ type etcdBackend struct {
 	cli     *clientv3.Client
 	prefix  string
 	timeout time.Duration
-	// lease and fence, for an exclusive store: the lease of its hold, and
-	// the comparison every commit includes (the hold is still this
-	// process's).
-	lease *lease
-	fence clientv3.Cmp
-	node  string
-	self  Member // this node's member record
-	// members caches the addresses the nodes registered (MemberAddrs).
-	members struct {
-		sync.Mutex
-		addrs  []netip.Addr
-		reader *lifecycle.Periodic // followMembers'
-	}
+	// For a held store: the node that holds it (n), the node's lease, the
+	// hold's key and the comparison every commit includes (the hold is
+	// still this node's: the key's create revision when it took it).
+	n        *EtcdNode
+	lease    *lease
+	fence    clientv3.Cmp
+	holdKey  string
+	holdRev  int64
+	node     string
+	released atomic.Bool // the hold was let go (Close)
+	ownsNode bool        // closing the store ends the node (OpenEtcd)
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
 	maxOps int
@@ -257,10 +154,8 @@ func (b *etcdBackend) update(fn func(kv) error) error {
 	deadline := time.Now().Add(b.timeout)
 	wait := time.Millisecond
 	for first := true; first || time.Now().Before(deadline); first = false {
-		if b.lease != nil {
-			if err := b.lease.valid(); err != nil {
-				return fmt.Errorf("%w: %w: it changes nothing", errUnavailable, err)
-			}
+		if err := b.valid(); err != nil {
+			return fmt.Errorf("%w: %w: it changes nothing", errUnavailable, err)
 		}
 		if !first {
 			time.Sleep(wait/2 + rand.N(wait))
@@ -325,16 +220,16 @@ func (b *etcdBackend) reach(ctx context.Context) error {
 // default 128 while they pass, then halving the gap; at most about 20
 // small requests, once. It assumes etcd's default if the cluster does
 // not answer.
-func (b *etcdBackend) probeMaxOps(ctx context.Context) int {
+func probeMaxOps(ctx context.Context, cli *clientv3.Client, prefix string, timeout time.Duration) int {
 	const etcdDefault, ceiling = 128, 1 << 15
 	ok := func(n int) bool {
 		ops := make([]clientv3.Op, n)
 		for i := range ops {
-			ops[i] = clientv3.OpGet(b.prefix+"/meta/schema", clientv3.WithCountOnly())
+			ops[i] = clientv3.OpGet(prefix+"/meta/schema", clientv3.WithCountOnly())
 		}
-		cctx, cancel := context.WithTimeout(ctx, b.timeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		_, err := b.cli.Txn(cctx).Then(ops...).Commit()
+		_, err := cli.Txn(cctx).Then(ops...).Commit()
 		return err == nil
 	}
 	lo, hi := 0, etcdDefault // lo passes (0 trivially), hi is to try
@@ -369,15 +264,46 @@ func (s *Store) MaxTxnOps() int {
 func (b *etcdBackend) maxWrites() int { return max(b.maxOps-16, 1) }
 
 func (b *etcdBackend) close() error {
-	if b.members.reader != nil {
-		b.members.reader.Shutdown(context.Background())
-	}
-	if b.lease != nil {
+	switch {
+	case b.n == nil:
+		return b.cli.Close()
+	case b.ownsNode:
 		// The hold goes with the process: the standby need not wait for
 		// the lease to run out.
-		b.lease.close()
+		b.released.Store(true)
+		b.n.Close()
+		return nil
 	}
-	return b.cli.Close()
+	return b.release()
+}
+
+// release lets the hold go while the node lives on (a shard given to
+// another node): nothing is committed through this store from here on,
+// and the hold's key is deleted if it is still this hold's, so the node
+// waiting for it takes it at once.
+func (b *etcdBackend) release() error {
+	b.released.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	_, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(b.holdKey), "=", b.holdRev)).
+		Then(clientv3.OpDelete(b.holdKey)).Commit()
+	if err != nil {
+		// Its lease ends it, then.
+		return fmt.Errorf("etcd: letting %s go: %w", b.holdKey, err)
+	}
+	return nil
+}
+
+// valid says whether a held store may be acted on now: its node's lease
+// is surely alive, and the hold was not let go.
+func (b *etcdBackend) valid() error {
+	if b.lease == nil {
+		return nil
+	}
+	if b.released.Load() {
+		return ErrNotHolding
+	}
+	return b.lease.valid()
 }
 
 // etcdTxn is one transaction: reads at one revision of the cluster (the
@@ -556,8 +482,17 @@ func (t *etcdTxn) all(fn func(bucket, key string, v []byte) error) error {
 	p := t.b.prefix + "/"
 	return t.scan(p, func(k string, v []byte) error {
 		bucket, key, ok := strings.Cut(strings.TrimPrefix(k, p), "/")
+		if ok && bucket == ".shards" {
+			// A shard's buckets are the deployment's, in part: an
+			// export holds them (an import puts them in the
+			// deployment's own, whose services serve them as well).
+			_, rest, _ := strings.Cut(key, "/")
+			if bucket, key, ok = strings.Cut(rest, "/"); ok && bucket == string(metaBucket) {
+				return nil
+			}
+		}
 		if !ok || strings.HasPrefix(bucket, ".") {
-			return nil // the bucket versions, the hold
+			return nil // the bucket versions, the holds
 		}
 		return fn(bucket, key, v)
 	})

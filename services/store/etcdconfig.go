@@ -45,6 +45,11 @@ type EtcdConfig struct {
 	// NoWait, with Exclusive, fails at once (ErrHeld) rather than wait
 	// for another holder.
 	NoWait bool
+	// ClusterPort and CertSHA256 go in the node's member record: where
+	// the other nodes reach it (its shards' requests), and the SHA-256
+	// of the certificate it proves itself with there.
+	ClusterPort int
+	CertSHA256  string
 }
 
 // ErrHeld is OpenEtcd's error for a store another process holds, with
@@ -89,6 +94,10 @@ type Member struct {
 	Addrs         []netip.Addr `json:"addrs,omitempty"`
 	APIPort       int          `json:"apiPort,omitempty"`
 	DiscoveryPort int          `json:"discoveryPort,omitempty"`
+	// ClusterPort is where the node serves the other nodes (the shards
+	// it holds), over TLS with the certificate CertSHA256 names.
+	ClusterPort int    `json:"clusterPort,omitempty"`
+	CertSHA256  string `json:"certSHA256,omitempty"`
 }
 
 // EtcdMember is one member of the etcd cluster and what it said of

@@ -4,17 +4,13 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net/netip"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/metrics"
 )
 
@@ -161,85 +157,4 @@ func (b *etcdBackend) instrument(reg *metrics.Registry) {
 				emit(float64(r.Count))
 			}
 		})
-}
-
-func (b *etcdBackend) memberKey(node string) string { return b.prefix + "/.members/" + node }
-
-// Publish says where this node, which holds the store, serves: the
-// nodes waiting forward what reaches them there. A store that is not
-// held (embedded, or in etcd without Exclusive) has nothing to say.
-func (s *Store) Publish(ctx context.Context, addrs []netip.Addr, apiPort, discoveryPort int) error {
-	b, ok := s.be.(*etcdBackend)
-	if !ok || b.lease == nil {
-		return nil
-	}
-	b.self.Addrs, b.self.APIPort, b.self.DiscoveryPort = addrs, apiPort, discoveryPort
-	return b.register(ctx, b.self)
-}
-
-// MemberAddrs lists the addresses the deployment's nodes registered
-// (none for an embedded store): a request another node forwarded comes
-// from, or names, one of them. It does not wait on etcd (it is asked on
-// the API's accept path): a store that holds reads the list every second
-// (followMembers), so a node that joins is known within a second.
-func (s *Store) MemberAddrs() []netip.Addr {
-	b, ok := s.be.(*etcdBackend)
-	if !ok {
-		return nil
-	}
-	b.members.Lock()
-	defer b.members.Unlock()
-	return b.members.addrs
-}
-
-// followMembers reads the members' addresses every second until close.
-// (Polled, not watched: a watch is a stream a stopping etcd member waits
-// for, and one read a second is nothing to a cluster.)
-func (b *etcdBackend) followMembers() {
-	b.members.reader = lifecycle.Every(time.Second, b.refreshMembers)
-	b.members.reader.Start(context.Background())
-}
-
-// refreshMembers reads the members' addresses.
-func (b *etcdBackend) refreshMembers() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	r, err := b.cli.Get(ctx, b.prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithLimit(1000))
-	var addrs []netip.Addr
-	if err == nil {
-		for _, kv := range r.Kvs {
-			var m Member
-			if json.Unmarshal(kv.Value, &m) == nil {
-				addrs = append(addrs, m.Addrs...)
-			}
-		}
-	}
-	if err == nil {
-		b.members.Lock()
-		b.members.addrs = addrs
-		b.members.Unlock()
-	}
-	// Failed, the last known stay until a read succeeds.
-}
-
-// holderMember reads the member record of the holder named node.
-func (b *etcdBackend) holderMember(ctx context.Context, node string) (Member, bool) {
-	r, err := b.cli.Get(ctx, b.memberKey(node))
-	if err != nil || len(r.Kvs) != 1 {
-		return Member{}, false
-	}
-	var m Member
-	return m, json.Unmarshal(r.Kvs[0].Value, &m) == nil
-}
-
-// register writes this node's member key under its lease.
-func (b *etcdBackend) register(ctx context.Context, m Member) error {
-	v, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if _, err := b.cli.Put(ctx, b.memberKey(m.Node), string(v), clientv3.WithLease(b.lease.id)); err != nil {
-		return fmt.Errorf("etcd: registering as a member: %w", err)
-	}
-	return nil
 }

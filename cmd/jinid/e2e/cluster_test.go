@@ -18,8 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
+	"github.com/jinid/jinid/announce/dnssd"
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
 	"github.com/jinid/jinid/internal/rig/testenv"
@@ -704,6 +709,9 @@ func TestClusterAcrossSegments(t *testing.T) {
 		t.Fatalf("on segment B: %+v; want the cluster's lookup service %s, answering a multicast request", found, lookupID)
 	}
 
+	// ... and over DNS-SD, at node-b, under node-b's own name.
+	dnssdAt(t, hostB, "node-b", lookupID, b.seg.IPv4)
+
 	ca := jinidtest.LabClient(t, hostA, "http://"+netip.AddrPortFrom(a.seg.IPv4, 4162).String())
 	cb := jinidtest.LabClient(t, hostB, "http://"+netip.AddrPortFrom(b.seg.IPv4, 4162).String())
 	regA, err := ca.Register(t.Context(), apitypes.Item{Types: []string{"org.example.Printer"}}, 600_000)
@@ -766,6 +774,77 @@ func TestClusterAcrossSegments(t *testing.T) {
 	if err != nil || !strings.Contains(out, "item "+joinID) || !strings.Contains(out, "registrar "+lookupID) {
 		t.Fatalf("SdmLookup on segment B: %v\n%s", err, out)
 	}
+}
+
+// dnssdAt asks segment host h over mDNS for the _jini._tcp services
+// until the cluster's lookup service (lookupID) answers from node's
+// segment address at, under node's name, its API there.
+func dnssdAt(t *testing.T, h *netlab.Host, node, lookupID string, at netip.Addr) {
+	t.Helper()
+	id, err := discovery.ParseServiceID(lookupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := dnssd.NodeName(id, node)
+	var answered atomic.Bool
+	var mu sync.Mutex
+	var heard []string
+	p := mdnsObserver(t, h, func(p mcast.Packet) {
+		var m dns.Msg
+		if m.Unpack(p.Data) != nil || !m.Response {
+			return
+		}
+		var srv, txt, addr bool
+		for _, rr := range append(m.Answer, m.Extra...) {
+			switch rr := rr.(type) {
+			case *dns.SRV:
+				srv = srv || rr.Hdr.Name == name+"."+dnssd.ServiceType && rr.Target == name+".local." && rr.Port == 4160
+			case *dns.TXT:
+				txt = txt || slices.Contains(rr.Txt, "serviceID="+lookupID) && slices.Contains(rr.Txt, "api=http://"+at.String()+":4162/")
+			case *dns.A:
+				addr = addr || rr.Hdr.Name == name+".local." && rr.A.String() == at.String()
+			}
+		}
+		mu.Lock()
+		heard = append(heard, m.String())
+		mu.Unlock()
+		if srv && txt && addr && p.Src.Addr() == at {
+			answered.Store(true)
+		}
+	})
+	q := new(dns.Msg)
+	q.SetQuestion(dnssd.ServiceType, dns.TypePTR)
+	b, err := q.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func() {
+		p.SendTo(func(f int) netip.Addr {
+			if f == 4 {
+				return dnssd.MDNSGroupV4
+			}
+			return netip.Addr{}
+		}, func(mcast.Joined) ([][]byte, error) { return [][]byte{b}, nil })
+	}
+	defer func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("mDNS answers heard on %s:\n%s", h.Name, strings.Join(heard, "\n"))
+		}
+	}()
+	// Asked again each second: a query, like any datagram, may be lost.
+	var asked time.Time
+	testenv.Until(t, "DNS-SD: the cluster's lookup service at "+node, func() bool {
+		if answered.Load() {
+			return true
+		}
+		if time.Since(asked) > time.Second {
+			ask()
+			asked = time.Now()
+		}
+		return false
+	})
 }
 
 // ldsAcross starts a lookup service only segment seg (gateway gw) hears,

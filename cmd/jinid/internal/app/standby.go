@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/relay"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/connlimit"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
 )
@@ -48,6 +49,7 @@ type standby struct {
 	announcer *announce.Announcer
 	noter     *heardNoter
 	responder *announce.Responder
+	dnssd     lifecycle.Service // nil when off
 	stopped   bool
 }
 
@@ -207,6 +209,7 @@ func (s *standby) announce() {
 	}
 	announcer.Store(a)
 	s.port, s.announcer, s.noter, s.responder = port, a, noter, responder
+	s.dnssd = d.standbyDNSSD(ctx, s.host, meta.ServiceID, groups)
 	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
 		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
 }
@@ -224,6 +227,9 @@ func (s *standby) stop() net.Listener {
 		s.port.Close()
 		s.responder.Shutdown(ctx)
 		s.noter.close()
+	}
+	if s.dnssd != nil {
+		s.dnssd.Shutdown(ctx)
 	}
 	if s.host != nil {
 		s.host.Shutdown(ctx)
