@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jinid/jinid/services/store"
 )
@@ -70,7 +71,14 @@ func clusterRecords(st store.ClusterStatus) (nodes, members []record, healthy bo
 		for _, a := range m.Addrs {
 			addrs = append(addrs, a.String())
 		}
-		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}, {"addresses", addrs}})
+		var held []string
+		for shard, node := range st.Shards {
+			if node == m.Node {
+				held = append(held, shard)
+			}
+		}
+		slices.Sort(held)
+		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}, {"addresses", addrs}, {"shards", held}})
 	}
 	healthy = true
 	for _, m := range st.Etcd {
@@ -92,15 +100,15 @@ func clusterRecords(st store.ClusterStatus) (nodes, members []record, healthy bo
 // deployment's line and two tables.
 func printCluster(p *printer, st store.ClusterStatus, nodes, members []record) error {
 	if p.format != formatTable && p.format != formatParsable {
-		return p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}, {"nodes", nodes}, {"etcd", members}})
+		return p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}, {"shardsHeld", len(st.Shards)}, {"nodes", nodes}, {"etcd", members}})
 	}
-	if err := p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}}); err != nil {
+	if err := p.one(record{{"prefix", st.Prefix}, {"holder", st.Holder}, {"shardsHeld", len(st.Shards)}}); err != nil {
 		return err
 	}
 	if p.format == formatTable {
 		fmt.Fprintln(p.w)
 	}
-	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}, {"addresses", ""}}); err != nil {
+	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}, {"addresses", ""}, {"shards", ""}}); err != nil {
 		return err
 	}
 	if p.format == formatTable {

@@ -90,6 +90,7 @@ var settings = []setting{
 	{key: "etcdCA", flag: "etcd-ca"},
 	{key: "etcdLeaseTTL", flag: "etcd-lease-ttl"},
 	{key: "node", flag: "node"},
+	{key: "clusterListen", flag: "cluster-listen"},
 }
 
 // envName is the environment variable of a flag: JINID_ and the flag's

@@ -111,8 +111,11 @@ acknowledged. One jinid at a time holds a prefix (an etcd lease,
 --etcd-lease-ttl) and does the work; the others wait, announcing the
 registry on their own segments and forwarding their clients to the
 holder, and one takes over when it stops, dies or is cut off from etcd
-(it stops acting first, and exits). See docs/cluster.md; jinid cluster
-status shows the nodes. The router build has no etcd.
+(it stops acting first, and exits). Every node holds a share of the
+renewal service's sets (16 shards, reached by the other nodes on
+--cluster-listen), and its shards go to the others when it leaves. See
+docs/cluster.md; jinid cluster status shows the nodes and their shards.
+The router build has no etcd.
 
 With --snapshot-dir, the live store may sit on a tmpfs (OpenWrt's /var):
 a snapshot goes to the snapshot directory every --snapshot-interval, at a
@@ -261,6 +264,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&cfg.Etcd.KeyFile, "etcd-key", "", "with --store etcd: PEM private key of --etcd-cert")
 	f.StringVar(&cfg.Etcd.CAFile, "etcd-ca", "", "with --store etcd: PEM certificate authority of the cluster's certificates")
 	f.DurationVar(&cfg.Etcd.LeaseTTL, "etcd-lease-ttl", store.DefaultLeaseTTL, "with --store etcd: the hold's etcd lease, 2s to 5m: a dead holder's standby takes over after it; a holder cut off from etcd stops acting a fifth of it before (docs/cluster.md)")
+	f.StringVar(&cfg.ClusterListen, "cluster-listen", app.DefaultClusterListen, "with --store etcd: where this node serves the other nodes (the shards of the cluster's work it holds), over TLS that only members pass")
 	f.StringVar(&cfg.Etcd.Node, "node", "", "with --store etcd: this node's name in the cluster (jinid cluster status); default: the host name and process ID")
 }
 

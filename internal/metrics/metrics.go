@@ -73,10 +73,11 @@ func validLabel(name string) bool {
 	return true
 }
 
-// add registers a family. A bad or repeated name, no help text or a bad
+// add registers a family, or returns the one registered under its name
+// with the same definition (sameFamily). A bad or repeated name, no help text or a bad
 // label is a programming error: it panics, as a duplicate HTTP route
 // does.
-func (r *Registry) add(f *family) {
+func (r *Registry) add(f *family) *family {
 	if !validName(f.name) {
 		panic(fmt.Sprintf("metrics: %q is not a jinid_ metric name", f.name))
 	}
@@ -90,10 +91,28 @@ func (r *Registry) add(f *family) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.fams[f.name]; dup {
-		panic(fmt.Sprintf("metrics: %s registered twice", f.name))
+	if old, dup := r.fams[f.name]; dup {
+		if !sameFamily(old, f) {
+			panic(fmt.Sprintf("metrics: %s registered twice", f.name))
+		}
+		return old
 	}
 	r.fams[f.name] = f
+	return f
+}
+
+// sameFamily says whether f defines what old does, as several instances
+// of one part do (a service run for each shard of a cluster's work):
+// they count into one family. A gauge read by a function is one
+// instance's alone.
+func sameFamily(old, f *family) bool {
+	if old.typ != f.typ || old.help != f.help || !slices.Equal(old.labels, f.labels) || old.set == nil && old.hist == nil {
+		return false
+	}
+	if old.hist != nil || f.hist != nil {
+		return old.hist != nil && f.hist != nil && slices.Equal(old.hist.buckets, f.hist.buckets)
+	}
+	return true
 }
 
 // Counter is a family of counters, one series per label values.
@@ -108,9 +127,7 @@ func (r *Registry) Counter(name, help string, labels ...string) *Counter {
 	if !strings.HasSuffix(name, "_total") {
 		panic(fmt.Sprintf("metrics: counter %s does not end in _total", name))
 	}
-	f := &family{name: name, help: help, typ: "counter", labels: labels, set: &seriesSet{}}
-	r.add(f)
-	return &Counter{f}
+	return &Counter{r.add(&family{name: name, help: help, typ: "counter", labels: labels, set: &seriesSet{}})}
 }
 
 // Add adds n to the series of the label values (one per label, in
@@ -140,9 +157,7 @@ func (r *Registry) Gauge(name, help string, labels ...string) *Gauge {
 	if r == nil {
 		return nil
 	}
-	f := &family{name: name, help: help, typ: "gauge", labels: labels, set: &seriesSet{float: true}}
-	r.add(f)
-	return &Gauge{f}
+	return &Gauge{r.add(&family{name: name, help: help, typ: "gauge", labels: labels, set: &seriesSet{float: true}})}
 }
 
 // Set sets the series of the label values to v.
@@ -280,8 +295,7 @@ func (r *Registry) Histogram(name, help string, buckets []float64, labels ...str
 	}
 	h := &Histogram{buckets: slices.Clone(buckets), series: map[string]*histSeries{}}
 	h.f = &family{name: name, help: help, typ: "histogram", labels: labels, hist: h}
-	r.add(h.f)
-	return h
+	return r.add(h.f).hist
 }
 
 // Observe records v in the series of the label values.

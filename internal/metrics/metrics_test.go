@@ -60,20 +60,27 @@ func TestNilCountsNothing(t *testing.T) {
 
 func TestRegistrationMistakesPanic(t *testing.T) {
 	for name, f := range map[string]func(r *Registry){
-		"no prefix":   func(r *Registry) { r.Gauge("things", "T.") },
-		"no help":     func(r *Registry) { r.Gauge("jinid_things", " ") },
-		"no _total":   func(r *Registry) { r.Counter("jinid_things", "T.") },
-		"twice":       func(r *Registry) { r.Gauge("jinid_a", "A."); r.Gauge("jinid_a", "A.") },
-		"bad label":   func(r *Registry) { r.Gauge("jinid_a", "A.", "Kind") },
-		"label count": func(r *Registry) { r.Gauge("jinid_a", "A.", "kind").Set(1) },
-		"bad buckets": func(r *Registry) { r.Histogram("jinid_h_seconds", "H.", []float64{2, 1}) },
-		"le as label": func(r *Registry) { r.Histogram("jinid_h_seconds", "H.", []float64{1}, "le") },
-		"upper case":  func(r *Registry) { r.Gauge("jinid_A", "A.") },
-		"ends with _": func(r *Registry) { r.Gauge("jinid_a_", "A.") },
-		"digit first": func(r *Registry) { r.Gauge("jinid_1a", "A.") },
-		"prefix only": func(r *Registry) { r.Gauge("jinid_", "A.") },
-		"dash":        func(r *Registry) { r.Gauge("jinid_a-b", "A.") },
-		"label dash":  func(r *Registry) { r.Gauge("jinid_a", "A.", "a-b") },
+		"no prefix":           func(r *Registry) { r.Gauge("things", "T.") },
+		"no help":             func(r *Registry) { r.Gauge("jinid_things", " ") },
+		"no _total":           func(r *Registry) { r.Counter("jinid_things", "T.") },
+		"twice, another help": func(r *Registry) { r.Gauge("jinid_a", "A."); r.Gauge("jinid_a", "Another A.") },
+		"twice, another type": func(r *Registry) { r.Gauge("jinid_a_total", "A."); r.Counter("jinid_a_total", "A.") },
+		"twice, other labels": func(r *Registry) { r.Gauge("jinid_a", "A.", "x"); r.Gauge("jinid_a", "A.", "y") },
+		"twice, other buckets": func(r *Registry) {
+			r.Histogram("jinid_h_seconds", "H.", []float64{1})
+			r.Histogram("jinid_h_seconds", "H.", []float64{2})
+		},
+		"twice, a func": func(r *Registry) { r.GaugeFunc("jinid_a", "A.", nil, nil); r.GaugeFunc("jinid_a", "A.", nil, nil) },
+		"bad label":     func(r *Registry) { r.Gauge("jinid_a", "A.", "Kind") },
+		"label count":   func(r *Registry) { r.Gauge("jinid_a", "A.", "kind").Set(1) },
+		"bad buckets":   func(r *Registry) { r.Histogram("jinid_h_seconds", "H.", []float64{2, 1}) },
+		"le as label":   func(r *Registry) { r.Histogram("jinid_h_seconds", "H.", []float64{1}, "le") },
+		"upper case":    func(r *Registry) { r.Gauge("jinid_A", "A.") },
+		"ends with _":   func(r *Registry) { r.Gauge("jinid_a_", "A.") },
+		"digit first":   func(r *Registry) { r.Gauge("jinid_1a", "A.") },
+		"prefix only":   func(r *Registry) { r.Gauge("jinid_", "A.") },
+		"dash":          func(r *Registry) { r.Gauge("jinid_a-b", "A.") },
+		"label dash":    func(r *Registry) { r.Gauge("jinid_a", "A.", "a-b") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -83,6 +90,23 @@ func TestRegistrationMistakesPanic(t *testing.T) {
 			}()
 			f(New())
 		})
+	}
+}
+
+// Several instances of one part (a service run for each shard of a
+// cluster's work) count into one family.
+func TestSameFamilyShared(t *testing.T) {
+	r := New()
+	r.Counter("jinid_calls_total", "Calls.", "kind").Inc("a")
+	r.Counter("jinid_calls_total", "Calls.", "kind").Inc("a")
+	r.Histogram("jinid_h_seconds", "H.", []float64{1}).Observe(0.5)
+	r.Histogram("jinid_h_seconds", "H.", []float64{1}).Observe(0.5)
+	var b strings.Builder
+	r.WritePrometheus(&b)
+	for _, want := range []string{`jinid_calls_total{kind="a"} 2`, `jinid_h_seconds_count 2`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("want %s in:\n%s", want, b.String())
+		}
 	}
 }
 

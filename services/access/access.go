@@ -10,6 +10,8 @@ package access
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -111,6 +113,44 @@ func MayAct(ctx context.Context, owner, what string) error {
 		return nil
 	}
 	return fault.New(apitypes.Forbidden, "%s was made by another client: only it, or an administrator, may change it or see its lease", what)
+}
+
+// forwarded is a Principal as a node of a cluster tells another, with
+// a request it forwards to the node holding the request's shard.
+type forwarded struct {
+	Name      string `json:"name"`
+	Scope     Scope  `json:"scope"`
+	Owner     string `json:"owner,omitempty"`
+	Anonymous bool   `json:"anonymous,omitempty"`
+}
+
+// Forwarded is p as another node of a cluster is told it (a header
+// value): the caller as this node authenticated it. The host-local mark
+// stays here: the other node is another host, whose own addresses the
+// caller has no say in.
+func (p Principal) Forwarded() string {
+	raw, _ := json.Marshal(forwarded{Name: p.Name, Scope: p.Scope, Owner: p.owner, Anonymous: p.anonymous})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// WithForwarded returns ctx with the caller v names (Forwarded) as its
+// principal: for a request another node of the cluster forwarded, on a
+// connection that proved to come from a member. A value that does not
+// read is an error, and a scope it does not know too.
+func WithForwarded(ctx context.Context, v string) (context.Context, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(raw) > 1024 {
+		return ctx, fmt.Errorf("a forwarded principal that does not read (%d bytes)", len(v))
+	}
+	var f forwarded
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return ctx, fmt.Errorf("a forwarded principal that does not read: %w", err)
+	}
+	if _, err := ParseAnonymous(string(f.Scope)); err != nil {
+		return ctx, fmt.Errorf("a forwarded principal: %w", err)
+	}
+	p := Principal{Name: f.Name, Scope: f.Scope, owner: f.Owner, anonymous: f.Anonymous}
+	return context.WithValue(ctx, principalKey{}, p), nil
 }
 
 type principalKey struct{}

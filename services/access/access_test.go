@@ -428,3 +428,29 @@ func TestMayAct(t *testing.T) {
 		}
 	}
 }
+
+// A principal forwarded by another node of a cluster reads back as it
+// was, but for the host-local mark, which stays on its host; what does
+// not read is refused.
+func TestForwardedPrincipal(t *testing.T) {
+	for _, p := range []Principal{
+		{Name: "anonymous", Scope: ScopeNone, owner: "anonymous:198.18.1.5", anonymous: true},
+		{Name: "ci", Scope: ScopeClient, owner: "token:abc"},
+		{Name: "local", Scope: ScopeAdmin, local: true},
+	} {
+		ctx, err := WithForwarded(context.Background(), p.Forwarded())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := p
+		want.local = false
+		if got := PrincipalOf(ctx); got != want {
+			t.Errorf("forwarded %+v: read back %+v", p, got)
+		}
+	}
+	for _, bad := range []string{"", "!!", "e30", "eyJzY29wZSI6InJvb3QifQ"} { // {} and {"scope":"root"}
+		if _, err := WithForwarded(context.Background(), bad); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func (g *Grantor) httpRenewAll(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "leases is required"))
 		return
 	}
-	if err := g.checkBatch(len(req.Leases)); err != nil {
+	if err := g.CheckBatch(len(req.Leases)); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
@@ -102,7 +102,7 @@ func (g *Grantor) httpCancelAll(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "ids is required"))
 		return
 	}
-	if err := g.checkBatch(len(req.IDs)); err != nil {
+	if err := g.CheckBatch(len(req.IDs)); err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
@@ -128,7 +128,9 @@ func (g *Grantor) SetMaxBatch(n int) {
 	g.maxBatch = n
 }
 
-func (g *Grantor) checkBatch(n int) error {
+// CheckBatch refuses a batch of n leases, more than one request may
+// hold (SetMaxBatch).
+func (g *Grantor) CheckBatch(n int) error {
 	g.mu.Lock()
 	max := g.maxBatch
 	g.mu.Unlock()

@@ -129,13 +129,20 @@ type Grantor struct {
 	expiryLogged time.Time
 	// expiring serialises expiry runs with Close.
 	expiring sync.WaitGroup
+	// newID makes lease IDs (SetNewID).
+	newID func() string
 }
 
 // New returns a grantor on st. Register every kind, then Start it.
 func New(st *store.Store, clk clock.Clock, log *slog.Logger) *Grantor {
-	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]*kind{}, leases: map[string]*entry{},
+	return &Grantor{clock: clk, store: st, log: log, kinds: map[string]*kind{}, leases: map[string]*entry{}, newID: ids.New,
 		heap: pqueue.New(func(a, b *entry) bool { return a.rec.Expiration < b.rec.Expiration }, func(e *entry) *int { return &e.slot })}
 }
+
+// SetNewID has the grantor make its lease IDs with f (ids.New's form)
+// rather than ids.New: a grantor of one shard of a cluster's work makes
+// IDs that say the shard. Call it before the first Grant.
+func (g *Grantor) SetNewID(f func() string) { g.newID = f }
 
 // Register declares a kind of leased resource.
 func (g *Grantor) Register(k string, p Policy, release Release) {
@@ -252,7 +259,7 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64
 	if err != nil {
 		return Record{}, err
 	}
-	r := Record{ID: ids.New(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d), Owner: owner}
+	r := Record{ID: g.newID(), Kind: k, Resource: resource, Expiration: expirationAfter(g.now(), d), Owner: owner}
 	if kd.volatile {
 		g.track(r)
 	} else if err := g.put(tx, r); err != nil {

@@ -141,6 +141,10 @@ type Config struct {
 	MaxLeasesPerSet int
 	// Metrics, if set, counts renewal calls and failures by grantor.
 	Metrics *metrics.Registry
+	// NewID, if set, makes the IDs of new sets (ids.New's form) in place
+	// of ids.New: a shard of a cluster's work makes IDs that say the
+	// shard.
+	NewID func() string
 	// OnFailure, if set, hears of each renewal call that failed, whole
 	// or for some of its leases, as a category (Unreachable, Timeout,
 	// UnknownLease, ...) fit to show: never the grantor's own words (for
@@ -275,6 +279,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = ids.New
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock), ctx: ctx, stop: cancel,
 		sets: map[string]*set{}, members: map[string]*member{}, grantors: map[string]*grantorQueue{},
@@ -375,7 +382,7 @@ type Created struct {
 func (s *Service) Create(duration int64, owner string) (Created, error) {
 	var out Created
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
-		st := &set{ID: ids.New(), members: map[string]*member{}}
+		st := &set{ID: s.cfg.NewID(), members: map[string]*member{}}
 		rec, err := s.cfg.Grantor.Grant(tx, SetLease, st.ID, owner, duration)
 		if err != nil {
 			return err

@@ -81,6 +81,9 @@ type ClusterStatus struct {
 	Members []Member `json:"members"`
 	// Etcd are the etcd cluster's members.
 	Etcd []EtcdMember `json:"etcd"`
+	// Shards are the shards of the deployment's work held now, each by
+	// the node named (ShardPrefix).
+	Shards map[string]string `json:"shards,omitempty"`
 }
 
 // Member is a node of a deployment as it registered in etcd (under

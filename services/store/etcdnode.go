@@ -109,19 +109,24 @@ type HoldConfig struct {
 // buckets never are.
 func ShardPrefix(prefix, shard string) string { return prefix + "/.shards/" + shard }
 
+// shardHold is the key of the hold of shard: beside the others (not in
+// the shard's store), so that a status reads them all in one range.
+func shardHold(prefix, shard string) string { return prefix + "/.shardholds/" + shard }
+
 // Hold opens a store held by this node: the deployment's own for shard
 // "", else the shard's (ShardPrefix). It takes the hold's key
-// (<store>/.holder) under the node's lease, waiting while another node
+// (<prefix>/.holder, or the shard's under <prefix>/.shardholds/) under
+// the node's lease, waiting while another node
 // holds it (until ctx ends); every commit is fenced by the hold, and the
 // store acts only while the node does and the hold was not let go.
 // Closing the store lets the hold go (the node lives on).
 func (n *EtcdNode) Hold(ctx context.Context, shard string, hc HoldConfig) (*Store, error) {
-	prefix := n.cfg.Prefix
+	prefix, hold := n.cfg.Prefix, n.cfg.Prefix+"/.holder"
 	if shard != "" {
-		prefix = ShardPrefix(prefix, shard)
+		prefix, hold = ShardPrefix(prefix, shard), shardHold(prefix, shard)
 	}
 	be := &etcdBackend{cli: n.cli, prefix: prefix, timeout: n.cfg.Timeout, n: n, lease: n.lease, node: n.self.Node,
-		maxOps: n.maxOps, holdKey: prefix + "/.holder"}
+		maxOps: n.maxOps, holdKey: hold}
 	rev, err := n.take(ctx, be.holdKey, hc)
 	if err != nil {
 		return nil, err

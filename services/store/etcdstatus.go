@@ -41,6 +41,18 @@ func ReadCluster(ctx context.Context, cfg EtcdConfig) (ClusterStatus, error) {
 	if h, err := cli.Get(rctx, cfg.Prefix+"/.holder"); err == nil && len(h.Kvs) == 1 {
 		st.Holder = string(h.Kvs[0].Value)
 	}
+	// The shards' holds, each the name of the node holding the shard.
+	at := shardHold(cfg.Prefix, "")
+	sr, err := cli.Get(rctx, at, clientv3.WithPrefix(), clientv3.WithLimit(1000))
+	if err != nil {
+		return st, fmt.Errorf("etcd %s: reading the shards' holds: %w", strings.Join(cfg.Endpoints, ","), err)
+	}
+	for _, kv := range sr.Kvs {
+		if st.Shards == nil {
+			st.Shards = map[string]string{}
+		}
+		st.Shards[strings.TrimPrefix(string(kv.Key), at)] = string(kv.Value)
+	}
 	// The holder first, then the others by how long they have waited.
 	slices.SortFunc(st.Members, func(a, b Member) int {
 		if (a.Node == st.Holder) != (b.Node == st.Holder) {

@@ -141,9 +141,11 @@ func (s *clusterSite) cutOff(n *clusterNode) {
 
 // status runs jinid cluster status -o json on the client host.
 func (s *clusterSite) status(t *testing.T) (st struct {
-	Holder string `json:"holder"`
-	Nodes  []struct {
+	Holder     string `json:"holder"`
+	ShardsHeld int    `json:"shardsHeld"`
+	Nodes      []struct {
 		Node, Role string
+		Shards     []string
 	} `json:"nodes"`
 	Etcd []struct {
 		Name, State, Leader string
@@ -281,10 +283,12 @@ func (g *leaseGrantor) check(t *testing.T) {
 	}
 }
 
-// keepLeases has the node's renewal service keep count leases of g's, in
-// sets of 250, until ten minutes from now, and waits until the node has
-// renewed each of them once.
-func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, count int) {
+// keepLeases has the renewal service keep count leases of g's, in sets
+// of 250 made through node n by the site's client, until ten minutes
+// from now, and waits until each has been renewed once. It returns the
+// address of the node that renewed them: the one holding the client's
+// shard.
+func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, count int) netip.Addr {
 	t.Helper()
 	c := jinidtest.LabClient(t, s.client, n.api)
 	start := time.Now()
@@ -303,21 +307,63 @@ func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, c
 		}
 	}
 	t.Logf("%d leases handed to %s in %v", count, n.name, time.Since(start).Round(time.Millisecond))
-	testenv.Until(t, "every lease renewed once by "+n.name, func() bool { return g.renewedBy(n.link.IPv4, start) == count })
+	testenv.Until(t, "every lease renewed once", func() bool { return len(g.renewedSince(start)) == count })
+	by := g.renewedSince(start)
+	from := by["lease-0000"]
+	for id, f := range by {
+		if f != from {
+			t.Fatalf("the client's leases renewed by two nodes (%s by %s, lease-0000 by %s): its sets are in one shard", id, f, from)
+		}
+	}
+	return from
+}
+
+// renewedSince maps each lease renewed since t0 to the node that renewed
+// it last.
+func (g *leaseGrantor) renewedSince(t0 time.Time) map[string]netip.Addr {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	by := map[string]netip.Addr{}
+	for _, c := range g.calls {
+		if !c.at.Before(t0) {
+			for _, id := range c.ids {
+				by[id] = c.from
+			}
+		}
+	}
+	return by
+}
+
+// spanOf is when a node first and last renewed the lease id.
+func (g *leaseGrantor) spanOf(from netip.Addr, id string) (first, last time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.calls {
+		if c.from == from && slices.Contains(c.ids, id) {
+			if first.IsZero() {
+				first = c.at
+			}
+			last = c.at
+		}
+	}
+	return first, last
 }
 
 // renewalLeases are the leases renewalSite has its holder keep.
 const renewalLeases = 1000
 
-// renewalSite is a site whose node-a keeps renewalLeases leases of a
-// fake grantor (granted for 10 s, renewed 6 s before their end) and has
-// renewed each once; node-b waits.
-func renewalSite(t *testing.T) (*clusterSite, *leaseGrantor, *clusterNode, *clusterNode) {
+// renewalSite is a site of two nodes, node-a holding the store, that
+// keeps renewalLeases leases of a fake grantor (granted for 10 s, renewed
+// 6 s before their end), each renewed once: owner is the node that
+// renews them (which holds their shard), other the other one.
+func renewalSite(t *testing.T) (s *clusterSite, g *leaseGrantor, owner, other *clusterNode) {
 	t.Helper()
-	s := newClusterSite(t)
-	g := newLeaseGrantor(t, s, 10*time.Second)
+	s = newClusterSite(t)
+	g = newLeaseGrantor(t, s, 10*time.Second)
 	a, b := s.pair(t, "--renewal-margin", "6s")
-	keepLeases(t, s, a, g, renewalLeases)
+	if keepLeases(t, s, a, g, renewalLeases) == b.link.IPv4 {
+		return s, g, b, a
+	}
 	return s, g, a, b
 }
 
@@ -327,26 +373,30 @@ func renewalSite(t *testing.T) (*clusterSite, *leaseGrantor, *clusterNode, *clus
 // the end), and the two never renew at once.
 func TestClusterRenewalFailover(t *testing.T) {
 	t.Parallel()
-	s, g, a, b := renewalSite(t)
+	s, g, a, b := renewalSite(t) // a renews the leases; b takes over
 	const count = renewalLeases
 	st, exit := s.status(t)
-	if exit != 0 || st.Holder != "node-a" || len(st.Nodes) != 2 || st.Nodes[1].Node != "node-b" || st.Nodes[1].Role != "standby" || len(st.Etcd) != 3 {
+	if exit != 0 || st.Holder != "node-a" || len(st.Nodes) != 2 || st.Nodes[1].Node != "node-b" || st.Nodes[1].Role != "standby" ||
+		len(st.Etcd) != 3 || st.ShardsHeld != 16 || len(st.Nodes[0].Shards) == 0 || len(st.Nodes[1].Shards) == 0 {
 		t.Fatalf("cluster status (exit %d): %+v", exit, st)
 	}
 
 	a.Kill()
 	killed := time.Now()
-	b.serving(t)
+	holder := st.Holder == a.name
+	if holder {
+		b.serving(t)
+	}
 	serving := time.Since(killed)
-	testenv.Until(t, "every lease renewed by node-b", func() bool { return g.renewedBy(b.link.IPv4, killed) == count })
+	testenv.Until(t, "every lease renewed by "+b.name, func() bool { return g.renewedBy(b.link.IPv4, killed) == count })
 	all := time.Since(killed)
-	t.Logf("node-a killed: node-b serves after %v, has renewed all %d leases after %v (hold lease %v)",
-		serving.Round(time.Millisecond), count, all.Round(time.Millisecond), clusterTTL)
+	t.Logf("%s (holding the store: %v) killed: %s serves after %v, has renewed all %d leases after %v (hold lease %v)",
+		a.name, holder, b.name, serving.Round(time.Millisecond), count, all.Round(time.Millisecond), clusterTTL)
 	g.check(t)
 	_, lastA := g.span(a.link.IPv4)
 	firstB, _ := g.span(b.link.IPv4)
 	if !lastA.Before(firstB) {
-		t.Errorf("node-b renewed at %v, before node-a's last renewal at %v", firstB, lastA)
+		t.Errorf("%s renewed at %v, before %s's last renewal at %v", b.name, firstB, a.name, lastA)
 	}
 	// The holder's figures say it holds, and that it is the one member
 	// left.
@@ -360,15 +410,140 @@ func TestClusterRenewalFailover(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{"\njinid_cluster_holding 1\n", "\njinid_cluster_members 1\n", "\njinid_cluster_hold_left_seconds "} {
 		if !strings.Contains(string(body), want) {
-			t.Errorf("node-b's /metrics has no %q", strings.TrimSpace(want))
+			t.Errorf("%s's /metrics has no %q", b.name, strings.TrimSpace(want))
 		}
 	}
 
 	// An etcd member gone: the status says so, and fails.
 	s.etcd[2].Kill()
 	st, exit = s.status(t)
-	if exit != 1 || st.Holder != "node-b" || len(st.Nodes) != 1 || st.Etcd[2].State != "does not answer" {
+	if exit != 1 || st.Holder != b.name || len(st.Nodes) != 1 || st.Etcd[2].State != "does not answer" {
 		t.Errorf("cluster status with a member killed (exit %d): %+v", exit, st)
+	}
+}
+
+// The work spread among the nodes: three nodes hold the 16 shards
+// between them (jinid cluster status), and the sets of six clients,
+// made through the node holding the store, are renewed by the nodes
+// holding their shards, each lease by one node. A node that holds
+// shards but not the store is killed (SIGKILL): its shards go to the
+// others once its lease ends, which renew its leases from then on, none
+// lapsing and never two nodes one lease at once; the sets are served
+// throughout.
+func TestClusterRenewalShards(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	g := newLeaseGrantor(t, s, 10*time.Second)
+	flags := []string{"--no-multicast", "--renewal-margin", "6s"}
+	a := s.node(t, "node-a", flags...)
+	a.serving(t)
+	nodes := []*clusterNode{a, s.node(t, "node-b", flags...), s.node(t, "node-c", flags...)}
+	for _, n := range nodes[1:] {
+		n.waiting(t)
+	}
+	byAddr := map[netip.Addr]*clusterNode{}
+	for _, n := range nodes {
+		byAddr[n.link.IPv4] = n
+	}
+	testenv.Until(t, "the 16 shards held, each node holding some", func() bool {
+		st, _ := s.status(t)
+		if st.ShardsHeld != 16 || len(st.Nodes) != 3 {
+			return false
+		}
+		for _, n := range st.Nodes {
+			if len(n.Shards) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+
+	const clients, perSet = 6, 100
+	start := time.Now()
+	renew := g.max.Milliseconds()
+	sets := map[string]string{} // lease: its set
+	var cs []*client.Client
+	for i := range clients {
+		h := s.lab.Host(fmt.Sprintf("user-%d", i))
+		h.Attach(s.lan)
+		c := jinidtest.LabClient(t, h, a.api)
+		cs = append(cs, c)
+		rs, err := c.RenewalCreate(t.Context(), 3_600_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range perSet {
+			id := fmt.Sprintf("lease-%d-%03d", i, j)
+			if err := c.RenewFor(t.Context(), rs.ID, g.grant(id, i*perSet+j, clients*perSet), 600_000, &renew); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			sets[id] = rs.ID
+		}
+	}
+	testenv.Until(t, "every lease renewed once", func() bool { return len(g.renewedSince(start)) == clients*perSet })
+	by := g.renewedSince(start)
+	per := map[*clusterNode][]string{}
+	for id, from := range by {
+		per[byAddr[from]] = append(per[byAddr[from]], id)
+	}
+	for n, ids := range per {
+		t.Logf("%s renews %d leases", n.name, len(ids))
+	}
+	if len(per) < 2 {
+		t.Fatalf("the leases of %d clients renewed by %d node(s): the work is not spread", clients, len(per))
+	}
+	// Each set's leases by one node (the set's shard's).
+	bySet := map[string]netip.Addr{}
+	for id, from := range by {
+		if f, ok := bySet[sets[id]]; ok && f != from {
+			t.Errorf("set %s renewed by %s and %s", sets[id], f, from)
+		}
+		bySet[sets[id]] = from
+	}
+
+	// The victim: the node renewing the most leases, of those not
+	// holding the store (the API's node stays).
+	var victim *clusterNode
+	for _, n := range nodes[1:] {
+		if victim == nil || len(per[n]) > len(per[victim]) {
+			victim = n
+		}
+	}
+	if len(per[victim]) == 0 {
+		t.Fatalf("neither node-b nor node-c renews a lease: %v", per)
+	}
+	victim.Kill()
+	killed := time.Now()
+	testenv.Until(t, "the leases "+victim.name+" renewed, renewed by another node", func() bool {
+		now := g.renewedSince(killed)
+		for _, id := range per[victim] {
+			if from, ok := now[id]; !ok || from == victim.link.IPv4 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%s killed: its %d leases all renewed by the others %v later (lease TTL %v)", victim.name, len(per[victim]),
+		time.Since(killed).Round(time.Millisecond), clusterTTL)
+	g.check(t)
+	after := g.renewedSince(killed)
+	for _, id := range per[victim] {
+		_, last := g.spanOf(victim.link.IPv4, id)
+		first, _ := g.spanOf(after[id], id)
+		if !last.Before(first) {
+			t.Errorf("%s: renewed by %s at %v, before %s's last renewal at %v", id, after[id], first, victim.name, last)
+		}
+	}
+	// Every set is still served, through the node holding the store.
+	for i, c := range cs {
+		ls, err := c.RenewalLeases(t.Context(), sets[fmt.Sprintf("lease-%d-000", i)])
+		if err != nil || len(ls) != perSet {
+			t.Errorf("client %d's set: %d leases, %v", i, len(ls), err)
+		}
+	}
+	st, _ := s.status(t)
+	if st.ShardsHeld != 16 || len(st.Nodes) != 2 {
+		t.Errorf("cluster status after %s was killed: %+v", victim.name, st)
 	}
 }
 
@@ -379,26 +554,27 @@ func TestClusterRenewalFailover(t *testing.T) {
 // it stops, and ends.
 func TestClusterCutOffNodeStopsActing(t *testing.T) {
 	t.Parallel()
-	s, g, a, b := renewalSite(t)
+	s, g, a, b := renewalSite(t) // a renews the leases
 	const count = renewalLeases
 
 	s.cutOff(a)
 	cut := time.Now()
-	a.WaitLog(t, "node-a stopping", regexp.MustCompile(`lost the hold of the store`))
-	b.serving(t)
-	testenv.Until(t, "every lease renewed by node-b", func() bool { return g.renewedBy(b.link.IPv4, cut) == count })
+	// Holding the store or waiting for it, the node says it stops.
+	stopping := regexp.MustCompile(`lost the hold of the store|no longer holds the store`)
+	a.WaitLog(t, a.name+" stopping", stopping)
+	testenv.Until(t, "every lease renewed by "+b.name, func() bool { return g.renewedBy(b.link.IPv4, cut) == count })
 	g.check(t)
 	_, lastA := g.span(a.link.IPv4)
 	firstB, _ := g.span(b.link.IPv4)
-	t.Logf("cut off at 0: node-a's last renewal at %v, node-b's first at %v", lastA.Sub(cut).Round(time.Millisecond), firstB.Sub(cut).Round(time.Millisecond))
+	t.Logf("cut off at 0: %s's last renewal at %v, %s's first at %v", a.name, lastA.Sub(cut).Round(time.Millisecond), b.name, firstB.Sub(cut).Round(time.Millisecond))
 	if !lastA.Before(firstB) {
-		t.Errorf("node-a renewed at %v, after node-b's first renewal at %v: two nodes acted at once", lastA.Sub(cut), firstB.Sub(cut))
+		t.Errorf("%s renewed at %v, after %s's first renewal at %v: two nodes acted at once", a.name, lastA.Sub(cut), b.name, firstB.Sub(cut))
 	}
 	if lastA.Sub(cut) > clusterTTL {
-		t.Errorf("node-a renewed %v after it was cut off, past its hold's lease (%v)", lastA.Sub(cut), clusterTTL)
+		t.Errorf("%s renewed %v after it was cut off, past its lease (%v)", a.name, lastA.Sub(cut), clusterTTL)
 	}
-	if i := slices.IndexFunc(strings.Split(a.Log(), "\n"), func(l string) bool { return strings.Contains(l, "lost the hold") }); i < 0 {
-		t.Error("node-a did not say why it stopped")
+	if i := slices.IndexFunc(strings.Split(a.Log(), "\n"), stopping.MatchString); i < 0 {
+		t.Errorf("%s did not say why it stopped", a.name)
 	}
 }
 

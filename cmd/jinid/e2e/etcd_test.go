@@ -77,7 +77,7 @@ func TestStoreInEtcd(t *testing.T) {
 // waits for a line of its log (the last submatch of re).
 func standby(t *testing.T, bin string, flags []string) func(what string, re *regexp.Regexp) string {
 	dir := t.TempDir()
-	b := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0",
+	b := exec.Command(bin, append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0", "--cluster-listen", "127.0.0.1:0",
 		"--api-socket", dir + "/api.sock", "--anonymous", "client"}, flags...)...)
 	stderr, _ := b.StderrPipe()
 	if err := b.Start(); err != nil {

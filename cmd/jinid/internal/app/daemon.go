@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -49,6 +48,10 @@ import (
 	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/services/txn"
 )
+
+// DefaultClusterListen is where a node of a cluster serves the others
+// unless told.
+const DefaultClusterListen = ":4163"
 
 // DefaultAPIListen is where the client API and the operations endpoints
 // listen unless told otherwise.
@@ -153,6 +156,9 @@ type Config struct {
 	// the store in the cluster Etcd names, held by one daemon at a time.
 	Store string
 	Etcd  store.EtcdConfig
+	// ClusterListen, with Store etcd, is where the node serves the other
+	// nodes (the shards it holds): DefaultClusterListen if empty.
+	ClusterListen string
 }
 
 // Stores are the places the daemon keeps its data.
@@ -227,6 +233,11 @@ func (c Config) Validate() error {
 		}
 		if strings.ContainsAny(c.Etcd.Node, "/\x00\n") || len(c.Etcd.Node) > 128 {
 			add(fmt.Errorf("node name %q: at most 128 characters, without / or control characters", c.Etcd.Node))
+		}
+		if c.ClusterListen != "" {
+			if _, port, err := net.SplitHostPort(c.ClusterListen); err != nil || port == "" {
+				add(fmt.Errorf("cluster listen address %q: want host:port (e.g. %s)", c.ClusterListen, DefaultClusterListen))
+			}
 		}
 		if c.Etcd.Prefix != "" && !strings.HasPrefix(c.Etcd.Prefix, "/") {
 			add(fmt.Errorf("etcd prefix %q: want a key path starting with /", c.Etcd.Prefix))
@@ -318,8 +329,11 @@ func validHost(h string) bool {
 type Daemon struct {
 	cfg    Config
 	limits Limits // cfg.Limits with the defaults filled in
-	log    *slog.Logger
-	errc   chan error
+	// limitsMu guards limits against a reload, for the shards, built
+	// in goroutines of their own.
+	limitsMu sync.Mutex
+	log      *slog.Logger
+	errc     chan error
 
 	// parts is every long-lived component, in the order they start; they
 	// shut down in reverse (the API first, the store last).
@@ -358,6 +372,11 @@ type Daemon struct {
 	mcPort atomic.Pointer[mcast.Port]
 	// obs is what the daemon shows of itself.
 	obs *observed
+	// mbox is the event mailbox, once made: a shard's delivery to one
+	// of its listeners is no request at all.
+	mbox atomic.Pointer[mailbox.Service]
+	// cluster is the node's part of a cluster (nothing without one).
+	cluster clusterState
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -542,6 +561,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	mbox = mailboxSvc
+	d.mbox.Store(mailboxSvc)
 	dispatcher.SetInside(mailboxSvc.Inside)
 	// The transaction manager resumes the roll-forward of what it
 	// committed before a restart here, before the API answers anything.
@@ -593,7 +613,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("tokens", tokens)
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	services := []httpjson.Service{grantor, d.registrar, ldsSvc, renewalSvc, mailboxSvc, tokens}
+	leasesAPI, renewalAPI := d.shardRoutes(grantor, renewalSvc)
+	services := []httpjson.Service{leasesAPI, d.registrar, ldsSvc, renewalAPI, mailboxSvc, tokens}
 	var notRun []api.NotRun
 	if txnSvc != nil {
 		services = append(services, txnSvc)
@@ -641,55 +662,12 @@ func (d *Daemon) nodeAddrs() []netip.Addr {
 	return addrs
 }
 
-// minTxnOps is the --max-txn-ops below which the daemon warns: a
-// renewal set or mailbox of a thousand cancelled in one transaction.
-const minTxnOps = 4096
-
-// openStore opens the embedded store, or the one in etcd: held by this
-// daemon alone (a second one waits until it is free), and when the hold
-// is lost (cut off from etcd past its lease) the daemon stops, for the
-// one waiting to take over; it could change nothing anyway.
+// openStore opens the embedded store, or the one in etcd (openEtcd).
 func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 	if d.cfg.Store != StoreEtcd {
 		return store.Open(d.cfg.DataDir)
 	}
-	cfg := d.cfg.Etcd
-	cfg.Exclusive = true
-	if cfg.Node == "" {
-		host, _ := os.Hostname()
-		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
-		d.cfg.Etcd.Node = cfg.Node
-	}
-	cfg.Addrs = d.nodeAddrs()
-	var sb *standby
-	cfg.Waiting = func(holder string) {
-		d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
-		var err error
-		if sb, err = d.startStandby(ctx, d.apiLn); err != nil {
-			d.log.Warn("standby: not forwarding to the holder", "err", err)
-		}
-	}
-	cfg.OnHolder = func(m store.Member) {
-		if sb != nil {
-			sb.setHolder(m)
-		}
-	}
-	st, err := store.OpenEtcd(ctx, cfg)
-	if sb != nil {
-		// Whether it took the hold or gave up: the node serves its
-		// API itself from here (or stops).
-		d.apiLn = sb.stop()
-	}
-	if err != nil {
-		return nil, err
-	}
-	d.log.Info("holding the store in etcd", "endpoints", cfg.Endpoints, "prefix", cmp.Or(cfg.Prefix, store.DefaultEtcdPrefix),
-		"node", cfg.Node, "max_txn_ops", st.MaxTxnOps())
-	if n := st.MaxTxnOps(); n < minTxnOps {
-		d.log.Warn("the etcd cluster takes few operations per transaction: lease batches are cut to fit, and a renewal set or mailbox holding more than that cannot be cancelled in one; raise its members' --max-txn-ops (docs/cluster.md)",
-			"max_txn_ops", n, "want", minTxnOps)
-	}
-	return st, nil
+	return d.openEtcd(ctx)
 }
 
 // watchHold stops the daemon when it loses the store's hold. Added after

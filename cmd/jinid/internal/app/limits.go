@@ -11,6 +11,7 @@ import (
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/services/txn"
 )
 
@@ -161,12 +162,14 @@ func (l Limits) validate() error {
 
 // setQuotas gives the grantor the quotas of each kind of lease (the
 // services have registered them).
-func (d *Daemon) setQuotas(g *lease.Grantor) {
-	l := d.limits
+func (d *Daemon) setQuotas(g *lease.Grantor) { setQuotas(g, d.store, d.limits) }
+
+// setQuotas gives g, a grantor on st, the quotas of l.
+func setQuotas(g *lease.Grantor, st *store.Store, l Limits) {
 	batch := cmp.Or(l.Batch, lease.DefaultMaxBatch)
 	// A batch is one transaction, a cancellation releasing a few keys a
 	// lease: a store in etcd bounds it (the cluster's --max-txn-ops).
-	if most := d.store.Chunk(batch, 4); most < batch {
+	if most := st.Chunk(batch, 4); most < batch {
 		batch = most
 	}
 	g.SetMaxBatch(batch)

@@ -22,6 +22,7 @@ import (
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/store"
 	"github.com/jinid/jinid/services/txn"
 )
 
@@ -112,13 +113,18 @@ func (d *Daemon) countsMetrics() {
 		})
 	m.GaugeFunc("jinid_leases", "Leases granted and live, by kind.", []string{"kind"}, func(emit func(float64, ...string)) {
 		n := d.obs.grantor.CountByKind()
+		d.eachShard(func(g *lease.Grantor, _ *store.Store, _ *renewal.Service) {
+			for k, c := range g.CountByKind() {
+				n[k] += c
+			}
+		})
 		for _, k := range slices.Sorted(maps.Keys(n)) {
 			emit(float64(n[k]), k)
 		}
 	})
 	m.GaugeFunc("jinid_renewal_client_leases", "Client leases the lease renewal service keeps renewing, in all its sets.", nil,
 		func(emit func(float64, ...string)) {
-			_, n := d.obs.renewal.Count()
+			_, n := d.renewalCount()
 			emit(float64(n))
 		})
 	m.GaugeFunc("jinid_mailbox_events_stored", "Events the event mailbox stores, not yet taken.", nil, func(emit func(float64, ...string)) {
@@ -141,10 +147,28 @@ func (d *Daemon) countsMetrics() {
 	})
 }
 
+// renewalCount is the renewal sets and client leases this node keeps:
+// the deployment's own service's and its shards'.
+func (d *Daemon) renewalCount() (sets, leases int) {
+	sets, leases = d.obs.renewal.Count()
+	d.eachShard(func(_ *lease.Grantor, _ *store.Store, svc *renewal.Service) {
+		s, l := svc.Count()
+		sets, leases = sets+s, leases+l
+	})
+	return sets, leases
+}
+
+// leaseCount is the live leases this node granted, its shards' too.
+func (d *Daemon) leaseCount() int {
+	n := d.obs.grantor.Count()
+	d.eachShard(func(g *lease.Grantor, _ *store.Store, _ *renewal.Service) { n += g.Count() })
+	return n
+}
+
 // counts are the numbers of each service, for the page and the gauges.
 func (d *Daemon) counts() []status.Count {
 	items, notifies := d.registrar.Count()
-	sets, clientLeases := d.obs.renewal.Count()
+	sets, clientLeases := d.renewalCount()
 	boxes, events := d.obs.mailbox.Count()
 	counts := []status.Count{
 		{Service: "lookup", What: "registrations", N: items},
@@ -154,7 +178,7 @@ func (d *Daemon) counts() []status.Count {
 		{Service: "renewal", What: "client leases", N: clientLeases},
 		{Service: "mailbox", What: "registrations", N: boxes},
 		{Service: "mailbox", What: "events stored", N: events},
-		{Service: "leases", What: "live", N: d.obs.grantor.Count()},
+		{Service: "leases", What: "live", N: d.leaseCount()},
 	}
 	if d.obs.txn != nil {
 		open, rolling := d.obs.txn.Count()

@@ -6,6 +6,9 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/store"
 )
 
 // Reload applies what of cfg can change while the daemon runs: the
@@ -32,8 +35,11 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 	}
 	limits := cfg.Limits.withDefaults()
 	if limits != d.limits {
+		d.limitsMu.Lock()
 		d.limits = limits
+		d.limitsMu.Unlock()
 		d.setQuotas(d.obs.grantor)
+		d.eachShard(func(g *lease.Grantor, st *store.Store, _ *renewal.Service) { setQuotas(g, st, limits) })
 		changed = append(changed, "limits: quotas and batch size applied (connection caps and sizes take effect at the next start)")
 	}
 	if cfg.MailboxMaxPerRegistration != d.cfg.MailboxMaxPerRegistration || cfg.MailboxMaxEvents != d.cfg.MailboxMaxEvents {

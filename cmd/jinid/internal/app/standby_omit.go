@@ -8,6 +8,9 @@ import (
 	"net"
 
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -28,3 +31,18 @@ func (d *Daemon) addHeardRelay(*store.Store, *group.Multicast) {}
 
 // acceptForwarded is ln: no node forwards to this one.
 func (d *Daemon) acceptForwarded(ln net.Listener) net.Listener { return ln }
+
+// clusterState is nothing in a build without etcd (cluster.go).
+type clusterState struct{}
+
+func (d *Daemon) openEtcd(context.Context) (*store.Store, error) {
+	return nil, errors.New("this jinid is built without etcd (as the router build is): use the full build")
+}
+
+// shardRoutes are g and r themselves: one box has no shards.
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service) (httpjson.Service, httpjson.Service) {
+	return g, r
+}
+
+// eachShard has none to call f with.
+func (d *Daemon) eachShard(func(*lease.Grantor, *store.Store, *renewal.Service)) {}

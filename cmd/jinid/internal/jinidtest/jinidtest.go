@@ -198,7 +198,7 @@ func StartDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 // it refuses and whom it lets name this host.
 func StartStrictDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 	t.Helper()
-	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"},
+	base := append([]string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0", "--cluster-listen", "127.0.0.1:0"},
 		defaults(dir)...)
 	base = append(base, storeArgs(t, nil, dir)...)
 	return start(t, exec.Command(bin, append(base, args...)...), dir, filepath.Join(dir, "api.sock"))
@@ -210,7 +210,7 @@ func StartStrictDaemon(t testing.TB, bin, dir string, args ...string) *Daemon {
 // beside its data (dir), where a user with no runtime directory has it.
 func StartUserDaemon(t testing.TB, bin, dir string, uid, gid uint32, env []string, args ...string) *Daemon {
 	t.Helper()
-	base := []string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0"}
+	base := []string{"daemon", "--api-listen", "127.0.0.1:0", "--data-dir", dir, "--no-multicast", "--discovery-port", "0", "--cluster-listen", "127.0.0.1:0"}
 	cmd := exec.Command(bin, append(base, args...)...)
 	cmd.Env = env
 	cmd.Dir = "/"

@@ -1,0 +1,444 @@
+//go:build !jinid_omit_etcd
+
+package app
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/shards"
+	"github.com/jinid/jinid/internal/clock"
+	"github.com/jinid/jinid/internal/connlimit"
+	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/outbound"
+	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/store"
+)
+
+// minTxnOps is the --max-txn-ops below which the daemon warns: a
+// renewal set or mailbox of a thousand cancelled in one transaction.
+const minTxnOps = 4096
+
+// openEtcd makes this process a node of the deployment in etcd
+// (joinCluster), whose shards it serves from then on, and opens the
+// deployment's store held by this node alone: while another node holds
+// it, this one waits, standing for the registry on its segments
+// (standby). When the node loses its lease (cut off from etcd past it),
+// the daemon stops (watchHold), for another to take over; it could
+// change nothing anyway.
+func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
+	cfg := d.cfg.Etcd
+	if cfg.Node == "" {
+		host, _ := os.Hostname()
+		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
+		d.cfg.Etcd.Node = cfg.Node
+	}
+	cfg.Addrs = d.nodeAddrs()
+	node, err := d.joinCluster(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var sb *standby
+	hc := store.HoldConfig{
+		Waiting: func(holder string) {
+			d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
+			var err error
+			if sb, err = d.startStandby(ctx, d.apiLn); err != nil {
+				d.log.Warn("standby: not forwarding to the holder", "err", err)
+			}
+		},
+		OnHolder: func(m store.Member) {
+			if sb != nil {
+				sb.setHolder(m)
+			}
+		},
+	}
+	st, err := node.Hold(ctx, "", hc)
+	if sb != nil {
+		// Whether it took the hold or gave up: the node serves its
+		// API itself from here (or stops).
+		d.apiLn = sb.stop()
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("holding the store in etcd", "endpoints", cfg.Endpoints, "prefix", cmp.Or(cfg.Prefix, store.DefaultEtcdPrefix),
+		"node", cfg.Node, "max_txn_ops", st.MaxTxnOps())
+	if n := st.MaxTxnOps(); n < minTxnOps {
+		d.log.Warn("the etcd cluster takes few operations per transaction: lease batches are cut to fit, and a renewal set or mailbox holding more than that cannot be cancelled in one; raise its members' --max-txn-ops (docs/cluster.md)",
+			"max_txn_ops", n, "want", minTxnOps)
+	}
+	return st, nil
+}
+
+// joinCluster makes this process a node of the deployment: a key and
+// certificate to prove itself to the other nodes with, its cluster
+// listener (where they reach the shards it holds), its membership (an
+// etcd lease, and its record under it), and the shards rendezvous
+// hashing gives it, served from now on, while it waits for the
+// deployment's hold too. Each is a part of the daemon, shut down in
+// reverse: the shards let go before the membership ends.
+func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.EtcdNode, error) {
+	id, err := shards.NewIdentity(cfg.Node)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cmp.Or(d.cfg.ClusterListen, DefaultClusterListen))
+	if err != nil {
+		return nil, fmt.Errorf("listening for the other nodes on %s: %w", cmp.Or(d.cfg.ClusterListen, DefaultClusterListen), err)
+	}
+	d.parts.Add("the cluster listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(ln) }})
+	cfg.ClusterPort = int(netip.MustParseAddrPort(ln.Addr().String()).Port())
+	cfg.CertSHA256 = id.SHA256()
+	node, err := store.JoinEtcd(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.parts.Add("this node's membership in etcd", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { node.Close(); return nil }})
+	peers := shards.NewPeers(id, node.Members, d.log)
+	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
+	// Only members get past the TLS handshake; the caps bound what the
+	// others cost before it.
+	tlsLn := tls.NewListener(connlimit.Listener(ln, connlimit.Config{Max: 256, PerSource: 64}), peers.ServerTLS())
+	srv := &http1.Server{Handler: mgr.PeerHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := srv.Serve(tlsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			select {
+			case d.errc <- fmt.Errorf("serving the other nodes on %s: %w", ln.Addr(), err):
+			default:
+			}
+		}
+	})
+	if err := mgr.Start(ctx); err != nil {
+		srv.Close()
+		wg.Wait()
+		return nil, err
+	}
+	// A node cut off from etcd past its lease has lost its shards with
+	// it, held or waited for: it stops, and they go to the others.
+	stop := make(chan struct{})
+	wg.Go(func() {
+		select {
+		case <-node.Lost():
+			select {
+			case d.errc <- errors.New("lost the hold of the store in etcd (cut off from the cluster past its lease): stopping; its shards, and the deployment's store if it held it, go to the other nodes"):
+			default:
+			}
+		case <-stop:
+		}
+	})
+	d.parts.Add("the shards", lifecycle.Funcs{ShutdownFunc: func(ctx context.Context) error {
+		close(stop)
+		err := srv.Shutdown(ctx)
+		wg.Wait()
+		err = errors.Join(err, mgr.Shutdown(ctx))
+		peers.Close()
+		return err
+	}})
+	d.cluster.shards = mgr
+	d.log.Info("a node of the cluster", "node", cfg.Node, "cluster_listen", ln.Addr().String(), "shards", shards.Count)
+	return node, nil
+}
+
+// renewalShard is what a node runs for a shard it holds: a lease grantor
+// and a lease renewal service on the shard's store, with event delivery
+// and an outbound client of their own, which send only while the shard
+// is this node's (the store's Acting).
+type renewalShard struct {
+	parts   lifecycle.Group
+	st      *store.Store
+	grantor *lease.Grantor
+	svc     *renewal.Service
+	handler http.Handler
+}
+
+func (s *renewalShard) Start(ctx context.Context) error    { return s.parts.Start(ctx) }
+func (s *renewalShard) Shutdown(ctx context.Context) error { return s.parts.Shutdown(ctx) }
+func (s *renewalShard) Handler() http.Handler              { return s.handler }
+
+// buildShard makes shard k's stack on its store.
+func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
+	d.limitsMu.Lock()
+	lm := d.limits
+	d.limitsMu.Unlock()
+	log := d.log.With("shard", k)
+	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: log,
+		Inside: func(u *url.URL) bool { mb := d.mbox.Load(); return mb != nil && mb.IsOwnListener(u) }, Acting: st.Acting})
+	out := func(timeout time.Duration) *http1.Client {
+		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
+	}
+	dispatcher := event.New(event.Config{Logger: log, Client: out(outbound.DefaultTimeout),
+		Metrics: d.obs.metrics, OnFailure: d.obs.onDeliveryFailed})
+	grantor := lease.New(st, clock.Real{}, log)
+	newID := func() string { return shards.NewID(k) }
+	grantor.SetNewID(newID)
+	svc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
+		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
+		SafetyMargin: d.cfg.RenewalMargin, Logger: log.With("service", "renewal"),
+		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: lm.LeasesPerSet,
+		Metrics: d.obs.metrics, OnFailure: d.obs.onRenewalFailed, NewID: newID})
+	if err != nil {
+		return nil, err
+	}
+	setQuotas(grantor, st, lm)
+	mux := http.NewServeMux()
+	svc.Routes(plainMux{mux})
+	grantor.Routes(plainMux{mux})
+	body := int64(lm.BodyBytes)
+	sh := &renewalShard{st: st, grantor: grantor, svc: svc, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body > 0 {
+			r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
+		}
+		mux.ServeHTTP(w, r)
+	})}
+	sh.parts.Add("event delivery", dispatcher)
+	sh.parts.Add("leases", grantor) // its kind registered: expire what lapsed
+	sh.parts.Add("the lease renewal service", svc)
+	return sh, nil
+}
+
+// clusterState is the node's part of a cluster.
+type clusterState struct {
+	// shards is nil without a cluster.
+	shards *shards.Manager
+}
+
+// eachShard calls f with the parts of each shard this node serves now.
+func (d *Daemon) eachShard(f func(g *lease.Grantor, st *store.Store, svc *renewal.Service)) {
+	if d.cluster.shards == nil {
+		return
+	}
+	for _, s := range d.cluster.shards.Stacks() {
+		if rs, ok := s.(*renewalShard); ok {
+			f(rs.grantor, rs.st, rs.svc)
+		}
+	}
+}
+
+// shardRoutes are the lease grantor's and the renewal service's parts of
+// the API: as they are on one box; in a cluster, routed to the shard of
+// the set or lease a request names (here, or at the node holding it),
+// what the deployment's own store holds (a single box's state imported)
+// served here.
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service) (httpjson.Service, httpjson.Service) {
+	if d.cluster.shards == nil {
+		return g, r
+	}
+	return shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards}
+}
+
+// muxFunc adapts a function to httpjson.Mux.
+type muxFunc func(need httpjson.Need, pattern string, h http.HandlerFunc)
+
+func (f muxFunc) Handle(need httpjson.Need, pattern string, h http.HandlerFunc) { f(need, pattern, h) }
+
+// plainMux registers a shard's routes with no guard: the caller was
+// checked where its request came in (its principal is in the context).
+type plainMux struct{ *http.ServeMux }
+
+func (m plainMux) Handle(_ httpjson.Need, pattern string, h http.HandlerFunc) {
+	m.HandleFunc(pattern, h)
+}
+
+// shardedRenewal routes the renewal service's requests: a new set to
+// the shard of its owner (shards.ForOwner), a set's requests to the
+// shard its ID says, unless the deployment's own service holds it.
+type shardedRenewal struct {
+	global *renewal.Service
+	m      *shards.Manager
+}
+
+func (s shardedRenewal) Name() string   { return s.global.Name() }
+func (s shardedRenewal) Prefix() string { return s.global.Prefix() }
+
+func (s shardedRenewal) Routes(mux httpjson.Mux) {
+	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
+			id := r.PathValue("id")
+			switch {
+			case id == "":
+				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
+			case s.has(id):
+				h(w, r)
+			default:
+				s.m.Serve(shards.Of(id), w, r)
+			}
+		})
+	}))
+}
+
+func (s shardedRenewal) has(id string) bool {
+	_, err := s.global.Get(id)
+	return err == nil
+}
+
+// shardedLeases routes the lease endpoints: a lease the deployment's own
+// grantor holds is served here, any other at the shard its ID says; a
+// batch is cut by where its leases are, and the answers put together in
+// its order.
+type shardedLeases struct {
+	global *lease.Grantor
+	m      *shards.Manager
+}
+
+func (s shardedLeases) Name() string   { return s.global.Name() }
+func (s shardedLeases) Prefix() string { return s.global.Prefix() }
+
+func (s shardedLeases) Routes(mux httpjson.Mux) {
+	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
+			if id := r.PathValue("id"); id != "" {
+				if _, err := s.global.Get(id); err == nil {
+					h(w, r)
+				} else {
+					s.m.Serve(shards.Of(id), w, r)
+				}
+				return
+			}
+			s.batch(w, r, h)
+		})
+	}))
+}
+
+// here is the destination of a batch's leases that the deployment's own
+// grantor holds.
+const here = -1
+
+// batch serves a batch (renew or cancel) whose leases may be in several
+// shards: each part where its leases are, its results put back in the
+// batch's order. A batch that does not read, or is too large, is the
+// deployment's grantor's to refuse, as on one box.
+func (s shardedLeases) batch(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, httpjson.BodyLimit(r)+1))
+	if err != nil {
+		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err))
+		return
+	}
+	whole := func() {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		h(w, r)
+	}
+	var top map[string]json.RawMessage
+	if int64(len(body)) > httpjson.BodyLimit(r) || json.Unmarshal(body, &top) != nil || len(top) != 1 {
+		whole()
+		return
+	}
+	var field string
+	for f := range top {
+		field = f
+	}
+	var elems []json.RawMessage
+	if (field != "leases" && field != "ids") || json.Unmarshal(top[field], &elems) != nil || elems == nil ||
+		s.global.CheckBatch(len(elems)) != nil {
+		whole()
+		return
+	}
+	parts := map[int][]int{} // destination: the elements' places
+	for i, e := range elems {
+		var id string
+		if field == "leases" {
+			var l struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(e, &l) != nil {
+				whole()
+				return
+			}
+			id = l.ID
+		} else if json.Unmarshal(e, &id) != nil {
+			whole()
+			return
+		}
+		dest := here
+		if _, err := s.global.Get(id); err != nil && id != "" {
+			dest = shards.Of(id)
+		}
+		parts[dest] = append(parts[dest], i)
+	}
+	if len(parts) == 1 && parts[here] != nil {
+		whole()
+		return
+	}
+	results := make([]json.RawMessage, len(elems))
+	for dest, places := range parts {
+		sub := make([]json.RawMessage, len(places))
+		for j, i := range places {
+			sub[j] = elems[i]
+		}
+		raw, _ := json.Marshal(map[string][]json.RawMessage{field: sub})
+		subReq := r.Clone(r.Context())
+		subReq.Body, subReq.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
+		rec := &recorder{header: http.Header{}}
+		if dest == here {
+			h(rec, subReq)
+		} else {
+			s.m.Serve(dest, rec, subReq)
+		}
+		var answer struct {
+			Results []json.RawMessage `json:"results"`
+		}
+		if rec.status() != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &answer) != nil || len(answer.Results) != len(places) {
+			// A part refused (the shard moving, say): the batch's
+			// answer is that part's.
+			rec.copyTo(w)
+			return
+		}
+		for j, i := range places {
+			results[i] = answer.Results[j]
+		}
+	}
+	httpjson.Write(w, http.StatusOK, map[string][]json.RawMessage{"results": results})
+}
+
+// recorder keeps a part's answer.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+func (r *recorder) status() int { return cmp.Or(r.code, http.StatusOK) }
+
+func (r *recorder) copyTo(w http.ResponseWriter) {
+	for k, v := range r.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(r.status())
+	w.Write(r.body.Bytes())
+}

@@ -1,0 +1,214 @@
+//go:build !jinid_omit_etcd
+
+package shards
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/store"
+)
+
+// The headers a node puts on a request it forwards to another: the
+// shard it is for, and its caller as this node authenticated it
+// (access.Principal.Forwarded).
+const (
+	shardHeader     = "Jinid-Shard"
+	principalHeader = "Jinid-Principal"
+)
+
+// maxAnswer bounds what a node reads back from another: the largest
+// answer of a shard's routes (a set's 10,000 leases) is a few MB.
+const maxAnswer = 64 << 20
+
+// Identity is how a node proves itself to the others: a key and a
+// self-signed certificate made at start, for this process only, whose
+// SHA-256 the node publishes in its member record in etcd. The nodes
+// trust etcd already (it is their store); pinning the hash it holds
+// needs no certificate authority, and a LAN guest cannot pose as a node
+// or read what the nodes tell one another (tokens are checked where the
+// request came in; the callers' identities and bodies go on here).
+type Identity struct {
+	cert tls.Certificate
+	sum  string
+}
+
+// NewIdentity makes a node's key and certificate.
+func NewIdentity(node string) (*Identity, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("a key for the other nodes: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "jinid node " + node},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(20, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("a certificate for the other nodes: %w", err)
+	}
+	return &Identity{cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, sum: digest(der)}, nil
+}
+
+func digest(der []byte) string {
+	s := sha256.Sum256(der)
+	return hex.EncodeToString(s[:])
+}
+
+// SHA256 is the certificate's hash, as the member record carries it.
+func (id *Identity) SHA256() string { return id.sum }
+
+// pinned checks that the peer's certificate is one of those want says.
+func pinned(want func(sum string) bool) func([][]byte, [][]*x509.Certificate) error {
+	return func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 || !want(digest(raw[0])) {
+			return errors.New("not the certificate of a node of this cluster")
+		}
+		return nil
+	}
+}
+
+// Peers reaches the other nodes of the cluster, and is reached by them.
+type Peers struct {
+	id      *Identity
+	members func() []store.Member
+	log     *slog.Logger
+	logged  rate.Sometimes
+
+	mu      sync.Mutex
+	clients map[string]*http.Client // by certificate hash
+}
+
+// NewPeers returns the peers of a node proving itself with id, the
+// members' records read with members.
+func NewPeers(id *Identity, members func() []store.Member, log *slog.Logger) *Peers {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Peers{id: id, members: members, log: log.With("component", "shards"), clients: map[string]*http.Client{},
+		logged: rate.Sometimes{Interval: 10 * time.Second}}
+}
+
+// ServerTLS is the TLS of the node's cluster listener: TLS 1.3, and a
+// client certificate that a member's record names.
+func (p *Peers) ServerTLS() *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
+		ClientAuth: tls.RequireAnyClientCert,
+		VerifyPeerCertificate: pinned(func(sum string) bool {
+			return slices.ContainsFunc(p.members(), func(m store.Member) bool { return m.CertSHA256 == sum })
+		})}
+}
+
+// client is the HTTP client for the node whose certificate is sum.
+func (p *Peers) client(sum string) *http.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[sum]; ok {
+		return c
+	}
+	// The server's certificate is checked against the hash its member
+	// record holds, not against a certificate authority (Identity):
+	// InsecureSkipVerify only turns the latter off.
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
+		InsecureSkipVerify: true, VerifyPeerCertificate: pinned(func(s string) bool { return s == sum })}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second, ResponseHeaderTimeout: 30 * time.Second,
+		IdleConnTimeout: 30 * time.Second, MaxIdleConnsPerHost: 16, ForceAttemptHTTP2: false},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	p.clients[sum] = c
+	return c
+}
+
+// Close ends the connections kept to the other nodes.
+func (p *Peers) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// copied are the headers of another node's answer passed on to the
+// caller.
+var copied = []string{"Content-Type", "Retry-After", "Cache-Control", "WWW-Authenticate", "Location"}
+
+// Forward has node m answer r for shard k, and passes its answer on. A
+// node that does not answer is the caller's 503 (the shard moves when
+// the node's lease ends).
+func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, m store.Member, k int) {
+	if m.ClusterPort == 0 || m.CertSHA256 == "" || len(m.Addrs) == 0 {
+		moving(w, k)
+		return
+	}
+	var resp *http.Response
+	var err error
+	for _, a := range m.Addrs {
+		resp, err = p.send(r, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k)
+		if err == nil || r.Context().Err() != nil || r.Body != nil && r.Body != http.NoBody {
+			break // a request with a body is not sent twice
+		}
+	}
+	if err != nil {
+		p.logged.Do(func() { p.log.Warn("forwarding to the node holding a shard", "shard", k, "node", m.Node, "err", err) })
+		w.Header().Set("Retry-After", "1")
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
+			"the node serving the shard of this request (%d) does not answer: try again in a second", k))
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range copied {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, io.LimitReader(resp.Body, maxAnswer))
+}
+
+// send makes r's request of the node at ap.
+func (p *Peers) send(r *http.Request, ap netip.AddrPort, sum string, k int) (*http.Response, error) {
+	u := "https://" + ap.String() + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u, r.Body)
+	if err != nil {
+		return nil, err
+	}
+	out.ContentLength = r.ContentLength
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		out.Header.Set("Content-Type", ct)
+	}
+	out.Header.Set(shardHeader, strconv.Itoa(k))
+	out.Header.Set(principalHeader, access.PrincipalOf(r.Context()).Forwarded())
+	return p.client(sum).Do(out)
+}
