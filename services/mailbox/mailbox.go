@@ -114,6 +114,14 @@ type Config struct {
 	Backoff, MaxBackoff time.Duration
 	Clock               clock.Clock
 	Logger              *slog.Logger
+	// NewID, if set, makes the IDs of new registrations and listeners
+	// (ids.New's form) in place of ids.New: a shard of a cluster's work
+	// makes IDs that say the shard.
+	NewID func() string
+	// ListenerTag, if set, begins every listener ID in place of the tag
+	// the service keeps in its store: the shards of a cluster share
+	// one, so that any node knows the cluster's listeners.
+	ListenerTag string
 }
 
 // Key names a kind of event: its source and event ID (the unknown-event
@@ -267,6 +275,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = ids.New
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, ctx: ctx, cancel: cancel,
 		commit: make(chan *arrival, 4096), regs: map[string]*reg{}, byListener: map[string]*reg{},
@@ -285,6 +296,10 @@ func New(cfg Config) (*Service, error) {
 
 // loadTag reads the service's listener tag, making it on first start.
 func (s *Service) loadTag() error {
+	if s.cfg.ListenerTag != "" {
+		s.tag = s.cfg.ListenerTag
+		return nil
+	}
 	return s.cfg.Store.Update(func(tx *store.Tx) error {
 		ok, err := tx.Get(metaBucket, "listenerTag", &s.tag)
 		if err != nil || ok {
@@ -400,7 +415,7 @@ type Registered struct {
 func (s *Service) Register(duration int64, pull bool, owner string) (Registered, error) {
 	var out Registered
 	err := s.cfg.Store.Update(func(tx *store.Tx) error {
-		r := &reg{ID: ids.New(), Listener: s.tag + ids.New(), Pull: pull, NextSeq: 1}
+		r := &reg{ID: s.cfg.NewID(), Listener: s.tag + s.cfg.NewID(), Pull: pull, NextSeq: 1}
 		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, owner, duration)
 		if err != nil {
 			return err

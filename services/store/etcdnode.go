@@ -222,6 +222,27 @@ func (n *EtcdNode) waitGone(ctx context.Context, w, mw clientv3.WatchChan, tell 
 	}
 }
 
+// Constant is the deployment's value named name: made by mk and stored
+// by the first node that asks (<prefix>/.constants/<name>), read by all
+// the others, never changed.
+func (n *EtcdNode) Constant(ctx context.Context, name string, mk func() string) (string, error) {
+	key := n.cfg.Prefix + "/.constants/" + name
+	v := mk()
+	resp, err := n.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, v)).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return "", fmt.Errorf("etcd: the deployment's %s: %w", name, err)
+	}
+	if resp.Succeeded {
+		return v, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) != 1 {
+		return "", fmt.Errorf("etcd: the deployment's %s: not there", name)
+	}
+	return string(kvs[0].Value), nil
+}
+
 func (n *EtcdNode) memberKey(node string) string { return n.cfg.Prefix + "/.members/" + node }
 
 // member reads the member record of the node named node.

@@ -23,6 +23,7 @@ import (
 	"github.com/jinid/jinid/announce/dnssd"
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/rig/netlab"
@@ -318,6 +319,13 @@ func keepLeases(t *testing.T, s *clusterSite, n *clusterNode, g *leaseGrantor, c
 	return from
 }
 
+// forget has the grantor answer UnknownLease for id from now on.
+func (g *leaseGrantor) forget(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.exp, id)
+}
+
 // renewedSince maps each lease renewed since t0 to the node that renewed
 // it last.
 func (g *leaseGrantor) renewedSince(t0 time.Time) map[string]netip.Addr {
@@ -501,6 +509,50 @@ func TestClusterRenewalShards(t *testing.T) {
 		bySet[sets[id]] = from
 	}
 
+	// A renewal failure (a lease its grantor no longer knows) in the set
+	// of a client whose shard a node other than node-a holds goes to
+	// the failure listener of that set: the pull mailbox of a client
+	// whose shard is on yet another node. The event goes from the one
+	// node to the other, and the mailbox's client takes it through
+	// node-a.
+	from, to := -1, -1
+	for i := range clients {
+		if n := byAddr[by[fmt.Sprintf("lease-%d-000", i)]]; n != a && from < 0 {
+			from = i
+		}
+	}
+	for i := range clients {
+		if from >= 0 && by[fmt.Sprintf("lease-%d-000", i)] != by[fmt.Sprintf("lease-%d-000", from)] {
+			to = i
+		}
+	}
+	if from < 0 || to < 0 {
+		t.Fatalf("no two clients' sets on two nodes, one not node-a: %v", per)
+	}
+	failing := fmt.Sprintf("lease-%d-001", from)
+	mbox, err := cs[to].MailboxRegister(t.Context(), 600_000, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.shardHolder(t, mbox.ID, nodes...).link.IPv4; got != by[fmt.Sprintf("lease-%d-000", to)] {
+		t.Errorf("client %d's mailbox is held by %s, its sets by %s: one client's shard is one", to, got, by[fmt.Sprintf("lease-%d-000", to)])
+	}
+	if _, err := cs[from].RenewalFailures(t.Context(), sets[failing], mbox.Listener.URL, nil); err != nil {
+		t.Fatal(err)
+	}
+	g.forget(failing)
+	it, err := cs[to].MailboxIterator(t.Context(), mbox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := cs[to].MailboxNext(t.Context(), mbox.ID, it, 20_000)
+	if err != nil || !strings.Contains(string(ev), failing) || !strings.Contains(string(ev), apitypes.RenewalFailureEventType) {
+		t.Fatalf("client %d's mailbox, for the failure of %s in client %d's set: %s, %v", to, failing, from, ev, err)
+	}
+	t.Logf("the failure of %s (renewed by %s) in the mailbox held by %s", failing, byAddr[by[failing]].name, byAddr[by[fmt.Sprintf("lease-%d-000", to)]].name)
+	delete(sets, failing)
+	per[byAddr[by[failing]]] = slices.DeleteFunc(per[byAddr[by[failing]]], func(id string) bool { return id == failing })
+
 	// The victim: the node renewing the most leases, of those not
 	// holding the store (the API's node stays).
 	var victim *clusterNode
@@ -536,8 +588,12 @@ func TestClusterRenewalShards(t *testing.T) {
 	}
 	// Every set is still served, through the node holding the store.
 	for i, c := range cs {
+		want := perSet
+		if i == from {
+			want-- // the failed lease
+		}
 		ls, err := c.RenewalLeases(t.Context(), sets[fmt.Sprintf("lease-%d-000", i)])
-		if err != nil || len(ls) != perSet {
+		if err != nil || len(ls) != want {
 			t.Errorf("client %d's set: %d leases, %v", i, len(ls), err)
 		}
 	}
@@ -578,10 +634,10 @@ func TestClusterCutOffNodeStopsActing(t *testing.T) {
 	}
 }
 
-// A push mailbox whose node is killed while events stream in, after one
-// of the three etcd members was: every event the cluster acknowledged
-// reaches the target, pushed by the node
-// that took over. The event source sends each event until a node
+// A push mailbox whose node (the one holding its shard) is killed while
+// events stream in, after one of the three etcd members was: every
+// event the cluster acknowledged reaches the target, pushed by the node
+// that took the shard over. The event source sends each event until a node
 // acknowledges it, to whichever node serves (as it would to the site's
 // one address, moved to the holder by keepalived, docs/cluster.md).
 // Duplicates are allowed where EM allows them (an event pushed, whose
@@ -622,6 +678,8 @@ func TestClusterMailboxFailover(t *testing.T) {
 		}
 		return false
 	}
+	// The node pushing: the one holding the registration's shard.
+	pusher := s.shardHolder(t, reg.ID, a, b)
 	const count, memberAt, killAt = 400, 75, 150
 	var killed time.Time
 	for seq := 1; seq <= count; seq++ {
@@ -629,7 +687,7 @@ func TestClusterMailboxFailover(t *testing.T) {
 			s.etcd[0].Kill() // the etcd cluster goes on with two of three
 		}
 		if seq == killAt {
-			a.Kill()
+			pusher.Kill()
 			killed = time.Now()
 		}
 		testenv.Until(t, fmt.Sprintf("event %d acknowledged by a node", seq), func() bool { return send(seq) })
@@ -648,7 +706,31 @@ func TestClusterMailboxFailover(t *testing.T) {
 	for _, n := range pushed() {
 		dups += n - 1
 	}
-	t.Logf("an etcd member killed at event %d, node-a at event %d; all %d events pushed %v later, %d pushed twice", memberAt, killAt, count, time.Since(killed).Round(time.Millisecond), dups)
+	t.Logf("an etcd member killed at event %d, %s (pushing) at event %d; all %d events pushed %v later, %d pushed twice",
+		memberAt, pusher.name, killAt, count, time.Since(killed).Round(time.Millisecond), dups)
+}
+
+// shardHolder is the node of nodes holding the shard of the ID id, as
+// jinid cluster status says once the shard is held.
+func (s *clusterSite) shardHolder(t *testing.T, id string, nodes ...*clusterNode) *clusterNode {
+	t.Helper()
+	shard := shards.Name(shards.Of(id))
+	var holder *clusterNode
+	testenv.Until(t, "shard "+shard+" held", func() bool {
+		st, _ := s.status(t)
+		for _, sn := range st.Nodes {
+			if slices.Contains(sn.Shards, shard) {
+				for _, n := range nodes {
+					if n.name == sn.Node {
+						holder = n
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	return holder
 }
 
 // txnParticipant is a participant on the client host that votes
@@ -745,30 +827,38 @@ func TestClusterTransactionRollForward(t *testing.T) {
 
 // TestClusterRenewalScale (opt-in: JINID_PERF=1, several minutes):
 // 100,000 leases of a fake grantor in renewal sets on a site of three
-// nodes (one holding the store, two waiting) on three etcd members
-// (--max-txn-ops 10240, as docs/cluster.md asks), each renewed every
-// 30 s (the grantor grants 60 s, the sets renew 30 s before the end).
-// It prints the figures of docs/performance.md: how fast the leases
-// were handed in, and the renewal calls of one cycle and the leases each
-// renewed.
+// nodes (one holding the store, two waiting, each holding its shards) on
+// three etcd members (--max-txn-ops 10240, as docs/cluster.md asks),
+// each renewed every 30 s (the grantor grants 60 s, the sets renew 30 s
+// before the end). The sets are made by 32 clients, each on a host of
+// its own, through the node holding the store; their shards spread them
+// over the nodes. It prints the figures of docs/performance.md: how fast
+// the leases were handed in, and each node's renewal calls of one cycle
+// and the leases they renewed.
 func TestClusterRenewalScale(t *testing.T) {
 	if os.Getenv("JINID_PERF") == "" {
 		t.Skip("opt-in: JINID_PERF=1 keeps 100,000 leases on a three-node site")
 	}
 	s := newClusterSite(t, "-max-txn-ops", "10240")
 	g := newLeaseGrantor(t, s, time.Minute)
-	a := s.node(t, "node-a", "--renewal-margin", "30s", "--limit", "renewalSets=1000", "--limit", "renewalSetsPerClient=1000")
+	flags := []string{"--no-multicast", "--renewal-margin", "30s", "--limit", "renewalSets=1000", "--limit", "renewalSetsPerClient=1000"}
+	a := s.node(t, "node-a", flags...)
 	a.serving(t)
+	nodes := []*clusterNode{a}
 	for _, n := range []string{"node-b", "node-c"} {
-		s.node(t, n, "--renewal-margin", "30s").waiting(t)
+		nodes = append(nodes, s.node(t, n, flags...))
+		nodes[len(nodes)-1].waiting(t)
 	}
+	testenv.Until(t, "the 16 shards held", func() bool { st, _ := s.status(t); return st.ShardsHeld == 16 })
 	const count, perSet, workers = 100_000, 250, 32
-	c := jinidtest.LabClient(t, s.client, a.api)
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	renew := g.max.Milliseconds()
-	for range workers {
+	for w := range workers {
+		h := s.lab.Host(fmt.Sprintf("user-%d", w))
+		h.Attach(s.lan)
+		c := jinidtest.LabClient(t, h, a.api)
 		wg.Go(func() {
 			for {
 				set := int(next.Add(1)) - 1
@@ -801,26 +891,40 @@ func TestClusterRenewalScale(t *testing.T) {
 	lastIn := start.Add(handed)
 	poll, gaveUp := time.NewTicker(100*time.Millisecond), time.After(2*time.Minute)
 	defer poll.Stop()
-	for g.renewedBy(a.link.IPv4, lastIn) < count {
+	for len(g.renewedSince(lastIn)) < count {
 		select {
 		case <-poll.C:
 		case <-gaveUp:
-			t.Fatalf("%d leases of %d renewed in the 2 minutes after the last was handed in", g.renewedBy(a.link.IPv4, lastIn), count)
+			t.Fatalf("%d leases of %d renewed in the 2 minutes after the last was handed in", len(g.renewedSince(lastIn)), count)
 		}
 	}
 	cycle := time.Now()
 	time.Sleep(30 * time.Second) // one 30 s renewal cycle, measured: protocol time is the subject
 	g.mu.Lock()
-	calls, leases := 0, 0
+	type tally struct{ calls, leases int }
+	per := map[netip.Addr]*tally{}
+	all := tally{}
 	for _, c := range g.calls {
 		if c.at.After(cycle) {
-			calls++
-			leases += len(c.ids)
+			if per[c.from] == nil {
+				per[c.from] = &tally{}
+			}
+			per[c.from].calls++
+			per[c.from].leases += len(c.ids)
+			all.calls++
+			all.leases += len(c.ids)
 		}
 	}
 	g.mu.Unlock()
-	t.Logf("one 30 s cycle: %d renewal calls, %d leases renewed (%.1f a call); all renewed since the start: %d",
-		calls, leases, float64(leases)/float64(max(calls, 1)), g.renewedBy(a.link.IPv4, start))
+	for _, n := range nodes {
+		if tl := per[n.link.IPv4]; tl != nil {
+			t.Logf("one 30 s cycle, %s: %d renewal calls, %d leases (%.1f a call)", n.name, tl.calls, tl.leases, float64(tl.leases)/float64(max(tl.calls, 1)))
+		} else {
+			t.Logf("one 30 s cycle, %s: no renewal call", n.name)
+		}
+	}
+	t.Logf("one 30 s cycle, in all: %d renewal calls, %d leases renewed (%.1f a call); all renewed since the start: %d",
+		all.calls, all.leases, float64(all.leases)/float64(max(all.calls, 1)), len(g.renewedSince(start)))
 	g.check(t)
 }
 

@@ -16,6 +16,9 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/http1"
+	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/apitypes"
@@ -30,6 +34,7 @@ import (
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
@@ -115,6 +120,11 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		return nil, err
 	}
 	d.parts.Add("this node's membership in etcd", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { node.Close(); return nil }})
+	// The shards' mailboxes share one listener tag: any node knows the
+	// cluster's listeners by it.
+	if d.cluster.mailboxTag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
+		return nil, err
+	}
 	peers := shards.NewPeers(id, node.Members, d.log)
 	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
 	// Only members get past the TLS handshake; the caps bound what the
@@ -162,30 +172,28 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	return node, nil
 }
 
-// renewalShard is what a node runs for a shard it holds: a lease grantor
-// and a lease renewal service on the shard's store, with event delivery
-// and an outbound client of their own, which send only while the shard
-// is this node's (the store's Acting).
-type renewalShard struct {
+// shardStack is what a node runs for a shard it holds: a lease grantor,
+// a lease renewal service and an event mailbox on the shard's store,
+// with event delivery and an outbound client of their own, which send
+// only while the shard is this node's (the store's Acting).
+type shardStack struct {
+	shardParts
 	parts   lifecycle.Group
-	st      *store.Store
-	grantor *lease.Grantor
-	svc     *renewal.Service
 	handler http.Handler
 }
 
-func (s *renewalShard) Start(ctx context.Context) error    { return s.parts.Start(ctx) }
-func (s *renewalShard) Shutdown(ctx context.Context) error { return s.parts.Shutdown(ctx) }
-func (s *renewalShard) Handler() http.Handler              { return s.handler }
+func (s *shardStack) Start(ctx context.Context) error    { return s.parts.Start(ctx) }
+func (s *shardStack) Shutdown(ctx context.Context) error { return s.parts.Shutdown(ctx) }
+func (s *shardStack) Handler() http.Handler              { return s.handler }
 
 // buildShard makes shard k's stack on its store.
 func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	d.limitsMu.Lock()
-	lm := d.limits
+	lm, perReg, events := d.limits, d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents
 	d.limitsMu.Unlock()
 	log := d.log.With("shard", k)
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: log,
-		Inside: func(u *url.URL) bool { mb := d.mbox.Load(); return mb != nil && mb.IsOwnListener(u) }, Acting: st.Acting})
+		Inside: d.ownListener, Acting: st.Acting})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
@@ -202,20 +210,32 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	mb, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: log.With("service", "mailbox"),
+		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
+		MaxPerRegistration: perReg, MaxEvents: events,
+		MaxBytesPerRegistration: int64(lm.MailboxBytesPerRegistration), MaxBytes: int64(lm.MailboxBytes),
+		Client: out(outbound.DefaultTimeout), NewID: newID, ListenerTag: d.cluster.mailboxTag})
+	if err != nil {
+		return nil, err
+	}
+	dispatcher.SetInside(d.inside)
 	setQuotas(grantor, st, lm)
 	mux := http.NewServeMux()
-	svc.Routes(plainMux{mux})
-	grantor.Routes(plainMux{mux})
+	for _, svc := range []httpjson.Service{grantor, svc, mb} {
+		svc.Routes(plainMux{mux})
+	}
 	body := int64(lm.BodyBytes)
-	sh := &renewalShard{st: st, grantor: grantor, svc: svc, handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if body > 0 {
-			r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
-		}
-		mux.ServeHTTP(w, r)
-	})}
+	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb},
+		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if body > 0 {
+				r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
+			}
+			mux.ServeHTTP(w, r)
+		})}
 	sh.parts.Add("event delivery", dispatcher)
-	sh.parts.Add("leases", grantor) // its kind registered: expire what lapsed
+	sh.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	sh.parts.Add("the lease renewal service", svc)
+	sh.parts.Add("the event mailbox", mb)
 	return sh, nil
 }
 
@@ -223,30 +243,84 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 type clusterState struct {
 	// shards is nil without a cluster.
 	shards *shards.Manager
+	// mailboxTag begins the listeners of the shards' mailboxes.
+	mailboxTag string
 }
 
 // eachShard calls f with the parts of each shard this node serves now.
-func (d *Daemon) eachShard(f func(g *lease.Grantor, st *store.Store, svc *renewal.Service)) {
+func (d *Daemon) eachShard(f func(shardParts)) {
 	if d.cluster.shards == nil {
 		return
 	}
 	for _, s := range d.cluster.shards.Stacks() {
-		if rs, ok := s.(*renewalShard); ok {
-			f(rs.grantor, rs.st, rs.svc)
+		if st, ok := s.(*shardStack); ok {
+			f(st.shardParts)
 		}
 	}
 }
 
-// shardRoutes are the lease grantor's and the renewal service's parts of
-// the API: as they are on one box; in a cluster, routed to the shard of
-// the set or lease a request names (here, or at the node holding it),
-// what the deployment's own store holds (a single box's state imported)
-// served here.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service) (httpjson.Service, httpjson.Service) {
-	if d.cluster.shards == nil {
-		return g, r
+// clusterListener says u names a listener of the shards' mailboxes
+// (under any host name, as the mailbox's own listeners).
+func (d *Daemon) clusterListener(u *url.URL) bool {
+	_, ok := d.clusterListenerID(u)
+	return ok
+}
+
+// clusterListenerID is the listener u names, if one of the shards'
+// mailboxes'.
+func (d *Daemon) clusterListenerID(u *url.URL) (string, bool) {
+	id, ok := strings.CutPrefix(path.Clean(u.Path), mailbox.ListenerPath)
+	if !ok || d.cluster.shards == nil || !strings.HasPrefix(id, d.cluster.mailboxTag) || len(id) <= len(d.cluster.mailboxTag) {
+		return "", false
 	}
-	return shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards}
+	return id, true
+}
+
+// clusterInside is the receiver, in the process, of a listener of the
+// shards' mailboxes: its event goes to the shard's mailbox here, or at
+// the node holding the shard, without a request to any host.
+func (d *Daemon) clusterInside(listener string) (event.Receiver, bool) {
+	u, err := url.Parse(listener)
+	if err != nil {
+		return nil, false
+	}
+	id, ok := d.clusterListenerID(u)
+	if !ok {
+		return nil, false
+	}
+	k := shards.Of(id[len(d.cluster.mailboxTag):])
+	return func(body []byte, hops int) (event.Outcome, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), outbound.DefaultTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://jinid"+mailbox.ListenerPath+id, bytes.NewReader(body))
+		if err != nil {
+			return event.Definite, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(event.HopsHeader, strconv.Itoa(hops))
+		rec := &recorder{header: http.Header{}}
+		d.cluster.shards.Serve(k, rec, req)
+		switch st := rec.status(); {
+		case st < 300:
+			return event.Delivered, nil
+		case st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests:
+			return event.Indefinite, fmt.Errorf("the cluster's mailbox (shard %d) takes no event now (%d)", k, st)
+		default:
+			return event.Definite, fmt.Errorf("the cluster's mailbox (shard %d) refused the event (%d)", k, st)
+		}
+	}, true
+}
+
+// shardRoutes are the lease grantor's, the renewal service's and the
+// mailbox's parts of the API: as they are on one box; in a cluster,
+// routed to the shard of the set, lease, registration or listener a
+// request names (here, or at the node holding it), what the deployment's
+// own store holds (a single box's state imported) served here.
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service) (httpjson.Service, httpjson.Service, httpjson.Service) {
+	if d.cluster.shards == nil {
+		return g, r, m
+	}
+	return shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards}, shardedMailbox{m, d.cluster.shards, d.cluster.mailboxTag}
 }
 
 // muxFunc adapts a function to httpjson.Mux.
@@ -290,6 +364,49 @@ func (s shardedRenewal) Routes(mux httpjson.Mux) {
 }
 
 func (s shardedRenewal) has(id string) bool {
+	_, err := s.global.Get(id)
+	return err == nil
+}
+
+// shardedMailbox routes the mailbox's requests: a new registration to
+// the shard of its owner, a registration's to the shard its ID says, an
+// event for one of the shards' listeners (the cluster's tag) to the shard
+// the rest of its ID says; what the deployment's own mailbox holds is
+// served here.
+type shardedMailbox struct {
+	global *mailbox.Service
+	m      *shards.Manager
+	tag    string
+}
+
+func (s shardedMailbox) Name() string   { return s.global.Name() }
+func (s shardedMailbox) Prefix() string { return s.global.Prefix() }
+
+func (s shardedMailbox) Routes(mux httpjson.Mux) {
+	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
+			if l := r.PathValue("listener"); l != "" {
+				if rest, ok := strings.CutPrefix(l, s.tag); ok && rest != "" && !s.global.IsOwnListener(&url.URL{Path: mailbox.ListenerPath + l}) {
+					s.m.Serve(shards.Of(rest), w, r)
+					return
+				}
+				h(w, r)
+				return
+			}
+			id := r.PathValue("id")
+			switch {
+			case id == "":
+				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
+			case s.has(id):
+				h(w, r)
+			default:
+				s.m.Serve(shards.Of(id), w, r)
+			}
+		})
+	}))
+}
+
+func (s shardedMailbox) has(id string) bool {
 	_, err := s.global.Get(id)
 	return err == nil
 }

@@ -497,9 +497,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	// A listener of this daemon's own event mailbox is no request at
 	// all: any client may name one, and its events are handed over in
 	// the process (the mailbox is made below, before anything is served).
-	var mbox *mailbox.Service
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log,
-		Inside: func(u *url.URL) bool { return mbox != nil && mbox.IsOwnListener(u) }, Acting: st.Acting})
+		Inside: d.ownListener, Acting: st.Acting})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
@@ -560,9 +559,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mbox = mailboxSvc
 	d.mbox.Store(mailboxSvc)
-	dispatcher.SetInside(mailboxSvc.Inside)
+	dispatcher.SetInside(d.inside)
 	// The transaction manager resumes the roll-forward of what it
 	// committed before a restart here, before the API answers anything.
 	var txnSvc *txn.Service
@@ -613,8 +611,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("tokens", tokens)
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	leasesAPI, renewalAPI := d.shardRoutes(grantor, renewalSvc)
-	services := []httpjson.Service{leasesAPI, d.registrar, ldsSvc, renewalAPI, mailboxSvc, tokens}
+	leasesAPI, renewalAPI, mailboxAPI := d.shardRoutes(grantor, renewalSvc, mailboxSvc)
+	services := []httpjson.Service{leasesAPI, d.registrar, ldsSvc, renewalAPI, mailboxAPI, tokens}
 	var notRun []api.NotRun
 	if txnSvc != nil {
 		services = append(services, txnSvc)
@@ -631,6 +629,27 @@ func (d *Daemon) build(ctx context.Context) error {
 		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
 	return nil
+}
+
+// ownListener says u is a listener of this daemon's event mailbox (or
+// its cluster's): a delivery to it is no request at all (Inside).
+func (d *Daemon) ownListener(u *url.URL) bool {
+	if mb := d.mbox.Load(); mb != nil && mb.IsOwnListener(u) {
+		return true
+	}
+	return d.clusterListener(u)
+}
+
+// inside is the receiver, in the process, of a listener of this
+// daemon's event mailbox (or its cluster's): the dispatchers hand their
+// events over rather than POST them to the daemon's own API.
+func (d *Daemon) inside(listener string) (event.Receiver, bool) {
+	if mb := d.mbox.Load(); mb != nil {
+		if r, ok := mb.Inside(listener); ok {
+			return r, true
+		}
+	}
+	return d.clusterInside(listener)
 }
 
 // fromNode says a connection's source is a node of this one's cluster,

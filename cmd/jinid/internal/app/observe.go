@@ -113,8 +113,8 @@ func (d *Daemon) countsMetrics() {
 		})
 	m.GaugeFunc("jinid_leases", "Leases granted and live, by kind.", []string{"kind"}, func(emit func(float64, ...string)) {
 		n := d.obs.grantor.CountByKind()
-		d.eachShard(func(g *lease.Grantor, _ *store.Store, _ *renewal.Service) {
-			for k, c := range g.CountByKind() {
+		d.eachShard(func(sp shardParts) {
+			for k, c := range sp.grantor.CountByKind() {
 				n[k] += c
 			}
 		})
@@ -128,7 +128,7 @@ func (d *Daemon) countsMetrics() {
 			emit(float64(n))
 		})
 	m.GaugeFunc("jinid_mailbox_events_stored", "Events the event mailbox stores, not yet taken.", nil, func(emit func(float64, ...string)) {
-		_, n := d.obs.mailbox.Count()
+		_, n := d.mailboxCount()
 		emit(float64(n))
 	})
 	m.GaugeFunc("jinid_lookup_services_known", "Lookup services known, by source: held by the lookup discovery service (lds), or heard announcing (announcement).",
@@ -151,17 +151,36 @@ func (d *Daemon) countsMetrics() {
 // the deployment's own service's and its shards'.
 func (d *Daemon) renewalCount() (sets, leases int) {
 	sets, leases = d.obs.renewal.Count()
-	d.eachShard(func(_ *lease.Grantor, _ *store.Store, svc *renewal.Service) {
-		s, l := svc.Count()
+	d.eachShard(func(sp shardParts) {
+		s, l := sp.renewal.Count()
 		sets, leases = sets+s, leases+l
 	})
 	return sets, leases
 }
 
+// mailboxCount is the mailbox registrations and events this node
+// keeps: the deployment's own mailbox's and its shards'.
+func (d *Daemon) mailboxCount() (boxes, events int) {
+	boxes, events = d.obs.mailbox.Count()
+	d.eachShard(func(sp shardParts) {
+		b, e := sp.mailbox.Count()
+		boxes, events = boxes+b, events+e
+	})
+	return boxes, events
+}
+
+// shardParts are the services of a shard this node serves.
+type shardParts struct {
+	store   *store.Store
+	grantor *lease.Grantor
+	renewal *renewal.Service
+	mailbox *mailbox.Service
+}
+
 // leaseCount is the live leases this node granted, its shards' too.
 func (d *Daemon) leaseCount() int {
 	n := d.obs.grantor.Count()
-	d.eachShard(func(g *lease.Grantor, _ *store.Store, _ *renewal.Service) { n += g.Count() })
+	d.eachShard(func(sp shardParts) { n += sp.grantor.Count() })
 	return n
 }
 
@@ -169,7 +188,7 @@ func (d *Daemon) leaseCount() int {
 func (d *Daemon) counts() []status.Count {
 	items, notifies := d.registrar.Count()
 	sets, clientLeases := d.renewalCount()
-	boxes, events := d.obs.mailbox.Count()
+	boxes, events := d.mailboxCount()
 	counts := []status.Count{
 		{Service: "lookup", What: "registrations", N: items},
 		{Service: "lookup_notify", What: "registrations", N: notifies},

@@ -6,9 +6,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/services/lease"
-	"github.com/jinid/jinid/services/renewal"
-	"github.com/jinid/jinid/services/store"
 )
 
 // Reload applies what of cfg can change while the daemon runs: the
@@ -39,11 +36,15 @@ func (d *Daemon) Reload(cfg Config) ([]string, error) {
 		d.limits = limits
 		d.limitsMu.Unlock()
 		d.setQuotas(d.obs.grantor)
-		d.eachShard(func(g *lease.Grantor, st *store.Store, _ *renewal.Service) { setQuotas(g, st, limits) })
+		d.eachShard(func(sp shardParts) { setQuotas(sp.grantor, sp.store, limits) })
 		changed = append(changed, "limits: quotas and batch size applied (connection caps and sizes take effect at the next start)")
 	}
 	if cfg.MailboxMaxPerRegistration != d.cfg.MailboxMaxPerRegistration || cfg.MailboxMaxEvents != d.cfg.MailboxMaxEvents {
 		d.obs.mailbox.SetQuotas(cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents)
+		d.limitsMu.Lock()
+		d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents = cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents
+		d.limitsMu.Unlock()
+		d.eachShard(func(sp shardParts) { sp.mailbox.SetQuotas(cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents) })
 		changed = append(changed, fmt.Sprintf("mailbox quotas: %d per registration, %d in all (0: the defaults)",
 			cfg.MailboxMaxPerRegistration, cfg.MailboxMaxEvents))
 	}

@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 
 	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
 )
@@ -39,10 +42,16 @@ func (d *Daemon) openEtcd(context.Context) (*store.Store, error) {
 	return nil, errors.New("this jinid is built without etcd (as the router build is): use the full build")
 }
 
-// shardRoutes are g and r themselves: one box has no shards.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service) (httpjson.Service, httpjson.Service) {
-	return g, r
+// shardRoutes are the services themselves: one box has no shards.
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service) (httpjson.Service, httpjson.Service, httpjson.Service) {
+	return g, r, m
 }
 
 // eachShard has none to call f with.
-func (d *Daemon) eachShard(func(*lease.Grantor, *store.Store, *renewal.Service)) {}
+func (d *Daemon) eachShard(func(shardParts)) {}
+
+// clusterInside: no cluster, no listener of its mailbox.
+func (d *Daemon) clusterInside(string) (event.Receiver, bool) { return nil, false }
+
+// clusterListener: no cluster, no listener of its mailbox.
+func (d *Daemon) clusterListener(*url.URL) bool { return false }

@@ -109,6 +109,7 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	for _, sl := range m.slots {
 		if sl != nil {
 			sl.cancel()
+			sl.cancelled = true
 			done = append(done, sl.done)
 		}
 	}

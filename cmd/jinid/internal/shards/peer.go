@@ -28,6 +28,7 @@ import (
 
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
@@ -157,6 +158,10 @@ func (p *Peers) Close() {
 	}
 }
 
+// passed are the headers of a request that another node's services
+// read (the guard, which reads the others, ran here).
+var passed = []string{"Content-Type", event.HopsHeader}
+
 // copied are the headers of another node's answer passed on to the
 // caller.
 var copied = []string{"Content-Type", "Retry-After", "Cache-Control", "WWW-Authenticate", "Location"}
@@ -205,8 +210,10 @@ func (p *Peers) send(r *http.Request, ap netip.AddrPort, sum string, k int) (*ht
 		return nil, err
 	}
 	out.ContentLength = r.ContentLength
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		out.Header.Set("Content-Type", ct)
+	for _, h := range passed {
+		if v := r.Header.Get(h); v != "" {
+			out.Header.Set(h, v)
+		}
 	}
 	out.Header.Set(shardHeader, strconv.Itoa(k))
 	out.Header.Set(principalHeader, access.PrincipalOf(r.Context()).Forwarded())
