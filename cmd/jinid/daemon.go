@@ -112,9 +112,9 @@ acknowledged. One jinid at a time holds a prefix (an etcd lease,
 registry on their own segments and forwarding their clients to the
 holder, and one takes over when it stops, dies or is cut off from etcd
 (it stops acting first, and exits). Every node holds a share of the
-renewal service's sets and the mailbox's registrations (16 shards,
-reached by the other nodes on --cluster-listen), and its shards go to
-the others when it leaves. See
+renewal service's sets, the mailbox's registrations and the
+transactions (16 shards, reached by the other nodes on
+--cluster-listen), and its shards go to the others when it leaves. See
 docs/cluster.md; jinid cluster status shows the nodes and their shards.
 The router build has no etcd.
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,6 +40,7 @@ type EtcdNode struct {
 		addrs []netip.Addr
 	}
 	reader    *lifecycle.Periodic
+	refreshed atomic.Int64 // when Refresh last read, UnixNano
 	closeOnce sync.Once
 }
 
@@ -276,6 +278,17 @@ func (n *EtcdNode) Members() []Member {
 	n.members.Lock()
 	defer n.members.Unlock()
 	return n.members.list
+}
+
+// Refresh reads the members' records now (a node that does not answer
+// may be gone), unless they were read less than 100 ms ago: a flood of
+// requests for a dead node's shards costs etcd ten reads a second.
+func (n *EtcdNode) Refresh() {
+	now := time.Now().UnixNano()
+	if last := n.refreshed.Load(); now-last < int64(100*time.Millisecond) || !n.refreshed.CompareAndSwap(last, now) {
+		return
+	}
+	n.refreshMembers()
 }
 
 // refreshMembers reads the members' records; failed, the last known

@@ -194,6 +194,16 @@ type Config struct {
 	// them, parents are on this manager only.
 	Parents Parents
 	LinkURL func(id, token string) string
+	// NewID, if set, makes the IDs of new transactions (ids.New's form)
+	// in place of ids.New: a shard of a cluster's work makes IDs that
+	// say the shard.
+	NewID func() string
+	// Held, if set, is what the gauges of the transactions held read in
+	// place of this engine's Counts (a daemon's sum over the engines of
+	// its shards and its own); an engine whose transactions another's
+	// Held counts says NoGauges, and registers its counters alone.
+	Held     func() Counts
+	NoGauges bool
 }
 
 // Engine runs transactions.
@@ -278,6 +288,9 @@ func New(cfg Config) *Engine {
 	if cfg.MaxCalls == 0 {
 		cfg.MaxCalls = 512
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = ids.New
+	}
 	calls := cfg.Metrics.Counter("jinid_transaction_participant_calls_total",
 		"Calls the transaction manager made of participants (and of parents' links), by operation and outcome (answered, unknown: UnknownTransaction or NoSuchObject, failed: no definite answer).", "op", "outcome")
 	cfg.Caller = &boundedCaller{Caller: cfg.Caller, slots: make(chan struct{}, cfg.MaxCalls), calls: calls}
@@ -292,15 +305,22 @@ func New(cfg Config) *Engine {
 func (e *Engine) registerMetrics(m *metrics.Registry) {
 	e.outcomes = m.Counter("jinid_transactions_completed_total",
 		"Transactions decided, by outcome (committed, aborted, unknown: prepareAndCommit left it unknowable); a nested one's commit is its promotion into the parent.", "outcome")
+	if e.cfg.NoGauges {
+		return
+	}
+	held := e.Counts
+	if e.cfg.Held != nil {
+		held = e.cfg.Held
+	}
 	m.GaugeFunc("jinid_transactions", "Transactions the manager holds, by state (active, voting, committed, aborted); completed ones are held for a minute after every participant was told.",
 		[]string{"state"}, func(emit func(float64, ...string)) {
-			c := e.Counts()
+			c := held()
 			for s := Active; s <= Aborted; s++ {
 				emit(float64(c.ByState[s]), strings.ToLower(s.String()))
 			}
 		})
 	m.GaugeFunc("jinid_transactions_rolling_forward", "Committed transactions with participants still to be told commit (retried until each answers; kept on disk).",
-		nil, func(emit func(float64, ...string)) { emit(float64(e.Counts().RollingForward)) })
+		nil, func(emit func(float64, ...string)) { emit(float64(held().RollingForward)) })
 }
 
 // Counts are the transactions an engine holds.
@@ -383,7 +403,7 @@ func (e *Engine) Recover(recs []Record) {
 
 // Create starts a transaction and returns its ID.
 func (e *Engine) Create() string {
-	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}}
+	t := &txn{id: e.cfg.NewID(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}}
 	e.mu.Lock()
 	e.txs[t.id] = t
 	e.mu.Unlock()
@@ -402,7 +422,7 @@ func (e *Engine) CreateNested(parent string) (string, error) {
 	case p.state != Active:
 		return "", ErrCannotJoin
 	}
-	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}, parent: p}
+	t := &txn{id: e.cfg.NewID(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}), votes: map[string]apitypes.Vote{}, parent: p}
 	p.children = append(p.children, t)
 	e.txs[t.id] = t
 	return t.id, nil

@@ -51,7 +51,7 @@ func (e *Engine) CreateRemote(ctx context.Context, parent Ref) (string, error) {
 	if e.cfg.Parents == nil || e.cfg.LinkURL == nil {
 		return "", ErrNoParents
 	}
-	t := &txn{id: ids.New(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}),
+	t := &txn{id: e.cfg.NewID(), state: Active, decided: make(chan struct{}), notified: make(chan struct{}),
 		votes: map[string]apitypes.Vote{}, remote: &parent, token: ids.New()}
 	t.link = Participant{URL: e.cfg.LinkURL(t.id, t.token), CrashCount: e.incarnation}
 	e.mu.Lock()

@@ -47,6 +47,10 @@ type ServiceConfig struct {
 	// Engine settings; zero means the engine's defaults.
 	PrepareFor, Backoff, MaxBackoff       time.Duration
 	MaxParticipants, MaxTotalParticipants int
+	// NewID, Held and NoGauges are the engine's (Config).
+	NewID    func() string
+	Held     func() Counts
+	NoGauges bool
 }
 
 // Service is the transaction manager as one of the daemon's services.
@@ -88,6 +92,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
 		MaxParticipants: cfg.MaxParticipants, MaxTotalParticipants: cfg.MaxTotalParticipants, Parents: HTTPParents{Client: cfg.Client},
+		NewID: cfg.NewID, Held: cfg.Held, NoGauges: cfg.NoGauges,
 		LinkURL: func(id, token string) string {
 			return strings.TrimSuffix(cfg.Manager, "/") + "/v1/transactions/" + id + "/links/" + token
 		}})
@@ -98,6 +103,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	cfg.Grantor.RegisterVolatile(LeaseKind, cfg.Policy, s.release)
 	return s, nil
 }
+
+// Counts are the transactions the service holds, by state.
+func (s *Service) Counts() Counts { return s.eng.Counts() }
 
 // Count is how many transactions are open (ACTIVE or VOTING), and how
 // many committed ones are still rolling forward.

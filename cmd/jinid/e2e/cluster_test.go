@@ -453,6 +453,13 @@ func TestClusterRenewalShards(t *testing.T) {
 	for _, n := range nodes {
 		byAddr[n.link.IPv4] = n
 	}
+	defer func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s:\n%s", n.name, n.Log())
+			}
+		}
+	}()
 	testenv.Until(t, "the 16 shards held, each node holding some", func() bool {
 		st, _ := s.status(t)
 		if st.ShardsHeld != 16 || len(st.Nodes) != 3 {
@@ -553,6 +560,28 @@ func TestClusterRenewalShards(t *testing.T) {
 	delete(sets, failing)
 	per[byAddr[by[failing]]] = slices.DeleteFunc(per[byAddr[by[failing]]], func(id string) bool { return id == failing })
 
+	// A transaction of that client is that node's too: its participant
+	// is called from there.
+	// (Two participants: with one, the manager would ask it
+	// prepareAndCommit, which the test's participant does not answer.)
+	part, part2 := newTxnParticipant(t, s, false), newTxnParticipant(t, s, false)
+	tx, err := cs[from].TxnCreate(t.Context(), 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*txnParticipant{part, part2} {
+		if err := cs[from].TxnJoin(t.Context(), tx.ID, p.url, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := cs[from].TxnCommit(t.Context(), tx.ID, -1); err != nil || st != "COMMITTED" {
+		t.Fatalf("commit: %q, %v (the participant heard %q)", st, err, part.heard())
+	}
+	heard := part.heard()
+	if len(heard) == 0 || slices.ContainsFunc(heard, func(h string) bool { return !strings.HasSuffix(h, " "+by[failing].String()) }) {
+		t.Errorf("client %d's transaction: its participant heard %q, want every call from %s", from, heard, byAddr[by[failing]].name)
+	}
+
 	// The victim: the node renewing the most leases, of those not
 	// holding the store (the API's node stays).
 	var victim *clusterNode
@@ -586,13 +615,21 @@ func TestClusterRenewalShards(t *testing.T) {
 			t.Errorf("%s: renewed by %s at %v, before %s's last renewal at %v", id, after[id], first, victim.name, last)
 		}
 	}
-	// Every set is still served, through the node holding the store.
+	// Every set is still served, through the node holding the store
+	// (a client tries again on 503: node-a's look at the members may
+	// still name the dead node for a second).
 	for i, c := range cs {
 		want := perSet
 		if i == from {
 			want-- // the failed lease
 		}
-		ls, err := c.RenewalLeases(t.Context(), sets[fmt.Sprintf("lease-%d-000", i)])
+		var ls []apitypes.ClientLease
+		var err error
+		testenv.Until(t, fmt.Sprintf("client %d's set served", i), func() bool {
+			ls, err = c.RenewalLeases(t.Context(), sets[fmt.Sprintf("lease-%d-000", i)])
+			var ae *client.Error
+			return !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable
+		})
 		if err != nil || len(ls) != want {
 			t.Errorf("client %d's set: %d leases, %v", i, len(ls), err)
 		}
@@ -780,9 +817,9 @@ func (p *txnParticipant) heard() []string {
 }
 
 // A transaction decided COMMITTED whose roll-forward is under way (one
-// participant of three has not heard commit yet) when its node is
-// killed: the node that takes over tells that participant commit, and
-// no participant hears abort.
+// participant of three has not heard commit yet) when its node (the one
+// holding its shard) is killed: the node that takes the shard over
+// tells that participant commit, and no participant hears abort.
 func TestClusterTransactionRollForward(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
@@ -806,13 +843,22 @@ func TestClusterTransactionRollForward(t *testing.T) {
 		defer ps[2].mu.Unlock()
 		return ps[2].refused > 0
 	})
-	a.Kill()
+	// The node rolling it forward: the one holding its shard; the
+	// other takes the shard (and the store, if it was the holder's).
+	rolling := s.shardHolder(t, tx.ID, a, b)
+	other := b
+	if rolling == b {
+		other = a
+	}
+	rolling.Kill()
 	ps[2].mu.Lock()
 	ps[2].refusing = false
 	ps[2].mu.Unlock()
-	b.serving(t)
-	fromB := string(apitypes.OpCommit) + " " + b.link.IPv4.String()
-	testenv.Until(t, "the third participant told commit by node-b", func() bool { return slices.Contains(ps[2].heard(), fromB) })
+	if rolling == a {
+		b.serving(t)
+	}
+	fromOther := string(apitypes.OpCommit) + " " + other.link.IPv4.String()
+	testenv.Until(t, "the third participant told commit by "+other.name, func() bool { return slices.Contains(ps[2].heard(), fromOther) })
 	for i, p := range ps {
 		for _, h := range p.heard() {
 			if strings.HasPrefix(h, string(apitypes.OpAbort)) {
@@ -820,8 +866,8 @@ func TestClusterTransactionRollForward(t *testing.T) {
 			}
 		}
 	}
-	if st, err := jinidtest.LabClient(t, s.client, b.api).TxnState(t.Context(), tx.ID); err != nil || st != "COMMITTED" {
-		t.Errorf("the transaction on node-b: %q, %v", st, err)
+	if st, err := jinidtest.LabClient(t, s.client, other.api).TxnState(t.Context(), tx.ID); err != nil || st != "COMMITTED" {
+		t.Errorf("the transaction on %s: %q, %v", other.name, st, err)
 	}
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // minTxnOps is the --max-txn-ops below which the daemon warns: a
@@ -125,6 +126,7 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	if d.cluster.mailboxTag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
 		return nil, err
 	}
+	d.cluster.managerURL = d.managerURL()
 	peers := shards.NewPeers(id, node.Members, d.log)
 	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
 	// Only members get past the TLS handshake; the caps bound what the
@@ -219,13 +221,24 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 		return nil, err
 	}
 	dispatcher.SetInside(d.inside)
+	// Its transactions committed before the shard moved here roll
+	// forward from here, before the shard answers anything.
+	var tm *txn.Service
+	if !d.cfg.NoTransactions {
+		if tm, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
+			Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
+			Client: out(time.Minute), Manager: d.cluster.managerURL, Logger: log.With("service", "txn"),
+			Metrics: d.obs.metrics, NoGauges: true, NewID: newID}); err != nil {
+			return nil, err
+		}
+	}
 	setQuotas(grantor, st, lm)
 	mux := http.NewServeMux()
-	for _, svc := range []httpjson.Service{grantor, svc, mb} {
+	for _, svc := range plainRoutes(grantor, svc, mb, tm) {
 		svc.Routes(plainMux{mux})
 	}
 	body := int64(lm.BodyBytes)
-	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb},
+	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb, txn: tm},
 		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if body > 0 {
 				r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
@@ -236,6 +249,9 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	sh.parts.Add("leases", grantor) // every kind registered: expire what lapsed
 	sh.parts.Add("the lease renewal service", svc)
 	sh.parts.Add("the event mailbox", mb)
+	if tm != nil {
+		sh.parts.Add("the transaction manager", tm)
+	}
 	return sh, nil
 }
 
@@ -245,6 +261,9 @@ type clusterState struct {
 	shards *shards.Manager
 	// mailboxTag begins the listeners of the shards' mailboxes.
 	mailboxTag string
+	// managerURL is where the shards' participants call the transaction
+	// manager back: this node's API (its door leads to the shard).
+	managerURL string
 }
 
 // eachShard calls f with the parts of each shard this node serves now.
@@ -311,16 +330,21 @@ func (d *Daemon) clusterInside(listener string) (event.Receiver, bool) {
 	}, true
 }
 
-// shardRoutes are the lease grantor's, the renewal service's and the
-// mailbox's parts of the API: as they are on one box; in a cluster,
-// routed to the shard of the set, lease, registration or listener a
-// request names (here, or at the node holding it), what the deployment's
+// shardRoutes are the lease grantor's, the renewal service's, the
+// mailbox's and the transaction manager's parts of the API: as they
+// are on one box; in a cluster, routed to the shard of the set, lease,
+// registration, listener or transaction a request names (here, or at the node holding it), what the deployment's
 // own store holds (a single box's state imported) served here.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service) (httpjson.Service, httpjson.Service, httpjson.Service) {
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
 	if d.cluster.shards == nil {
-		return g, r, m
+		return plainRoutes(g, r, m, t)
 	}
-	return shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards}, shardedMailbox{m, d.cluster.shards, d.cluster.mailboxTag}
+	out := []httpjson.Service{shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards},
+		shardedMailbox{m, d.cluster.shards, d.cluster.mailboxTag}}
+	if t != nil {
+		out = append(out, shardedTxn{t, d.cluster.shards})
+	}
+	return out
 }
 
 // muxFunc adapts a function to httpjson.Mux.
@@ -408,6 +432,39 @@ func (s shardedMailbox) Routes(mux httpjson.Mux) {
 
 func (s shardedMailbox) has(id string) bool {
 	_, err := s.global.Get(id)
+	return err == nil
+}
+
+// shardedTxn routes the transaction manager's requests: a new
+// transaction to the shard of its owner, a transaction's (its
+// participants' joins, its links, a promotion into it) to the shard its
+// ID says, unless the deployment's own manager holds it.
+type shardedTxn struct {
+	global *txn.Service
+	m      *shards.Manager
+}
+
+func (s shardedTxn) Name() string   { return s.global.Name() }
+func (s shardedTxn) Prefix() string { return s.global.Prefix() }
+
+func (s shardedTxn) Routes(mux httpjson.Mux) {
+	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
+			id := r.PathValue("id")
+			switch {
+			case id == "":
+				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
+			case s.has(id):
+				h(w, r)
+			default:
+				s.m.Serve(shards.Of(id), w, r)
+			}
+		})
+	}))
+}
+
+func (s shardedTxn) has(id string) bool {
+	_, _, err := s.global.State(id)
 	return err == nil
 }
 

@@ -567,7 +567,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	if !d.cfg.NoTransactions {
 		if txnSvc, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
 			Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
-			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn"), Metrics: d.obs.metrics}); err != nil {
+			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn"), Metrics: d.obs.metrics,
+			Held: d.txnCounts}); err != nil {
 			return err
 		}
 	}
@@ -611,12 +612,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("tokens", tokens)
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	leasesAPI, renewalAPI, mailboxAPI := d.shardRoutes(grantor, renewalSvc, mailboxSvc)
-	services := []httpjson.Service{leasesAPI, d.registrar, ldsSvc, renewalAPI, mailboxAPI, tokens}
+	services := append([]httpjson.Service{d.registrar, ldsSvc, tokens}, d.shardRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)
 	var notRun []api.NotRun
-	if txnSvc != nil {
-		services = append(services, txnSvc)
-	} else {
+	if txnSvc == nil {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})
 	}
 	if snaps != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
@@ -169,12 +170,45 @@ func (d *Daemon) mailboxCount() (boxes, events int) {
 	return boxes, events
 }
 
+// plainRoutes are the parts of the API of the grantor, the renewal
+// service, the mailbox and the transaction manager (nil with
+// NoTransactions: left out), as one box serves them.
+func plainRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
+	out := []httpjson.Service{g, r, m}
+	if t != nil {
+		out = append(out, t)
+	}
+	return out
+}
+
+// txnCounts are the transactions this node holds: the deployment's own
+// manager's and its shards'.
+func (d *Daemon) txnCounts() txn.Counts {
+	var c txn.Counts
+	add := func(o txn.Counts) {
+		for i, n := range o.ByState {
+			c.ByState[i] += n
+		}
+		c.RollingForward += o.RollingForward
+	}
+	if t := d.obs.txn; t != nil {
+		add(t.Counts())
+	}
+	d.eachShard(func(sp shardParts) {
+		if sp.txn != nil {
+			add(sp.txn.Counts())
+		}
+	})
+	return c
+}
+
 // shardParts are the services of a shard this node serves.
 type shardParts struct {
 	store   *store.Store
 	grantor *lease.Grantor
 	renewal *renewal.Service
 	mailbox *mailbox.Service
+	txn     *txn.Service // nil with NoTransactions
 }
 
 // leaseCount is the live leases this node granted, its shards' too.
@@ -200,7 +234,8 @@ func (d *Daemon) counts() []status.Count {
 		{Service: "leases", What: "live", N: d.leaseCount()},
 	}
 	if d.obs.txn != nil {
-		open, rolling := d.obs.txn.Count()
+		c := d.txnCounts()
+		open, rolling := c.ByState[txn.Active]+c.ByState[txn.Voting], c.RollingForward
 		counts = append(counts, status.Count{Service: "transactions", What: "open", N: open},
 			status.Count{Service: "transactions", What: "rolling forward", N: rolling})
 	}

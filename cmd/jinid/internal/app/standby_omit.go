@@ -15,6 +15,7 @@ import (
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // standby is nothing in a build without etcd: there is no other node to
@@ -43,8 +44,8 @@ func (d *Daemon) openEtcd(context.Context) (*store.Store, error) {
 }
 
 // shardRoutes are the services themselves: one box has no shards.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service) (httpjson.Service, httpjson.Service, httpjson.Service) {
-	return g, r, m
+func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
+	return plainRoutes(g, r, m, t)
 }
 
 // eachShard has none to call f with.

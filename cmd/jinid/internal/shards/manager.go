@@ -3,8 +3,10 @@
 package shards
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -25,6 +27,8 @@ import (
 type Node interface {
 	Name() string
 	Members() []store.Member
+	// Refresh reads the members again now.
+	Refresh()
 	Hold(ctx context.Context, shard string, hc store.HoldConfig) (*store.Store, error)
 }
 
@@ -319,24 +323,46 @@ func moving(w http.ResponseWriter, k int) {
 }
 
 // Serve answers r from shard k: here if this node holds it, else at the
-// node that does (Peers).
+// node that does (Peers). When that node does not answer (it died, and
+// the members read a second ago still name it), the members are read
+// again, and the request goes to the shard's node then, if another.
 func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
-	members := m.cfg.Node.Members()
-	owner := Owner(k, names(members))
 	if s, ok := m.here(r.Context(), k); ok {
 		s.Handler().ServeHTTP(w, r)
 		return
 	}
-	if owner == m.cfg.Node.Name() {
-		moving(w, k)
-		return
+	// The body, to send again: bounded by the API's limit, as the
+	// services read it.
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, httpjson.BodyLimit(r)+1)); err != nil {
+			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err))
+			return
+		}
 	}
-	i := slices.IndexFunc(members, func(mb store.Member) bool { return mb.Node == owner })
-	if i < 0 {
-		moving(w, k)
-		return
+	tried := ""
+	for attempt := range 2 {
+		if attempt > 0 {
+			m.cfg.Node.Refresh()
+			if s, ok := m.here(r.Context(), k); ok {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				s.Handler().ServeHTTP(w, r)
+				return
+			}
+		}
+		members := m.cfg.Node.Members()
+		owner := Owner(k, names(members))
+		i := slices.IndexFunc(members, func(mb store.Member) bool { return mb.Node == owner })
+		if owner == m.cfg.Node.Name() || owner == tried || i < 0 {
+			break
+		}
+		tried = owner
+		if err := m.cfg.Peers.Forward(w, r, body, members[i], k); err == nil {
+			return
+		}
 	}
-	m.cfg.Peers.Forward(w, r, members[i], k)
+	moving(w, k)
 }
 
 // PeerHandler serves what the other nodes forward: requests for the

@@ -36,6 +36,8 @@ type fakeNode struct {
 
 func (n *fakeNode) Name() string { return n.name }
 
+func (n *fakeNode) Refresh() {}
+
 func (n *fakeNode) Members() []store.Member {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -3,6 +3,7 @@
 package shards
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -27,10 +28,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/jinid/jinid/services/access"
-	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
-	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -166,28 +164,29 @@ var passed = []string{"Content-Type", event.HopsHeader}
 // caller.
 var copied = []string{"Content-Type", "Retry-After", "Cache-Control", "WWW-Authenticate", "Location"}
 
-// Forward has node m answer r for shard k, and passes its answer on. A
-// node that does not answer is the caller's 503 (the shard moves when
-// the node's lease ends).
-func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, m store.Member, k int) {
+// errUnreachable is Forward's error when no address of the node
+// answered: nothing was written, and the request may go elsewhere.
+var errUnreachable = errors.New("the node does not answer")
+
+// Forward has node m answer r for shard k, whose body (read already,
+// bounded by the API's limit) is body, and passes its answer on. A node
+// that cannot be reached is errUnreachable, nothing written (the caller
+// may look at the members again); its last error is logged, now and
+// then.
+func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m store.Member, k int) error {
 	if m.ClusterPort == 0 || m.CertSHA256 == "" || len(m.Addrs) == 0 {
-		moving(w, k)
-		return
+		return errUnreachable
 	}
 	var resp *http.Response
 	var err error
 	for _, a := range m.Addrs {
-		resp, err = p.send(r, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k)
-		if err == nil || r.Context().Err() != nil || r.Body != nil && r.Body != http.NoBody {
-			break // a request with a body is not sent twice
+		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k); err == nil || r.Context().Err() != nil {
+			break
 		}
 	}
 	if err != nil {
 		p.logged.Do(func() { p.log.Warn("forwarding to the node holding a shard", "shard", k, "node", m.Node, "err", err) })
-		w.Header().Set("Retry-After", "1")
-		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
-			"the node serving the shard of this request (%d) does not answer: try again in a second", k))
-		return
+		return errUnreachable
 	}
 	defer resp.Body.Close()
 	for _, h := range copied {
@@ -197,19 +196,23 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, m store.Member, 
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, io.LimitReader(resp.Body, maxAnswer))
+	return nil
 }
 
 // send makes r's request of the node at ap.
-func (p *Peers) send(r *http.Request, ap netip.AddrPort, sum string, k int) (*http.Response, error) {
+func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string, k int) (*http.Response, error) {
 	u := "https://" + ap.String() + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u, r.Body)
+	var rd io.Reader
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u, rd)
 	if err != nil {
 		return nil, err
 	}
-	out.ContentLength = r.ContentLength
 	for _, h := range passed {
 		if v := r.Header.Get(h); v != "" {
 			out.Header.Set(h, v)

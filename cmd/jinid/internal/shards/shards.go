@@ -1,23 +1,22 @@
-//go:build !jinid_omit_etcd
-
 // Package shards spreads a cluster's work among its live nodes. The
-// renewal sets (with their leases) are cut into Count shards; each
-// shard is a store of its own in etcd (store.ShardPrefix), held by one
-// node at a time under that node's lease, and the node holding it runs
-// the shard's services: it serves the shard's requests, and renews,
-// warns and delivers for the shard's sets. Which node holds a shard is
-// rendezvous hashing over the live members' names (Owner): every node
-// computes the same answer from the same member list, a node that
-// leaves moves only its own shards, and one that joins takes about its
-// share. A shard changes hands through its hold: the new node waits
-// until the old one lets it go (or its lease ends), so a shard's work
-// never runs on two nodes at once, and every commit is fenced by the
-// hold's revision (store.EtcdNode.Hold).
+// renewal sets (with their leases), the mailbox registrations and the
+// transactions are cut into Count shards; each shard is a store of its
+// own in etcd (store.ShardPrefix), held by one node at a time under that
+// node's lease, and the node holding it runs the shard's services: it
+// serves the shard's requests, renews the sets' leases, pushes the
+// mailboxes' events, calls the transactions' participants. Which node
+// holds a shard is rendezvous hashing over the live members' names
+// (Owner): every node computes the same answer from the same member
+// list, a node that leaves moves only its own shards, and one that joins
+// takes about its share. A shard changes hands through its hold: the new
+// node waits until the old one lets it go (or its lease ends), so a
+// shard's work never runs on two nodes at once, and every commit is
+// fenced by the hold's revision (store.EtcdNode.Hold).
 //
 // An ID made for a shard (NewID) says its shard (Of), so any node can
-// route a request for it; a client's new sets go to the shard its owner
-// key hashes to (ForOwner), so one client's quota is counted in one
-// place.
+// route a request for it; a client's new items go to the shard its
+// owner key hashes to (ForOwner), so one client's quotas are counted in
+// one place.
 package shards
 
 import (

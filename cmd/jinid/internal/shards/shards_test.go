@@ -1,5 +1,3 @@
-//go:build !jinid_omit_etcd
-
 package shards
 
 import (
