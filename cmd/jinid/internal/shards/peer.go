@@ -22,13 +22,17 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -139,9 +143,12 @@ func (p *Peers) client(sum string) *http.Client {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
 		InsecureSkipVerify: true, VerifyPeerCertificate: pinned(func(s string) bool { return s == sum })}
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second, ResponseHeaderTimeout: 30 * time.Second,
-		IdleConnTimeout: 30 * time.Second, MaxIdleConnsPerHost: 16, ForceAttemptHTTP2: false},
+		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		// No bound on the answer's wait but the caller's: a commit
+		// waits for its participants' votes, a mailbox's next for
+		// an event (the node's own handlers bound them).
+		TLSHandshakeTimeout: 5 * time.Second,
+		IdleConnTimeout:     30 * time.Second, MaxIdleConnsPerHost: 16, ForceAttemptHTTP2: false},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	p.clients[sum] = c
 	return c
@@ -180,13 +187,21 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	var resp *http.Response
 	var err error
 	for _, a := range m.Addrs {
-		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k); err == nil || r.Context().Err() != nil {
+		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k); err == nil || !unsent(err) {
 			break
 		}
 	}
 	if err != nil {
 		p.logged.Do(func() { p.log.Warn("forwarding to the node holding a shard", "shard", k, "node", m.Node, "err", err) })
-		return errUnreachable
+		if unsent(err) {
+			return errUnreachable
+		}
+		// Sent, perhaps acted on: not sent again. The client hears
+		// the outcome is unknown, as from a node that died answering.
+		w.Header().Set("Retry-After", "1")
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
+			"the node serving the shard of this request (%d) did not answer it; it may or may not have been done", k))
+		return nil
 	}
 	defer resp.Body.Close()
 	for _, h := range copied {
@@ -197,6 +212,18 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, io.LimitReader(resp.Body, maxAnswer))
 	return nil
+}
+
+// unsent says err stopped a request before it could reach the node: no
+// connection (refused, unreachable, timed out dialing) or no TLS with a
+// member. Such a request may go to another node.
+func unsent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &cv) || strings.Contains(err.Error(), "not the certificate of a node")
 }
 
 // send makes r's request of the node at ap.
