@@ -416,7 +416,7 @@ func TestClusterRenewalFailover(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"\njinid_cluster_holding 1\n", "\njinid_cluster_members 1\n", "\njinid_cluster_hold_left_seconds "} {
+	for _, want := range []string{"\njinid_cluster_holding 1\n", "\njinid_cluster_members 1\n", "\njinid_cluster_hold_left_seconds ", "\njinid_cluster_shards_held "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("%s's /metrics has no %q", b.name, strings.TrimSpace(want))
 		}

@@ -278,6 +278,14 @@ func (d *Daemon) eachShard(f func(shardParts)) {
 	}
 }
 
+// shardsHeld is how many shards this node serves now.
+func (d *Daemon) shardsHeld() int {
+	if d.cluster.shards == nil {
+		return 0
+	}
+	return len(d.cluster.shards.Held())
+}
+
 // clusterListener says u names a listener of the shards' mailboxes
 // (under any host name, as the mailbox's own listeners).
 func (d *Daemon) clusterListener(u *url.URL) bool {

@@ -137,6 +137,10 @@ func (d *Daemon) countsMetrics() {
 			emit(float64(len(d.obs.lds.Known())), "lds")
 			emit(float64(len(d.obs.heard.List(time.Now()))), "announcement")
 		})
+	if d.cfg.Store == StoreEtcd {
+		m.GaugeFunc("jinid_cluster_shards_held", "Shards of the cluster's work (renewal sets, mailboxes, transactions) this node holds and serves.", nil,
+			func(emit func(float64, ...string)) { emit(float64(d.shardsHeld())) })
+	}
 	m.GaugeFunc("jinid_ready", "1 when the daemon is ready (GET /readyz answers 200), 0 when not.", nil, func(emit func(float64, ...string)) {
 		v := 1.0
 		for _, c := range d.readiness() {
@@ -281,7 +285,7 @@ func (d *Daemon) readiness() []api.Check {
 // this node's name there.
 func (d *Daemon) storePlace() string {
 	if node := d.store.Node(); node != "" {
-		return d.store.Path() + " (node " + node + ", holding the store)"
+		return fmt.Sprintf("%s (node %s, holding the store and %d of the cluster's shards)", d.store.Path(), node, d.shardsHeld())
 	}
 	return d.cfg.DataDir
 }

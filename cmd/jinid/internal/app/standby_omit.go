@@ -56,3 +56,6 @@ func (d *Daemon) clusterInside(string) (event.Receiver, bool) { return nil, fals
 
 // clusterListener: no cluster, no listener of its mailbox.
 func (d *Daemon) clusterListener(*url.URL) bool { return false }
+
+// shardsHeld: none without a cluster.
+func (d *Daemon) shardsHeld() int { return 0 }
