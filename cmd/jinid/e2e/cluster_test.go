@@ -79,6 +79,7 @@ type clusterNode struct {
 	link *netlab.Link // on the site's LAN
 	seg  *netlab.Link // on its segment, for a gateway
 	api  string
+	args []string // its daemon's
 }
 
 // node starts a jinid on the site's store, multicast off; it may wait
@@ -105,10 +106,19 @@ func (s *clusterSite) start(t *testing.T, name string, seg *netlab.LAN, extra []
 		n.seg = h.Attach(seg)
 		h.Forward()
 	}
-	args := append([]string{"--store", "etcd", "--etcd-endpoints", s.endpoints,
+	n.args = append([]string{"--store", "etcd", "--etcd-endpoints", s.endpoints,
 		"--etcd-lease-ttl", clusterTTL.String(), "--node", name, "--anonymous", "client"}, extra...)
-	n.LabProc = jinidtest.LabNode(t, s.bin, h, args...)
+	n.LabProc = jinidtest.LabNode(t, s.bin, h, n.args...)
 	return n
+}
+
+// restart starts node n's jinid again, as it was started, on its host
+// (after it was killed).
+func (s *clusterSite) restart(t *testing.T, n *clusterNode) *clusterNode {
+	t.Helper()
+	again := *n
+	again.LabProc = jinidtest.LabNode(t, s.bin, n.h, n.args...)
+	return &again
 }
 
 // pair starts node-a, which holds the store, then node-b, which waits.
@@ -342,12 +352,12 @@ func (g *leaseGrantor) renewedSince(t0 time.Time) map[string]netip.Addr {
 	return by
 }
 
-// spanOf is when a node first and last renewed the lease id.
-func (g *leaseGrantor) spanOf(from netip.Addr, id string) (first, last time.Time) {
+// spanOf is when a node first and last renewed the lease id, since t0.
+func (g *leaseGrantor) spanOf(from netip.Addr, id string, t0 time.Time) (first, last time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, c := range g.calls {
-		if c.from == from && slices.Contains(c.ids, id) {
+		if c.from == from && !c.at.Before(t0) && slices.Contains(c.ids, id) {
 			if first.IsZero() {
 				first = c.at
 			}
@@ -437,7 +447,8 @@ func TestClusterRenewalFailover(t *testing.T) {
 // shards but not the store is killed (SIGKILL): its shards go to the
 // others once its lease ends, which renew its leases from then on, none
 // lapsing and never two nodes one lease at once; the sets are served
-// throughout.
+// throughout. Started again, it takes its shards back from the others,
+// which let them go first.
 func TestClusterRenewalShards(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
@@ -609,8 +620,8 @@ func TestClusterRenewalShards(t *testing.T) {
 	g.check(t)
 	after := g.renewedSince(killed)
 	for _, id := range per[victim] {
-		_, last := g.spanOf(victim.link.IPv4, id)
-		first, _ := g.spanOf(after[id], id)
+		_, last := g.spanOf(victim.link.IPv4, id, time.Time{})
+		first, _ := g.spanOf(after[id], id, time.Time{})
 		if !last.Before(first) {
 			t.Errorf("%s: renewed by %s at %v, before %s's last renewal at %v", id, after[id], first, victim.name, last)
 		}
@@ -634,9 +645,37 @@ func TestClusterRenewalShards(t *testing.T) {
 			t.Errorf("client %d's set: %d leases, %v", i, len(ls), err)
 		}
 	}
-	st, _ := s.status(t)
-	if st.ShardsHeld != 16 || len(st.Nodes) != 2 {
-		t.Errorf("cluster status after %s was killed: %+v", victim.name, st)
+	// Its shards that held no lease move too (the two others may take
+	// them a moment apart).
+	testenv.Until(t, "every shard held by the two nodes left", func() bool {
+		st, _ := s.status(t)
+		return st.ShardsHeld == 16 && len(st.Nodes) == 2
+	})
+
+	// The victim back, under its name: rendezvous hashing gives it its
+	// shards again. The nodes holding them let them go, and it renews
+	// their leases from then on: no lease lapses, and none is renewed
+	// by another node after the victim's first renewal of it.
+	back := time.Now()
+	s.restart(t, victim)
+	testenv.Until(t, victim.name+" renewing its leases again", func() bool {
+		now := g.renewedSince(back)
+		for _, id := range per[victim] {
+			if now[id] != victim.link.IPv4 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("%s back: its leases renewed by it again %v later", victim.name, time.Since(back).Round(time.Millisecond))
+	g.check(t)
+	for _, id := range per[victim] {
+		first, _ := g.spanOf(victim.link.IPv4, id, back)
+		for _, n := range nodes {
+			if _, last := g.spanOf(n.link.IPv4, id, back); n != victim && !last.IsZero() && !last.Before(first) {
+				t.Errorf("%s: renewed by %s at %v, after %s's first renewal at %v: two nodes at once", id, n.name, last, victim.name, first)
+			}
+		}
 	}
 }
 
