@@ -347,10 +347,10 @@ func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Se
 	if d.cluster.shards == nil {
 		return plainRoutes(g, r, m, t)
 	}
-	out := []httpjson.Service{shardedLeases{g, d.cluster.shards}, shardedRenewal{r, d.cluster.shards},
-		shardedMailbox{m, d.cluster.shards, d.cluster.mailboxTag}}
+	out := []httpjson.Service{shardedLeases{g, d.cluster.shards}, shardedRenewal(r, d.cluster.shards),
+		shardedMailbox(m, d.cluster.shards, d.cluster.mailboxTag)}
 	if t != nil {
-		out = append(out, shardedTxn{t, d.cluster.shards})
+		out = append(out, shardedTxn(t, d.cluster.shards))
 	}
 	return out
 }
@@ -368,62 +368,33 @@ func (m plainMux) Handle(_ httpjson.Need, pattern string, h http.HandlerFunc) {
 	m.HandleFunc(pattern, h)
 }
 
-// shardedRenewal routes the renewal service's requests: a new set to
-// the shard of its owner (shards.ForOwner), a set's requests to the
-// shard its ID says, unless the deployment's own service holds it.
-type shardedRenewal struct {
-	global *renewal.Service
+// sharded routes a service's requests by shard: a new item's (a route
+// without {id}) to the shard of its owner (shards.ForOwner), an item's
+// to the shard its ID says, unless the deployment's own service holds it
+// (has: a single box's state imported is served here). other, if set,
+// places the requests it knows first (the mailbox's listeners).
+type sharded struct {
+	global httpjson.Service
 	m      *shards.Manager
+	has    func(id string) bool
+	other  func(r *http.Request) (k int, here, ok bool)
 }
 
-func (s shardedRenewal) Name() string   { return s.global.Name() }
-func (s shardedRenewal) Prefix() string { return s.global.Prefix() }
+func (s sharded) Name() string   { return s.global.Name() }
+func (s sharded) Prefix() string { return s.global.Prefix() }
 
-func (s shardedRenewal) Routes(mux httpjson.Mux) {
+func (s sharded) Routes(mux httpjson.Mux) {
 	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
 		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			id := r.PathValue("id")
-			switch {
-			case id == "":
-				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
-			case s.has(id):
-				h(w, r)
-			default:
-				s.m.Serve(shards.Of(id), w, r)
-			}
-		})
-	}))
-}
-
-func (s shardedRenewal) has(id string) bool {
-	_, err := s.global.Get(id)
-	return err == nil
-}
-
-// shardedMailbox routes the mailbox's requests: a new registration to
-// the shard of its owner, a registration's to the shard its ID says, an
-// event for one of the shards' listeners (the cluster's tag) to the shard
-// the rest of its ID says; what the deployment's own mailbox holds is
-// served here.
-type shardedMailbox struct {
-	global *mailbox.Service
-	m      *shards.Manager
-	tag    string
-}
-
-func (s shardedMailbox) Name() string   { return s.global.Name() }
-func (s shardedMailbox) Prefix() string { return s.global.Prefix() }
-
-func (s shardedMailbox) Routes(mux httpjson.Mux) {
-	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			if l := r.PathValue("listener"); l != "" {
-				if rest, ok := strings.CutPrefix(l, s.tag); ok && rest != "" && !s.global.IsOwnListener(&url.URL{Path: mailbox.ListenerPath + l}) {
-					s.m.Serve(shards.Of(rest), w, r)
+			if s.other != nil {
+				if k, here, ok := s.other(r); ok {
+					if here {
+						h(w, r)
+					} else {
+						s.m.Serve(k, w, r)
+					}
 					return
 				}
-				h(w, r)
-				return
 			}
 			id := r.PathValue("id")
 			switch {
@@ -438,42 +409,33 @@ func (s shardedMailbox) Routes(mux httpjson.Mux) {
 	}))
 }
 
-func (s shardedMailbox) has(id string) bool {
-	_, err := s.global.Get(id)
-	return err == nil
+// shardedRenewal routes the renewal service's requests.
+func shardedRenewal(global *renewal.Service, m *shards.Manager) sharded {
+	return sharded{global: global, m: m, has: func(id string) bool { _, err := global.Get(id); return err == nil }}
 }
 
-// shardedTxn routes the transaction manager's requests: a new
-// transaction to the shard of its owner, a transaction's (its
-// participants' joins, its links, a promotion into it) to the shard its
-// ID says, unless the deployment's own manager holds it.
-type shardedTxn struct {
-	global *txn.Service
-	m      *shards.Manager
-}
-
-func (s shardedTxn) Name() string   { return s.global.Name() }
-func (s shardedTxn) Prefix() string { return s.global.Prefix() }
-
-func (s shardedTxn) Routes(mux httpjson.Mux) {
-	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			id := r.PathValue("id")
-			switch {
-			case id == "":
-				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
-			case s.has(id):
-				h(w, r)
-			default:
-				s.m.Serve(shards.Of(id), w, r)
+// shardedMailbox routes the mailbox's requests; an event for one of the
+// shards' listeners (the cluster's tag) goes to the shard the rest of
+// its ID says.
+func shardedMailbox(global *mailbox.Service, m *shards.Manager, tag string) sharded {
+	return sharded{global: global, m: m, has: func(id string) bool { _, err := global.Get(id); return err == nil },
+		other: func(r *http.Request) (int, bool, bool) {
+			l := r.PathValue("listener")
+			if l == "" {
+				return 0, false, false
 			}
-		})
-	}))
+			if rest, ok := strings.CutPrefix(l, tag); ok && rest != "" && !global.IsOwnListener(&url.URL{Path: mailbox.ListenerPath + l}) {
+				return shards.Of(rest), false, true
+			}
+			return 0, true, true
+		}}
 }
 
-func (s shardedTxn) has(id string) bool {
-	_, _, err := s.global.State(id)
-	return err == nil
+// shardedTxn routes the transaction manager's requests: a
+// transaction's participants' joins, its links and a promotion into it
+// go where it is.
+func shardedTxn(global *txn.Service, m *shards.Manager) sharded {
+	return sharded{global: global, m: m, has: func(id string) bool { _, _, err := global.State(id); return err == nil }}
 }
 
 // shardedLeases routes the lease endpoints: a lease the deployment's own

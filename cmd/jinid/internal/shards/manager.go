@@ -248,23 +248,24 @@ func (m *Manager) Local(k int) (Stack, bool) {
 // Held lists the shards this node serves now.
 func (m *Manager) Held() []int {
 	var out []int
-	for k := range Count {
-		if _, ok := m.Local(k); ok {
-			out = append(out, k)
-		}
-	}
+	m.each(func(k int, _ Stack) { out = append(out, k) })
 	return out
 }
 
 // Stacks are the stacks of the shards this node serves now.
 func (m *Manager) Stacks() []Stack {
 	var out []Stack
+	m.each(func(_ int, s Stack) { out = append(out, s) })
+	return out
+}
+
+// each calls f with each shard this node serves now, and its stack.
+func (m *Manager) each(f func(k int, s Stack)) {
 	for k := range Count {
 		if s, ok := m.Local(k); ok {
-			out = append(out, s)
+			f(k, s)
 		}
 	}
-	return out
 }
 
 // await waits, until ctx ends or the manager's Wait passes, for shard k
