@@ -454,3 +454,104 @@ func TestEtcdTransactionBound(t *testing.T) {
 		}
 	}
 }
+
+// Shards of a deployment: a node holds one under its lease, another node
+// waits for it and takes it when the first lets it go (not before); a
+// store let go commits nothing more; what the shards hold is in the
+// deployment's export, and an import of it into one box serves it all.
+func TestEtcdShards(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	join := func(node string) *EtcdNode {
+		n, err := JoinEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-shards", Timeout: 2 * time.Second,
+			Node: node, LeaseTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n
+	}
+	a, b := join("node-a"), join("node-b")
+	a.Refresh()
+	if got := a.Members(); len(got) != 2 || got[0].Node != "node-a" || got[1].Node != "node-b" {
+		t.Errorf("the members as node-a reads them: %+v", got)
+	}
+	root, err := a.Hold(t.Context(), "", HoldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s3, err := a.Hold(t.Context(), "03", HoldConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Update(func(tx *Tx) error { return tx.Put("renewal.sets", "set-1", "in shard 03") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := root.Update(func(tx *Tx) error { return tx.Put("lookup.items", "item-1", "in the root") }); err != nil {
+		t.Fatal(err)
+	}
+	// node-b waits for shard 03 while node-a holds it.
+	waited := make(chan string, 1)
+	taken := make(chan *Store, 1)
+	go func() {
+		st, err := b.Hold(t.Context(), "03", HoldConfig{Waiting: func(h string) { waited <- h }})
+		if err != nil {
+			t.Error(err)
+		}
+		taken <- st
+	}()
+	if h := <-waited; h != "node-a" {
+		t.Fatalf("node-b waits for shard 03 held by %q", h)
+	}
+	select {
+	case <-taken:
+		t.Fatal("node-b took shard 03 while node-a held it")
+	default:
+	}
+	if err := s3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var s3b *Store
+	select {
+	case s3b = <-taken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node-b did not take shard 03 once node-a let it go")
+	}
+	defer s3b.Close()
+	if err := s3.Acting(); !errors.Is(err, ErrNotHolding) {
+		t.Errorf("node-a's shard 03, let go: acting %v", err)
+	}
+	var f *fault.Error
+	if err := s3.Update(func(tx *Tx) error { return tx.Put("renewal.sets", "set-2", "x") }); !errors.As(err, &f) || f.Code != apitypes.Unavailable {
+		t.Errorf("a commit through a shard let go: %v", err)
+	}
+	var v string
+	if err := s3b.View(func(tx *Tx) error { _, err := tx.Get("renewal.sets", "set-1", &v); return err }); err != nil || v != "in shard 03" {
+		t.Errorf("node-b reads %q in shard 03: %v", v, err)
+	}
+	if err := a.Acting(); err != nil {
+		t.Errorf("node-a acting after letting a shard go: %v", err)
+	}
+
+	st, err := ReadCluster(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-shards"})
+	if err != nil || st.Holder != "node-a" || st.Shards["03"] != "node-b" || len(st.Shards) != 1 {
+		t.Errorf("the status: holder %q, shards %v, %v", st.Holder, st.Shards, err)
+	}
+	var dump strings.Builder
+	if _, err := root.Export(&dump); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"bucket":"renewal.sets","key":"set-1","value":"in shard 03"}`, `{"bucket":"lookup.items","key":"item-1","value":"in the root"}`} {
+		if !strings.Contains(dump.String(), want) {
+			t.Errorf("the export has no %s:\n%s", want, dump.String())
+		}
+	}
+	if strings.Contains(dump.String(), "shardholds") || strings.Contains(dump.String(), `"meta"`) {
+		t.Errorf("the export has the holds or the shards' meta:\n%s", dump.String())
+	}
+	box, _ := Open(t.TempDir())
+	defer box.Close()
+	if n, err := box.Import(strings.NewReader(dump.String())); err != nil || n != 2 {
+		t.Errorf("import into one box: %d, %v", n, err)
+	}
+}
