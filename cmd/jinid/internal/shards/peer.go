@@ -44,6 +44,10 @@ const (
 	principalHeader = "Jinid-Principal"
 )
 
+// maxPeerClients is how many nodes' clients are kept before those of
+// nodes gone are dropped.
+const maxPeerClients = 32
+
 // maxAnswer bounds what a node reads back from another: the largest
 // answer of a shard's routes (a set's 10,000 leases) is a few MB.
 const maxAnswer = 64 << 20
@@ -136,6 +140,16 @@ func (p *Peers) client(sum string) *http.Client {
 	defer p.mu.Unlock()
 	if c, ok := p.clients[sum]; ok {
 		return c
+	}
+	// A node started again has a new certificate: the clients of those
+	// no member has any more go, before they pile up.
+	if len(p.clients) >= maxPeerClients {
+		for old, c := range p.clients {
+			if !slices.ContainsFunc(p.members(), func(m store.Member) bool { return m.CertSHA256 == old }) {
+				c.CloseIdleConnections()
+				delete(p.clients, old)
+			}
+		}
 	}
 	// The server's certificate is checked against the hash its member
 	// record holds, not against a certificate authority (Identity):
