@@ -527,6 +527,26 @@ func TestClusterRenewalShards(t *testing.T) {
 		bySet[sets[id]] = from
 	}
 
+	// What the routing costs (logged for docs/performance.md, not
+	// judged): a set's leases read through node-a, the set in a shard
+	// node-a holds, and in one another node holds.
+	local := slices.IndexFunc(cs, func(c *client.Client) bool { return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] == a.link.IPv4 })
+	remote := slices.IndexFunc(cs, func(c *client.Client) bool { return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] != a.link.IPv4 })
+	for _, j := range []int{local, remote} {
+		if j < 0 {
+			continue
+		}
+		const reads = 50
+		start := time.Now()
+		for range reads {
+			if _, err := cs[j].RenewalLeases(t.Context(), sets[fmt.Sprintf("lease-%d-000", j)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("a set of %d leases read through node-a, its shard on %s: %v a read", perSet,
+			byAddr[by[fmt.Sprintf("lease-%d-000", j)]].name, (time.Since(start) / reads).Round(10*time.Microsecond))
+	}
+
 	// A renewal failure (a lease its grantor no longer knows) in the set
 	// of a client whose shard a node other than node-a holds goes to
 	// the failure listener of that set: the pull mailbox of a client

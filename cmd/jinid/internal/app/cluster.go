@@ -134,6 +134,9 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	tlsLn := tls.NewListener(connlimit.Listener(ln, connlimit.Config{Max: 256, PerSource: 64}), peers.ServerTLS())
 	srv := &http1.Server{Handler: mgr.PeerHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
+	// Set before the first shard is built: its services reach the other
+	// shards through it.
+	d.cluster.shards = mgr
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(tlsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -169,7 +172,6 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		peers.Close()
 		return err
 	}})
-	d.cluster.shards = mgr
 	d.log.Info("a node of the cluster", "node", cfg.Node, "cluster_listen", ln.Addr().String(), "shards", shards.Count)
 	return node, nil
 }
