@@ -530,8 +530,12 @@ func TestClusterRenewalShards(t *testing.T) {
 	// What the routing costs (logged for docs/performance.md, not
 	// judged): a set's leases read through node-a, the set in a shard
 	// node-a holds, and in one another node holds.
-	local := slices.IndexFunc(cs, func(c *client.Client) bool { return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] == a.link.IPv4 })
-	remote := slices.IndexFunc(cs, func(c *client.Client) bool { return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] != a.link.IPv4 })
+	local := slices.IndexFunc(cs, func(c *client.Client) bool {
+		return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] == a.link.IPv4
+	})
+	remote := slices.IndexFunc(cs, func(c *client.Client) bool {
+		return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] != a.link.IPv4
+	})
 	for _, j := range []int{local, remote} {
 		if j < 0 {
 			continue
