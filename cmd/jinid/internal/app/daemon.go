@@ -629,6 +629,17 @@ func (d *Daemon) build(ctx context.Context) error {
 	return nil
 }
 
+// plainRoutes are the parts of the API of the grantor, the renewal
+// service, the mailbox and the transaction manager (nil with
+// NoTransactions: left out), as one box serves them.
+func plainRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
+	out := []httpjson.Service{g, r, m}
+	if t != nil {
+		out = append(out, t)
+	}
+	return out
+}
+
 // ownListener says u is a listener of this daemon's event mailbox (or
 // its cluster's): a delivery to it is no request at all (Inside).
 func (d *Daemon) ownListener(u *url.URL) bool {

@@ -17,7 +17,6 @@ import (
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
-	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
@@ -155,34 +154,24 @@ func (d *Daemon) countsMetrics() {
 // renewalCount is the renewal sets and client leases this node keeps:
 // the deployment's own service's and its shards'.
 func (d *Daemon) renewalCount() (sets, leases int) {
-	sets, leases = d.obs.renewal.Count()
-	d.eachShard(func(sp shardParts) {
-		s, l := sp.renewal.Count()
-		sets, leases = sets+s, leases+l
-	})
-	return sets, leases
+	return d.withShards(d.obs.renewal.Count, func(sp shardParts) (int, int) { return sp.renewal.Count() })
 }
 
 // mailboxCount is the mailbox registrations and events this node
 // keeps: the deployment's own mailbox's and its shards'.
 func (d *Daemon) mailboxCount() (boxes, events int) {
-	boxes, events = d.obs.mailbox.Count()
-	d.eachShard(func(sp shardParts) {
-		b, e := sp.mailbox.Count()
-		boxes, events = boxes+b, events+e
-	})
-	return boxes, events
+	return d.withShards(d.obs.mailbox.Count, func(sp shardParts) (int, int) { return sp.mailbox.Count() })
 }
 
-// plainRoutes are the parts of the API of the grantor, the renewal
-// service, the mailbox and the transaction manager (nil with
-// NoTransactions: left out), as one box serves them.
-func plainRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
-	out := []httpjson.Service{g, r, m}
-	if t != nil {
-		out = append(out, t)
-	}
-	return out
+// withShards adds the pair of counts each shard this node serves has to
+// the deployment's own service's.
+func (d *Daemon) withShards(own func() (int, int), shard func(shardParts) (int, int)) (a, b int) {
+	a, b = own()
+	d.eachShard(func(sp shardParts) {
+		x, y := shard(sp)
+		a, b = a+x, b+y
+	})
+	return a, b
 }
 
 // txnCounts are the transactions this node holds: the deployment's own

@@ -22,7 +22,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -93,11 +92,15 @@ func digest(der []byte) string {
 // SHA256 is the certificate's hash, as the member record carries it.
 func (id *Identity) SHA256() string { return id.sum }
 
+// errNotMember is the handshake's error with a peer whose certificate
+// no member's record names.
+var errNotMember = errors.New("not the certificate of a node of this cluster")
+
 // pinned checks that the peer's certificate is one of those want says.
 func pinned(want func(sum string) bool) func([][]byte, [][]*x509.Certificate) error {
 	return func(raw [][]byte, _ [][]*x509.Certificate) error {
 		if len(raw) == 0 || !want(digest(raw[0])) {
-			return errors.New("not the certificate of a node of this cluster")
+			return errNotMember
 		}
 		return nil
 	}
@@ -230,14 +233,14 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 
 // unsent says err stopped a request before it could reach the node: no
 // connection (refused, unreachable, timed out dialing) or no TLS with a
-// member. Such a request may go to another node.
+// member (crypto/tls returns the check's own error). Such a request may
+// go to another node.
 func unsent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
-	var cv *tls.CertificateVerificationError
-	return errors.As(err, &cv) || strings.Contains(err.Error(), "not the certificate of a node")
+	return errors.Is(err, errNotMember)
 }
 
 // send makes r's request of the node at ap.
