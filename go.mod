@@ -7,7 +7,6 @@ require (
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/gopacket v1.1.19
 	github.com/miekg/dns v1.1.73
-	github.com/pires/go-proxyproto v0.15.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/vishvananda/netlink v1.3.1

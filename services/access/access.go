@@ -150,7 +150,21 @@ func WithForwarded(ctx context.Context, v string) (context.Context, error) {
 		return ctx, fmt.Errorf("a forwarded principal: %w", err)
 	}
 	p := Principal{Name: f.Name, Scope: f.Scope, owner: f.Owner, anonymous: f.Anonymous}
-	return context.WithValue(ctx, principalKey{}, p), nil
+	return context.WithValue(context.WithValue(ctx, principalKey{}, p), forwardedKey{}, true), nil
+}
+
+// forwardedKey marks a context whose principal another node told
+// (WithForwarded): the guard takes it as that node authenticated it.
+type forwardedKey struct{}
+
+// forwardedOf is the principal another node told with the request, if
+// one did.
+func forwardedOf(ctx context.Context) (Principal, bool) {
+	if v, _ := ctx.Value(forwardedKey{}).(bool); !v {
+		return Principal{}, false
+	}
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
 }
 
 type principalKey struct{}
@@ -210,7 +224,8 @@ func NewGuard(cfg GuardConfig) *Guard {
 func (g *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local := isLocal(r.Context())
-		if !local && g.cfg.Host != nil {
+		fwd, forwarded := forwardedOf(r.Context())
+		if !local && !forwarded && g.cfg.Host != nil {
 			if host := hostOnly(r.Host); !g.cfg.Host(host) {
 				httpjson.WriteError(w, fault.New(apitypes.MisdirectedRequest,
 					"this daemon does not answer to the name %q (DNS rebinding?); use its address, or add the name with --api-host", host))
@@ -222,7 +237,13 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			return
 		}
 		p := Principal{Name: "local", Scope: ScopeAdmin, local: true}
-		if !local {
+		switch {
+		case forwarded:
+			// A request another node of the cluster forwarded, on a
+			// connection proven to come from a member: the node checked
+			// its Host and token, and says who the caller is.
+			p = fwd
+		case !local:
 			var err error
 			if p, err = g.authenticate(r); err != nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="jinid"`)

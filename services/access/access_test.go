@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -452,5 +453,73 @@ func TestForwardedPrincipal(t *testing.T) {
 		if _, err := WithForwarded(context.Background(), bad); err == nil {
 			t.Errorf("%q: accepted", bad)
 		}
+	}
+}
+
+// The guard takes a forwarded caller as the forwarding node told it:
+// no Host check and no token of its own (the node did both); a request
+// without one is checked as ever.
+func TestGuardForwarded(t *testing.T) {
+	g := NewGuard(GuardConfig{Anonymous: ScopeNone, Host: func(string) bool { return false }})
+	var seen Principal
+	h := g.Handler(g.Require(httpjson.Client, func(w http.ResponseWriter, r *http.Request) { seen = PrincipalOf(r.Context()) }))
+	told := Principal{Name: "ci", Scope: ScopeClient, owner: "token:abc"}
+	ctx, err := WithForwarded(context.Background(), told.Forwarded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://elsewhere/v1/x", nil).WithContext(ctx))
+	if rec.Code != http.StatusOK || seen != told {
+		t.Errorf("forwarded: %d, caller %+v; want %+v", rec.Code, seen, told)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "http://elsewhere/v1/x", nil))
+	if rec.Code != http.StatusMisdirectedRequest {
+		t.Errorf("not forwarded, a Host not this daemon's: %d", rec.Code)
+	}
+}
+
+// Tokens that follow another daemon's: a token made there verifies
+// here, revoked there it does not; a reset forgets what is not in it.
+func TestFollowingTokens(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	src, err := NewTokens(TokensConfig{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, tok, err := src.Create("ci", ScopeClient, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := func() []store.Change {
+		var cs []store.Change
+		st.View(func(tx *store.Tx) error {
+			return tx.ForEach(TokensBucket, func(k string, raw []byte) error {
+				cs = append(cs, store.Change{Bucket: TokensBucket, Key: k, Value: slices.Clone(raw)})
+				return nil
+			})
+		})
+		return cs
+	}
+	copyOf := NewFollowingTokens(nil, nil)
+	copyOf.Follow(append(changes(), store.Change{Bucket: TokensBucket, Key: "junk", Value: []byte("{")}), true)
+	if got, err := copyOf.verify(secret); err != nil || got.ID != tok.ID {
+		t.Fatalf("a token made elsewhere: %v %v", got, err)
+	}
+	if err := src.Revoke(tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	copyOf.Follow([]store.Change{{Bucket: TokensBucket, Key: tok.ID}}, false)
+	if _, err := copyOf.verify(secret); err == nil {
+		t.Error("a token revoked elsewhere still verifies")
+	}
+	copyOf.Follow(changes(), true)
+	if n := len(copyOf.List()); n != 0 {
+		t.Errorf("after a reset to none: %d tokens", n)
 	}
 }

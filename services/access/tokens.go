@@ -68,6 +68,50 @@ type Tokens struct {
 	byID map[string]record
 }
 
+// TokensBucket is the store bucket the tokens are kept in (a node of a
+// cluster that does not hold the store follows a copy of it).
+const TokensBucket = bucket
+
+// NewFollowingTokens returns tokens that keep nothing of their own: a
+// copy of another daemon's, fed by Follow, that the guard checks
+// requests against (a node of a cluster that does not hold the store).
+// Create and Revoke are the other daemon's to do.
+func NewFollowingTokens(clk clock.Clock, log *slog.Logger) *Tokens {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Tokens{cfg: TokensConfig{Clock: clk, Logger: log}, log: log.With("component", "access"), byID: map[string]record{}}
+}
+
+// Follow applies changes of TokensBucket, in commit order, to a copy
+// (NewFollowingTokens); reset: they are the whole content. A record that
+// does not read is left out, and logged.
+func (t *Tokens) Follow(changes []store.Change, reset bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if reset {
+		clear(t.byID)
+	}
+	for _, c := range changes {
+		if c.Bucket != bucket || c.Key == bootstrapKey {
+			continue
+		}
+		if c.Value == nil {
+			delete(t.byID, c.Key)
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(c.Value, &r); err != nil || r.ID != c.Key {
+			t.log.Warn("a token in the store does not read: left out of the copy", "token", fault.Short(c.Key))
+			continue
+		}
+		t.byID[r.ID] = r
+	}
+}
+
 // NewTokens loads the tokens.
 func NewTokens(cfg TokensConfig) (*Tokens, error) {
 	if cfg.Clock == nil {

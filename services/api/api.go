@@ -48,6 +48,10 @@ type Config struct {
 	Metrics *metrics.Registry
 	// Status, if set, is the status page, served at GET / (read scope).
 	Status http.HandlerFunc
+	// Fallback, if set, answers every request no route takes, behind the
+	// guard (a node of a cluster that does not hold the store forwards
+	// them to the node that does), rather than "not part of the API".
+	Fallback http.Handler
 }
 
 // Check is one health or readiness check, as /healthz and /readyz list
@@ -121,9 +125,13 @@ func New(cfg Config) http.Handler {
 			httpjson.WriteError(w, fault.New(apitypes.UnsupportedOperation, "this jinid runs no %s", n.Name), http.StatusNotFound)
 		})
 	}
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		httpjson.WriteError(w, fault.New(apitypes.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
-	})
+	if cfg.Fallback != nil {
+		mux.Handle("/", cfg.Fallback)
+	} else {
+		mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+			httpjson.WriteError(w, fault.New(apitypes.UnsupportedOperation, "%s %s is not part of the API", r.Method, r.URL.Path), http.StatusNotFound)
+		})
+	}
 	// Health and readiness need nothing of the caller: a load balancer
 	// or a service manager asks without a token.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

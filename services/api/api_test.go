@@ -123,3 +123,35 @@ func TestLeaseBatchesOverHTTP(t *testing.T) {
 		t.Fatal("cancelled registration still there")
 	}
 }
+
+// With a fallback, what no route takes goes to it, behind the guard (a
+// route of another method on the same path too); the routes and the
+// health endpoints stay the API's own.
+func TestFallback(t *testing.T) {
+	follower := lookup.NewFollower(lookup.Config{})
+	var fell []string
+	h := api.New(api.Config{Services: []httpjson.Service{follower},
+		Fallback: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fell = append(fell, r.Method+" "+r.URL.Path)
+			w.WriteHeader(http.StatusAccepted)
+		})})
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/v1/lookup/services", http.StatusOK},
+		{"POST", "/v1/lookup/services", http.StatusAccepted},
+		{"GET", "/v1/renewal/sets/x", http.StatusAccepted},
+		{"GET", "/metrics", http.StatusAccepted},
+		{"GET", "/healthz", http.StatusOK},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, strings.NewReader("")))
+		if rec.Code != tc.code {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.code)
+		}
+	}
+	if want := []string{"POST /v1/lookup/services", "GET /v1/renewal/sets/x", "GET /metrics"}; strings.Join(fell, ",") != strings.Join(want, ",") {
+		t.Errorf("fell back: %v, want %v", fell, want)
+	}
+}

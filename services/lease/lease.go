@@ -37,7 +37,11 @@ const (
 // Never is the expiration of a lease granted FOREVER without limit.
 const Never int64 = math.MaxInt64
 
-const bucket = "leases"
+// Bucket is the store bucket the leases are kept in (a node of a
+// cluster that does not hold the store follows a copy of it).
+const Bucket = "leases"
+
+const bucket = Bucket
 
 // Policy is how a kind of resource is leased, in milliseconds.
 type Policy struct {

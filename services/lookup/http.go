@@ -25,6 +25,10 @@ func (r *Registrar) Prefix() string { return "/v1/lookup" }
 
 // Routes registers the lookup service's endpoints.
 func (r *Registrar) Routes(mux httpjson.Mux) {
+	if r.follower != nil {
+		// A copy answers reads alone.
+		mux = readsOnly{mux}
+	}
 	mux.Handle(httpjson.Read, "GET /v1/lookup", r.httpInfo)
 	mux.Handle(httpjson.Client, "POST /v1/lookup/services", r.httpRegister)
 	mux.Handle(httpjson.Read, "GET /v1/lookup/services", r.httpList)
@@ -38,7 +42,7 @@ func (r *Registrar) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Admin, "PUT /v1/lookup/locators", r.httpSetLocators)
 }
 
-func (r *Registrar) leases() httpjson.Leases { return httpjson.Leases{Now: r.cfg.Grantor.Now} }
+func (r *Registrar) leases() httpjson.Leases { return httpjson.Leases{Now: r.book.Now} }
 
 func (r *Registrar) httpInfo(w http.ResponseWriter, req *http.Request) {
 	m := r.Meta()
@@ -116,7 +120,7 @@ func (r *Registrar) writePage(w http.ResponseWriter, req *http.Request, p aPage,
 func (r *Registrar) ends(leases []string) []int64 {
 	out := make([]int64, len(leases))
 	for i, id := range leases {
-		rec, _ := r.cfg.Grantor.Get(id)
+		rec, _ := r.book.Get(id)
 		out[i] = rec.Expiration
 	}
 	return out

@@ -197,6 +197,11 @@ type Registrar struct {
 	ownerBytes map[string]int
 	// listings holds a token per page being built or sent.
 	listings chan struct{}
+	// book tells the leases' ends: the grantor's, or a follower's copy.
+	book leaseBook
+	// follower is the copy's leases, for a registrar that follows
+	// another's state (NewFollower); nil for one that keeps its own.
+	follower *followedLeases
 }
 
 // New loads the registrar from the store and registers its lease kinds.
@@ -212,7 +217,7 @@ func New(cfg Config) (*Registrar, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{},
-		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings))}
+		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings)), book: cfg.Grantor}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -844,7 +849,7 @@ func (r *Registrar) Lease(serviceID string) (lease.Record, error) {
 	if si == nil {
 		return lease.Record{}, fault.New(apitypes.UnknownLease, "no live registration of service %q", serviceID)
 	}
-	return r.cfg.Grantor.Get(si.Lease)
+	return r.book.Get(si.Lease)
 }
 
 // NotifyLease returns the lease of the live notify registration with

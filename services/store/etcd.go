@@ -112,6 +112,16 @@ func (s *Store) Acting() error {
 	return nil
 }
 
+// Revision is the etcd revision of the last change this process
+// committed to the store (0 for the embedded store): a node following the
+// store in etcd holds it once its copy reaches that revision.
+func (s *Store) Revision() int64 {
+	if b, ok := s.be.(*etcdBackend); ok {
+		return b.rev.Load()
+	}
+	return 0
+}
+
 // etcdBackend keeps buckets as keys under the prefix: <prefix>/<bucket>/<key>,
 // and beside each bucket a version key (<prefix>/.version/<bucket>) that
 // every transaction writing to the bucket touches, so that a transaction
@@ -135,6 +145,8 @@ type etcdBackend struct {
 	// maxOps is the most operations the cluster takes in one
 	// transaction (its members' --max-txn-ops), as probed at open.
 	maxOps int
+	// rev is the etcd revision of the last change committed.
+	rev atomic.Int64
 }
 
 func (b *etcdBackend) key(bucket, key string) string { return b.prefix + "/" + bucket + "/" + key }
@@ -474,6 +486,10 @@ func (t *etcdTxn) commit() (bool, error) {
 	resp, err := t.b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, fmt.Errorf("%w: committing %d changes: %w", errUnavailable, len(ops), err)
+	}
+	if resp.Succeeded {
+		for r := t.b.rev.Load(); r < resp.Header.Revision && !t.b.rev.CompareAndSwap(r, resp.Header.Revision); r = t.b.rev.Load() {
+		}
 	}
 	return resp.Succeeded, nil
 }

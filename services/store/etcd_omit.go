@@ -40,3 +40,6 @@ func (s *Store) Publish(context.Context, []netip.Addr, int, int) error { return 
 
 // MemberAddrs is nil: there are no other nodes.
 func (s *Store) MemberAddrs() []netip.Addr { return nil }
+
+// Revision is 0: there is no etcd.
+func (s *Store) Revision() int64 { return 0 }

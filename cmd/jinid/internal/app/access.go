@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/httpjson"
 )
@@ -111,13 +112,17 @@ func (d *Daemon) hostAllowed(host string) bool {
 }
 
 // names are the host names the API answers to.
-func (d *Daemon) names() []string {
+func (d *Daemon) names() []string { return d.namesFor(d.registrar.Meta().ServiceID) }
+
+// namesFor are the host names the API of the lookup service id answers
+// to.
+func (d *Daemon) namesFor(id discovery.ServiceID) []string {
 	names := []string{"localhost"}
 	if h, err := os.Hostname(); err == nil && h != "" {
 		h = strings.ToLower(h)
 		names = append(names, h, strings.Split(h, ".")[0]+".local")
 	}
-	names = append(names, "jinid-"+d.registrar.Meta().ServiceID.String()[:8]+".local")
+	names = append(names, "jinid-"+id.String()[:8]+".local")
 	if d.cfg.Advertise != "" {
 		names = append(names, strings.ToLower(d.cfg.Advertise))
 	}

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/shards"
@@ -127,12 +128,13 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		return nil, err
 	}
 	d.cluster.managerURL = d.managerURL()
-	peers := shards.NewPeers(id, node.Members, d.log)
+	peers := shards.NewPeers(id, node.Members, node.Refresh, d.log)
+	d.cluster.node, d.cluster.peers = node, peers
 	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
 	// Only members get past the TLS handshake; the caps bound what the
 	// others cost before it.
 	tlsLn := tls.NewListener(connlimit.Listener(ln, connlimit.Config{Max: 256, PerSource: 64}), peers.ServerTLS())
-	srv := &http1.Server{Handler: mgr.PeerHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	// Set before the first shard is built: its services reach the other
 	// shards through it.
@@ -266,6 +268,41 @@ type clusterState struct {
 	// managerURL is where the shards' participants call the transaction
 	// manager back: this node's API (its door leads to the shard).
 	managerURL string
+	// node is this node's membership, peers its way to the others.
+	node  *store.EtcdNode
+	peers *shards.Peers
+	// api is the deployment's API while this node holds the store, for
+	// what the other nodes forward to it (nil otherwise).
+	api atomic.Pointer[http.Handler]
+}
+
+// serveForwarded has the API h answer what the other nodes forward to
+// it from now on, until the API stops.
+func (d *Daemon) serveForwarded(h http.Handler) {
+	if d.cluster.shards == nil {
+		return
+	}
+	d.cluster.api.Store(&h)
+	d.parts.Add("the API for the other nodes", lifecycle.Funcs{ShutdownFunc: func(context.Context) error {
+		d.cluster.api.Store(nil)
+		return nil
+	}})
+}
+
+// forwardedAPI is the handler of what the other nodes forward to the
+// deployment's API (shards.HolderAPI).
+func (d *Daemon) forwardedAPI() http.Handler {
+	return shards.HolderAPI(func() http.Handler {
+		if h := d.cluster.api.Load(); h != nil {
+			return *h
+		}
+		return nil
+	}, func() int64 {
+		if st := d.held.Load(); st != nil {
+			return st.Revision()
+		}
+		return 0
+	})
 }
 
 // eachShard calls f with the parts of each shard this node serves now.

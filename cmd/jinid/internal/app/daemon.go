@@ -445,8 +445,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// Beyond the caps a connection is closed at once; this host's own
 	// (a health probe) have places of their own.
 	d.apiLn = connlimit.Listener(d.apiLn, connlimit.Config{Max: d.limits.APIConns, PerSource: d.limits.APIConnsPerSource,
-		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6,
-		Exempt: d.fromNode})
+		Loopback: d.limits.APIConnsPerSource, SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6})
 
 	if d.cfg.SnapshotDir != "" {
 		if _, err := restoreSnapshot(d.cfg.DataDir, d.cfg.SnapshotDir, d.log); err != nil {
@@ -461,10 +460,6 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	d.store = st
 	d.held.Store(st)
-	if d.cfg.Store == StoreEtcd {
-		// What another node forwards names its client first.
-		d.apiLn = d.acceptForwarded(d.apiLn)
-	}
 	if d.cfg.TLSCert != "" {
 		if d.apiLn, err = listenTLS(d.apiLn, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
 			return err
@@ -626,6 +621,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Logger: d.log,
 		Live: d.liveness, Ready: d.readiness, Metrics: d.obs.metrics, Status: status.Handler(d.statusPage)})
 	d.parts.Add("the API", d.apiServer(mux))
+	// Stopped before the API: the other nodes hear at once that this one
+	// serves no more.
+	d.serveForwarded(mux)
 	return nil
 }
 
@@ -662,8 +660,9 @@ func (d *Daemon) inside(listener string) (event.Receiver, bool) {
 }
 
 // fromNode says a connection's source is a node of this one's cluster,
-// forwarding its segment's clients: the API holds it to its cap in all,
-// not to one source's (each client was held to that by the node).
+// forwarding its segment's clients' unicast discovery: it is held to the
+// cap in all, not to one source's (each client was held to that by the
+// node).
 func (d *Daemon) fromNode(a netip.Addr) bool {
 	st := d.held.Load()
 	return st != nil && slices.Contains(st.MemberAddrs(), a)

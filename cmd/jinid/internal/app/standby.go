@@ -25,18 +25,22 @@ import (
 // standby is what a node does while another holds the store in etcd: it
 // is a door of the one registry on its own segments. It announces the
 // cluster's lookup service there with its own address (and answers
-// multicast requests for it, by connecting back), forwards what
-// reaches its API and unicast discovery ports to the holder, which
-// serves them, and notes the lookup services its segments announce for
-// the holder's lookup discovery service (heard.go; docs/cluster.md). It
-// ends when the node takes the hold.
+// multicast requests for it, by connecting back), serves the API (the
+// registry's reads from its copy, the rest through the holder: door),
+// forwards what reaches its unicast discovery port to the holder, and
+// notes the lookup services its segments announce for the holder's
+// lookup discovery service (heard.go; docs/cluster.md). It ends when the
+// node takes the hold.
 type standby struct {
 	d      *Daemon
-	api    *relay.Forwarder
+	api    *relay.Handover
+	door   *door
 	disc   *relay.Forwarder
 	holder struct {
 		sync.Mutex
-		m store.Member
+		m     store.Member
+		known chan struct{} // closed once the holder's addresses are known
+		once  sync.Once
 	}
 
 	// The announcements, once the lookup service's identity is known:
@@ -53,11 +57,12 @@ type standby struct {
 	stopped   bool
 }
 
-// startStandby begins forwarding the API listener (not yet TLS-wrapped:
-// TLS goes through to the holder) and the unicast discovery port, and
-// announcing once the holder is known.
+// startStandby begins serving the API listener (not yet TLS-wrapped)
+// and forwarding the unicast discovery port, and announcing once the
+// holder is known.
 func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby, error) {
 	s := &standby{d: d}
+	s.holder.known = make(chan struct{})
 	dial := d.cfg.Namespace.Dialer(&net.Dialer{})
 	var discLn net.Listener
 	err := d.cfg.Namespace.Do(func() error {
@@ -73,20 +78,16 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 	// Until the holder says where it serves (it publishes its ports once
 	// it has started), the nodes' ports are taken as the same as this
 	// one's, as a site configures them.
-	ownAPI := int(netip.MustParseAddrPort(apiLn.Addr().String()).Port())
-	s.api = relay.New(apiLn, relay.Config{Targets: s.targets(func(m store.Member) int { return cmp.Or(m.APIPort, ownAPI) }), Dial: dial,
-		Logger: d.log, ProxyHeader: true})
 	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return cmp.Or(m.DiscoveryPort, d.cfg.DiscoveryPort) }),
 		Dial: dial, Logger: d.log})
-	s.api.Start(ctx)
+	s.api = relay.NewHandover(apiLn)
+	if s.door, err = d.startDoor(ctx, s.api.Take(), s.holderMember); err != nil {
+		// The API waits for the hold then (its clients' connections
+		// wait in the listener's queue).
+		d.log.Warn("standby: the API is not served until this node holds the store", "err", err)
+	}
 	s.disc.Start(ctx)
 	return s, nil
-}
-
-// acceptForwarded has the API take the client's address from the
-// header a node of the cluster puts before what it forwards (relay).
-func (d *Daemon) acceptForwarded(ln net.Listener) net.Listener {
-	return relay.AcceptForwarded(ln, d.fromNode, 5*time.Second)
 }
 
 // targets lists the holder's addresses with the port port picks.
@@ -105,6 +106,19 @@ func (s *standby) targets(port func(store.Member) int) func() []netip.AddrPort {
 	}
 }
 
+// holderMember is the holder's record, as last heard; until one is,
+// waiting for it until ctx ends (a node starting hears of the holder
+// moments after it begins to wait).
+func (s *standby) holderMember(ctx context.Context) store.Member {
+	select {
+	case <-s.holder.known:
+	case <-ctx.Done():
+	}
+	s.holder.Lock()
+	defer s.holder.Unlock()
+	return s.holder.m
+}
+
 // setHolder follows the holder's record; once it serves, the lookup
 // service's identity is in the store, and the announcements begin.
 func (s *standby) setHolder(m store.Member) {
@@ -112,8 +126,11 @@ func (s *standby) setHolder(m store.Member) {
 	changed := !slices.Equal(s.holder.m.Addrs, m.Addrs) || s.holder.m.APIPort != m.APIPort || s.holder.m.DiscoveryPort != m.DiscoveryPort
 	s.holder.m = m
 	s.holder.Unlock()
+	if len(m.Addrs) > 0 {
+		s.holder.once.Do(func() { close(s.holder.known) })
+	}
 	if changed && len(m.Addrs) > 0 {
-		s.d.log.Info("forwarding the API and unicast discovery to the node holding the store", "holder", m.Node, "addrs", m.Addrs,
+		s.d.log.Info("forwarding changes and unicast discovery to the node holding the store", "holder", m.Node, "addrs", m.Addrs,
 			"api_port", m.APIPort, "discovery_port", m.DiscoveryPort)
 		s.announce()
 	}
@@ -215,8 +232,9 @@ func (s *standby) announce() {
 }
 
 // stop ends the standby: announcements stop, the unicast port closes
-// (the daemon opens its own), forwarded connections end, and the API
-// listener is handed back for the daemon to serve.
+// (the daemon opens its own), forwarded connections end, the door stops
+// serving (requests under way finish), and the API listener is handed
+// back for the daemon to serve.
 func (s *standby) stop() net.Listener {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -239,5 +257,9 @@ func (s *standby) stop() net.Listener {
 	}
 	s.mu.Unlock()
 	s.disc.Shutdown(ctx)
-	return s.api.Handoff()
+	ln := s.api.Take()
+	if s.door != nil {
+		s.door.shutdown(ctx)
+	}
+	return ln
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 
 	"github.com/jinid/jinid/discovery/group"
@@ -33,9 +34,6 @@ func (s *standby) stop() net.Listener { return nil }
 // addHeardRelay does nothing: there are no other nodes (heard.go).
 func (d *Daemon) addHeardRelay(*store.Store, *group.Multicast) {}
 
-// acceptForwarded is ln: no node forwards to this one.
-func (d *Daemon) acceptForwarded(ln net.Listener) net.Listener { return ln }
-
 // clusterState is nothing in a build without etcd (cluster.go).
 type clusterState struct{}
 
@@ -56,6 +54,9 @@ func (d *Daemon) clusterInside(string) (event.Receiver, bool) { return nil, fals
 
 // clusterListener: no cluster, no listener of its mailbox.
 func (d *Daemon) clusterListener(*url.URL) bool { return false }
+
+// serveForwarded does nothing: no other node forwards to this one.
+func (d *Daemon) serveForwarded(http.Handler) {}
 
 // shardsHeld: none without a cluster.
 func (d *Daemon) shardsHeld() int { return 0 }

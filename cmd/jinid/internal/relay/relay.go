@@ -22,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pires/go-proxyproto"
 	"golang.org/x/time/rate"
 )
 
@@ -39,11 +38,6 @@ type Config struct {
 	DialTimeout time.Duration
 	// Logger hears failures, at most one line a second.
 	Logger *slog.Logger
-	// ProxyHeader has each forwarded connection begin with a PROXY
-	// protocol (v2) header naming the client, for the holder to take as
-	// the connection's source (AcceptForwarded): an anonymous caller
-	// owns what it makes by its own address, not the forwarding node's.
-	ProxyHeader bool
 }
 
 // A Forwarder accepts on a listener and joins each connection to one to
@@ -163,14 +157,6 @@ func (f *Forwarder) forward(c net.Conn) {
 		c.Close()
 		return
 	}
-	if f.cfg.ProxyHeader {
-		if _, err := proxyproto.HeaderProxyFromAddrs(2, c.RemoteAddr(), c.LocalAddr()).WriteTo(up); err != nil {
-			f.say("a connection not forwarded to the node holding the store", err)
-			c.Close()
-			up.Close()
-			return
-		}
-	}
 	if !f.track(c, up) {
 		c.Close()
 		up.Close()
@@ -259,22 +245,6 @@ func (f *Forwarder) close() error {
 		err = f.ln.Close()
 	})
 	return err
-}
-
-// AcceptForwarded wraps the holder's API listener: a connection from a
-// node of the cluster (forwarded) may begin with a PROXY protocol header
-// naming the client, whose address then is the connection's source; one
-// from anywhere else is taken as it is, a header in it never read (no
-// host outside the cluster can claim another's address). The header is
-// read on the connection's first use, within timeout.
-func AcceptForwarded(ln net.Listener, fromNode func(netip.Addr) bool, timeout time.Duration) net.Listener {
-	return &proxyproto.Listener{Listener: ln, ReadHeaderTimeout: timeout,
-		ConnPolicy: func(o proxyproto.ConnPolicyOptions) (proxyproto.Policy, error) {
-			if ap, err := netip.ParseAddrPort(o.Upstream.String()); err == nil && fromNode(ap.Addr().Unmap()) {
-				return proxyproto.USE, nil
-			}
-			return proxyproto.SKIP, nil
-		}}
 }
 
 // handoff is the listener a Forwarder hands over.

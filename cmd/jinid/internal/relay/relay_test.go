@@ -9,9 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/pires/go-proxyproto"
 	"go.uber.org/goleak"
 )
 
@@ -153,54 +151,5 @@ func TestShutdown(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
 		t.Fatal("the listener still accepts")
-	}
-}
-
-// The holder takes a forwarded connection's source from the header a
-// node puts first; a header from a host that is no node is not read
-// (its bytes reach the server as sent), so no one else can claim an
-// address.
-func TestAcceptForwarded(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var trusted atomic.Bool
-	ln := AcceptForwarded(raw, func(netip.Addr) bool { return trusted.Load() }, time.Second)
-	defer ln.Close()
-	client := netip.MustParseAddrPort("198.18.3.7:40000")
-	header := proxyproto.HeaderProxyFromAddrs(2, net.TCPAddrFromAddrPort(client), net.TCPAddrFromAddrPort(netip.MustParseAddrPort("198.18.1.1:4162")))
-	for _, c := range []struct {
-		node       bool
-		wantRemote string
-		wantFirst  byte // the first byte the server reads
-	}{
-		{true, client.String(), 'G'},
-		{false, "127.0.0.1", '\r'}, // the header's signature, unread
-	} {
-		trusted.Store(c.node)
-		conn, err := net.Dial("tcp", raw.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		header.WriteTo(conn)
-		io.WriteString(conn, "GET / HTTP/1.1\r\n\r\n")
-		s, err := ln.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, 1)
-		if _, err := io.ReadFull(s, b); err != nil {
-			t.Fatal(err)
-		}
-		remote := s.RemoteAddr().String()
-		if !c.node {
-			remote, _, _ = net.SplitHostPort(remote)
-		}
-		if remote != c.wantRemote || b[0] != c.wantFirst {
-			t.Errorf("from a node %v: source %s, first byte %q; want %s, %q", c.node, remote, b[0], c.wantRemote, c.wantFirst)
-		}
-		s.Close()
-		conn.Close()
 	}
 }

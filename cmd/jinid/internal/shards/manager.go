@@ -366,12 +366,17 @@ func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
 	moving(w, k)
 }
 
-// PeerHandler serves what the other nodes forward: requests for the
-// shards this node holds, on connections proven to come from members
-// (Peers' TLS). A request for a shard not held here is not forwarded
+// PeerHandler serves what the other nodes forward, on connections
+// proven to come from members (Peers' TLS): requests for the shards this
+// node holds, and those for the deployment's API, which api serves
+// (HolderAPI). A request for a shard not held here is not forwarded
 // again: it is told the shard is moving.
-func (m *Manager) PeerHandler() http.Handler {
+func (m *Manager) PeerHandler(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(shardHeader) == "" && r.Header.Get(baseHeader) != "" {
+			api.ServeHTTP(w, r)
+			return
+		}
 		k, err := strconv.Atoi(r.Header.Get(shardHeader))
 		if err != nil || k < 0 || k >= Count {
 			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "a forwarded request names no shard (%s)", shardHeader))

@@ -41,6 +41,14 @@ import (
 const (
 	shardHeader     = "Jinid-Shard"
 	principalHeader = "Jinid-Principal"
+	// baseHeader, on a request for the holder's API, is where the
+	// client reached the forwarding node (httpjson.Base: its URL and
+	// host, a space between): the URLs in the answer name it.
+	baseHeader = "Jinid-Base"
+	// revisionHeader, on the holder's answer, is the revision of its
+	// store in etcd once it answered: a node with a copy of the store
+	// that reached it holds what the request changed.
+	revisionHeader = "Jinid-Revision"
 )
 
 // maxPeerClients is how many nodes' clients are kept before those of
@@ -110,6 +118,7 @@ func pinned(want func(sum string) bool) func([][]byte, [][]*x509.Certificate) er
 type Peers struct {
 	id      *Identity
 	members func() []store.Member
+	refresh func()
 	log     *slog.Logger
 	logged  rate.Sometimes
 
@@ -118,12 +127,16 @@ type Peers struct {
 }
 
 // NewPeers returns the peers of a node proving itself with id, the
-// members' records read with members.
-func NewPeers(id *Identity, members func() []store.Member, log *slog.Logger) *Peers {
+// members' records read with members, and read again now with refresh
+// (nil: never) when a node that just joined is not among them yet.
+func NewPeers(id *Identity, members func() []store.Member, refresh func(), log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Peers{id: id, members: members, log: log.With("component", "shards"), clients: map[string]*http.Client{},
+	if refresh == nil {
+		refresh = func() {}
+	}
+	return &Peers{id: id, members: members, refresh: refresh, log: log.With("component", "shards"), clients: map[string]*http.Client{},
 		logged: rate.Sometimes{Interval: 10 * time.Second}}
 }
 
@@ -133,7 +146,17 @@ func (p *Peers) ServerTLS() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
 		ClientAuth: tls.RequireAnyClientCert,
 		VerifyPeerCertificate: pinned(func(sum string) bool {
-			return slices.ContainsFunc(p.members(), func(m store.Member) bool { return m.CertSHA256 == sum })
+			known := func() bool {
+				return slices.ContainsFunc(p.members(), func(m store.Member) bool { return m.CertSHA256 == sum })
+			}
+			if known() {
+				return true
+			}
+			// A node that joined since the members were last read (a
+			// second ago at most); the reading is rate-limited, so a
+			// stranger's handshakes cost etcd little.
+			p.refresh()
+			return known()
 		})}
 }
 
@@ -198,29 +221,53 @@ var errUnreachable = errors.New("the node does not answer")
 // may look at the members again); its last error is logged, now and
 // then.
 func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m store.Member, k int) error {
+	return p.forward(w, r, body, m, func(h http.Header) { h.Set(shardHeader, strconv.Itoa(k)) }, nil,
+		fmt.Sprintf("the node serving the shard of this request (%d)", k))
+}
+
+// ForwardAPI has node m, which holds the deployment's store, answer r
+// as its API would a client of this node's (HolderAPI), and passes its
+// answer on once seen has been told the revision of the holder's store
+// it reflects. Errors are Forward's.
+func (p *Peers) ForwardAPI(w http.ResponseWriter, r *http.Request, body []byte, m store.Member, seen func(rev int64)) error {
+	b := httpjson.BaseOf(r)
+	return p.forward(w, r, body, m, func(h http.Header) { h.Set(baseHeader, b.URL+" "+b.Host) }, func(resp *http.Response) {
+		if rev, err := strconv.ParseInt(resp.Header.Get(revisionHeader), 10, 64); err == nil && rev > 0 {
+			seen(rev)
+		}
+	}, "the node holding the store")
+}
+
+// forward sends r to node m with the headers set puts, and passes the
+// answer on, once answered (if set) has seen it; what names the node
+// in the answer when it may or may not have acted.
+func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m store.Member, set func(http.Header),
+	answered func(*http.Response), what string) error {
 	if m.ClusterPort == 0 || m.CertSHA256 == "" || len(m.Addrs) == 0 {
 		return errUnreachable
 	}
 	var resp *http.Response
 	var err error
 	for _, a := range m.Addrs {
-		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, k); err == nil || !unsent(err) {
+		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, set); err == nil || !unsent(err) {
 			break
 		}
 	}
 	if err != nil {
-		p.logged.Do(func() { p.log.Warn("forwarding to the node holding a shard", "shard", k, "node", m.Node, "err", err) })
+		p.logged.Do(func() { p.log.Warn("forwarding to another node", "node", m.Node, "err", err) })
 		if unsent(err) {
 			return errUnreachable
 		}
 		// Sent, perhaps acted on: not sent again. The client hears
 		// the outcome is unknown, as from a node that died answering.
 		w.Header().Set("Retry-After", "1")
-		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
-			"the node serving the shard of this request (%d) did not answer it; it may or may not have been done", k))
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1, "%s did not answer this request; it may or may not have been done", what))
 		return nil
 	}
 	defer resp.Body.Close()
+	if answered != nil {
+		answered(resp)
+	}
 	for _, h := range copied {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
@@ -232,19 +279,20 @@ func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 }
 
 // unsent says err stopped a request before it could reach the node: no
-// connection (refused, unreachable, timed out dialing) or no TLS with a
-// member (crypto/tls returns the check's own error). Such a request may
-// go to another node.
+// connection (refused, unreachable, timed out dialing), no TLS with a
+// member (crypto/tls returns the check's own error), or the node refused
+// the handshake (an alert from it: it took this one for no member, and
+// read nothing of the request). Such a request may go to another node.
 func unsent(err error) bool {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "remote error") {
 		return true
 	}
 	return errors.Is(err, errNotMember)
 }
 
 // send makes r's request of the node at ap.
-func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string, k int) (*http.Response, error) {
+func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string, set func(http.Header)) (*http.Response, error) {
 	u := "https://" + ap.String() + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
@@ -262,7 +310,7 @@ func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string
 			out.Header.Set(h, v)
 		}
 	}
-	out.Header.Set(shardHeader, strconv.Itoa(k))
+	set(out.Header)
 	out.Header.Set(principalHeader, access.PrincipalOf(r.Context()).Forwarded())
 	return p.client(sum).Do(out)
 }

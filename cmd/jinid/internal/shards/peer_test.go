@@ -28,8 +28,8 @@ func TestPeers(t *testing.T) {
 	b, _ := NewIdentity("node-b")
 	stranger, _ := NewIdentity("stranger")
 	members := []store.Member{{Node: "node-a", CertSHA256: a.SHA256()}, {Node: "node-b", CertSHA256: b.SHA256()}}
-	pa := NewPeers(a, func() []store.Member { return members }, nil)
-	pb := NewPeers(b, func() []store.Member { return members }, nil)
+	pa := NewPeers(a, func() []store.Member { return members }, nil, nil)
+	pb := NewPeers(b, func() []store.Member { return members }, nil, nil)
 	defer pa.Close()
 
 	var got struct{ shard, caller, body string }

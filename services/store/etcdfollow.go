@@ -1,0 +1,293 @@
+//go:build !jinid_omit_etcd
+
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// FollowConfig says which of the deployment's buckets a Follower copies,
+// and to what.
+type FollowConfig struct {
+	// Buckets are the buckets followed (of the deployment's own store,
+	// not of its shards).
+	Buckets []string
+	// Apply is handed the changes of each commit in commit order, one
+	// call at a time. reset says the copy starts over: forget all, then
+	// take changes as the whole content (the first load, and again when
+	// etcd compacted its history past what the watch had seen).
+	Apply  func(changes []Change, reset bool)
+	Logger *slog.Logger
+}
+
+// Follower keeps a copy of some of the deployment's buckets, fed by an
+// etcd watch: a node that does not hold the store answers reads from it.
+// How far the copy may lag is what Current says: etcd is asked every
+// followProbe to confirm that the watch has delivered all that was
+// committed when it asked.
+type Follower struct {
+	cli    *clientv3.Client
+	cfg    FollowConfig
+	log    *slog.Logger
+	prefix string
+	from   string // the watched range: [from, to)
+	to     string
+
+	mu sync.Mutex
+	// applied is the revision the copy holds all changes up to.
+	applied int64
+	// confirmed is when etcd last confirmed the copy current: the time a
+	// progress request was sent whose answer came.
+	confirmed time.Time
+	// asked is when the progress request awaiting its answer was sent
+	// (zero: none).
+	asked   time.Time
+	changed chan struct{} // closed and replaced when applied grows
+
+	wctx   context.Context // the watch's: progress requests go on its stream
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// followProbe is how often the follower asks etcd to confirm its copy
+// current; a copy is Current within a few of these.
+const followProbe = 250 * time.Millisecond
+
+// Follow starts copying cfg's buckets; the copy is loaded when it
+// returns. It has a client of its own: its watch and progress requests
+// share a stream with no other watch of the node's.
+func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, error) {
+	if len(cfg.Buckets) == 0 || cfg.Apply == nil {
+		return nil, errors.New("etcd: following nothing")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cli, ecfg, err := dial(ctx, n.cfg)
+	if err != nil {
+		return nil, err
+	}
+	bs := slices.Sorted(slices.Values(cfg.Buckets))
+	p := ecfg.Prefix + "/"
+	f := &Follower{cli: cli, cfg: cfg, log: cfg.Logger.With("component", "follower"), prefix: p,
+		from: p + bs[0] + "/", to: clientv3.GetPrefixRangeEnd(p + bs[len(bs)-1] + "/"),
+		changed: make(chan struct{}), done: make(chan struct{})}
+	if err := f.load(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	f.wctx, f.cancel = clientv3.WithRequireLeader(wctx), cancel
+	go f.run(f.wctx)
+	return f, nil
+}
+
+// bucketOf splits a key of the watched range; false for one of a bucket
+// not followed (between two that are).
+func (f *Follower) bucketOf(k string) (Change, bool) {
+	b, key, ok := strings.Cut(strings.TrimPrefix(k, f.prefix), "/")
+	if !ok || !slices.Contains(f.cfg.Buckets, b) {
+		return Change{}, false
+	}
+	return Change{Bucket: b, Key: key}, true
+}
+
+// load reads the followed buckets at one revision and hands them over
+// as the whole copy.
+func (f *Follower) load(ctx context.Context) error {
+	var all []Change
+	var rev int64
+	from := f.from
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(f.to), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp, err := f.cli.Get(rctx, from, opts...)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("etcd: reading %s for a copy: %w", f.from, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if c, ok := f.bucketOf(string(kv.Key)); ok {
+				c.Value = kv.Value
+				all = append(all, c)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	f.cfg.Apply(all, true)
+	f.advance(rev, time.Now())
+	return nil
+}
+
+// advance notes that the copy holds all changes up to rev; at (if not
+// zero) is when etcd confirmed it current.
+func (f *Follower) advance(rev int64, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !at.IsZero() && at.After(f.confirmed) {
+		f.confirmed = at
+	}
+	if rev > f.applied {
+		f.applied = rev
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+}
+
+// run follows the watch until Close, asking for progress every
+// followProbe; a watch etcd ends (compacted past it, a member gone) is
+// started again where it stood, or the copy loaded again.
+func (f *Follower) run(ctx context.Context) {
+	defer close(f.done)
+	tick := time.NewTicker(followProbe)
+	defer tick.Stop()
+	wait := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		rev := f.applied
+		f.mu.Unlock()
+		wch := f.cli.Watch(ctx, f.from, clientv3.WithRange(f.to), clientv3.WithRev(rev+1))
+		err := f.follow(ctx, wch, tick.C)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			f.log.Warn("etcd compacted past the copy's revision: reading it again", "revision", rev)
+			if err = f.load(ctx); err == nil {
+				continue
+			}
+		}
+		f.log.Warn("following the store in etcd", "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// follow applies what the watch delivers until it ends.
+func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-chan time.Time) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick:
+			f.probe(ctx)
+		case wr, ok := <-wch:
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if err := wr.Err(); err != nil {
+				return err
+			}
+			if wr.IsProgressNotify() {
+				// Every change up to the answer's revision was delivered.
+				f.mu.Lock()
+				asked := f.asked
+				f.asked = time.Time{}
+				f.mu.Unlock()
+				f.advance(wr.Header.Revision, asked)
+				continue
+			}
+			var changes []Change
+			var last int64
+			for _, ev := range wr.Events {
+				c, ok := f.bucketOf(string(ev.Kv.Key))
+				last = max(last, ev.Kv.ModRevision)
+				if !ok {
+					continue
+				}
+				if ev.Type == clientv3.EventTypePut {
+					c.Value = ev.Kv.Value
+				}
+				changes = append(changes, c)
+			}
+			if len(changes) > 0 {
+				f.cfg.Apply(changes, false)
+			}
+			f.advance(last, time.Time{})
+		}
+	}
+}
+
+// probe asks etcd to confirm the copy current, unless a request is on
+// its way (asked again after a second unanswered: etcd answers only
+// once the watch has caught up).
+func (f *Follower) probe(ctx context.Context) {
+	now := time.Now()
+	f.mu.Lock()
+	if !f.asked.IsZero() && now.Sub(f.asked) < time.Second {
+		f.mu.Unlock()
+		return
+	}
+	f.asked = now
+	f.mu.Unlock()
+	if err := f.cli.RequestProgress(ctx); err != nil && ctx.Err() == nil {
+		f.log.Debug("asking etcd for the watch's progress", "err", err)
+	}
+}
+
+// Revision is the etcd revision the copy holds every change up to.
+func (f *Follower) Revision() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// Current says whether etcd confirmed the copy current less than within
+// ago: it then holds every change committed before that.
+func (f *Follower) Current(within time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Since(f.confirmed) < within
+}
+
+// Wait waits until the copy holds every change up to rev, or ctx ends.
+// etcd is asked at once to confirm progress: rev may be of a change to a
+// bucket not followed, which no event of the watch shows.
+func (f *Follower) Wait(ctx context.Context, rev int64) error {
+	for asked := false; ; asked = true {
+		f.mu.Lock()
+		applied, changed := f.applied, f.changed
+		f.mu.Unlock()
+		if applied >= rev {
+			return nil
+		}
+		if !asked {
+			f.probe(f.wctx)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close stops following.
+func (f *Follower) Close() {
+	f.cancel()
+	<-f.done
+	f.cli.Close()
+}
