@@ -109,8 +109,10 @@ With --store etcd, the data is kept in an etcd cluster instead of
 --data-dir: every change is committed by the cluster before it is
 acknowledged. One jinid at a time holds a prefix (an etcd lease,
 --etcd-lease-ttl) and does the work; the others wait, announcing the
-registry on their own segments and forwarding their clients to the
-holder, and one takes over when it stops, dies or is cut off from etcd
+registry on their own segments, answering its reads from a copy fed by
+etcd (at most a second behind; a client's own changes at once) and
+forwarding the rest to the holder, and one takes over when it stops,
+dies or is cut off from etcd
 (it stops acting first, and exits). Every node holds a share of the
 renewal service's sets, the mailbox's registrations and the
 transactions (16 shards, reached by the other nodes on
