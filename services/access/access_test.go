@@ -507,18 +507,18 @@ func TestFollowingTokens(t *testing.T) {
 		return cs
 	}
 	copyOf := NewFollowingTokens(nil, nil)
-	copyOf.Follow(append(changes(), store.Change{Bucket: TokensBucket, Key: "junk", Value: []byte("{")}), true)
+	copyOf.Follow(store.Batch{Changes: append(changes(), store.Change{Bucket: TokensBucket, Key: "junk", Value: []byte("{")}), Reset: true})
 	if got, err := copyOf.verify(secret); err != nil || got.ID != tok.ID {
 		t.Fatalf("a token made elsewhere: %v %v", got, err)
 	}
 	if err := src.Revoke(tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	copyOf.Follow([]store.Change{{Bucket: TokensBucket, Key: tok.ID}}, false)
+	copyOf.Follow(store.Batch{Changes: []store.Change{{Bucket: TokensBucket, Key: tok.ID}}})
 	if _, err := copyOf.verify(secret); err == nil {
 		t.Error("a token revoked elsewhere still verifies")
 	}
-	copyOf.Follow(changes(), true)
+	copyOf.Follow(store.Batch{Changes: changes(), Reset: true})
 	if n := len(copyOf.List()); n != 0 {
 		t.Errorf("after a reset to none: %d tokens", n)
 	}

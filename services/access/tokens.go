@@ -86,16 +86,16 @@ func NewFollowingTokens(clk clock.Clock, log *slog.Logger) *Tokens {
 	return &Tokens{cfg: TokensConfig{Clock: clk, Logger: log}, log: log.With("component", "access"), byID: map[string]record{}}
 }
 
-// Follow applies changes of TokensBucket, in commit order, to a copy
-// (NewFollowingTokens); reset: they are the whole content. A record that
-// does not read is left out, and logged.
-func (t *Tokens) Follow(changes []store.Change, reset bool) {
+// Follow applies a batch of changes of TokensBucket, in commit order,
+// to a copy (NewFollowingTokens; a reset: they are the whole content). A
+// record that does not read is left out, and logged; nothing is refused.
+func (t *Tokens) Follow(b store.Batch) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if reset {
+	if b.Reset {
 		clear(t.byID)
 	}
-	for _, c := range changes {
+	for _, c := range b.Changes {
 		if c.Bucket != bucket || c.Key == bootstrapKey {
 			continue
 		}
@@ -110,6 +110,7 @@ func (t *Tokens) Follow(changes []store.Change, reset bool) {
 		}
 		t.byID[r.ID] = r
 	}
+	return nil
 }
 
 // NewTokens loads the tokens.

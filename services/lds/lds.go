@@ -136,6 +136,17 @@ type Config struct {
 	// the engine's name ("group", "locator"), before the service applies
 	// it: for metrics and the status page. It must not block.
 	OnEvent func(ev discovery.Event, by string)
+	// LinkOf, without Multicast, names the served interface whose link
+	// an address is on, for a group discovery network (Group.Network)
+	// shared with other engines: its owner hands the service's engine
+	// what it hears (Sink).
+	LinkOf func(netip.Addr) string
+	// NewID makes the registrations' IDs; nil: ids.New.
+	NewID func() string
+	// EventIDBase is added to the event IDs the service gives (1, 2,
+	// ...), so that several services (a cluster's shards) give apart
+	// ones.
+	EventIDBase int64
 }
 
 // DefaultMaxPerRegistration bounds one registration's groups, and its
@@ -240,6 +251,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = ids.New
+	}
 	s := &Service{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, run: clock.NewRunner(cfg.Clock)}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -261,6 +275,8 @@ func New(cfg Config) (*Service, error) {
 		// The engine hears announcements and answers itself.
 		cfg.Multicast.SetSink(g)
 		s.linkOf = cfg.Multicast.LinkOf
+	} else {
+		s.linkOf = cfg.LinkOf
 	}
 	lc := cfg.Locator
 	lc.Locators, lc.OnEvent, lc.Clock, lc.Logger = nil, s.onLocatorEvent, cfg.Clock, cfg.Logger.With("engine", "locator")
@@ -276,6 +292,10 @@ func New(cfg Config) (*Service, error) {
 	cfg.Grantor.Register(LeaseKind, cfg.Policy, s.release)
 	return s, nil
 }
+
+// Sink is the service's group discovery engine as a sink: what a shared
+// network (Config.LinkOf) hears is to be handed to it.
+func (s *Service) Sink() group.LinkSink { return s.g }
 
 // Start begins discovery. Lookup services known from before a restart
 // that group discovery does not find again within its discard window are
@@ -445,7 +465,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	}
 	var out Registration
 	err := s.update(func(tx *store.Tx) ([]event.Delivery, error) {
-		r := &reg{ID: ids.New(), EventID: s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback, HostLocal: req.HostLocal,
+		r := &reg{ID: s.cfg.NewID(), EventID: s.cfg.EventIDBase + s.meta.NextEventID, Listener: req.Listener, Handback: req.Handback, HostLocal: req.HostLocal,
 			Discovered: []discovery.ServiceID{}}
 		r.setGroups(req.Groups)
 		r.setLocators(req.Locators)

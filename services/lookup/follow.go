@@ -41,14 +41,15 @@ func NewFollower(cfg Config) *Registrar {
 		book: fl, follower: fl}
 }
 
-// Follow applies changes of FollowedBuckets, in commit order, to a
-// follower's copy; reset: they are the whole content, what it held
-// before is forgotten. A record that does not read is left out, and
-// logged.
-func (r *Registrar) Follow(changes []store.Change, reset bool) {
+// Follow applies a batch of changes of FollowedBuckets, in commit
+// order, to a follower's copy (a reset: they are the whole content, what
+// it held before is forgotten). A record that does not read is left out,
+// and logged; nothing is refused.
+func (r *Registrar) Follow(b store.Batch) error {
 	if r.follower == nil {
-		return
+		return nil
 	}
+	changes, reset := b.Changes, b.Reset
 	r.follower.mu.Lock()
 	if reset {
 		clear(r.follower.leases)
@@ -99,6 +100,7 @@ func (r *Registrar) Follow(changes []store.Change, reset bool) {
 			}
 		}
 	}
+	return nil
 }
 
 // followedLeases is a follower's copy of the items' leases.

@@ -41,7 +41,7 @@ func TestFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl := NewFollower(Config{})
-	fl.Follow(all, true)
+	fl.Follow(store.Batch{Changes: all, Reset: true})
 
 	same := func(tmpl Template) {
 		t.Helper()
@@ -70,14 +70,14 @@ func TestFollower(t *testing.T) {
 	}
 
 	gone := regs[0]
-	fl.Follow([]store.Change{{Bucket: itemsBucket, Key: gone.ServiceID}, {Bucket: lease.Bucket, Key: gone.Lease.ID}}, false)
+	fl.Follow(store.Batch{Changes: []store.Change{{Bucket: itemsBucket, Key: gone.ServiceID}, {Bucket: lease.Bucket, Key: gone.Lease.ID}}})
 	if n, _ := fl.Count(); n != 2 {
 		t.Errorf("after a removal: %d items", n)
 	}
 	if _, err := fl.Lease(gone.ServiceID); err == nil {
 		t.Error("the lease of an item gone is still there")
 	}
-	fl.Follow([]store.Change{{Bucket: itemsBucket, Key: "broken", Value: []byte("{")}}, false)
+	fl.Follow(store.Batch{Changes: []store.Change{{Bucket: itemsBucket, Key: "broken", Value: []byte("{")}}})
 	if n, _ := fl.Count(); n != 2 {
 		t.Errorf("after a record that does not read: %d items", n)
 	}
@@ -93,7 +93,7 @@ func TestFollower(t *testing.T) {
 		}
 	}
 
-	fl.Follow(nil, true)
+	fl.Follow(store.Batch{Reset: true})
 	if n, _ := fl.Count(); n != 0 {
 		t.Errorf("reset to nothing: %d items", n)
 	}

@@ -34,7 +34,7 @@ func (r *Registrar) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Read, "GET /v1/lookup/services", r.httpList)
 	mux.Handle(httpjson.Read, "GET /v1/lookup/services/{serviceID}", r.httpGet)
 	mux.Handle(httpjson.Read, "POST /v1/lookup/query", r.httpQuery)
-	mux.Handle(httpjson.Client, "POST /v1/lookup/notify", r.httpNotify)
+	mux.Handle(httpjson.Client, NotifyRoute, r.httpNotify)
 	mux.Handle(httpjson.Client, "POST /v1/lookup/services/{serviceID}/attributes", r.httpAttributes)
 	mux.Handle(httpjson.Read, "GET /v1/lookup/groups", r.httpGroups)
 	mux.Handle(httpjson.Admin, "PUT /v1/lookup/groups", r.httpSetGroups)
@@ -227,6 +227,11 @@ func (r *Registrar) httpQuery(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
+	serveNotify(w, req, r.Notify, r.leases())
+}
+
+// serveNotify answers a notify request with notify's registration.
+func serveNotify(w http.ResponseWriter, req *http.Request, notify func(NotifyRequest) (NotifyRegistration, error), leases httpjson.Leases) {
 	var body struct {
 		Template      *apitypes.Template `json:"template"`
 		Transitions   []string           `json:"transitions"`
@@ -250,14 +255,14 @@ func (r *Registrar) httpNotify(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	n, err := r.Notify(NotifyRequest{Owner: access.PrincipalOf(req.Context()).Owner(), HostLocal: outbound.IsHostLocal(req.Context()), Template: templateOf(*body.Template), Transitions: body.Transitions,
+	n, err := notify(NotifyRequest{Owner: access.PrincipalOf(req.Context()).Owner(), HostLocal: outbound.IsHostLocal(req.Context()), Template: templateOf(*body.Template), Transitions: body.Transitions,
 		Listener: body.Listener.URL, Handback: body.Handback, Duration: *body.LeaseDuration})
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return
 	}
 	httpjson.Write(w, http.StatusOK, apitypes.NotifyRegistration{ID: n.ID, EventID: n.EventID, SeqNum: n.SeqNum,
-		Lease: lease.Shown(r.leases().Of(req, n.Lease.ID, n.Lease.Expiration), n.Lease)})
+		Lease: lease.Shown(leases.Of(req, n.Lease.ID, n.Lease.Expiration), n.Lease)})
 }
 
 func (r *Registrar) httpAttributes(w http.ResponseWriter, req *http.Request) {

@@ -592,6 +592,31 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 		ns = append(ns, *n)
 	}
 	r.mu.RUnlock()
+	updated, events := eventsFor(ns, before, after)
+	for i := range updated {
+		if err := tx.Put(notifyBucket, updated[i].ID, notifyRecordOf(&updated[i])); err != nil {
+			return nil, err
+		}
+	}
+	return func() {
+		r.mu.Lock()
+		for i := range updated {
+			if cur, ok := r.notifies[updated[i].ID]; ok {
+				cur.Seq = updated[i].Seq
+			}
+		}
+		r.mu.Unlock()
+		for i, ev := range events {
+			deliver(r.cfg.Dispatcher, r.cfg.Grantor, r.log, updated[i], ev, nativeOf(ev, after))
+		}
+	}, nil
+}
+
+// eventsFor are the events a change of one item (before and after; nil
+// for none) causes to the notify registrations ns: the registrations
+// with their sequence numbers advanced, and their events, in the order
+// of their event IDs.
+func eventsFor(ns []storedNotify, before, after *Item) ([]storedNotify, []apitypes.ServiceEvent) {
 	// sort.Slice: one sort shared by every element type (docs/performance.md, "Router builds").
 	sort.Slice(ns, func(i, j int) bool { return ns[i].EventID < ns[j].EventID })
 	var updated []storedNotify
@@ -613,9 +638,6 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 			continue
 		}
 		n.Seq++
-		if err := tx.Put(notifyBucket, n.ID, notifyRecordOf(&n)); err != nil {
-			return nil, err
-		}
 		id := ""
 		if after != nil {
 			id = after.ServiceID
@@ -634,26 +656,16 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 			ServiceID: id, Transition: tr, Item: item,
 		})
 	}
-	return func() {
-		r.mu.Lock()
-		for i := range updated {
-			if cur, ok := r.notifies[updated[i].ID]; ok {
-				cur.Seq = updated[i].Seq
-			}
-		}
-		r.mu.Unlock()
-		var native *Item
-		if after != nil {
-			native = after
-		}
-		for i, ev := range events {
-			var it *Item
-			if ev.Item != nil {
-				it = native
-			}
-			r.deliver(updated[i], ev, it)
-		}
-	}, nil
+	return updated, events
+}
+
+// nativeOf is the item an event carries for listeners that are not
+// HTTP: the item after the change, if the event has one.
+func nativeOf(ev apitypes.ServiceEvent, after *Item) *Item {
+	if ev.Item == nil {
+		return nil
+	}
+	return after
 }
 
 // NativeEvent is what a lookup service event carries for listeners that
@@ -664,17 +676,17 @@ type NativeEvent struct {
 	Handback []byte
 }
 
-// deliver sends one event; a listener that answers UnknownEvent or fails
-// definitely has its registration cancelled, as the event specification
-// allows.
-func (r *Registrar) deliver(n storedNotify, ev apitypes.ServiceEvent, item *Item) {
-	r.cfg.Dispatcher.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: r.cfg.Grantor.EndOf(n.Lease),
+// deliver sends one event of registration n through d; a listener that
+// answers UnknownEvent or fails definitely has its registration
+// cancelled (its lease, g's), as the event specification allows.
+func deliver(d Sender, g *lease.Grantor, log *slog.Logger, n storedNotify, ev apitypes.ServiceEvent, item *Item) {
+	d.Send(event.Delivery{Listener: n.Listener, Event: ev, Deadline: g.EndOf(n.Lease),
 		Native: NativeEvent{Item: item, Handback: n.Handback}, HostLocal: n.HostLocal,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
-				r.log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
-				if err := r.cfg.Grantor.Cancel(n.Lease); err != nil && !fault.Is(err, apitypes.UnknownLease) {
-					r.log.Warn("cancelling a notify registration", "registration", n.ID, "err", err)
+				log.Info("cancelling a notify registration its listener refused", "registration", n.ID, "outcome", o, "err", err)
+				if err := g.Cancel(n.Lease); err != nil && !fault.Is(err, apitypes.UnknownLease) {
+					log.Warn("cancelling a notify registration", "registration", n.ID, "err", err)
 				}
 			}
 		}})
@@ -705,21 +717,7 @@ type NotifyRegistration struct {
 // Notify registers a listener for the transitions of items matching a
 // template.
 func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
-	if len(req.Transitions) == 0 {
-		return NotifyRegistration{}, fault.New(apitypes.InvalidArgument, "transitions: give at least one of %s, %s, %s", MatchNoMatch, NoMatchMatch, MatchMatch)
-	}
-	for _, t := range req.Transitions {
-		if t != MatchNoMatch && t != NoMatchMatch && t != MatchMatch {
-			return NotifyRegistration{}, fault.New(apitypes.InvalidArgument, "transition %q: want %s, %s or %s", t, MatchNoMatch, NoMatchMatch, MatchMatch)
-		}
-	}
-	if req.Listener == "" {
-		return NotifyRegistration{}, fault.New(apitypes.NullArgument, "listener is required")
-	}
-	if err := r.cfg.Outbound.CheckListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
-		return NotifyRegistration{}, err
-	}
-	if err := validateAttrs("template attribute", req.Template.Attributes); err != nil {
+	if err := checkNotify(req, r.cfg.Outbound); err != nil {
 		return NotifyRegistration{}, err
 	}
 	var out NotifyRegistration
@@ -750,6 +748,26 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		return nil
 	})
 	return out, err
+}
+
+// checkNotify checks a notify request: its transitions, its listener
+// (against the outbound policy) and its template.
+func checkNotify(req NotifyRequest, policy *outbound.Policy) error {
+	if len(req.Transitions) == 0 {
+		return fault.New(apitypes.InvalidArgument, "transitions: give at least one of %s, %s, %s", MatchNoMatch, NoMatchMatch, MatchMatch)
+	}
+	for _, t := range req.Transitions {
+		if t != MatchNoMatch && t != NoMatchMatch && t != MatchMatch {
+			return fault.New(apitypes.InvalidArgument, "transition %q: want %s, %s or %s", t, MatchNoMatch, NoMatchMatch, MatchMatch)
+		}
+	}
+	if req.Listener == "" {
+		return fault.New(apitypes.NullArgument, "listener is required")
+	}
+	if err := policy.CheckListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
+		return err
+	}
+	return validateAttrs("template attribute", req.Template.Attributes)
 }
 
 func (r *Registrar) releaseNotify(tx *store.Tx, id string) error {

@@ -22,11 +22,15 @@ type FollowConfig struct {
 	// Buckets are the buckets followed (of the deployment's own store,
 	// not of its shards).
 	Buckets []string
-	// Apply is handed the changes of each commit in commit order, one
-	// call at a time. reset says the copy starts over: forget all, then
-	// take changes as the whole content (the first load, and again when
-	// etcd compacted its history past what the watch had seen).
-	Apply  func(changes []Change, reset bool)
+	// From, if not 0, is the revision the caller holds every change up
+	// to: it is handed the changes after it, with no content first.
+	From int64
+	// Prev has each change carry the key's value before it.
+	Prev bool
+	// Apply is handed the batches in commit order, one call at a time.
+	// An error has the same batch handed again (after a pause, until it
+	// takes it or the follower is closed): nothing is skipped.
+	Apply  func(Batch) error
 	Logger *slog.Logger
 }
 
@@ -82,7 +86,9 @@ func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, err
 	f := &Follower{cli: cli, cfg: cfg, log: cfg.Logger.With("component", "follower"), prefix: p,
 		from: p + bs[0] + "/", to: clientv3.GetPrefixRangeEnd(p + bs[len(bs)-1] + "/"),
 		changed: make(chan struct{}), done: make(chan struct{})}
-	if err := f.load(ctx); err != nil {
+	if cfg.From > 0 {
+		f.applied = cfg.From
+	} else if err := f.load(ctx); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -133,9 +139,46 @@ func (f *Follower) load(ctx context.Context) error {
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	f.cfg.Apply(all, true)
+	if err := f.cfg.Apply(Batch{Changes: all, Revision: rev, Reset: true}); err != nil {
+		return err
+	}
 	f.advance(rev, time.Now())
 	return nil
+}
+
+// jump is load for a follower from a revision, whose history etcd
+// compacted: it goes on from the current revision, the changes between
+// lost to it (Batch.Reset with none).
+func (f *Follower) jump(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	resp, err := f.cli.Get(rctx, f.from, clientv3.WithRange(f.to), clientv3.WithCountOnly())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("etcd: reading the revision of %s: %w", f.from, err)
+	}
+	if err := f.hand(ctx, Batch{Revision: resp.Header.Revision, Reset: true}); err != nil {
+		return err
+	}
+	f.advance(resp.Header.Revision, time.Now())
+	return nil
+}
+
+// hand gives b to Apply until it takes it, or ctx ends.
+func (f *Follower) hand(ctx context.Context, b Batch) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := f.cfg.Apply(b)
+		if err == nil {
+			return nil
+		}
+		f.log.Warn("a batch of changes not taken: handed again", "revision", b.Revision, "err", err)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // advance notes that the copy holds all changes up to rev; at (if not
@@ -165,14 +208,23 @@ func (f *Follower) run(ctx context.Context) {
 		f.mu.Lock()
 		rev := f.applied
 		f.mu.Unlock()
-		wch := f.cli.Watch(ctx, f.from, clientv3.WithRange(f.to), clientv3.WithRev(rev+1))
-		err := f.follow(ctx, wch, tick.C)
+		opts := []clientv3.OpOption{clientv3.WithRange(f.to), clientv3.WithRev(rev + 1)}
+		if f.cfg.Prev {
+			opts = append(opts, clientv3.WithPrevKV())
+		}
+		err := f.follow(ctx, f.cli.Watch(ctx, f.from, opts...), tick.C)
 		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, rpctypes.ErrCompacted) {
-			f.log.Warn("etcd compacted past the copy's revision: reading it again", "revision", rev)
-			if err = f.load(ctx); err == nil {
+			if f.cfg.From > 0 {
+				f.log.Warn("etcd compacted past the follower's revision: the changes since are lost to it", "revision", rev)
+				err = f.jump(ctx)
+			} else {
+				f.log.Warn("etcd compacted past the copy's revision: reading it again", "revision", rev)
+				err = f.load(ctx)
+			}
+			if err == nil {
 				continue
 			}
 		}
@@ -221,10 +273,16 @@ func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-ch
 				if ev.Type == clientv3.EventTypePut {
 					c.Value = ev.Kv.Value
 				}
+				if ev.PrevKv != nil {
+					c.Prev = ev.PrevKv.Value
+				}
+				c.Revision = ev.Kv.ModRevision
 				changes = append(changes, c)
 			}
 			if len(changes) > 0 {
-				f.cfg.Apply(changes, false)
+				if err := f.hand(ctx, Batch{Changes: changes, Revision: last}); err != nil {
+					return err
+				}
 			}
 			f.advance(last, time.Time{})
 		}

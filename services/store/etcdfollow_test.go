@@ -44,20 +44,21 @@ func TestEtcdFollow(t *testing.T) {
 	var mu sync.Mutex
 	copyOf := map[string]string{}
 	resets := 0
-	f, err := node.Follow(t.Context(), FollowConfig{Buckets: []string{"gamma", "alpha"}, Apply: func(cs []Change, reset bool) {
+	f, err := node.Follow(t.Context(), FollowConfig{Buckets: []string{"gamma", "alpha"}, Apply: func(b Batch) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if reset {
+		if b.Reset {
 			clear(copyOf)
 			resets++
 		}
-		for _, c := range cs {
+		for _, c := range b.Changes {
 			if c.Value == nil {
 				delete(copyOf, c.Bucket+"/"+c.Key)
 			} else {
 				copyOf[c.Bucket+"/"+c.Key] = string(c.Value)
 			}
 		}
+		return nil
 	}})
 	if err != nil {
 		t.Fatal(err)

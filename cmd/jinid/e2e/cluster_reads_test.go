@@ -2,13 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,43 @@ func TestClusterReadsAtEveryNode(t *testing.T) {
 		var ae *client.Error
 		return errors.As(err, &ae) && ae.Err.Code == apitypes.Unauthenticated
 	})
+
+	// A notify registration made through node-b: made in its owner's
+	// shard (held by either node), it hears of the registry's changes
+	// through etcd; its events go to a pull mailbox (another shard,
+	// wherever it is held).
+	mb, err := atB.MailboxRegister(ctx, 600_000, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := atB.MailboxIterator(ctx, mb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr, err := atB.Notify(ctx, client.NotifyRequest{Template: apitypes.Template{Types: []string{"org.example.Watched"}},
+		Transitions: []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch}, Listener: mb.Listener.URL, Duration: 600_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched, err := atA.Register(ctx, apitypes.Item{Types: []string{"org.example.Watched"}}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "w"}}}}
+	if err := atA.ChangeAttributes(ctx, watched.ServiceID, named); err != nil {
+		t.Fatal(err)
+	}
+	if err := atA.Cancel(ctx, watched.Lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{apitypes.NoMatchMatch, apitypes.MatchMatch, apitypes.MatchNoMatch} {
+		raw, err := atB.MailboxNext(ctx, mb.ID, it, 4_000)
+		var ev apitypes.ServiceEvent
+		if err != nil || json.Unmarshal(raw, &ev) != nil || ev.Transition != want || ev.SeqNum != int64(i+1) ||
+			ev.EventID != nr.EventID || ev.ServiceID != watched.ServiceID {
+			t.Fatalf("event %d of the notify registration made through node-b: %s, %v; want %s, seq %d, event ID %d", i+1, raw, err, want, i+1, nr.EventID)
+		}
+	}
 
 	// Cut off from the holder (not from etcd): reads go on from the copy;
 	// changes are not done (refused with 503 on a new connection to the

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/shards"
+	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/http1"
@@ -34,7 +35,9 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/renewal"
@@ -130,6 +133,12 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	d.cluster.managerURL = d.managerURL()
 	peers := shards.NewPeers(id, node.Members, node.Refresh, d.log)
 	d.cluster.node, d.cluster.peers = node, peers
+	// The node's discovery, before its shards' lookup discovery
+	// services hear it.
+	if d.cluster.net, err = d.startNodeNet(ctx); err != nil {
+		return nil, err
+	}
+	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.shutdown})
 	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
 	// Only members get past the TLS handshake; the caps bound what the
 	// others cost before it.
@@ -236,13 +245,29 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 			return nil, err
 		}
 	}
+	// Its notify registrations hear of the registry's changes through
+	// etcd, from where the last node holding the shard left off.
+	notifier, err := lookup.NewNotifier(lookup.NotifierConfig{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
+		Logger: log.With("service", "lookup"), Policy: leasePolicy(lookup.DefaultNotifyPolicy, lm.NotifyLeaseMax, "notifyLeaseMax"),
+		NewID: newID, EventIDBase: int64(k+1) << 40})
+	if err != nil {
+		return nil, err
+	}
+	// Its lookup discovery service hears the node's discovery: its own
+	// segments, and what the other nodes hear on theirs.
+	ldsSvc, err := lds.New(d.ldsConfig(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
+		Logger: log.With("service", "lds"), Policy: leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"),
+		Namespace: d.cfg.Namespace, MaxPerRegistration: lm.LDSInterest, NewID: newID, EventIDBase: int64(k+1) << 40}, lm))
+	if err != nil {
+		return nil, err
+	}
 	setQuotas(grantor, st, lm)
 	mux := http.NewServeMux()
-	for _, svc := range plainRoutes(grantor, svc, mb, tm) {
+	for _, svc := range append(plainRoutes(grantor, svc, mb, tm), notifier, ldsSvc) {
 		svc.Routes(plainMux{mux})
 	}
 	body := int64(lm.BodyBytes)
-	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb, txn: tm},
+	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb, txn: tm, notify: notifier, lds: ldsSvc},
 		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if body > 0 {
 				r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
@@ -256,6 +281,22 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	if tm != nil {
 		sh.parts.Add("the transaction manager", tm)
 	}
+	sh.parts.Add("the lookup discovery service", ldsSvc)
+	d.shareDiscovery(&sh.parts, ldsSvc)
+	var follower *store.Follower
+	sh.parts.Add("the registry's changes for its notify registrations", lifecycle.Funcs{
+		StartFunc: func(ctx context.Context) error {
+			var err error
+			follower, err = d.cluster.node.Follow(ctx, store.FollowConfig{Buckets: lookup.NotifierFollows(), From: notifier.Revision(),
+				Prev: true, Apply: notifier.Apply, Logger: log})
+			return err
+		},
+		ShutdownFunc: func(context.Context) error {
+			if follower != nil {
+				follower.Close()
+			}
+			return nil
+		}})
 	return sh, nil
 }
 
@@ -268,12 +309,61 @@ type clusterState struct {
 	// managerURL is where the shards' participants call the transaction
 	// manager back: this node's API (its door leads to the shard).
 	managerURL string
-	// node is this node's membership, peers its way to the others.
+	// node is this node's membership, peers its way to the others, net
+	// its discovery of lookup services.
 	node  *store.EtcdNode
 	peers *shards.Peers
+	net   *nodeNet
 	// api is the deployment's API while this node holds the store, for
 	// what the other nodes forward to it (nil otherwise).
 	api atomic.Pointer[http.Handler]
+}
+
+// sharedHost is the node's multicast host, which the daemon shares
+// once it holds the store (nil with multicast off, or no cluster).
+func (d *Daemon) sharedHost() *mcast.Host {
+	if d.cluster.net == nil {
+		return nil
+	}
+	return d.cluster.net.host
+}
+
+// shareNetwork has a lookup discovery service's group discovery use
+// the node's network (nothing without a cluster): shareDiscovery hands
+// it what the network hears.
+func (d *Daemon) shareNetwork(c lds.Config) lds.Config {
+	if n := d.cluster.net; n != nil {
+		c.Multicast, c.Group.Network, c.LinkOf = nil, n.network, n.linkOf
+	}
+	return c
+}
+
+// shareDiscovery has svc, once started (a part of parts, added after
+// it), hear the node's discovery, until it stops.
+func (d *Daemon) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
+	n := d.cluster.net
+	if n == nil {
+		return
+	}
+	var remove func()
+	parts.Add("the lookup services the node discovers", lifecycle.Funcs{
+		StartFunc: func(context.Context) error { remove = n.add(svc.Sink()); return nil },
+		ShutdownFunc: func(context.Context) error {
+			if remove != nil {
+				remove()
+			}
+			return nil
+		}})
+}
+
+// ldsRoutes are the lookup discovery service's part of the API: svc's;
+// in a cluster, routed by shard as the renewal service's (a new
+// registration in its owner's shard).
+func (d *Daemon) ldsRoutes(svc *lds.Service) httpjson.Service {
+	if d.cluster.shards == nil {
+		return svc
+	}
+	return sharded{global: svc, m: d.cluster.shards, has: func(id string) bool { _, err := svc.Get(id); return err == nil }}
 }
 
 // serveForwarded has the API h answer what the other nodes forward to
@@ -392,6 +482,35 @@ func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Se
 		out = append(out, shardedTxn(t, d.cluster.shards))
 	}
 	return out
+}
+
+// lookupRoutes are the lookup service's part of the API: the
+// registrar's; in a cluster, a new notify registration made in the
+// shard of its owner (the registrar keeps those of a single box's state
+// imported, and those of Java clients).
+func (d *Daemon) lookupRoutes() httpjson.Service {
+	if d.cluster.shards == nil {
+		return d.registrar
+	}
+	return shardedNotify{d.registrar, d.cluster.shards}
+}
+
+// shardedNotify routes the lookup service's notify route by its
+// owner's shard.
+type shardedNotify struct {
+	*lookup.Registrar
+	m *shards.Manager
+}
+
+func (s shardedNotify) Routes(mux httpjson.Mux) {
+	s.Registrar.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
+		if pattern == lookup.NotifyRoute {
+			h = func(w http.ResponseWriter, r *http.Request) {
+				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
+			}
+		}
+		mux.Handle(need, pattern, h)
+	}))
 }
 
 // muxFunc adapts a function to httpjson.Mux.

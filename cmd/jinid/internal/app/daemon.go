@@ -518,23 +518,24 @@ func (d *Daemon) build(ctx context.Context) error {
 		}
 	}
 	// The lookup discovery service discovers through the namespace's
-	// multicast host, which the lookup service announces on too.
+	// multicast host, which the lookup service announces on too (a
+	// node of a cluster's: its discovery, shared with its shards').
 	var ldsMC *group.Multicast
 	if !d.cfg.NoMulticast {
 		if err := d.buildHost(); err != nil {
 			return err
 		}
-		if ldsMC, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
-			Logger: d.log.With("service", "lds")}); err != nil {
-			return err
+		if d.sharedHost() == nil {
+			if ldsMC, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+				Logger: d.log.With("service", "lds")}); err != nil {
+				return err
+			}
 		}
 	}
-	ldsSvc, err := lds.New(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
+	ldsSvc, err := lds.New(d.ldsConfig(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
 		Policy:    leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"),
 		Multicast: ldsMC, Namespace: d.cfg.Namespace,
-		Group: group.Config{AnnouncementInterval: d.cfg.LDSAnnounceInterval,
-			MaxContacts: d.limits.Contacts, MaxPendingContacts: d.limits.ContactsPending},
-		MaxPerRegistration: d.limits.LDSInterest, OnEvent: d.obs.onDiscoveryEvent})
+		MaxPerRegistration: d.limits.LDSInterest, OnEvent: d.obs.onDiscoveryEvent}, lm))
 	if err != nil {
 		return err
 	}
@@ -584,10 +585,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		d.parts.Add("the lookup discovery service's multicast", ldsMC)
 	}
 	d.parts.Add("the lookup discovery service", ldsSvc)
-	if ldsMC != nil && d.cfg.Store == StoreEtcd {
-		// Once it runs: what the other nodes of the cluster hear on their segments.
-		d.addHeardRelay(st, ldsMC)
-	}
+	// Once it runs: the node's discovery, in a cluster (what the other
+	// nodes hear on their segments too).
+	d.shareDiscovery(&d.parts, ldsSvc)
 	switch {
 	case d.cfg.NoMulticast:
 		d.publishOff = "multicast is off (--no-multicast), and mDNS with it"
@@ -607,7 +607,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("tokens", tokens)
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	services := append([]httpjson.Service{d.registrar, ldsSvc, tokens}, d.shardRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)
+	services := append([]httpjson.Service{d.lookupRoutes(), d.ldsRoutes(ldsSvc), tokens}, d.shardRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)
 	var notRun []api.NotRun
 	if txnSvc == nil {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})
@@ -625,6 +625,14 @@ func (d *Daemon) build(ctx context.Context) error {
 	// serves no more.
 	d.serveForwarded(mux)
 	return nil
+}
+
+// ldsConfig is a lookup discovery service's configuration: c with the
+// group discovery limits, and, in a cluster, the node's discovery
+// network (shareDiscovery hands the service what it hears).
+func (d *Daemon) ldsConfig(c lds.Config, lm Limits) lds.Config {
+	c.Group = group.Config{AnnouncementInterval: d.cfg.LDSAnnounceInterval, MaxContacts: lm.Contacts, MaxPendingContacts: lm.ContactsPending}
+	return d.shareNetwork(c)
 }
 
 // plainRoutes are the parts of the API of the grantor, the renewal
@@ -783,6 +791,10 @@ func (d *Daemon) buildDiscovery(ctx context.Context) error {
 // buildHost makes the namespace's multicast host, which the lookup
 // service and the lookup discovery service share.
 func (d *Daemon) buildHost() error {
+	if h := d.sharedHost(); h != nil {
+		d.host = h // the node's, started with it
+		return nil
+	}
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
 		Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute,
 		Metrics: mcast.NewMetrics(d.obs.metrics)})

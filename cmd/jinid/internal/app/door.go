@@ -78,10 +78,7 @@ func (d *Daemon) startDoor(ctx context.Context, ln net.Listener, holder func(con
 			PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}),
 		tokens: access.NewFollowingTokens(nil, d.log)}
 	f, err := dr.node.Follow(ctx, store.FollowConfig{Buckets: append(lookup.FollowedBuckets(), access.TokensBucket), Logger: d.log,
-		Apply: func(cs []store.Change, reset bool) {
-			dr.reg.Follow(cs, reset)
-			dr.tokens.Follow(cs, reset)
-		}})
+		Apply: func(b store.Batch) error { return errors.Join(dr.reg.Follow(b), dr.tokens.Follow(b)) }})
 	if err != nil {
 		return nil, fmt.Errorf("a copy of the registry for this node's reads: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/jinid/jinid/services/store"
 )
 
-// A standby notes what its segments announce, bounded: the cluster's own
+// A node notes what its segments announce, bounded: the cluster's own
 // lookup service and link-local hosts not at all, each lookup service at
 // most every heardEvery, heardMax of them, written by one writer.
 func TestHeardNoterBounds(t *testing.T) {
@@ -25,8 +25,9 @@ func TestHeardNoterBounds(t *testing.T) {
 	}
 	defer st.Close()
 	self := discovery.ServiceID{0xff}
-	n := newHeardNoter(st, "node-b", self, slog.New(slog.DiscardHandler))
+	n := newHeardNoter(st, "node-b", func() discovery.ServiceID { return self }, slog.New(slog.DiscardHandler))
 	defer n.close()
+	n.flush() // the cluster's own lookup service read, as within a second of the start
 	at := time.Now()
 	heard := func(id discovery.ServiceID, host string, at time.Time) {
 		n.note(mcast.Message{Announcement: &discovery.Announcement{Version: 2, Host: host, Port: 4160, ServiceID: id, Groups: []string{"lab"}},

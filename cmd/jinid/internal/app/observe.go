@@ -202,6 +202,16 @@ type shardParts struct {
 	renewal *renewal.Service
 	mailbox *mailbox.Service
 	txn     *txn.Service // nil with NoTransactions
+	notify  *lookup.Notifier
+	lds     *lds.Service
+}
+
+// ldsCount is the lookup discovery service's registrations, its
+// shards' too.
+func (d *Daemon) ldsCount() int {
+	n := d.obs.lds.Count()
+	d.eachShard(func(sp shardParts) { n += sp.lds.Count() })
+	return n
 }
 
 // leaseCount is the live leases this node granted, its shards' too.
@@ -214,12 +224,13 @@ func (d *Daemon) leaseCount() int {
 // counts are the numbers of each service, for the page and the gauges.
 func (d *Daemon) counts() []status.Count {
 	items, notifies := d.registrar.Count()
+	d.eachShard(func(sp shardParts) { notifies += sp.notify.Count() })
 	sets, clientLeases := d.renewalCount()
 	boxes, events := d.mailboxCount()
 	counts := []status.Count{
 		{Service: "lookup", What: "registrations", N: items},
 		{Service: "lookup_notify", What: "registrations", N: notifies},
-		{Service: "lds", What: "registrations", N: d.obs.lds.Count()},
+		{Service: "lds", What: "registrations", N: d.ldsCount()},
 		{Service: "renewal", What: "registrations", N: sets},
 		{Service: "renewal", What: "client leases", N: clientLeases},
 		{Service: "mailbox", What: "registrations", N: boxes},

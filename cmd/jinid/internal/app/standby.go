@@ -51,7 +51,6 @@ type standby struct {
 	host      *mcast.Host
 	port      *mcast.Port
 	announcer *announce.Announcer
-	noter     *heardNoter
 	responder *announce.Responder
 	dnssd     lifecycle.Service // nil when off
 	stopped   bool
@@ -165,25 +164,15 @@ func (s *standby) announce() {
 		d.log.Warn("standby: the lookup service's identity is not in the store yet", "err", err)
 		return
 	}
-	if s.host == nil {
-		host, err := mcast.NewNetlinkHost(mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log,
-			Include: d.cfg.Include, Exclude: d.cfg.Exclude, ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute})
-		if err == nil {
-			err = host.Start(ctx)
-		}
-		if err != nil {
-			d.log.Warn("standby: multicast", "err", err)
-			return
-		}
-		s.host = host
-	}
+	// The node's multicast host, which its discovery (and, once it
+	// holds the store, its daemon) share.
+	s.host = d.cluster.net.host
 	groups := func() []string {
 		if m, ok, err := lookup.ReadMeta(s.st); err == nil && ok {
 			return m.Groups
 		}
 		return meta.Groups
 	}
-	noter := newHeardNoter(s.st, d.cfg.Etcd.Node, meta.ServiceID, d.log)
 	// Multicast requests answered as the holder would: the connection
 	// back to the requester is joined to the holder's unicast port.
 	var announcer atomic.Pointer[announce.Announcer]
@@ -195,7 +184,6 @@ func (s *standby) announce() {
 			}
 		}})
 	if err := responder.Start(ctx); err != nil {
-		noter.close()
 		d.log.Warn("standby: answering multicast requests", "err", err)
 		return
 	}
@@ -203,11 +191,9 @@ func (s *standby) announce() {
 		if m.Request != nil {
 			responder.OnRequest(*m.Request, m.Packet)
 		}
-		noter.note(m)
 	}
 	port, err := s.host.Open(mcast.PortConfig{OnMessage: onMessage})
 	if err != nil {
-		noter.close()
 		responder.Shutdown(ctx)
 		d.log.Warn("standby: joining the discovery groups", "err", err)
 		return
@@ -219,13 +205,12 @@ func (s *standby) announce() {
 	}
 	if err != nil {
 		port.Close()
-		noter.close()
 		responder.Shutdown(ctx)
 		d.log.Warn("standby: announcing", "err", err)
 		return
 	}
 	announcer.Store(a)
-	s.port, s.announcer, s.noter, s.responder = port, a, noter, responder
+	s.port, s.announcer, s.responder = port, a, responder
 	s.dnssd = d.standbyDNSSD(ctx, s.host, meta.ServiceID, groups)
 	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
 		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
@@ -244,13 +229,9 @@ func (s *standby) stop() net.Listener {
 		s.announcer.Shutdown(ctx)
 		s.port.Close()
 		s.responder.Shutdown(ctx)
-		s.noter.close()
 	}
 	if s.dnssd != nil {
 		s.dnssd.Shutdown(ctx)
-	}
-	if s.host != nil {
-		s.host.Shutdown(ctx)
 	}
 	if s.st != nil {
 		s.st.Close()

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/jinid/jinid/discovery/group"
+	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/renewal"
@@ -31,8 +33,17 @@ func (s *standby) setHolder(store.Member) {}
 
 func (s *standby) stop() net.Listener { return nil }
 
-// addHeardRelay does nothing: there are no other nodes (heard.go).
-func (d *Daemon) addHeardRelay(*store.Store, *group.Multicast) {}
+// sharedHost is nil: no node shares its multicast host.
+func (d *Daemon) sharedHost() *mcast.Host { return nil }
+
+// shareNetwork is c: the daemon's lookup discovery service has its own.
+func (d *Daemon) shareNetwork(c lds.Config) lds.Config { return c }
+
+// shareDiscovery does nothing: there are no other nodes.
+func (d *Daemon) shareDiscovery(*lifecycle.Group, *lds.Service) {}
+
+// ldsRoutes is svc's own: one box has no shards.
+func (d *Daemon) ldsRoutes(svc *lds.Service) httpjson.Service { return svc }
 
 // clusterState is nothing in a build without etcd (cluster.go).
 type clusterState struct{}
@@ -45,6 +56,9 @@ func (d *Daemon) openEtcd(context.Context) (*store.Store, error) {
 func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
 	return plainRoutes(g, r, m, t)
 }
+
+// lookupRoutes are the registrar's own: one box has no shards.
+func (d *Daemon) lookupRoutes() httpjson.Service { return d.registrar }
 
 // eachShard has none to call f with.
 func (d *Daemon) eachShard(func(shardParts)) {}
