@@ -114,8 +114,8 @@ etcd (at most a second behind; a client's own changes at once) and
 forwarding the rest to the holder, and one takes over when it stops,
 dies or is cut off from etcd
 (it stops acting first, and exits). Every node holds a share of the
-renewal service's sets, the mailbox's registrations and the
-transactions (16 shards, reached by the other nodes on
+renewal service's sets, the mailbox's registrations, the transactions
+and the event registrations (16 shards, reached by the other nodes on
 --cluster-listen), and its shards go to the others when it leaves. See
 docs/cluster.md; jinid cluster status shows the nodes and their shards.
 The router build has no etcd.

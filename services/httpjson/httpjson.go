@@ -38,6 +38,20 @@ func WithBodyLimit(ctx context.Context, n int64) context.Context {
 	return context.WithValue(ctx, bodyLimitKey{}, n)
 }
 
+// Body reads r's body whole, bounded by its limit (a byte more: the
+// services refuse what passes it), for a request that goes on
+// elsewhere (another node of a cluster) or in parts.
+func Body(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, BodyLimit(r)+1))
+	if err != nil {
+		return nil, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err)
+	}
+	return b, nil
+}
+
 // BodyLimit is the body limit of r.
 func BodyLimit(r *http.Request) int64 {
 	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok && n > 0 {

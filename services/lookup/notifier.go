@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"slices"
 	"sync"
 
 	"github.com/jinid/jinid/services/apitypes"
@@ -136,18 +135,11 @@ func (n *Notifier) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		m := n.meta
 		n.mu.Unlock()
 		m.NextEventID = max(m.NextEventID, 1)
-		s := &storedNotify{ID: n.cfg.NewID(), EventID: n.cfg.EventIDBase + m.NextEventID, Template: req.Template,
-			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback,
-			HostLocal: req.HostLocal}
-		m.NextEventID++
-		rec, err := n.cfg.Grantor.Grant(tx, NotifyLease, s.ID, req.Owner, req.Duration)
+		s, rec, err := grantNotify(tx, n.cfg.Grantor, req, n.cfg.NewID(), n.cfg.EventIDBase+m.NextEventID)
 		if err != nil {
 			return err
 		}
-		s.Lease = rec.ID
-		if err := tx.Put(notifyBucket, s.ID, notifyRecordOf(s)); err != nil {
-			return err
-		}
+		m.NextEventID++
 		if err := tx.Put(notifierBucket, "meta", m); err != nil {
 			return err
 		}

@@ -723,18 +723,11 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 	var out NotifyRegistration
 	err := r.cfg.Store.Update(func(tx *store.Tx) error {
 		m := r.Meta()
-		n := &storedNotify{ID: ids.New(), EventID: m.NextEventID, Template: req.Template,
-			Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback,
-			HostLocal: req.HostLocal}
-		m.NextEventID++
-		rec, err := r.cfg.Grantor.Grant(tx, NotifyLease, n.ID, req.Owner, req.Duration)
+		n, rec, err := grantNotify(tx, r.cfg.Grantor, req, ids.New(), m.NextEventID)
 		if err != nil {
 			return err
 		}
-		n.Lease = rec.ID
-		if err := tx.Put(notifyBucket, n.ID, notifyRecordOf(n)); err != nil {
-			return err
-		}
+		m.NextEventID++
 		if err := tx.Put(metaBucket, "meta", m); err != nil {
 			return err
 		}
@@ -748,6 +741,20 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		return nil
 	})
 	return out, err
+}
+
+// grantNotify makes the registration req asks for, named id, with
+// eventID, in tx: its lease granted by g, its record stored.
+func grantNotify(tx *store.Tx, g *lease.Grantor, req NotifyRequest, id string, eventID int64) (*storedNotify, lease.Record, error) {
+	n := &storedNotify{ID: id, EventID: eventID, Template: req.Template,
+		Transitions: slices.Compact(slices.Sorted(slices.Values(req.Transitions))), Listener: req.Listener, Handback: req.Handback,
+		HostLocal: req.HostLocal}
+	rec, err := g.Grant(tx, NotifyLease, n.ID, req.Owner, req.Duration)
+	if err != nil {
+		return nil, rec, err
+	}
+	n.Lease = rec.ID
+	return n, rec, tx.Put(notifyBucket, n.ID, notifyRecordOf(n))
 }
 
 // checkNotify checks a notify request: its transitions, its listener

@@ -41,6 +41,7 @@ type FollowConfig struct {
 // committed when it asked.
 type Follower struct {
 	cli    *clientv3.Client
+	owned  bool // cli is its own: closed with it, and asked for progress
 	cfg    FollowConfig
 	log    *slog.Logger
 	prefix string
@@ -67,9 +68,8 @@ type Follower struct {
 // current; a copy is Current within a few of these.
 const followProbe = 250 * time.Millisecond
 
-// Follow starts copying cfg's buckets; the copy is loaded when it
-// returns. It has a client of its own: its watch and progress requests
-// share a stream with no other watch of the node's.
+// Follow starts following cfg's buckets: a copy (From 0) is loaded
+// when it returns.
 func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, error) {
 	if len(cfg.Buckets) == 0 || cfg.Apply == nil {
 		return nil, errors.New("etcd: following nothing")
@@ -77,13 +77,20 @@ func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, err
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	cli, ecfg, err := dial(ctx, n.cfg)
-	if err != nil {
-		return nil, err
+	// A copy has a client of its own: its progress requests go on its
+	// watch's stream alone. A follower from a revision asks for none,
+	// and shares the node's (its watch is one more on the node's
+	// connection, not a connection of its own).
+	cli, ecfg, owned := n.cli, n.cfg, cfg.From == 0
+	if owned {
+		var err error
+		if cli, ecfg, err = dial(ctx, n.cfg); err != nil {
+			return nil, err
+		}
 	}
 	bs := slices.Sorted(slices.Values(cfg.Buckets))
 	p := ecfg.Prefix + "/"
-	f := &Follower{cli: cli, cfg: cfg, log: cfg.Logger.With("component", "follower"), prefix: p,
+	f := &Follower{cli: cli, owned: owned, cfg: cfg, log: cfg.Logger.With("component", "follower"), prefix: p,
 		from: p + bs[0] + "/", to: clientv3.GetPrefixRangeEnd(p + bs[len(bs)-1] + "/"),
 		changed: make(chan struct{}), done: make(chan struct{})}
 	if cfg.From > 0 {
@@ -245,7 +252,9 @@ func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-ch
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick:
-			f.probe(ctx)
+			if f.owned {
+				f.probe(ctx)
+			}
 		case wr, ok := <-wch:
 			if !ok {
 				return errors.New("the watch ended")
@@ -314,7 +323,8 @@ func (f *Follower) Revision() int64 {
 }
 
 // Current says whether etcd confirmed the copy current less than within
-// ago: it then holds every change committed before that.
+// ago: it then holds every change committed before that. (A follower
+// from a revision asks for no confirmation: it is never Current.)
 func (f *Follower) Current(within time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -332,7 +342,7 @@ func (f *Follower) Wait(ctx context.Context, rev int64) error {
 		if applied >= rev {
 			return nil
 		}
-		if !asked {
+		if !asked && f.owned {
 			f.probe(f.wctx)
 		}
 		select {
@@ -347,5 +357,7 @@ func (f *Follower) Wait(ctx context.Context, rev int64) error {
 func (f *Follower) Close() {
 	f.cancel()
 	<-f.done
-	f.cli.Close()
+	if f.owned {
+		f.cli.Close()
+	}
 }

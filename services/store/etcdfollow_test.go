@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"testing"
@@ -83,5 +84,59 @@ func TestEtcdFollow(t *testing.T) {
 	testenv.Until(t, "etcd confirms the copy current", func() bool { return f.Current(time.Second) })
 	if resets != 1 {
 		t.Errorf("the copy was loaded again %d times", resets-1)
+	}
+}
+
+// A follower from a revision gets the changes after it alone, each
+// with the value before it and its revision; a batch its Apply refuses
+// is handed again, nothing skipped.
+func TestEtcdFollowFrom(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	cfg := EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-follow-from", Timeout: 2 * time.Second}
+	st := openEtcd(t, endpoint, cfg.Prefix)
+	put := func(key string, v any) {
+		t.Helper()
+		if err := st.Update(func(tx *Tx) error { return tx.Put("items", key, v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a", "1")
+	from := st.Revision()
+	put("a", "2")
+
+	node, err := JoinEtcd(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	var mu sync.Mutex
+	var got []Change
+	refusals := 1
+	f, err := node.Follow(t.Context(), FollowConfig{Buckets: []string{"items"}, From: from, Prev: true, Apply: func(b Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if b.Reset {
+			t.Errorf("a follower from a revision handed content: %+v", b)
+		}
+		if refusals > 0 {
+			refusals--
+			return errors.New("not now")
+		}
+		got = append(got, b.Changes...)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	put("b", "3")
+	testenv.Until(t, "both changes taken", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	if c := got[0]; c.Key != "a" || string(c.Prev) != `"1"` || string(c.Value) != `"2"` || c.Revision <= from {
+		t.Errorf("first change: %+v (from %d)", c, from)
+	}
+	if c := got[1]; c.Key != "b" || c.Prev != nil || string(c.Value) != `"3"` || c.Revision != st.Revision() {
+		t.Errorf("second change: %+v (revision %d)", c, st.Revision())
 	}
 }

@@ -628,6 +628,62 @@ func TestClusterRenewalShards(t *testing.T) {
 	if len(per[victim]) == 0 {
 		t.Fatalf("neither node-b nor node-c renews a lease: %v", per)
 	}
+	// Event registrations of a client whose shard the victim holds: a
+	// notify registration and a lookup discovery registration (of the
+	// cluster's own lookup service, by locator), their events in a pull
+	// mailbox of the client's.
+	ec := slices.IndexFunc(cs, func(c *client.Client) bool {
+		return by[fmt.Sprintf("lease-%d-000", slices.Index(cs, c))] == victim.link.IPv4
+	})
+	evBox, err := cs[ec].MailboxRegister(t.Context(), 600_000, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evIt, err := cs[ec].MailboxIterator(t.Context(), evBox.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := apitypes.Template{Types: []string{"org.example.Watched"}}
+	nr, err := cs[ec].Notify(t.Context(), client.NotifyRequest{Template: watched, Listener: evBox.Listener.URL, Duration: 600_000,
+		Transitions: []string{apitypes.MatchNoMatch, apitypes.NoMatchMatch, apitypes.MatchMatch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := cs[ec].LDSRegister(t.Context(), client.LDSRequest{Groups: []string{}, Listener: evBox.Listener.URL, Duration: 600_000,
+		Locators: []string{"jini://" + a.link.IPv4.String() + ":4160"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wreg, err := cs[0].Register(t.Context(), apitypes.Item{Types: watched.Types}, 600_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// seen reads the mailbox's events until want are in: the notify
+	// registration's sequence numbers, and whether the lookup
+	// discovery service's discovered event came.
+	var seqs []int64
+	discovered := false
+	seen := func(what string, n int, lds bool) {
+		t.Helper()
+		testenv.Until(t, what, func() bool {
+			raw, err := cs[ec].MailboxNext(t.Context(), evBox.ID, evIt, 1_000)
+			var e struct {
+				Source  apitypes.EventSource `json:"source"`
+				EventID int64                `json:"eventID"`
+				SeqNum  int64                `json:"seqNum"`
+			}
+			switch {
+			case err != nil || json.Unmarshal(raw, &e) != nil:
+			case e.Source.Service == "lookup" && e.EventID == nr.EventID:
+				seqs = append(seqs, e.SeqNum)
+			case e.Source.Service == "lds" && e.EventID == lr.EventID:
+				discovered = true
+			}
+			return len(seqs) >= n && (!lds || discovered)
+		})
+	}
+	seen("the notify registration's first event, and the lookup discovery service's", 1, true)
+
 	victim.Kill()
 	killed := time.Now()
 	testenv.Until(t, "the leases "+victim.name+" renewed, renewed by another node", func() bool {
@@ -675,6 +731,24 @@ func TestClusterRenewalShards(t *testing.T) {
 		st, _ := s.status(t)
 		return st.ShardsHeld == 16 && len(st.Nodes) == 2
 	})
+
+	// The event registrations went with the shard: the node that took it
+	// sends the notify registration's next event, numbered on from the
+	// victim's; the lookup discovery registration is served, with the
+	// lookup service it had discovered.
+	named := apitypes.AttributeChange{Add: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "w"}}}}
+	if err := cs[0].ChangeAttributes(t.Context(), wreg.ServiceID, named); err != nil {
+		t.Fatal(err)
+	}
+	seen("the notify registration's event after "+victim.name+" died", 2, false)
+	if !slices.Equal(seqs, []int64{1, 2}) {
+		t.Errorf("the notify registration's events numbered %v; want 1, 2", seqs)
+	}
+	if rs, err := cs[ec].LDSRegistrars(t.Context(), lr.ID); err != nil || len(rs) != 1 {
+		t.Errorf("the lookup discovery registration after %s died: %v, %v", victim.name, rs, err)
+	}
+	t.Logf("%s killed: the notify registration's next event sent by the node that took its shard %v later", victim.name,
+		time.Since(killed).Round(time.Millisecond))
 
 	// The victim back, under its name: rendezvous hashing gives it its
 	// shards again. The nodes holding them let them go, and it renews

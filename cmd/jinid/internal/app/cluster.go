@@ -31,9 +31,7 @@ import (
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/access"
-	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
-	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lease"
@@ -633,9 +631,9 @@ const here = -1
 // batch's order. A batch that does not read, or is too large, is the
 // deployment's grantor's to refuse, as on one box.
 func (s shardedLeases) batch(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, httpjson.BodyLimit(r)+1))
+	body, err := httpjson.Body(r)
 	if err != nil {
-		httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err))
+		httpjson.WriteError(w, err)
 		return
 	}
 	whole := func() {

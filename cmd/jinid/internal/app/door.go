@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -132,13 +131,10 @@ func (dr *door) local(ctx context.Context) bool {
 
 // forward has the holder answer r.
 func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
-	var body []byte
-	if r.Body != nil {
-		var err error
-		if body, err = io.ReadAll(io.LimitReader(r.Body, httpjson.BodyLimit(r)+1)); err != nil {
-			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err))
-			return
-		}
+	body, err := httpjson.Body(r)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
 	}
 	hctx, cancel := context.WithTimeout(r.Context(), copyWait)
 	m := dr.holder(hctx)

@@ -334,13 +334,10 @@ func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
 	}
 	// The body, to send again: bounded by the API's limit, as the
 	// services read it.
-	var body []byte
-	if r.Body != nil {
-		var err error
-		if body, err = io.ReadAll(io.LimitReader(r.Body, httpjson.BodyLimit(r)+1)); err != nil {
-			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "reading the request body: %v", err))
-			return
-		}
+	body, err := httpjson.Body(r)
+	if err != nil {
+		httpjson.WriteError(w, err)
+		return
 	}
 	tried := ""
 	for attempt := range 2 {
