@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,20 @@ var built struct {
 	sync.Mutex
 	dir   string
 	paths map[string]string // by package
+}
+
+// Parallel has up to n of the package's parallel tests run at once,
+// unless the command line says (-test.parallel; go test's default is the
+// number of CPUs): for packages whose tests mostly wait on daemons, on
+// leases running out, on peers' timeouts. Call it in TestMain, before
+// Main.
+func Parallel(n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // Main runs a package's tests, fails the run if a goroutine a test
