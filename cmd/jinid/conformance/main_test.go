@@ -8,13 +8,19 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 )
 
-func TestMain(m *testing.M) { jinidtest.Main(m) }
+// The suites mostly wait on daemons and their timers: four at a time on
+// the 2-core machine.
+func TestMain(m *testing.M) {
+	jinidtest.Parallel(4)
+	jinidtest.Main(m)
+}
 
 // TestSuitesOnEtcd runs the suites again with every daemon's store in
 // etcd (a one-member cluster beside it, jinidtest.StoreEnv): the same
 // rules hold whichever store keeps the state. It runs this test binary
 // again, as `go test` would with the variable set.
 func TestSuitesOnEtcd(t *testing.T) {
+	t.Parallel() // beside the suites on the embedded store
 	if os.Getenv(jinidtest.StoreEnv) != "" {
 		t.Skip("already on " + os.Getenv(jinidtest.StoreEnv))
 	}
