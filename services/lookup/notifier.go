@@ -80,15 +80,7 @@ func NewNotifier(cfg NotifierConfig) (*Notifier, error) {
 	}
 	n := &Notifier{cfg: cfg, log: cfg.Logger, notifies: map[string]*storedNotify{}, from: map[string]int64{}}
 	err := cfg.Store.View(func(tx *store.Tx) error {
-		if err := tx.ForEach(notifyBucket, func(k string, raw []byte) error {
-			var rec notifyRecord
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return fmt.Errorf("notify registration %s: %w", k, err)
-			}
-			s := rec.stored()
-			n.notifies[k] = &s
-			return nil
-		}); err != nil {
+		if err := loadNotifies(tx, n.notifies); err != nil {
 			return err
 		}
 		_, err := tx.Get(notifierBucket, "meta", &n.meta)

@@ -241,15 +241,7 @@ func (r *Registrar) load() error {
 		}); err != nil {
 			return err
 		}
-		if err := tx.ForEach(notifyBucket, func(k string, raw []byte) error {
-			var rec notifyRecord
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return fmt.Errorf("notify registration %s: %w", k, err)
-			}
-			n := rec.stored()
-			r.notifies[k] = &n
-			return nil
-		}); err != nil {
+		if err := loadNotifies(tx, r.notifies); err != nil {
 			return err
 		}
 		_, err := tx.Get(metaBucket, "meta", &r.meta)
@@ -270,6 +262,19 @@ func (r *Registrar) load() error {
 		}
 	}
 	return nil
+}
+
+// loadNotifies reads the notify registrations a store holds into m.
+func loadNotifies(tx *store.Tx, m map[string]*storedNotify) error {
+	return tx.ForEach(notifyBucket, func(k string, raw []byte) error {
+		var rec notifyRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("notify registration %s: %w", k, err)
+		}
+		n := rec.stored()
+		m[k] = &n
+		return nil
+	})
 }
 
 // ReadMeta reads the lookup service's identity and groups as a store

@@ -165,9 +165,10 @@ func (dr *door) ready() []api.Check {
 	if !c.OK {
 		c.Detail = fmt.Sprintf("etcd has not confirmed this node's copy of the registry current within %s: reads go to the node holding the store", readStaleness)
 	}
-	known, cancel := context.WithCancel(context.Background())
+	// A context ended already: the holder as last heard, no waiting.
+	now, cancel := context.WithCancel(context.Background())
 	cancel()
-	m := dr.holder(known)
+	m := dr.holder(now)
 	h := api.Check{Name: "holder", OK: len(m.Addrs) > 0, Detail: "changes go to " + m.Node}
 	if !h.OK {
 		h.Detail = "no node holds the store yet"
