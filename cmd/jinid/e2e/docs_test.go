@@ -430,6 +430,20 @@ func (b *box) start(t *testing.T, line string) *proc {
 	w.Close()
 	t.Cleanup(func() { syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) })
 	daemon := daemonLine.MatchString(line)
+	// Up: a daemon once it says it started; jinid inspect (at the end of
+	// a pipeline, after a capture that speaks first) once it says what
+	// it reads, its Ctrl-C handled from then on; anything else at its
+	// first line.
+	inspecting := strings.Contains(line, "jinid inspect")
+	up := func(text string) bool {
+		switch {
+		case daemon:
+			return strings.Contains(text, "jinid started")
+		case inspecting:
+			return strings.HasPrefix(text, "Reading ") || strings.HasPrefix(text, "Capturing on ")
+		}
+		return true
+	}
 	go func() {
 		sc := bufio.NewScanner(r)
 		once := sync.OnceFunc(func() { close(p.up) })
@@ -437,7 +451,7 @@ func (b *box) start(t *testing.T, line string) *proc {
 			p.mu.Lock()
 			p.out.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
-			if !daemon || strings.Contains(sc.Text(), "jinid started") {
+			if up(sc.Text()) {
 				once()
 			}
 		}

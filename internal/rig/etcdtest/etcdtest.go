@@ -4,10 +4,13 @@
 package etcdtest
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,9 +25,6 @@ import (
 // streams (watches, keep-alives) for seconds more.
 func Start(t testing.TB) (endpoint string, stop func()) {
 	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	free := func() url.URL {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -33,19 +33,34 @@ func Start(t testing.TB) (endpoint string, stop func()) {
 		defer ln.Close()
 		return url.URL{Scheme: "http", Host: ln.Addr().String()}
 	}
-	client, peer := free(), free()
 	front, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	public := url.URL{Scheme: "http", Host: front.Addr().String()}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{public}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.Name + "=" + peer.String()
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		front.Close()
-		t.Fatal(err)
+	// etcd binds the ports it is given: one free a moment ago may be
+	// another test's by then (they run in parallel). Such a start is
+	// tried again on others.
+	var e *embed.Etcd
+	var client url.URL
+	for attempt := 0; ; attempt++ {
+		cfg := embed.NewConfig()
+		cfg.Dir = t.TempDir()
+		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+		var peer url.URL
+		client, peer = free(), free()
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{public}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+		cfg.InitialCluster = cfg.Name + "=" + peer.String()
+		if e, err = embed.StartEtcd(cfg); err == nil {
+			break
+		}
+		// (etcd may wrap the error as text.)
+		inUse := errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+		if !inUse || attempt == 4 {
+			front.Close()
+			t.Fatal(err)
+		}
 	}
 	r := relay(front, client.Host)
 	select {
