@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
@@ -62,12 +62,16 @@ type Notifier struct {
 
 	mu       sync.Mutex
 	notifies map[string]*storedNotify
-	// from is the revision each registration was made at, in this
-	// process: changes committed after it are its events (one made
-	// before this process took the store: 0, every change applied).
-	from map[string]int64
-	meta notifierMeta
+	meta     notifierMeta
+	// committed is when the revision applied was last committed: a
+	// batch that sends no event commits it only now and then.
+	committed time.Time
 }
+
+// revisionEvery is how often a revision that sent no event is
+// committed: a node taking the shard over goes through the registry's
+// changes since the last one again (sending only what was not sent).
+const revisionEvery = 10 * time.Second
 
 // NewNotifier loads a notifier from its store and registers its lease
 // kind (NotifyLease) with the grantor.
@@ -78,7 +82,7 @@ func NewNotifier(cfg NotifierConfig) (*Notifier, error) {
 	if cfg.Policy == (lease.Policy{}) {
 		cfg.Policy = DefaultNotifyPolicy
 	}
-	n := &Notifier{cfg: cfg, log: cfg.Logger, notifies: map[string]*storedNotify{}, from: map[string]int64{}}
+	n := &Notifier{cfg: cfg, log: cfg.Logger, notifies: map[string]*storedNotify{}}
 	err := cfg.Store.View(func(tx *store.Tx) error {
 		if err := loadNotifies(tx, n.notifies); err != nil {
 			return err
@@ -122,6 +126,7 @@ func (n *Notifier) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		return NotifyRegistration{}, err
 	}
 	var out NotifyRegistration
+	var made *storedNotify
 	err := n.cfg.Store.Update(func(tx *store.Tx) error {
 		n.mu.Lock()
 		m := n.meta
@@ -136,18 +141,36 @@ func (n *Notifier) Notify(req NotifyRequest) (NotifyRegistration, error) {
 			return err
 		}
 		tx.OnCommit(func() {
-			n.mu.Lock()
-			n.notifies[s.ID] = s
 			// The store's writers wait for one another through their
 			// hooks: its revision is this commit's.
-			n.from[s.ID] = n.cfg.Store.Revision()
+			s.From = n.cfg.Store.Revision()
+			n.mu.Lock()
+			n.notifies[s.ID] = s
 			n.meta.NextEventID = m.NextEventID
 			n.mu.Unlock()
+			made = s
 		})
 		out = NotifyRegistration{ID: s.ID, EventID: s.EventID, SeqNum: s.Seq, Lease: rec}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// Its revision kept with it, for a node that takes the shard over
+	// and goes through the changes since the notifier's last commit
+	// again. (Lost, were this node to die first: that node would send
+	// it the events of those changes too, made just before it.)
+	if err := n.cfg.Store.Update(func(tx *store.Tx) error {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.notifies[made.ID] != made {
+			return nil // gone meanwhile
+		}
+		return tx.Put(notifyBucket, made.ID, notifyRecordOf(made))
+	}); err != nil {
+		n.log.Warn("keeping a notify registration's revision", "registration", made.ID, "err", err)
+	}
+	return out, nil
 }
 
 func (n *Notifier) release(tx *store.Tx, id string) error {
@@ -157,7 +180,6 @@ func (n *Notifier) release(tx *store.Tx, id string) error {
 	tx.OnCommit(func() {
 		n.mu.Lock()
 		delete(n.notifies, id)
-		delete(n.from, id)
 		n.mu.Unlock()
 	})
 	return nil
@@ -185,7 +207,6 @@ func (n *Notifier) Apply(b store.Batch) error {
 	for _, s := range n.notifies {
 		ns = append(ns, *s)
 	}
-	from := maps.Clone(n.from)
 	n.mu.Unlock()
 	type send struct {
 		s     storedNotify
@@ -207,7 +228,7 @@ func (n *Notifier) Apply(b store.Batch) error {
 		rev := cmp.Or(c.Revision, b.Revision)
 		var these []storedNotify
 		for _, s := range ns {
-			if from[s.ID] < rev {
+			if s.From < rev {
 				if seq, ok := seqs[s.ID]; ok {
 					s.Seq = seq
 				}
@@ -218,6 +239,18 @@ func (n *Notifier) Apply(b store.Batch) error {
 		for i := range updated {
 			seqs[updated[i].ID] = updated[i].Seq
 			sends = append(sends, send{updated[i], events[i], after})
+		}
+	}
+	if len(sends) == 0 {
+		// Nothing to number: the revision is committed now and then,
+		// not for every change to the registry (each shard's notifier
+		// hears them all).
+		n.mu.Lock()
+		n.meta.Revision = max(n.meta.Revision, b.Revision)
+		due := time.Since(n.committed) >= revisionEvery
+		n.mu.Unlock()
+		if !due {
+			return nil
 		}
 	}
 	return n.commit(seqs, b.Revision, func() {
@@ -258,7 +291,8 @@ func (n *Notifier) commit(seqs map[string]int64, rev int64, sent func()) error {
 					s.Seq = seq
 				}
 			}
-			n.meta.Revision = m.Revision
+			n.meta.Revision = max(n.meta.Revision, m.Revision)
+			n.committed = time.Now()
 			n.mu.Unlock()
 			if sent != nil {
 				sent()

@@ -89,4 +89,16 @@ func TestNotifier(t *testing.T) {
 	if evs := c.events(); len(evs) != 4 || evs[3].SeqNum != 4 {
 		t.Errorf("after the restart: %+v", evs)
 	}
+
+	// A change that sends nothing is not committed at once: a node
+	// taking over goes through it again, and sends nothing again.
+	if err := n.Apply(store.Batch{Revision: 22, Changes: []store.Change{{Bucket: itemsBucket, Key: other.ServiceID, Prev: record(other), Revision: 22}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n.Revision() != 22 {
+		t.Errorf("applied: revision %d, want 22", n.Revision())
+	}
+	if again := open(); again.Revision() != 21 || len(c.events()) != 4 {
+		t.Errorf("taken over: revision %d (want 21, the last with an event), %d events", again.Revision(), len(c.events()))
+	}
 }

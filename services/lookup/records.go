@@ -48,6 +48,8 @@ type notifyRecord struct {
 	// HostLocal: the host's administrator named the listener (it may
 	// be on this host: outbound.WithHostLocal).
 	HostLocal bool `json:"hostLocal,omitempty"`
+	// From: a notifier's registration's revision (storedNotify.From).
+	From int64 `json:"from,omitempty"`
 }
 
 func attributeRecords(as []Attribute) []attributeRecord {
@@ -87,13 +89,13 @@ func (r itemRecord) stored() storedItem {
 func notifyRecordOf(n *storedNotify) notifyRecord {
 	t := n.Template
 	return notifyRecord{ID: n.ID, EventID: n.EventID, Seq: n.Seq, Transitions: n.Transitions, Listener: n.Listener,
-		Handback: n.Handback, Lease: n.Lease, HostLocal: n.HostLocal,
+		Handback: n.Handback, Lease: n.Lease, HostLocal: n.HostLocal, From: n.From,
 		Template: templateRecord{ServiceID: t.ServiceID, Types: t.Types, Attributes: attributeRecords(t.Attributes)}}
 }
 
 func (r notifyRecord) stored() storedNotify {
 	t := r.Template
 	return storedNotify{ID: r.ID, EventID: r.EventID, Seq: r.Seq, Transitions: r.Transitions, Listener: r.Listener,
-		Handback: r.Handback, Lease: r.Lease, HostLocal: r.HostLocal,
+		Handback: r.Handback, Lease: r.Lease, HostLocal: r.HostLocal, From: r.From,
 		Template: Template{ServiceID: t.ServiceID, Types: t.Types, Attributes: attributesOf(t.Attributes)}}
 }

@@ -134,6 +134,9 @@ type storedNotify struct {
 	Handback    []byte
 	Lease       string
 	HostLocal   bool
+	// From, for a notifier's registration, is the revision of the
+	// registry it was made at: the changes after it are its events.
+	From int64
 }
 
 // Meta is the lookup service's own state.

@@ -149,16 +149,9 @@ func (s *standby) announce() {
 		return
 	}
 	ctx := context.Background()
-	if s.st == nil {
-		cfg := d.cfg.Etcd
-		cfg.Exclusive, cfg.Waiting, cfg.OnHolder = false, nil, nil
-		st, err := store.OpenEtcd(ctx, cfg)
-		if err != nil {
-			d.log.Warn("standby: reading the lookup service's identity", "err", err)
-			return
-		}
-		s.st = st
-	}
+	// The node's view of the deployment's store, which its discovery
+	// reads too.
+	s.st = d.cluster.net.st
 	meta, ok, err := lookup.ReadMeta(s.st)
 	if err != nil || !ok {
 		d.log.Warn("standby: the lookup service's identity is not in the store yet", "err", err)
@@ -232,9 +225,6 @@ func (s *standby) stop() net.Listener {
 	}
 	if s.dnssd != nil {
 		s.dnssd.Shutdown(ctx)
-	}
-	if s.st != nil {
-		s.st.Close()
 	}
 	s.mu.Unlock()
 	s.disc.Shutdown(ctx)
