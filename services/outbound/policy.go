@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,15 @@ type PolicyConfig struct {
 	// kept connection). A store in etcd stops a node that lost its hold
 	// from renewing, delivering or deciding what another node now does.
 	Acting func() error
+	// Deployment, if set, lists the deployment's own endpoints: the
+	// etcd cluster's client URLs (as given and as resolved) and the
+	// nodes' API, unicast discovery and cluster ports. They are never
+	// a destination, whatever Allow says and whoever asks: a request
+	// made for a client that reached etcd could write the store (a
+	// token, a member record), one that reached a node would come from
+	// a node. It is called on every check, so it must not wait on the
+	// network.
+	Deployment func() []netip.AddrPort
 }
 
 // Policy decides which addresses jinid may connect to when it sends a
@@ -62,6 +72,7 @@ type Policy struct {
 	log    *slog.Logger
 	inside func(*url.URL) bool
 	acting func() error
+	infra  func() []netip.AddrPort
 
 	mu     sync.Mutex
 	own    []netip.Addr
@@ -84,7 +95,8 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 	for i, p := range cfg.Allow {
 		allow[i] = p.Masked()
 	}
-	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside, acting: cfg.Acting}
+	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside, acting: cfg.Acting,
+		infra: cfg.Deployment}
 }
 
 // strict is the policy of a nil *Policy: the fixed rules, no allowances,
@@ -104,6 +116,34 @@ func (p *Policy) Refused() int64 { return p.orStrict().refused.Load() }
 // Check reports whether a connection to a is allowed: nil, or an error
 // wrapping ErrForbidden that says why not.
 func (p *Policy) Check(a netip.Addr) error { return p.check(a, false) }
+
+// CheckAddrPort is Check for a connection to a's port too: an endpoint
+// of the deployment (PolicyConfig.Deployment) is refused as well.
+func (p *Policy) CheckAddrPort(a netip.AddrPort) error { return p.checkPort(a, false) }
+
+// checkPort is check, and the deployment's endpoints refused first:
+// neither an allowance nor the host's administrator lets a request there.
+func (p *Policy) checkPort(ap netip.AddrPort, hostLocal bool) error {
+	if p.isDeployment(ap) {
+		return fmt.Errorf("%w: %s is an endpoint of this deployment (etcd, or a node of the cluster)", ErrForbidden, ap)
+	}
+	return p.check(ap.Addr(), hostLocal)
+}
+
+// isDeployment says ap is one of the deployment's own endpoints.
+func (p *Policy) isDeployment(ap netip.AddrPort) bool {
+	p = p.orStrict()
+	if p.infra == nil {
+		return false
+	}
+	ap = netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())
+	for _, e := range p.infra() {
+		if netip.AddrPortFrom(e.Addr().WithZone("").Unmap(), e.Port()) == ap {
+			return true
+		}
+	}
+	return false
+}
 
 // check is Check; hostLocal allows this host's own addresses, loopback
 // included: what the host's administrator names (WithHostLocal).
@@ -239,7 +279,7 @@ func (p *Policy) control(ctx context.Context, _, address string, _ syscall.RawCo
 	if err != nil {
 		return fmt.Errorf("%w: %q is not an address", ErrForbidden, address)
 	}
-	if err := p.check(ap.Addr(), IsHostLocal(ctx)); err != nil {
+	if err := p.checkPort(ap, IsHostLocal(ctx)); err != nil {
 		p.refused.Add(1)
 		p.mu.Lock()
 		quiet := time.Since(p.logged) < time.Second
@@ -267,6 +307,29 @@ func (p *Policy) admit(context.Context) error {
 	return nil
 }
 
+// refusedURL is the invalid argument of a URL whose address the policy
+// refused (err): why, and what the administrator can do about it, if
+// anything (nothing for the deployment's own endpoints).
+func refusedURL(what, raw string, err error) error {
+	why := strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": ")
+	hint := " (see --allow-outbound)"
+	if strings.Contains(why, "endpoint of this deployment") {
+		hint = ""
+	}
+	return fault.New(apitypes.InvalidArgument, "%s %q: %s; jinid sends no requests there on anyone's behalf%s", what, raw, why, hint)
+}
+
+// defaultPort is the port u names, or its scheme's.
+func defaultPort(u *url.URL) uint16 {
+	if n, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(n)
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
 // CheckListener checks a listener URL: an http or https URL as CheckURL
 // does, or a Java listener's jeri://host:port/UUID (the Jini ERI
 // endpoint and object of a Java RemoteEventListener). A listener served
@@ -281,9 +344,9 @@ func (p *Policy) CheckListener(ctx context.Context, what, raw string) error {
 		return fault.New(apitypes.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
 	}
 	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := p.check(a, IsHostLocal(ctx)); err != nil {
-			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
-				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
+		port, _ := strconv.ParseUint(u.Port(), 10, 16)
+		if err := p.checkPort(netip.AddrPortFrom(a, uint16(port)), IsHostLocal(ctx)); err != nil {
+			return refusedURL(what, raw, err)
 		}
 	}
 	return nil
@@ -325,10 +388,10 @@ func (p *Policy) CheckURL(ctx context.Context, what, raw string) error {
 		// Names that are loopback by definition (RFC 6761).
 		addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 	}
+	port := defaultPort(u)
 	for _, a := range addrs {
-		if err := p.check(a, IsHostLocal(ctx)); err != nil {
-			return fault.New(apitypes.InvalidArgument, "%s %q: %v; jinid sends no requests there on anyone's behalf (see --allow-outbound)", what, raw,
-				strings.TrimPrefix(err.Error(), ErrForbidden.Error()+": "))
+		if err := p.checkPort(netip.AddrPortFrom(a, port), IsHostLocal(ctx)); err != nil {
+			return refusedURL(what, raw, err)
 		}
 	}
 	return nil

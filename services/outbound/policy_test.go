@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -309,5 +310,74 @@ func TestNotActingSendsNothing(t *testing.T) {
 	}
 	if f := Fault(fmt.Errorf("renewing: %w", fmt.Errorf("%w: %w", ErrNotActing, lost))); f.Code != apitypes.Unavailable {
 		t.Fatalf("fault %+v", f)
+	}
+}
+
+// The deployment's own endpoints (etcd, the nodes' ports) are refused
+// on their ports alone, whatever is allowed and whoever asks: at the
+// URL's check, and at connect time for a name, a redirect's target or
+// an endpoint added after the URL was taken.
+func TestDeploymentRefused(t *testing.T) {
+	var etcdHits, otherHits atomic.Int64
+	etcd := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { etcdHits.Add(1) }))
+	defer etcd.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { otherHits.Add(1) }))
+	defer other.Close()
+	guest := httptest.NewServer(http.RedirectHandler(etcd.URL+"/v3/kv/put", http.StatusTemporaryRedirect))
+	defer guest.Close()
+	etcdAP := netip.MustParseAddrPort(etcd.Listener.Addr().String())
+	var infra atomic.Pointer[[]netip.AddrPort]
+	infra.Store(&[]netip.AddrPort{netip.MustParseAddrPort("198.51.100.5:2379"), netip.MustParseAddrPort("[2001:db8::5]:4163")})
+	p := NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Deployment: func() []netip.AddrPort { return *infra.Load() }})
+	admin := WithHostLocal(t.Context())
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://198.51.100.5:2379/v3/kv/put", false},
+		{"http://[::ffff:198.51.100.5]:2379/", false},
+		{"http://198.51.100.5:2380/", true}, // another port of the host
+		{"http://198.51.100.5/", true},
+		{"https://[2001:db8::5]:4163/", false},
+		{"jeri://[2001:db8::5]:4163/b5d1ab42-2a43-4a2e-bd35-cba5b2e6b5a1", false},
+		{"jeri://198.51.100.6:4163/b5d1ab42-2a43-4a2e-bd35-cba5b2e6b5a1", true},
+	} {
+		for _, ctx := range []context.Context{t.Context(), admin} {
+			err := p.CheckListener(ctx, "push target", tc.url)
+			if (err == nil) != tc.ok {
+				t.Errorf("%s (administrator %v): %v", tc.url, IsHostLocal(ctx), err)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "endpoint of this deployment") || strings.Contains(err.Error(), "--allow-outbound")) {
+				t.Errorf("%s: %v, want the deployment named and no allowance suggested", tc.url, err)
+			}
+		}
+	}
+
+	// Added later (a member that joined, an endpoint resolved anew):
+	// refused at connect time, the name and the redirect's target too.
+	c := New(Config{Policy: p, Timeout: 5 * time.Second})
+	if err := p.CheckURL(t.Context(), "push target", etcd.URL); err != nil {
+		t.Fatalf("before it is known to be etcd: %v", err)
+	}
+	infra.Store(&[]netip.AddrPort{etcdAP})
+	for _, u := range []string{etcd.URL + "/v3/kv/put", "http://localhost:" + strconv.Itoa(int(etcdAP.Port())) + "/"} {
+		for _, ctx := range []context.Context{t.Context(), admin} {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(`{"key":"a2V5","value":"dg=="}`))
+			if _, err := c.Do(req); !errors.Is(err, ErrForbidden) {
+				t.Errorf("%s: %v, want forbidden", u, err)
+			}
+		}
+	}
+	resp, err := post(c, guest.URL, "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := post(c, other.URL, "{}"); err != nil {
+		t.Fatalf("another server on the same host: %v", err)
+	}
+	if etcdHits.Load() != 0 || otherHits.Load() != 1 {
+		t.Fatalf("etcd reached %d times, the other server %d (want 0 and 1)", etcdHits.Load(), otherHits.Load())
 	}
 }

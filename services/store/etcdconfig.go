@@ -50,6 +50,10 @@ type EtcdConfig struct {
 	// of the certificate it proves itself with there.
 	ClusterPort int
 	CertSHA256  string
+	// APIPort and DiscoveryPort go in the node's member record from the
+	// start (0: not known yet): every node's ports are the deployment's
+	// own, to which no request made for a client is sent.
+	APIPort, DiscoveryPort int
 }
 
 // ErrHeld is OpenEtcd's error for a store another process holds, with

@@ -59,7 +59,7 @@ func JoinEtcd(ctx context.Context, cfg EtcdConfig) (*EtcdNode, error) {
 	}
 	n := &EtcdNode{cli: cli, cfg: cfg, lease: l,
 		self: Member{Node: cmp.Or(cfg.Node, "a jinid"), Since: time.Now().UTC(), Addrs: cfg.Addrs,
-			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256}}
+			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256, APIPort: cfg.APIPort, DiscoveryPort: cfg.DiscoveryPort}}
 	if err := n.register(ctx); err != nil {
 		l.close()
 		cli.Close()

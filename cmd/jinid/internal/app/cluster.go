@@ -62,6 +62,11 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 		d.cfg.Etcd.Node = cfg.Node
 	}
 	cfg.Addrs = d.nodeAddrs()
+	// Every member says where it serves from the start, the API and
+	// unicast discovery too: no request made for a client goes there.
+	cfg.APIPort, cfg.DiscoveryPort = d.apiPort(), d.cfg.DiscoveryPort
+	d.cluster.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
+	d.parts.Add("resolving etcd's endpoints", d.cluster.etcd.periodic)
 	node, err := d.joinCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -206,7 +211,7 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	d.limitsMu.Unlock()
 	log := d.log.With("shard", k)
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: log,
-		Inside: d.ownListener, Acting: st.Acting})
+		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}
@@ -315,6 +320,9 @@ type clusterState struct {
 	// api is the deployment's API while this node holds the store, for
 	// what the other nodes forward to it (nil otherwise).
 	api atomic.Pointer[http.Handler]
+	// etcd are the etcd cluster's endpoints, which no request made
+	// for a client may reach (deployment).
+	etcd *etcdEndpoints
 }
 
 // sharedHost is the node's multicast host, which the daemon shares

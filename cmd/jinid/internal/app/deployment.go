@@ -1,0 +1,137 @@
+//go:build !jinid_omit_etcd
+
+package app
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jinid/jinid/internal/lifecycle"
+)
+
+// The deployment's own endpoints are never a destination of a request
+// made on someone's behalf (outbound.PolicyConfig.Deployment): a
+// mailbox's push target at etcd's JSON gateway would write the store
+// (a token of scope admin, a member record), a listener at another
+// node's cluster port would come from a node. They are etcd's client
+// URLs, as given and as resolved, and every member's addresses on its
+// API, unicast discovery and cluster ports (members that join later
+// too: the node reads them every second).
+
+// etcdResolveEvery is how often etcd's endpoints given by name are
+// resolved again: a name that moves is refused at its new address this
+// late at most. The policy's check never waits on DNS.
+const etcdResolveEvery = 30 * time.Second
+
+// etcdEndpoints are the etcd cluster's client endpoints as given and
+// as last resolved.
+type etcdEndpoints struct {
+	given    []string
+	resolved atomic.Pointer[[]netip.AddrPort]
+	periodic *lifecycle.Periodic
+}
+
+// newEtcdEndpoints resolves the endpoints once now (within a few
+// seconds) and makes the part that does it again every etcdResolveEvery.
+func newEtcdEndpoints(ctx context.Context, endpoints []string) *etcdEndpoints {
+	e := &etcdEndpoints{given: endpoints}
+	e.resolve(ctx)
+	e.periodic = lifecycle.Every(etcdResolveEvery, func() { e.resolve(context.Background()) })
+	return e
+}
+
+// resolve reads the endpoints' addresses; a name that does not resolve
+// now keeps the addresses it had.
+func (e *etcdEndpoints) resolve(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var old []netip.AddrPort
+	if p := e.resolved.Load(); p != nil {
+		old = *p
+	}
+	var out []netip.AddrPort
+	for _, raw := range e.given {
+		host, port, ok := endpointHostPort(raw)
+		if !ok {
+			continue
+		}
+		if a, err := netip.ParseAddr(host); err == nil {
+			out = append(out, netip.AddrPortFrom(a.WithZone("").Unmap(), port))
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			// Keep what the name was last: better stale than none.
+			for _, ap := range old {
+				if ap.Port() == port {
+					out = append(out, ap)
+				}
+			}
+			continue
+		}
+		for _, a := range addrs {
+			out = append(out, netip.AddrPortFrom(a.WithZone("").Unmap(), port))
+		}
+	}
+	e.resolved.Store(&out)
+}
+
+// addrs are the endpoints' addresses as last resolved.
+func (e *etcdEndpoints) addrs() []netip.AddrPort {
+	if e == nil {
+		return nil
+	}
+	if p := e.resolved.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// endpointHostPort is the host and port of an etcd client URL (2379
+// unless it says).
+func endpointHostPort(raw string) (string, uint16, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", 0, false
+	}
+	port := uint16(2379)
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		port = uint16(p)
+	}
+	return u.Hostname(), port, true
+}
+
+// deployment lists the deployment's endpoints: etcd's, and every
+// member's ports on each of its addresses (none before the node
+// joined). It is read on every outbound connection: no waiting.
+func (d *Daemon) deployment() []netip.AddrPort {
+	out := d.cluster.etcd.addrs()
+	if d.cluster.node == nil {
+		return out
+	}
+	for _, m := range d.cluster.node.Members() {
+		for _, port := range []int{m.APIPort, m.DiscoveryPort, m.ClusterPort} {
+			if port <= 0 || port > 65535 {
+				continue
+			}
+			for _, a := range m.Addrs {
+				out = append(out, netip.AddrPortFrom(a, uint16(port)))
+			}
+		}
+	}
+	return out
+}
+
+// apiPort is the port the API listens on (0 before it does).
+func (d *Daemon) apiPort() int {
+	if d.apiLn == nil {
+		return 0
+	}
+	ap, _ := netip.ParseAddrPort(d.apiLn.Addr().String())
+	return int(ap.Port())
+}
