@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jinid/jinid/services/store"
 )
@@ -30,8 +31,10 @@ func clusterStatusSpec() *spec {
 that holds the store (and serves), the nodes waiting to take over, with
 since when each is a member and its addresses, and each etcd member with its endpoint,
 health, leader, version and database size. It takes no hold and changes
-nothing. The exit status is 1 when no node holds the store or an etcd
-member does not answer.`,
+nothing. The exit status is 1 when no live node holds the store, a shard
+of the work is held by none or by a node that is not live, or an etcd
+member does not answer. A member record under no live etcd lease is
+no node: it is named and ignored.`,
 		example: `  jinid cluster status --etcd-endpoints http://10.0.0.2:2379
   jinid cluster status --etcd-endpoints http://10.0.0.2:2379 -o json | jq -r .holder`,
 		args: maxArgs(0),
@@ -47,16 +50,47 @@ member does not answer.`,
 		if err := printCluster(p, st, nodes, members); err != nil {
 			return err
 		}
-		switch {
-		case st.Holder == "":
-			return fmt.Errorf("no node holds the store under %s: none runs, or none reaches etcd", st.Prefix)
-		case !healthy:
+		for _, key := range st.Ignored {
+			fmt.Fprintf(inv.stderr, "jinid: %q: a member record under no live etcd lease, ignored (no node wrote it; whoever can write the prefix can add one)\n", key)
+		}
+		if err := clusterProblem(st, clusterShards()); err != nil {
+			return err
+		}
+		if !healthy {
 			return errors.New("an etcd member does not answer or reports errors")
 		}
 		return nil
 	})
 	f.bindEtcd(s.Flags(), "")
 	return s
+}
+
+// clusterProblem says what keeps the deployment from serving all its
+// work, if anything: no holder, or one that is no live member; a shard
+// of names held by no node, or by one that is not live.
+func clusterProblem(st store.ClusterStatus, names []string) error {
+	switch {
+	case st.Holder == "":
+		return fmt.Errorf("no node holds the store under %s: none runs, or none reaches etcd", st.Prefix)
+	case !st.HolderLive:
+		return fmt.Errorf("the store under %s is held by %q, which is no live member", st.Prefix, st.Holder)
+	}
+	var unheld, dead []string
+	for _, name := range names {
+		switch node, ok := st.Shards[name]; {
+		case !ok:
+			unheld = append(unheld, name)
+		case !st.ShardsLive[name]:
+			dead = append(dead, fmt.Sprintf("%s (%q)", name, node))
+		}
+	}
+	switch {
+	case len(unheld) > 0:
+		return fmt.Errorf("shards held by no node: %s (a node is taking them over, or none runs)", strings.Join(unheld, ", "))
+	case len(dead) > 0:
+		return fmt.Errorf("shards held by a node that is no live member: %s", strings.Join(dead, ", "))
+	}
+	return nil
 }
 
 // clusterRecords are the status's nodes and etcd members as printed;

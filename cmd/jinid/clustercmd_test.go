@@ -4,6 +4,7 @@ package main
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,4 +29,31 @@ func TestClusterStatusOutput(t *testing.T) {
 		nodes, members, _ := clusterRecords(st)
 		return printCluster(p, st, nodes, members)
 	})
+}
+
+// cluster status fails, naming it, when a holder or shard owner is no
+// live member (a record under no lease is none), or a shard is unheld.
+func TestClusterProblem(t *testing.T) {
+	names := []string{"00", "01"}
+	live := map[string]bool{"00": true, "01": true}
+	for _, tc := range []struct {
+		name string
+		st   store.ClusterStatus
+		want string // "" no problem; else a part of the error
+	}{
+		{"all held by live nodes", store.ClusterStatus{Holder: "a", HolderLive: true, Shards: map[string]string{"00": "a", "01": "b"}, ShardsLive: live}, ""},
+		{"no holder", store.ClusterStatus{Prefix: "/jinid"}, "no node holds the store"},
+		{"a holder that is no live member", store.ClusterStatus{Holder: "evil", Shards: map[string]string{"00": "a", "01": "b"}, ShardsLive: live}, `held by "evil", which is no live member`},
+		{"a shard unheld", store.ClusterStatus{Holder: "a", HolderLive: true, Shards: map[string]string{"00": "a"}, ShardsLive: live}, "held by no node: 01"},
+		{"a shard held by no live member", store.ClusterStatus{Holder: "a", HolderLive: true, Shards: map[string]string{"00": "a", "01": "evil\x1b]0;x\a"},
+			ShardsLive: map[string]bool{"00": true}}, `01 ("evil\x1b]0;x\a")`},
+	} {
+		err := clusterProblem(tc.st, names)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q in it", tc.name, err, tc.want)
+		}
+	}
 }

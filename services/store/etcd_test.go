@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/jinid/jinid/internal/rig/etcdtest"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
@@ -553,5 +555,43 @@ func TestEtcdShards(t *testing.T) {
 	defer box.Close()
 	if n, err := box.Import(strings.NewReader(dump.String())); err != nil || n != 2 {
 		t.Errorf("import into one box: %d, %v", n, err)
+	}
+}
+
+// A member record under no etcd lease is no node: written by whoever can
+// write the prefix, it is not among the members, and the status names
+// it apart; a hold it is named in is no live holder.
+func TestEtcdMemberWithoutLease(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	const prefix = "/test-forged"
+	a, err := JoinEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: prefix, Timeout: 2 * time.Second,
+		Node: "node-a", LeaseTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	forged := `{"node":"evil","addrs":["192.0.2.66"],"clusterPort":4163,"certSHA256":"00"}`
+	if _, err := cli.Put(t.Context(), prefix+"/.members/evil", forged); err != nil {
+		t.Fatal(err)
+	}
+	// A shard held in the forged node's name, under no lease either.
+	if _, err := cli.Put(t.Context(), prefix+"/.shardholds/07", "evil"); err != nil {
+		t.Fatal(err)
+	}
+	a.refreshMembers()
+	if got := a.Members(); len(got) != 1 || got[0].Node != "node-a" {
+		t.Fatalf("members with a record under no lease: %+v", got)
+	}
+	st, err := ReadCluster(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: prefix, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Members) != 1 || !slices.Equal(st.Ignored, []string{prefix + "/.members/evil"}) || st.Shards["07"] != "evil" || st.ShardsLive["07"] {
+		t.Fatalf("cluster status %+v", st)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"log/slog"
 	"net/netip"
 	"time"
 )
@@ -54,6 +55,9 @@ type EtcdConfig struct {
 	// start (0: not known yet): every node's ports are the deployment's
 	// own, to which no request made for a client is sent.
 	APIPort, DiscoveryPort int
+	// Logger, if set, hears what a node finds amiss in etcd (a member
+	// record under no live lease).
+	Logger *slog.Logger
 }
 
 // ErrHeld is OpenEtcd's error for a store another process holds, with
@@ -88,6 +92,14 @@ type ClusterStatus struct {
 	// Shards are the shards of the deployment's work held now, each by
 	// the node named (ShardPrefix).
 	Shards map[string]string `json:"shards,omitempty"`
+	// Ignored are the member records under no live etcd lease: no
+	// node (written by hand, or by whoever can write the prefix), by
+	// key.
+	Ignored []string `json:"ignored,omitempty"`
+	// HolderLive says the holder's key is under a live lease and names
+	// a live member; ShardsLive names the shards whose hold is so.
+	HolderLive bool            `json:"-"`
+	ShardsLive map[string]bool `json:"-"`
 }
 
 // Member is a node of a deployment as it registered in etcd (under

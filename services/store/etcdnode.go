@@ -39,6 +39,13 @@ type EtcdNode struct {
 		list  []Member
 		addrs []netip.Addr
 	}
+	// live are the leases of member records known to be live (each
+	// asked of etcd once: a record under a lease that ends is deleted
+	// with it), ignored the records not under a live lease, each
+	// logged once.
+	readMu    sync.Mutex // one read of the members at a time
+	live      map[clientv3.LeaseID]bool
+	ignored   map[string]bool
 	reader    *lifecycle.Periodic
 	refreshed atomic.Int64 // when Refresh last read, UnixNano
 	closeOnce sync.Once
@@ -57,7 +64,7 @@ func JoinEtcd(ctx context.Context, cfg EtcdConfig) (*EtcdNode, error) {
 		cli.Close()
 		return nil, fmt.Errorf("etcd: a lease for this node: %w", err)
 	}
-	n := &EtcdNode{cli: cli, cfg: cfg, lease: l,
+	n := &EtcdNode{cli: cli, cfg: cfg, lease: l, live: map[clientv3.LeaseID]bool{}, ignored: map[string]bool{},
 		self: Member{Node: cmp.Or(cfg.Node, "a jinid"), Since: time.Now().UTC(), Addrs: cfg.Addrs,
 			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256, APIPort: cfg.APIPort, DiscoveryPort: cfg.DiscoveryPort}}
 	if err := n.register(ctx); err != nil {
@@ -296,6 +303,8 @@ func (n *EtcdNode) Refresh() {
 // a stopping etcd member waits for, and one read a second is nothing to
 // a cluster.)
 func (n *EtcdNode) refreshMembers() {
+	n.readMu.Lock()
+	defer n.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	r, err := n.cli.Get(ctx, n.cfg.Prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithLimit(1000))
@@ -304,11 +313,27 @@ func (n *EtcdNode) refreshMembers() {
 	}
 	var list []Member
 	var addrs []netip.Addr
+	seen := map[clientv3.LeaseID]bool{}
 	for _, kv := range r.Kvs {
 		var m Member
-		if json.Unmarshal(kv.Value, &m) == nil {
-			list = append(list, m)
-			addrs = append(addrs, m.Addrs...)
+		if json.Unmarshal(kv.Value, &m) != nil {
+			continue
+		}
+		id := clientv3.LeaseID(kv.Lease)
+		seen[id] = true
+		if !n.live[id] {
+			if !leaseLive(ctx, n.cli, id) {
+				n.ignore(string(kv.Key), id)
+				continue
+			}
+			n.live[id] = true
+		}
+		list = append(list, m)
+		addrs = append(addrs, m.Addrs...)
+	}
+	for id := range n.live {
+		if !seen[id] {
+			delete(n.live, id) // ended with its records
 		}
 	}
 	slices.SortFunc(list, func(a, b Member) int { return strings.Compare(a.Node, b.Node) })
@@ -316,6 +341,36 @@ func (n *EtcdNode) refreshMembers() {
 	n.members.list, n.members.addrs = list, addrs
 	n.members.Unlock()
 }
+
+// leaseLive says lease id is live in etcd: a member record under no
+// lease (written by hand, or by anyone who can write the prefix) is no
+// node, for ever or not.
+func leaseLive(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID) bool {
+	if id == clientv3.NoLease {
+		return false
+	}
+	r, err := cli.TimeToLive(ctx, id)
+	return err == nil && r.TTL > 0
+}
+
+// ignore logs, once per key, a member record not under a live lease.
+func (n *EtcdNode) ignore(key string, id clientv3.LeaseID) {
+	if n.ignored[key] {
+		return
+	}
+	if len(n.ignored) >= 1000 {
+		clear(n.ignored) // bounded: some are logged again
+	}
+	n.ignored[key] = true
+	if n.cfg.Logger != nil {
+		n.cfg.Logger.Warn("a member record under no live etcd lease is ignored: it is no node (written by hand, or by whoever can write the prefix)",
+			"key", key, "lease", int64(id))
+	}
+}
+
+// EtcdEndpoints are the etcd cluster's client URLs as the client knows
+// them: those given, and those it learnt from the cluster's members.
+func (n *EtcdNode) EtcdEndpoints() []string { return n.cli.Endpoints() }
 
 // Publish says where this node, which holds the store, serves: the
 // nodes waiting forward what reaches them there. A store that is not

@@ -32,14 +32,33 @@ func ReadCluster(ctx context.Context, cfg EtcdConfig) (ClusterStatus, error) {
 	if err != nil {
 		return st, fmt.Errorf("etcd %s: reading the members: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
+	// A record counts only under a live lease: one under none is no
+	// node, whoever wrote it.
+	live := map[clientv3.LeaseID]bool{}
+	isLive := func(id int64) bool {
+		l, ok := live[clientv3.LeaseID(id)]
+		if !ok {
+			l = leaseLive(rctx, cli, clientv3.LeaseID(id))
+			live[clientv3.LeaseID(id)] = l
+		}
+		return l
+	}
+	names := map[string]bool{}
 	for _, kv := range resp.Kvs {
 		var m Member
-		if json.Unmarshal(kv.Value, &m) == nil {
-			st.Members = append(st.Members, m)
+		if json.Unmarshal(kv.Value, &m) != nil {
+			continue
 		}
+		if !isLive(kv.Lease) {
+			st.Ignored = append(st.Ignored, string(kv.Key))
+			continue
+		}
+		st.Members = append(st.Members, m)
+		names[m.Node] = true
 	}
 	if h, err := cli.Get(rctx, cfg.Prefix+"/.holder"); err == nil && len(h.Kvs) == 1 {
 		st.Holder = string(h.Kvs[0].Value)
+		st.HolderLive = isLive(h.Kvs[0].Lease) && names[st.Holder]
 	}
 	// The shards' holds, each the name of the node holding the shard.
 	at := shardHold(cfg.Prefix, "")
@@ -51,7 +70,12 @@ func ReadCluster(ctx context.Context, cfg EtcdConfig) (ClusterStatus, error) {
 		if st.Shards == nil {
 			st.Shards = map[string]string{}
 		}
-		st.Shards[strings.TrimPrefix(string(kv.Key), at)] = string(kv.Value)
+		if st.ShardsLive == nil {
+			st.ShardsLive = map[string]bool{}
+		}
+		shard := strings.TrimPrefix(string(kv.Key), at)
+		st.Shards[shard] = string(kv.Value)
+		st.ShardsLive[shard] = isLive(kv.Lease) && names[string(kv.Value)]
 	}
 	// The holder first, then the others by how long they have waited.
 	slices.SortFunc(st.Members, func(a, b Member) int {

@@ -65,6 +65,7 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 	// Every member says where it serves from the start, the API and
 	// unicast discovery too: no request made for a client goes there.
 	cfg.APIPort, cfg.DiscoveryPort = d.apiPort(), d.cfg.DiscoveryPort
+	cfg.Logger = d.log.With("component", "cluster")
 	d.cluster.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
 	d.parts.Add("resolving etcd's endpoints", d.cluster.etcd.periodic)
 	node, err := d.joinCluster(ctx, cfg)

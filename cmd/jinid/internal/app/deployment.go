@@ -114,6 +114,15 @@ func (d *Daemon) deployment() []netip.AddrPort {
 	if d.cluster.node == nil {
 		return out
 	}
+	// The members the etcd client learnt of (it syncs its endpoints
+	// with the cluster's), by address only when given by address.
+	for _, raw := range d.cluster.node.EtcdEndpoints() {
+		if host, port, ok := endpointHostPort(raw); ok {
+			if a, err := netip.ParseAddr(host); err == nil {
+				out = append(out, netip.AddrPortFrom(a.WithZone("").Unmap(), port))
+			}
+		}
+	}
 	for _, m := range d.cluster.node.Members() {
 		for _, port := range []int{m.APIPort, m.DiscoveryPort, m.ClusterPort} {
 			if port <= 0 || port > 65535 {

@@ -1,0 +1,15 @@
+//go:build !jinid_omit_daemon && !jinid_omit_etcd
+
+package main
+
+import "github.com/jinid/jinid/cmd/jinid/internal/shards"
+
+// clusterShards are the names of the shards of a deployment's work,
+// each of which a live node must hold.
+func clusterShards() []string {
+	names := make([]string, shards.Count)
+	for k := range names {
+		names[k] = shards.Name(k)
+	}
+	return names
+}
