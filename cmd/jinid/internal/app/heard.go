@@ -33,8 +33,18 @@ const (
 	heardBucket = "cluster.heard"
 	heardEvery  = 5 * time.Second
 	// heardMax bounds the lookup services one node notes: a segment's
-	// hosts can announce as many ServiceIDs as they like.
+	// hosts can announce as many ServiceIDs as they like. Past it, the
+	// one heard longest ago makes way: a burst of made-up IDs delays a
+	// real lookup service's sharing to its next announcement after the
+	// burst at most, never for good.
 	heardMax = 256
+	// heardPerSource bounds what one host notes: its own lookup
+	// services make way for one another past it, not for others'.
+	heardPerSource = 8
+	// heardAge is when a lookup service not heard since is forgotten
+	// (and its record removed): three announcement intervals (a
+	// lookup service's default, 2 minutes).
+	heardAge = 3 * 2 * time.Minute
 	// heardStale is when a record no node rewrote is removed.
 	heardStale = 10 * time.Minute
 )
@@ -65,15 +75,25 @@ type heardNoter struct {
 
 	mu       sync.Mutex
 	known    discovery.ServiceID // self, once read
-	last     map[discovery.ServiceID]time.Time
+	last     map[discovery.ServiceID]heardFrom
+	sources  map[netip.Addr]int     // how many of last each source noted
 	pending  map[string]heardRecord // written by flush, by key
+	gone     map[string]bool        // removed by flush, by key
 	warnings rate.Sometimes         // at most one a minute: a segment's hosts cause them
 	writer   *lifecycle.Periodic
 }
 
+// heardFrom is when a lookup service was last noted, and from which
+// source.
+type heardFrom struct {
+	at  time.Time
+	src netip.Addr
+}
+
 func newHeardNoter(st *store.Store, node string, self func() discovery.ServiceID, log *slog.Logger) *heardNoter {
-	n := &heardNoter{st: st, node: node, self: self, log: log, last: map[discovery.ServiceID]time.Time{},
-		pending: map[string]heardRecord{}, warnings: rate.Sometimes{Interval: time.Minute}}
+	n := &heardNoter{st: st, node: node, self: self, log: log, last: map[discovery.ServiceID]heardFrom{},
+		sources: map[netip.Addr]int{}, pending: map[string]heardRecord{}, gone: map[string]bool{},
+		warnings: rate.Sometimes{Interval: time.Minute}}
 	// One writer whatever the traffic: the host's reader never waits on
 	// etcd.
 	n.writer = lifecycle.Every(time.Second, n.flush)
@@ -97,18 +117,32 @@ func (n *heardNoter) flush() {
 		n.mu.Unlock()
 	}
 	n.mu.Lock()
-	recs := n.pending
-	n.pending = map[string]heardRecord{}
-	delete(n.last, self)
+	recs, gone := n.pending, n.gone
+	n.pending, n.gone = map[string]heardRecord{}, map[string]bool{}
+	if f, ok := n.last[self]; ok {
+		n.forget(self, f)
+	}
 	n.mu.Unlock()
 	delete(recs, n.node+"/"+self.String())
 	keys := slices.Sorted(maps.Keys(recs))
+	for k := range gone {
+		if _, ok := recs[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
 	for len(keys) > 0 {
 		part := keys[:n.st.Chunk(len(keys), 1)]
 		keys = keys[len(part):]
 		err := n.st.Update(func(tx *store.Tx) error {
 			for _, k := range part {
-				if err := tx.Put(heardBucket, k, recs[k]); err != nil {
+				rec, ok := recs[k]
+				if !ok {
+					if err := tx.Delete(heardBucket, k); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := tx.Put(heardBucket, k, rec); err != nil {
 					return err
 				}
 			}
@@ -123,8 +157,58 @@ func (n *heardNoter) flush() {
 // close stops the writer.
 func (n *heardNoter) close() { n.writer.Shutdown(context.Background()) }
 
+// forget drops id from what is noted, and its record at the next flush.
+// n.mu is held.
+func (n *heardNoter) forget(id discovery.ServiceID, f heardFrom) {
+	delete(n.last, id)
+	if n.sources[f.src]--; n.sources[f.src] <= 0 {
+		delete(n.sources, f.src)
+	}
+	key := n.node + "/" + id.String()
+	delete(n.pending, key)
+	n.gone[key] = true
+}
+
+// makeRoom forgets what was not heard for heardAge, and then, for a new
+// lookup service from src, src's oldest past heardPerSource, or the
+// oldest of all past heardMax. n.mu is held.
+func (n *heardNoter) makeRoom(src netip.Addr, now time.Time) {
+	oldest := func(of func(heardFrom) bool) {
+		var id discovery.ServiceID
+		var at heardFrom
+		found := false
+		for k, f := range n.last {
+			if of(f) && (!found || f.at.Before(at.at)) {
+				id, at, found = k, f, true
+			}
+		}
+		if found {
+			n.forget(id, at)
+		}
+	}
+	for id, f := range n.last {
+		if now.Sub(f.at) > heardAge {
+			n.forget(id, f)
+		}
+	}
+	if n.sources[src] >= heardPerSource {
+		oldest(func(f heardFrom) bool { return f.src == src })
+		n.warnings.Do(func() {
+			n.log.Warn("a host announces more lookup services than a node shares of one host; the oldest make way", "source", src, "max", heardPerSource)
+		})
+	}
+	if len(n.last) >= heardMax {
+		oldest(func(heardFrom) bool { return true })
+		n.warnings.Do(func() {
+			n.log.Warn("too many lookup services heard on this node's segments; those heard longest ago make way", "max", heardMax)
+		})
+	}
+}
+
 // note records an announcement heard on this node's segments, at most
-// every heardEvery per lookup service, heardMax lookup services at most.
+// every heardEvery per lookup service; heardMax lookup services at
+// most, heardPerSource from one source, each forgotten heardAge after
+// it was last heard.
 func (n *heardNoter) note(m mcast.Message) {
 	a := m.Announcement
 	if a == nil {
@@ -145,20 +229,25 @@ func (n *heardNoter) note(m mcast.Message) {
 	if ip, err := netip.ParseAddr(host); err == nil && (ip.IsLinkLocalUnicast() || ip.IsLoopback()) {
 		return
 	}
+	src := m.Src.Addr().WithZone("").Unmap()
 	n.mu.Lock()
 	last, known := n.last[a.ServiceID]
 	switch {
-	case known && m.At.Sub(last) < heardEvery:
+	case known && m.At.Sub(last.at) < heardEvery:
 		n.mu.Unlock()
 		return
-	case !known && len(n.last) >= heardMax:
-		n.mu.Unlock()
-		n.warnings.Do(func() {
-			n.log.Warn("too many lookup services heard on this node's segments; the others are not shared", "max", heardMax)
-		})
-		return
+	case known && last.src != src:
+		// Heard from another host now: counted there.
+		n.forget(a.ServiceID, last)
+		n.makeRoom(src, m.At)
+	case !known:
+		n.makeRoom(src, m.At)
 	}
-	n.last[a.ServiceID] = m.At
+	if _, still := n.last[a.ServiceID]; !still {
+		n.sources[src]++
+	}
+	delete(n.gone, n.node+"/"+a.ServiceID.String())
+	n.last[a.ServiceID] = heardFrom{at: m.At, src: src}
 	rec := heardRecord{Node: n.node, At: m.At.UTC(), Announcement: announced{Version: a.Version, Host: host, Port: a.Port,
 		ServiceID: a.ServiceID.String(), Groups: a.Groups}}
 	n.pending[n.node+"/"+rec.Announcement.ServiceID] = rec
