@@ -21,7 +21,7 @@ import (
 func TestHeardNoterBounds(t *testing.T) {
 	st, n := newTestNoter(t)
 	at := time.Now()
-	n.hear(self, "198.18.3.1", "198.18.3.1", at)                 // the cluster's own
+	n.hear(self, "198.18.3.1", "198.18.3.1", at)                   // the cluster's own
 	n.hear(discovery.ServiceID{1, 1}, "fe80::1", "198.18.3.9", at) // a link-local host
 	for i := range heardMax + 10 {
 		// Each from a host of its own (a host's own are bounded apart).
