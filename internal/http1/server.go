@@ -19,6 +19,7 @@ package http1
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -60,6 +61,10 @@ type Server struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	// HandshakeTimeout, if set, bounds a TLS handshake apart from the
+	// header (ReadHeaderTimeout otherwise): a peer that says nothing
+	// holds its connection only this long.
+	HandshakeTimeout time.Duration
 	// MaxHeaderBytes bounds a request line and header; 0 means
 	// DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
@@ -289,7 +294,7 @@ func (c *conn) serve() {
 	}
 	var tlsState *tls.ConnectionState
 	if tc, ok := c.rwc.(*tls.Conn); ok {
-		c.rwc.SetDeadline(deadline(s.ReadHeaderTimeout))
+		c.rwc.SetDeadline(deadline(cmp.Or(s.HandshakeTimeout, s.ReadHeaderTimeout)))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return
 		}

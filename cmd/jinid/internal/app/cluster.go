@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,7 +25,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
@@ -135,7 +133,7 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		return nil, err
 	}
 	d.cluster.managerURL = d.managerURL()
-	peers := shards.NewPeers(id, node.Members, node.Refresh, d.log)
+	peers := shards.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
 	d.cluster.node, d.cluster.peers = node, peers
 	// The node's discovery, before its shards' lookup discovery
 	// services hear it.
@@ -144,10 +142,10 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	}
 	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.shutdown})
 	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
-	// Only members get past the TLS handshake; the caps bound what the
-	// others cost before it.
-	tlsLn := tls.NewListener(connlimit.Listener(ln, connlimit.Config{Max: 256, PerSource: 64}), peers.ServerTLS())
-	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+	// Only members' addresses get a connection, and only members'
+	// certificates past the TLS handshake, which has a second.
+	tlsLn := peers.Listen(ln)
+	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: shards.HandshakeTimeout, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	// Set before the first shard is built: its services reach the other
 	// shards through it.

@@ -136,9 +136,12 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	hctx, cancel := context.WithTimeout(r.Context(), copyWait)
-	m := dr.holder(hctx)
-	cancel()
+	holder := func() store.Member {
+		hctx, cancel := context.WithTimeout(r.Context(), copyWait)
+		defer cancel()
+		return dr.holder(hctx)
+	}
+	m := holder()
 	seen := func(rev int64) {
 		for n := dr.need.Load(); n < rev && !dr.need.CompareAndSwap(n, rev); n = dr.need.Load() {
 		}
@@ -149,11 +152,18 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 	// Past the server's write timeout nothing could be answered anyway.
 	fctx, cancel := context.WithTimeout(r.Context(), forwardWait)
 	defer cancel()
-	if err := dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen); err != nil {
+	err = dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen)
+	if err != nil {
+		// Not sent (no connection with the holder had): once more, to
+		// the holder as read again.
 		dr.node.Refresh()
+		m = holder()
+		err = dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen)
+	}
+	if err != nil {
 		w.Header().Set("Retry-After", "1")
 		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
-			"the node holding the store (%s) does not answer: try again in a second (another takes over within the cluster's lease)", fault.Short(m.Node)))
+			"the node holding the store (%s) could not be reached; the request was not sent: try again in a second (another takes over within the cluster's lease)", fault.Short(m.Node)))
 	}
 }
 

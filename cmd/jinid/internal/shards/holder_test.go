@@ -22,8 +22,8 @@ func TestHolderAPI(t *testing.T) {
 	a, _ := NewIdentity("node-a")
 	b, _ := NewIdentity("node-b")
 	members := []store.Member{{Node: "node-a", CertSHA256: a.SHA256()}, {Node: "node-b", CertSHA256: b.SHA256()}}
-	pa := NewPeers(a, func() []store.Member { return members }, nil, nil)
-	pb := NewPeers(b, func() []store.Member { return members }, nil, nil)
+	pa := NewPeers(a, nil, func() []store.Member { return members }, nil, nil)
+	pb := NewPeers(b, nil, func() []store.Member { return members }, nil, nil)
 	defer pa.Close()
 
 	var got struct{ caller, owner, base, principal string }

@@ -320,7 +320,7 @@ func (m *Manager) here(ctx context.Context, k int) (Stack, bool) {
 func moving(w http.ResponseWriter, k int) {
 	w.Header().Set("Retry-After", "1")
 	httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
-		"the shard of this request (%d) is moving between the cluster's nodes: try again in a second", k))
+		"the shard of this request (%d) is moving between the cluster's nodes; the request was not sent to any: try again in a second", k))
 }
 
 // Serve answers r from shard k: here if this node holds it, else at the

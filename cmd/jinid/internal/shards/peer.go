@@ -4,6 +4,7 @@ package shards
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,14 +20,17 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
@@ -117,27 +121,108 @@ func pinned(want func(sum string) bool) func([][]byte, [][]*x509.Certificate) er
 // Peers reaches the other nodes of the cluster, and is reached by them.
 type Peers struct {
 	id      *Identity
+	self    []netip.Addr
 	members func() []store.Member
 	refresh func()
 	log     *slog.Logger
 	logged  rate.Sometimes
 
+	// Admission on the cluster port (Listen): strangers closed on
+	// accept, counted; a read of the members asked when one knocks.
+	strangers  atomic.Int64
+	rereading  atomic.Bool
+	strangerAt rate.Sometimes
+
 	mu      sync.Mutex
 	clients map[string]*http.Client // by certificate hash
 }
 
-// NewPeers returns the peers of a node proving itself with id, the
+// NewPeers returns the peers of a node proving itself with id, whose
+// member record names the addresses self (its connections to the others
+// come from one of them: they admit members' addresses only), the
 // members' records read with members, and read again now with refresh
 // (nil: never) when a node that just joined is not among them yet.
-func NewPeers(id *Identity, members func() []store.Member, refresh func(), log *slog.Logger) *Peers {
+func NewPeers(id *Identity, self []netip.Addr, members func() []store.Member, refresh func(), log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if refresh == nil {
 		refresh = func() {}
 	}
-	return &Peers{id: id, members: members, refresh: refresh, log: log.With("component", "shards"), clients: map[string]*http.Client{},
-		logged: rate.Sometimes{Interval: 10 * time.Second}}
+	return &Peers{id: id, self: self, members: members, refresh: refresh, log: log.With("component", "shards"), clients: map[string]*http.Client{},
+		logged: rate.Sometimes{Interval: 10 * time.Second}, strangerAt: rate.Sometimes{Interval: time.Minute}}
+}
+
+// The cluster port's bounds. Only members' addresses get a connection
+// at all, so a LAN host that is no member holds none of them.
+const (
+	// HandshakeTimeout bounds a TLS handshake on the cluster port.
+	HandshakeTimeout = time.Second
+	// maxConns and maxPerMember bound the connections held.
+	maxConns     = 256
+	maxPerMember = 64
+)
+
+// Listen serves the cluster port on ln: a connection from an address no
+// live member's record names is closed as it is accepted, before any
+// TLS (and the members read again, in the background, for a node that
+// just joined); the members' own are capped, per member and in all; TLS
+// (ServerTLS) then admits the members' certificates only. A server on
+// it bounds the handshake (HandshakeTimeout).
+func (p *Peers) Listen(ln net.Listener) net.Listener {
+	admitted := &memberOnly{Listener: ln, p: p}
+	return tls.NewListener(connlimit.Listener(admitted, connlimit.Config{Max: maxConns, PerSource: maxPerMember}), p.ServerTLS())
+}
+
+// Strangers counts the connections the cluster port closed on accept.
+func (p *Peers) Strangers() int64 { return p.strangers.Load() }
+
+// isMember says a is an address a live member's record names.
+func (p *Peers) isMember(a netip.Addr) bool {
+	a = a.WithZone("").Unmap()
+	return slices.ContainsFunc(p.members(), func(m store.Member) bool { return slices.Contains(m.Addrs, a) })
+}
+
+// stranger notes a connection closed on accept, and has the members
+// read again (one read at a time, rate-limited by refresh): a node that
+// joined since is known at its next try.
+func (p *Peers) stranger(from net.Addr) {
+	p.strangers.Add(1)
+	p.strangerAt.Do(func() {
+		p.log.Warn("a connection to the cluster port from an address no member's record names was closed (counted; logged once a minute)",
+			"from", from.String())
+	})
+	if p.rereading.CompareAndSwap(false, true) {
+		go func() {
+			defer p.rereading.Store(false)
+			p.refresh()
+		}()
+	}
+}
+
+// memberOnly is a listener that closes, as it accepts them, the
+// connections whose source is no member's.
+type memberOnly struct {
+	net.Listener
+	p *Peers
+}
+
+func (l *memberOnly) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+		if err == nil && l.p.isMember(ap.Addr()) {
+			return c, nil
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset: the caller knows at once nothing was read
+		}
+		c.Close()
+		l.p.stranger(c.RemoteAddr())
+	}
 }
 
 // ServerTLS is the TLS of the node's cluster listener: TLS 1.3, and a
@@ -183,7 +268,7 @@ func (p *Peers) client(sum string) *http.Client {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
 		InsecureSkipVerify: true, VerifyPeerCertificate: pinned(func(s string) bool { return s == sum })}
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg,
-		DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		DialContext: p.dial,
 		// No bound on the answer's wait but the caller's: a commit
 		// waits for its participants' votes, a mailbox's next for
 		// an event (the node's own handlers bound them).
@@ -192,6 +277,26 @@ func (p *Peers) client(sum string) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	p.clients[sum] = c
 	return c
+}
+
+// dial connects to another node. The others admit members' addresses
+// only: a record naming one address of the target's family (an API
+// bound to one) is the connection's source; one naming every address
+// of the host (an API on all of them) has the route's pick among them.
+func (p *Peers) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if to, err := netip.ParseAddrPort(addr); err == nil {
+		var same []netip.Addr
+		for _, a := range p.self {
+			if a.Is4() == to.Addr().Unmap().Is4() {
+				same = append(same, a)
+			}
+		}
+		if len(same) == 1 {
+			d.LocalAddr = &net.TCPAddr{IP: same[0].AsSlice()}
+		}
+	}
+	return d.DialContext(ctx, network, addr)
 }
 
 // Close ends the connections kept to the other nodes.
@@ -248,10 +353,16 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	}
 	var resp *http.Response
 	var err error
+	var connected bool
 	for _, a := range m.Addrs {
-		if resp, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, set); err == nil || !unsent(err) {
+		if resp, connected, err = p.send(r, body, netip.AddrPortFrom(a, uint16(m.ClusterPort)), m.CertSHA256, set); err == nil || connected && !unsent(err) {
 			break
 		}
+	}
+	if err != nil && !connected {
+		// No connection with a member was had: closed on accept,
+		// reset, refused, no TLS. Nothing was sent.
+		err = fmt.Errorf("%w: %w", errNotSent, err)
 	}
 	if err != nil {
 		p.logged.Do(func() { p.log.Warn("forwarding to another node", "node", m.Node, "err", err) })
@@ -261,7 +372,7 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 		// Sent, perhaps acted on: not sent again. The client hears
 		// the outcome is unknown, as from a node that died answering.
 		w.Header().Set("Retry-After", "1")
-		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1, "%s did not answer this request; it may or may not have been done", what))
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1, "%s was sent this request and did not answer; it may or may not have been done", what))
 		return nil
 	}
 	defer resp.Body.Close()
@@ -278,6 +389,10 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	return nil
 }
 
+// errNotSent marks a request that never had a connection to the node:
+// nothing of it was sent.
+var errNotSent = errors.New("not sent")
+
 // unsent says err stopped a request before it could reach the node: no
 // connection (refused, unreachable, timed out dialing), no TLS with a
 // member (crypto/tls returns the check's own error), or the node refused
@@ -288,11 +403,13 @@ func unsent(err error) bool {
 	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "remote error") {
 		return true
 	}
-	return errors.Is(err, errNotMember)
+	return errors.Is(err, errNotMember) || errors.Is(err, errNotSent)
 }
 
-// send makes r's request of the node at ap.
-func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string, set func(http.Header)) (*http.Response, error) {
+// send makes r's request of the node at ap; connected says a
+// connection with the node was had (TLS done) for it: only then may any
+// of it have been sent.
+func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string, set func(http.Header)) (resp *http.Response, connected bool, err error) {
 	u := "https://" + ap.String() + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
@@ -301,9 +418,10 @@ func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string
 	if len(body) > 0 {
 		rd = bytes.NewReader(body)
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u, rd)
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }}
+	out, err := http.NewRequestWithContext(httptrace.WithClientTrace(r.Context(), trace), r.Method, u, rd)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for _, h := range passed {
 		if v := r.Header.Get(h); v != "" {
@@ -312,5 +430,6 @@ func (p *Peers) send(r *http.Request, body []byte, ap netip.AddrPort, sum string
 	}
 	set(out.Header)
 	out.Header.Set(principalHeader, access.PrincipalOf(r.Context()).Forwarded())
-	return p.client(sum).Do(out)
+	resp, err = p.client(sum).Do(out)
+	return resp, connected, err
 }
