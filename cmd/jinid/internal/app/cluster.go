@@ -103,6 +103,23 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
+// followTokens has the holder's tokens follow etcd's token bucket, as
+// every other node's do (door.go): a token made, revoked or changed in
+// etcd by anything but this node (a restore, another writer) takes
+// effect here within the same staleness bound, and token list shows
+// etcd's set. The node's own changes come back through it too, the same.
+func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
+	if d.cluster.node == nil {
+		return nil
+	}
+	f, err := d.cluster.node.Follow(ctx, store.FollowConfig{Buckets: []string{access.TokensBucket}, Logger: d.log, Apply: t.Follow})
+	if err != nil {
+		return fmt.Errorf("following the tokens in etcd: %w", err)
+	}
+	d.parts.Add("following the tokens in etcd", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { f.Close(); return nil }})
+	return nil
+}
+
 // joinCluster makes this process a node of the deployment: a key and
 // certificate to prove itself to the other nodes with, its cluster
 // listener (where they reach the shards it holds), its membership (an

@@ -605,6 +605,9 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.parts.Add("tokens", tokens)
+	if err := d.followTokens(ctx, tokens); err != nil {
+		return err
+	}
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	services := append([]httpjson.Service{d.lookupRoutes(), d.ldsRoutes(ldsSvc), tokens}, d.shardRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)

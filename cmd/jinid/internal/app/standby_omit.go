@@ -12,6 +12,7 @@ import (
 
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
@@ -79,3 +80,6 @@ func (d *Daemon) shardsHeld() int { return 0 }
 // deployment: one box has no endpoints of a deployment but its own
 // host's, which the policy refuses already.
 func (d *Daemon) deployment() []netip.AddrPort { return nil }
+
+// followTokens: the embedded store's tokens are this process's alone.
+func (d *Daemon) followTokens(context.Context, *access.Tokens) error { return nil }
