@@ -29,14 +29,19 @@ func clusterStatusSpec() *spec {
 		short: "List the nodes (the holder first, then those waiting) and each etcd member's health",
 		long: `Read the deployment from etcd, from any host that reaches it: the node
 that holds the store (and serves), the nodes waiting to take over, with
-since when each is a member and its addresses, and each etcd member with its endpoint,
-health, leader, version and database size. It takes no hold and changes
+since when each is a member, its addresses, its shards, how it reaches
+etcd (tls, or insecure as --etcd-insecure allowed) and how the nodes
+prove themselves to it (site-ca: certificates --cluster-ca signed;
+pinned: hashes in the member records), and each etcd member with its
+endpoint, health, leader, version and database size. It takes no hold and changes
 nothing. The exit status is 1 when no live node holds the store, a shard
 of the work is held by none or by a node that is not live, or an etcd
 member does not answer. A member record under no live etcd lease is
 no node: it is named and ignored.`,
-		example: `  jinid cluster status --etcd-endpoints http://10.0.0.2:2379
-  jinid cluster status --etcd-endpoints http://10.0.0.2:2379 -o json | jq -r .holder`,
+		example: `  jinid cluster status --etcd-endpoints https://10.0.0.2:2379 \
+    --etcd-cert /etc/jinid/etcd/client.crt --etcd-key /etc/jinid/etcd/client.key --etcd-ca /etc/jinid/etcd/ca.crt
+  jinid cluster status --etcd-endpoints https://10.0.0.2:2379 --etcd-cert /etc/jinid/etcd/client.crt \
+    --etcd-key /etc/jinid/etcd/client.key --etcd-ca /etc/jinid/etcd/ca.crt -o json | jq -r .holder`,
 		args: maxArgs(0),
 	}, func(inv *invocation, p *printer, _ []string) error {
 		if len(f.etcd.Endpoints) == 0 {
@@ -112,7 +117,15 @@ func clusterRecords(st store.ClusterStatus) (nodes, members []record, healthy bo
 			}
 		}
 		slices.Sort(held)
-		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}, {"addresses", addrs}, {"shards", held}})
+		etcd, peers := "tls", "pinned"
+		if m.EtcdInsecure {
+			etcd = "insecure"
+		}
+		if m.SiteCA {
+			peers = "site-ca"
+		}
+		nodes = append(nodes, record{{"node", m.Node}, {"role", role}, {"since", m.Since}, {"addresses", addrs}, {"shards", held},
+			{"etcd", etcd}, {"nodeCerts", peers}})
 	}
 	healthy = true
 	for _, m := range st.Etcd {
@@ -142,7 +155,7 @@ func printCluster(p *printer, st store.ClusterStatus, nodes, members []record) e
 	if p.format == formatTable {
 		fmt.Fprintln(p.w)
 	}
-	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}, {"addresses", ""}, {"shards", ""}}); err != nil {
+	if err := p.list("nodes", nodes, record{{"node", ""}, {"role", ""}, {"since", ""}, {"addresses", ""}, {"shards", ""}, {"etcd", ""}, {"nodeCerts", ""}}); err != nil {
 		return err
 	}
 	if p.format == formatTable {

@@ -88,9 +88,13 @@ var settings = []setting{
 	{key: "etcdCert", flag: "etcd-cert"},
 	{key: "etcdKey", flag: "etcd-key"},
 	{key: "etcdCA", flag: "etcd-ca"},
+	{key: "etcdInsecure", flag: "etcd-insecure"},
 	{key: "etcdLeaseTTL", flag: "etcd-lease-ttl"},
 	{key: "node", flag: "node"},
 	{key: "clusterListen", flag: "cluster-listen"},
+	{key: "clusterCA", flag: "cluster-ca"},
+	{key: "clusterCert", flag: "cluster-cert"},
+	{key: "clusterKey", flag: "cluster-key"},
 }
 
 // envName is the environment variable of a flag: JINID_ and the flag's

@@ -266,8 +266,12 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&cfg.Etcd.CertFile, "etcd-cert", "", "with --store etcd: PEM client certificate for the cluster (with --etcd-key)")
 	f.StringVar(&cfg.Etcd.KeyFile, "etcd-key", "", "with --store etcd: PEM private key of --etcd-cert")
 	f.StringVar(&cfg.Etcd.CAFile, "etcd-ca", "", "with --store etcd: PEM certificate authority of the cluster's certificates")
+	f.BoolVar(&cfg.Etcd.Insecure, "etcd-insecure", false, "with --store etcd: reach etcd on another host over plain http, or TLS without a client certificate, anyway (whoever reaches etcd can then write the store: tokens, members; warned at every start)")
 	f.DurationVar(&cfg.Etcd.LeaseTTL, "etcd-lease-ttl", store.DefaultLeaseTTL, "with --store etcd: the hold's etcd lease, 2s to 5m: a dead holder's standby takes over after it; a holder cut off from etcd stops acting a fifth of it before (docs/cluster.md)")
 	f.StringVar(&cfg.ClusterListen, "cluster-listen", app.DefaultClusterListen, "with --store etcd: where this node serves the other nodes (the shards of the cluster's work it holds), over TLS that only members pass")
+	f.StringVar(&cfg.ClusterCA, "cluster-ca", "", "with --store etcd: PEM certificate authority of the site; the nodes admit on the cluster port only certificates it signed (recommended: docs/cluster.md), with --cluster-cert and --cluster-key")
+	f.StringVar(&cfg.ClusterCert, "cluster-cert", "", "with --cluster-ca: PEM certificate of this node, signed by the site's CA")
+	f.StringVar(&cfg.ClusterKey, "cluster-key", "", "with --cluster-ca: PEM private key of --cluster-cert")
 	f.StringVar(&cfg.Etcd.Node, "node", "", "with --store etcd: this node's name in the cluster (jinid cluster status); default: the host name and process ID")
 }
 

@@ -2,7 +2,10 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"net/netip"
 	"time"
 )
@@ -51,6 +54,9 @@ type EtcdConfig struct {
 	// of the certificate it proves itself with there.
 	ClusterPort int
 	CertSHA256  string
+	// SiteCA says the node admits on its cluster port only certificates
+	// its site's CA signed (for the member record).
+	SiteCA bool
 	// APIPort and DiscoveryPort go in the node's member record from the
 	// start (0: not known yet): every node's ports are the deployment's
 	// own, to which no request made for a client is sent.
@@ -58,6 +64,36 @@ type EtcdConfig struct {
 	// Logger, if set, hears what a node finds amiss in etcd (a member
 	// record under no live lease).
 	Logger *slog.Logger
+	// Insecure says the operator accepts reaching etcd on another host
+	// over plain http, or over TLS without a client certificate
+	// (--etcd-insecure): whoever reaches etcd then can write the store.
+	// It goes in the node's member record, for cluster status.
+	Insecure bool
+}
+
+// InsecureEndpoint says why endpoints reach etcd insecurely, or "": an
+// endpoint on another host (not loopback) over plain http, or over TLS
+// without a client certificate (certFile). etcd then cannot tell jinid
+// from anyone else who reaches it, and whoever writes the prefix writes
+// tokens and member records.
+func InsecureEndpoint(endpoints []string, certFile string) string {
+	for _, raw := range endpoints {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue // refused as malformed elsewhere
+		}
+		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+		if a, err := netip.ParseAddr(host); err == nil && a.Unmap().IsLoopback() || host == "localhost" {
+			continue
+		}
+		switch {
+		case u.Scheme == "http":
+			return fmt.Sprintf("endpoint %s is plain http to another host: whoever reaches it can write the store", raw)
+		case certFile == "":
+			return fmt.Sprintf("endpoint %s is TLS without a client certificate (--etcd-cert, --etcd-key): etcd cannot tell this node from anyone else", raw)
+		}
+	}
+	return ""
 }
 
 // ErrHeld is OpenEtcd's error for a store another process holds, with
@@ -117,6 +153,11 @@ type Member struct {
 	// it holds), over TLS with the certificate CertSHA256 names.
 	ClusterPort int    `json:"clusterPort,omitempty"`
 	CertSHA256  string `json:"certSHA256,omitempty"`
+	// EtcdInsecure says the node reaches etcd insecurely, as its
+	// operator allowed (EtcdConfig.Insecure); SiteCA that it admits on
+	// its cluster port only certificates its site's CA signed.
+	EtcdInsecure bool `json:"etcdInsecure,omitempty"`
+	SiteCA       bool `json:"siteCA,omitempty"`
 }
 
 // EtcdMember is one member of the etcd cluster and what it said of

@@ -66,7 +66,8 @@ func JoinEtcd(ctx context.Context, cfg EtcdConfig) (*EtcdNode, error) {
 	}
 	n := &EtcdNode{cli: cli, cfg: cfg, lease: l, live: map[clientv3.LeaseID]bool{}, ignored: map[string]bool{},
 		self: Member{Node: cmp.Or(cfg.Node, "a jinid"), Since: time.Now().UTC(), Addrs: cfg.Addrs,
-			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256, APIPort: cfg.APIPort, DiscoveryPort: cfg.DiscoveryPort}}
+			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256, APIPort: cfg.APIPort, DiscoveryPort: cfg.DiscoveryPort,
+			EtcdInsecure: cfg.Insecure && InsecureEndpoint(cfg.Endpoints, cfg.CertFile) != "", SiteCA: cfg.SiteCA}}
 	if err := n.register(ctx); err != nil {
 		l.close()
 		cli.Close()

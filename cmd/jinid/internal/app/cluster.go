@@ -64,6 +64,12 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 	// unicast discovery too: no request made for a client goes there.
 	cfg.APIPort, cfg.DiscoveryPort = d.apiPort(), d.cfg.DiscoveryPort
 	cfg.Logger = d.log.With("component", "cluster")
+	if why := store.InsecureEndpoint(cfg.Endpoints, cfg.CertFile); why != "" {
+		// Allowed (--etcd-insecure), or the daemon would not have
+		// started; said at every start.
+		d.log.Warn("etcd is reached insecurely, as --etcd-insecure allows: whoever reaches it can write the store (tokens, members: docs/security.md, Cluster)",
+			"why", why, "endpoints", cfg.Endpoints)
+	}
 	d.cluster.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
 	d.parts.Add("resolving etcd's endpoints", d.cluster.etcd.periodic)
 	node, err := d.joinCluster(ctx, cfg)
@@ -120,6 +126,17 @@ func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
 	return nil
 }
 
+// clusterIdentity is how this node proves itself to the others: its
+// certificate the site's CA signed (--cluster-ca), or one made now,
+// whose hash its member record holds.
+func (d *Daemon) clusterIdentity(node string) (*shards.Identity, error) {
+	if d.cfg.ClusterCA != "" {
+		return shards.NewSiteIdentity(d.cfg.ClusterCert, d.cfg.ClusterKey, d.cfg.ClusterCA)
+	}
+	d.log.Info("the nodes prove themselves by certificates pinned in their etcd member records: whoever can write the prefix in etcd can add a node; a site CA (--cluster-ca) closes that (docs/cluster.md)")
+	return shards.NewIdentity(node)
+}
+
 // joinCluster makes this process a node of the deployment: a key and
 // certificate to prove itself to the other nodes with, its cluster
 // listener (where they reach the shards it holds), its membership (an
@@ -128,7 +145,7 @@ func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
 // deployment's hold too. Each is a part of the daemon, shut down in
 // reverse: the shards let go before the membership ends.
 func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.EtcdNode, error) {
-	id, err := shards.NewIdentity(cfg.Node)
+	id, err := d.clusterIdentity(cfg.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +155,7 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	}
 	d.parts.Add("the cluster listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(ln) }})
 	cfg.ClusterPort = int(netip.MustParseAddrPort(ln.Addr().String()).Port())
-	cfg.CertSHA256 = id.SHA256()
+	cfg.CertSHA256, cfg.SiteCA = id.SHA256(), id.SiteCA()
 	node, err := store.JoinEtcd(ctx, cfg)
 	if err != nil {
 		return nil, err

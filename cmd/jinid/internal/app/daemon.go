@@ -159,6 +159,14 @@ type Config struct {
 	// ClusterListen, with Store etcd, is where the node serves the other
 	// nodes (the shards it holds): DefaultClusterListen if empty.
 	ClusterListen string
+	// ClusterCA, ClusterCert and ClusterKey, with Store etcd, are the
+	// site's certificate authority and this node's certificate signed by
+	// it: the nodes then admit on the cluster port only certificates it
+	// signed (a member record only says where a node is). Without them
+	// each node makes a certificate at start and the others pin the
+	// hash its member record holds: whoever can write the prefix in
+	// etcd can then join.
+	ClusterCA, ClusterCert, ClusterKey string
 }
 
 // Stores are the places the daemon keeps its data.
@@ -210,6 +218,9 @@ func (c Config) Validate() error {
 		if len(c.Etcd.Endpoints) > 0 {
 			add(errors.New("etcd endpoints given for the embedded store: give --store etcd too, or leave them out"))
 		}
+		if c.ClusterCA != "" || c.ClusterCert != "" || c.Etcd.Insecure {
+			add(errors.New("cluster settings (--cluster-ca, --cluster-cert, --etcd-insecure) given for the embedded store: give --store etcd too, or leave them out"))
+		}
 	case StoreEtcd:
 		if !store.Etcd {
 			add(errors.New("store etcd: this jinid is built without etcd (as the router build is); use the full build"))
@@ -241,6 +252,12 @@ func (c Config) Validate() error {
 		}
 		if c.Etcd.Prefix != "" && !strings.HasPrefix(c.Etcd.Prefix, "/") {
 			add(fmt.Errorf("etcd prefix %q: want a key path starting with /", c.Etcd.Prefix))
+		}
+		if why := store.InsecureEndpoint(c.Etcd.Endpoints, c.Etcd.CertFile); why != "" && !c.Etcd.Insecure {
+			add(fmt.Errorf("etcd %s; use https with a client certificate (--etcd-cert, --etcd-key, --etcd-ca: docs/cluster.md), or give --etcd-insecure to run so anyway", why))
+		}
+		if (c.ClusterCA == "") != (c.ClusterCert == "") || (c.ClusterCert == "") != (c.ClusterKey == "") {
+			add(errors.New("cluster TLS: give the site's CA, this node's certificate and its key together (--cluster-ca, --cluster-cert, --cluster-key), or none"))
 		}
 	default:
 		add(fmt.Errorf("store %q: want embedded or etcd", c.Store))

@@ -285,7 +285,14 @@ func (d *Daemon) readiness() []api.Check {
 // this node's name there.
 func (d *Daemon) storePlace() string {
 	if node := d.store.Node(); node != "" {
-		return fmt.Sprintf("%s (node %s, holding the store and %d of the cluster's shards)", d.store.Path(), node, d.shardsHeld())
+		trust := "nodes by pinned certificates"
+		if d.cfg.ClusterCA != "" {
+			trust = "nodes by the site CA"
+		}
+		if store.InsecureEndpoint(d.cfg.Etcd.Endpoints, d.cfg.Etcd.CertFile) != "" {
+			trust = "etcd INSECURE (--etcd-insecure), " + trust
+		}
+		return fmt.Sprintf("%s (node %s, holding the store and %d of the cluster's shards; %s)", d.store.Path(), node, d.shardsHeld(), trust)
 	}
 	return d.cfg.DataDir
 }

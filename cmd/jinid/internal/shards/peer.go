@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -70,10 +71,69 @@ const maxAnswer = 64 << 20
 // needs no certificate authority, and a LAN guest cannot pose as a node
 // or read what the nodes tell one another (tokens are checked where the
 // request came in; the callers' identities and bodies go on here).
+//
+// With a site CA (NewSiteIdentity) a node proves itself with a
+// certificate the CA signed: the others admit only such certificates,
+// so that writing a member record in etcd (a hash of one's own) makes
+// nobody a node; the record only says where a node is.
 type Identity struct {
 	cert tls.Certificate
 	sum  string
+	ca   *x509.CertPool // the site's, or nil: pinned hashes alone
 }
+
+// NewSiteIdentity loads a node's certificate and key, which the site's
+// CA (caFile) signed. It checks the certificate against the CA now: a
+// node that could not be admitted by the others does not start.
+func NewSiteIdentity(certFile, keyFile, caFile string) (*Identity, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("this node's certificate for the other nodes (--cluster-cert %s, --cluster-key %s): %w", certFile, keyFile, err)
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("the site's CA (--cluster-ca): %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the site's CA (--cluster-ca %s): no PEM certificate in it", caFile)
+	}
+	id := &Identity{cert: cert, sum: digest(cert.Certificate[0]), ca: pool}
+	if err := id.signed(cert.Certificate); err != nil {
+		return nil, fmt.Errorf("this node's certificate (--cluster-cert %s) is not one the site's CA (--cluster-ca %s) signed for a node: %w", certFile, caFile, err)
+	}
+	return id, nil
+}
+
+// errNotSigned is the handshake's error with a peer whose certificate
+// the site's CA did not sign.
+var errNotSigned = errors.New("not a certificate the site's CA signed")
+
+// signed checks that raw (a peer's chain, leaf first) is the site CA's:
+// for a node (client and server use), whatever names it holds (nodes
+// are reached at the addresses of their records).
+func (id *Identity) signed(raw [][]byte) error {
+	if len(raw) == 0 {
+		return errNotSigned
+	}
+	leaf, err := x509.ParseCertificate(raw[0])
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNotSigned, err)
+	}
+	inter := x509.NewCertPool()
+	for _, r := range raw[1:] {
+		if c, err := x509.ParseCertificate(r); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: id.ca, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return fmt.Errorf("%w: %w", errNotSigned, err)
+	}
+	return nil
+}
+
+// SiteCA says the node admits only certificates its site's CA signed.
+func (id *Identity) SiteCA() bool { return id.ca != nil }
 
 // NewIdentity makes a node's key and certificate.
 func NewIdentity(node string) (*Identity, error) {
@@ -226,8 +286,14 @@ func (l *memberOnly) Accept() (net.Conn, error) {
 }
 
 // ServerTLS is the TLS of the node's cluster listener: TLS 1.3, and a
-// client certificate that a member's record names.
+// client certificate that the site's CA signed, or without one, that a
+// member's record names.
 func (p *Peers) ServerTLS() *tls.Config {
+	if p.id.ca != nil {
+		return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
+			ClientAuth:            tls.RequireAnyClientCert,
+			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error { return p.id.signed(raw) }}
+	}
 	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
 		ClientAuth: tls.RequireAnyClientCert,
 		VerifyPeerCertificate: pinned(func(sum string) bool {
@@ -265,8 +331,19 @@ func (p *Peers) client(sum string) *http.Client {
 	// The server's certificate is checked against the hash its member
 	// record holds, not against a certificate authority (Identity):
 	// InsecureSkipVerify only turns the latter off.
+	// With a site CA, the certificate must be the CA's too.
+	pin := pinned(func(s string) bool { return s == sum })
+	verify := pin
+	if p.id.ca != nil {
+		verify = func(raw [][]byte, chains [][]*x509.Certificate) error {
+			if err := p.id.signed(raw); err != nil {
+				return err
+			}
+			return pin(raw, chains)
+		}
+	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{p.id.cert},
-		InsecureSkipVerify: true, VerifyPeerCertificate: pinned(func(s string) bool { return s == sum })}
+		InsecureSkipVerify: true, VerifyPeerCertificate: verify}
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg,
 		DialContext: p.dial,
 		// No bound on the answer's wait but the caller's: a commit
@@ -403,7 +480,7 @@ func unsent(err error) bool {
 	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "remote error") {
 		return true
 	}
-	return errors.Is(err, errNotMember) || errors.Is(err, errNotSent)
+	return errors.Is(err, errNotMember) || errors.Is(err, errNotSigned) || errors.Is(err, errNotSent)
 }
 
 // send makes r's request of the node at ap; connected says a
