@@ -44,6 +44,10 @@ type clusterSite struct {
 	etcdIPs   []netip.Addr
 	etcd      []*jinidtest.EtcdMember
 	endpoints string
+	// etcdFlags are the nodes' flags for etcd: its endpoints, and TLS
+	// with a client certificate (plain http with --etcd-insecure on an
+	// insecure site).
+	etcdFlags []string
 	client    *netlab.Host
 	clientIP  netip.Addr
 }
@@ -52,23 +56,54 @@ type clusterSite struct {
 // take-overs are quick (the default is 10 s).
 const clusterTTL = 3 * time.Second
 
+// newClusterSite makes the site, etcd authenticating its clients by
+// certificate as docs/cluster.md deploys it.
 func newClusterSite(t *testing.T, etcdArgs ...string) *clusterSite {
+	t.Helper()
+	return newSite(t, true, etcdArgs)
+}
+
+// newInsecureSite makes the site with etcd over plain http, with no
+// authentication, and the nodes told to accept it (--etcd-insecure):
+// what the deployment's own defences must hold on their own.
+func newInsecureSite(t *testing.T, etcdArgs ...string) *clusterSite {
+	t.Helper()
+	return newSite(t, false, etcdArgs)
+}
+
+func newSite(t *testing.T, withTLS bool, etcdArgs []string) *clusterSite {
 	t.Helper()
 	s := &clusterSite{bin: jinidtest.Binary(t), lab: netlab.New(t)}
 	s.lan = s.lab.LAN()
 	var hosts []*netlab.Host
-	var eps []string
 	for i := range 3 {
 		h := s.lab.Host(fmt.Sprintf("etcd%d", i))
 		ip := h.Attach(s.lan).IPv4
 		hosts, s.etcdIPs = append(hosts, h), append(s.etcdIPs, ip)
-		eps = append(eps, "http://"+netip.AddrPortFrom(ip, 2379).String())
 	}
-	s.etcd = jinidtest.EtcdClusterOn(t, hosts, s.etcdIPs, etcdArgs...)
+	if withTLS {
+		s.etcd = jinidtest.EtcdClusterOn(t, hosts, s.etcdIPs, etcdArgs...)
+	} else {
+		s.etcd = jinidtest.EtcdClusterOnInsecure(t, hosts, s.etcdIPs, etcdArgs...)
+	}
+	var eps []string
+	for _, m := range s.etcd {
+		eps = append(eps, m.Endpoint)
+	}
 	s.endpoints = strings.Join(eps, ",")
+	s.etcdFlags = jinidtest.EtcdFlags(s.etcd)
+	if !withTLS {
+		s.etcdFlags = append(s.etcdFlags, "--etcd-insecure")
+	}
 	s.client = s.lab.Host("client")
 	s.clientIP = s.client.Attach(s.lan).IPv4
 	return s
+}
+
+// clusterFlags are the site's etcd flags a client command takes (not
+// --etcd-insecure, the daemon's).
+func (s *clusterSite) clusterFlags() []string {
+	return slices.DeleteFunc(slices.Clone(s.etcdFlags), func(f string) bool { return f == "--etcd-insecure" })
 }
 
 // clusterNode is one jinid of the site.
@@ -106,8 +141,8 @@ func (s *clusterSite) start(t *testing.T, name string, seg *netlab.LAN, extra []
 		n.seg = h.Attach(seg)
 		h.Forward()
 	}
-	n.args = append([]string{"--store", "etcd", "--etcd-endpoints", s.endpoints,
-		"--etcd-lease-ttl", clusterTTL.String(), "--node", name, "--anonymous", "client"}, extra...)
+	n.args = append(append([]string{"--store", "etcd"}, s.etcdFlags...),
+		append([]string{"--etcd-lease-ttl", clusterTTL.String(), "--node", name, "--anonymous", "client"}, extra...)...)
 	n.LabProc = jinidtest.LabNode(t, s.bin, h, n.args...)
 	return n
 }
@@ -163,7 +198,7 @@ func (s *clusterSite) status(t *testing.T) (st struct {
 	} `json:"etcd"`
 }, exit int) {
 	t.Helper()
-	cmd := s.client.Command(t.Context(), s.bin, "cluster", "status", "--etcd-endpoints", s.endpoints, "-o", "json")
+	cmd := s.client.Command(t.Context(), s.bin, append(append([]string{"cluster", "status"}, s.clusterFlags()...), "-o", "json")...)
 	out, err := cmd.Output()
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatal(err)

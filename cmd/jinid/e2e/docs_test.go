@@ -75,10 +75,22 @@ func TestDocsRunAsWritten(t *testing.T) {
 	os.WriteFile(filepath.Join(gw.etc, "jinid.json"), example, 0o644)
 
 	jinidtest.LabDaemon(t, bin, peer, "--groups", "lab")
-	// A deployment on etcd (docs/cluster.md): a member at 10.0.0.2, a
-	// node at 10.0.0.3 holding the store.
-	jinidtest.EtcdClusterOn(t, []*netlab.Host{machine("etcd", "10.0.0.2")}, []netip.Addr{addr("10.0.0.2")})
-	jinidtest.LabDaemon(t, bin, machine("node", "10.0.0.3"), "--no-multicast", "--store", "etcd", "--etcd-endpoints", "http://10.0.0.2:2379", "--node", "node-3")
+	// A deployment on etcd (docs/cluster.md): a member at 10.0.0.2,
+	// authenticating its clients by certificate, a node at 10.0.0.3
+	// holding the store; etcd's CA and jinid's client certificate in
+	// /etc/jinid/etcd/, the site's CA and a node's certificate in
+	// /etc/jinid/cluster/, as the docs place them.
+	etcd := jinidtest.EtcdClusterOn(t, []*netlab.Host{machine("etcd", "10.0.0.2")}, []netip.Addr{addr("10.0.0.2")})
+	site := jinidtest.NewCA(t, "site")
+	nodeCert, nodeKey := site.Issue(t, "node")
+	for _, b := range []*box{gw, spare} {
+		for dst, src := range map[string]string{"etcd/ca.crt": etcd[0].TLS.CA, "etcd/client.crt": etcd[0].TLS.Cert, "etcd/client.key": etcd[0].TLS.Key,
+			"cluster/ca.crt": site.File, "cluster/node.crt": nodeCert, "cluster/node.key": nodeKey} {
+			copyFile(t, src, filepath.Join(b.etc, dst))
+		}
+	}
+	jinidtest.LabDaemon(t, bin, machine("node", "10.0.0.3"), append(append([]string{"--no-multicast", "--store", "etcd"}, jinidtest.EtcdFlags(etcd)...),
+		"--cluster-ca", site.File, "--cluster-cert", nodeCert, "--cluster-key", nodeKey, "--node", "node-3")...)
 	listen := client.Command(context.Background(), bin, "listen", "--addr", ":9000")
 	if err := listen.Start(); err != nil {
 		t.Fatal(err)
@@ -137,6 +149,21 @@ func TestDocsRunAsWritten(t *testing.T) {
 }
 
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// copyFile copies src to dst, making dst's directory.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // etcJinid makes /etc/jinid, where the examples' config file is bound
 // over, if the machine has none; it is removed again after.

@@ -157,11 +157,8 @@ func TestStoreInEtcdCluster(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
 	members := jinidtest.EtcdCluster(t, 3)
-	var eps []string
-	for _, m := range members {
-		eps = append(eps, m.Endpoint)
-	}
-	d := jinidtest.StartDaemon(t, bin, t.TempDir(), "--store", "etcd", "--etcd-endpoints", strings.Join(eps, ","))
+	flags := append([]string{"--store", "etcd"}, jinidtest.EtcdFlags(members)...)
+	d := jinidtest.StartDaemon(t, bin, t.TempDir(), flags...)
 	c := jinidtest.Client(t, d.API)
 	ctx := context.Background()
 	var acked []string
@@ -202,7 +199,7 @@ func TestStoreInEtcdCluster(t *testing.T) {
 	register(20)
 	// Read back from the two members left, by a daemon started afresh.
 	d.Stop(t)
-	d = jinidtest.StartDaemon(t, bin, t.TempDir(), "--store", "etcd", "--etcd-endpoints", strings.Join(eps, ","))
+	d = jinidtest.StartDaemon(t, bin, t.TempDir(), flags...)
 	c = jinidtest.Client(t, d.API)
 	if err := there(c); err != nil {
 		t.Fatalf("after a member died, read by a daemon started afresh: %v", err)

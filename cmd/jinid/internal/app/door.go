@@ -153,9 +153,22 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 	fctx, cancel := context.WithTimeout(r.Context(), forwardWait)
 	defer cancel()
 	err = dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen)
-	if err != nil {
-		// Not sent (no connection with the holder had): once more, to
-		// the holder as read again.
+	for _, d := range shards.NotSentPauses() {
+		if err == nil {
+			break
+		}
+		// Not sent (no connection with the holder had): again, to the
+		// holder as read anew, after a pause (a holder that has not
+		// read this node's record yet refuses it until it does).
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-fctx.Done():
+			t.Stop()
+		}
+		if fctx.Err() != nil {
+			break
+		}
 		dr.node.Refresh()
 		m = holder()
 		err = dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen)

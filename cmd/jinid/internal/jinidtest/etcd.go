@@ -22,10 +22,11 @@ import (
 // suites run again so (cmd/jinid/conformance, TestSuitesOnEtcd).
 const StoreEnv = "JINID_TEST_STORE"
 
-// etcds are the clusters started, by data directory.
+// etcds are the clusters started, by data directory: the daemon's
+// flags for each.
 var etcds struct {
 	sync.Mutex
-	endpoint map[string]string
+	endpoint map[string][]string
 }
 
 // storeArgs are the flags that put a daemon's store where StoreEnv says:
@@ -38,63 +39,93 @@ func storeArgs(t testing.TB, h *netlab.Host, dir string) []string {
 	etcds.Lock()
 	defer etcds.Unlock()
 	if etcds.endpoint == nil {
-		etcds.endpoint = map[string]string{}
+		etcds.endpoint = map[string][]string{}
 	}
-	ep, ok := etcds.endpoint[dir]
+	flags, ok := etcds.endpoint[dir]
 	if !ok {
-		ep = startEtcdServer(t, h, dir+"-etcd")
-		etcds.endpoint[dir] = ep
+		ep, tls := startEtcdServer(t, h, dir+"-etcd")
+		flags = append([]string{"--store", "etcd", "--etcd-endpoints", ep, "--etcd-prefix", "/jinid"}, tls.Flags()...)
+		etcds.endpoint[dir] = flags
 		t.Cleanup(func() {
 			etcds.Lock()
 			delete(etcds.endpoint, dir)
 			etcds.Unlock()
 		})
 	}
-	return []string{"--store", "etcd", "--etcd-endpoints", ep, "--etcd-prefix", "/jinid"}
+	return flags
 }
 
 // startEtcdServer runs the etcdserver helper in h (this process's
-// namespace when nil), its data in dir, until the test ends.
-func startEtcdServer(t testing.TB, h *netlab.Host, dir string) string {
+// namespace when nil), its data in dir, until the test ends: TLS with
+// client certificates, as docs/cluster.md deploys it.
+func startEtcdServer(t testing.TB, h *netlab.Host, dir string) (string, *EtcdTLS) {
 	t.Helper()
 	client, peer := "127.0.0.1:2379", "127.0.0.1:2380"
 	if h == nil {
 		client, peer = FreeAddr(t), FreeAddr(t)
 	}
-	ep, _ := runEtcdServer(t, h, []string{"-dir", dir, "-client", client, "-peer", peer})
-	return ep
+	ca := NewCA(t, "etcd")
+	cert, key := ca.Issue(t, "etcd-server")
+	ccert, ckey := ca.Issue(t, "jinid")
+	ep, _ := runEtcdServer(t, h, []string{"-dir", dir, "-client", client, "-peer", peer, "-cert", cert, "-key", key, "-ca", ca.File})
+	return ep, &EtcdTLS{CA: ca.File, Cert: ccert, Key: ckey}
 }
 
 // EtcdMember is one member of a cluster EtcdCluster started.
 type EtcdMember struct {
 	Endpoint string
-	cmd      *exec.Cmd
+	// TLS is how a client reaches it (nil: plain http).
+	TLS *EtcdTLS
+	cmd *exec.Cmd
+}
+
+// EtcdFlags are jinid's flags for the cluster of members: its
+// endpoints, and TLS.
+func EtcdFlags(members []*EtcdMember) []string {
+	var eps []string
+	for _, m := range members {
+		eps = append(eps, m.Endpoint)
+	}
+	return append([]string{"--etcd-endpoints", strings.Join(eps, ",")}, members[0].TLS.Flags()...)
 }
 
 // Kill stops the member at once (SIGKILL), as a box that dies.
 func (m *EtcdMember) Kill() { m.cmd.Process.Kill(); m.cmd.Wait() }
 
 // EtcdCluster runs an etcd cluster of n members on loopback, each the
-// etcdserver helper in a process of its own, until the test ends.
+// etcdserver helper in a process of its own, until the test ends; its
+// clients authenticate by certificate (EtcdMember.TLS).
 func EtcdCluster(t testing.TB, n int) []*EtcdMember {
 	t.Helper()
 	sites := make([]etcdSite, n)
 	for i := range sites {
 		sites[i] = etcdSite{client: FreeAddr(t), peer: FreeAddr(t)}
 	}
-	return etcdCluster(t, sites)
+	return etcdCluster(t, sites, true)
 }
 
 // EtcdClusterOn runs an etcd cluster of one member in each lab host,
 // serving clients on ips[i]:2379 (peers on :2380), until the test ends;
-// args go to each member (-max-txn-ops N).
+// args go to each member (-max-txn-ops N). Its clients authenticate by
+// certificate (EtcdMember.TLS), as docs/cluster.md deploys it.
 func EtcdClusterOn(t testing.TB, hosts []*netlab.Host, ips []netip.Addr, args ...string) []*EtcdMember {
 	t.Helper()
+	return etcdCluster(t, labSites(hosts, ips, args), true)
+}
+
+// EtcdClusterOnInsecure is EtcdClusterOn over plain http, with no
+// authentication: a site that runs etcd so (--etcd-insecure).
+func EtcdClusterOnInsecure(t testing.TB, hosts []*netlab.Host, ips []netip.Addr, args ...string) []*EtcdMember {
+	t.Helper()
+	return etcdCluster(t, labSites(hosts, ips, args), false)
+}
+
+func labSites(hosts []*netlab.Host, ips []netip.Addr, args []string) []etcdSite {
 	sites := make([]etcdSite, len(hosts))
 	for i, h := range hosts {
 		sites[i] = etcdSite{h: h, client: netip.AddrPortFrom(ips[i], 2379).String(), peer: netip.AddrPortFrom(ips[i], 2380).String(), args: args}
 	}
-	return etcdCluster(t, sites)
+	return sites
 }
 
 // etcdSite is where a member runs (this process's namespace when h is
@@ -105,21 +136,37 @@ type etcdSite struct {
 	args         []string
 }
 
-func etcdCluster(t testing.TB, sites []etcdSite) []*EtcdMember {
+func etcdCluster(t testing.TB, sites []etcdSite, withTLS bool) []*EtcdMember {
 	t.Helper()
 	build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
 	var initial []string
 	for i, s := range sites {
 		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, s.peer))
 	}
+	// Client-certificate authentication, as docs/cluster.md deploys
+	// etcd: one CA, a server certificate per member, one for jinid.
+	var ca *CA
+	var clientTLS *EtcdTLS
+	tlsArgs := make([][]string, len(sites))
+	if withTLS {
+		ca = NewCA(t, "etcd")
+		cert, key := ca.Issue(t, "jinid")
+		clientTLS = &EtcdTLS{CA: ca.File, Cert: cert, Key: key}
+		for i, s := range sites {
+			ap := netip.MustParseAddrPort(s.client)
+			cert, key := ca.Issue(t, fmt.Sprintf("m%d", i), ap.Addr())
+			tlsArgs[i] = []string{"-cert", cert, "-key", key, "-ca", ca.File}
+		}
+	}
 	members := make([]*EtcdMember, len(sites))
 	errs := make(chan error, len(sites))
 	for i, s := range sites {
 		go func() {
 			// The members start together: each waits for a quorum.
-			ep, cmd, err := startEtcdProcess(t, s.h, append([]string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
-				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")}, s.args...))
-			members[i] = &EtcdMember{Endpoint: ep, cmd: cmd}
+			args := append([]string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
+				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")}, tlsArgs[i]...)
+			ep, cmd, err := startEtcdProcess(t, s.h, append(args, s.args...))
+			members[i] = &EtcdMember{Endpoint: ep, TLS: clientTLS, cmd: cmd}
 			errs <- err
 		}()
 	}

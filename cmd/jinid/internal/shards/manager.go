@@ -339,9 +339,16 @@ func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteError(w, err)
 		return
 	}
-	tried := ""
-	for attempt := range 2 {
+	pauses := NotSentPauses()
+	for attempt := range len(pauses) + 1 {
 		if attempt > 0 {
+			// Not sent: the node may have died (read the members
+			// again), or it may not have read this one's record yet
+			// (a node that just joined is a stranger to it until it
+			// does: its refusal had it read them).
+			if !pause(r.Context(), pauses[attempt-1]) {
+				break
+			}
 			m.cfg.Node.Refresh()
 			if s, ok := m.here(r.Context(), k); ok {
 				r.Body = io.NopCloser(bytes.NewReader(body))
@@ -352,15 +359,34 @@ func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
 		members := m.cfg.Node.Members()
 		owner := Owner(k, names(members))
 		i := slices.IndexFunc(members, func(mb store.Member) bool { return mb.Node == owner })
-		if owner == m.cfg.Node.Name() || owner == tried || i < 0 {
+		if owner == m.cfg.Node.Name() || i < 0 {
 			break
 		}
-		tried = owner
 		if err := m.cfg.Peers.Forward(w, r, body, members[i], k); err == nil {
 			return
 		}
 	}
 	moving(w, k)
+}
+
+// NotSentPauses are the pauses before a request that could not be sent
+// to another node is tried again (the members read again each time):
+// about a second and a half in all, the time a node takes at most to
+// read the members' records anew.
+func NotSentPauses() []time.Duration {
+	return []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
+}
+
+// pause waits d, or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // PeerHandler serves what the other nodes forward, on connections

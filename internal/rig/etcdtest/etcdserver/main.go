@@ -24,11 +24,20 @@ func main() {
 	name := flag.String("name", "default", "member name")
 	cluster := flag.String("initial-cluster", "", "the members, name=http://peer,... (default: this one alone)")
 	maxTxnOps := flag.Uint("max-txn-ops", 0, "operations a transaction may have (etcd's --max-txn-ops; 0: its default, 128)")
+	cert := flag.String("cert", "", "serve clients over TLS with this certificate (with -key and -ca: etcd's --cert-file)")
+	key := flag.String("key", "", "its private key (etcd's --key-file)")
+	ca := flag.String("ca", "", "admit clients with a certificate this CA signed only (etcd's --client-cert-auth --trusted-ca-file)")
 	flag.Parse()
 	cfg := embed.NewConfig()
 	cfg.Dir = *dir
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cu, pu := url.URL{Scheme: "http", Host: *client}, url.URL{Scheme: "http", Host: *peer}
+	if *cert != "" {
+		cu.Scheme = "https"
+		cfg.ClientTLSInfo.CertFile, cfg.ClientTLSInfo.KeyFile = *cert, *key
+		cfg.ClientTLSInfo.TrustedCAFile, cfg.ClientTLSInfo.ClientCertAuth = *ca, *ca != ""
+		cfg.ClientAutoTLS = false
+	}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 	if *maxTxnOps > 0 {

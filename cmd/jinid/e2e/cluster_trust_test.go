@@ -1,0 +1,384 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/cmd/jinid/internal/shards"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
+)
+
+// The cluster's trust boundary, attacked as a client with a token, a
+// guest on the LAN and whoever can write etcd would (docs/security.md,
+// "Cluster"). The site is the weakest the daemon runs on: etcd over plain
+// http with no authentication (--etcd-insecure), so that what keeps the
+// attacks out is jinid's own defences, not etcd's. The nodes prove
+// themselves by certificates the site's CA signed (--cluster-ca).
+func TestClusterTrustBoundary(t *testing.T) {
+	t.Parallel()
+	s := newInsecureSite(t)
+	site := jinidtest.NewCA(t, "site")
+	withCA := func(name string) []string {
+		cert, key := site.Issue(t, name)
+		return []string{"--cluster-ca", site.File, "--cluster-cert", cert, "--cluster-key", key}
+	}
+	a := s.node(t, "node-a", withCA("node-a")...)
+	a.serving(t)
+	b := s.node(t, "node-b", withCA("node-b")...)
+	c := s.node(t, "node-c", withCA("node-c")...)
+	b.waiting(t)
+	c.waiting(t)
+	s.allShardsHeld(t)
+	etcd := newEtcdGateway(t, s)
+	admin := jinidtest.LabClient(t, s.client, a.api, client.WithToken(a.AdminToken(t)))
+
+	t.Run("push targets and listeners never reach the deployment", func(t *testing.T) {
+		ca := jinidtest.LabClient(t, s.client, b.api)
+		ctx := t.Context()
+		// The deployment's endpoints as a client could name them: etcd's
+		// JSON gateway, every node's cluster, API and discovery ports.
+		var targets []string
+		for _, ip := range s.etcdIPs {
+			targets = append(targets, "http://"+netip.AddrPortFrom(ip, 2379).String()+"/v3/kv/put")
+		}
+		for _, n := range []*clusterNode{a, b, c} {
+			for _, port := range []uint16{4163, 4162, 4160} {
+				targets = append(targets, "http://"+netip.AddrPortFrom(n.link.IPv4, port).String()+"/x")
+			}
+		}
+		reg, err := ca.MailboxRegister(ctx, 600_000, false)
+		if err != nil {
+			t.Fatalf("%v\nA:\n%s\nB:\n%s", err, a.Log(), b.Log())
+		}
+		set, err := ca.RenewalCreate(ctx, 600_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := func(what string, err error) {
+			t.Helper()
+			var ae *client.Error
+			if !errors.As(err, &ae) || ae.Err.Code != apitypes.InvalidArgument || !regexp.MustCompile(`endpoint of this deployment`).MatchString(ae.Err.Message) {
+				t.Errorf("%s: %v, want it refused as an endpoint of the deployment", what, err)
+			}
+		}
+		for _, u := range targets {
+			refused("a mailbox push target at "+u, ca.MailboxEnable(ctx, reg.ID, u))
+			_, err := ca.Notify(ctx, client.NotifyRequest{Transitions: []string{"NOMATCH_MATCH"}, Listener: u, Duration: 60_000})
+			refused("a notify listener at "+u, err)
+			_, err = ca.LDSRegister(ctx, client.LDSRequest{Groups: []string{"lab"}, Listener: u, Duration: 60_000})
+			refused("a discovery listener at "+u, err)
+			refused("a lease grantor at "+u, ca.RenewFor(ctx, set.ID, apitypes.Lease{Grantor: u, ID: "l1", Expiration: time.Now().Add(time.Hour).UnixMilli()}, 600_000, nil))
+		}
+
+		// A guest's server that answers a push with a redirect to etcd's
+		// JSON gateway: the push reaches the guest, never etcd.
+		var pushed atomic.Int64
+		guest := jinidtest.ServeIn(t, s.client, s.clientIP.String(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			pushed.Add(1)
+			http.Redirect(w, r, "http://"+netip.AddrPortFrom(s.etcdIPs[0], 2379).String()+"/v3/kv/put", http.StatusTemporaryRedirect)
+		}))
+		if err := ca.MailboxEnable(ctx, reg.ID, guest+"/push"); err != nil {
+			t.Fatal(err)
+		}
+		forged := "/jinid/tokens/0000000000000001"
+		event := fmt.Sprintf(`{"type":"RemoteEvent","source":{"service":"x","id":"feed"},"eventID":1,"seqNum":1,"key":%q,"value":%q}`,
+			b64(forged), b64(`{"id":"0000000000000001","scope":"admin"}`))
+		postEvent(t, s, reg.Listener.URL, event)
+		testenv.Until(t, "the event pushed to the guest", func() bool { return pushed.Load() > 0 })
+		if v, ok := etcd.get(t, forged); ok {
+			t.Fatalf("etcd holds %s = %q, written through a redirect", forged, v)
+		}
+	})
+
+	t.Run("the cluster port admits members only", func(t *testing.T) {
+		// 4 hosts x 64 silent connections to every node's cluster
+		// port, for 30 s, each made again when closed; cross-node
+		// requests meanwhile are all answered.
+		ca := jinidtest.LabClient(t, s.client, b.api)
+		set, err := ca.RenewalCreate(t.Context(), 600_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var made atomic.Int64
+		for i := range 4 {
+			h := s.lab.Host(fmt.Sprintf("guest%d", i))
+			h.Attach(s.lan)
+			dial := jinidtest.DialFrom(h)
+			for _, n := range []*clusterNode{a, b, c} {
+				to := netip.AddrPortFrom(n.link.IPv4, 4163).String()
+				for range 64 {
+					wg.Go(func() { silentConns(stop, dial, to, &made) })
+				}
+			}
+		}
+		ended := time.After(30 * time.Second)
+		answered, sent := 0, 0
+	requests:
+		for i := 0; ; i++ {
+			select {
+			case <-ended:
+				break requests
+			default:
+			}
+			// A write through a standby (to the holder), and a read of
+			// a set another node may hold.
+			_, err := ca.Register(t.Context(), apitypes.Item{Types: []string{"org.example.Flooded"}}, 60_000)
+			sent++
+			if err == nil {
+				answered++
+			} else {
+				t.Errorf("a registration through node-b during the flood: %v", err)
+			}
+			_, err = ca.RenewalLeases(t.Context(), set.ID)
+			sent++
+			if err == nil {
+				answered++
+			} else {
+				t.Errorf("a renewal set's leases through node-b during the flood: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond) // a client's pace, not a wait for a condition
+		}
+		close(stop)
+		wg.Wait()
+		t.Logf("%d silent connections made to the cluster ports in 30 s; %d of %d cross-node requests answered", made.Load(), answered, sent)
+		if sent < 15 || answered != sent {
+			t.Fatalf("%d of %d cross-node requests answered during the flood", answered, sent)
+		}
+	})
+
+	t.Run("a member record written in etcd makes no node", func(t *testing.T) {
+		// A record under a live lease, with the hash of the attacker's
+		// own certificate and its own address: the nodes, which admit
+		// only certificates the site's CA signed, refuse its TLS.
+		certFile, keyFile := jinidtest.NewCA(t, "evil").Issue(t, "evil")
+		own, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(own.Certificate[0])
+		lease := etcd.grant(t, 60)
+		rec := fmt.Sprintf(`{"node":"evil","addrs":[%q],"clusterPort":4163,"certSHA256":%q}`, s.clientIP, hex.EncodeToString(sum[:]))
+		etcd.put(t, "/jinid/.members/evil", rec, lease)
+		defer etcd.revoke(t, lease)
+		for _, n := range []*clusterNode{a, b, c} {
+			dial := jinidtest.DialFrom(s.client)
+			conn, err := dial(t.Context(), "tcp", netip.AddrPortFrom(n.link.IPv4, 4163).String())
+			if err != nil {
+				continue // closed on accept: no member's address (yet)
+			}
+			tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{own}, MinVersion: tls.VersionTLS13})
+			tc.SetDeadline(time.Now().Add(10 * time.Second))
+			err = tc.Handshake()
+			if err == nil {
+				// TLS 1.3: the server's refusal of the client's
+				// certificate comes with the first read.
+				fmt.Fprintf(tc, "GET /v1/tokens HTTP/1.1\r\nHost: x\r\nJinid-Principal: admin\r\n\r\n")
+				_, err = tc.Read(make([]byte, 1))
+			}
+			tc.Close()
+			if err == nil {
+				t.Errorf("%s admitted a certificate the site's CA did not sign", n.name)
+			}
+		}
+	})
+
+	t.Run("tokens follow etcd on every node, the holder too", func(t *testing.T) {
+		tok, err := admin.CreateToken(t.Context(), "ops", "admin", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients := map[string]*client.Client{}
+		for _, n := range []*clusterNode{a, b, c} {
+			clients[n.name] = jinidtest.LabClient(t, s.client, n.api, client.WithToken(tok.Secret))
+		}
+		for name, cl := range clients {
+			testenv.Until(t, "the token working at "+name, func() bool { _, err := cl.Tokens(t.Context()); return err == nil })
+		}
+		// Revoked in etcd itself (a restore, another writer): refused by
+		// every node within the staleness bound.
+		etcd.del(t, "/jinid/tokens/"+tok.ID)
+		start := time.Now()
+		for name, cl := range clients {
+			testenv.Until(t, "the token refused at "+name, func() bool {
+				_, err := cl.Tokens(t.Context())
+				var ae *client.Error
+				return errors.As(err, &ae) && ae.Status == http.StatusUnauthorized
+			})
+		}
+		t.Logf("a token deleted in etcd refused by all three nodes %v later", time.Since(start).Round(time.Millisecond))
+		for _, n := range []*clusterNode{a, b} {
+			list, err := jinidtest.LabClient(t, s.client, n.api, client.WithToken(a.AdminToken(t))).Tokens(t.Context())
+			if err != nil || slices.ContainsFunc(list, func(tk client.Token) bool { return tk.ID == tok.ID }) {
+				t.Errorf("token list through %s: %v, %v", n.name, list, err)
+			}
+		}
+	})
+
+	t.Run("a member record under no lease is no node", func(t *testing.T) {
+		etcd.put(t, "/jinid/.members/ghost", `{"node":"ghost","addrs":["198.18.0.66"],"clusterPort":4163}`, "")
+		for _, n := range []*clusterNode{a, b, c} {
+			n.WaitLog(t, n.name+" ignoring the record", regexp.MustCompile(`member record under no live etcd lease is ignored.*ghost`))
+		}
+		st, exit := s.status(t)
+		if exit != 0 || st.ShardsHeld != shards.Count || slices.ContainsFunc(st.Nodes, func(n struct {
+			Node, Role string
+			Shards     []string
+		}) bool {
+			return n.Node == "ghost"
+		}) {
+			t.Fatalf("cluster status with a record under no lease: exit %d, %+v", exit, st)
+		}
+		// Named as a shard's holder, under no lease: status exits 1,
+		// naming the shard.
+		etcd.put(t, "/jinid/.shardholds/07", "ghost", "")
+		out, err := s.client.Command(t.Context(), s.bin, append([]string{"cluster", "status"}, s.clusterFlags()...)...).CombinedOutput()
+		if err == nil || !regexp.MustCompile(`07 \("ghost"\)`).Match(out) {
+			t.Fatalf("cluster status with a shard held by no live member: %v\n%s", err, out)
+		}
+	})
+}
+
+// allShardsHeld waits until every shard is held.
+func (s *clusterSite) allShardsHeld(t *testing.T) {
+	t.Helper()
+	testenv.Until(t, "every shard held", func() bool { st, _ := s.status(t); return st.ShardsHeld == shards.Count })
+}
+
+// silentConns holds silent connections to to, made again when closed,
+// until stop.
+func silentConns(stop chan struct{}, dial func(ctx context.Context, network, addr string) (net.Conn, error), to string, made *atomic.Int64) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		conn, err := dial(context.Background(), "tcp", to)
+		if err == nil {
+			made.Add(1)
+			closed := make(chan struct{})
+			go func() { io.Copy(io.Discard, conn); close(closed) }()
+			select {
+			case <-closed:
+			case <-stop:
+			}
+			conn.Close()
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(250 * time.Millisecond): // made again, a few times a second
+		}
+	}
+}
+
+// postEvent sends a remote event to a listener URL from the client host.
+func postEvent(t *testing.T, s *clusterSite, url, body string) {
+	t.Helper()
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Timeout: 10 * time.Second, Transport: tr}).Post(url, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("the event posted to %s: %s", url, resp.Status)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// etcdGateway is etcd's JSON gateway as whoever reaches etcd uses it,
+// from the site's client host.
+type etcdGateway struct {
+	base string
+	hc   *http.Client
+}
+
+func newEtcdGateway(t *testing.T, s *clusterSite) *etcdGateway {
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &etcdGateway{base: "http://" + netip.AddrPortFrom(s.etcdIPs[0], 2379).String(), hc: &http.Client{Timeout: 10 * time.Second, Transport: tr}}
+}
+
+func (g *etcdGateway) call(t *testing.T, path string, in map[string]any, out any) {
+	t.Helper()
+	body, _ := json.Marshal(in)
+	resp, err := g.hc.Post(g.base+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("etcd %s: %s %s", path, resp.Status, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("etcd %s: %s: %v", path, raw, err)
+		}
+	}
+}
+
+// put writes key under lease ("": none).
+func (g *etcdGateway) put(t *testing.T, key, value, lease string) {
+	t.Helper()
+	in := map[string]any{"key": b64(key), "value": b64(value)}
+	if lease != "" {
+		in["lease"] = lease
+	}
+	g.call(t, "/v3/kv/put", in, nil)
+}
+
+func (g *etcdGateway) get(t *testing.T, key string) (string, bool) {
+	t.Helper()
+	var out struct{ Kvs []struct{ Value string } }
+	g.call(t, "/v3/kv/range", map[string]any{"key": b64(key)}, &out)
+	if len(out.Kvs) == 0 {
+		return "", false
+	}
+	v, _ := base64.StdEncoding.DecodeString(out.Kvs[0].Value)
+	return string(v), true
+}
+
+func (g *etcdGateway) del(t *testing.T, key string) {
+	t.Helper()
+	g.call(t, "/v3/kv/deleterange", map[string]any{"key": b64(key)}, nil)
+}
+
+// grant makes a lease of ttl seconds and returns its ID.
+func (g *etcdGateway) grant(t *testing.T, ttl int) string {
+	t.Helper()
+	var out struct{ ID string }
+	g.call(t, "/v3/lease/grant", map[string]any{"TTL": strconv.Itoa(ttl)}, &out)
+	return out.ID
+}
+
+func (g *etcdGateway) revoke(t *testing.T, id string) {
+	t.Helper()
+	g.call(t, "/v3/lease/revoke", map[string]any{"ID": id}, nil)
+}
