@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/shards"
+	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
@@ -381,4 +383,28 @@ func (g *etcdGateway) grant(t *testing.T, ttl int) string {
 func (g *etcdGateway) revoke(t *testing.T, id string) {
 	t.Helper()
 	g.call(t, "/v3/lease/revoke", map[string]any{"ID": id}, nil)
+}
+
+// A daemon refuses etcd on another host over plain http, or TLS without
+// a client certificate, unless --etcd-insecure says so: it exits 2 before
+// connecting, naming the endpoint and the flag. (In a lab: the endpoint
+// is a lab host's, with no etcd.)
+func TestDaemonRefusesInsecureEtcd(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	h := lab.Host("node")
+	h.Attach(lan)
+	other := lab.Host("etcd")
+	ip := other.Attach(lan).IPv4
+	for _, ep := range []string{"http://" + netip.AddrPortFrom(ip, 2379).String(), "https://" + netip.AddrPortFrom(ip, 2379).String()} {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		cmd := h.Command(ctx, bin, "daemon", "--no-multicast", "--data-dir", t.TempDir(), "--store", "etcd", "--etcd-endpoints", ep)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), ep) || !strings.Contains(string(out), "--etcd-insecure") {
+			t.Errorf("jinid daemon on %s: %v, exit %d:\n%s", ep, err, cmd.ProcessState.ExitCode(), out)
+		}
+	}
 }
