@@ -185,8 +185,8 @@ func (s *clusterSite) cutOff(n *clusterNode) {
 	}
 }
 
-// status runs jinid cluster status -o json on the client host.
-func (s *clusterSite) status(t *testing.T) (st struct {
+// clusterStatus is jinid cluster status -o json, as the tests read it.
+type clusterStatus struct {
 	Holder     string `json:"holder"`
 	ShardsHeld int    `json:"shardsHeld"`
 	Nodes      []struct {
@@ -196,7 +196,10 @@ func (s *clusterSite) status(t *testing.T) (st struct {
 	Etcd []struct {
 		Name, State, Leader string
 	} `json:"etcd"`
-}, exit int) {
+}
+
+// status runs jinid cluster status -o json on the client host.
+func (s *clusterSite) status(t *testing.T) (st clusterStatus, exit int) {
 	t.Helper()
 	cmd := s.client.Command(t.Context(), s.bin, append(append([]string{"cluster", "status"}, s.clusterFlags()...), "-o", "json")...)
 	out, err := cmd.Output()

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/floodtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/internal/rig/netlab"
@@ -122,18 +122,16 @@ func TestClusterTrustBoundary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var made atomic.Int64
+		ctx, stop := context.WithTimeout(t.Context(), 31*time.Second)
+		defer stop()
+		var st floodtest.SilentStats
+		var floods []*sync.WaitGroup
 		for i := range 4 {
 			h := s.lab.Host(fmt.Sprintf("guest%d", i))
 			h.Attach(s.lan)
-			dial := jinidtest.DialFrom(h)
 			for _, n := range []*clusterNode{a, b, c} {
-				to := netip.AddrPortFrom(n.link.IPv4, 4163).String()
-				for range 64 {
-					wg.Go(func() { silentConns(stop, dial, to, &made) })
-				}
+				f := floodtest.Connections{Addr: netip.AddrPortFrom(n.link.IPv4, 4163).String(), N: 64, PerSecond: 1000, Reopen: 100 * time.Millisecond}
+				floods = append(floods, f.Run(ctx, h.Namespace(), &st))
 			}
 		}
 		ended := time.After(30 * time.Second)
@@ -163,9 +161,12 @@ func TestClusterTrustBoundary(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond) // a client's pace, not a wait for a condition
 		}
-		close(stop)
-		wg.Wait()
-		t.Logf("%d silent connections made to the cluster ports in 30 s; %d of %d cross-node requests answered", made.Load(), answered, sent)
+		stop()
+		for _, wg := range floods {
+			wg.Wait()
+		}
+		t.Logf("%d silent connections made to the cluster ports in 30 s (%d closed by the nodes, the longest held %d ms); %d of %d cross-node requests answered",
+			st.Opened.Load(), st.Closed.Load(), st.MaxHeldMs.Load(), answered, sent)
 		if sent < 15 || answered != sent {
 			t.Fatalf("%d of %d cross-node requests answered during the flood", answered, sent)
 		}
@@ -185,25 +186,39 @@ func TestClusterTrustBoundary(t *testing.T) {
 		rec := fmt.Sprintf(`{"node":"evil","addrs":[%q],"clusterPort":4163,"certSHA256":%q}`, s.clientIP, hex.EncodeToString(sum[:]))
 		etcd.put(t, "/jinid/.members/evil", rec, lease)
 		defer etcd.revoke(t, lease)
-		for _, n := range []*clusterNode{a, b, c} {
-			dial := jinidtest.DialFrom(s.client)
-			conn, err := dial(t.Context(), "tcp", netip.AddrPortFrom(n.link.IPv4, 4163).String())
+		// try makes a request of node n as the forged member, and says
+		// how it ended: "" answered, else the error.
+		try := func(n *clusterNode) string {
+			conn, err := jinidtest.DialFrom(s.client)(t.Context(), "tcp", netip.AddrPortFrom(n.link.IPv4, 4163).String())
 			if err != nil {
-				continue // closed on accept: no member's address (yet)
+				return err.Error()
 			}
 			tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{own}, MinVersion: tls.VersionTLS13})
+			defer tc.Close()
 			tc.SetDeadline(time.Now().Add(10 * time.Second))
-			err = tc.Handshake()
-			if err == nil {
-				// TLS 1.3: the server's refusal of the client's
-				// certificate comes with the first read.
-				fmt.Fprintf(tc, "GET /v1/tokens HTTP/1.1\r\nHost: x\r\nJinid-Principal: admin\r\n\r\n")
-				_, err = tc.Read(make([]byte, 1))
+			if err := tc.Handshake(); err != nil {
+				return err.Error()
 			}
-			tc.Close()
-			if err == nil {
-				t.Errorf("%s admitted a certificate the site's CA did not sign", n.name)
+			// TLS 1.3: the server's refusal of the client's certificate
+			// comes with the first read.
+			fmt.Fprintf(tc, "GET /v1/tokens HTTP/1.1\r\nHost: x\r\nJinid-Principal: admin\r\n\r\n")
+			if _, err := tc.Read(make([]byte, 1)); err != nil {
+				return err.Error()
 			}
+			return ""
+		}
+		for _, n := range []*clusterNode{a, b, c} {
+			// Until the node has read the record (a connection from its
+			// address is then no longer closed on accept), and the
+			// certificate is what it refuses: an alert of TLS.
+			var last string
+			testenv.Until(t, n.name+" refusing the forged member's certificate", func() bool {
+				last = try(n)
+				if last == "" {
+					t.Fatalf("%s answered a request of a member whose certificate the site's CA did not sign", n.name)
+				}
+				return strings.Contains(last, "remote error: tls")
+			})
 		}
 	})
 
@@ -244,14 +259,18 @@ func TestClusterTrustBoundary(t *testing.T) {
 		for _, n := range []*clusterNode{a, b, c} {
 			n.WaitLog(t, n.name+" ignoring the record", regexp.MustCompile(`member record under no live etcd lease is ignored.*ghost`))
 		}
-		st, exit := s.status(t)
-		if exit != 0 || st.ShardsHeld != shards.Count || slices.ContainsFunc(st.Nodes, func(n struct {
+		// (The shards handed to the forged member of the subtest before
+		// come back once its lease is revoked.)
+		var st clusterStatus
+		var exit int
+		testenv.Until(t, "every shard held by a live node", func() bool { st, exit = s.status(t); return exit == 0 && st.ShardsHeld == shards.Count })
+		if slices.ContainsFunc(st.Nodes, func(n struct {
 			Node, Role string
 			Shards     []string
 		}) bool {
 			return n.Node == "ghost"
 		}) {
-			t.Fatalf("cluster status with a record under no lease: exit %d, %+v", exit, st)
+			t.Fatalf("cluster status with a record under no lease: %+v", st)
 		}
 		// Named as a shard's holder, under no lease: status exits 1,
 		// naming the shard.
@@ -267,34 +286,6 @@ func TestClusterTrustBoundary(t *testing.T) {
 func (s *clusterSite) allShardsHeld(t *testing.T) {
 	t.Helper()
 	testenv.Until(t, "every shard held", func() bool { st, _ := s.status(t); return st.ShardsHeld == shards.Count })
-}
-
-// silentConns holds silent connections to to, made again when closed,
-// until stop.
-func silentConns(stop chan struct{}, dial func(ctx context.Context, network, addr string) (net.Conn, error), to string, made *atomic.Int64) {
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		conn, err := dial(context.Background(), "tcp", to)
-		if err == nil {
-			made.Add(1)
-			closed := make(chan struct{})
-			go func() { io.Copy(io.Discard, conn); close(closed) }()
-			select {
-			case <-closed:
-			case <-stop:
-			}
-			conn.Close()
-		}
-		select {
-		case <-stop:
-			return
-		case <-time.After(250 * time.Millisecond): // made again, a few times a second
-		}
-	}
 }
 
 // postEvent sends a remote event to a listener URL from the client host.
@@ -367,6 +358,21 @@ func (g *etcdGateway) get(t *testing.T, key string) (string, bool) {
 	return string(v), true
 }
 
+// keys lists the keys under prefix.
+func (g *etcdGateway) keys(t *testing.T, prefix string) []string {
+	t.Helper()
+	end := []byte(prefix)
+	end[len(end)-1]++
+	var out struct{ Kvs []struct{ Key string } }
+	g.call(t, "/v3/kv/range", map[string]any{"key": b64(prefix), "range_end": b64(string(end)), "keys_only": true}, &out)
+	var keys []string
+	for _, kv := range out.Kvs {
+		k, _ := base64.StdEncoding.DecodeString(kv.Key)
+		keys = append(keys, string(k))
+	}
+	return keys
+}
+
 func (g *etcdGateway) del(t *testing.T, key string) {
 	t.Helper()
 	g.call(t, "/v3/kv/deleterange", map[string]any{"key": b64(key)}, nil)
@@ -406,5 +412,47 @@ func TestDaemonRefusesInsecureEtcd(t *testing.T) {
 		if err == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), ep) || !strings.Contains(string(out), "--etcd-insecure") {
 			t.Errorf("jinid daemon on %s: %v, exit %d:\n%s", ep, err, cmd.ProcessState.ExitCode(), out)
 		}
+	}
+}
+
+// 300 announcements of made-up lookup services from one host of a
+// node's segment, then a real lookup service announces: the node shares
+// it with the others (its record in etcd, cluster.heard) at once, and
+// notes only a few of the made-up ones (8 from one host).
+func TestClusterHeardAfterSpoofedBurst(t *testing.T) {
+	t.Parallel()
+	s := newInsecureSite(t)
+	seg := s.lab.LAN()
+	a := s.gateway(t, "node-a", seg, "--groups", "lab")
+	a.serving(t)
+	etcd := newEtcdGateway(t, s)
+	spoofer := s.lab.Host("spoofer")
+	sl := spoofer.Attach(seg)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sent, err := floodtest.Announcements(ctx, spoofer.Namespace(), sl.Name, []string{"lab"}, sl.IPv4.String(), 4160, floodtest.Pace{PerSecond: 1000, Count: 300})
+	if err != nil || sent != 300 {
+		t.Fatalf("the burst: %d sent, %v", sent, err)
+	}
+	a.WaitLog(t, "node-a bounding the spoofer", regexp.MustCompile(`a host announces more lookup services than a node shares of one host`))
+	burstEnd := time.Now()
+
+	lusHost := s.lab.Host("lus")
+	lusHost.Attach(seg)
+	lus := jinidtest.LabDaemon(t, s.bin, lusHost, "--groups", "lab", "--announce-interval", "2s")
+	lusID := regexp.MustCompile(`jinid started.* lookup=(\S+)`).FindStringSubmatch(lus.Log())[1]
+	var last time.Time
+	var keys []string
+	testenv.Until(t, "the real lookup service shared in etcd", func() bool {
+		if time.Since(last) < 100*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		keys = etcd.keys(t, "/jinid/cluster.heard/")
+		return slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(k, "/"+lusID) })
+	})
+	t.Logf("the real lookup service shared %v after the burst's end (it announces every 2 s)", time.Since(burstEnd).Round(time.Millisecond))
+	if len(keys) > 8+1 {
+		t.Fatalf("%d lookup services noted after a burst from one host and one real one: %v", len(keys), keys)
 	}
 }
