@@ -381,3 +381,25 @@ func TestDeploymentRefused(t *testing.T) {
 		t.Fatalf("etcd reached %d times, the other server %d (want 0 and 1)", etcdHits.Load(), otherHits.Load())
 	}
 }
+
+// The check every outbound connection makes, with a deployment of three
+// etcd members and five nodes (3 ports each) to look through.
+func BenchmarkCheckAddrPortDeployment(b *testing.B) {
+	var infra []netip.AddrPort
+	for i := range 3 {
+		infra = append(infra, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 2379))
+	}
+	for i := range 5 {
+		for _, port := range []uint16{4160, 4162, 4163} {
+			infra = append(infra, netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(10 + i)}), port))
+		}
+	}
+	p := NewPolicy(PolicyConfig{Deployment: func() []netip.AddrPort { return infra }})
+	to := netip.MustParseAddrPort("198.51.100.77:8080")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.CheckAddrPort(to); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
