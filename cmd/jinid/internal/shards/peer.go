@@ -192,6 +192,7 @@ type Peers struct {
 	strangers  atomic.Int64
 	rereading  atomic.Bool
 	strangerAt rate.Sometimes
+	reads      sync.WaitGroup // the reads strangers asked for; Close waits
 
 	mu      sync.Mutex
 	clients map[string]*http.Client // by certificate hash
@@ -253,10 +254,10 @@ func (p *Peers) stranger(from net.Addr) {
 			"from", from.String())
 	})
 	if p.rereading.CompareAndSwap(false, true) {
-		go func() {
+		p.reads.Go(func() {
 			defer p.rereading.Store(false)
 			p.refresh()
-		}()
+		})
 	}
 }
 
@@ -376,13 +377,15 @@ func (p *Peers) dial(ctx context.Context, network, addr string) (net.Conn, error
 	return d.DialContext(ctx, network, addr)
 }
 
-// Close ends the connections kept to the other nodes.
+// Close ends the connections kept to the other nodes, and waits for a
+// read of the members under way.
 func (p *Peers) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, c := range p.clients {
 		c.CloseIdleConnections()
 	}
+	p.mu.Unlock()
+	p.reads.Wait()
 }
 
 // passed are the headers of a request that another node's services
