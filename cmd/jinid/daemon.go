@@ -116,8 +116,12 @@ dies or is cut off from etcd
 (it stops acting first, and exits). Every node holds a share of the
 renewal service's sets, the mailbox's registrations, the transactions
 and the event registrations (16 shards, reached by the other nodes on
---cluster-listen), and its shards go to the others when it leaves. See
-docs/cluster.md; jinid cluster status shows the nodes and their shards.
+--cluster-listen), and its shards go to the others when it leaves. etcd
+on another host is reached over TLS with a client certificate
+(--etcd-cert, --etcd-key, --etcd-ca), or not at all without
+--etcd-insecure; --cluster-ca admits as nodes only certificates the
+site's CA signed. See docs/cluster.md and docs/security.md ("Cluster");
+jinid cluster status shows the nodes and their shards.
 The router build has no etcd.
 
 With --snapshot-dir, the live store may sit on a tmpfs (OpenWrt's /var):
