@@ -410,6 +410,15 @@ func (m *Manager) PeerHandler(api http.Handler) http.Handler {
 			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "%s", err))
 			return
 		}
+		if v := r.Header.Get(baseHeader); v != "" {
+			base, err := parseBase(v)
+			if err != nil {
+				httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "%s: %v", baseHeader, err))
+				return
+			}
+			r.Header.Del(baseHeader)
+			ctx = httpjson.WithBase(ctx, base)
+		}
 		if s, ok := m.here(ctx, k); ok {
 			s.Handler().ServeHTTP(w, r.WithContext(ctx))
 			return

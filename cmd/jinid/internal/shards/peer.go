@@ -46,8 +46,8 @@ import (
 const (
 	shardHeader     = "Jinid-Shard"
 	principalHeader = "Jinid-Principal"
-	// baseHeader, on a request for the holder's API, is where the
-	// client reached the forwarding node (httpjson.Base: its URL and
+	// baseHeader, on a request for the holder's API or a shard, is
+	// where the client reached the cluster (httpjson.Base: its URL and
 	// host, a space between): the URLs in the answer name it.
 	baseHeader = "Jinid-Base"
 	// revisionHeader, on the holder's answer, is the revision of its
@@ -406,7 +406,13 @@ var errUnreachable = errors.New("the node does not answer")
 // may look at the members again); its last error is logged, now and
 // then.
 func (p *Peers) Forward(w http.ResponseWriter, r *http.Request, body []byte, m store.Member, k int) error {
-	return p.forward(w, r, body, m, func(h http.Header) { h.Set(shardHeader, strconv.Itoa(k)) }, nil,
+	// The URLs in the answer (listeners, lease grantors) name where the
+	// client reached the cluster, never the node's cluster port.
+	b := httpjson.BaseOf(r)
+	return p.forward(w, r, body, m, func(h http.Header) {
+		h.Set(shardHeader, strconv.Itoa(k))
+		h.Set(baseHeader, b.URL+" "+b.Host)
+	}, nil,
 		fmt.Sprintf("the node serving the shard of this request (%d)", k))
 }
 

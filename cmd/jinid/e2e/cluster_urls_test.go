@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/cmd/jinid/internal/shards"
+	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
+)
+
+// Every URL an answer hands a client, through every node, names the
+// node the client reached and works there, for a client whose shard a
+// node other than the holder holds: the lease grantors of
+// mailbox registrations, renewal sets, transactions, notify and
+// discovery registrations, and a mailbox's listener, whichever node
+// holds the registration's shard (never a node's cluster port, which no
+// client can reach).
+func TestClusterURLsReachable(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	a := s.node(t, "node-a")
+	a.serving(t)
+	b, c := s.node(t, "node-b"), s.node(t, "node-c")
+	b.waiting(t)
+	c.waiting(t)
+	s.allShardsHeldBy(t, 3)
+	// A client whose registrations go to a shard a node other than the
+	// holder holds (an anonymous client's go to the shard its address
+	// hashes to).
+	var h *netlab.Host
+	var hIP string
+	for i := 0; h == nil; i++ {
+		if i == 12 {
+			t.Fatal("no client host of 12 has its shard held by another node than the holder")
+		}
+		try := s.lab.Host(fmt.Sprintf("client%d", i))
+		ip := try.Attach(s.lan).IPv4.String()
+		mb, err := jinidtest.LabClient(t, try, a.api).MailboxRegister(t.Context(), 60_000, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.shardHolder(t, mb.ID, a, b, c) != a {
+			h, hIP = try, ip
+		}
+	}
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(h)}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	for _, n := range []*clusterNode{a, b, c} {
+		cl := jinidtest.LabClient(t, h, n.api)
+		ctx := t.Context()
+		mb, err := cl.MailboxRegister(ctx, 600_000, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := cl.RenewalCreate(ctx, 600_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := cl.TxnCreate(ctx, 600_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := jinidtest.NewSink(t, h, hIP)
+		nr, err := cl.Notify(ctx, client.NotifyRequest{Transitions: []string{"NOMATCH_MATCH"}, Listener: sink.URL + "/n", Duration: 600_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr, err := cl.LDSRegister(ctx, client.LDSRequest{Groups: []string{"lab"}, Listener: sink.URL + "/l", Duration: 600_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, l := range map[string]apitypes.Lease{"mailbox registration": mb.Lease, "renewal set": set.Lease, "transaction": tx.Lease,
+			"notify registration": nr.Lease, "discovery registration": lr.Lease} {
+			at := fmt.Sprintf("%s made through %s", what, n.name)
+			reachedThrough(t, at+": its lease's grantor", l.Grantor, n)
+			g := jinidtest.LabClient(t, h, l.Grantor)
+			if _, _, err := g.Renew(ctx, l.ID, 600_000); err != nil {
+				t.Errorf("%s: renewing at its grantor %s: %v", at, l.Grantor, err)
+			}
+		}
+		reachedThrough(t, "the listener of a mailbox made through "+n.name, mb.Listener.URL, n)
+		resp, err := hc.Post(mb.Listener.URL, "application/json",
+			strings.NewReader(`{"type":"RemoteEvent","source":{"service":"test","id":"urls"},"eventID":1,"seqNum":1}`))
+		if err != nil {
+			t.Fatalf("an event to %s: %v", mb.Listener.URL, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("an event to the listener %s: %s", mb.Listener.URL, resp.Status)
+		}
+	}
+}
+
+// reachedThrough checks that u names node n's API, where the client
+// reached it.
+func reachedThrough(t *testing.T, what, u string, n *clusterNode) {
+	t.Helper()
+	pu, err := url.Parse(u)
+	want, _ := url.Parse(n.api)
+	if err != nil || pu.Scheme != want.Scheme || pu.Host != want.Host {
+		t.Errorf("%s: %s, want a URL of %s (where the client reached the cluster)", what, u, n.api)
+	}
+}
+
+// allShardsHeldBy waits until every shard is held and n nodes hold them.
+func (s *clusterSite) allShardsHeldBy(t *testing.T, n int) {
+	t.Helper()
+	var last time.Time
+	testenv.Until(t, fmt.Sprintf("every shard held, by %d nodes", n), func() bool {
+		if time.Since(last) < 100*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		st, _ := s.status(t)
+		holders := 0
+		for _, sn := range st.Nodes {
+			if len(sn.Shards) > 0 {
+				holders++
+			}
+		}
+		return st.ShardsHeld == shards.Count && holders == n
+	})
+}
