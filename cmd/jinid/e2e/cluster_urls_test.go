@@ -130,3 +130,31 @@ func (s *clusterSite) allShardsHeldBy(t *testing.T, n int) {
 		return st.ShardsHeld == shards.Count && holders == n
 	})
 }
+
+// A node waiting for the store serves its host's administrator on its
+// local socket as the holder does: reads from its copy, changes through
+// the holder, as the administrator (no token); once it takes the hold,
+// the same socket goes on serving.
+func TestClusterStandbySocket(t *testing.T) {
+	t.Parallel()
+	s := newClusterSite(t)
+	a, b := s.pair(t)
+	cli := func(args ...string) (string, error) {
+		out, err := b.h.Command(t.Context(), s.bin, append(args, "--server", "unix://"+b.Socket)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cli("token", "create", "--name", "ops", "--scope", "client"); err != nil || !strings.Contains(out, "jinid_") {
+		t.Fatalf("an administrator's token made on the standby's socket: %v\n%s", err, out)
+	}
+	if out, err := cli("lookup", "register", "--type", "org.example.Local", "--duration", "10m"); err != nil {
+		t.Fatalf("a registration on the standby's socket: %v\n%s", err, out)
+	}
+	if out, err := cli("lookup", "list"); err != nil || !strings.Contains(out, "org.example.Local") {
+		t.Fatalf("the registry read on the standby's socket: %v\n%s", err, out)
+	}
+	a.Kill()
+	b.serving(t)
+	if out, err := cli("token", "list"); err != nil || !strings.Contains(out, "ops") {
+		t.Fatalf("the tokens on the socket of the standby that took over: %v\n%s", err, out)
+	}
+}

@@ -444,6 +444,20 @@ func (d *Daemon) publish(ctx context.Context) {
 	}
 }
 
+// listenAPISocket opens the API's unix socket, if there is to be one.
+func (d *Daemon) listenAPISocket() error {
+	if d.cfg.APISocket == "" {
+		return nil
+	}
+	sock, err := listenSocket(d.cfg.APISocket, d.cfg.SocketGroup)
+	if err != nil {
+		return err
+	}
+	d.apiSock = connlimit.Listener(sock, connlimit.Config{Max: d.limits.SocketConns})
+	d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
+	return nil
+}
+
 // build makes every part, adding each to d.parts as it is made (so a
 // failure part-way shuts down those made). The order is the start order:
 // the store and event delivery under the services; leases loaded once
@@ -469,6 +483,17 @@ func (d *Daemon) build(ctx context.Context) error {
 			return err
 		}
 	}
+	// A node of a cluster serves its host's administrator on the socket
+	// from the start, while it waits too (its door forwards what the
+	// registry's copy does not answer to the holder, as the
+	// administrator's). An embedded store's daemon opens it once it
+	// holds the store's file: a second daemon on the same data
+	// directory touches nothing of the first's.
+	if d.cfg.Store == StoreEtcd {
+		if err := d.listenAPISocket(); err != nil {
+			return err
+		}
+	}
 	// A node of a cluster waits here while another holds the store,
 	// forwarding its API (TLS and all) to the holder meanwhile.
 	st, err := d.openStore(ctx)
@@ -482,15 +507,10 @@ func (d *Daemon) build(ctx context.Context) error {
 			return err
 		}
 	}
-	// The socket once the store is held: a standby's is absent, so its
-	// administrator hears at once that it does not serve.
-	if d.cfg.APISocket != "" {
-		sock, err := listenSocket(d.cfg.APISocket, d.cfg.SocketGroup)
-		if err != nil {
+	if d.cfg.Store != StoreEtcd {
+		if err := d.listenAPISocket(); err != nil {
 			return err
 		}
-		d.apiSock = connlimit.Listener(sock, connlimit.Config{Max: d.limits.SocketConns})
-		d.parts.Add("the API socket", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(sock) }})
 	}
 	st.Instrument(d.obs.metrics)
 	d.parts.Add("the store", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return st.Close() }})

@@ -71,7 +71,7 @@ type door struct {
 
 // startDoor starts the door's copy and serves ln (the API listener,
 // not yet TLS-wrapped) with it.
-func (d *Daemon) startDoor(ctx context.Context, ln net.Listener, holder func(context.Context) store.Member) (*door, error) {
+func (d *Daemon) startDoor(ctx context.Context, ln, sock net.Listener, holder func(context.Context) store.Member) (*door, error) {
 	dr := &door{d: d, peers: d.cluster.peers, node: d.cluster.node, holder: holder,
 		reg: lookup.NewFollower(lookup.Config{Logger: d.log.With("service", "lookup", "copy", true), UnicastPort: func() int { return d.cfg.DiscoveryPort },
 			PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}),
@@ -94,11 +94,16 @@ func (d *Daemon) startDoor(ctx context.Context, ln net.Listener, holder func(con
 		Logger: d.log, Ready: dr.ready, Fallback: http.HandlerFunc(dr.forward)})
 	dr.srv = &http1.Server{Handler: h, ConnContext: d.connContext, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
-	dr.wg.Go(func() {
-		if err := dr.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-			d.log.Warn("serving the API while another node holds the store", "err", err)
+	for _, l := range []net.Listener{ln, sock} {
+		if l == nil {
+			continue
 		}
-	})
+		dr.wg.Go(func() {
+			if err := dr.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				d.log.Warn("serving the API while another node holds the store", "listener", l.Addr().String(), "err", err)
+			}
+		})
+	}
 	items, _ := dr.reg.Count()
 	d.log.Info("serving the API: the registry's reads from this node's copy, the rest through the node holding the store",
 		"api", ln.Addr().String(), "items", items, "revision", f.Revision(), "staleness", readStaleness)

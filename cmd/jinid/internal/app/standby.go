@@ -34,6 +34,7 @@ import (
 type standby struct {
 	d      *Daemon
 	api    *relay.Handover
+	sock   *relay.Handover // the API socket's (nil without one)
 	door   *door
 	disc   *relay.Forwarder
 	holder struct {
@@ -80,7 +81,12 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 	s.disc = relay.New(discLn, relay.Config{Targets: s.targets(func(m store.Member) int { return cmp.Or(m.DiscoveryPort, d.cfg.DiscoveryPort) }),
 		Dial: dial, Logger: d.log})
 	s.api = relay.NewHandover(apiLn)
-	if s.door, err = d.startDoor(ctx, s.api.Take(), s.holderMember); err != nil {
+	var sock net.Listener
+	if d.apiSock != nil {
+		s.sock = relay.NewHandover(d.apiSock)
+		sock = s.sock.Take()
+	}
+	if s.door, err = d.startDoor(ctx, s.api.Take(), sock, s.holderMember); err != nil {
 		// The API waits for the hold then (its clients' connections
 		// wait in the listener's queue).
 		d.log.Warn("standby: the API is not served until this node holds the store", "err", err)
@@ -229,6 +235,9 @@ func (s *standby) stop() net.Listener {
 	s.mu.Unlock()
 	s.disc.Shutdown(ctx)
 	ln := s.api.Take()
+	if s.sock != nil {
+		s.d.apiSock = s.sock.Take()
+	}
 	if s.door != nil {
 		s.door.shutdown(ctx)
 	}
