@@ -3,6 +3,7 @@ module github.com/jinid/jinid
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/gopacket v1.1.19

@@ -1,0 +1,45 @@
+package regcheck
+
+import (
+	"testing"
+	"time"
+)
+
+// The checker passes what a linearizable registry may answer and
+// catches what it may not: an acknowledged write lost, a read staler
+// than its slack, a write of unknown outcome seen and then unseen.
+func TestCheck(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	put := func(c int, v string, o Outcome, from, to int) Op {
+		return Op{Client: c, Kind: Put, Key: "k", Value: v, Outcome: o, Start: at(from), End: at(to)}
+	}
+	get := func(c int, v string, from, to int, slack time.Duration) Op {
+		return Op{Client: c, Kind: Get, Key: "k", Value: v, Found: v != "", Start: at(from), End: at(to), Slack: slack}
+	}
+	del := func(c int, o Outcome, from, to int) Op {
+		return Op{Client: c, Kind: Delete, Key: "k", Outcome: o, Start: at(from), End: at(to)}
+	}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		want bool
+	}{
+		{"a write read back", []Op{put(0, "a", Done, 0, 10), get(1, "a", 20, 30, 0)}, true},
+		{"a read concurrent with the write, either way", []Op{put(0, "a", Done, 0, 10), get(1, "", 5, 8, 0), get(2, "a", 6, 9, 0)}, true},
+		{"an acknowledged write lost", []Op{put(0, "a", Done, 0, 10), get(1, "", 20, 30, 0)}, false},
+		{"a read staler than its bound", []Op{put(0, "a", Done, 0, 10), put(0, "b", Done, 20, 30), get(1, "a", 2000, 2010, time.Second)}, false},
+		{"a read within its bound", []Op{put(0, "a", Done, 0, 10), put(0, "b", Done, 20, 30), get(1, "a", 500, 510, time.Second)}, true},
+		{"a write of unknown outcome, seen late", []Op{put(0, "a", Unknown, 0, 10), get(1, "", 20, 30, 0), get(1, "a", 40, 50, 0)}, true},
+		{"a write of unknown outcome, never seen", []Op{put(0, "a", Unknown, 0, 10), get(1, "", 20, 30, 0)}, true},
+		{"a write of unknown outcome seen, then unseen", []Op{put(0, "a", Unknown, 0, 10), get(1, "a", 20, 30, 0), get(1, "", 40, 50, 0)}, false},
+		{"a failed write has no effect", []Op{put(0, "a", Failed, 0, 10), get(1, "", 20, 30, 0)}, true},
+		{"a delete read back", []Op{put(0, "a", Done, 0, 10), del(0, Done, 20, 30), get(1, "", 40, 50, 0)}, true},
+		{"a deleted item seen again", []Op{put(0, "a", Done, 0, 10), del(0, Done, 20, 30), get(1, "a", 40, 50, 0)}, false},
+	} {
+		r := Check(tc.ops, 10*time.Second)
+		if r.TimedOut || r.Linearizable != tc.want {
+			t.Errorf("%s: %+v, want linearizable %v", tc.name, r, tc.want)
+		}
+	}
+}
