@@ -19,7 +19,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.dat
 # target: GOARCH and its variant (GOARM, GOMIPS).
 TARGETS := amd64 arm64 armv7 armv5 mips mipsle mips64 mips64le riscv64
 
-.PHONY: dist sizes clean
+.PHONY: dist sizes clean robustness
 dist: $(TARGETS:%=dist/%)
 
 dist/%: FORCE
@@ -30,6 +30,12 @@ sizes: dist
 
 clean:
 	rm -rf dist
+
+# The cluster's robustness suite, long form: the schedule of faults of
+# TestClusterRobustness five times over (its short form is in the test
+# suite); the history checked for linearizability (docs/performance.md).
+robustness:
+	JINID_ROBUSTNESS_ROUNDS=5 go test -count=1 -timeout 30m -run 'TestClusterRobustness|TestRobustnessCatchesStaleReads' -v ./cmd/jinid/e2e/
 
 FORCE:
 

@@ -394,6 +394,12 @@ func (h *Host) CutOff(k *Link, a netip.Addr) {
 	h.lab.ip("-n", h.ns, "route", "add", a.String()+"/32", "via", nowhere.String(), "dev", k.Name)
 }
 
+// Heal undoes CutOff: h reaches a again.
+func (h *Host) Heal(a netip.Addr) {
+	h.lab.t.Helper()
+	h.lab.ip("-n", h.ns, "route", "del", a.String()+"/32")
+}
+
 // Links returns the host's links in the order they were attached.
 func (h *Host) Links() []*Link { return h.links }
 

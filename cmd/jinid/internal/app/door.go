@@ -122,7 +122,7 @@ func (dr *door) shutdown(ctx context.Context) {
 // current within readStaleness, and it holds every change forwarded
 // through this node (waiting a moment for the last of those).
 func (dr *door) local(ctx context.Context) bool {
-	if !dr.follower.Current(readStaleness) {
+	if checkStaleness && !dr.follower.Current(readStaleness) {
 		return false
 	}
 	need := dr.need.Load()

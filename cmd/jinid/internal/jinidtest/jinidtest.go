@@ -130,6 +130,17 @@ func Binary(t testing.TB) string {
 	return build(t, "github.com/jinid/jinid/cmd/jinid")
 }
 
+// FaultBinary builds the jinid binary with a fault injected on purpose
+// (the build tag jinid_fault_<fault>), once per test process, and
+// returns its path: a test shows its checker catching the fault.
+func FaultBinary(t testing.TB, fault string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped with -short: runs the jinid binary")
+	}
+	return buildTagged(t, "github.com/jinid/jinid/cmd/jinid", "jinid_fault_"+fault)
+}
+
 // FloodTool builds jinidflood, the flood replayer, once per test process
 // (without the race detector, whatever the tests run with: it holds
 // thousands of connections) and returns its path.
@@ -142,9 +153,15 @@ func FloodTool(t testing.TB) string {
 // once.
 func build(t testing.TB, pkg string) string {
 	t.Helper()
+	return buildTagged(t, pkg, "")
+}
+
+// buildTagged is build with a build tag ("": none).
+func buildTagged(t testing.TB, pkg, tag string) string {
+	t.Helper()
 	built.Lock()
 	defer built.Unlock()
-	if p := built.paths[pkg]; p != "" {
+	if p := built.paths[pkg+" "+tag]; p != "" {
 		return p
 	}
 	if built.dir == "" {
@@ -155,12 +172,18 @@ func build(t testing.TB, pkg string) string {
 		built.dir, built.paths = dir, map[string]string{}
 	}
 	bin := filepath.Join(built.dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	args := []string{"build"}
+	if tag != "" {
+		bin += "-" + tag
+		args = append(args, "-tags", tag)
+	}
+	args = append(args, "-o", bin)
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
-	built.paths[pkg] = bin
+	built.paths[pkg+" "+tag] = bin
 	return bin
 }
 

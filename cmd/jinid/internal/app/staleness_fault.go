@@ -1,0 +1,8 @@
+//go:build !jinid_omit_etcd && jinid_fault_stale_reads
+
+package app
+
+// checkStaleness is off in this build: a fault injected on purpose, for
+// the robustness suite to show its checker catching it (staleness.go).
+// No build that ships has the tag.
+const checkStaleness = false
