@@ -314,7 +314,7 @@ func (g *leaseGrantor) doubleRenewals(window time.Duration) []string {
 
 // The checker can fail: a build whose nodes answer reads from their
 // copy without etcd's confirmation that it is current (the fault
-// jinid_fault_stale_reads) serves stale reads at a node cut off from
+// fault_stale_reads) serves stale reads at a node cut off from
 // etcd, and the history is not linearizable within the staleness bound.
 // (The real build in the same scenario: TestClusterRobustness, whose
 // schedule cuts a node off from etcd while reads go to every node.)
@@ -360,7 +360,7 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 			}
 			op.End = time.Now()
 			hist.add(op)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a client's pace, as the writer's
 		}
 	})
 	defer func() { stop(); wg.Wait() }()

@@ -1,10 +1,10 @@
-//go:build !jinid_omit_etcd && !jinid_fault_stale_reads
+//go:build !jinid_omit_etcd && !fault_stale_reads
 
 package app
 
 // checkStaleness has a node's door answer the registry's reads from its
 // copy only while etcd confirms the copy current (readStaleness). The
-// robustness suite builds jinid with jinid_fault_stale_reads, which
+// robustness suite builds jinid with fault_stale_reads, which
 // turns it off, to show that its checker catches the stale reads that
 // follow (cmd/jinid/e2e, TestRobustnessCatchesStaleReads).
 const checkStaleness = true

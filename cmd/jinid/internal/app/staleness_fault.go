@@ -1,4 +1,4 @@
-//go:build !jinid_omit_etcd && jinid_fault_stale_reads
+//go:build !jinid_omit_etcd && fault_stale_reads
 
 package app
 

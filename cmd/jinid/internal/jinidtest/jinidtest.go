@@ -131,14 +131,14 @@ func Binary(t testing.TB) string {
 }
 
 // FaultBinary builds the jinid binary with a fault injected on purpose
-// (the build tag jinid_fault_<fault>), once per test process, and
+// (the build tag fault_<fault>), once per test process, and
 // returns its path: a test shows its checker catching the fault.
 func FaultBinary(t testing.TB, fault string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped with -short: runs the jinid binary")
 	}
-	return buildTagged(t, "github.com/jinid/jinid/cmd/jinid", "jinid_fault_"+fault)
+	return buildTagged(t, "github.com/jinid/jinid/cmd/jinid", "fault_"+fault)
 }
 
 // FloodTool builds jinidflood, the flood replayer, once per test process
