@@ -165,14 +165,16 @@ func TestClusterRobustness(t *testing.T) {
 	wg.Wait()
 
 	ops := hist.ops()
+	began := time.Now()
 	r := regcheck.Check(ops, 2*time.Minute)
+	checked := time.Since(began)
 	counts := map[regcheck.Outcome]int{}
 	for _, o := range ops {
 		counts[o.Outcome]++
 	}
 	t.Logf("faults: %s", strings.Join(faults, "; "))
-	t.Logf("%d operations (%d done, %d failed, %d of unknown outcome), %d checked: linearizable %v",
-		len(ops), counts[regcheck.Done], counts[regcheck.Failed], counts[regcheck.Unknown], r.Checked, r.Linearizable)
+	t.Logf("%d operations (%d done, %d failed, %d of unknown outcome), %d checked in %v: linearizable %v",
+		len(ops), counts[regcheck.Done], counts[regcheck.Failed], counts[regcheck.Unknown], r.Checked, checked.Round(time.Millisecond), r.Linearizable)
 	if r.TimedOut || !r.Linearizable {
 		t.Errorf("the registry's history is not linearizable (reads allowed %v of staleness): timed out %v", readStaleness, r.TimedOut)
 	}
@@ -360,7 +362,10 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 			}
 			op.End = time.Now()
 			hist.add(op)
-			time.Sleep(50 * time.Millisecond) // a client's pace, as the writer's
+			// A read every 250 ms: few reads concurrent within a read's
+			// slack keep the search for a proof of the violation small
+			// (each subset of concurrent reads is a state of its own).
+			time.Sleep(250 * time.Millisecond)
 		}
 	})
 	defer func() { stop(); wg.Wait() }()
@@ -371,8 +376,9 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 	stop()
 	wg.Wait()
 	ops := hist.ops()
+	began := time.Now()
 	r := regcheck.Check(ops, time.Minute)
-	t.Logf("%d operations, %d checked: linearizable %v", len(ops), r.Checked, r.Linearizable)
+	t.Logf("%d operations, %d checked in %v: linearizable %v", len(ops), r.Checked, time.Since(began).Round(time.Millisecond), r.Linearizable)
 	if r.TimedOut || r.Linearizable {
 		t.Errorf("linearizable %v (timed out %v): the stale reads of the faulty build not caught", r.Linearizable, r.TimedOut)
 	}
