@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -35,7 +36,8 @@ const readStaleness = time.Second
 // from the other nodes, and the etcd leader is killed. The registry's
 // history must be linearizable, reads at any node allowed the
 // staleness bound; the leases the renewal service keeps meanwhile must
-// neither lapse nor be renewed by two nodes at once.
+// neither lapse nor be renewed by two nodes at once; every event a node
+// acknowledged to a push mailbox must reach its target.
 //
 // The short run (about 40 s of operations) is in the suite;
 // JINID_ROBUSTNESS_ROUNDS=N repeats its schedule N times (make
@@ -59,6 +61,22 @@ func TestClusterRobustness(t *testing.T) {
 	s.allShardsHeldBy(t, 3)
 	keepLeases(t, s, nodes["node-a"], g, 100)
 	apis := []string{nodes["node-a"].api, nodes["node-b"].api, nodes["node-c"].api}
+	// A push mailbox, fed events through random nodes: every event a
+	// node acknowledged must reach its target.
+	ca := jinidtest.LabClient(t, s.client, nodes["node-a"].api)
+	mb, err := ca.MailboxRegister(t.Context(), 600_000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := jinidtest.NewSink(t, s.client, s.clientIP.String())
+	if err := ca.MailboxEnable(t.Context(), mb.ID, sink.URL+"/push"); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := url.Parse(mb.Listener.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked robustAcks
 
 	var hist robustHistory
 	ctx, stop := context.WithCancel(t.Context())
@@ -72,6 +90,7 @@ func TestClusterRobustness(t *testing.T) {
 		}
 		wg.Go(func() { robustClient(ctx, t, i, cs, &hist) })
 	}
+	wg.Go(func() { feedMailbox(ctx, s, apis, listener.Path, &acked) })
 	defer func() {
 		stop()
 		wg.Wait()
@@ -184,6 +203,74 @@ func TestClusterRobustness(t *testing.T) {
 	g.check(t)
 	if d := g.doubleRenewals(time.Second); len(d) > 0 {
 		t.Errorf("%d leases renewed by two nodes within a second, the first: %s", len(d), d[0])
+	}
+	// Every event acknowledged is pushed (again only as EM allows: the
+	// same source, event ID and sequence number).
+	want := acked.list()
+	pushed := func() map[int]int {
+		got := map[int]int{}
+		for _, e := range sink.Events("/push") {
+			if n, ok := e["seqNum"].(float64); ok {
+				got[int(n)]++
+			}
+		}
+		return got
+	}
+	var last time.Time
+	testenv.Until(t, fmt.Sprintf("the %d events acknowledged pushed", len(want)), func() bool {
+		if time.Since(last) < 100*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		got := pushed()
+		return !slices.ContainsFunc(want, func(seq int) bool { return got[seq] == 0 })
+	})
+	dups := 0
+	for _, n := range pushed() {
+		dups += n - 1
+	}
+	t.Logf("mailbox: %d events acknowledged, all pushed, %d pushed twice", len(want), dups)
+	if len(want) < 100 {
+		t.Errorf("only %d events acknowledged: the feed did not run", len(want))
+	}
+}
+
+// robustAcks are the sequence numbers of the events a node acknowledged.
+type robustAcks struct {
+	mu   sync.Mutex
+	seqs []int
+}
+
+func (a *robustAcks) add(seq int) {
+	a.mu.Lock()
+	a.seqs = append(a.seqs, seq)
+	a.mu.Unlock()
+}
+
+func (a *robustAcks) list() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.seqs)
+}
+
+// feedMailbox posts events, numbered on, to the mailbox listener at path
+// of a random node of apis, from the site's client host, until ctx ends,
+// noting those a node acknowledged.
+func feedMailbox(ctx context.Context, s *clusterSite, apis []string, path string, acked *robustAcks) {
+	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	pick := func(n int) int { v, _ := rand.Int(rand.Reader, big.NewInt(int64(n))); return int(v.Int64()) }
+	for seq := 1; ctx.Err() == nil; seq++ {
+		body := fmt.Sprintf(`{"type":"RemoteEvent","source":{"service":"robust","id":"feed"},"eventID":7,"seqNum":%d}`, seq)
+		resp, err := hc.Post(apis[pick(len(apis))]+path, "application/json", strings.NewReader(body))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNoContent {
+				acked.add(seq)
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // an event source's pace
 	}
 }
 
