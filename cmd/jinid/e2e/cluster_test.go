@@ -860,26 +860,14 @@ func TestClusterMailboxFailover(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
 	a, b := s.pair(t)
-	ca := jinidtest.LabClient(t, s.client, a.api)
-	reg, err := ca.MailboxRegister(t.Context(), 600_000, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := jinidtest.NewSink(t, s.client, s.clientIP.String())
-	if err := ca.MailboxEnable(t.Context(), reg.ID, sink.URL+"/push"); err != nil {
-		t.Fatal(err)
-	}
-	lu, err := url.Parse(reg.Listener.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, sink, listener := s.pushMailbox(t, a)
 	tr := &http.Transport{DialContext: jinidtest.DialFrom(s.client)}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: tr}
 	send := func(seq int) bool {
 		body := fmt.Sprintf(`{"type":"RemoteEvent","source":{"service":"test","id":"feed"},"eventID":7,"seqNum":%d}`, seq)
 		for _, n := range []*clusterNode{a, b} {
-			resp, err := hc.Post(n.api+lu.Path, "application/json", strings.NewReader(body))
+			resp, err := hc.Post(n.api+listener, "application/json", strings.NewReader(body))
 			if err != nil {
 				continue
 			}
@@ -920,6 +908,27 @@ func TestClusterMailboxFailover(t *testing.T) {
 	}
 	t.Logf("an etcd member killed at event %d, %s (pushing) at event %d; all %d events pushed %v later, %d pushed twice",
 		memberAt, pusher.name, killAt, count, time.Since(killed).Round(time.Millisecond), dups)
+}
+
+// pushMailbox registers a push mailbox through node n for the site's
+// client, its target a sink on the client host's "/push", and returns
+// it, the sink and the path of its listener (at any node).
+func (s *clusterSite) pushMailbox(t *testing.T, n *clusterNode) (client.MailboxRegistration, *jinidtest.Sink, string) {
+	t.Helper()
+	c := jinidtest.LabClient(t, s.client, n.api)
+	reg, err := c.MailboxRegister(t.Context(), 600_000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := jinidtest.NewSink(t, s.client, s.clientIP.String())
+	if err := c.MailboxEnable(t.Context(), reg.ID, sink.URL+"/push"); err != nil {
+		t.Fatal(err)
+	}
+	lu, err := url.Parse(reg.Listener.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, sink, lu.Path
 }
 
 // shardHolder is the node of nodes holding the shard of the ID id, as

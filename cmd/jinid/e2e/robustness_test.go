@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -63,19 +62,7 @@ func TestClusterRobustness(t *testing.T) {
 	apis := []string{nodes["node-a"].api, nodes["node-b"].api, nodes["node-c"].api}
 	// A push mailbox, fed events through random nodes: every event a
 	// node acknowledged must reach its target.
-	ca := jinidtest.LabClient(t, s.client, nodes["node-a"].api)
-	mb, err := ca.MailboxRegister(t.Context(), 600_000, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := jinidtest.NewSink(t, s.client, s.clientIP.String())
-	if err := ca.MailboxEnable(t.Context(), mb.ID, sink.URL+"/push"); err != nil {
-		t.Fatal(err)
-	}
-	listener, err := url.Parse(mb.Listener.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, sink, listener := s.pushMailbox(t, nodes["node-a"])
 	var acked robustAcks
 
 	var hist robustHistory
@@ -90,7 +77,7 @@ func TestClusterRobustness(t *testing.T) {
 		}
 		wg.Go(func() { robustClient(ctx, t, i, cs, &hist) })
 	}
-	wg.Go(func() { feedMailbox(ctx, s, apis, listener.Path, &acked) })
+	wg.Go(func() { feedMailbox(ctx, s, apis, listener, &acked) })
 	defer func() {
 		stop()
 		wg.Wait()
@@ -316,11 +303,8 @@ func robustClient(ctx context.Context, t *testing.T, id int, cs []*client.Client
 		switch k := pick(10); {
 		case k < 4:
 			op.Kind, op.Value = regcheck.Put, fmt.Sprintf("c%d-%d", id, n)
-			reg, err := c.Register(rctx, apitypes.Item{ServiceID: key, Types: []string{"org.example.Robust"},
-				Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": op.Value}}}}, 600_000)
-			op.Outcome = writeOutcome(err)
-			if err == nil {
-				leases[key] = reg.Lease.ID
+			if lease := put(rctx, c, &op); lease != "" {
+				leases[key] = lease
 			}
 		case k < 5:
 			op.Kind = regcheck.Delete
@@ -332,19 +316,34 @@ func robustClient(ctx context.Context, t *testing.T, id int, cs []*client.Client
 			op.Outcome = writeOutcome(c.Cancel(rctx, lease))
 		default:
 			op.Kind, op.Slack = regcheck.Get, readStaleness
-			svc, err := c.Get(rctx, key)
-			var ae *client.Error
-			switch {
-			case err == nil:
-				op.Found, op.Value = true, nameOf(svc.Item.Attributes)
-			case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-			default:
-				op.Outcome = regcheck.Failed // no answer: nothing to check
-			}
+			get(rctx, c, &op)
 		}
 		op.End = time.Now()
 		cancel()
 		h.add(op)
+	}
+}
+
+// put registers op.Key again with op.Value as its Name, and notes the
+// outcome in op; it returns the lease, if acknowledged.
+func put(ctx context.Context, c *client.Client, op *regcheck.Op) (lease string) {
+	reg, err := c.Register(ctx, apitypes.Item{ServiceID: op.Key, Types: []string{"org.example.Robust"},
+		Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": op.Value}}}}, 600_000)
+	op.Outcome = writeOutcome(err)
+	return reg.Lease.ID
+}
+
+// get looks op.Key up, noting what it found in op (a read that got no
+// answer is failed: nothing to check).
+func get(ctx context.Context, c *client.Client, op *regcheck.Op) {
+	svc, err := c.Get(ctx, op.Key)
+	var ae *client.Error
+	switch {
+	case err == nil:
+		op.Found, op.Value = true, nameOf(svc.Item.Attributes)
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+	default:
+		op.Outcome = regcheck.Failed
 	}
 }
 
@@ -426,9 +425,8 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 	wg.Go(func() { // writes through the holder
 		for n := 0; ctx.Err() == nil; n++ {
 			op := regcheck.Op{Client: 0, Kind: regcheck.Put, Key: key, Value: fmt.Sprintf("v%d", n), Start: time.Now()}
-			_, err := cw.Register(context.Background(), apitypes.Item{ServiceID: key, Types: []string{"org.example.Robust"},
-				Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": op.Value}}}}, 600_000)
-			op.Outcome, op.End = writeOutcome(err), time.Now()
+			put(context.Background(), cw, &op)
+			op.End = time.Now()
 			hist.add(op)
 			// A write every 200 ms: a read's second of slack spans a
 			// few, which keeps the checker's search small.
@@ -438,15 +436,7 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 	wg.Go(func() { // reads through the node that will be cut off
 		for ctx.Err() == nil {
 			op := regcheck.Op{Client: 1, Kind: regcheck.Get, Key: key, Slack: readStaleness, Start: time.Now()}
-			svc, err := cr.Get(context.Background(), key)
-			var ae *client.Error
-			switch {
-			case err == nil:
-				op.Found, op.Value = true, nameOf(svc.Item.Attributes)
-			case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-			default:
-				op.Outcome = regcheck.Failed
-			}
+			get(context.Background(), cr, &op)
 			op.End = time.Now()
 			hist.add(op)
 			// A read every 250 ms: few reads concurrent within a read's
