@@ -57,6 +57,10 @@ type PolicyConfig struct {
 	// a node. It is called on every check, so it must not wait on the
 	// network.
 	Deployment func() []netip.AddrPort
+	// DeploymentNames, if set, lists the deployment's endpoints given by
+	// name (host:port, etcd's client URLs as configured): a URL naming
+	// one is refused when handed in, before any resolution.
+	DeploymentNames func() []string
 }
 
 // Policy decides which addresses jinid may connect to when it sends a
@@ -73,6 +77,7 @@ type Policy struct {
 	inside func(*url.URL) bool
 	acting func() error
 	infra  func() []netip.AddrPort
+	names  func() []string
 
 	mu     sync.Mutex
 	own    []netip.Addr
@@ -96,7 +101,7 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 		allow[i] = p.Masked()
 	}
 	return &Policy{allow: allow, self: cfg.Self, log: cfg.Logger.With("component", "outbound"), inside: cfg.Inside, acting: cfg.Acting,
-		infra: cfg.Deployment}
+		infra: cfg.Deployment, names: cfg.DeploymentNames}
 }
 
 // strict is the policy of a nil *Policy: the fixed rules, no allowances,
@@ -381,6 +386,15 @@ func (p *Policy) CheckURL(ctx context.Context, what, raw string) error {
 		return fault.New(apitypes.InvalidArgument, "%s %q: a URL with a user name or password is not accepted", what, raw)
 	}
 	host := u.Hostname()
+	port := defaultPort(u)
+	if p.orStrict().names != nil {
+		named := strings.ToLower(strings.TrimSuffix(host, ".")) + ":" + strconv.Itoa(int(port))
+		for _, n := range p.orStrict().names() {
+			if strings.EqualFold(n, named) {
+				return refusedURL(what, raw, fmt.Errorf("%w: %s is an endpoint of this deployment (etcd, or a node of the cluster)", ErrForbidden, named))
+			}
+		}
+	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
@@ -388,7 +402,6 @@ func (p *Policy) CheckURL(ctx context.Context, what, raw string) error {
 		// Names that are loopback by definition (RFC 6761).
 		addrs = []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}
 	}
-	port := defaultPort(u)
 	for _, a := range addrs {
 		if err := p.checkPort(netip.AddrPortFrom(a, port), IsHostLocal(ctx)); err != nil {
 			return refusedURL(what, raw, err)

@@ -329,7 +329,7 @@ func TestDeploymentRefused(t *testing.T) {
 	var infra atomic.Pointer[[]netip.AddrPort]
 	infra.Store(&[]netip.AddrPort{netip.MustParseAddrPort("198.51.100.5:2379"), netip.MustParseAddrPort("[2001:db8::5]:4163")})
 	p := NewPolicy(PolicyConfig{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Deployment: func() []netip.AddrPort { return *infra.Load() }})
+		Deployment: func() []netip.AddrPort { return *infra.Load() }, DeploymentNames: func() []string { return []string{"etcd1.example.org:2379"} }})
 	admin := WithHostLocal(t.Context())
 	for _, tc := range []struct {
 		url string
@@ -342,6 +342,8 @@ func TestDeploymentRefused(t *testing.T) {
 		{"https://[2001:db8::5]:4163/", false},
 		{"jeri://[2001:db8::5]:4163/b5d1ab42-2a43-4a2e-bd35-cba5b2e6b5a1", false},
 		{"jeri://198.51.100.6:4163/b5d1ab42-2a43-4a2e-bd35-cba5b2e6b5a1", true},
+		{"http://ETCD1.example.org.:2379/v3/kv/put", false}, // as given, before any resolution
+		{"http://etcd1.example.org:2380/", true},
 	} {
 		for _, ctx := range []context.Context{t.Context(), admin} {
 			err := p.CheckListener(ctx, "push target", tc.url)

@@ -244,7 +244,7 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	d.limitsMu.Unlock()
 	log := d.log.With("shard", k)
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: log,
-		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment})
+		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment, DeploymentNames: d.deploymentNames})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}

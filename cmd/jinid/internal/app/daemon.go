@@ -530,7 +530,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	// all: any client may name one, and its events are handed over in
 	// the process (the mailbox is made below, before anything is served).
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: d.log,
-		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment})
+		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment, DeploymentNames: d.deploymentNames})
 	out := func(timeout time.Duration) *http1.Client {
 		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
 	}

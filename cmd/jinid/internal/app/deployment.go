@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -104,6 +105,20 @@ func endpointHostPort(raw string) (string, uint16, bool) {
 		port = uint16(p)
 	}
 	return u.Hostname(), port, true
+}
+
+// deploymentNames lists etcd's endpoints given by name, as host:port
+// (lower case): a URL naming one is refused as it is handed in.
+func (d *Daemon) deploymentNames() []string {
+	var out []string
+	for _, raw := range d.cfg.Etcd.Endpoints {
+		if host, port, ok := endpointHostPort(raw); ok {
+			if _, err := netip.ParseAddr(host); err != nil {
+				out = append(out, strings.ToLower(strings.TrimSuffix(host, "."))+":"+strconv.Itoa(int(port)))
+			}
+		}
+	}
+	return out
 }
 
 // deployment lists the deployment's endpoints: etcd's, and every

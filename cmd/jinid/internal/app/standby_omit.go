@@ -83,3 +83,6 @@ func (d *Daemon) deployment() []netip.AddrPort { return nil }
 
 // followTokens: the embedded store's tokens are this process's alone.
 func (d *Daemon) followTokens(context.Context, *access.Tokens) error { return nil }
+
+// deploymentNames: none without a cluster.
+func (d *Daemon) deploymentNames() []string { return nil }
