@@ -625,9 +625,19 @@ func TestClusterRenewalShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := cs[to].MailboxNext(t.Context(), mbox.ID, it, 20_000)
-	if err != nil || !strings.Contains(string(ev), failing) || !strings.Contains(string(ev), apitypes.RenewalFailureEventType) {
-		t.Fatalf("client %d's mailbox, for the failure of %s in client %d's set: %s, %v", to, failing, from, ev, err)
+	// Asked a second at a time (the client's requests have a deadline of
+	// 5 s): the failure comes at the lease's next renewal, seconds away.
+	var ev []byte
+	testenv.Until(t, fmt.Sprintf("client %d's mailbox holding the failure of %s", to, failing), func() bool {
+		e, err := cs[to].MailboxNext(t.Context(), mbox.ID, it, 1_000)
+		if err != nil {
+			t.Fatalf("client %d's mailbox, for the failure of %s in client %d's set: %v", to, failing, from, err)
+		}
+		ev = e
+		return e != nil
+	})
+	if !strings.Contains(string(ev), failing) || !strings.Contains(string(ev), apitypes.RenewalFailureEventType) {
+		t.Fatalf("client %d's mailbox, for the failure of %s in client %d's set: %s", to, failing, from, ev)
 	}
 	t.Logf("the failure of %s (renewed by %s) in the mailbox held by %s", failing, byAddr[by[failing]].name, byAddr[by[fmt.Sprintf("lease-%d-000", to)]].name)
 	delete(sets, failing)
