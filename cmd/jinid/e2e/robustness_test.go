@@ -29,10 +29,11 @@ const readStaleness = time.Second
 
 // The cluster's promises under injected failures, checked on what its
 // clients saw (as etcd's robustness tests check etcd): clients on hosts
-// of their own register, register again, cancel and look up items by
-// ServiceID through random nodes, while nodes are killed and started
-// again (the holder too), a node is cut off from etcd, a node is cut off
-// from the other nodes, and the etcd leader is killed. The registry's
+// of their own register, register again, change the attributes of,
+// cancel and look up items by ServiceID through random nodes, while
+// nodes are killed and started again (the holder too), a node is cut
+// off from etcd, a node is cut off from the other nodes, and the etcd
+// leader is killed. The registry's
 // history must be linearizable, reads at any node allowed the
 // staleness bound; the leases the renewal service keeps meanwhile must
 // neither lapse nor be renewed by two nodes at once; every event a node
@@ -300,13 +301,26 @@ func robustClient(ctx context.Context, t *testing.T, id int, cs []*client.Client
 		// end of the run is of unknown outcome, as any other.
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		op := regcheck.Op{Client: id, Key: key, Start: time.Now()}
-		switch k := pick(10); {
-		case k < 4:
+		switch k := pick(20); {
+		case k < 6:
 			op.Kind, op.Value = regcheck.Put, fmt.Sprintf("c%d-%d", id, n)
 			if lease := put(rctx, c, &op); lease != "" {
 				leases[key] = lease
 			}
-		case k < 5:
+		case k < 9:
+			op.Kind, op.Value = regcheck.Change, fmt.Sprintf("c%d-%d", id, n)
+			named := apitypes.AttributeChange{Set: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": op.Value}}}}
+			err := c.ChangeAttributes(rctx, key, named)
+			var ae *client.Error
+			switch {
+			case err == nil:
+				op.Found = true
+			case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+				op.Outcome = regcheck.Done // done: nothing was there to change
+			default:
+				op.Outcome = writeOutcome(err)
+			}
+		case k < 10:
 			op.Kind = regcheck.Delete
 			lease, ok := leases[key]
 			if !ok {

@@ -26,9 +26,12 @@ const (
 	Delete
 	// Get looks up Key: Found, with Value, or not.
 	Get
+	// Change sets the attributes of the item Key to Value if it is
+	// there: Found says it was (done), or was not (done, nothing changed).
+	Change
 )
 
-func (k Kind) String() string { return [...]string{"put", "delete", "get"}[k] }
+func (k Kind) String() string { return [...]string{"put", "delete", "get", "change"}[k] }
 
 // Outcome is what the client learnt of an operation.
 type Outcome int
@@ -65,6 +68,8 @@ func (o Op) String() string {
 		return fmt.Sprintf("client %d: get %s -> %s", o.Client, o.Key, o.Value)
 	case Put:
 		return fmt.Sprintf("client %d: put %s = %s (%v)", o.Client, o.Key, o.Value, o.Outcome)
+	case Change:
+		return fmt.Sprintf("client %d: change %s to %s (%v, there %v)", o.Client, o.Key, o.Value, o.Outcome, o.Found)
 	}
 	return fmt.Sprintf("client %d: delete %s (%v)", o.Client, o.Key, o.Outcome)
 }
@@ -77,8 +82,9 @@ type input struct {
 }
 
 type output struct {
-	found bool
-	value string
+	found   bool
+	value   string
+	unknown bool // the outcome of a write is not known
 }
 
 // model is the registry, one key at a time: the state is the key's
@@ -103,14 +109,22 @@ func model() porcupine.Model {
 		},
 		Init: func() any { return "" },
 		Step: func(state, in, out any) (bool, any) {
-			s, i := state.(string), in.(input)
+			s, i, o := state.(string), in.(input), out.(output)
 			switch i.kind {
 			case Put:
 				return true, i.value
 			case Delete:
 				return true, ""
+			case Change:
+				switch {
+				case o.unknown && s == "": // nothing to change
+					return true, s
+				case o.unknown, o.found:
+					return s != "", i.value
+				default: // the item was not there
+					return s == "", s
+				}
 			}
-			o := out.(output)
 			if !o.found {
 				return s == "", s
 			}
@@ -127,6 +141,8 @@ func model() porcupine.Model {
 				return "get " + i.key + " -> " + o.value
 			case Put:
 				return "put " + i.key + " = " + i.value
+			case Change:
+				return "change " + i.key + " to " + i.value
 			}
 			return "delete " + i.key
 		},
@@ -158,7 +174,7 @@ func Check(ops []Op, timeout time.Duration) Result {
 			ret = math.MaxInt64
 		}
 		h = append(h, porcupine.Operation{ClientId: o.Client, Input: input{kind: o.Kind, key: o.Key, value: o.Value},
-			Call: call, Output: output{found: o.Found, value: o.Value}, Return: ret})
+			Call: call, Output: output{found: o.Found, value: o.Value, unknown: o.Outcome == Unknown}, Return: ret})
 	}
 	r := porcupine.CheckOperationsTimeout(model(), h, timeout)
 	return Result{Checked: len(h), Linearizable: r == porcupine.Ok, TimedOut: r == porcupine.Unknown}

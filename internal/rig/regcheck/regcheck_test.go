@@ -20,6 +20,9 @@ func TestCheck(t *testing.T) {
 	del := func(c int, o Outcome, from, to int) Op {
 		return Op{Client: c, Kind: Delete, Key: "k", Outcome: o, Start: at(from), End: at(to)}
 	}
+	change := func(c int, v string, there bool, o Outcome, from, to int) Op {
+		return Op{Client: c, Kind: Change, Key: "k", Value: v, Found: there, Outcome: o, Start: at(from), End: at(to)}
+	}
 	for _, tc := range []struct {
 		name string
 		ops  []Op
@@ -36,6 +39,12 @@ func TestCheck(t *testing.T) {
 		{"a failed write has no effect", []Op{put(0, "a", Failed, 0, 10), get(1, "", 20, 30, 0)}, true},
 		{"a delete read back", []Op{put(0, "a", Done, 0, 10), del(0, Done, 20, 30), get(1, "", 40, 50, 0)}, true},
 		{"a deleted item seen again", []Op{put(0, "a", Done, 0, 10), del(0, Done, 20, 30), get(1, "a", 40, 50, 0)}, false},
+		{"a change read back", []Op{put(0, "a", Done, 0, 10), change(0, "b", true, Done, 20, 30), get(1, "b", 40, 50, 0)}, true},
+		{"a change lost", []Op{put(0, "a", Done, 0, 10), change(0, "b", true, Done, 20, 30), get(1, "a", 40, 50, 0)}, false},
+		{"a change of an item not there", []Op{change(0, "b", false, Done, 0, 10), get(1, "", 20, 30, 0)}, true},
+		{"a change said not there, though it was", []Op{put(0, "a", Done, 0, 10), change(0, "b", false, Done, 20, 30)}, false},
+		{"a change of unknown outcome, not there", []Op{change(0, "b", false, Unknown, 0, 10), get(1, "", 20, 30, 0)}, true},
+		{"a change of unknown outcome, seen", []Op{put(0, "a", Done, 0, 10), change(0, "b", false, Unknown, 20, 30), get(1, "b", 40, 50, 0)}, true},
 	} {
 		r := Check(tc.ops, 10*time.Second)
 		if r.TimedOut || r.Linearizable != tc.want {
