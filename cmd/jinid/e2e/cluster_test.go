@@ -187,15 +187,18 @@ func (s *clusterSite) cutOff(n *clusterNode) {
 
 // clusterStatus is jinid cluster status -o json, as the tests read it.
 type clusterStatus struct {
-	Holder     string `json:"holder"`
-	ShardsHeld int    `json:"shardsHeld"`
-	Nodes      []struct {
-		Node, Role string
-		Shards     []string
-	} `json:"nodes"`
-	Etcd []struct {
+	Holder     string       `json:"holder"`
+	ShardsHeld int          `json:"shardsHeld"`
+	Nodes      []statusNode `json:"nodes"`
+	Etcd       []struct {
 		Name, State, Leader string
 	} `json:"etcd"`
+}
+
+// statusNode is a node as jinid cluster status shows it.
+type statusNode struct {
+	Node, Role string
+	Shards     []string
 }
 
 // status runs jinid cluster status -o json on the client host.

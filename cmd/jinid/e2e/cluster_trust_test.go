@@ -159,7 +159,7 @@ func TestClusterTrustBoundary(t *testing.T) {
 			} else {
 				t.Errorf("a renewal set's leases through node-b during the flood: %v", err)
 			}
-			time.Sleep(500 * time.Millisecond) // a client's pace, not a wait for a condition
+			time.Sleep(500 * time.Millisecond) // time is the subject: requests at a client's pace through the 30 s flood
 		}
 		stop()
 		for _, wg := range floods {
@@ -264,12 +264,7 @@ func TestClusterTrustBoundary(t *testing.T) {
 		var st clusterStatus
 		var exit int
 		testenv.Until(t, "every shard held by a live node", func() bool { st, exit = s.status(t); return exit == 0 && st.ShardsHeld == shards.Count })
-		if slices.ContainsFunc(st.Nodes, func(n struct {
-			Node, Role string
-			Shards     []string
-		}) bool {
-			return n.Node == "ghost"
-		}) {
+		if slices.ContainsFunc(st.Nodes, func(n statusNode) bool { return n.Node == "ghost" }) {
 			t.Fatalf("cluster status with a record under no lease: %+v", st)
 		}
 		// Named as a shard's holder, under no lease: status exits 1,

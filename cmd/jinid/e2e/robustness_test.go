@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/rig/regcheck"
 	"github.com/jinid/jinid/internal/rig/testenv"
@@ -84,7 +85,9 @@ func TestClusterRobustness(t *testing.T) {
 		wg.Wait()
 	}()
 
-	load := func(d time.Duration) { time.Sleep(d) } // the workload runs meanwhile: the schedule's time, not a wait for a condition
+	// load lets the clients make n more operations, whatever their
+	// outcome: the workload runs through each fault.
+	load := func(n int) { hist.grow(t, n) }
 	holder := func() *clusterNode {
 		var st clusterStatus
 		var last time.Time
@@ -113,30 +116,30 @@ func TestClusterRobustness(t *testing.T) {
 	}
 	var faults []string
 	for round := range rounds {
-		load(3 * time.Second)
+		load(600)
 
 		victim := standby()
 		faults = append(faults, "SIGKILL "+victim.name+" (waiting)")
 		victim.Kill()
-		load(2 * time.Second)
+		load(300)
 		restart(victim)
 
 		old := holder()
 		faults = append(faults, "SIGKILL "+old.name+" (holding the store)")
 		old.Kill()
 		testenv.Until(t, "another node holding the store", func() bool { st, _ := s.status(t); return st.Holder != "" && st.Holder != old.name })
-		load(2 * time.Second)
+		load(300)
 		restart(old)
 
 		cut := standby()
 		faults = append(faults, "cut "+cut.name+" off from etcd")
 		s.cutOff(cut)
-		load(2 * clusterTTL) // past its lease: it stopped acting, and the others took its shards
+		s.goneFromMembers(t, cut) // past its lease: it stopped acting, and the others took its shards
 		cut.Kill()
 		for _, ip := range s.etcdIPs {
 			cut.h.Heal(ip)
 		}
-		load(time.Second)
+		load(150)
 		restart(cut)
 
 		lone := standby()
@@ -149,12 +152,14 @@ func TestClusterRobustness(t *testing.T) {
 				n.h.CutOff(n.link, lone.link.IPv4)
 			}
 		}
-		load(4 * time.Second)
+		// Through the lone node, changes wait for the client's
+		// deadline: a few operations, not the usual count.
+		load(20)
 		for _, n := range others {
 			lone.h.Heal(n.link.IPv4)
 			n.h.Heal(lone.link.IPv4)
 		}
-		load(2 * time.Second)
+		load(600)
 
 		if round == 0 {
 			// Once: the cluster has three members, and goes on with two.
@@ -166,7 +171,7 @@ func TestClusterRobustness(t *testing.T) {
 				}
 			}
 		}
-		load(4 * time.Second)
+		load(900)
 	}
 	stop()
 	wg.Wait()
@@ -258,7 +263,7 @@ func feedMailbox(ctx context.Context, s *clusterSite, apis []string, path string
 				acked.add(seq)
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // an event source's pace
+		time.Sleep(20 * time.Millisecond) // time is the subject: an event source's pace
 	}
 }
 
@@ -272,6 +277,47 @@ func (h *robustHistory) add(o regcheck.Op) {
 	h.mu.Lock()
 	h.all = append(h.all, o)
 	h.mu.Unlock()
+}
+
+// grow waits until n more operations are recorded.
+func (h *robustHistory) grow(t *testing.T, n int) {
+	t.Helper()
+	h.mu.Lock()
+	want := len(h.all) + n
+	h.mu.Unlock()
+	testenv.Until(t, fmt.Sprintf("%d more operations of the clients", n), func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.all) >= want
+	})
+}
+
+// found counts the reads that found their item.
+func (h *robustHistory) found() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, o := range h.all {
+		if o.Kind == regcheck.Get && o.Found {
+			n++
+		}
+	}
+	return n
+}
+
+// goneFromMembers waits until node n is no member any more (its etcd
+// lease ended) and every shard is held by the others.
+func (s *clusterSite) goneFromMembers(t *testing.T, n *clusterNode) {
+	t.Helper()
+	var last time.Time
+	testenv.Until(t, n.name+" gone from the members, its shards held by the others", func() bool {
+		if time.Since(last) < 200*time.Millisecond {
+			return false
+		}
+		last = time.Now()
+		st, _ := s.status(t)
+		return st.ShardsHeld == shards.Count && !slices.ContainsFunc(st.Nodes, func(m statusNode) bool { return m.Node == n.name })
+	})
 }
 
 func (h *robustHistory) ops() []regcheck.Op {
@@ -442,8 +488,9 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 			put(context.Background(), cw, &op)
 			op.End = time.Now()
 			hist.add(op)
-			// A write every 200 ms: a read's second of slack spans a
-			// few, which keeps the checker's search small.
+			// Time is the subject: a write every 200 ms, so that a
+			// read's second of slack spans a few (the checker's search
+			// stays small).
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
@@ -453,17 +500,17 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 			get(context.Background(), cr, &op)
 			op.End = time.Now()
 			hist.add(op)
-			// A read every 250 ms: few reads concurrent within a read's
-			// slack keep the search for a proof of the violation small
-			// (each subset of concurrent reads is a state of its own).
+			// Time is the subject: a read every 250 ms, so that few
+			// reads are concurrent within a read's slack (each subset of
+			// them is a state of the checker's search of its own).
 			time.Sleep(250 * time.Millisecond)
 		}
 	})
 	defer func() { stop(); wg.Wait() }()
-	load := func(d time.Duration) { time.Sleep(d) } // the workload runs meanwhile: the schedule's time
-	load(time.Second)
+	testenv.Until(t, "the item read through "+b.name, func() bool { return hist.found() >= 3 })
 	s.cutOff(b)
-	load(clusterTTL) // the node's copy stale from the cut until its lease ends
+	// Its copy is stale from the cut until its lease ends.
+	s.goneFromMembers(t, b)
 	stop()
 	wg.Wait()
 	ops := hist.ops()
