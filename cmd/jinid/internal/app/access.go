@@ -197,6 +197,15 @@ func (d *Daemon) peerHost(local netip.Addr) string {
 	return bracket(local)
 }
 
+// apiPort is the port the network API listens on (0 before it does).
+func (d *Daemon) apiPort() int {
+	if d.apiLn == nil {
+		return 0
+	}
+	ap, _ := netip.ParseAddrPort(d.apiLn.Addr().String())
+	return int(ap.Port())
+}
+
 // apiBound is the address the network API listens on.
 func (d *Daemon) apiBound() netip.Addr {
 	ap, _ := netip.ParseAddrPort(d.apiLn.Addr().String())
@@ -212,7 +221,7 @@ func (d *Daemon) apiURL(local netip.Addr) string {
 	if d.cfg.TLSCert != "" {
 		scheme = "https"
 	}
-	port := strconv.Itoa(int(netip.MustParseAddrPort(d.apiLn.Addr().String()).Port()))
+	port := strconv.Itoa(d.apiPort())
 	bound := d.apiBound()
 	switch {
 	case d.cfg.Advertise != "":

@@ -438,8 +438,7 @@ func (d *Daemon) publish(ctx context.Context) {
 	if d.cfg.Store != StoreEtcd {
 		return
 	}
-	apiPort := int(netip.MustParseAddrPort(d.apiLn.Addr().String()).Port())
-	if err := d.store.Publish(ctx, d.nodeAddrs(), apiPort, d.unicastPort()); err != nil {
+	if err := d.store.Publish(ctx, d.nodeAddrs(), d.apiPort(), d.unicastPort()); err != nil {
 		d.log.Warn("telling the other nodes where this one serves", "err", err)
 	}
 }

@@ -150,12 +150,3 @@ func (d *Daemon) deployment() []netip.AddrPort {
 	}
 	return out
 }
-
-// apiPort is the port the API listens on (0 before it does).
-func (d *Daemon) apiPort() int {
-	if d.apiLn == nil {
-		return 0
-	}
-	ap, _ := netip.ParseAddrPort(d.apiLn.Addr().String())
-	return int(ap.Port())
-}

@@ -165,13 +165,7 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 		// Not sent (no connection with the holder had): again, to the
 		// holder as read anew, after a pause (a holder that has not
 		// read this node's record yet refuses it until it does).
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-fctx.Done():
-			t.Stop()
-		}
-		if fctx.Err() != nil {
+		if !shards.Pause(fctx, d) {
 			break
 		}
 		dr.node.Refresh()

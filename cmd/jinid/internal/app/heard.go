@@ -77,6 +77,7 @@ type heardNoter struct {
 	known    discovery.ServiceID // self, once read
 	last     map[discovery.ServiceID]heardFrom
 	sources  map[netip.Addr]int     // how many of last each source noted
+	newest   time.Time              // the latest announcement noted: what ages the others
 	pending  map[string]heardRecord // written by flush, by key
 	gone     map[string]bool        // removed by flush, by key
 	warnings rate.Sometimes         // at most one a minute: a segment's hosts cause them
@@ -117,6 +118,13 @@ func (n *heardNoter) flush() {
 		n.mu.Unlock()
 	}
 	n.mu.Lock()
+	// What was not heard for heardAge is forgotten here, once a flush,
+	// not on the path of every announcement.
+	for id, f := range n.last {
+		if n.newest.Sub(f.at) > heardAge {
+			n.forget(id, f)
+		}
+	}
 	recs, gone := n.pending, n.gone
 	n.pending, n.gone = map[string]heardRecord{}, map[string]bool{}
 	if f, ok := n.last[self]; ok {
@@ -169,10 +177,10 @@ func (n *heardNoter) forget(id discovery.ServiceID, f heardFrom) {
 	n.gone[key] = true
 }
 
-// makeRoom forgets what was not heard for heardAge, and then, for a new
-// lookup service from src, src's oldest past heardPerSource, or the
-// oldest of all past heardMax. n.mu is held.
-func (n *heardNoter) makeRoom(src netip.Addr, now time.Time) {
+// makeRoom makes room for a new lookup service from src: src's oldest
+// goes past heardPerSource, the oldest of all past heardMax. n.mu is
+// held.
+func (n *heardNoter) makeRoom(src netip.Addr) {
 	oldest := func(of func(heardFrom) bool) {
 		var id discovery.ServiceID
 		var at heardFrom
@@ -184,11 +192,6 @@ func (n *heardNoter) makeRoom(src netip.Addr, now time.Time) {
 		}
 		if found {
 			n.forget(id, at)
-		}
-	}
-	for id, f := range n.last {
-		if now.Sub(f.at) > heardAge {
-			n.forget(id, f)
 		}
 	}
 	if n.sources[src] >= heardPerSource {
@@ -207,8 +210,8 @@ func (n *heardNoter) makeRoom(src netip.Addr, now time.Time) {
 
 // note records an announcement heard on this node's segments, at most
 // every heardEvery per lookup service; heardMax lookup services at
-// most, heardPerSource from one source, each forgotten heardAge after
-// it was last heard.
+// most, heardPerSource from one source, each forgotten (by flush)
+// heardAge after it was last heard.
 func (n *heardNoter) note(m mcast.Message) {
 	a := m.Announcement
 	if a == nil {
@@ -239,9 +242,12 @@ func (n *heardNoter) note(m mcast.Message) {
 	case known && last.src != src:
 		// Heard from another host now: counted there.
 		n.forget(a.ServiceID, last)
-		n.makeRoom(src, m.At)
+		n.makeRoom(src)
 	case !known:
-		n.makeRoom(src, m.At)
+		n.makeRoom(src)
+	}
+	if m.At.After(n.newest) {
+		n.newest = m.At
 	}
 	if _, still := n.last[a.ServiceID]; !still {
 		n.sources[src]++

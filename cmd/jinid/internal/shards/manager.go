@@ -346,7 +346,7 @@ func (m *Manager) Serve(k int, w http.ResponseWriter, r *http.Request) {
 			// again), or it may not have read this one's record yet
 			// (a node that just joined is a stranger to it until it
 			// does: its refusal had it read them).
-			if !pause(r.Context(), pauses[attempt-1]) {
+			if !Pause(r.Context(), pauses[attempt-1]) {
 				break
 			}
 			m.cfg.Node.Refresh()
@@ -377,8 +377,9 @@ func NotSentPauses() []time.Duration {
 	return []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, time.Second}
 }
 
-// pause waits d, or until ctx ends (false).
-func pause(ctx context.Context, d time.Duration) bool {
+// Pause waits d, or until ctx ends (false): the pause before a request
+// not sent is tried again (NotSentPauses).
+func Pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
