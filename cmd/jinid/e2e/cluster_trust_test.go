@@ -274,6 +274,12 @@ func TestClusterTrustBoundary(t *testing.T) {
 		if err == nil || !regexp.MustCompile(`07 \("ghost"\)`).Match(out) {
 			t.Fatalf("cluster status with a shard held by no live member: %v\n%s", err, out)
 		}
+		// Named as the store's holder, under no lease: exits 1 naming it.
+		etcd.put(t, "/jinid/.holder", "ghost", "")
+		out, err = s.client.Command(t.Context(), s.bin, append([]string{"cluster", "status"}, s.clusterFlags()...)...).CombinedOutput()
+		if err == nil || !regexp.MustCompile(`held by "ghost", which is no live member`).Match(out) {
+			t.Fatalf("cluster status with the store held by no live member: %v\n%s", err, out)
+		}
 	})
 }
 
