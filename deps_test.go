@@ -156,6 +156,7 @@ var servicesRanks = [][]string{
 	{"services/apitypes"},
 	{"services/store", "services/fault", "services/httpjson", "services/lease", "services/event", "services/outbound", "services/access"},
 	{"services/lookup", "java/javalookup", "services/lds", "services/renewal", "services/mailbox", "services/txn", "services/txn/participant", "services/api/client"},
+	{"services/cluster"}, // the nodes on etcd: places the services' requests, knows them as Placers
 	{"services/api", "services/txn/txntest", "services/store/storetest"}, // a test rig may stand on everything
 }
 
@@ -199,6 +200,16 @@ func TestServicesLayers(t *testing.T) {
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
 		{[]string{"java/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
+		{[]string{"services/cluster"}, append(slices.Clone(core), "services/mailbox"),
+			"the cluster places the services' requests as they say (httpjson.Placer), knowing none but the mailbox's listener path"},
+	}
+	// The cluster is one part the composition root adds: the API
+	// assembles what it is given, and no other part reaches the shards
+	// around it.
+	for pkg, deps := range all {
+		if slices.Contains(deps, "services/cluster") && pkg != "cmd/jinid/internal/app" && pkg != "cmd/jinid" {
+			t.Errorf("%s imports services/cluster: only the composition root adds the cluster (and the CLI reads its placement)", pkg)
+		}
 	}
 	for _, dep := range all["services/apitypes"] {
 		t.Errorf("services/apitypes imports %s: the wire types are a leaf, a client links them alone", dep)
@@ -223,7 +234,7 @@ func TestServicesLayers(t *testing.T) {
 // says; and the test rigs, which are the tests' clients).
 func TestOutboundOnlyThroughOutbound(t *testing.T) {
 	allowed := map[string]bool{"services/outbound": true, "services/api/client": true, "cmd/jinid": true, "internal/http1": true,
-		"cmd/jinid/internal/shards": true}
+		"services/cluster": true}
 	_, rigs := walkImports(t)
 	maps.Copy(allowed, rigs)
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {

@@ -2,14 +2,14 @@
 
 package main
 
-import "github.com/jinid/jinid/cmd/jinid/internal/shards"
+import "github.com/jinid/jinid/services/cluster"
 
 // clusterShards are the names of the shards of a deployment's work,
 // each of which a live node must hold.
 func clusterShards() []string {
-	names := make([]string, shards.Count)
+	names := make([]string, cluster.Count)
 	for k := range names {
-		names[k] = shards.Name(k)
+		names[k] = cluster.Name(k)
 	}
 	return names
 }

@@ -7,6 +7,7 @@ package httpjson
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,6 +94,91 @@ type Service interface {
 	Name() string
 	Prefix() string
 	Routes(Mux)
+}
+
+// Place is where a request belongs when a cluster spreads a service's
+// registrations among shards (docs/cluster.md, "Shards"): with the
+// registration it names (Key: its shard is the key's), with its
+// caller's registrations (Owner: a new one goes where its owner's are,
+// so one client's quota is counted in one place), or, the zero Place,
+// with the deployment's services. Batch marks a batch whose parts may
+// be in several places (the lease grantor's renew and cancel), which
+// the service cuts itself (lease.Grantor.ServeSplit).
+type Place struct {
+	Key   string
+	Owner bool
+	Batch bool
+}
+
+// ByKey places a request with the registration key names ("": with its
+// owner's, a request that makes one).
+func ByKey(key string) Place {
+	if key == "" {
+		return Place{Owner: true}
+	}
+	return Place{Key: key}
+}
+
+// A Placer is a Service whose registrations a cluster spreads among
+// shards: it says where each of its requests belongs, so that the
+// cluster routes them without reading paths or bodies of its own.
+type Placer interface {
+	Service
+	// Place is called with a request its routes matched (r.PathValue
+	// and r.Pattern are set).
+	Place(r *http.Request) Place
+	// Holds says whether this instance holds the registration a key
+	// names: one made before the cluster (a single box's state
+	// imported) is served by the deployment's services, not a shard.
+	Holds(key string) bool
+}
+
+// Here is the place, in a batch cut by where its parts belong
+// (lease.Grantor.ServeSplit), of the parts the deployment's own
+// services hold.
+const Here = -1
+
+// Recorder keeps an answer in memory: a part of a batch, or an answer
+// given in the process, read before it is passed on (or not).
+type Recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *Recorder) Header() http.Header {
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	return r.header
+}
+
+func (r *Recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+func (r *Recorder) Write(p []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+// Status is the status answered (200 if none was written).
+func (r *Recorder) Status() int { return cmp.Or(r.code, http.StatusOK) }
+
+// Body is the body answered.
+func (r *Recorder) Body() []byte { return r.body.Bytes() }
+
+// CopyTo passes the answer on to w.
+func (r *Recorder) CopyTo(w http.ResponseWriter) {
+	for k, v := range r.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(r.Status())
+	w.Write(r.body.Bytes())
 }
 
 // Patterns is a Mux that records the routes registered, for tests that

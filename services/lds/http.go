@@ -18,6 +18,12 @@ import (
 func (s *Service) Name() string   { return "lookup discovery service" }
 func (s *Service) Prefix() string { return "/v1/lds/" }
 
+// Place and Holds spread the service's registrations among a cluster's
+// shards (httpjson.Placer): a request goes with the {id} it names, a
+// new registration with its owner's.
+func (s *Service) Place(r *http.Request) httpjson.Place { return httpjson.ByKey(r.PathValue("id")) }
+func (s *Service) Holds(id string) bool                 { _, err := s.Get(id); return err == nil }
+
 // Routes registers the service's endpoints.
 func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/lds/registrations", s.httpRegister)

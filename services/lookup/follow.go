@@ -103,6 +103,17 @@ func (r *Registrar) Follow(b store.Batch) error {
 	return nil
 }
 
+// FollowsLease says whether a follower's copy holds a live lease of an
+// item by its ID: one of the deployment's leases, not a shard's (a node
+// of a cluster places a lease's requests by it).
+func (r *Registrar) FollowsLease(id string) bool {
+	if r.follower == nil {
+		return false
+	}
+	_, err := r.follower.Get(id)
+	return err == nil
+}
+
 // followedLeases is a follower's copy of the items' leases.
 type followedLeases struct {
 	mu     sync.Mutex

@@ -23,6 +23,19 @@ import (
 func (r *Registrar) Name() string   { return "lookup service" }
 func (r *Registrar) Prefix() string { return "/v1/lookup" }
 
+// Place and Holds spread the notify registrations among a cluster's
+// shards (httpjson.Placer): a new one goes with its owner's; the
+// registry itself is the deployment's. A notify registration is reached
+// afterwards through its lease alone (the lease grantor places it).
+func (r *Registrar) Place(req *http.Request) httpjson.Place {
+	if req.Pattern == NotifyRoute {
+		return httpjson.Place{Owner: true}
+	}
+	return httpjson.Place{}
+}
+
+func (r *Registrar) Holds(string) bool { return false }
+
 // Routes registers the lookup service's endpoints.
 func (r *Registrar) Routes(mux httpjson.Mux) {
 	if r.follower != nil {

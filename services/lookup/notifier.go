@@ -322,6 +322,11 @@ func (n *Notifier) item(key string, raw []byte) *Item {
 func (n *Notifier) Name() string   { return "lookup service's notify registrations" }
 func (n *Notifier) Prefix() string { return "/v1/lookup/notify" }
 
+// Place and Holds place a new notify registration with its owner's
+// (httpjson.Placer), as the registrar does.
+func (n *Notifier) Place(*http.Request) httpjson.Place { return httpjson.Place{Owner: true} }
+func (n *Notifier) Holds(string) bool                  { return false }
+
 func (n *Notifier) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, NotifyRoute, func(w http.ResponseWriter, req *http.Request) {
 		serveNotify(w, req, n.Notify, httpjson.Leases{Now: n.cfg.Grantor.Now})

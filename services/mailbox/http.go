@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jinid/jinid/services/access"
@@ -24,6 +26,24 @@ const MaxPollWait = 25 * time.Second
 // "Event mailbox").
 func (s *Service) Name() string   { return "event mailbox" }
 func (s *Service) Prefix() string { return "/v1/mailbox/" }
+
+// Place and Holds spread the registrations among a cluster's shards
+// (httpjson.Placer): a request goes with the registration it names, a
+// new one with its owner's, and an event for a listener of the shards'
+// mailboxes (their ListenerTag, ShardTag here) with the shard the rest of
+// the listener's ID says; an event for any other listener is this
+// service's to take or refuse.
+func (s *Service) Place(r *http.Request) httpjson.Place {
+	if l := r.PathValue("listener"); l != "" {
+		if rest, ok := strings.CutPrefix(l, s.cfg.ShardTag); ok && s.cfg.ShardTag != "" && rest != "" && !s.IsOwnListener(&url.URL{Path: ListenerPath + l}) {
+			return httpjson.Place{Key: rest}
+		}
+		return httpjson.Place{}
+	}
+	return httpjson.ByKey(r.PathValue("id"))
+}
+
+func (s *Service) Holds(id string) bool { _, err := s.Get(id); return err == nil }
 
 // Routes registers the service's endpoints, its mailbox listeners among
 // them.

@@ -122,6 +122,10 @@ type Config struct {
 	// the service keeps in its store: the shards of a cluster share
 	// one, so that any node knows the cluster's listeners.
 	ListenerTag string
+	// ShardTag, in a cluster, begins the listeners of the shards'
+	// mailboxes (their ListenerTag): an event for one goes to the shard
+	// the rest of its ID says (Place).
+	ShardTag string
 }
 
 // Key names a kind of event: its source and event ID (the unknown-event

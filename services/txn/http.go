@@ -18,6 +18,13 @@ import (
 func (s *Service) Name() string   { return "transaction manager" }
 func (s *Service) Prefix() string { return "/v1/transactions" }
 
+// Place and Holds spread the transactions among a cluster's shards
+// (httpjson.Placer): a request goes with the transaction it names (its
+// participants' joins, links and promotions with it), a new one with
+// its owner's.
+func (s *Service) Place(r *http.Request) httpjson.Place { return httpjson.ByKey(r.PathValue("id")) }
+func (s *Service) Holds(id string) bool                 { _, _, err := s.State(id); return err == nil }
+
 // Routes registers the service's endpoints.
 func (s *Service) Routes(mux httpjson.Mux) {
 	mux.Handle(httpjson.Client, "POST /v1/transactions", s.httpCreate)

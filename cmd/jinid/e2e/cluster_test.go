@@ -23,7 +23,6 @@ import (
 	"github.com/jinid/jinid/announce/dnssd"
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/rig/netlab"
@@ -31,6 +30,7 @@ import (
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/cluster"
 )
 
 // clusterSite is a site of docs/cluster.md on one lab LAN: three etcd
@@ -948,7 +948,7 @@ func (s *clusterSite) pushMailbox(t *testing.T, n *clusterNode) (client.MailboxR
 // jinid cluster status says once the shard is held.
 func (s *clusterSite) shardHolder(t *testing.T, id string, nodes ...*clusterNode) *clusterNode {
 	t.Helper()
-	shard := shards.Name(shards.Of(id))
+	shard := cluster.Name(cluster.Of(id))
 	var holder *clusterNode
 	testenv.Until(t, "shard "+shard+" held", func() bool {
 		st, _ := s.status(t)

@@ -24,11 +24,11 @@ import (
 
 	"github.com/jinid/jinid/cmd/jinid/internal/floodtest"
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/cluster"
 )
 
 // The cluster's trust boundary, attacked as a client with a token, a
@@ -263,7 +263,7 @@ func TestClusterTrustBoundary(t *testing.T) {
 		// come back once its lease is revoked.)
 		var st clusterStatus
 		var exit int
-		testenv.Until(t, "every shard held by a live node", func() bool { st, exit = s.status(t); return exit == 0 && st.ShardsHeld == shards.Count })
+		testenv.Until(t, "every shard held by a live node", func() bool { st, exit = s.status(t); return exit == 0 && st.ShardsHeld == cluster.Count })
 		if slices.ContainsFunc(st.Nodes, func(n statusNode) bool { return n.Node == "ghost" }) {
 			t.Fatalf("cluster status with a record under no lease: %+v", st)
 		}
@@ -286,7 +286,7 @@ func TestClusterTrustBoundary(t *testing.T) {
 // allShardsHeld waits until every shard is held.
 func (s *clusterSite) allShardsHeld(t *testing.T) {
 	t.Helper()
-	testenv.Until(t, "every shard held", func() bool { st, _ := s.status(t); return st.ShardsHeld == shards.Count })
+	testenv.Until(t, "every shard held", func() bool { st, _ := s.status(t); return st.ShardsHeld == cluster.Count })
 }
 
 // postEvent sends a remote event to a listener URL from the client host.

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/cluster"
 )
 
 // Every URL an answer hands a client, through every node, names the
@@ -127,7 +127,7 @@ func (s *clusterSite) allShardsHeldBy(t *testing.T, n int) {
 				holders++
 			}
 		}
-		return st.ShardsHeld == shards.Count && holders == n
+		return st.ShardsHeld == cluster.Count && holders == n
 	})
 }
 

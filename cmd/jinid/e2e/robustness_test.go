@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/rig/regcheck"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/cluster"
 )
 
 // readStaleness is the bound docs/cluster.md promises: a read at any
@@ -316,7 +316,7 @@ func (s *clusterSite) goneFromMembers(t *testing.T, n *clusterNode) {
 		}
 		last = time.Now()
 		st, _ := s.status(t)
-		return st.ShardsHeld == shards.Count && !slices.ContainsFunc(st.Nodes, func(m statusNode) bool { return m.Node == n.name })
+		return st.ShardsHeld == cluster.Count && !slices.ContainsFunc(st.Nodes, func(m statusNode) bool { return m.Node == n.name })
 	})
 }
 

@@ -3,32 +3,26 @@
 package app
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
-	"path"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/cluster"
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
@@ -129,12 +123,12 @@ func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
 // clusterIdentity is how this node proves itself to the others: its
 // certificate the site's CA signed (--cluster-ca), or one made now,
 // whose hash its member record holds.
-func (d *Daemon) clusterIdentity(node string) (*shards.Identity, error) {
+func (d *Daemon) clusterIdentity(node string) (*cluster.Identity, error) {
 	if d.cfg.ClusterCA != "" {
-		return shards.NewSiteIdentity(d.cfg.ClusterCert, d.cfg.ClusterKey, d.cfg.ClusterCA)
+		return cluster.NewSiteIdentity(d.cfg.ClusterCert, d.cfg.ClusterKey, d.cfg.ClusterCA)
 	}
 	d.log.Info("the nodes prove themselves by certificates pinned in their etcd member records: whoever can write the prefix in etcd can add a node; a site CA (--cluster-ca) closes that (docs/cluster.md)")
-	return shards.NewIdentity(node)
+	return cluster.NewIdentity(node)
 }
 
 // joinCluster makes this process a node of the deployment: a key and
@@ -167,7 +161,7 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		return nil, err
 	}
 	d.cluster.managerURL = d.managerURL()
-	peers := shards.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
+	peers := cluster.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
 	d.cluster.node, d.cluster.peers = node, peers
 	// The node's discovery, before its shards' lookup discovery
 	// services hear it.
@@ -175,11 +169,11 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		return nil, err
 	}
 	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.shutdown})
-	mgr := shards.NewManager(shards.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log})
+	mgr := cluster.NewManager(cluster.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log, Metrics: d.obs.metrics})
 	// Only members' addresses get a connection, and only members'
 	// certificates past the TLS handshake, which has a second.
 	tlsLn := peers.Listen(ln)
-	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: shards.HandshakeTimeout, ReadTimeout: 30 * time.Second,
+	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: cluster.HandshakeTimeout, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	// Set before the first shard is built: its services reach the other
 	// shards through it.
@@ -219,7 +213,7 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		peers.Close()
 		return err
 	}})
-	d.log.Info("a node of the cluster", "node", cfg.Node, "cluster_listen", ln.Addr().String(), "shards", shards.Count)
+	d.log.Info("a node of the cluster", "node", cfg.Node, "cluster_listen", ln.Addr().String(), "shards", cluster.Count)
 	return node, nil
 }
 
@@ -229,16 +223,21 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 // only while the shard is this node's (the store's Acting).
 type shardStack struct {
 	shardParts
-	parts   lifecycle.Group
-	handler http.Handler
+	parts    lifecycle.Group
+	handler  http.Handler
+	services []httpjson.Service
 }
 
 func (s *shardStack) Start(ctx context.Context) error    { return s.parts.Start(ctx) }
 func (s *shardStack) Shutdown(ctx context.Context) error { return s.parts.Shutdown(ctx) }
 func (s *shardStack) Handler() http.Handler              { return s.handler }
+func (s *shardStack) Services() []httpjson.Service       { return s.services }
+func (s *shardStack) Inside(listener string) (event.Receiver, bool) {
+	return s.mailbox.Inside(listener)
+}
 
 // buildShard makes shard k's stack on its store.
-func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
+func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
 	d.limitsMu.Lock()
 	lm, perReg, events := d.limits, d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents
 	d.limitsMu.Unlock()
@@ -251,7 +250,7 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	dispatcher := event.New(event.Config{Logger: log, Client: out(outbound.DefaultTimeout),
 		Metrics: d.obs.metrics, OnFailure: d.obs.onDeliveryFailed})
 	grantor := lease.New(st, clock.Real{}, log)
-	newID := func() string { return shards.NewID(k) }
+	newID := func() string { return cluster.NewID(k) }
 	grantor.SetNewID(newID)
 	svc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
 		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
@@ -299,11 +298,13 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 	}
 	setQuotas(grantor, st, lm)
 	mux := http.NewServeMux()
-	for _, svc := range append(plainRoutes(grantor, svc, mb, tm), notifier, ldsSvc) {
+	services := append(plainRoutes(grantor, svc, mb, tm), notifier, ldsSvc)
+	for _, svc := range services {
 		svc.Routes(plainMux{mux})
 	}
 	body := int64(lm.BodyBytes)
 	sh := &shardStack{shardParts: shardParts{store: st, grantor: grantor, renewal: svc, mailbox: mb, txn: tm, notify: notifier, lds: ldsSvc},
+		services: services,
 		handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if body > 0 {
 				r = r.WithContext(httpjson.WithBodyLimit(r.Context(), body))
@@ -339,7 +340,7 @@ func (d *Daemon) buildShard(k int, st *store.Store) (shards.Stack, error) {
 // clusterState is the node's part of a cluster.
 type clusterState struct {
 	// shards is nil without a cluster.
-	shards *shards.Manager
+	shards *cluster.Manager
 	// mailboxTag begins the listeners of the shards' mailboxes.
 	mailboxTag string
 	// managerURL is where the shards' participants call the transaction
@@ -348,7 +349,7 @@ type clusterState struct {
 	// node is this node's membership, peers its way to the others, net
 	// its discovery of lookup services.
 	node  *store.EtcdNode
-	peers *shards.Peers
+	peers *cluster.Peers
 	net   *nodeNet
 	// api is the deployment's API while this node holds the store, for
 	// what the other nodes forward to it (nil otherwise).
@@ -395,16 +396,6 @@ func (d *Daemon) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
 		}})
 }
 
-// ldsRoutes are the lookup discovery service's part of the API: svc's;
-// in a cluster, routed by shard as the renewal service's (a new
-// registration in its owner's shard).
-func (d *Daemon) ldsRoutes(svc *lds.Service) httpjson.Service {
-	if d.cluster.shards == nil {
-		return svc
-	}
-	return sharded{global: svc, m: d.cluster.shards, has: func(id string) bool { _, err := svc.Get(id); return err == nil }}
-}
-
 // serveForwarded has the API h answer what the other nodes forward to
 // it from now on, until the API stops.
 func (d *Daemon) serveForwarded(h http.Handler) {
@@ -419,9 +410,9 @@ func (d *Daemon) serveForwarded(h http.Handler) {
 }
 
 // forwardedAPI is the handler of what the other nodes forward to the
-// deployment's API (shards.HolderAPI).
+// deployment's API (cluster.HolderAPI).
 func (d *Daemon) forwardedAPI() http.Handler {
-	return shards.HolderAPI(func() http.Handler {
+	return cluster.HolderAPI(func() http.Handler {
 		if h := d.cluster.api.Load(); h != nil {
 			return *h
 		}
@@ -457,105 +448,33 @@ func (d *Daemon) shardsHeld() int {
 // clusterListener says u names a listener of the shards' mailboxes
 // (under any host name, as the mailbox's own listeners).
 func (d *Daemon) clusterListener(u *url.URL) bool {
-	_, ok := d.clusterListenerID(u)
+	_, ok := d.clusterInside(u.String())
 	return ok
 }
 
-// clusterListenerID is the listener u names, if one of the shards'
-// mailboxes'.
-func (d *Daemon) clusterListenerID(u *url.URL) (string, bool) {
-	id, ok := strings.CutPrefix(path.Clean(u.Path), mailbox.ListenerPath)
-	if !ok || d.cluster.shards == nil || !strings.HasPrefix(id, d.cluster.mailboxTag) || len(id) <= len(d.cluster.mailboxTag) {
-		return "", false
-	}
-	return id, true
-}
-
 // clusterInside is the receiver, in the process, of a listener of the
-// shards' mailboxes: its event goes to the shard's mailbox here, or at
-// the node holding the shard, without a request to any host.
+// shards' mailboxes: the shard's mailbox here, or at the node holding
+// the shard, without a request to any host.
 func (d *Daemon) clusterInside(listener string) (event.Receiver, bool) {
-	u, err := url.Parse(listener)
-	if err != nil {
+	if d.cluster.shards == nil {
 		return nil, false
 	}
-	id, ok := d.clusterListenerID(u)
-	if !ok {
-		return nil, false
-	}
-	k := shards.Of(id[len(d.cluster.mailboxTag):])
-	return func(body []byte, hops int) (event.Outcome, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), outbound.DefaultTimeout)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://jinid"+mailbox.ListenerPath+id, bytes.NewReader(body))
-		if err != nil {
-			return event.Definite, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(event.HopsHeader, strconv.Itoa(hops))
-		rec := &recorder{header: http.Header{}}
-		d.cluster.shards.Serve(k, rec, req)
-		switch st := rec.status(); {
-		case st < 300:
-			return event.Delivered, nil
-		case st == http.StatusServiceUnavailable || st == http.StatusTooManyRequests:
-			return event.Indefinite, fmt.Errorf("the cluster's mailbox (shard %d) takes no event now (%d)", k, st)
-		default:
-			return event.Definite, fmt.Errorf("the cluster's mailbox (shard %d) refused the event (%d)", k, st)
-		}
-	}, true
+	return d.cluster.shards.Inside(d.cluster.mailboxTag, listener)
 }
 
-// shardRoutes are the lease grantor's, the renewal service's, the
-// mailbox's and the transaction manager's parts of the API: as they
-// are on one box; in a cluster, routed to the shard of the set, lease,
-// registration, listener or transaction a request names (here, or at the node holding it), what the deployment's
-// own store holds (a single box's state imported) served here.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
+// placed are the services with their requests spread among the shards
+// as each places them (cluster.Manager.Route): those of the
+// deployment's own store (a single box's state imported) served here.
+func (d *Daemon) placed(svcs []httpjson.Service) []httpjson.Service {
 	if d.cluster.shards == nil {
-		return plainRoutes(g, r, m, t)
+		return svcs
 	}
-	out := []httpjson.Service{shardedLeases{g, d.cluster.shards}, shardedRenewal(r, d.cluster.shards),
-		shardedMailbox(m, d.cluster.shards, d.cluster.mailboxTag)}
-	if t != nil {
-		out = append(out, shardedTxn(t, d.cluster.shards))
+	out := make([]httpjson.Service, len(svcs))
+	for i, svc := range svcs {
+		out[i] = d.cluster.shards.Route(svc)
 	}
 	return out
 }
-
-// lookupRoutes are the lookup service's part of the API: the
-// registrar's; in a cluster, a new notify registration made in the
-// shard of its owner (the registrar keeps those of a single box's state
-// imported, and those of Java clients).
-func (d *Daemon) lookupRoutes() httpjson.Service {
-	if d.cluster.shards == nil {
-		return d.registrar
-	}
-	return shardedNotify{d.registrar, d.cluster.shards}
-}
-
-// shardedNotify routes the lookup service's notify route by its
-// owner's shard.
-type shardedNotify struct {
-	*lookup.Registrar
-	m *shards.Manager
-}
-
-func (s shardedNotify) Routes(mux httpjson.Mux) {
-	s.Registrar.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		if pattern == lookup.NotifyRoute {
-			h = func(w http.ResponseWriter, r *http.Request) {
-				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
-			}
-		}
-		mux.Handle(need, pattern, h)
-	}))
-}
-
-// muxFunc adapts a function to httpjson.Mux.
-type muxFunc func(need httpjson.Need, pattern string, h http.HandlerFunc)
-
-func (f muxFunc) Handle(need httpjson.Need, pattern string, h http.HandlerFunc) { f(need, pattern, h) }
 
 // plainMux registers a shard's routes with no guard: the caller was
 // checked where its request came in (its principal is in the context).
@@ -563,223 +482,4 @@ type plainMux struct{ *http.ServeMux }
 
 func (m plainMux) Handle(_ httpjson.Need, pattern string, h http.HandlerFunc) {
 	m.HandleFunc(pattern, h)
-}
-
-// sharded routes a service's requests by shard: a new item's (a route
-// without {id}) to the shard of its owner (shards.ForOwner), an item's
-// to the shard its ID says, unless the deployment's own service holds it
-// (has: a single box's state imported is served here). other, if set,
-// places the requests it knows first (the mailbox's listeners).
-type sharded struct {
-	global httpjson.Service
-	m      *shards.Manager
-	has    func(id string) bool
-	other  func(r *http.Request) (k int, here, ok bool)
-}
-
-func (s sharded) Name() string   { return s.global.Name() }
-func (s sharded) Prefix() string { return s.global.Prefix() }
-
-func (s sharded) Routes(mux httpjson.Mux) {
-	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			if s.other != nil {
-				if k, here, ok := s.other(r); ok {
-					if here {
-						h(w, r)
-					} else {
-						s.m.Serve(k, w, r)
-					}
-					return
-				}
-			}
-			id := r.PathValue("id")
-			switch {
-			case id == "":
-				s.m.Serve(shards.ForOwner(access.PrincipalOf(r.Context()).Owner()), w, r)
-			case s.has(id):
-				h(w, r)
-			default:
-				s.m.Serve(shards.Of(id), w, r)
-			}
-		})
-	}))
-}
-
-// shardedRenewal routes the renewal service's requests.
-func shardedRenewal(global *renewal.Service, m *shards.Manager) sharded {
-	return sharded{global: global, m: m, has: func(id string) bool { _, err := global.Get(id); return err == nil }}
-}
-
-// shardedMailbox routes the mailbox's requests; an event for one of the
-// shards' listeners (the cluster's tag) goes to the shard the rest of
-// its ID says.
-func shardedMailbox(global *mailbox.Service, m *shards.Manager, tag string) sharded {
-	return sharded{global: global, m: m, has: func(id string) bool { _, err := global.Get(id); return err == nil },
-		other: func(r *http.Request) (int, bool, bool) {
-			l := r.PathValue("listener")
-			if l == "" {
-				return 0, false, false
-			}
-			if rest, ok := strings.CutPrefix(l, tag); ok && rest != "" && !global.IsOwnListener(&url.URL{Path: mailbox.ListenerPath + l}) {
-				return shards.Of(rest), false, true
-			}
-			return 0, true, true
-		}}
-}
-
-// shardedTxn routes the transaction manager's requests: a
-// transaction's participants' joins, its links and a promotion into it
-// go where it is.
-func shardedTxn(global *txn.Service, m *shards.Manager) sharded {
-	return sharded{global: global, m: m, has: func(id string) bool { _, _, err := global.State(id); return err == nil }}
-}
-
-// shardedLeases routes the lease endpoints: a lease the deployment's own
-// grantor holds is served here, any other at the shard its ID says; a
-// batch is cut by where its leases are, and the answers put together in
-// its order.
-type shardedLeases struct {
-	global *lease.Grantor
-	m      *shards.Manager
-}
-
-func (s shardedLeases) Name() string   { return s.global.Name() }
-func (s shardedLeases) Prefix() string { return s.global.Prefix() }
-
-func (s shardedLeases) Routes(mux httpjson.Mux) {
-	s.global.Routes(muxFunc(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			if id := r.PathValue("id"); id != "" {
-				if _, err := s.global.Get(id); err == nil {
-					h(w, r)
-				} else {
-					s.m.Serve(shards.Of(id), w, r)
-				}
-				return
-			}
-			s.batch(w, r, h)
-		})
-	}))
-}
-
-// here is the destination of a batch's leases that the deployment's own
-// grantor holds.
-const here = -1
-
-// batch serves a batch (renew or cancel) whose leases may be in several
-// shards: each part where its leases are, its results put back in the
-// batch's order. A batch that does not read, or is too large, is the
-// deployment's grantor's to refuse, as on one box.
-func (s shardedLeases) batch(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
-	body, err := httpjson.Body(r)
-	if err != nil {
-		httpjson.WriteError(w, err)
-		return
-	}
-	whole := func() {
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
-		h(w, r)
-	}
-	var top map[string]json.RawMessage
-	if int64(len(body)) > httpjson.BodyLimit(r) || json.Unmarshal(body, &top) != nil || len(top) != 1 {
-		whole()
-		return
-	}
-	var field string
-	for f := range top {
-		field = f
-	}
-	var elems []json.RawMessage
-	if (field != "leases" && field != "ids") || json.Unmarshal(top[field], &elems) != nil || elems == nil ||
-		s.global.CheckBatch(len(elems)) != nil {
-		whole()
-		return
-	}
-	parts := map[int][]int{} // destination: the elements' places
-	for i, e := range elems {
-		var id string
-		if field == "leases" {
-			var l struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(e, &l) != nil {
-				whole()
-				return
-			}
-			id = l.ID
-		} else if json.Unmarshal(e, &id) != nil {
-			whole()
-			return
-		}
-		dest := here
-		if _, err := s.global.Get(id); err != nil && id != "" {
-			dest = shards.Of(id)
-		}
-		parts[dest] = append(parts[dest], i)
-	}
-	if len(parts) == 1 && parts[here] != nil {
-		whole()
-		return
-	}
-	results := make([]json.RawMessage, len(elems))
-	for dest, places := range parts {
-		sub := make([]json.RawMessage, len(places))
-		for j, i := range places {
-			sub[j] = elems[i]
-		}
-		raw, _ := json.Marshal(map[string][]json.RawMessage{field: sub})
-		subReq := r.Clone(r.Context())
-		subReq.Body, subReq.ContentLength = io.NopCloser(bytes.NewReader(raw)), int64(len(raw))
-		rec := &recorder{header: http.Header{}}
-		if dest == here {
-			h(rec, subReq)
-		} else {
-			s.m.Serve(dest, rec, subReq)
-		}
-		var answer struct {
-			Results []json.RawMessage `json:"results"`
-		}
-		if rec.status() != http.StatusOK || json.Unmarshal(rec.body.Bytes(), &answer) != nil || len(answer.Results) != len(places) {
-			// A part refused (the shard moving, say): the batch's
-			// answer is that part's.
-			rec.copyTo(w)
-			return
-		}
-		for j, i := range places {
-			results[i] = answer.Results[j]
-		}
-	}
-	httpjson.Write(w, http.StatusOK, map[string][]json.RawMessage{"results": results})
-}
-
-// recorder keeps a part's answer.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.body.Write(p)
-}
-
-func (r *recorder) status() int { return cmp.Or(r.code, http.StatusOK) }
-
-func (r *recorder) copyTo(w http.ResponseWriter) {
-	for k, v := range r.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(r.status())
-	w.Write(r.body.Bytes())
 }

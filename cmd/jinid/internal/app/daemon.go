@@ -587,7 +587,7 @@ func (d *Daemon) build(ctx context.Context) error {
 		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
 		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
 		MaxBytesPerRegistration: int64(d.limits.MailboxBytesPerRegistration), MaxBytes: int64(d.limits.MailboxBytes),
-		Client: out(outbound.DefaultTimeout)})
+		Client: out(outbound.DefaultTimeout), ShardTag: d.cluster.mailboxTag})
 	if err != nil {
 		return err
 	}
@@ -646,7 +646,8 @@ func (d *Daemon) build(ctx context.Context) error {
 	}
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
-	services := append([]httpjson.Service{d.lookupRoutes(), d.ldsRoutes(ldsSvc), tokens}, d.shardRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)
+	// In a cluster, each service's requests go where it places them.
+	services := append(d.placed(append([]httpjson.Service{d.registrar, ldsSvc}, plainRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)), tokens)
 	var notRun []api.NotRun
 	if txnSvc == nil {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})

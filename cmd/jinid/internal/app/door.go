@@ -3,9 +3,11 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -15,11 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jinid/jinid/cmd/jinid/internal/shards"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/cluster"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lookup"
@@ -47,7 +49,7 @@ const (
 // the registry's reads (the lookup service's GET routes and queries)
 // from a copy of the registry in memory, fed by an etcd watch
 // (store.Follower), and forwards everything else to the holder over the
-// cluster listener (shards.Peers.ForwardAPI), with the caller as this
+// cluster listener (cluster.Peers.ForwardAPI), with the caller as this
 // node authenticated it against its copy of the tokens. What a client
 // changed through this node it reads back through it at once: the
 // holder's answer carries the revision of its store, and is passed on
@@ -57,7 +59,9 @@ type door struct {
 	follower *store.Follower
 	reg      *lookup.Registrar
 	tokens   *access.Tokens
-	peers    *shards.Peers
+	peers    *cluster.Peers
+	shards   *cluster.Manager
+	guard    *access.Guard
 	node     *store.EtcdNode
 	holder   func(context.Context) store.Member
 	srv      *http1.Server
@@ -72,7 +76,7 @@ type door struct {
 // startDoor starts the door's copy and serves ln (the API listener,
 // not yet TLS-wrapped) with it.
 func (d *Daemon) startDoor(ctx context.Context, ln, sock net.Listener, holder func(context.Context) store.Member) (*door, error) {
-	dr := &door{d: d, peers: d.cluster.peers, node: d.cluster.node, holder: holder,
+	dr := &door{d: d, peers: d.cluster.peers, shards: d.cluster.shards, node: d.cluster.node, holder: holder,
 		reg: lookup.NewFollower(lookup.Config{Logger: d.log.With("service", "lookup", "copy", true), UnicastPort: func() int { return d.cfg.DiscoveryPort },
 			PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}),
 		tokens: access.NewFollowingTokens(nil, d.log)}
@@ -89,8 +93,9 @@ func (d *Daemon) startDoor(ctx context.Context, ln, sock net.Listener, holder fu
 			return nil, err
 		}
 	}
-	guard := access.NewGuard(access.GuardConfig{Tokens: dr.tokens, Anonymous: d.cfg.Anonymous, Host: dr.hostAllowed, Logger: d.log})
-	h := api.New(api.Config{Services: []httpjson.Service{copyReads{dr.reg, dr}}, Guard: guard, BodyBytes: int64(d.limits.BodyBytes),
+	dr.guard = access.NewGuard(access.GuardConfig{Tokens: dr.tokens, Anonymous: d.cfg.Anonymous, Host: dr.hostAllowed, Logger: d.log})
+	// /metrics is this node's own: each node is scraped for its part.
+	h := api.New(api.Config{Services: []httpjson.Service{copyReads{dr.reg, dr}}, Guard: dr.guard, BodyBytes: int64(d.limits.BodyBytes), Metrics: d.obs.metrics,
 		Logger: d.log, Ready: dr.ready, Fallback: http.HandlerFunc(dr.forward)})
 	dr.srv = &http1.Server{Handler: h, ConnContext: d.connContext, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
@@ -134,11 +139,15 @@ func (dr *door) local(ctx context.Context) bool {
 	return dr.follower.Wait(wctx, need) == nil
 }
 
-// forward has the holder answer r.
+// forward has the node holding r's shard answer it, if its service
+// places it in one (toShard), and the holder otherwise.
 func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 	body, err := httpjson.Body(r)
 	if err != nil {
 		httpjson.WriteError(w, err)
+		return
+	}
+	if dr.toShard(w, r, body) {
 		return
 	}
 	holder := func() store.Member {
@@ -158,14 +167,14 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 	fctx, cancel := context.WithTimeout(r.Context(), forwardWait)
 	defer cancel()
 	err = dr.peers.ForwardAPI(w, r.WithContext(fctx), body, m, seen)
-	for _, d := range shards.NotSentPauses() {
+	for _, d := range cluster.NotSentPauses() {
 		if err == nil {
 			break
 		}
 		// Not sent (no connection with the holder had): again, to the
 		// holder as read anew, after a pause (a holder that has not
 		// read this node's record yet refuses it until it does).
-		if !shards.Pause(fctx, d) {
+		if !cluster.Pause(fctx, d) {
 			break
 		}
 		dr.node.Refresh()
@@ -178,6 +187,62 @@ func (dr *door) forward(w http.ResponseWriter, r *http.Request) {
 			"the node holding the store (%s) could not be reached; the request was not sent: try again in a second (another takes over within the cluster's lease)", fault.Short(m.Node)))
 	}
 }
+
+// toShard serves r at the node holding its shard (this one, or another
+// over the peers: never through the holder of the store), when the
+// shards' services place it in one, and says whether it did. A lease
+// the copy knows as an item's is the deployment's (the holder's). A
+// registration its shard does not know (404: one made before the
+// cluster, which the deployment's services keep) is the holder's to
+// answer after all; nothing was done.
+func (dr *door) toShard(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	p, ok := dr.shards.Place(r)
+	if !ok || p.Key != "" && dr.reg.FollowsLease(p.Key) {
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	uw := &unknownWriter{ResponseWriter: w, header: http.Header{}}
+	dr.guard.Require(p.Need, func(w http.ResponseWriter, r *http.Request) { dr.shards.Serve(p.Shard, w, r) })(uw, r)
+	return !uw.unknown
+}
+
+// unknownWriter passes an answer on, unless it is 404 (Not Found):
+// then it passes nothing, and says so.
+type unknownWriter struct {
+	http.ResponseWriter
+	header  http.Header
+	wrote   bool
+	unknown bool
+}
+
+func (w *unknownWriter) Header() http.Header { return w.header }
+
+func (w *unknownWriter) WriteHeader(code int) {
+	if w.wrote || w.unknown {
+		return
+	}
+	if code == http.StatusNotFound {
+		w.unknown = true
+		return
+	}
+	w.wrote = true
+	for k, v := range w.header {
+		w.ResponseWriter.Header()[k] = v
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *unknownWriter) Write(p []byte) (int, error) {
+	if !w.wrote && !w.unknown {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.unknown {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *unknownWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ready is the door's readiness: its copy is current, and the holder
 // known.

@@ -16,11 +16,7 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
-	"github.com/jinid/jinid/services/lease"
-	"github.com/jinid/jinid/services/mailbox"
-	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/services/txn"
 )
 
 // standby is nothing in a build without etcd: there is no other node to
@@ -44,23 +40,15 @@ func (d *Daemon) shareNetwork(c lds.Config) lds.Config { return c }
 // shareDiscovery does nothing: there are no other nodes.
 func (d *Daemon) shareDiscovery(*lifecycle.Group, *lds.Service) {}
 
-// ldsRoutes is svc's own: one box has no shards.
-func (d *Daemon) ldsRoutes(svc *lds.Service) httpjson.Service { return svc }
-
 // clusterState is nothing in a build without etcd (cluster.go).
-type clusterState struct{}
+type clusterState struct{ mailboxTag string }
 
 func (d *Daemon) openEtcd(context.Context) (*store.Store, error) {
 	return nil, errors.New("this jinid is built without etcd (as the router build is): use the full build")
 }
 
-// shardRoutes are the services themselves: one box has no shards.
-func (d *Daemon) shardRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *txn.Service) []httpjson.Service {
-	return plainRoutes(g, r, m, t)
-}
-
-// lookupRoutes are the registrar's own: one box has no shards.
-func (d *Daemon) lookupRoutes() httpjson.Service { return d.registrar }
+// placed are the services themselves: one box has no shards.
+func (d *Daemon) placed(svcs []httpjson.Service) []httpjson.Service { return svcs }
 
 // eachShard has none to call f with.
 func (d *Daemon) eachShard(func(shardParts)) {}

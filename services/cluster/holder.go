@@ -1,6 +1,6 @@
 //go:build !jinid_omit_etcd
 
-package shards
+package cluster
 
 import (
 	"net/http"

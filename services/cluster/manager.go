@@ -1,6 +1,6 @@
 //go:build !jinid_omit_etcd
 
-package shards
+package cluster
 
 import (
 	"bytes"
@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/apitypes"
+	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
@@ -40,6 +42,13 @@ type Stack interface {
 	// the request's context already: its token (or address) was checked
 	// where the request came in.
 	Handler() http.Handler
+	// Services are the shard's parts of the API: where each places its
+	// requests (httpjson.Placer) is how a node places one it does not
+	// serve itself (Manager.Place).
+	Services() []httpjson.Service
+	// Inside is the receiver, in the process, of one of the shard's
+	// mailbox listeners (mailbox.Service.Inside).
+	Inside(listener string) (event.Receiver, bool)
 }
 
 // Config gives a Manager its dependencies.
@@ -56,6 +65,8 @@ type Config struct {
 	// Wait bounds how long a request for a shard this node is to hold
 	// waits for it to be taken: 3 s if 0.
 	Wait time.Duration
+	// Metrics, if set, counts the requests other nodes forward here.
+	Metrics *metrics.Registry
 }
 
 // Manager holds the shards rendezvous hashing gives this node, and lets
@@ -69,6 +80,11 @@ type Manager struct {
 	slots   [Count]*slot
 	retry   [Count]time.Time // a shard whose stack failed is tried again from then
 	stopped bool
+
+	placing placing
+	// forwarded counts the requests other nodes forwarded here, by what
+	// for: the deployment's API ("api") or a shard ("shard").
+	forwarded *metrics.Counter
 }
 
 // slot is a shard this node holds, or waits to hold.
@@ -91,7 +107,9 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "shards")}
+	m := &Manager{cfg: cfg, log: cfg.Logger.With("component", "shards"),
+		forwarded: cfg.Metrics.Counter("jinid_cluster_forwarded_total",
+			`Requests other nodes of the cluster forwarded to this one, by what for: the deployment's API ("api", this node holding the store) or a shard this node holds ("shard").`, "for")}
 	m.loop = lifecycle.Every(cfg.Every, m.rebalance)
 	return m
 }
@@ -212,6 +230,7 @@ func (m *Manager) take(k int) *slot {
 			st.Close()
 			return
 		}
+		m.placing.learn(stack.Services())
 		sl.stack = stack
 		close(sl.ready)
 		m.log.Info("holding a shard", "shard", k)
@@ -398,9 +417,11 @@ func Pause(ctx context.Context, d time.Duration) bool {
 func (m *Manager) PeerHandler(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(shardHeader) == "" && r.Header.Get(baseHeader) != "" {
+			m.forwarded.Inc("api")
 			api.ServeHTTP(w, r)
 			return
 		}
+		m.forwarded.Inc("shard")
 		k, err := strconv.Atoi(r.Header.Get(shardHeader))
 		if err != nil || k < 0 || k >= Count {
 			httpjson.WriteError(w, fault.New(apitypes.InvalidArgument, "a forwarded request names no shard (%s)", shardHeader))

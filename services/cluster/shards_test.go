@@ -1,4 +1,4 @@
-package shards
+package cluster
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
 //go:build !jinid_omit_etcd
 
-package shards
+package cluster
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/event"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/store"
 )
 
@@ -75,6 +77,8 @@ func (s *fakeStack) Shutdown(context.Context) error { close(s.stopped); return n
 func (s *fakeStack) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(strconv.Itoa(s.k))) })
 }
+func (s *fakeStack) Services() []httpjson.Service         { return nil }
+func (s *fakeStack) Inside(string) (event.Receiver, bool) { return nil, false }
 
 var _ lifecycle.Service = (*fakeStack)(nil)
 

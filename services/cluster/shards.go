@@ -17,7 +17,7 @@
 // route a request for it; a client's new items go to the shard its
 // owner key hashes to (ForOwner), so one client's quotas are counted in
 // one place.
-package shards
+package cluster
 
 import (
 	"fmt"
