@@ -49,6 +49,7 @@ type LookupService struct {
 
 	mu       sync.Mutex
 	answered int // connect-backs made
+	accepted int // unicast discovery connections taken
 	seq      int64
 }
 
@@ -123,6 +124,13 @@ func (l *LookupService) ConnectBacks() int {
 	return l.answered
 }
 
+// Contacts reports how many unicast discovery connections it took.
+func (l *LookupService) Contacts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.accepted
+}
+
 func (l *LookupService) respond(host string) func(unicast.Request) (*unicast.Response, error) {
 	return func(q unicast.Request) (*unicast.Response, error) {
 		if q.Version != l.cfg.Version {
@@ -142,6 +150,9 @@ func (l *LookupService) serve() {
 		if err != nil {
 			return
 		}
+		l.mu.Lock()
+		l.accepted++
+		l.mu.Unlock()
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -158,108 +156,5 @@ func TestClusterStandbySocket(t *testing.T) {
 	b.serving(t)
 	if out, err := cli("token", "list"); err != nil || !strings.Contains(out, "ops") {
 		t.Fatalf("the tokens on the socket of the standby that took over: %v\n%s", err, out)
-	}
-}
-
-// A write for a shard held on the node that receives it is served there
-// (no request to the holder of the store, none to another node), and
-// one for a shard held elsewhere goes straight to that node, never
-// through the holder: each node counts the requests other nodes forward
-// to it (jinid_cluster_forwarded_total).
-func TestClusterWalksAreStraight(t *testing.T) {
-	t.Parallel()
-	s := newClusterSite(t)
-	a := s.node(t, "node-a")
-	a.serving(t)
-	b, c := s.node(t, "node-b"), s.node(t, "node-c")
-	b.waiting(t)
-	c.waiting(t)
-	s.allShardsHeldBy(t, 3)
-	// A client whose shard node-b (not the holder) holds.
-	var h *netlab.Host
-	for i := 0; h == nil; i++ {
-		if i == 16 {
-			t.Fatal("no client host of 16 has its shard held by node-b")
-		}
-		try := s.lab.Host(fmt.Sprintf("client%d", i))
-		try.Attach(s.lan)
-		mb, err := jinidtest.LabClient(t, try, a.api).MailboxRegister(t.Context(), 60_000, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.shardHolder(t, mb.ID, a, b, c) == b {
-			h = try
-		}
-	}
-	tr := &http.Transport{DialContext: jinidtest.DialFrom(h)}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
-	forwarded := func() map[string]int {
-		out := map[string]int{}
-		for _, n := range []*clusterNode{a, b, c} {
-			resp, err := hc.Get(n.api + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("%s's /metrics: %s", n.name, resp.Status)
-			}
-			for _, line := range strings.Split(string(body), "\n") {
-				var what string
-				var v int
-				if _, err := fmt.Sscanf(line, `jinid_cluster_forwarded_total{for=%q} %d`, &what, &v); err == nil {
-					out[n.name+" "+what] = v
-				}
-			}
-		}
-		return out
-	}
-	// writes makes and changes a client's registrations through n.
-	writes := func(n *clusterNode) int {
-		cl := jinidtest.LabClient(t, h, n.api)
-		ctx := t.Context()
-		ops := 0
-		check := func(what string, err error) {
-			t.Helper()
-			ops++
-			if err != nil {
-				t.Fatalf("%s through %s: %v", what, n.name, err)
-			}
-		}
-		mb, err := cl.MailboxRegister(ctx, 600_000, true)
-		check("a mailbox registration", err)
-		set, err := cl.RenewalCreate(ctx, 600_000)
-		check("a renewal set", err)
-		tx, err := cl.TxnCreate(ctx, 600_000)
-		check("a transaction", err)
-		for _, l := range []apitypes.Lease{mb.Lease, set.Lease, tx.Lease} {
-			_, _, err := cl.Renew(ctx, l.ID, 600_000)
-			check("renewing a lease", err)
-		}
-		_, err = cl.MailboxGet(ctx, mb.ID)
-		check("reading the mailbox registration", err)
-		_, err = cl.TxnCommit(ctx, tx.ID, 0)
-		check("committing the transaction", err)
-		for _, l := range []apitypes.Lease{mb.Lease, set.Lease} {
-			check("cancelling a lease", cl.Cancel(ctx, l.ID))
-		}
-		return ops
-	}
-	before := forwarded()
-	ops := writes(b)
-	if after := forwarded(); !maps.Equal(before, after) {
-		t.Errorf("%d writes through node-b for its own shard: requests forwarded between the nodes: %v, before %v; want none", ops, after, before)
-	}
-	// Through node-c, the same client's writes go to node-b alone.
-	before = forwarded()
-	ops = writes(c)
-	after := forwarded()
-	if after["node-a api"] != before["node-a api"] || after["node-a shard"] != before["node-a shard"] {
-		t.Errorf("writes through node-c for node-b's shard reached the holder of the store: %v, before %v", after, before)
-	}
-	if got := after["node-b shard"] - before["node-b shard"]; got != ops {
-		t.Errorf("writes through node-c for node-b's shard: %d forwarded to node-b, want %d", got, ops)
 	}
 }

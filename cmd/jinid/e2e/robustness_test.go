@@ -285,11 +285,23 @@ func (h *robustHistory) grow(t *testing.T, n int) {
 	h.mu.Lock()
 	want := len(h.all) + n
 	h.mu.Unlock()
-	testenv.Until(t, fmt.Sprintf("%d more operations of the clients", n), func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.all) >= want
-	})
+	// The clients go at the pace the machine allows: what must not
+	// happen is that they stop, so each operation recorded starts the
+	// wait anew.
+	last := -1
+	for {
+		var now int
+		testenv.Until(t, fmt.Sprintf("%d more operations of the clients (no operation ended meanwhile)", n), func() bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			now = len(h.all)
+			return now >= want || now > last
+		})
+		if now >= want {
+			return
+		}
+		last = now
+	}
 }
 
 // found counts the reads begun after since that found their item.

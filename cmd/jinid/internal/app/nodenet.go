@@ -27,16 +27,22 @@ import (
 // it; and what the other nodes heard on theirs, from their records in
 // the store (heard.go), handed over as if heard here. What its segments
 // announce it notes there for them. Each lookup discovery service's
-// engine takes it all through one fan-out. With multicast off there is
+// engine takes it all through one fan-out, and a lookup service new to
+// several engines is contacted once for all of them (network: the
+// engines of k shards cost one contact, not k; each applies its own
+// registrations' rules to the answer). With multicast off there is
 // no host: the engines hear the other nodes' records alone, and reach
 // lookup services by unicast.
 type nodeNet struct {
-	fan     *group.Fanout
-	host    *mcast.Host      // nil with multicast off
-	mc      *group.Multicast // nil with multicast off
-	network group.Network    // mc, or nil: unicast from the namespace
-	st      *store.Store     // the deployment's, not held: the records
-	noter   *heardNoter      // nil with multicast off
+	fan  *group.Fanout
+	host *mcast.Host      // nil with multicast off
+	mc   *group.Multicast // nil with multicast off
+	// network is what every engine contacts lookup services through:
+	// one contact for all of them (group.SharedContacts), over mc, or
+	// unicast from the namespace with multicast off.
+	network *group.SharedContacts
+	st      *store.Store // the deployment's, not held: the records
+	noter   *heardNoter  // nil with multicast off
 	port    *mcast.Port
 	relay   *heardRelay
 }
@@ -49,7 +55,7 @@ func (d *Daemon) startNodeNet(ctx context.Context) (*nodeNet, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &nodeNet{fan: group.NewFanout(), st: st}
+	n := &nodeNet{fan: group.NewFanout(), st: st, network: &group.SharedContacts{Network: group.UnicastNetwork{Namespace: d.cfg.Namespace}}}
 	n.relay = &heardRelay{st: st, node: cfg.Node, sink: n.fan, log: d.log}
 	if !d.cfg.NoMulticast {
 		if err := n.startMulticast(ctx, d); err != nil {
@@ -85,7 +91,7 @@ func (n *nodeNet) startMulticast(ctx context.Context, d *Daemon) error {
 	if err := mc.Start(ctx); err != nil {
 		return err
 	}
-	n.mc, n.network = mc, mc
+	n.mc, n.network.Network = mc, mc
 	n.noter = newHeardNoter(n.st, d.cfg.Etcd.Node, n.self, d.log)
 	n.port, err = host.Open(mcast.PortConfig{OnMessage: n.noter.note})
 	return err
