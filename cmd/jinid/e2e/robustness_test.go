@@ -114,18 +114,37 @@ func TestClusterRobustness(t *testing.T) {
 		nodes[n.name] = s.restart(t, n)
 		nodes[n.name].waiting(t)
 	}
+	// Each scenario is a phase of the schedule: its operations are
+	// counted apart, and each must have some acknowledged.
+	type phase struct {
+		name     string
+		from, to time.Time
+	}
+	var phases []phase
+	begin := func(name string) {
+		now := time.Now()
+		if len(phases) > 0 {
+			phases[len(phases)-1].to = now
+		}
+		phases = append(phases, phase{name: name, from: now})
+	}
 	var faults []string
-	for round := range rounds {
+	for range rounds {
+		begin("no fault")
 		load(600)
 
 		victim := standby()
 		faults = append(faults, "SIGKILL "+victim.name+" (waiting)")
+		begin("a waiting node SIGKILLed")
 		victim.Kill()
 		load(300)
+		begin("a waiting node restarted")
 		restart(victim)
+		load(150)
 
 		old := holder()
 		faults = append(faults, "SIGKILL "+old.name+" (holding the store)")
+		begin("the holder SIGKILLed")
 		old.Kill()
 		testenv.Until(t, "another node holding the store", func() bool { st, _ := s.status(t); return st.Holder != "" && st.Holder != old.name })
 		load(300)
@@ -133,6 +152,7 @@ func TestClusterRobustness(t *testing.T) {
 
 		cut := standby()
 		faults = append(faults, "cut "+cut.name+" off from etcd")
+		begin("a node cut off from etcd")
 		s.cutOff(cut)
 		s.goneFromMembers(t, cut) // past its lease: it stopped acting, and the others took its shards
 		cut.Kill()
@@ -144,6 +164,7 @@ func TestClusterRobustness(t *testing.T) {
 
 		lone := standby()
 		faults = append(faults, "cut "+lone.name+" off from the other nodes")
+		begin("a node cut off from the other nodes")
 		var others []*clusterNode
 		for _, n := range nodes {
 			if n != lone {
@@ -159,22 +180,41 @@ func TestClusterRobustness(t *testing.T) {
 			lone.h.Heal(n.link.IPv4)
 			n.h.Heal(lone.link.IPv4)
 		}
+		begin("healed")
 		load(600)
 
-		if round == 0 {
-			// Once: the cluster has three members, and goes on with two.
-			st, _ := s.status(t)
-			for i, m := range st.Etcd {
-				if m.Leader == "leader" {
-					faults = append(faults, "SIGKILL the etcd leader ("+m.Name+")")
-					s.etcd[i].Kill()
+		// An etcd member lost and started again, then the leader: the
+		// cluster goes on with two of its three members each time.
+		for _, leader := range []bool{false, true} {
+			member := -1
+			testenv.Until(t, "an etcd leader elected", func() bool {
+				st, _ := s.status(t)
+				for _, m := range st.Etcd {
+					// The members are named m0, m1, m2 as s.etcd has them
+					// (the status lists them in etcd's order, by ID).
+					if (m.Leader == "leader") == leader && m.State == "healthy" {
+						_, err := fmt.Sscanf(m.Name, "m%d", &member)
+						return err == nil && member >= 0 && member < len(s.etcd)
+					}
 				}
+				return false
+			})
+			what := "an etcd follower"
+			if leader {
+				what = "the etcd leader"
 			}
+			faults = append(faults, fmt.Sprintf("SIGKILL %s (m%d), started again", what, member))
+			begin(what + " SIGKILLed")
+			s.etcd[member].Kill()
+			load(600)
+			begin(what + " started again")
+			s.etcd[member].Restart(t)
+			load(300)
 		}
-		load(900)
 	}
 	stop()
 	wg.Wait()
+	phases[len(phases)-1].to = time.Now()
 
 	ops := hist.ops()
 	began := time.Now()
@@ -185,6 +225,19 @@ func TestClusterRobustness(t *testing.T) {
 		counts[o.Outcome]++
 	}
 	t.Logf("faults: %s", strings.Join(faults, "; "))
+	for _, p := range phases {
+		c := map[regcheck.Outcome]int{}
+		for _, o := range ops {
+			if !o.Start.Before(p.from) && o.Start.Before(p.to) {
+				c[o.Outcome]++
+			}
+		}
+		t.Logf("  %-40s %6v: %4d done, %3d failed, %2d unknown", p.name, p.to.Sub(p.from).Round(100*time.Millisecond),
+			c[regcheck.Done], c[regcheck.Failed], c[regcheck.Unknown])
+		if c[regcheck.Done] == 0 {
+			t.Errorf("%s: no operation acknowledged", p.name)
+		}
+	}
 	t.Logf("%d operations (%d done, %d failed, %d of unknown outcome), %d checked in %v: linearizable %v",
 		len(ops), counts[regcheck.Done], counts[regcheck.Failed], counts[regcheck.Unknown], r.Checked, checked.Round(time.Millisecond), r.Linearizable)
 	if r.TimedOut || !r.Linearizable {

@@ -1,6 +1,7 @@
 package regcheck
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -29,6 +30,8 @@ func TestCheck(t *testing.T) {
 		want bool
 	}{
 		{"a write read back", []Op{put(0, "a", Done, 0, 10), get(1, "a", 20, 30, 0)}, true},
+		{"an unseen write of unknown outcome the rest needs", []Op{put(0, "a", Unknown, 0, 10), change(1, "b", true, Done, 20, 30), get(2, "b", 40, 50, 0)}, true},
+		{"a write of unknown outcome seen, then another's lost", []Op{put(0, "a", Unknown, 0, 10), get(1, "a", 20, 30, 0), put(2, "b", Done, 40, 50), get(1, "a", 60, 70, 0)}, false},
 		{"a read concurrent with the write, either way", []Op{put(0, "a", Done, 0, 10), get(1, "", 5, 8, 0), get(2, "a", 6, 9, 0)}, true},
 		{"an acknowledged write lost", []Op{put(0, "a", Done, 0, 10), get(1, "", 20, 30, 0)}, false},
 		{"a read staler than its bound", []Op{put(0, "a", Done, 0, 10), put(0, "b", Done, 20, 30), get(1, "a", 2000, 2010, time.Second)}, false},
@@ -50,5 +53,32 @@ func TestCheck(t *testing.T) {
 		if r.TimedOut || r.Linearizable != tc.want {
 			t.Errorf("%s: %+v, want linearizable %v", tc.name, r, tc.want)
 		}
+	}
+}
+
+// Many writes of unknown outcome on one key (a leader election timing
+// out every client at once) are checked at once, not searched through
+// every order of them; those a read saw still bind it.
+func TestCheckManyUnknown(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var ops []Op
+	for c := range 60 {
+		v := fmt.Sprintf("v%d", c)
+		ops = append(ops, Op{Client: c, Kind: Put, Key: "k", Value: v, Outcome: Unknown, Start: at(c), End: at(5000 + c)})
+	}
+	ops = append(ops,
+		Op{Client: 100, Kind: Get, Key: "k", Value: "v7", Found: true, Outcome: Done, Start: at(6000), End: at(6010)},
+		Op{Client: 100, Kind: Get, Key: "k", Value: "v7", Found: true, Outcome: Done, Start: at(6020), End: at(6030)},
+		Op{Client: 101, Kind: Put, Key: "k", Value: "w", Outcome: Done, Start: at(7000), End: at(7010)},
+		Op{Client: 100, Kind: Get, Key: "k", Value: "w", Found: true, Outcome: Done, Start: at(7020), End: at(7030)})
+	if r := Check(ops, 10*time.Second); !r.Linearizable || r.TimedOut {
+		t.Errorf("60 writes of unknown outcome: %+v", r)
+	}
+	// w acknowledged, then none without a delete: not linearizable (the
+	// whole history searched, for as long as it is given).
+	ops = append(ops, Op{Client: 100, Kind: Get, Key: "k", Outcome: Done, Start: at(8000), End: at(8010)})
+	if r := Check(ops, 200*time.Millisecond); r.Linearizable {
+		t.Errorf("a value lost after 60 writes of unknown outcome: %+v", r)
 	}
 }

@@ -75,8 +75,9 @@ func startEtcdServer(t testing.TB, h *netlab.Host, dir string) (string, *EtcdTLS
 type EtcdMember struct {
 	Endpoint string
 	// TLS is how a client reaches it (nil: plain http).
-	TLS *EtcdTLS
-	cmd *exec.Cmd
+	TLS   *EtcdTLS
+	cmd   *exec.Cmd
+	start func() (*exec.Cmd, error) // again, on its data
 }
 
 // EtcdFlags are jinid's flags for the cluster of members: its
@@ -91,6 +92,20 @@ func EtcdFlags(members []*EtcdMember) []string {
 
 // Kill stops the member at once (SIGKILL), as a box that dies.
 func (m *EtcdMember) Kill() { m.cmd.Process.Kill(); m.cmd.Wait() }
+
+// Restart starts a member killed again, on its data (its WAL and
+// snapshot: it rejoins as the member it was), and returns once it
+// serves (with a quorum).
+func (m *EtcdMember) Restart(t testing.TB) {
+	t.Helper()
+	cmd, err := m.start()
+	if cmd != nil {
+		m.cmd = cmd // stopped with the others when the test ends
+	}
+	if err != nil {
+		t.Fatalf("restarting etcd member %s: %v", m.Endpoint, err)
+	}
+}
 
 // EtcdCluster runs an etcd cluster of n members on loopback, each the
 // etcdserver helper in a process of its own, until the test ends; its
@@ -138,7 +153,7 @@ type etcdSite struct {
 
 func etcdCluster(t testing.TB, sites []etcdSite, withTLS bool) []*EtcdMember {
 	t.Helper()
-	build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
+	bin := build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver") // here, not in the goroutines
 	var initial []string
 	for i, s := range sites {
 		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, s.peer))
@@ -161,12 +176,16 @@ func etcdCluster(t testing.TB, sites []etcdSite, withTLS bool) []*EtcdMember {
 	members := make([]*EtcdMember, len(sites))
 	errs := make(chan error, len(sites))
 	for i, s := range sites {
+		args := append([]string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
+			"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")}, tlsArgs[i]...)
+		args = append(args, s.args...)
 		go func() {
 			// The members start together: each waits for a quorum.
-			args := append([]string{"-dir", t.TempDir(), "-client", s.client, "-peer", s.peer,
-				"-name", fmt.Sprintf("m%d", i), "-initial-cluster", strings.Join(initial, ",")}, tlsArgs[i]...)
-			ep, cmd, err := startEtcdProcess(t, s.h, append(args, s.args...))
-			members[i] = &EtcdMember{Endpoint: ep, TLS: clientTLS, cmd: cmd}
+			ep, cmd, err := startEtcdProcess(t, s.h, args)
+			members[i] = &EtcdMember{Endpoint: ep, TLS: clientTLS, cmd: cmd, start: func() (*exec.Cmd, error) {
+				_, cmd, err := launchEtcdProcess(bin, s.h, args)
+				return cmd, err
+			}}
 			errs <- err
 		}()
 	}
@@ -175,6 +194,15 @@ func etcdCluster(t testing.TB, sites []etcdSite, withTLS bool) []*EtcdMember {
 			t.Fatal(err)
 		}
 	}
+	// A member started again (Restart) stops with the others, when the
+	// test's first cleanups ran: after the daemons using it.
+	t.Cleanup(func() {
+		for _, m := range members {
+			if m != nil && m.cmd != nil {
+				m.Kill()
+			}
+		}
+	})
 	return members
 }
 
@@ -191,7 +219,16 @@ func runEtcdServer(t testing.TB, h *netlab.Host, args []string) (string, *exec.C
 
 // startEtcdProcess starts the helper; it is stopped when the test ends.
 func startEtcdProcess(t testing.TB, h *netlab.Host, args []string) (string, *exec.Cmd, error) {
-	bin := build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver")
+	ep, cmd, err := launchEtcdProcess(build(t, "github.com/jinid/jinid/internal/rig/etcdtest/etcdserver"), h, args)
+	if cmd != nil {
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	return ep, cmd, err
+}
+
+// launchEtcdProcess starts the helper (built already) and returns its
+// client URL once it serves; the caller stops it.
+func launchEtcdProcess(bin string, h *netlab.Host, args []string) (string, *exec.Cmd, error) {
 	cmd := exec.Command(bin, args...)
 	if h != nil {
 		cmd = h.Command(context.Background(), bin, args...)
@@ -206,7 +243,6 @@ func startEtcdProcess(t testing.TB, h *netlab.Host, args []string) (string, *exe
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
