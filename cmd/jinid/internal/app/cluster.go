@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/http1"
@@ -165,10 +166,17 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	d.cluster.node, d.cluster.peers = node, peers
 	// The node's discovery, before its shards' lookup discovery
 	// services hear it.
-	if d.cluster.net, err = d.startNodeNet(ctx); err != nil {
+	var mc *mcast.HostConfig
+	if !d.cfg.NoMulticast {
+		mc = &mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
+			ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute, Metrics: mcast.NewMetrics(d.obs.metrics)}
+	}
+	d.cluster.net = cluster.NewDiscovery(cluster.DiscoveryConfig{Node: node, Etcd: d.cfg.Etcd, Multicast: mc, Namespace: d.cfg.Namespace,
+		Self: func(st *store.Store) discovery.ServiceID { m, _, _ := lookup.ReadMeta(st); return m.ServiceID }, Logger: d.log})
+	if err := d.cluster.net.Start(ctx); err != nil {
 		return nil, err
 	}
-	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.shutdown})
+	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.Shutdown})
 	mgr := cluster.NewManager(cluster.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log, Metrics: d.obs.metrics})
 	// Only members' addresses get a connection, and only members'
 	// certificates past the TLS handshake, which has a second.
@@ -350,7 +358,7 @@ type clusterState struct {
 	// its discovery of lookup services.
 	node  *store.EtcdNode
 	peers *cluster.Peers
-	net   *nodeNet
+	net   *cluster.Discovery
 	// api is the deployment's API while this node holds the store, for
 	// what the other nodes forward to it (nil otherwise).
 	api atomic.Pointer[http.Handler]
@@ -365,7 +373,7 @@ func (d *Daemon) sharedHost() *mcast.Host {
 	if d.cluster.net == nil {
 		return nil
 	}
-	return d.cluster.net.host
+	return d.cluster.net.Host()
 }
 
 // shareNetwork has a lookup discovery service's group discovery use
@@ -373,7 +381,7 @@ func (d *Daemon) sharedHost() *mcast.Host {
 // it what the network hears.
 func (d *Daemon) shareNetwork(c lds.Config) lds.Config {
 	if n := d.cluster.net; n != nil {
-		c.Multicast, c.Group.Network, c.LinkOf = nil, n.network, n.linkOf
+		c.Multicast, c.Group.Network, c.LinkOf = nil, n.Network(), n.LinkOf
 	}
 	return c
 }
@@ -387,7 +395,7 @@ func (d *Daemon) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
 	}
 	var remove func()
 	parts.Add("the lookup services the node discovers", lifecycle.Funcs{
-		StartFunc: func(context.Context) error { remove = n.add(svc.Sink()); return nil },
+		StartFunc: func(context.Context) error { remove = n.Add(svc.Sink()); return nil },
 		ShutdownFunc: func(context.Context) error {
 			if remove != nil {
 				remove()

@@ -157,7 +157,7 @@ func (s *standby) announce() {
 	ctx := context.Background()
 	// The node's view of the deployment's store, which its discovery
 	// reads too.
-	s.st = d.cluster.net.st
+	s.st = d.cluster.net.Store()
 	meta, ok, err := lookup.ReadMeta(s.st)
 	if err != nil || !ok {
 		d.log.Warn("standby: the lookup service's identity is not in the store yet", "err", err)
@@ -165,7 +165,7 @@ func (s *standby) announce() {
 	}
 	// The node's multicast host, which its discovery (and, once it
 	// holds the store, its daemon) share.
-	s.host = d.cluster.net.host
+	s.host = d.cluster.net.Host()
 	groups := func() []string {
 		if m, ok, err := lookup.ReadMeta(s.st); err == nil && ok {
 			return m.Groups

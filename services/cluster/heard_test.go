@@ -1,8 +1,9 @@
 //go:build !jinid_omit_etcd
 
-package app
+package cluster
 
 import (
+	"context"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -102,7 +103,10 @@ func newTestNoter(t *testing.T) (*store.Store, testNoter) {
 	}
 	t.Cleanup(func() { st.Close() })
 	n := newHeardNoter(st, "node-b", func() discovery.ServiceID { return self }, slog.New(slog.DiscardHandler))
-	t.Cleanup(n.close)
+	if err := n.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
 	n.flush() // the cluster's own lookup service read, as within a second of the start
 	return st, testNoter{n}
 }

@@ -1,6 +1,6 @@
 //go:build !jinid_omit_etcd
 
-package app
+package cluster
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // (heardBucket, a record per node and lookup service, rewritten at most
 // every heardEvery), and hands each new one the others noted to its
 // lookup discovery services as if heard itself, over no interface of its
-// own (nodenet.go): the rules of discovery apply unchanged (it is
+// own (Discovery): the rules of discovery apply unchanged (it is
 // contacted by unicast at its announced address, routed through the
 // segment's gateway, and discarded when its announcements stop coming,
 // here or relayed).
@@ -98,9 +98,12 @@ func newHeardNoter(st *store.Store, node string, self func() discovery.ServiceID
 	// One writer whatever the traffic: the host's reader never waits on
 	// etcd.
 	n.writer = lifecycle.Every(time.Second, n.flush)
-	n.writer.Start(context.Background())
 	return n
 }
+
+// Start starts the writer; Shutdown stops it.
+func (n *heardNoter) Start(ctx context.Context) error    { return n.writer.Start(ctx) }
+func (n *heardNoter) Shutdown(ctx context.Context) error { return n.writer.Shutdown(ctx) }
 
 // flush writes what was noted since it last ran (the cluster's own
 // lookup service left out: its identity is read here, once the first
@@ -161,9 +164,6 @@ func (n *heardNoter) flush() {
 		}
 	}
 }
-
-// close stops the writer.
-func (n *heardNoter) close() { n.writer.Shutdown(context.Background()) }
 
 // forget drops id from what is noted, and its record at the next flush.
 // n.mu is held.
