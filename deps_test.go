@@ -200,8 +200,8 @@ func TestServicesLayers(t *testing.T) {
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
 		{[]string{"java/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
-		{[]string{"services/cluster"}, append(slices.Clone(core), "services/mailbox"),
-			"the cluster places the services' requests as they say (httpjson.Placer), knowing none but the mailbox's listener path"},
+		{[]string{"services/cluster"}, append(slices.Clone(core), "services/mailbox", "services/lookup"),
+			"the cluster places the services' requests as they say (httpjson.Placer), knowing of them only the mailbox's listener path and the lookup service's copy (a node's reads)"},
 	}
 	// The cluster is one part the composition root adds: the API
 	// assembles what it is given, and no other part reaches the shards

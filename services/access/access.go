@@ -328,7 +328,13 @@ func shortPath(p string) string {
 // meets need. The answer otherwise names the scope needed: 401 for an
 // anonymous caller (a token would do), 403 for a token whose scope is
 // too small.
-func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
+func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc { return Require(need, h) }
+
+// Require serves h to a caller whose principal (in the request's
+// context, as a guard put it there) meets need, and refuses anyone
+// else: what a guard does for each route, for a request placed past the
+// routes (a cluster's shard).
+func Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p := PrincipalOf(r.Context())
 		if p.Scope.meets(need) {

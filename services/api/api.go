@@ -56,12 +56,7 @@ type Config struct {
 
 // Check is one health or readiness check, as /healthz and /readyz list
 // them.
-type Check struct {
-	Name string `json:"name"`
-	OK   bool   `json:"ok"`
-	// Detail says why a check fails (or, when it passes, what it found).
-	Detail string `json:"detail,omitempty"`
-}
+type Check = httpjson.Check
 
 // Health is the body of /healthz and /readyz: the status, and every
 // check with its outcome.

@@ -391,3 +391,12 @@ func (l Leases) now() int64 {
 	}
 	return l.Now().UnixMilli()
 }
+
+// Check is one check of a health or readiness answer (GET /healthz,
+// /readyz): what it is, whether it passes, and why not.
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Detail says why a check fails (or, when it passes, what it found).
+	Detail string `json:"detail,omitempty"`
+}

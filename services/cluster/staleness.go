@@ -1,9 +1,9 @@
-//go:build !jinid_omit_etcd && !fault_stale_reads
+//go:build !fault_stale_reads
 
-package app
+package cluster
 
 // checkStaleness has a node's door answer the registry's reads from its
-// copy only while etcd confirms the copy current (readStaleness). The
+// copy only while etcd confirms the copy current (ReadStaleness). The
 // robustness suite builds jinid with fault_stale_reads, which
 // turns it off, to show that its checker catches the stale reads that
 // follow (cmd/jinid/e2e, TestRobustnessCatchesStaleReads).

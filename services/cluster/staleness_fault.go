@@ -1,6 +1,6 @@
-//go:build !jinid_omit_etcd && fault_stale_reads
+//go:build fault_stale_reads
 
-package app
+package cluster
 
 // checkStaleness is off in this build: a fault injected on purpose, for
 // the robustness suite to show its checker catching it (staleness.go).
