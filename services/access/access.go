@@ -328,7 +328,9 @@ func shortPath(p string) string {
 // meets need. The answer otherwise names the scope needed: 401 for an
 // anonymous caller (a token would do), 403 for a token whose scope is
 // too small.
-func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc { return Require(need, h) }
+func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
+	return Require(need, h)
+}
 
 // Require serves h to a caller whose principal (in the request's
 // context, as a guard put it there) meets need, and refuses anyone
