@@ -18,7 +18,6 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/mcast"
-	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
@@ -27,13 +26,9 @@ import (
 	"github.com/jinid/jinid/services/event"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
-	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
-	"github.com/jinid/jinid/services/mailbox"
 	"github.com/jinid/jinid/services/outbound"
-	"github.com/jinid/jinid/services/renewal"
 	"github.com/jinid/jinid/services/store"
-	"github.com/jinid/jinid/services/txn"
 )
 
 // minTxnOps is the --max-txn-ops below which the daemon warns: a
@@ -161,7 +156,6 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	if d.cluster.mailboxTag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
 		return nil, err
 	}
-	d.cluster.managerURL = d.managerURL()
 	peers := cluster.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
 	d.cluster.node, d.cluster.peers = node, peers
 	// The node's discovery, before its shards' lookup discovery
@@ -244,63 +238,30 @@ func (s *shardStack) Inside(listener string) (event.Receiver, bool) {
 	return s.mailbox.Inside(listener)
 }
 
-// buildShard makes shard k's stack on its store.
+// buildShard makes shard k's stack on its store: the helper services,
+// as the deployment's (buildSet), with the lookup service's notify
+// registrations.
 func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
 	d.limitsMu.Lock()
-	lm, perReg, events := d.limits, d.cfg.MailboxMaxPerRegistration, d.cfg.MailboxMaxEvents
+	lm := d.limits
 	d.limitsMu.Unlock()
 	log := d.log.With("shard", k)
 	policy := outbound.NewPolicy(outbound.PolicyConfig{Allow: d.cfg.AllowOutbound, Self: d.ownAddrs, Logger: log,
 		Inside: d.ownListener, Acting: st.Acting, Deployment: d.deployment, DeploymentNames: d.deploymentNames})
-	out := func(timeout time.Duration) *http1.Client {
-		return outbound.New(outbound.Config{Timeout: timeout, Namespace: d.cfg.Namespace, Policy: policy})
-	}
-	dispatcher := event.New(event.Config{Logger: log, Client: out(outbound.DefaultTimeout),
+	dispatcher := event.New(event.Config{Logger: log, Client: outbound.New(outbound.Config{Timeout: outbound.DefaultTimeout, Namespace: d.cfg.Namespace, Policy: policy}),
 		Metrics: d.obs.metrics, OnFailure: d.obs.onDeliveryFailed})
-	grantor := lease.New(st, clock.Real{}, log)
 	newID := func() string { return cluster.NewID(k) }
-	grantor.SetNewID(newID)
-	svc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
-		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
-		SafetyMargin: d.cfg.RenewalMargin, Logger: log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: lm.LeasesPerSet,
-		Metrics: d.obs.metrics, OnFailure: d.obs.onRenewalFailed, NewID: newID})
+	set, err := d.buildSet(st, setOf{log: log, policy: policy, dispatcher: dispatcher, shard: k, newID: newID})
 	if err != nil {
 		return nil, err
 	}
-	mb, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: log.With("service", "mailbox"),
-		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
-		MaxPerRegistration: perReg, MaxEvents: events,
-		MaxBytesPerRegistration: int64(lm.MailboxBytesPerRegistration), MaxBytes: int64(lm.MailboxBytes),
-		Client: out(outbound.DefaultTimeout), NewID: newID, ListenerTag: d.cluster.mailboxTag})
-	if err != nil {
-		return nil, err
-	}
+	grantor, svc, mb, tm, ldsSvc := set.grantor, set.renewal, set.mailbox, set.txn, set.lds
 	dispatcher.SetInside(d.inside)
-	// Its transactions committed before the shard moved here roll
-	// forward from here, before the shard answers anything.
-	var tm *txn.Service
-	if !d.cfg.NoTransactions {
-		if tm, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
-			Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
-			Client: out(time.Minute), Manager: d.cluster.managerURL, Logger: log.With("service", "txn"),
-			Metrics: d.obs.metrics, NoGauges: true, NewID: newID}); err != nil {
-			return nil, err
-		}
-	}
 	// Its notify registrations hear of the registry's changes through
 	// etcd, from where the last node holding the shard left off.
 	notifier, err := lookup.NewNotifier(lookup.NotifierConfig{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
 		Logger: log.With("service", "lookup"), Policy: leasePolicy(lookup.DefaultNotifyPolicy, lm.NotifyLeaseMax, "notifyLeaseMax"),
-		NewID: newID, EventIDBase: int64(k+1) << 40})
-	if err != nil {
-		return nil, err
-	}
-	// Its lookup discovery service hears the node's discovery: its own
-	// segments, and what the other nodes hear on theirs.
-	ldsSvc, err := lds.New(d.ldsConfig(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
-		Logger: log.With("service", "lds"), Policy: leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"),
-		Namespace: d.cfg.Namespace, MaxPerRegistration: lm.LDSInterest, NewID: newID, EventIDBase: int64(k+1) << 40}, lm))
+		NewID: newID, EventIDBase: shardEventIDs(k)})
 	if err != nil {
 		return nil, err
 	}
@@ -320,12 +281,7 @@ func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
 			mux.ServeHTTP(w, r)
 		})}
 	sh.parts.Add("event delivery", dispatcher)
-	sh.parts.Add("leases", grantor) // every kind registered: expire what lapsed
-	sh.parts.Add("the lease renewal service", svc)
-	sh.parts.Add("the event mailbox", mb)
-	if tm != nil {
-		sh.parts.Add("the transaction manager", tm)
-	}
+	set.add(&sh.parts)
 	sh.parts.Add("the lookup discovery service", ldsSvc)
 	d.shareDiscovery(&sh.parts, ldsSvc)
 	var follower *store.Follower
@@ -351,9 +307,6 @@ type clusterState struct {
 	shards *cluster.Manager
 	// mailboxTag begins the listeners of the shards' mailboxes.
 	mailboxTag string
-	// managerURL is where the shards' participants call the transaction
-	// manager back: this node's API (its door leads to the shard).
-	managerURL string
 	// node is this node's membership, peers its way to the others, net
 	// its discovery of lookup services.
 	node  *store.EtcdNode

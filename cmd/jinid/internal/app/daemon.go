@@ -29,7 +29,6 @@ import (
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
-	"github.com/jinid/jinid/internal/clock"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/http1"
 	"github.com/jinid/jinid/internal/lifecycle"
@@ -538,7 +537,26 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("event delivery", dispatcher)
 	d.events, d.policy = dispatcher, policy
 
-	grantor := lease.New(st, clock.Real{}, d.log)
+	// The lookup discovery service discovers through the namespace's
+	// multicast host (a node of a cluster's: its discovery, shared with
+	// its shards').
+	var ldsMC *group.Multicast
+	if !d.cfg.NoMulticast {
+		if err := d.buildHost(); err != nil {
+			return err
+		}
+		if d.sharedHost() == nil {
+			if ldsMC, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
+				Logger: d.log.With("service", "lds")}); err != nil {
+				return err
+			}
+		}
+	}
+	set, err := d.buildSet(st, setOf{log: d.log, policy: policy, dispatcher: dispatcher, shard: -1, ldsMulticast: ldsMC})
+	if err != nil {
+		return err
+	}
+	grantor, ldsSvc, renewalSvc, mailboxSvc, txnSvc := set.grantor, set.lds, set.renewal, set.mailbox, set.txn
 	d.grantor = grantor
 	lm := d.limits
 	if d.registrar, err = lookup.New(lookup.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log,
@@ -553,66 +571,12 @@ func (d *Daemon) build(ctx context.Context) error {
 			return fmt.Errorf("member groups: %w", err)
 		}
 	}
-	// The lookup discovery service discovers through the namespace's
-	// multicast host, which the lookup service announces on too (a
-	// node of a cluster's: its discovery, shared with its shards').
-	var ldsMC *group.Multicast
-	if !d.cfg.NoMulticast {
-		if err := d.buildHost(); err != nil {
-			return err
-		}
-		if d.sharedHost() == nil {
-			if ldsMC, err = group.NewMulticast(group.MulticastConfig{Host: d.host, Namespace: d.cfg.Namespace,
-				Logger: d.log.With("service", "lds")}); err != nil {
-				return err
-			}
-		}
-	}
-	ldsSvc, err := lds.New(d.ldsConfig(lds.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher, Logger: d.log.With("service", "lds"),
-		Policy:    leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"),
-		Multicast: ldsMC, Namespace: d.cfg.Namespace,
-		MaxPerRegistration: d.limits.LDSInterest, OnEvent: d.obs.onDiscoveryEvent}, lm))
-	if err != nil {
-		return err
-	}
-	renewalSvc, err := renewal.New(renewal.Config{Store: st, Grantor: grantor, Outbound: policy, Dispatcher: dispatcher,
-		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
-		SafetyMargin: d.cfg.RenewalMargin, Logger: d.log.With("service", "renewal"),
-		Renewer: renewal.HTTPRenewer{Client: out(30 * time.Second)}, MaxLeasesPerSet: d.limits.LeasesPerSet,
-		Metrics: d.obs.metrics, OnFailure: d.obs.onRenewalFailed})
-	if err != nil {
-		return err
-	}
-	mailboxSvc, err := mailbox.New(mailbox.Config{Store: st, Grantor: grantor, Outbound: policy, Logger: d.log.With("service", "mailbox"),
-		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
-		MaxPerRegistration: d.cfg.MailboxMaxPerRegistration, MaxEvents: d.cfg.MailboxMaxEvents,
-		MaxBytesPerRegistration: int64(d.limits.MailboxBytesPerRegistration), MaxBytes: int64(d.limits.MailboxBytes),
-		Client: out(outbound.DefaultTimeout), ShardTag: d.cluster.mailboxTag})
-	if err != nil {
-		return err
-	}
+	d.setQuotas(grantor)
 	d.mbox.Store(mailboxSvc)
 	dispatcher.SetInside(d.inside)
-	// The transaction manager resumes the roll-forward of what it
-	// committed before a restart here, before the API answers anything.
-	var txnSvc *txn.Service
-	if !d.cfg.NoTransactions {
-		if txnSvc, err = txn.NewService(txn.ServiceConfig{Store: st, Grantor: grantor, Outbound: policy,
-			Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
-			Client: out(time.Minute), Manager: d.managerURL(), Logger: d.log.With("service", "txn"), Metrics: d.obs.metrics,
-			Held: d.txnCounts}); err != nil {
-			return err
-		}
-	}
-	d.setQuotas(grantor)
 	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox, d.obs.txn = grantor, ldsSvc, renewalSvc, mailboxSvc, txnSvc
 	d.countsMetrics()
-	d.parts.Add("leases", grantor) // every kind registered: expire what lapsed
-	d.parts.Add("the lease renewal service", renewalSvc)
-	d.parts.Add("the event mailbox", mailboxSvc)
-	if txnSvc != nil {
-		d.parts.Add("the transaction manager", txnSvc)
-	}
+	set.add(&d.parts)
 
 	if err := d.buildDiscovery(ctx); err != nil {
 		return err
