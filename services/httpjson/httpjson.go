@@ -348,6 +348,12 @@ func WithBase(ctx context.Context, b Base) context.Context {
 	return context.WithValue(ctx, baseKey{}, b)
 }
 
+// BaseFrom returns the Base a context carries (WithBase), if one does.
+func BaseFrom(ctx context.Context) (Base, bool) {
+	b, ok := ctx.Value(baseKey{}).(Base)
+	return b, ok
+}
+
 // BaseOf returns the Base of r's connection: the one the server recorded,
 // or else the local address the client reached.
 func BaseOf(r *http.Request) Base {

@@ -86,7 +86,17 @@ func (s *Service) httpCreate(w http.ResponseWriter, r *http.Request) {
 		ID      string         `json:"id"`
 		Manager string         `json:"manager"`
 		Lease   apitypes.Lease `json:"lease"`
-	}{id, s.cfg.Manager, lease.Shown(httpjson.Leases{Now: s.cfg.Clock.Now}.Of(r, rec.ID, rec.Expiration), rec)})
+	}{id, s.shown(r), lease.Shown(httpjson.Leases{Now: s.cfg.Clock.Now}.Of(r, rec.ID, rec.Expiration), rec)})
+}
+
+// shown is the manager's URL as an answer shows it: where the client
+// reached it (a node of a cluster, whichever holds the transaction),
+// or, with no such URL, the one participants call.
+func (s *Service) shown(r *http.Request) string {
+	if b := httpjson.BaseOf(r); b.URL != "" {
+		return b.URL
+	}
+	return s.cfg.Manager
 }
 
 func (s *Service) httpState(w http.ResponseWriter, r *http.Request) {
@@ -99,13 +109,16 @@ func (s *Service) httpState(w http.ResponseWriter, r *http.Request) {
 	var p *TxRef
 	if parent != nil {
 		p = &TxRef{Manager: parent.Manager, ID: parent.ID}
+		if p.Manager == s.cfg.Manager {
+			p.Manager = s.shown(r)
+		}
 	}
 	httpjson.Write(w, http.StatusOK, struct {
 		ID      string `json:"id"`
 		Manager string `json:"manager"`
 		State   string `json:"state"`
 		Parent  *TxRef `json:"parent"`
-	}{id, s.cfg.Manager, st.String(), p})
+	}{id, s.shown(r), st.String(), p})
 }
 
 func (s *Service) httpPromote(w http.ResponseWriter, r *http.Request) {

@@ -15,6 +15,7 @@ import (
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/outbound"
 	"github.com/jinid/jinid/services/store"
@@ -39,6 +40,11 @@ type ServiceConfig struct {
 	// Manager is the manager's URL as participants call it back (the
 	// daemon's advertised API base URL).
 	Manager string
+	// Self, if set, says a URL names this manager too (a node of this
+	// manager's cluster, which clients reach it through): a parent
+	// transaction there is looked for here, not called as another
+	// manager's.
+	Self func(url string) bool
 	Policy  lease.Policy
 	Clock   clock.Clock
 	Logger  *slog.Logger
@@ -177,7 +183,7 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 	switch {
 	case parent.ID == "":
 		id = s.eng.Create()
-	case parent.Manager == "" || parent.Manager == s.cfg.Manager:
+	case s.mine(ctx, parent.Manager):
 		s.lapse(parent.ID)
 		id, err = s.eng.CreateNested(parent.ID)
 	default:
@@ -198,6 +204,19 @@ func (s *Service) Create(ctx context.Context, requested int64, parent Ref, owner
 	s.leaseIDs[id] = rec.ID
 	s.mu.Unlock()
 	return id, rec, nil
+}
+
+// mine says a parent's manager URL names this manager: none, its own,
+// the one the client reached it at (answers show that one), or any
+// other Self knows.
+func (s *Service) mine(ctx context.Context, manager string) bool {
+	if manager == "" || manager == s.cfg.Manager {
+		return true
+	}
+	if b, ok := httpjson.BaseFrom(ctx); ok && b.URL != "" && strings.TrimSuffix(manager, "/") == b.URL {
+		return true
+	}
+	return s.cfg.Self != nil && s.cfg.Self(manager)
 }
 
 // Join adds a participant; its URL must be one the outbound policy

@@ -88,6 +88,19 @@ func TestClusterURLsReachable(t *testing.T) {
 			}
 		}
 		reachedThrough(t, "the listener of a mailbox made through "+n.name, mb.Listener.URL, n)
+		// The transaction's manager is the node reached too, and names
+		// the same manager through every node: a transaction nested in
+		// it through another node is nested there, not refused as
+		// another manager's.
+		reachedThrough(t, "the manager of a transaction made through "+n.name, tx.Manager, n)
+		for _, m := range []*clusterNode{a, b, c} {
+			nested, err := jinidtest.LabClient(t, h, m.api).TxnCreateNested(ctx, 600_000, client.TxnParent{Manager: tx.Manager, ID: tx.ID})
+			if err != nil {
+				t.Errorf("a transaction nested through %s in one made through %s (manager %s): %v", m.name, n.name, tx.Manager, err)
+				continue
+			}
+			reachedThrough(t, "the manager of a nested transaction made through "+m.name, nested.Manager, m)
+		}
 		resp, err := hc.Post(mb.Listener.URL, "application/json",
 			strings.NewReader(`{"type":"RemoteEvent","source":{"service":"test","id":"urls"},"eventID":1,"seqNum":1}`))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -421,6 +422,24 @@ func (d *Daemon) clusterInside(listener string) (event.Receiver, bool) {
 		return nil, false
 	}
 	return d.cluster.shards.Inside(d.cluster.mailboxTag, listener)
+}
+
+// nodeAPI says u names the API of a live node of this deployment: a
+// transaction manager's URL any node hands out (the one the client
+// reached), which names this manager too.
+func (d *Daemon) nodeAPI(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil || d.cluster.node == nil {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(pu.Host)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().WithZone("").Unmap()
+	return slices.ContainsFunc(d.cluster.node.Members(), func(m store.Member) bool {
+		return m.APIPort == int(ap.Port()) && slices.Contains(m.Addrs, a)
+	})
 }
 
 // placed are the services with their requests spread among the shards

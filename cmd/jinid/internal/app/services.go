@@ -70,7 +70,7 @@ func (d *Daemon) buildSet(st *store.Store, c setOf) (serviceSet, error) {
 		Client: out(outbound.DefaultTimeout), NewID: c.newID, ShardTag: d.cluster.mailboxTag}
 	tx := txn.ServiceConfig{Store: st, Grantor: s.grantor, Outbound: c.policy,
 		Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
-		Client: out(time.Minute), Manager: d.managerURL(), Logger: c.log.With("service", "txn"), Metrics: d.obs.metrics, NewID: c.newID}
+		Client: out(time.Minute), Manager: d.managerURL(), Self: d.nodeAPI, Logger: c.log.With("service", "txn"), Metrics: d.obs.metrics, NewID: c.newID}
 	ld := lds.Config{Store: st, Grantor: s.grantor, Outbound: c.policy, Dispatcher: c.dispatcher, Logger: c.log.With("service", "lds"),
 		Policy: leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"), Multicast: c.ldsMulticast,
 		Namespace: d.cfg.Namespace, MaxPerRegistration: lm.LDSInterest, NewID: c.newID}

@@ -74,3 +74,6 @@ func (d *Daemon) followTokens(context.Context, *access.Tokens) error { return ni
 
 // deploymentNames: none without a cluster.
 func (d *Daemon) deploymentNames() []string { return nil }
+
+// nodeAPI: no cluster, no other node's API.
+func (d *Daemon) nodeAPI(string) bool { return false }
