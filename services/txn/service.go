@@ -44,10 +44,10 @@ type ServiceConfig struct {
 	// manager's cluster, which clients reach it through): a parent
 	// transaction there is looked for here, not called as another
 	// manager's.
-	Self func(url string) bool
-	Policy  lease.Policy
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	Self   func(url string) bool
+	Policy lease.Policy
+	Clock  clock.Clock
+	Logger *slog.Logger
 	// Metrics, if set, gets the manager's families (Config.Metrics).
 	Metrics *metrics.Registry
 	// Engine settings; zero means the engine's defaults.

@@ -43,7 +43,8 @@ const minTxnOps = 4096
 // (standby). When the node loses its lease (cut off from etcd past it),
 // the daemon stops (watchHold), for another to take over; it could
 // change nothing anyway.
-func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
+func (c *clusterNode) open(ctx context.Context) (*store.Store, error) {
+	d := c.d
 	cfg := d.cfg.Etcd
 	if cfg.Node == "" {
 		host, _ := os.Hostname()
@@ -61,9 +62,9 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 		d.log.Warn("etcd is reached insecurely, as --etcd-insecure allows: whoever reaches it can write the store (tokens, members: docs/security.md, Cluster)",
 			"why", why, "endpoints", cfg.Endpoints)
 	}
-	d.cluster.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
-	d.parts.Add("resolving etcd's endpoints", d.cluster.etcd.periodic)
-	node, err := d.joinCluster(ctx, cfg)
+	c.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
+	d.parts.Add("resolving etcd's endpoints", c.etcd.periodic)
+	node, err := c.joinCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +73,7 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 		Waiting: func(holder string) {
 			d.log.Info("the store in etcd is held by another jinid: waiting to take over", "holder", holder, "prefix", cfg.Prefix)
 			var err error
-			if sb, err = d.startStandby(ctx, d.apiLn); err != nil {
+			if sb, err = c.startStandby(ctx, d.apiLn); err != nil {
 				d.log.Warn("standby: not forwarding to the holder", "err", err)
 			}
 		},
@@ -105,11 +106,12 @@ func (d *Daemon) openEtcd(ctx context.Context) (*store.Store, error) {
 // etcd by anything but this node (a restore, another writer) takes
 // effect here within the same staleness bound, and token list shows
 // etcd's set. The node's own changes come back through it too, the same.
-func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
-	if d.cluster.node == nil {
+func (c *clusterNode) followTokens(ctx context.Context, t *access.Tokens) error {
+	d := c.d
+	if c.node == nil {
 		return nil
 	}
-	f, err := d.cluster.node.Follow(ctx, store.FollowConfig{Buckets: []string{access.TokensBucket}, Logger: d.log, Apply: t.Follow})
+	f, err := c.node.Follow(ctx, store.FollowConfig{Buckets: []string{access.TokensBucket}, Logger: d.log, Apply: t.Follow})
 	if err != nil {
 		return fmt.Errorf("following the tokens in etcd: %w", err)
 	}
@@ -120,7 +122,8 @@ func (d *Daemon) followTokens(ctx context.Context, t *access.Tokens) error {
 // clusterIdentity is how this node proves itself to the others: its
 // certificate the site's CA signed (--cluster-ca), or one made now,
 // whose hash its member record holds.
-func (d *Daemon) clusterIdentity(node string) (*cluster.Identity, error) {
+func (c *clusterNode) clusterIdentity(node string) (*cluster.Identity, error) {
+	d := c.d
 	if d.cfg.ClusterCA != "" {
 		return cluster.NewSiteIdentity(d.cfg.ClusterCert, d.cfg.ClusterKey, d.cfg.ClusterCA)
 	}
@@ -135,8 +138,9 @@ func (d *Daemon) clusterIdentity(node string) (*cluster.Identity, error) {
 // hashing gives it, served from now on, while it waits for the
 // deployment's hold too. Each is a part of the daemon, shut down in
 // reverse: the shards let go before the membership ends.
-func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.EtcdNode, error) {
-	id, err := d.clusterIdentity(cfg.Node)
+func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.EtcdNode, error) {
+	d := c.d
+	id, err := c.clusterIdentity(cfg.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +158,11 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 	d.parts.Add("this node's membership in etcd", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { node.Close(); return nil }})
 	// The shards' mailboxes share one listener tag: any node knows the
 	// cluster's listeners by it.
-	if d.cluster.mailboxTag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
+	if c.tag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
 		return nil, err
 	}
 	peers := cluster.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
-	d.cluster.node, d.cluster.peers = node, peers
+	c.node, c.peers = node, peers
 	// The node's discovery, before its shards' lookup discovery
 	// services hear it.
 	var mc *mcast.HostConfig
@@ -166,21 +170,21 @@ func (d *Daemon) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.
 		mc = &mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
 			ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute, Metrics: mcast.NewMetrics(d.obs.metrics)}
 	}
-	d.cluster.net = cluster.NewDiscovery(cluster.DiscoveryConfig{Node: node, Etcd: d.cfg.Etcd, Multicast: mc, Namespace: d.cfg.Namespace,
+	c.net = cluster.NewDiscovery(cluster.DiscoveryConfig{Node: node, Etcd: d.cfg.Etcd, Multicast: mc, Namespace: d.cfg.Namespace,
 		Self: func(st *store.Store) discovery.ServiceID { m, _, _ := lookup.ReadMeta(st); return m.ServiceID }, Logger: d.log})
-	if err := d.cluster.net.Start(ctx); err != nil {
+	if err := c.net.Start(ctx); err != nil {
 		return nil, err
 	}
-	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: d.cluster.net.Shutdown})
-	mgr := cluster.NewManager(cluster.Config{Node: node, Build: d.buildShard, Peers: peers, Logger: d.log, Metrics: d.obs.metrics})
+	d.parts.Add("this node's discovery of lookup services", lifecycle.Funcs{ShutdownFunc: c.net.Shutdown})
+	mgr := cluster.NewManager(cluster.Config{Node: node, Build: c.buildShard, Peers: peers, Logger: d.log, Metrics: d.obs.metrics})
 	// Only members' addresses get a connection, and only members'
 	// certificates past the TLS handshake, which has a second.
 	tlsLn := peers.Listen(ln)
-	srv := &http1.Server{Handler: mgr.PeerHandler(d.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: cluster.HandshakeTimeout, ReadTimeout: 30 * time.Second,
+	srv := &http1.Server{Handler: mgr.PeerHandler(c.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: cluster.HandshakeTimeout, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	// Set before the first shard is built: its services reach the other
 	// shards through it.
-	d.cluster.shards = mgr
+	c.shards = mgr
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := srv.Serve(tlsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -242,7 +246,8 @@ func (s *shardStack) Inside(listener string) (event.Receiver, bool) {
 // buildShard makes shard k's stack on its store: the helper services,
 // as the deployment's (buildSet), with the lookup service's notify
 // registrations.
-func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
+func (c *clusterNode) buildShard(k int, st *store.Store) (cluster.Stack, error) {
+	d := c.d
 	d.limitsMu.Lock()
 	lm := d.limits
 	d.limitsMu.Unlock()
@@ -284,12 +289,12 @@ func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
 	sh.parts.Add("event delivery", dispatcher)
 	set.add(&sh.parts)
 	sh.parts.Add("the lookup discovery service", ldsSvc)
-	d.shareDiscovery(&sh.parts, ldsSvc)
+	c.shareDiscovery(&sh.parts, ldsSvc)
 	var follower *store.Follower
 	sh.parts.Add("the registry's changes for its notify registrations", lifecycle.Funcs{
 		StartFunc: func(ctx context.Context) error {
 			var err error
-			follower, err = d.cluster.node.Follow(ctx, store.FollowConfig{Buckets: lookup.NotifierFollows(), From: notifier.Revision(),
+			follower, err = c.node.Follow(ctx, store.FollowConfig{Buckets: lookup.NotifierFollows(), From: notifier.Revision(),
 				Prev: true, Apply: notifier.Apply, Logger: log})
 			return err
 		},
@@ -302,12 +307,14 @@ func (d *Daemon) buildShard(k int, st *store.Store) (cluster.Stack, error) {
 	return sh, nil
 }
 
-// clusterState is the node's part of a cluster.
-type clusterState struct {
-	// shards is nil without a cluster.
+// clusterNode is the daemon as a node of a cluster on etcd: what the
+// daemon asks of it (clusterPart), and what it keeps.
+type clusterNode struct {
+	d *Daemon
+	// shards is set once the node has joined.
 	shards *cluster.Manager
-	// mailboxTag begins the listeners of the shards' mailboxes.
-	mailboxTag string
+	// tag begins the listeners of the shards' mailboxes.
+	tag string
 	// node is this node's membership, peers its way to the others, net
 	// its discovery of lookup services.
 	node  *store.EtcdNode
@@ -321,29 +328,33 @@ type clusterState struct {
 	etcd *etcdEndpoints
 }
 
-// sharedHost is the node's multicast host, which the daemon shares
-// once it holds the store (nil with multicast off, or no cluster).
-func (d *Daemon) sharedHost() *mcast.Host {
-	if d.cluster.net == nil {
+func newCluster(d *Daemon) clusterPart { return &clusterNode{d: d} }
+
+// mailboxTag begins the listeners of the shards' mailboxes.
+func (c *clusterNode) mailboxTag() string { return c.tag }
+
+// host is the node's multicast host, which the daemon shares once it
+// holds the store (nil with multicast off).
+func (c *clusterNode) host() *mcast.Host {
+	if c.net == nil {
 		return nil
 	}
-	return d.cluster.net.Host()
+	return c.net.Host()
 }
 
 // shareNetwork has a lookup discovery service's group discovery use
-// the node's network (nothing without a cluster): shareDiscovery hands
-// it what the network hears.
-func (d *Daemon) shareNetwork(c lds.Config) lds.Config {
-	if n := d.cluster.net; n != nil {
-		c.Multicast, c.Group.Network, c.LinkOf = nil, n.Network(), n.LinkOf
+// the node's network: shareDiscovery hands it what the network hears.
+func (c *clusterNode) shareNetwork(lc lds.Config) lds.Config {
+	if n := c.net; n != nil {
+		lc.Multicast, lc.Group.Network, lc.LinkOf = nil, n.Network(), n.LinkOf
 	}
-	return c
+	return lc
 }
 
 // shareDiscovery has svc, once started (a part of parts, added after
 // it), hear the node's discovery, until it stops.
-func (d *Daemon) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
-	n := d.cluster.net
+func (c *clusterNode) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
+	n := c.net
 	if n == nil {
 		return
 	}
@@ -360,22 +371,24 @@ func (d *Daemon) shareDiscovery(parts *lifecycle.Group, svc *lds.Service) {
 
 // serveForwarded has the API h answer what the other nodes forward to
 // it from now on, until the API stops.
-func (d *Daemon) serveForwarded(h http.Handler) {
-	if d.cluster.shards == nil {
+func (c *clusterNode) serveForwarded(h http.Handler) {
+	d := c.d
+	if c.shards == nil {
 		return
 	}
-	d.cluster.api.Store(&h)
+	c.api.Store(&h)
 	d.parts.Add("the API for the other nodes", lifecycle.Funcs{ShutdownFunc: func(context.Context) error {
-		d.cluster.api.Store(nil)
+		c.api.Store(nil)
 		return nil
 	}})
 }
 
 // forwardedAPI is the handler of what the other nodes forward to the
 // deployment's API (cluster.HolderAPI).
-func (d *Daemon) forwardedAPI() http.Handler {
+func (c *clusterNode) forwardedAPI() http.Handler {
+	d := c.d
 	return cluster.HolderAPI(func() http.Handler {
-		if h := d.cluster.api.Load(); h != nil {
+		if h := c.api.Load(); h != nil {
 			return *h
 		}
 		return nil
@@ -388,11 +401,11 @@ func (d *Daemon) forwardedAPI() http.Handler {
 }
 
 // eachShard calls f with the parts of each shard this node serves now.
-func (d *Daemon) eachShard(f func(shardParts)) {
-	if d.cluster.shards == nil {
+func (c *clusterNode) eachShard(f func(shardParts)) {
+	if c.shards == nil {
 		return
 	}
-	for _, s := range d.cluster.shards.Stacks() {
+	for _, s := range c.shards.Stacks() {
 		if st, ok := s.(*shardStack); ok {
 			f(st.shardParts)
 		}
@@ -400,36 +413,29 @@ func (d *Daemon) eachShard(f func(shardParts)) {
 }
 
 // shardsHeld is how many shards this node serves now.
-func (d *Daemon) shardsHeld() int {
-	if d.cluster.shards == nil {
+func (c *clusterNode) shardsHeld() int {
+	if c.shards == nil {
 		return 0
 	}
-	return len(d.cluster.shards.Held())
+	return len(c.shards.Held())
 }
 
-// clusterListener says u names a listener of the shards' mailboxes
-// (under any host name, as the mailbox's own listeners).
-func (d *Daemon) clusterListener(u *url.URL) bool {
-	_, ok := d.clusterInside(u.String())
-	return ok
-}
-
-// clusterInside is the receiver, in the process, of a listener of the
+// inside is the receiver, in the process, of a listener of the
 // shards' mailboxes: the shard's mailbox here, or at the node holding
 // the shard, without a request to any host.
-func (d *Daemon) clusterInside(listener string) (event.Receiver, bool) {
-	if d.cluster.shards == nil {
+func (c *clusterNode) inside(listener string) (event.Receiver, bool) {
+	if c.shards == nil {
 		return nil, false
 	}
-	return d.cluster.shards.Inside(d.cluster.mailboxTag, listener)
+	return c.shards.Inside(c.tag, listener)
 }
 
 // nodeAPI says u names the API of a live node of this deployment: a
 // transaction manager's URL any node hands out (the one the client
 // reached), which names this manager too.
-func (d *Daemon) nodeAPI(u string) bool {
+func (c *clusterNode) nodeAPI(u string) bool {
 	pu, err := url.Parse(u)
-	if err != nil || d.cluster.node == nil {
+	if err != nil || c.node == nil {
 		return false
 	}
 	ap, err := netip.ParseAddrPort(pu.Host)
@@ -437,7 +443,7 @@ func (d *Daemon) nodeAPI(u string) bool {
 		return false
 	}
 	a := ap.Addr().WithZone("").Unmap()
-	return slices.ContainsFunc(d.cluster.node.Members(), func(m store.Member) bool {
+	return slices.ContainsFunc(c.node.Members(), func(m store.Member) bool {
 		return m.APIPort == int(ap.Port()) && slices.Contains(m.Addrs, a)
 	})
 }
@@ -445,13 +451,13 @@ func (d *Daemon) nodeAPI(u string) bool {
 // placed are the services with their requests spread among the shards
 // as each places them (cluster.Manager.Route): those of the
 // deployment's own store (a single box's state imported) served here.
-func (d *Daemon) placed(svcs []httpjson.Service) []httpjson.Service {
-	if d.cluster.shards == nil {
+func (c *clusterNode) placed(svcs []httpjson.Service) []httpjson.Service {
+	if c.shards == nil {
 		return svcs
 	}
 	out := make([]httpjson.Service, len(svcs))
 	for i, svc := range svcs {
-		out[i] = d.cluster.shards.Route(svc)
+		out[i] = c.shards.Route(svc)
 	}
 	return out
 }

@@ -392,7 +392,8 @@ type Daemon struct {
 	// of its listeners is no request at all.
 	mbox atomic.Pointer[mailbox.Service]
 	// cluster is the node's part of a cluster (nothing without one).
-	cluster clusterState
+	// cl is the node of a cluster this daemon is (nil on a single box).
+	cl clusterPart
 }
 
 // New checks cfg and returns a Daemon ready to Start.
@@ -587,7 +588,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("the lookup discovery service", ldsSvc)
 	// Once it runs: the node's discovery, in a cluster (what the other
 	// nodes hear on their segments too).
-	d.shareDiscovery(&d.parts, ldsSvc)
+	if d.cl != nil {
+		d.cl.shareDiscovery(&d.parts, ldsSvc)
+	}
 	switch {
 	case d.cfg.NoMulticast:
 		d.publishOff = "multicast is off (--no-multicast), and mDNS with it"
@@ -605,13 +608,15 @@ func (d *Daemon) build(ctx context.Context) error {
 		return err
 	}
 	d.parts.Add("tokens", tokens)
-	if err := d.followTokens(ctx, tokens); err != nil {
-		return err
+	if d.cl != nil {
+		if err := d.cl.followTokens(ctx, tokens); err != nil {
+			return err
+		}
 	}
 	d.hostNames = d.names()
 	guard := access.NewGuard(access.GuardConfig{Tokens: tokens, Anonymous: d.cfg.Anonymous, Host: d.hostAllowed, Logger: d.log})
 	// In a cluster, each service's requests go where it places them.
-	services := append(d.placed(append([]httpjson.Service{d.registrar, ldsSvc}, plainRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)), tokens)
+	services := append(d.placedServices(append([]httpjson.Service{d.registrar, ldsSvc}, plainRoutes(grantor, renewalSvc, mailboxSvc, txnSvc)...)), tokens)
 	var notRun []api.NotRun
 	if txnSvc == nil {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})
@@ -627,7 +632,9 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.parts.Add("the API", d.apiServer(mux))
 	// Stopped before the API: the other nodes hear at once that this one
 	// serves no more.
-	d.serveForwarded(mux)
+	if d.cl != nil {
+		d.cl.serveForwarded(mux)
+	}
 	return nil
 }
 
@@ -636,7 +643,10 @@ func (d *Daemon) build(ctx context.Context) error {
 // network (shareDiscovery hands the service what it hears).
 func (d *Daemon) ldsConfig(c lds.Config, lm Limits) lds.Config {
 	c.Group = group.Config{AnnouncementInterval: d.cfg.LDSAnnounceInterval, MaxContacts: lm.Contacts, MaxPendingContacts: lm.ContactsPending}
-	return d.shareNetwork(c)
+	if d.cl != nil {
+		c = d.cl.shareNetwork(c)
+	}
+	return c
 }
 
 // plainRoutes are the parts of the API of the grantor, the renewal
@@ -656,7 +666,8 @@ func (d *Daemon) ownListener(u *url.URL) bool {
 	if mb := d.mbox.Load(); mb != nil && mb.IsOwnListener(u) {
 		return true
 	}
-	return d.clusterListener(u)
+	_, ok := d.clusterInside(u.String())
+	return ok
 }
 
 // inside is the receiver, in the process, of a listener of this
@@ -706,7 +717,7 @@ func (d *Daemon) openStore(ctx context.Context) (*store.Store, error) {
 	if d.cfg.Store != StoreEtcd {
 		return store.Open(d.cfg.DataDir)
 	}
-	return d.openEtcd(ctx)
+	return d.openCluster(ctx)
 }
 
 // watchHold stops the daemon when it loses the store's hold. Added after

@@ -109,7 +109,8 @@ func endpointHostPort(raw string) (string, uint16, bool) {
 
 // deploymentNames lists etcd's endpoints given by name, as host:port
 // (lower case): a URL naming one is refused as it is handed in.
-func (d *Daemon) deploymentNames() []string {
+func (c *clusterNode) deploymentNames() []string {
+	d := c.d
 	var out []string
 	for _, raw := range d.cfg.Etcd.Endpoints {
 		if host, port, ok := endpointHostPort(raw); ok {
@@ -124,21 +125,21 @@ func (d *Daemon) deploymentNames() []string {
 // deployment lists the deployment's endpoints: etcd's, and every
 // member's ports on each of its addresses (none before the node
 // joined). It is read on every outbound connection: no waiting.
-func (d *Daemon) deployment() []netip.AddrPort {
-	out := d.cluster.etcd.addrs()
-	if d.cluster.node == nil {
+func (c *clusterNode) deployment() []netip.AddrPort {
+	out := c.etcd.addrs()
+	if c.node == nil {
 		return out
 	}
 	// The members the etcd client learnt of (it syncs its endpoints
 	// with the cluster's), by address only when given by address.
-	for _, raw := range d.cluster.node.EtcdEndpoints() {
+	for _, raw := range c.node.EtcdEndpoints() {
 		if host, port, ok := endpointHostPort(raw); ok {
 			if a, err := netip.ParseAddr(host); err == nil {
 				out = append(out, netip.AddrPortFrom(a.WithZone("").Unmap(), port))
 			}
 		}
 	}
-	for _, m := range d.cluster.node.Members() {
+	for _, m := range c.node.Members() {
 		for _, port := range []int{m.APIPort, m.DiscoveryPort, m.ClusterPort} {
 			if port <= 0 || port > 65535 {
 				continue

@@ -26,7 +26,7 @@ import (
 // cluster's Door (a copy of the registry for the reads, the rest at
 // the shard's node or the holder), served on the node's listeners.
 type door struct {
-	d     *Daemon
+	c     *clusterNode
 	door  *cluster.Door
 	srv   *http1.Server
 	wg    sync.WaitGroup
@@ -35,14 +35,15 @@ type door struct {
 
 // startDoor starts the door's copy and serves ln (the API listener,
 // not yet TLS-wrapped) and sock (the local socket, if any) with it.
-func (d *Daemon) startDoor(ctx context.Context, ln, sock net.Listener, holder func(context.Context) store.Member) (*door, error) {
-	cd := cluster.NewDoor(cluster.DoorConfig{Node: d.cluster.node, Peers: d.cluster.peers, Shards: d.cluster.shards, Holder: holder, Logger: d.log,
+func (c *clusterNode) startDoor(ctx context.Context, ln, sock net.Listener, holder func(context.Context) store.Member) (*door, error) {
+	d := c.d
+	cd := cluster.NewDoor(cluster.DoorConfig{Node: c.node, Peers: c.peers, Shards: c.shards, Holder: holder, Logger: d.log,
 		Lookup: lookup.Config{Logger: d.log.With("service", "lookup", "copy", true), UnicastPort: func() int { return d.cfg.DiscoveryPort },
 			PageSize: d.limits.PageSize, MaxPage: d.limits.MaxPage, PageBytes: d.limits.PageBytes, Listings: d.limits.Listings}})
 	if err := cd.Start(ctx); err != nil {
 		return nil, err
 	}
-	dr := &door{d: d, door: cd, names: d.namesFor(cd.Registrar().Meta().ServiceID)}
+	dr := &door{c: c, door: cd, names: d.namesFor(cd.Registrar().Meta().ServiceID)}
 	if d.cfg.TLSCert != "" {
 		var err error
 		if ln, err = listenTLS(ln, d.cfg.TLSCert, d.cfg.TLSKey); err != nil {
@@ -85,8 +86,8 @@ func (dr *door) shutdown(ctx context.Context) {
 func (dr *door) hostAllowed(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.WithZone("").Unmap()
-		return slices.Contains(dr.d.apiAddrs.get(), a) ||
-			slices.ContainsFunc(dr.d.cluster.node.Members(), func(m store.Member) bool { return slices.Contains(m.Addrs, a) })
+		return slices.Contains(dr.c.d.apiAddrs.get(), a) ||
+			slices.ContainsFunc(dr.c.node.Members(), func(m store.Member) bool { return slices.Contains(m.Addrs, a) })
 	}
 	return slices.Contains(dr.names, strings.ToLower(strings.TrimSuffix(host, ".")))
 }

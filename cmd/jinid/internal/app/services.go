@@ -67,7 +67,7 @@ func (d *Daemon) buildSet(st *store.Store, c setOf) (serviceSet, error) {
 		Policy:             leasePolicy(mailbox.DefaultPolicy, lm.MailboxLeaseMax, "mailboxLeaseMax"),
 		MaxPerRegistration: perReg, MaxEvents: events,
 		MaxBytesPerRegistration: int64(lm.MailboxBytesPerRegistration), MaxBytes: int64(lm.MailboxBytes),
-		Client: out(outbound.DefaultTimeout), NewID: c.newID, ShardTag: d.cluster.mailboxTag}
+		Client: out(outbound.DefaultTimeout), NewID: c.newID, ShardTag: d.mailboxTag()}
 	tx := txn.ServiceConfig{Store: st, Grantor: s.grantor, Outbound: c.policy,
 		Policy: leasePolicy(txn.DefaultPolicy, lm.TransactionLeaseMax, "transactionLeaseMax"),
 		Client: out(time.Minute), Manager: d.managerURL(), Self: d.nodeAPI, Logger: c.log.With("service", "txn"), Metrics: d.obs.metrics, NewID: c.newID}
@@ -75,7 +75,7 @@ func (d *Daemon) buildSet(st *store.Store, c setOf) (serviceSet, error) {
 		Policy: leasePolicy(lds.DefaultPolicy, lm.LDSLeaseMax, "ldsLeaseMax"), Multicast: c.ldsMulticast,
 		Namespace: d.cfg.Namespace, MaxPerRegistration: lm.LDSInterest, NewID: c.newID}
 	if c.shard >= 0 {
-		mb.ListenerTag = d.cluster.mailboxTag
+		mb.ListenerTag = d.mailboxTag()
 		tx.NoGauges = true // the node's figures count the shards' together
 		ld.EventIDBase = shardEventIDs(c.shard)
 	} else {

@@ -32,6 +32,7 @@ import (
 // lookup discovery service (heard.go; docs/cluster.md). It ends when the
 // node takes the hold.
 type standby struct {
+	c      *clusterNode
 	d      *Daemon
 	api    *relay.Handover
 	sock   *relay.Handover // the API socket's (nil without one)
@@ -60,8 +61,9 @@ type standby struct {
 // startStandby begins serving the API listener (not yet TLS-wrapped)
 // and forwarding the unicast discovery port, and announcing once the
 // holder is known.
-func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby, error) {
-	s := &standby{d: d}
+func (c *clusterNode) startStandby(ctx context.Context, apiLn net.Listener) (*standby, error) {
+	d := c.d
+	s := &standby{c: c, d: d}
 	s.holder.known = make(chan struct{})
 	dial := d.cfg.Namespace.Dialer(&net.Dialer{})
 	var discLn net.Listener
@@ -86,7 +88,7 @@ func (d *Daemon) startStandby(ctx context.Context, apiLn net.Listener) (*standby
 		s.sock = relay.NewHandover(d.apiSock)
 		sock = s.sock.Take()
 	}
-	if s.door, err = d.startDoor(ctx, s.api.Take(), sock, s.holderMember); err != nil {
+	if s.door, err = c.startDoor(ctx, s.api.Take(), sock, s.holderMember); err != nil {
 		// The API waits for the hold then (its clients' connections
 		// wait in the listener's queue).
 		d.log.Warn("standby: the API is not served until this node holds the store", "err", err)
@@ -157,7 +159,7 @@ func (s *standby) announce() {
 	ctx := context.Background()
 	// The node's view of the deployment's store, which its discovery
 	// reads too.
-	s.st = d.cluster.net.Store()
+	s.st = s.c.net.Store()
 	meta, ok, err := lookup.ReadMeta(s.st)
 	if err != nil || !ok {
 		d.log.Warn("standby: the lookup service's identity is not in the store yet", "err", err)
@@ -165,7 +167,7 @@ func (s *standby) announce() {
 	}
 	// The node's multicast host, which its discovery (and, once it
 	// holds the store, its daemon) share.
-	s.host = d.cluster.net.Host()
+	s.host = s.c.net.Host()
 	groups := func() []string {
 		if m, ok, err := lookup.ReadMeta(s.st); err == nil && ok {
 			return m.Groups
