@@ -62,8 +62,13 @@ func (c *clusterNode) open(ctx context.Context) (*store.Store, error) {
 		d.log.Warn("etcd is reached insecurely, as --etcd-insecure allows: whoever reaches it can write the store (tokens, members: docs/security.md, Cluster)",
 			"why", why, "endpoints", cfg.Endpoints)
 	}
-	c.etcd = newEtcdEndpoints(ctx, cfg.Endpoints)
-	d.parts.Add("resolving etcd's endpoints", c.etcd.periodic)
+	// Resolved before anything is sent for a client (the shards send
+	// as soon as they are taken).
+	c.deploy = cluster.NewDeployment(cfg.Endpoints)
+	if err := c.deploy.Start(ctx); err != nil {
+		return nil, err
+	}
+	d.parts.Add("resolving etcd's endpoints", lifecycle.Funcs{ShutdownFunc: c.deploy.Shutdown})
 	node, err := c.joinCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -163,6 +168,7 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*s
 	}
 	peers := cluster.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
 	c.node, c.peers = node, peers
+	c.deploy.Joined(node)
 	// The node's discovery, before its shards' lookup discovery
 	// services hear it.
 	var mc *mcast.HostConfig
@@ -323,12 +329,26 @@ type clusterNode struct {
 	// api is the deployment's API while this node holds the store, for
 	// what the other nodes forward to it (nil otherwise).
 	api atomic.Pointer[http.Handler]
-	// etcd are the etcd cluster's endpoints, which no request made
-	// for a client may reach (deployment).
-	etcd *etcdEndpoints
+	// deploy is the deployment's own endpoints, which no request made
+	// for a client may reach.
+	deploy *cluster.Deployment
 }
 
 func newCluster(d *Daemon) clusterPart { return &clusterNode{d: d} }
+
+func (c *clusterNode) deployment() []netip.AddrPort {
+	if c.deploy == nil {
+		return nil
+	}
+	return c.deploy.Endpoints()
+}
+
+func (c *clusterNode) deploymentNames() []string {
+	if c.deploy == nil {
+		return nil
+	}
+	return c.deploy.Names()
+}
 
 // mailboxTag begins the listeners of the shards' mailboxes.
 func (c *clusterNode) mailboxTag() string { return c.tag }

@@ -1,6 +1,6 @@
 //go:build !jinid_omit_etcd
 
-package app
+package cluster
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/services/store"
 )
 
 // The deployment's own endpoints are never a destination of a request
@@ -29,26 +30,46 @@ import (
 // late at most. The policy's check never waits on DNS.
 const etcdResolveEvery = 30 * time.Second
 
-// etcdEndpoints are the etcd cluster's client endpoints as given and
-// as last resolved.
-type etcdEndpoints struct {
+// Deployment is the deployment's own endpoints, as a node knows them:
+// etcd's client endpoints as given and as last resolved, the etcd
+// members its client learnt of, and every live member's ports.
+type Deployment struct {
 	given    []string
 	resolved atomic.Pointer[[]netip.AddrPort]
 	periodic *lifecycle.Periodic
+	node     atomic.Pointer[deploymentNode]
 }
 
-// newEtcdEndpoints resolves the endpoints once now (within a few
-// seconds) and makes the part that does it again every etcdResolveEvery.
-func newEtcdEndpoints(ctx context.Context, endpoints []string) *etcdEndpoints {
-	e := &etcdEndpoints{given: endpoints}
-	e.resolve(ctx)
+// deploymentNode is what Deployment reads of the node's membership
+// (*store.EtcdNode).
+type deploymentNode interface {
+	Members() []store.Member
+	EtcdEndpoints() []string
+}
+
+// NewDeployment returns the deployment of the etcd endpoints given;
+// Start resolves them.
+func NewDeployment(endpoints []string) *Deployment {
+	e := &Deployment{given: endpoints}
 	e.periodic = lifecycle.Every(etcdResolveEvery, func() { e.resolve(context.Background()) })
 	return e
 }
 
+// Start resolves the endpoints once now (within a few seconds), and
+// again every etcdResolveEvery until Shutdown.
+func (e *Deployment) Start(ctx context.Context) error {
+	e.resolve(ctx)
+	return e.periodic.Start(ctx)
+}
+
+func (e *Deployment) Shutdown(ctx context.Context) error { return e.periodic.Shutdown(ctx) }
+
+// Joined has the members of n (the node, once it joined) counted.
+func (e *Deployment) Joined(n deploymentNode) { e.node.Store(&n) }
+
 // resolve reads the endpoints' addresses; a name that does not resolve
 // now keeps the addresses it had.
-func (e *etcdEndpoints) resolve(ctx context.Context) {
+func (e *Deployment) resolve(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var old []netip.AddrPort
@@ -82,17 +103,6 @@ func (e *etcdEndpoints) resolve(ctx context.Context) {
 	e.resolved.Store(&out)
 }
 
-// addrs are the endpoints' addresses as last resolved.
-func (e *etcdEndpoints) addrs() []netip.AddrPort {
-	if e == nil {
-		return nil
-	}
-	if p := e.resolved.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // endpointHostPort is the host and port of an etcd client URL (2379
 // unless it says).
 func endpointHostPort(raw string) (string, uint16, bool) {
@@ -107,12 +117,11 @@ func endpointHostPort(raw string) (string, uint16, bool) {
 	return u.Hostname(), port, true
 }
 
-// deploymentNames lists etcd's endpoints given by name, as host:port
-// (lower case): a URL naming one is refused as it is handed in.
-func (c *clusterNode) deploymentNames() []string {
-	d := c.d
+// Names lists etcd's endpoints given by name, as host:port (lower
+// case): a URL naming one is refused as it is handed in.
+func (e *Deployment) Names() []string {
 	var out []string
-	for _, raw := range d.cfg.Etcd.Endpoints {
+	for _, raw := range e.given {
 		if host, port, ok := endpointHostPort(raw); ok {
 			if _, err := netip.ParseAddr(host); err != nil {
 				out = append(out, strings.ToLower(strings.TrimSuffix(host, "."))+":"+strconv.Itoa(int(port)))
@@ -122,24 +131,29 @@ func (c *clusterNode) deploymentNames() []string {
 	return out
 }
 
-// deployment lists the deployment's endpoints: etcd's, and every
+// Endpoints lists the deployment's endpoints: etcd's, and every
 // member's ports on each of its addresses (none before the node
 // joined). It is read on every outbound connection: no waiting.
-func (c *clusterNode) deployment() []netip.AddrPort {
-	out := c.etcd.addrs()
-	if c.node == nil {
+func (e *Deployment) Endpoints() []netip.AddrPort {
+	var out []netip.AddrPort
+	if p := e.resolved.Load(); p != nil {
+		out = append(out, *p...)
+	}
+	np := e.node.Load()
+	if np == nil {
 		return out
 	}
+	n := *np
 	// The members the etcd client learnt of (it syncs its endpoints
 	// with the cluster's), by address only when given by address.
-	for _, raw := range c.node.EtcdEndpoints() {
+	for _, raw := range n.EtcdEndpoints() {
 		if host, port, ok := endpointHostPort(raw); ok {
 			if a, err := netip.ParseAddr(host); err == nil {
 				out = append(out, netip.AddrPortFrom(a.WithZone("").Unmap(), port))
 			}
 		}
 	}
-	for _, m := range c.node.Members() {
+	for _, m := range n.Members() {
 		for _, port := range []int{m.APIPort, m.DiscoveryPort, m.ClusterPort} {
 			if port <= 0 || port > 65535 {
 				continue
