@@ -980,6 +980,10 @@ func (e *Engine) toldLocked(t *txn) {
 	if t.parent != nil {
 		return // forgotten with its top-level transaction
 	}
+	// What is retained is the outcome alone: the participants, all told,
+	// are dropped, and count no more against the manager's total (a busy
+	// manager would otherwise be held to MaxTotalParticipants a Retain).
+	e.releaseLocked(t)
 	e.retained = append(e.retained, retention{t, e.cfg.Clock.Now().Add(e.cfg.Retain)})
 	for len(e.retained) > e.cfg.MaxRetained {
 		e.forgetLocked(e.retained[0].t)
@@ -987,6 +991,16 @@ func (e *Engine) toldLocked(t *txn) {
 	}
 	if e.sweep == nil {
 		e.sweep = e.cfg.Clock.AfterFunc(e.cfg.Retain, e.sweepRetained)
+	}
+}
+
+// releaseLocked drops the participants of t and its nested ones, every
+// one told: t's outcome is all that is kept.
+func (e *Engine) releaseLocked(t *txn) {
+	e.joined -= len(t.parts)
+	t.parts, t.prepared, t.votes = nil, nil, nil
+	for _, c := range t.children {
+		e.releaseLocked(c)
 	}
 }
 
