@@ -99,11 +99,7 @@ func TestManagerFollowsTheMembers(t *testing.T) {
 			mu.Unlock()
 			return s, nil
 		}})
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	testenv.Until(t, "every shard held by the one member", func() bool { return len(m.Held()) == Count })
+	startHoldingAll(t, m)
 	rec := httptest.NewRecorder()
 	m.Serve(5, rec, httptest.NewRequest("GET", "/x", nil))
 	if rec.Body.String() != "5" {
@@ -188,4 +184,15 @@ func TestManagerHoldsNothingUnlessAMember(t *testing.T) {
 	if len(m.Held()) != 0 || len(n.held) != 0 {
 		t.Errorf("held %v, took %v", m.Held(), n.held)
 	}
+}
+
+// startHoldingAll starts m, a manager of the one member, stopped when
+// the test ends, and waits until it holds every shard.
+func startHoldingAll(t *testing.T, m *Manager) {
+	t.Helper()
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	testenv.Until(t, "every shard held by the one member", func() bool { return len(m.Held()) == Count })
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/internal/clock"
-	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
@@ -81,11 +80,7 @@ func shardsOfGrantors(t *testing.T) (*Manager, func(k int) grantorStack) {
 		mu.Unlock()
 		return s, nil
 	}})
-	if err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
-	testenv.Until(t, "every shard held", func() bool { return len(m.Held()) == Count })
+	startHoldingAll(t, m)
 	return m, func(k int) grantorStack {
 		mu.Lock()
 		defer mu.Unlock()

@@ -26,31 +26,11 @@ import (
 func TestClusterURLsReachable(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
-	a := s.node(t, "node-a")
-	a.serving(t)
-	b, c := s.node(t, "node-b"), s.node(t, "node-c")
-	b.waiting(t)
-	c.waiting(t)
-	s.allShardsHeldBy(t, 3)
+	a, b, c := s.threeNodes(t)
 	// A client whose registrations go to a shard a node other than the
 	// holder holds (an anonymous client's go to the shard its address
 	// hashes to).
-	var h *netlab.Host
-	var hIP string
-	for i := 0; h == nil; i++ {
-		if i == 12 {
-			t.Fatal("no client host of 12 has its shard held by another node than the holder")
-		}
-		try := s.lab.Host(fmt.Sprintf("client%d", i))
-		ip := try.Attach(s.lan).IPv4.String()
-		mb, err := jinidtest.LabClient(t, try, a.api).MailboxRegister(t.Context(), 60_000, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.shardHolder(t, mb.ID, a, b, c) != a {
-			h, hIP = try, ip
-		}
-	}
+	h, hIP := s.clientOfShardAt(t, func(n *clusterNode) bool { return n != a }, a, b, c)
 	tr := &http.Transport{DialContext: jinidtest.DialFrom(h)}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
@@ -170,4 +150,38 @@ func TestClusterStandbySocket(t *testing.T) {
 	if out, err := cli("token", "list"); err != nil || !strings.Contains(out, "ops") {
 		t.Fatalf("the tokens on the socket of the standby that took over: %v\n%s", err, out)
 	}
+}
+
+// threeNodes starts three nodes on the site, node-a holding the store,
+// and waits for every shard to be held, by the three.
+func (s *clusterSite) threeNodes(t *testing.T) (a, b, c *clusterNode) {
+	t.Helper()
+	a = s.node(t, "node-a")
+	a.serving(t)
+	b, c = s.node(t, "node-b"), s.node(t, "node-c")
+	b.waiting(t)
+	c.waiting(t)
+	s.allShardsHeldBy(t, 3)
+	return a, b, c
+}
+
+// clientOfShardAt is a new client host on the site's LAN (and its
+// address) whose registrations go to a shard held by a node of nodes
+// that want takes (an anonymous client's go to the shard its address
+// hashes to); nodes[0] is asked.
+func (s *clusterSite) clientOfShardAt(t *testing.T, want func(*clusterNode) bool, nodes ...*clusterNode) (*netlab.Host, string) {
+	t.Helper()
+	for i := range 16 {
+		h := s.lab.Host(fmt.Sprintf("client%d", i))
+		ip := h.Attach(s.lan).IPv4.String()
+		mb, err := jinidtest.LabClient(t, h, nodes[0].api).MailboxRegister(t.Context(), 60_000, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want(s.shardHolder(t, mb.ID, nodes...)) {
+			return h, ip
+		}
+	}
+	t.Fatal("no client host of 16 has its shard held by the node wanted")
+	return nil, ""
 }

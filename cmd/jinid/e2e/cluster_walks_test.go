@@ -12,7 +12,6 @@ import (
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
-	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
@@ -31,28 +30,9 @@ import (
 func TestClusterWalksAreStraight(t *testing.T) {
 	t.Parallel()
 	s := newClusterSite(t)
-	a := s.node(t, "node-a")
-	a.serving(t)
-	b, c := s.node(t, "node-b"), s.node(t, "node-c")
-	b.waiting(t)
-	c.waiting(t)
-	s.allShardsHeldBy(t, 3)
+	a, b, c := s.threeNodes(t)
 	// A client whose shard node-b (not the holder) holds.
-	var h *netlab.Host
-	for i := 0; h == nil; i++ {
-		if i == 16 {
-			t.Fatal("no client host of 16 has its shard held by node-b")
-		}
-		try := s.lab.Host(fmt.Sprintf("client%d", i))
-		try.Attach(s.lan)
-		mb, err := jinidtest.LabClient(t, try, a.api).MailboxRegister(t.Context(), 60_000, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.shardHolder(t, mb.ID, a, b, c) == b {
-			h = try
-		}
-	}
+	h, _ := s.clientOfShardAt(t, func(n *clusterNode) bool { return n == b }, a, b, c)
 	tr := &http.Transport{DialContext: jinidtest.DialFrom(h)}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
