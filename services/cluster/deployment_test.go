@@ -16,7 +16,9 @@ func (fakeMembers) Members() []store.Member {
 	return []store.Member{{Node: "b", Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.5")}, APIPort: 4162, DiscoveryPort: 4160, ClusterPort: 4163},
 		{Node: "c", Addrs: []netip.Addr{netip.MustParseAddr("10.0.0.6")}, APIPort: 70000}} // a port past 65535: left out
 }
-func (fakeMembers) EtcdEndpoints() []string { return []string{"https://10.0.0.9:2379", "https://etcd-x:2379"} }
+func (fakeMembers) EtcdEndpoints() []string {
+	return []string{"https://10.0.0.9:2379", "https://etcd-x:2379"}
+}
 
 // The deployment's endpoints: etcd's as given (by address, or by name
 // resolved), the etcd members the client learnt of by address, and

@@ -40,7 +40,7 @@ const (
 
 // DoorConfig gives a Door its dependencies.
 type DoorConfig struct {
-	Node   *store.EtcdNode
+	Node   *Joined
 	Peers  *Peers
 	Shards *Manager
 	// Holder is the holder's record as last heard; until one is, it

@@ -5,7 +5,6 @@ package store
 import (
 	"context"
 	"errors"
-	"net/netip"
 )
 
 // Etcd tells whether this build can keep its store in etcd: one built
@@ -34,12 +33,6 @@ func (s *Store) Node() string { return "" }
 
 // MaxTxnOps is 0: there is no etcd.
 func (s *Store) MaxTxnOps() int { return 0 }
-
-// Publish does nothing: the embedded store is this process's alone.
-func (s *Store) Publish(context.Context, []netip.Addr, int, int) error { return nil }
-
-// MemberAddrs is nil: there are no other nodes.
-func (s *Store) MemberAddrs() []netip.Addr { return nil }
 
 // Revision is 0: there is no etcd.
 func (s *Store) Revision() int64 { return 0 }

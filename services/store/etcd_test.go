@@ -5,18 +5,15 @@ package store
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/jinid/jinid/internal/rig/etcdtest"
-	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 )
@@ -357,64 +354,6 @@ func TestEtcdHolderCutOffStopsActingFirst(t *testing.T) {
 	}
 }
 
-// The members of a deployment, holder and standbys, are listed while
-// their processes run, and go with them.
-func TestEtcdMembers(t *testing.T) {
-	endpoint, _ := startEtcd(t)
-	var heard atomic.Value
-	cfg := func(node string) EtcdConfig {
-		return EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-members", Timeout: 2 * time.Second, Exclusive: true,
-			Node: node, LeaseTTL: 2 * time.Second, OnHolder: func(m Member) { heard.Store(m) }}
-	}
-	a, err := OpenEtcd(t.Context(), cfg("node-a"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened := make(chan *Store, 1)
-	defer func() {
-		a.Close() // if the test failed before, for b to open
-		if b := <-opened; b != nil {
-			b.Close()
-		}
-	}()
-	go func() {
-		b, err := OpenEtcd(t.Context(), cfg("node-b"))
-		if err != nil {
-			t.Error(err)
-		}
-		opened <- b
-	}()
-	read := func() ClusterStatus {
-		st, err := ReadCluster(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-members", Timeout: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	var st ClusterStatus
-	testenv.Until(t, "two members", func() bool { st = read(); return len(st.Members) == 2 })
-	if st.Holder != "node-a" || len(st.Members) != 2 || st.Members[0].Node != "node-a" || st.Members[1].Node != "node-b" {
-		t.Fatalf("cluster status %+v", st)
-	}
-	if len(st.Etcd) != 1 || !st.Etcd[0].Healthy || st.Etcd[0].Leader == 0 {
-		t.Fatalf("etcd members %+v", st.Etcd)
-	}
-	// The holder says where it serves; the one waiting hears it.
-	addrs := []netip.Addr{netip.MustParseAddr("192.0.2.1")}
-	if err := a.Publish(t.Context(), addrs, 4162, 4160); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Until(t, "node-b told where node-a serves", func() bool {
-		m, _ := heard.Load().(Member)
-		return m.Node == "node-a" && slices.Equal(m.Addrs, addrs) && m.APIPort == 4162 && m.DiscoveryPort == 4160
-	})
-	if st = read(); len(st.Members) != 2 || st.Members[0].APIPort != 4162 {
-		t.Fatalf("after publishing: %+v", st)
-	}
-	a.Close()
-	testenv.Until(t, "node-b holding once node-a closed", func() bool { st = read(); return st.Holder == "node-b" })
-}
-
 // The store learns what the cluster takes in one transaction (etcd's
 // default --max-txn-ops, 128, here) and refuses a larger change with
 // ErrTooLarge, writing nothing of it; Chunk splits batches to fit.
@@ -473,10 +412,6 @@ func TestEtcdShards(t *testing.T) {
 		return n
 	}
 	a, b := join("node-a"), join("node-b")
-	a.Refresh()
-	if got := a.Members(); len(got) != 2 || got[0].Node != "node-a" || got[1].Node != "node-b" {
-		t.Errorf("the members as node-a reads them: %+v", got)
-	}
 	root, err := a.Hold(t.Context(), "", HoldConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -583,9 +518,9 @@ func TestEtcdMemberWithoutLease(t *testing.T) {
 	if _, err := cli.Put(t.Context(), prefix+"/.shardholds/07", "evil"); err != nil {
 		t.Fatal(err)
 	}
-	a.refreshMembers()
-	if got := a.Members(); len(got) != 1 || got[0].Node != "node-a" {
-		t.Fatalf("members with a record under no lease: %+v", got)
+	// node-a's own record, under its lease (services/cluster writes it).
+	if err := a.PutLeased(t.Context(), ".members/node-a", []byte(`{"node":"node-a"}`)); err != nil {
+		t.Fatal(err)
 	}
 	st, err := ReadCluster(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: prefix, Timeout: 2 * time.Second})
 	if err != nil {

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -38,10 +37,6 @@ type EtcdConfig struct {
 	// Waiting, if set, is told once that another holds the store and
 	// this one waits.
 	Waiting func(holder string)
-	// Addrs are this node's addresses, in its member record from the
-	// start: the holder answers requests another node forwards under
-	// one of them (the API's Host check).
-	Addrs []netip.Addr
 	// OnHolder, if set, is told the holder's member record while this
 	// process waits for the hold, each time it changes (a standby
 	// forwards to the holder: cmd/jinid/internal/relay).
@@ -49,21 +44,6 @@ type EtcdConfig struct {
 	// NoWait, with Exclusive, fails at once (ErrHeld) rather than wait
 	// for another holder.
 	NoWait bool
-	// ClusterPort and CertSHA256 go in the node's member record: where
-	// the other nodes reach it (its shards' requests), and the SHA-256
-	// of the certificate it proves itself with there.
-	ClusterPort int
-	CertSHA256  string
-	// SiteCA says the node admits on its cluster port only certificates
-	// its site's CA signed (for the member record).
-	SiteCA bool
-	// APIPort and DiscoveryPort go in the node's member record from the
-	// start (0: not known yet): every node's ports are the deployment's
-	// own, to which no request made for a client is sent.
-	APIPort, DiscoveryPort int
-	// Logger, if set, hears what a node finds amiss in etcd (a member
-	// record under no live lease).
-	Logger *slog.Logger
 	// Insecure says the operator accepts reaching etcd on another host
 	// over plain http, or over TLS without a client certificate
 	// (--etcd-insecure): whoever reaches etcd then can write the store.

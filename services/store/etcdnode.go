@@ -7,53 +7,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/jinid/jinid/internal/lifecycle"
 )
 
 // EtcdNode is this process as a node of a deployment in etcd: one lease,
-// kept alive while the process runs (timed as lease's comment says), its
-// member record under that lease (<prefix>/.members/<node>), and the
-// other members' records, read every second. The stores it holds, the
-// deployment's own and shards of it, are held under the same lease: they
-// live and end with the node.
+// kept alive while the process runs (timed as lease's comment says). The
+// stores it holds, the deployment's own and shards of it, are held under
+// that lease, and so is its member record (services/cluster writes and
+// reads the records, PutLeased and Records): they live and end with the
+// node.
 type EtcdNode struct {
 	cli    *clientv3.Client
 	cfg    EtcdConfig
 	lease  *lease
 	maxOps int
+	name   string
 
-	mu   sync.Mutex
-	self Member
-
-	members struct {
-		sync.Mutex
-		list  []Member
-		addrs []netip.Addr
-	}
-	// live are the leases of member records known to be live (each
-	// asked of etcd once: a record under a lease that ends is deleted
-	// with it), ignored the records not under a live lease, each
-	// logged once.
-	readMu    sync.Mutex // one read of the members at a time
-	live      map[clientv3.LeaseID]bool
-	ignored   map[string]bool
-	reader    *lifecycle.Periodic
-	refreshed atomic.Int64 // when Refresh last read, UnixNano
 	closeOnce sync.Once
 }
 
-// JoinEtcd connects to the cluster cfg names, takes this node's lease (of
-// cfg.LeaseTTL) and registers the node as a member, named cfg.Node, with
-// cfg.Addrs, ClusterPort and CertSHA256.
+// JoinEtcd connects to the cluster cfg names and takes this node's
+// lease (of cfg.LeaseTTL), named cfg.Node.
 func JoinEtcd(ctx context.Context, cfg EtcdConfig) (*EtcdNode, error) {
 	cli, cfg, err := dial(ctx, cfg)
 	if err != nil {
@@ -64,25 +41,13 @@ func JoinEtcd(ctx context.Context, cfg EtcdConfig) (*EtcdNode, error) {
 		cli.Close()
 		return nil, fmt.Errorf("etcd: a lease for this node: %w", err)
 	}
-	n := &EtcdNode{cli: cli, cfg: cfg, lease: l, live: map[clientv3.LeaseID]bool{}, ignored: map[string]bool{},
-		self: Member{Node: cmp.Or(cfg.Node, "a jinid"), Since: time.Now().UTC(), Addrs: cfg.Addrs,
-			ClusterPort: cfg.ClusterPort, CertSHA256: cfg.CertSHA256, APIPort: cfg.APIPort, DiscoveryPort: cfg.DiscoveryPort,
-			EtcdInsecure: cfg.Insecure && InsecureEndpoint(cfg.Endpoints, cfg.CertFile) != "", SiteCA: cfg.SiteCA}}
-	if err := n.register(ctx); err != nil {
-		l.close()
-		cli.Close()
-		return nil, err
-	}
+	n := &EtcdNode{cli: cli, cfg: cfg, lease: l, name: cmp.Or(cfg.Node, "a jinid")}
 	n.maxOps = probeMaxOps(ctx, cli, cfg.Prefix, cfg.Timeout)
-	// The members as the node starts, and as they come and go.
-	n.refreshMembers()
-	n.reader = lifecycle.Every(time.Second, n.refreshMembers)
-	n.reader.Start(context.Background())
 	return n, nil
 }
 
 // Name is the node's name in the deployment.
-func (n *EtcdNode) Name() string { return n.self.Node }
+func (n *EtcdNode) Name() string { return n.name }
 
 // Acting says whether the node may act now: its lease is surely alive
 // (ErrNotHolding from a margin before the cluster could end it).
@@ -96,7 +61,6 @@ func (n *EtcdNode) Lost() <-chan struct{} { return n.lease.lost }
 // every hold go at once (the others need not wait for the TTL).
 func (n *EtcdNode) Close() {
 	n.closeOnce.Do(func() {
-		n.reader.Shutdown(context.Background())
 		n.lease.close()
 		n.cli.Close()
 	})
@@ -135,7 +99,7 @@ func (n *EtcdNode) Hold(ctx context.Context, shard string, hc HoldConfig) (*Stor
 	if shard != "" {
 		prefix, hold = ShardPrefix(prefix, shard), shardHold(prefix, shard)
 	}
-	be := &etcdBackend{cli: n.cli, prefix: prefix, timeout: n.cfg.Timeout, n: n, lease: n.lease, node: n.self.Node,
+	be := &etcdBackend{cli: n.cli, prefix: prefix, timeout: n.cfg.Timeout, n: n, lease: n.lease, node: n.name,
 		maxOps: n.maxOps, holdKey: hold}
 	rev, err := n.take(ctx, be.holdKey, hc)
 	if err != nil {
@@ -157,7 +121,7 @@ func (n *EtcdNode) Hold(ctx context.Context, shard string, hc HoldConfig) (*Stor
 // member record meanwhile (OnHolder). A node that lost its own lease
 // while waiting gives up.
 func (n *EtcdNode) take(ctx context.Context, key string, hc HoldConfig) (int64, error) {
-	node := n.self.Node
+	node := n.name
 	for told := false; ; {
 		if err := n.lease.valid(); err != nil {
 			return 0, fmt.Errorf("etcd: waiting for %s: %w", key, err)
@@ -265,82 +229,38 @@ func (n *EtcdNode) member(ctx context.Context, node string) (Member, bool) {
 	return m, json.Unmarshal(r.Kvs[0].Value, &m) == nil
 }
 
-// register writes this node's member record under its lease.
-func (n *EtcdNode) register(ctx context.Context) error {
-	n.mu.Lock()
-	m := n.self
-	n.mu.Unlock()
-	v, err := json.Marshal(m)
+// PutLeased writes key (under the deployment's prefix: rel) under the
+// node's lease: it lives while the node does (a member record).
+func (n *EtcdNode) PutLeased(ctx context.Context, rel string, value []byte) error {
+	_, err := n.cli.Put(ctx, n.cfg.Prefix+"/"+rel, string(value), clientv3.WithLease(n.lease.id))
+	return err
+}
+
+// Record is a key of the deployment (under its prefix) and the etcd
+// lease it lives under (0: none).
+type Record struct {
+	Key   string
+	Value []byte
+	Lease int64
+}
+
+// Records reads at most limit keys under the deployment's prefix rel.
+func (n *EtcdNode) Records(ctx context.Context, rel string, limit int) ([]Record, error) {
+	r, err := n.cli.Get(ctx, n.cfg.Prefix+"/"+rel, clientv3.WithPrefix(), clientv3.WithLimit(int64(limit)))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := n.cli.Put(ctx, n.memberKey(m.Node), string(v), clientv3.WithLease(n.lease.id)); err != nil {
-		return fmt.Errorf("etcd: registering as a member: %w", err)
+	out := make([]Record, len(r.Kvs))
+	for i, kv := range r.Kvs {
+		out[i] = Record{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease}
 	}
-	return nil
+	return out, nil
 }
 
-// Members are the deployment's nodes as last read (every second), this
-// one included, by name.
-func (n *EtcdNode) Members() []Member {
-	n.members.Lock()
-	defer n.members.Unlock()
-	return n.members.list
-}
-
-// Refresh reads the members' records now (a node that does not answer
-// may be gone), unless they were read less than 100 ms ago: a flood of
-// requests for a dead node's shards costs etcd ten reads a second.
-func (n *EtcdNode) Refresh() {
-	now := time.Now().UnixNano()
-	if last := n.refreshed.Load(); now-last < int64(100*time.Millisecond) || !n.refreshed.CompareAndSwap(last, now) {
-		return
-	}
-	n.refreshMembers()
-}
-
-// refreshMembers reads the members' records; failed, the last known
-// stay until a read succeeds. (Polled, not watched: a watch is a stream
-// a stopping etcd member waits for, and one read a second is nothing to
-// a cluster.)
-func (n *EtcdNode) refreshMembers() {
-	n.readMu.Lock()
-	defer n.readMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	r, err := n.cli.Get(ctx, n.cfg.Prefix+"/.members/", clientv3.WithPrefix(), clientv3.WithLimit(1000))
-	if err != nil {
-		return
-	}
-	var list []Member
-	var addrs []netip.Addr
-	seen := map[clientv3.LeaseID]bool{}
-	for _, kv := range r.Kvs {
-		var m Member
-		if json.Unmarshal(kv.Value, &m) != nil {
-			continue
-		}
-		id := clientv3.LeaseID(kv.Lease)
-		seen[id] = true
-		if !n.live[id] {
-			if !leaseLive(ctx, n.cli, id) {
-				n.ignore(string(kv.Key), id)
-				continue
-			}
-			n.live[id] = true
-		}
-		list = append(list, m)
-		addrs = append(addrs, m.Addrs...)
-	}
-	for id := range n.live {
-		if !seen[id] {
-			delete(n.live, id) // ended with its records
-		}
-	}
-	slices.SortFunc(list, func(a, b Member) int { return strings.Compare(a.Node, b.Node) })
-	n.members.Lock()
-	n.members.list, n.members.addrs = list, addrs
-	n.members.Unlock()
+// LeaseLive says etcd lease id is live: a record under no live lease
+// (written by hand, or by anyone who can write the prefix) is no node's.
+func (n *EtcdNode) LeaseLive(ctx context.Context, id int64) bool {
+	return leaseLive(ctx, n.cli, clientv3.LeaseID(id))
 }
 
 // leaseLive says lease id is live in etcd: a member record under no
@@ -354,54 +274,9 @@ func leaseLive(ctx context.Context, cli *clientv3.Client, id clientv3.LeaseID) b
 	return err == nil && r.TTL > 0
 }
 
-// ignore logs, once per key, a member record not under a live lease.
-func (n *EtcdNode) ignore(key string, id clientv3.LeaseID) {
-	if n.ignored[key] {
-		return
-	}
-	if len(n.ignored) >= 1000 {
-		clear(n.ignored) // bounded: some are logged again
-	}
-	n.ignored[key] = true
-	if n.cfg.Logger != nil {
-		n.cfg.Logger.Warn("a member record under no live etcd lease is ignored: it is no node (written by hand, or by whoever can write the prefix)",
-			"key", key, "lease", int64(id))
-	}
-}
-
 // EtcdEndpoints are the etcd cluster's client URLs as the client knows
 // them: those given, and those it learnt from the cluster's members.
 func (n *EtcdNode) EtcdEndpoints() []string { return n.cli.Endpoints() }
-
-// Publish says where this node, which holds the store, serves: the
-// nodes waiting forward what reaches them there. A store that is not
-// held (embedded, or in etcd without Exclusive) has nothing to say.
-func (s *Store) Publish(ctx context.Context, addrs []netip.Addr, apiPort, discoveryPort int) error {
-	b, ok := s.be.(*etcdBackend)
-	if !ok || b.n == nil {
-		return nil
-	}
-	n := b.n
-	n.mu.Lock()
-	n.self.Addrs, n.self.APIPort, n.self.DiscoveryPort = addrs, apiPort, discoveryPort
-	n.mu.Unlock()
-	return n.register(ctx)
-}
-
-// MemberAddrs lists the addresses the deployment's nodes registered
-// (none for an embedded store): a request another node forwarded comes
-// from, or names, one of them. It does not wait on etcd (it is asked on
-// the API's accept path): the node reads the members every second, so
-// one that joins is known within a second.
-func (s *Store) MemberAddrs() []netip.Addr {
-	b, ok := s.be.(*etcdBackend)
-	if !ok || b.n == nil {
-		return nil
-	}
-	b.n.members.Lock()
-	defer b.n.members.Unlock()
-	return b.n.members.addrs
-}
 
 // Lost is closed when a held store's node loses its lease: its commits
 // fail from then on, and the process should end, for another node to

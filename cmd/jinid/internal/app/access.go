@@ -105,7 +105,7 @@ func (d *Daemon) hostAllowed(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		a = a.WithZone("").Unmap()
 		// Or a node of its cluster's, which forwarded the request.
-		return slices.Contains(d.apiAddrs.get(), a) || slices.Contains(d.store.MemberAddrs(), a)
+		return slices.Contains(d.apiAddrs.get(), a) || slices.Contains(d.memberAddrs(), a)
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	return slices.Contains(d.hostNames, host)

@@ -51,11 +51,6 @@ func (c *clusterNode) open(ctx context.Context) (*store.Store, error) {
 		cfg.Node = fmt.Sprintf("%s-%d", host, os.Getpid())
 		d.cfg.Etcd.Node = cfg.Node
 	}
-	cfg.Addrs = d.nodeAddrs()
-	// Every member says where it serves from the start, the API and
-	// unicast discovery too: no request made for a client goes there.
-	cfg.APIPort, cfg.DiscoveryPort = d.apiPort(), d.cfg.DiscoveryPort
-	cfg.Logger = d.log.With("component", "cluster")
 	if why := store.InsecureEndpoint(cfg.Endpoints, cfg.CertFile); why != "" {
 		// Allowed (--etcd-insecure), or the daemon would not have
 		// started; said at every start.
@@ -143,7 +138,7 @@ func (c *clusterNode) clusterIdentity(node string) (*cluster.Identity, error) {
 // hashing gives it, served from now on, while it waits for the
 // deployment's hold too. Each is a part of the daemon, shut down in
 // reverse: the shards let go before the membership ends.
-func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*store.EtcdNode, error) {
+func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*cluster.Joined, error) {
 	d := c.d
 	id, err := c.clusterIdentity(cfg.Node)
 	if err != nil {
@@ -154,9 +149,11 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*s
 		return nil, fmt.Errorf("listening for the other nodes on %s: %w", cmp.Or(d.cfg.ClusterListen, DefaultClusterListen), err)
 	}
 	d.parts.Add("the cluster listener", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return closeListener(ln) }})
-	cfg.ClusterPort = int(netip.MustParseAddrPort(ln.Addr().String()).Port())
-	cfg.CertSHA256, cfg.SiteCA = id.SHA256(), id.SiteCA()
-	node, err := store.JoinEtcd(ctx, cfg)
+	// Every member says where it serves from the start, the API and
+	// unicast discovery too: no request made for a client goes there.
+	self := store.Member{Addrs: d.nodeAddrs(), APIPort: d.apiPort(), DiscoveryPort: d.cfg.DiscoveryPort,
+		ClusterPort: int(netip.MustParseAddrPort(ln.Addr().String()).Port()), CertSHA256: id.SHA256(), SiteCA: id.SiteCA()}
+	node, err := cluster.Join(ctx, cfg, self, d.log.With("component", "cluster"))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +163,7 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*s
 	if c.tag, err = node.Constant(ctx, "mailboxListenerTag", func() string { return ids.New()[:16] }); err != nil {
 		return nil, err
 	}
-	peers := cluster.NewPeers(id, cfg.Addrs, node.Members, node.Refresh, d.log)
+	peers := cluster.NewPeers(id, self.Addrs, node.Members, node.Refresh, d.log)
 	c.node, c.peers = node, peers
 	c.deploy.Joined(node)
 	// The node's discovery, before its shards' lookup discovery
@@ -176,7 +173,7 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*s
 		mc = &mcast.HostConfig{Namespace: d.cfg.Namespace, Logger: d.log, Include: d.cfg.Include, Exclude: d.cfg.Exclude,
 			ExcludeDefaultRoute: d.cfg.ExcludeDefaultRoute, Metrics: mcast.NewMetrics(d.obs.metrics)}
 	}
-	c.net = cluster.NewDiscovery(cluster.DiscoveryConfig{Node: node, Etcd: d.cfg.Etcd, Multicast: mc, Namespace: d.cfg.Namespace,
+	c.net = cluster.NewDiscovery(cluster.DiscoveryConfig{Node: node.EtcdNode, Etcd: d.cfg.Etcd, Multicast: mc, Namespace: d.cfg.Namespace,
 		Self: func(st *store.Store) discovery.ServiceID { m, _, _ := lookup.ReadMeta(st); return m.ServiceID }, Logger: d.log})
 	if err := c.net.Start(ctx); err != nil {
 		return nil, err
@@ -323,7 +320,7 @@ type clusterNode struct {
 	tag string
 	// node is this node's membership, peers its way to the others, net
 	// its discovery of lookup services.
-	node  *store.EtcdNode
+	node  *cluster.Joined
 	peers *cluster.Peers
 	net   *cluster.Discovery
 	// api is the deployment's API while this node holds the store, for
@@ -335,6 +332,17 @@ type clusterNode struct {
 }
 
 func newCluster(d *Daemon) clusterPart { return &clusterNode{d: d} }
+
+func (c *clusterNode) memberAddrs() []netip.Addr {
+	if c.node == nil {
+		return nil
+	}
+	return c.node.Addrs()
+}
+
+func (c *clusterNode) publish(ctx context.Context, addrs []netip.Addr, apiPort, discoveryPort int) error {
+	return c.node.Publish(ctx, addrs, apiPort, discoveryPort)
+}
 
 func (c *clusterNode) deployment() []netip.AddrPort {
 	if c.deploy == nil {

@@ -53,6 +53,10 @@ type clusterPart interface {
 	deploymentNames() []string
 	// nodeAPI says a URL names a live node's API.
 	nodeAPI(url string) bool
+	// memberAddrs are the addresses the members registered; publish
+	// says where this node, holding the store, serves.
+	memberAddrs() []netip.Addr
+	publish(ctx context.Context, addrs []netip.Addr, apiPort, discoveryPort int) error
 }
 
 // openCluster makes the daemon a node of the deployment in etcd and
@@ -121,4 +125,11 @@ func (d *Daemon) placedServices(svcs []httpjson.Service) []httpjson.Service {
 		return svcs
 	}
 	return d.cl.placed(svcs)
+}
+
+func (d *Daemon) memberAddrs() []netip.Addr {
+	if d.cl == nil {
+		return nil
+	}
+	return d.cl.memberAddrs()
 }

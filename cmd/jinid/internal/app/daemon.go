@@ -435,10 +435,10 @@ func (d *Daemon) Start(ctx context.Context) error {
 // the store, serves: its addresses and ports. They forward what
 // reaches them there. Nothing for an embedded store.
 func (d *Daemon) publish(ctx context.Context) {
-	if d.cfg.Store != StoreEtcd {
+	if d.cl == nil {
 		return
 	}
-	if err := d.store.Publish(ctx, d.nodeAddrs(), d.apiPort(), d.unicastPort()); err != nil {
+	if err := d.cl.publish(ctx, d.nodeAddrs(), d.apiPort(), d.unicastPort()); err != nil {
 		d.log.Warn("telling the other nodes where this one serves", "err", err)
 	}
 }
@@ -687,8 +687,7 @@ func (d *Daemon) inside(listener string) (event.Receiver, bool) {
 // cap in all, not to one source's (each client was held to that by the
 // node).
 func (d *Daemon) fromNode(a netip.Addr) bool {
-	st := d.held.Load()
-	return st != nil && slices.Contains(st.MemberAddrs(), a)
+	return d.held.Load() != nil && slices.Contains(d.memberAddrs(), a)
 }
 
 // nodeAddrs are the addresses another node of a cluster reaches this one
