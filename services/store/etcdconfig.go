@@ -39,7 +39,7 @@ type EtcdConfig struct {
 	Waiting func(holder string)
 	// OnHolder, if set, is told the holder's member record while this
 	// process waits for the hold, each time it changes (a standby
-	// forwards to the holder: cmd/jinid/internal/relay).
+	// forwards to the holder: internal/relay).
 	OnHolder func(Member)
 	// NoWait, with Exclusive, fails at once (ErrHeld) rather than wait
 	// for another holder.

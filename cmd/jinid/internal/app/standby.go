@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/announce"
-	"github.com/jinid/jinid/cmd/jinid/internal/relay"
+	"github.com/jinid/jinid/internal/relay"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/lifecycle"
