@@ -2,6 +2,7 @@ package jinid
 
 import (
 	"errors"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -258,6 +259,76 @@ func TestOutboundOnlyThroughOutbound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The cluster is not gone around: a node joins the deployment, and
+// holds its membership, through services/cluster (cluster.Join); only
+// the cluster (and the store itself, and test rigs) touch the store's
+// etcd node. The rule is checked on the tree, and shown to catch a root
+// that joins on its own.
+func TestClusterNotGoneAround(t *testing.T) {
+	_, rigs := walkImports(t)
+	allowed := map[string]bool{"services/cluster": true, "services/store": true}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		pkg := filepath.ToSlash(filepath.Dir(path))
+		if allowed[pkg] || rigs[pkg] {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, use := range aroundTheCluster(t, fset, path, src) {
+			t.Errorf("%s uses store.%s: join and follow the members through services/cluster (cluster.Join)", path, use)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := []byte(`package app
+import "github.com/jinid/jinid/services/store"
+func join() { n, _ := store.JoinEtcd(nil, store.EtcdConfig{}); _ = n }
+`)
+	if got := aroundTheCluster(t, fset, "app.go", root); !slices.Equal(got, []string{"JoinEtcd"}) {
+		t.Errorf("a root joining on its own: %v, want JoinEtcd found", got)
+	}
+}
+
+// aroundTheCluster lists the uses in a file of what is the cluster's to
+// use: the store's etcd node.
+func aroundTheCluster(t *testing.T, fset *token.FileSet, path string, src []byte) []string {
+	t.Helper()
+	f, err := parser.ParseFile(fset, path, src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ""
+	for _, spec := range f.Imports {
+		if p, _ := strconv.Unquote(spec.Path.Value); p == module+"/services/store" {
+			name = "store"
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == name && (sel.Sel.Name == "JoinEtcd" || sel.Sel.Name == "EtcdNode") {
+				out = append(out, sel.Sel.Name)
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // The daemon's metrics are Prometheus text without protobuf: linking
