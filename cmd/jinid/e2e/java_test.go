@@ -509,7 +509,7 @@ func TestInspectJERI(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The Lua dissector shows what jinid decodes (a jinid's Java proxies).
-	agreeWithTshark(t, jl.bin, saved)
+	agreeWithTshark(t, jl.bin, saved, true)
 	// Per method: calls, exceptions and latency.
 	stats, err := exec.Command(jl.bin, "inspect", "--pcap", saved, "-q", "-z", "jeri").Output()
 	if err != nil {

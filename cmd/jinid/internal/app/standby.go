@@ -48,14 +48,12 @@ type standby struct {
 	// The announcements, once the lookup service's identity is known:
 	// read from the store (opened without the hold), as is its sequence
 	// of announcement numbers.
-	mu        sync.Mutex
-	st        *store.Store
-	host      *mcast.Host
-	port      *mcast.Port
-	announcer *announce.Announcer
-	responder *announce.Responder
-	dnssd     lifecycle.Service // nil when off
-	stopped   bool
+	mu       sync.Mutex
+	st       *store.Store
+	host     *mcast.Host
+	presence lifecycle.Group // the responder, its port, the announcer, DNS-SD: started in order, stopped in reverse
+	started  bool
+	stopped  bool
 }
 
 // startStandby begins serving the API listener (not yet TLS-wrapped)
@@ -153,9 +151,11 @@ func (s *standby) announce() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || s.announcer != nil {
+	if s.stopped || s.started {
 		return
 	}
+	// A try that failed before left its parts shut down: anew.
+	s.presence = lifecycle.Group{}
 	ctx := context.Background()
 	// The node's view of the deployment's store, which its discovery
 	// reads too.
@@ -184,7 +184,8 @@ func (s *standby) announce() {
 				a.AnnounceOn(ifIndex, family)
 			}
 		}})
-	if err := responder.Start(ctx); err != nil {
+	s.presence.Add("answering multicast requests", responder)
+	if err := s.presence.Start(ctx); err != nil {
 		d.log.Warn("standby: answering multicast requests", "err", err)
 		return
 	}
@@ -195,24 +196,29 @@ func (s *standby) announce() {
 	}
 	port, err := s.host.Open(mcast.PortConfig{OnMessage: onMessage})
 	if err != nil {
-		responder.Shutdown(ctx)
+		s.presence.Shutdown(ctx)
 		d.log.Warn("standby: joining the discovery groups", "err", err)
 		return
 	}
+	s.presence.Add("the discovery groups joined", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return port.Close() }})
 	a, err := announce.NewAnnouncer(announce.Config{Transport: port, ServiceID: meta.ServiceID, Port: d.cfg.DiscoveryPort,
 		Groups: groups, Interval: d.cfg.AnnounceInterval, Seq: announce.NewSeqSource(s.st), Logger: d.log})
 	if err == nil {
-		err = a.Start(ctx)
+		s.presence.Add("announcing", a)
+		err = s.presence.Start(ctx) // on failure every part is shut down, in reverse
+	} else {
+		s.presence.Shutdown(ctx)
 	}
 	if err != nil {
-		port.Close()
-		responder.Shutdown(ctx)
 		d.log.Warn("standby: announcing", "err", err)
 		return
 	}
 	announcer.Store(a)
-	s.port, s.announcer, s.responder = port, a, responder
-	s.dnssd = d.standbyDNSSD(ctx, s.host, meta.ServiceID, groups)
+	// DNS-SD is best effort: started here, stopped with the rest.
+	if adv := d.standbyDNSSD(ctx, s.host, meta.ServiceID, groups); adv != nil {
+		s.presence.Add("DNS-SD", lifecycle.Funcs{ShutdownFunc: adv.Shutdown})
+	}
+	s.started = true
 	d.log.Info("standby: announcing the cluster's lookup service on this node's segments", "lookup", meta.ServiceID,
 		"groups", meta.Groups, "port", d.cfg.DiscoveryPort)
 }
@@ -226,13 +232,8 @@ func (s *standby) stop() net.Listener {
 	defer cancel()
 	s.mu.Lock()
 	s.stopped = true
-	if s.announcer != nil {
-		s.announcer.Shutdown(ctx)
-		s.port.Close()
-		s.responder.Shutdown(ctx)
-	}
-	if s.dnssd != nil {
-		s.dnssd.Shutdown(ctx)
+	if s.started {
+		s.presence.Shutdown(ctx)
 	}
 	s.mu.Unlock()
 	s.disc.Shutdown(ctx)
