@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/announce"
-	"github.com/jinid/jinid/internal/relay"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/internal/connlimit"
 	"github.com/jinid/jinid/internal/lifecycle"
+	"github.com/jinid/jinid/internal/relay"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/store"
 )
