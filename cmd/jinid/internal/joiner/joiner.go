@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/discovery"
@@ -50,6 +51,12 @@ const (
 	// up to maxBackoff.
 	minBackoff = time.Second
 	maxBackoff = time.Minute
+	// minGrant is the shortest lease taken as granted: a lookup service
+	// granting less (0 ms: broken or hostile) would have its services
+	// renewed in a tight loop. Less is a failure, with backoff, and the
+	// lease is renewed no more often than this (a second's lease, the
+	// shortest a lookup service may well grant, is kept).
+	minGrant = 500 * time.Millisecond
 )
 
 // Config gives the join manager its dependencies.
@@ -95,6 +102,7 @@ type Joiner struct {
 	// address; a lookup service that lost the lease says so, and the
 	// service is registered again.
 	leases  map[discovery.ServiceID]map[string]kept
+	calls   atomic.Int64 // registrations and renewals sent
 	ctx     context.Context
 	stopped bool
 	wg      sync.WaitGroup
@@ -437,12 +445,13 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 	// made is then known, and cancelled on the way out, not left behind.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
+	j.calls.Add(1)
 	if r.ok {
 		granted, err := t.remote.Renew(cctx, r.lease, j.cfg.Lease)
 		if err == nil {
-			r.due = time.Now().Add(granted / 2)
 			r.lease.Granted = granted
 			j.remember(t.id, r.lease.ServiceID, &r.lease)
+			j.schedule(log, r, granted)
 			return true
 		}
 		if !errors.Is(err, reggie.ErrUnknownLease) {
@@ -459,11 +468,30 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 		return j.failed(ctx, log, r, "registering a static service", err)
 	}
 	log.Info("static service registered", "service", r.item.ServiceID, "granted", ls.Granted)
-	r.lease, r.ok, r.backoff = ls, true, minBackoff
-	r.due = time.Now().Add(ls.Granted / 2)
+	r.lease, r.ok = ls, true
 	j.remember(t.id, r.item.ServiceID, &ls)
+	j.schedule(log, r, ls.Granted)
 	return true
 }
+
+// schedule sets when r's lease, granted for granted, is renewed: at half
+// of it; a grant under minGrant is a failure (the first of a streak
+// logged), renewed after the backoff, never sooner than minGrant.
+func (j *Joiner) schedule(log *slog.Logger, r *reg, granted time.Duration) {
+	if granted >= minGrant {
+		r.due, r.backoff = time.Now().Add(granted/2), minBackoff
+		return
+	}
+	if r.backoff == minBackoff {
+		log.Warn("the lookup service grants a lease too short to keep: renewing it no more often than the floor, backing off",
+			"service", r.lease.ServiceID, "granted", granted, "floor", minGrant)
+	}
+	r.due = time.Now().Add(max(r.backoff, minGrant))
+	r.backoff = min(2*r.backoff, maxBackoff)
+}
+
+// Calls is how many registrations and renewals the join manager sent.
+func (j *Joiner) Calls() int64 { return j.calls.Load() }
 
 // remember keeps (or with nil forgets) a lease granted; those ended are
 // forgotten (a lookup service gone for good leaves nothing behind).

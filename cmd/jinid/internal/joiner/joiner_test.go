@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -201,5 +202,34 @@ func TestAnswered(t *testing.T) {
 		if got := answered(c.err); got != c.want {
 			t.Errorf("answered(%v) = %v", c.err, got)
 		}
+	}
+}
+
+// A lease granted under the floor (0 ms: a broken or hostile lookup
+// service) is renewed no sooner than minGrant, backing off each time
+// (so at most a handful of calls, where it was one per turn of the loop:
+// 241 a second); a grant of at least the floor is renewed at its half,
+// the backoff reset.
+func TestShortGrantsBackOff(t *testing.T) {
+	j := &Joiner{}
+	log := slog.New(slog.DiscardHandler)
+	r := &reg{backoff: minBackoff}
+	var total time.Duration
+	for range 6 {
+		before := time.Now()
+		j.schedule(log, r, 0)
+		wait := r.due.Sub(before)
+		if wait < minGrant {
+			t.Fatalf("a 0 ms grant renewed after %v, under the floor %v", wait, minGrant)
+		}
+		total += wait
+	}
+	// Backing off: 1 s, 2 s, 4 s... a minute at most.
+	if total < 30*time.Second {
+		t.Errorf("six 0 ms grants in a row renewed over %v: no backoff", total)
+	}
+	j.schedule(log, r, 10*time.Second)
+	if wait := time.Until(r.due); wait < 4*time.Second || wait > 5*time.Second || r.backoff != minBackoff {
+		t.Errorf("a 10 s grant renewed after %v (backoff %v), want at its half, the backoff reset", wait, r.backoff)
 	}
 }
