@@ -23,6 +23,7 @@ import (
 	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/discovery/mcast"
 	"github.com/jinid/jinid/discovery/unicast"
+	"github.com/jinid/jinid/internal/printable"
 	"github.com/jinid/jinid/java/lineage"
 	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/api/client"
@@ -140,12 +141,12 @@ func (o *browseOptions) run(inv *invocation) error {
 	views := b.readAll(inv.ctx, srcs)
 	for _, r := range results {
 		if r.Error != "" {
-			fmt.Fprintf(inv.stderr, "jinid browse: lookup service at %s: %s\n", r.Address, r.Error)
+			fmt.Fprintf(inv.stderr, "jinid browse: lookup service at %s: %s\n", printable.String(r.Address), printable.String(r.Error))
 		}
 	}
 	for _, v := range views {
 		if v.err != nil {
-			fmt.Fprintf(inv.stderr, "jinid browse: %v\n", v.err)
+			fmt.Fprintf(inv.stderr, "jinid browse: %s\n", printable.String(v.err.Error()))
 		}
 	}
 	if err := printBrowse(p, mergeViews(views), views); err != nil {
@@ -457,7 +458,7 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 		}
 		for _, v := range views {
 			if v.err != nil && !failing[v.src.id] {
-				fmt.Fprintf(b.stderr, "jinid browse: %v\n", v.err)
+				fmt.Fprintf(b.stderr, "jinid browse: %s\n", printable.String(v.err.Error()))
 			}
 			failing[v.src.id] = v.err != nil
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/group"
 	"github.com/jinid/jinid/discovery/mcast"
+	"github.com/jinid/jinid/internal/printable"
 )
 
 // discoverLong is discover's help.
@@ -310,17 +311,20 @@ func writeResults(w io.Writer, results []finder.Result, merged bool) {
 		default:
 			reg = fmt.Sprintf("java (proxy %d bytes)", r.ProxySize)
 		}
+		// What a lookup service said (its groups, ServiceID, address,
+		// API URL, an error) is shown, never sent to the terminal.
+		shown := func(s string) string { return printable.String(s) }
 		if merged {
 			ifaces := iface
 			if len(r.Interfaces) > 0 {
 				ifaces = strings.Join(r.Interfaces, ",")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.Address, ifaces, discovery.GroupsText(r.Groups, ","), versionsText(r.Versions),
-				strings.Join(r.How, ","), reg)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shown(id), shown(r.Address), ifaces, shown(discovery.GroupsText(r.Groups, ",")), versionsText(r.Versions),
+				strings.Join(r.How, ","), shown(reg))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", iface, familyText(r.Family), id, r.Address, discovery.GroupsText(r.Groups, ","),
-			versionsText(r.Versions), strings.Join(r.How, ","), reg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", iface, familyText(r.Family), shown(id), shown(r.Address), shown(discovery.GroupsText(r.Groups, ",")),
+			versionsText(r.Versions), strings.Join(r.How, ","), shown(reg))
 	}
 	tw.Flush()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
+	"github.com/jinid/jinid/internal/printable"
 )
 
 func newInspectCmd() *spec {
@@ -302,7 +303,9 @@ func writeFields(w io.Writer, r inspect.Record, fields []string) error {
 		if i > 0 {
 			b.WriteByte('\t')
 		}
-		b.WriteString(strings.Join(inspect.Values(r, f), ","))
+		// A packet's strings are shown, never sent: a newline in a
+		// group would forge a line of output meant for scripts.
+		b.WriteString(printable.String(strings.Join(inspect.Values(r, f), ",")))
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/inspect"
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
 )
 
@@ -125,5 +126,27 @@ func TestInspectStatistics(t *testing.T) {
 	}
 	if _, _, err := run(t, nil, "inspect", "--pcap", path, "-z", "colour"); err == nil || exitCode(err) != exitUsage {
 		t.Errorf("-z colour: %v", err)
+	}
+}
+
+// A packet's strings are shown, never sent: a group with a newline and
+// an escape sequence forges no line of -T fields output (meant for
+// scripts), nor of the text lines.
+func TestInspectEscapesControls(t *testing.T) {
+	r := inspect.Record{Kind: "multicast-announcement", Version: 2,
+		Fields: &inspect.AnnouncementFields{Host: "10.0.0.1\r", Port: 4160, ServiceID: "id", Groups: []string{"lab\nforged\tline", "\x1b]0;t\x07"}}}
+	var b bytes.Buffer
+	if err := writeFields(&b, r, []string{"group", "host"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Count(out, "\n") != 1 || strings.Count(out, "\t") != 1 || strings.ContainsAny(out, "\r\x1b\x07") {
+		t.Errorf("-T fields sends controls: %q", out)
+	}
+	b.Reset()
+	if err := inspect.WriteText(&b, r, inspect.TimeRelative); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Count(out, "\n") != 1 || strings.ContainsAny(out, "\r\x1b\x07") {
+		t.Errorf("the text line sends controls: %q", out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/printable"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -280,7 +281,9 @@ func column(name string) string {
 	return b.String()
 }
 
-// text is a value as a table shows it.
+// text is a value as a table shows it: what came from elsewhere (a
+// service's name, a lookup service's groups) with its control
+// characters escaped, never sent to the terminal (printable).
 func text(v any) string {
 	switch v := v.(type) {
 	case nil:
@@ -289,20 +292,20 @@ func text(v any) string {
 		if v == "" {
 			return "-"
 		}
-		return v
+		return printable.String(v)
 	case time.Time:
 		return v.UTC().Format(time.RFC3339)
 	case []string:
 		if len(v) == 0 {
 			return "-"
 		}
-		return strings.Join(v, ",")
+		return printable.String(strings.Join(v, ","))
 	case fmt.Stringer:
-		return v.String()
+		return printable.String(v.String())
 	case int, int64, uint64, bool:
 		return fmt.Sprint(v)
 	}
-	b, _ := json.Marshal(v) // JSON-shaped data: cannot fail
+	b, _ := json.Marshal(v) // JSON-shaped data: cannot fail (and escapes controls)
 	return string(b)
 }
 

@@ -225,3 +225,37 @@ func TestOutputFlags(t *testing.T) {
 		}
 	}
 }
+
+// What came from elsewhere reaches the terminal shown, never sent: a
+// service's Name that sets the window's title, colours a line, returns
+// the carriage and forges a line is escaped in a table, a stream's line
+// and a parsable line; JSON and YAML keep it exact (escaped as their
+// syntax says).
+func TestOutputEscapesControls(t *testing.T) {
+	hostile := "\x1b]0;owned\x07\x1b[31mprinter\r\nforged 10.0.0.1:4160"
+	r := record{{"name", hostile}, {"groups", []string{"lab\nother"}}}
+	for _, format := range []string{formatTable, formatParsable} {
+		for what, print := range map[string]func(p *printer) error{
+			"one":  func(p *printer) error { return p.one(r) },
+			"list": func(p *printer) error { return p.list("services", []record{r}, r) },
+			"item": func(p *printer) error { return p.item(r) },
+		} {
+			var b bytes.Buffer
+			if err := print(&printer{w: &b, format: format}); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			if strings.ContainsAny(strings.TrimSuffix(out, "\n"), "\x1b\x07\r") || strings.Contains(out, "\nforged") || strings.Contains(out, "lab\nother") {
+				t.Errorf("-o %s (%s) sends controls to the terminal: %q", format, what, out)
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := (&printer{w: &b, format: formatJSON}).one(r); err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ Name string }
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back.Name != hostile {
+		t.Errorf("-o json changed the name: %q (%v)", back.Name, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/internal/printable"
 )
 
 // Kinds of record.
@@ -160,8 +161,9 @@ func WriteText(w io.Writer, r Record, tf TimeFormat) error {
 	if r.Error != "" {
 		fmt.Fprintf(&b, " error: %s", r.Error)
 	}
-	b.WriteByte('\n')
-	_, err := io.WriteString(w, b.String())
+	// What the packet said (a host, a URL, an exception's message) is
+	// shown, never sent to the terminal.
+	_, err := io.WriteString(w, printable.String(b.String())+"\n")
 	return err
 }
 
