@@ -394,6 +394,10 @@ type Daemon struct {
 	// cluster is the node's part of a cluster (nothing without one).
 	// cl is the node of a cluster this daemon is (nil on a single box).
 	cl clusterPart
+	// staticGood is what each file of the services directory gave last
+	// time it read (a file that does not read keeps it).
+	staticMu   sync.Mutex
+	staticGood map[string]staticEntry
 }
 
 // New checks cfg and returns a Daemon ready to Start.

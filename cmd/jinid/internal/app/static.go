@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/netip"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/services/lookup"
@@ -214,65 +216,115 @@ const (
 	maxStaticBytes = 64 << 10
 )
 
-// readStatic reads dir's *.json files: the items they give, by
-// ServiceID, and an error for each file that gives none (it is left
-// out; the others stand). A directory that is not there gives none.
-func readStatic(dir, lookupID string) (map[string]staticEntry, []error) {
-	out := map[string]staticEntry{}
+// readStatic reads dir's *.json files: the items they give, by file,
+// and an error for each file that gives none (by file: the caller may
+// keep what it gave last), and what else is amiss. A directory that is
+// not there gives none.
+func readStatic(dir, lookupID string) (byFile map[string]staticEntry, failed map[string]error, errs []error) {
+	byFile, failed = map[string]staticEntry{}, map[string]error{}
 	if dir == "" {
-		return out, nil
+		return byFile, failed, nil
 	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
-		return out, []error{fmt.Errorf("static services %s: %w", dir, err)}
+		return byFile, failed, []error{fmt.Errorf("static services %s: %w", dir, err)}
 	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return byFile, failed, nil
 	}
-	var errs []error
 	if len(names) > maxStaticFiles {
 		errs = append(errs, fmt.Errorf("static services %s: %d files; the first %d are read", dir, len(names), maxStaticFiles))
 		names = names[:maxStaticFiles]
 	}
 	for _, name := range names {
-		e, err := readStaticFile(name, lookupID)
+		e, warn, err := readStaticFile(dir, name, lookupID)
+		if warn != nil {
+			errs = append(errs, warn)
+		}
 		if err != nil {
-			errs = append(errs, err)
+			failed[name] = err
 			continue
 		}
-		if _, dup := out[e.item.ServiceID]; dup {
-			errs = append(errs, fmt.Errorf("static service %s: ServiceID %s is another file's too", name, e.item.ServiceID))
-			continue
-		}
-		out[e.item.ServiceID] = e
+		byFile[name] = e
 	}
-	return out, errs
+	return byFile, failed, errs
 }
 
-func readStaticFile(name, lookupID string) (staticEntry, error) {
-	f, err := os.Open(name)
+// readStaticFile reads one service's file: a regular file (a FIFO, a
+// device or a socket is refused, opened without blocking so that none
+// can hang the daemon), or a symbolic link to one in the same
+// directory; the file itself is checked once open. A file others may
+// write is read, with a warning: whoever can write it registers
+// services as this daemon.
+func readStaticFile(dir, name, lookupID string) (e staticEntry, warn, err error) {
+	fail := func(format string, args ...any) (staticEntry, error, error) {
+		return staticEntry{}, warn, fmt.Errorf("static service %s: "+format, append([]any{name}, args...)...)
+	}
+	li, err := os.Lstat(name)
 	if err != nil {
-		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
+		return fail("%w", err)
+	}
+	if li.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(name)
+		if err != nil {
+			return fail("a symbolic link that leads nowhere: %w", err)
+		}
+		realDir, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return fail("%w", err)
+		}
+		if filepath.Dir(target) != realDir {
+			return fail("a symbolic link out of the directory (to %s): left out; link only to files in %s", target, dir)
+		}
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fail("%w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fail("%w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fail("not a regular file (%s): left out", fileKind(fi.Mode()))
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		warn = fmt.Errorf("static service %s: writable by others (mode %04o): whoever can write it registers services as this daemon; chmod go-w it", name, fi.Mode().Perm())
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxStaticBytes+1))
 	if err != nil {
-		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
+		return fail("%w", err)
 	}
 	if len(raw) > maxStaticBytes {
-		return staticEntry{}, fmt.Errorf("static service %s: larger than %d bytes", name, maxStaticBytes)
+		return fail("larger than %d bytes", maxStaticBytes)
 	}
 	var s StaticService
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return staticEntry{}, fmt.Errorf("static service %s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", name, err)
+		return fail("want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", err)
 	}
-	e, err := s.entry(filepath.Base(name), lookupID)
+	e, err = s.entry(filepath.Base(name), lookupID)
 	if err != nil {
-		return staticEntry{}, fmt.Errorf("static service %s: %w", name, err)
+		return fail("%w", err)
 	}
-	return e, nil
+	return e, warn, nil
+}
+
+// fileKind names a file's type for an error.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
 }
 
 // joinStatic hands the services that name other lookup services to the
@@ -325,7 +377,34 @@ func (d *Daemon) publishStatic(want map[string]staticEntry) []error {
 // it did, a line each, and what it could not.
 func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []error) {
 	lookupID := d.registrar.Meta().ServiceID.String()
-	want, errs := readStatic(dir, lookupID)
+	byFile, failed, errs := readStatic(dir, lookupID)
+	// A file that does not read now (half written by an editor, say)
+	// keeps what it gave last, as a bad config file keeps the running
+	// configuration.
+	d.staticMu.Lock()
+	if d.staticGood == nil {
+		d.staticGood = map[string]staticEntry{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(failed)) {
+		err := failed[name]
+		if last, ok := d.staticGood[name]; ok {
+			byFile[name] = last
+			err = fmt.Errorf("kept the last good version of %s: %w", name, err)
+		}
+		errs = append(errs, err)
+	}
+	clear(d.staticGood)
+	maps.Copy(d.staticGood, byFile)
+	d.staticMu.Unlock()
+	want := map[string]staticEntry{}
+	for _, name := range slices.Sorted(maps.Keys(byFile)) {
+		e := byFile[name]
+		if _, dup := want[e.item.ServiceID]; dup {
+			errs = append(errs, fmt.Errorf("static service %s: ServiceID %s is another file's too", name, e.item.ServiceID))
+			continue
+		}
+		want[e.item.ServiceID] = e
+	}
 	for i, s := range listed {
 		e, err := s.entry("config:"+s.Name, lookupID)
 		if err != nil {

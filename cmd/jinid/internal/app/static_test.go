@@ -2,14 +2,17 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/lease"
 	"github.com/jinid/jinid/services/lookup"
 )
@@ -133,5 +136,88 @@ func TestStaticServiceSettings(t *testing.T) {
 				t.Fatalf("entry %+v (published %+v)", e, e.publish)
 			}
 		})
+	}
+}
+
+// The services directory cannot hang the daemon nor read what it should
+// not: a FIFO is refused (opened without blocking), a symbolic link out
+// of the directory or to what is no regular file is refused (one to a
+// file in it is read), a file others may write is read with a warning,
+// and a file that stops reading (half written) keeps the service it
+// gave, said so.
+func TestStaticServicesDirectory(t *testing.T) {
+	data, dir, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	write := func(path, body string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "printer.json"), `{"serviceID": "11111111-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Printer"]}`, 0o644)
+	write(filepath.Join(dir, "shared.json"), `{"serviceID": "22222222-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Shared"]}`, 0o666)
+	write(filepath.Join(dir, "real.txt"), `{"serviceID": "33333333-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Linked"]}`, 0o644)
+	write(filepath.Join(outside, "secret"), `{"serviceID": "44444444-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Outside"]}`, 0o644)
+	if err := os.Symlink("real.txt", filepath.Join(dir, "linked.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "outside.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "adir.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: data, NoMulticast: true, ServicesDir: dir}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- d.Start(t.Context()) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testenv.WaitLimit):
+		t.Fatal("start-up hangs on the services directory (a FIFO)")
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	}()
+	ids := d.registrar.Static()
+	slices.Sort(ids)
+	want := []string{"11111111-89ab-cdef-fedc-ba9876543210", "22222222-89ab-cdef-fedc-ba9876543210", "33333333-89ab-cdef-fedc-ba9876543210"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("registered %v, want %v (the printer, the shared file, the link in the directory)", ids, want)
+	}
+	_, errs := d.syncStatic(dir, nil)
+	said := fmt.Sprint(errs)
+	for _, w := range []string{"pipe.json: not a regular file (a FIFO)", "outside.json: a symbolic link out of the directory",
+		"adir.json: a symbolic link out of the directory", "shared.json: writable by others (mode 0666)"} {
+		if !strings.Contains(said, w) {
+			t.Errorf("what the directory's reading said has no %q:\n%s", w, said)
+		}
+	}
+	// Half written: the printer stays, as it was.
+	write(filepath.Join(dir, "printer.json"), `{"serviceID": "11111111-89ab-cdef-fedc-ba9876543210", "typ`, 0o644)
+	_, errs = d.syncStatic(dir, nil)
+	if got := d.registrar.Static(); !slices.Contains(got, "11111111-89ab-cdef-fedc-ba9876543210") {
+		t.Errorf("a half-written file cancelled its service: %v", got)
+	}
+	if !strings.Contains(fmt.Sprint(errs), "kept the last good version of "+filepath.Join(dir, "printer.json")) {
+		t.Errorf("a half-written file's service kept without a word: %v", errs)
+	}
+	// Removed for good: cancelled.
+	os.Remove(filepath.Join(dir, "printer.json"))
+	d.syncStatic(dir, nil)
+	if got := d.registrar.Static(); slices.Contains(got, "11111111-89ab-cdef-fedc-ba9876543210") {
+		t.Errorf("a removed file's service stays: %v", got)
 	}
 }
