@@ -7,6 +7,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,40 @@ type Client struct {
 	// the socket whatever the URL says.
 	socket bool
 	sock   string // the socket's path
+	// maxAnswer bounds what is read of an answer's body.
+	maxAnswer int64
+}
+
+// DefaultMaxAnswer bounds what a client reads of one answer: eight
+// times the largest page a jinid sends by default (its pageBytes, 1 MiB).
+const DefaultMaxAnswer = 8 << 20
+
+// ErrAnswerTooLarge is the error of an answer larger than the client
+// reads (WithMaxAnswer): a server (or whatever answers in its place)
+// streaming without end costs the client that much memory, no more.
+var ErrAnswerTooLarge = errors.New("the answer is larger than this client reads")
+
+// WithMaxAnswer bounds what is read of one answer's body (bytes;
+// DefaultMaxAnswer if 0).
+func WithMaxAnswer(n int64) Option { return func(c *Client) { c.maxAnswer = n } }
+
+// capped reads at most left bytes of r, and then fails with
+// ErrAnswerTooLarge.
+type capped struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, ErrAnswerTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // Option sets something of a client.
@@ -201,7 +236,11 @@ func (c *Client) send(ctx context.Context, method, path string, in, out any, ide
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	max := cmp.Or(c.maxAnswer, DefaultMaxAnswer)
+	if err := json.NewDecoder(&capped{r: resp.Body, left: max}).Decode(out); err != nil {
+		if errors.Is(err, ErrAnswerTooLarge) {
+			return fmt.Errorf("reading the answer to %s %s: more than %d bytes: %w", method, path, max, ErrAnswerTooLarge)
+		}
 		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
 	return nil

@@ -1,0 +1,51 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jinid/jinid/services/apitypes"
+)
+
+// An answer is read to the client's bound and no further: a server
+// streaming one endless JSON string (a fake lookup service on the LAN)
+// costs the client that much, and it says so; an answer within the
+// bound reads.
+func TestAnswerBounded(t *testing.T) {
+	var sent int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("small") != "" || strings.HasSuffix(r.URL.Path, "/v1/lookup") {
+			w.Write([]byte(`{"serviceID":"5a7e1c00-0000-4000-8000-000000000001","groups":[]}`))
+			return
+		}
+		w.Write([]byte(`{"items":[{"serviceID":"`))
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for sent < 64<<20 { // stops by itself: 64 MiB at most
+			n, err := w.Write(chunk)
+			sent += int64(n)
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, nil, WithMaxAnswer(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.QueryItems(ctx, apitypes.Template{}, 10)
+	if !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "more than 1048576 bytes") {
+		t.Fatalf("an endless answer: %v, want ErrAnswerTooLarge", err)
+	}
+	if _, err := c.Lookup(ctx); err != nil {
+		t.Fatalf("an answer within the bound: %v", err)
+	}
+}
