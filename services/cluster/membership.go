@@ -143,6 +143,9 @@ func (m *Membership) refresh() {
 	if err != nil {
 		return
 	}
+	m.members.Lock()
+	before := m.members.list
+	m.members.Unlock()
 	var list []store.Member
 	var addrs []netip.Addr
 	seen := map[int64]bool{}
@@ -153,11 +156,25 @@ func (m *Membership) refresh() {
 		}
 		seen[r.Lease] = true
 		if !m.live[r.Lease] {
-			if r.Lease == 0 || !m.node.LeaseLive(ctx, r.Lease) {
+			// Asked with a second of its own: a loaded etcd answering
+			// the listing slowly leaves every new member's lease time.
+			lctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			live, err := m.node.LeaseLive(lctx, r.Lease)
+			cancel()
+			switch {
+			case err != nil:
+				// Not known now: a member already counted stays one (a
+				// node gone is gone with its record), a new one is asked
+				// about again at the next read.
+				if !slices.ContainsFunc(before, func(o store.Member) bool { return o.Node == mb.Node }) {
+					continue
+				}
+			case !live:
 				m.ignore(r.Key, r.Lease)
 				continue
+			default:
+				m.live[r.Lease] = true
 			}
-			m.live[r.Lease] = true
 		}
 		list = append(list, mb)
 		addrs = append(addrs, mb.Addrs...)

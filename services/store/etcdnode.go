@@ -257,10 +257,18 @@ func (n *EtcdNode) Records(ctx context.Context, rel string, limit int) ([]Record
 	return out, nil
 }
 
-// LeaseLive says etcd lease id is live: a record under no live lease
-// (written by hand, or by anyone who can write the prefix) is no node's.
-func (n *EtcdNode) LeaseLive(ctx context.Context, id int64) bool {
-	return leaseLive(ctx, n.cli, clientv3.LeaseID(id))
+// LeaseLive says whether etcd lease id is live: a record under no live
+// lease (written by hand, or by anyone who can write the prefix) is no
+// node's. An error is etcd not answering in time: nothing is known.
+func (n *EtcdNode) LeaseLive(ctx context.Context, id int64) (bool, error) {
+	if id == 0 {
+		return false, nil
+	}
+	r, err := n.cli.TimeToLive(ctx, clientv3.LeaseID(id))
+	if err != nil {
+		return false, err
+	}
+	return r.TTL > 0, nil
 }
 
 // leaseLive says lease id is live in etcd: a member record under no
