@@ -3,6 +3,7 @@ package inspect
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,17 +39,35 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 	}
 	var src packetReader
 	var ng *pcapgo.NgReader
+	guard := &lengths{br: br}
 	if bytes.Equal(magic, []byte{0x0A, 0x0D, 0x0D, 0x0A}) {
+		guard = nil // pcapgo's pcapng reader reads several blocks a packet: not checked here yet
 		ng, err = pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
 		src = ng
 	} else {
-		src, err = pcapgo.NewReader(br)
+		var pr *pcapgo.Reader
+		if pr, err = pcapgo.NewReader(br); err == nil {
+			// A snap length past any frame's is taken as the largest.
+			if pr.Snaplen() == 0 || pr.Snaplen() > maxFrame {
+				pr.SetSnaplen(maxFrame)
+			}
+			guard.order = pcapOrder(magic)
+			src = pr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
 	}
 	defer d.Flush()
 	for {
+		// Every length the next record or block claims is checked
+		// before the reader allocates for it: on a 32-bit build a
+		// claimed 4 GiB made its allocation panic.
+		if guard != nil {
+			if err := guard.check(); err != nil {
+				return err
+			}
+		}
 		data, ci, err := src.ReadPacketData()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -75,4 +94,46 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 		d.SetZone(zone)
 		d.Packet(p)
 	}
+}
+
+// maxFrame is the largest frame a capture may hold (tcpdump's largest
+// snap length): what a record claims past it is a damaged (or hostile)
+// file.
+const maxFrame = 262144
+
+// lengths checks, by peeking, the header of a pcap's next record before
+// pcapgo reads it (and allocates what it claims).
+type lengths struct {
+	br     *bufio.Reader
+	order  binary.ByteOrder
+	frame  int   // records read so far, for errors
+	offset int64 // where the next one begins, for errors
+}
+
+// pcapOrder is the byte order of a pcap file of magic.
+func pcapOrder(magic []byte) binary.ByteOrder {
+	if magic[0] == 0xa1 {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}
+
+func (l *lengths) check() error {
+	if l.offset == 0 {
+		l.offset = 24 // the file header, read
+	}
+	h, err := l.br.Peek(16)
+	if len(h) == 0 && errors.Is(err, io.EOF) {
+		return nil // the end: the reader says so
+	}
+	if len(h) < 16 {
+		return fmt.Errorf("reading capture: frame %d at offset %d: its record header is cut short (a truncated file)", l.frame+1, l.offset)
+	}
+	incl, orig := l.order.Uint32(h[8:12]), l.order.Uint32(h[12:16])
+	if incl > maxFrame || incl > orig {
+		return fmt.Errorf("reading capture: frame %d at offset %d claims %d bytes captured of %d: a damaged file", l.frame+1, l.offset, incl, orig)
+	}
+	l.frame++
+	l.offset += 16 + int64(incl)
+	return nil
 }
