@@ -242,6 +242,20 @@ func TestClusterRobustness(t *testing.T) {
 		len(ops), counts[regcheck.Done], counts[regcheck.Failed], counts[regcheck.Unknown], r.Checked, checked.Round(time.Millisecond), r.Linearizable)
 	if r.TimedOut || !r.Linearizable {
 		t.Errorf("the registry's history is not linearizable (reads allowed %v of staleness): timed out %v", readStaleness, r.TimedOut)
+		// Which item's history fails, and what it was: for the next look.
+		byKey := map[string][]regcheck.Op{}
+		for _, o := range ops {
+			byKey[o.Key] = append(byKey[o.Key], o)
+		}
+		for key, kops := range byKey {
+			if kr := regcheck.Check(kops, 10*time.Second); kr.Linearizable {
+				continue
+			}
+			t.Logf("item %s: its %d operations are not linearizable:", key, len(kops))
+			for _, o := range kops {
+				t.Logf("  %s  %s .. %s", o, o.Start.Format("15:04:05.000000"), o.End.Format("15:04:05.000000"))
+			}
+		}
 	}
 	if counts[regcheck.Done] < 200 {
 		t.Errorf("only %d operations acknowledged: the workload did not run", counts[regcheck.Done])
