@@ -23,10 +23,8 @@ import (
 	"github.com/jinid/jinid/internal/ids"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/services/access"
-	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/cluster"
 	"github.com/jinid/jinid/services/event"
-	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lds"
 	"github.com/jinid/jinid/services/lookup"
@@ -487,39 +485,10 @@ func (c *clusterNode) placed(svcs []httpjson.Service) []httpjson.Service {
 	}
 	out := make([]httpjson.Service, len(svcs))
 	for i, svc := range svcs {
-		out[i] = acting{c.shards.Route(svc), c.d.store}
+		out[i] = c.shards.Route(svc)
 	}
 	return out
 }
-
-// acting serves a service's requests only while this node surely holds
-// the store (its etcd lease not in doubt: store.Acting): a holder cut
-// off from etcd, whose successor may be taking changes already, answers
-// no read from what it holds (its writes fail at commit anyway), as a
-// waiting node answers none from a copy etcd does not confirm current.
-type acting struct {
-	httpjson.Service
-	st *store.Store
-}
-
-func (a acting) Routes(mux httpjson.Mux) {
-	a.Service.Routes(muxOf(func(need httpjson.Need, pattern string, h http.HandlerFunc) {
-		mux.Handle(need, pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := a.st.Acting(); err != nil {
-				w.Header().Set("Retry-After", "1")
-				httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1,
-					"this node's hold of the store is in doubt (cut off from etcd): it answers nothing from it; another node takes over within the cluster's lease"))
-				return
-			}
-			h(w, r)
-		})
-	}))
-}
-
-// muxOf adapts a function to httpjson.Mux.
-type muxOf func(need httpjson.Need, pattern string, h http.HandlerFunc)
-
-func (f muxOf) Handle(need httpjson.Need, pattern string, h http.HandlerFunc) { f(need, pattern, h) }
 
 // plainMux registers a shard's routes with no guard: the caller was
 // checked where its request came in (its principal is in the context).
