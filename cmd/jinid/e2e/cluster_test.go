@@ -907,15 +907,7 @@ func TestClusterMailboxFailover(t *testing.T) {
 		}
 		testenv.Until(t, fmt.Sprintf("event %d acknowledged by a node", seq), func() bool { return send(seq) })
 	}
-	pushed := func() map[int]int {
-		got := map[int]int{}
-		for _, e := range sink.Events("/push") {
-			if n, ok := e["seqNum"].(float64); ok {
-				got[int(n)]++
-			}
-		}
-		return got
-	}
+	pushed := func() map[int]int { return pushedBySeq(sink) }
 	testenv.Until(t, "every acknowledged event pushed", func() bool { return len(pushed()) == count })
 	dups := 0
 	for _, n := range pushed() {

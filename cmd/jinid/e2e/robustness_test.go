@@ -267,15 +267,7 @@ func TestClusterRobustness(t *testing.T) {
 	// Every event acknowledged is pushed (again only as EM allows: the
 	// same source, event ID and sequence number).
 	want := acked.list()
-	pushed := func() map[int]int {
-		got := map[int]int{}
-		for _, e := range sink.Events("/push") {
-			if n, ok := e["seqNum"].(float64); ok {
-				got[int(n)]++
-			}
-		}
-		return got
-	}
+	pushed := func() map[int]int { return pushedBySeq(sink) }
 	var last time.Time
 	testenv.Until(t, fmt.Sprintf("the %d events acknowledged pushed", len(want)), func() bool {
 		if time.Since(last) < 100*time.Millisecond {
@@ -611,4 +603,16 @@ func TestRobustnessCatchesStaleReads(t *testing.T) {
 	if r.TimedOut || r.Linearizable {
 		t.Errorf("linearizable %v (timed out %v): the stale reads of the faulty build not caught", r.Linearizable, r.TimedOut)
 	}
+}
+
+// pushedBySeq counts the events sink was pushed at /push, by sequence
+// number.
+func pushedBySeq(sink *jinidtest.Sink) map[int]int {
+	got := map[int]int{}
+	for _, e := range sink.Events("/push") {
+		if n, ok := e["seqNum"].(float64); ok {
+			got[int(n)]++
+		}
+	}
+	return got
 }
