@@ -50,7 +50,7 @@ func OpenEtcd(ctx context.Context, cfg EtcdConfig) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	be := &etcdBackend{cli: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
+	be := &etcdBackend{cli: cli, kv: cli, prefix: cfg.Prefix, timeout: cfg.Timeout}
 	be.maxOps = probeMaxOps(ctx, cli, cfg.Prefix, cfg.Timeout)
 	where := "etcd " + strings.Join(cfg.Endpoints, ",") + " " + cfg.Prefix
 	return newStore(be, where)
@@ -134,11 +134,17 @@ type etcdBackend struct {
 	// For a held store: the node that holds it (n), the node's lease, the
 	// hold's key and the comparison every commit includes (the hold is
 	// still this node's: the key's create revision when it took it).
-	n        *EtcdNode
-	lease    *lease
-	fence    clientv3.Cmp
-	holdKey  string
-	holdRev  int64
+	n       *EtcdNode
+	lease   *lease
+	holdKey string
+	holdRev int64
+	// holdMod is the hold key's mod revision as this node last moved it
+	// (settle): every commit is fenced by it, so that a commit of unknown
+	// outcome can be stopped for good once it is settled. Written and
+	// read under the store's write lock (commits are one at a time).
+	holdMod int64
+	// kv is where commits go: the client (a test's may lose answers).
+	kv clientv3.KV
 	node     string
 	released atomic.Bool // the hold was let go (Close)
 	ownsNode bool        // closing the store ends the node (OpenEtcd)
@@ -183,9 +189,24 @@ func (b *etcdBackend) update(fn func(kv) error) error {
 		ok, err := t.commit()
 		if err != nil && errors.Is(err, rpctypes.ErrNoLeader) && time.Now().Before(deadline) {
 			// The members are electing a leader: the change was not
-			// proposed, so it runs again (an answer that may hide a
-			// commit, a timeout, is the client's 503 to try again).
+			// proposed, so it runs again.
 			continue
+		}
+		if err != nil && b.lease != nil && !errors.Is(err, ErrTooLarge) {
+			// Sent, and no answer (a timeout, the leader lost): the
+			// change may be committed, now or later. The services'
+			// memory must not go on without it, nor with it if it
+			// never is: settled, it is either done or never will be.
+			applied, serr := b.settle(t)
+			switch {
+			case serr != nil:
+				return fmt.Errorf("%w (and settling it: %w)", err, serr)
+			case applied:
+				return nil
+			case time.Now().Before(deadline):
+				continue // not made, and never will be: made again
+			}
+			return fmt.Errorf("%w: it was not made, and never will be", err)
 		}
 		if err != nil {
 			return err
@@ -195,6 +216,67 @@ func (b *etcdBackend) update(fn func(kv) error) error {
 		}
 	}
 	return ErrConflict
+}
+
+// settle decides a commit of t whose outcome is unknown. It moves the
+// hold's key on (put again, under the same lease, if it is still as
+// this node last left it): t's commit, fenced by the key's mod
+// revision, then fails if it was not applied yet. In the same
+// transaction it reads a bucket version key t wrote: its mod revision
+// past the last commit this hold made says t was applied (nothing else
+// writes them while the hold is this node's). It tries until the hold's
+// safe end, or twice the request timeout: past that the node stops
+// acting (its lease given up), for what it holds in memory may differ
+// from the store; so it does when the hold's key no longer shows the
+// hold.
+func (b *etcdBackend) settle(t *etcdTxn) (applied bool, err error) {
+	deadline := time.Now().Add(2 * b.timeout)
+	// The last revision this hold committed: every version key written
+	// later is t's.
+	last := max(b.rev.Load(), b.holdRev)
+	version := b.version(t.buckets[0])
+	wait := 50 * time.Millisecond
+	for {
+		if err := b.valid(); err != nil {
+			return false, err
+		}
+		ctx, cancel := t.ctx()
+		resp, err := b.kv.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(b.holdKey), "=", b.holdMod)).
+			Then(clientv3.OpPut(b.holdKey, b.node, clientv3.WithLease(b.lease.id)), clientv3.OpGet(version)).
+			Else(clientv3.OpGet(b.holdKey), clientv3.OpGet(version)).Commit()
+		cancel()
+		if err == nil {
+			hold, ver := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
+			switch {
+			case resp.Succeeded:
+				b.holdMod = resp.Header.Revision
+			case hold != nil && len(hold.Kvs) == 1 && hold.Kvs[0].CreateRevision == b.holdRev:
+				// An earlier try of this one moved it, its answer lost
+				// (nothing else writes the key while the hold lives).
+				b.holdMod = hold.Kvs[0].ModRevision
+			default:
+				b.lease.lose()
+				return false, fmt.Errorf("%w: its key in etcd is gone", ErrNotHolding)
+			}
+			applied = ver != nil && len(ver.Kvs) == 1 && ver.Kvs[0].ModRevision > last
+			if applied {
+				b.noteRev(ver.Kvs[0].ModRevision)
+			}
+			return applied, nil
+		}
+		if !time.Now().Add(wait).Before(deadline) {
+			b.lease.lose()
+			return false, fmt.Errorf("%w: the etcd cluster did not answer in time: %w", ErrNotHolding, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// noteRev notes rev as committed by this process.
+func (b *etcdBackend) noteRev(rev int64) {
+	for r := b.rev.Load(); r < rev && !b.rev.CompareAndSwap(r, rev); r = b.rev.Load() {
+	}
 }
 
 func (b *etcdBackend) view(fn func(kv) error) error {
@@ -462,7 +544,8 @@ func (t *etcdTxn) forEach(bucket string, fn func(key string, v []byte) error) er
 func (t *etcdTxn) commit() (bool, error) {
 	var cmps []clientv3.Cmp
 	if t.b.lease != nil {
-		cmps = append(cmps, t.b.fence)
+		// The hold is still this node's, as it last moved it.
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(t.b.holdKey), "=", t.b.holdMod))
 	}
 	for k, rev := range t.reads {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
@@ -483,13 +566,12 @@ func (t *etcdTxn) commit() (bool, error) {
 	}
 	ctx, cancel := t.ctx()
 	defer cancel()
-	resp, err := t.b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := t.b.kv.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		return false, fmt.Errorf("%w: committing %d changes: %w", errUnavailable, len(ops), err)
 	}
 	if resp.Succeeded {
-		for r := t.b.rev.Load(); r < resp.Header.Revision && !t.b.rev.CompareAndSwap(r, resp.Header.Revision); r = t.b.rev.Load() {
-		}
+		t.b.noteRev(resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }

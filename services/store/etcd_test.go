@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -529,4 +530,142 @@ func TestEtcdMemberWithoutLease(t *testing.T) {
 	if len(st.Members) != 1 || !slices.Equal(st.Ignored, []string{prefix + "/.members/evil"}) || st.Shards["07"] != "evil" || st.ShardsLive["07"] {
 		t.Fatalf("cluster status %+v", st)
 	}
+}
+
+// A commit whose answer is lost (a timeout, the etcd leader gone) is
+// settled before the store goes on: one that was applied is reported
+// done, its hooks run (the services' memory keeps step with etcd); one
+// not applied yet never will be (its fence moved on), and the change is
+// made again. Before, the first was an error with etcd holding it (a
+// holder's memory without a change every follower's copy had), and the
+// second could land after it, over what came later.
+func TestEtcdUnknownCommitSettled(t *testing.T) {
+	endpoint, _ := startEtcd(t)
+	st, err := OpenEtcd(t.Context(), EtcdConfig{Endpoints: []string{endpoint}, Prefix: "/test-settle", Timeout: 2 * time.Second,
+		Exclusive: true, Node: "node-a", LeaseTTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	be := st.be.(*etcdBackend)
+	read := func() string {
+		var v string
+		if err := st.View(func(tx *Tx) error { _, err := tx.Get("items", "k", &v); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	lossy := &lossyKV{KV: be.kv}
+	be.kv = lossy
+
+	// Applied, its answer lost.
+	lossy.arm(lostAnswer)
+	hooks := 0
+	err = st.Update(func(tx *Tx) error {
+		tx.OnCommit(func() { hooks++ })
+		return tx.Put("items", "k", "v1")
+	})
+	if err != nil || hooks != 1 {
+		t.Fatalf("a commit applied, its answer lost: %v, hooks run %d times (want done, once)", err, hooks)
+	}
+	if v := read(); v != "v1" {
+		t.Fatalf("read %q, want v1", v)
+	}
+
+	// Not sent yet when its caller gave up: held back, sent after.
+	lossy.arm(heldBack)
+	tries := 0
+	err = st.Update(func(tx *Tx) error {
+		tries++
+		return tx.Put("items", "k", fmt.Sprintf("v2-try%d", tries))
+	})
+	if err != nil || tries != 2 {
+		t.Fatalf("a commit held back: %v after %d tries (want done on the second)", err, tries)
+	}
+	late, err := lossy.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Succeeded {
+		t.Error("the commit held back was applied after it was settled")
+	}
+	if v := read(); v != "v2-try2" {
+		t.Fatalf("read %q, want v2-try2", v)
+	}
+	if err := st.Acting(); err != nil {
+		t.Fatalf("the holder stopped acting: %v", err)
+	}
+	// The next commits go on as ever.
+	if err := st.Update(func(tx *Tx) error { return tx.Put("items", "k", "v3") }); err != nil || read() != "v3" {
+		t.Fatalf("a commit after settling: %v, read %q", err, read())
+	}
+}
+
+type loss int
+
+const (
+	lostAnswer loss = iota + 1 // sent, applied, the answer lost
+	heldBack                   // not sent; sent when released
+)
+
+// lossyKV loses the answer of the next commit, or holds it back, as
+// armed.
+type lossyKV struct {
+	clientv3.KV
+	mu   sync.Mutex
+	next loss
+	held clientv3.Txn
+}
+
+func (k *lossyKV) arm(l loss) {
+	k.mu.Lock()
+	k.next = l
+	k.mu.Unlock()
+}
+
+// release sends the commit held back.
+func (k *lossyKV) release() (*clientv3.TxnResponse, error) {
+	k.mu.Lock()
+	txn := k.held
+	k.held = nil
+	k.mu.Unlock()
+	if txn == nil {
+		return nil, errors.New("no commit was held back")
+	}
+	return txn.Commit()
+}
+
+func (k *lossyKV) Txn(ctx context.Context) clientv3.Txn {
+	return &lossyTxn{Txn: k.KV.Txn(context.WithoutCancel(ctx)), kv: k}
+}
+
+type lossyTxn struct {
+	clientv3.Txn
+	kv *lossyKV
+}
+
+func (t *lossyTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.Txn = t.Txn.If(cs...); return t }
+func (t *lossyTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Then(ops...); return t }
+func (t *lossyTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.Txn = t.Txn.Else(ops...); return t }
+
+func (t *lossyTxn) Commit() (*clientv3.TxnResponse, error) {
+	k := t.kv
+	k.mu.Lock()
+	l := k.next
+	k.next = 0
+	if l == heldBack {
+		k.held = t.Txn
+	}
+	k.mu.Unlock()
+	lost := errors.New("context deadline exceeded (the answer lost)")
+	switch l {
+	case lostAnswer:
+		if _, err := t.Txn.Commit(); err != nil {
+			return nil, err
+		}
+		return nil, lost
+	case heldBack:
+		return nil, lost
+	}
+	return t.Txn.Commit()
 }

@@ -36,9 +36,13 @@ type FollowConfig struct {
 
 // Follower keeps a copy of some of the deployment's buckets, fed by an
 // etcd watch: a node that does not hold the store answers reads from it.
-// How far the copy may lag is what Current says: etcd is asked every
-// followProbe to confirm that the watch has delivered all that was
-// committed when it asked.
+// How far the copy may lag is what Current says: every followProbe,
+// etcd's revision is read with a linearizable read (one a quorum
+// answers), and once the copy holds that revision it holds every
+// change committed before the read was sent. (The watch's own progress
+// notifications cannot say so: a member answers them from what it has
+// applied, which may lag the cluster, and an answer may come long after
+// it was asked for.)
 type Follower struct {
 	cli    *clientv3.Client
 	owned  bool // cli is its own: closed with it, and asked for progress
@@ -51,18 +55,32 @@ type Follower struct {
 	mu sync.Mutex
 	// applied is the revision the copy holds all changes up to.
 	applied int64
-	// confirmed is when etcd last confirmed the copy current: the time a
-	// progress request was sent whose answer came.
+	// confirmed is when the copy was last known current: it holds every
+	// change committed before then.
 	confirmed time.Time
-	// asked is when the progress request awaiting its answer was sent
-	// (zero: none).
-	asked   time.Time
-	changed chan struct{} // closed and replaced when applied grows
+	// pending are the revisions read (and when the read was sent) that
+	// the copy does not hold yet, oldest first: each confirms the copy
+	// once it does.
+	pending []confirmation
+	// progressed is when the watch was last asked for its progress.
+	progressed time.Time
+	changed    chan struct{} // closed and replaced when applied grows
 
 	wctx   context.Context // the watch's: progress requests go on its stream
 	cancel context.CancelFunc
-	done   chan struct{}
+	wg     sync.WaitGroup
 }
+
+// confirmation is etcd's revision as a linearizable read sent at at
+// found it.
+type confirmation struct {
+	rev int64
+	at  time.Time
+}
+
+// maxPending bounds the confirmations waiting for the copy: a copy that
+// lags that many probes is not current anyway.
+const maxPending = 8
 
 // followProbe is how often the follower asks etcd to confirm its copy
 // current; a copy is Current within a few of these.
@@ -92,7 +110,7 @@ func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, err
 	p := ecfg.Prefix + "/"
 	f := &Follower{cli: cli, owned: owned, cfg: cfg, log: cfg.Logger.With("component", "follower"), prefix: p,
 		from: p + bs[0] + "/", to: clientv3.GetPrefixRangeEnd(p + bs[len(bs)-1] + "/"),
-		changed: make(chan struct{}), done: make(chan struct{})}
+		changed: make(chan struct{})}
 	if cfg.From > 0 {
 		f.applied = cfg.From
 	} else if err := f.load(ctx); err != nil {
@@ -101,7 +119,10 @@ func (n *EtcdNode) Follow(ctx context.Context, cfg FollowConfig) (*Follower, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	f.wctx, f.cancel = clientv3.WithRequireLeader(wctx), cancel
-	go f.run(f.wctx)
+	f.wg.Go(func() { f.run(f.wctx) })
+	if owned {
+		f.wg.Go(func() { f.confirm(f.wctx) })
+	}
 	return f, nil
 }
 
@@ -121,6 +142,9 @@ func (f *Follower) load(ctx context.Context) error {
 	var all []Change
 	var rev int64
 	from := f.from
+	// The first read is linearizable: the copy holds what was committed
+	// before it was sent.
+	sent := time.Now()
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(f.to), clientv3.WithLimit(maxRange), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}
 		if rev != 0 {
@@ -149,7 +173,10 @@ func (f *Follower) load(ctx context.Context) error {
 	if err := f.cfg.Apply(Batch{Changes: all, Revision: rev, Reset: true}); err != nil {
 		return err
 	}
-	f.advance(rev, time.Now())
+	f.mu.Lock()
+	f.pending = append(f.pending, confirmation{rev: rev, at: sent})
+	f.mu.Unlock()
+	f.advance(rev)
 	return nil
 }
 
@@ -166,7 +193,7 @@ func (f *Follower) jump(ctx context.Context) error {
 	if err := f.hand(ctx, Batch{Revision: resp.Header.Revision, Reset: true}); err != nil {
 		return err
 	}
-	f.advance(resp.Header.Revision, time.Now())
+	f.advance(resp.Header.Revision)
 	return nil
 }
 
@@ -188,28 +215,37 @@ func (f *Follower) hand(ctx context.Context, b Batch) error {
 	}
 }
 
-// advance notes that the copy holds all changes up to rev; at (if not
-// zero) is when etcd confirmed it current.
-func (f *Follower) advance(rev int64, at time.Time) {
+// advance notes that the copy holds all changes up to rev, which
+// confirms it current as of the reads of revisions up to rev.
+func (f *Follower) advance(rev int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !at.IsZero() && at.After(f.confirmed) {
-		f.confirmed = at
-	}
 	if rev > f.applied {
 		f.applied = rev
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
+	f.confirmLocked()
 }
 
-// run follows the watch until Close, asking for progress every
-// followProbe; a watch etcd ends (compacted past it, a member gone) is
+// confirmLocked takes the pending confirmations the copy now holds.
+func (f *Follower) confirmLocked() {
+	n := 0
+	for _, c := range f.pending {
+		if c.rev > f.applied {
+			break
+		}
+		if c.at.After(f.confirmed) {
+			f.confirmed = c.at
+		}
+		n++
+	}
+	f.pending = f.pending[n:]
+}
+
+// run follows the watch until Close; a watch etcd ends (compacted past it, a member gone) is
 // started again where it stood, or the copy loaded again.
 func (f *Follower) run(ctx context.Context) {
-	defer close(f.done)
-	tick := time.NewTicker(followProbe)
-	defer tick.Stop()
 	wait := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		f.mu.Lock()
@@ -219,7 +255,7 @@ func (f *Follower) run(ctx context.Context) {
 		if f.cfg.Prev {
 			opts = append(opts, clientv3.WithPrevKV())
 		}
-		err := f.follow(ctx, f.cli.Watch(ctx, f.from, opts...), tick.C)
+		err := f.follow(ctx, f.cli.Watch(ctx, f.from, opts...))
 		if ctx.Err() != nil {
 			return
 		}
@@ -246,15 +282,11 @@ func (f *Follower) run(ctx context.Context) {
 }
 
 // follow applies what the watch delivers until it ends.
-func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-chan time.Time) error {
+func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-tick:
-			if f.owned {
-				f.probe(ctx)
-			}
 		case wr, ok := <-wch:
 			if !ok {
 				return errors.New("the watch ended")
@@ -264,11 +296,7 @@ func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-ch
 			}
 			if wr.IsProgressNotify() {
 				// Every change up to the answer's revision was delivered.
-				f.mu.Lock()
-				asked := f.asked
-				f.asked = time.Time{}
-				f.mu.Unlock()
-				f.advance(wr.Header.Revision, asked)
+				f.advance(wr.Header.Revision)
 				continue
 			}
 			var changes []Change
@@ -293,24 +321,63 @@ func (f *Follower) follow(ctx context.Context, wch clientv3.WatchChan, tick <-ch
 					return err
 				}
 			}
-			f.advance(last, time.Time{})
+			f.advance(last)
 		}
 	}
 }
 
-// probe asks etcd to confirm the copy current, unless a request is on
-// its way (asked again after a second unanswered: etcd answers only
-// once the watch has caught up).
-func (f *Follower) probe(ctx context.Context) {
+// confirm reads etcd's revision every followProbe, until ctx ends: the
+// copy is current as of the read's sending once it holds that revision
+// (the watch is asked for its progress, for a revision of no followed
+// change).
+func (f *Follower) confirm(ctx context.Context) {
+	tick := time.NewTicker(followProbe)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		sent := time.Now()
+		// A revision read later than the staleness any caller allows
+		// confirms nothing it could use.
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		resp, err := f.cli.Get(rctx, f.from, clientv3.WithCountOnly())
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				f.log.Debug("reading etcd's revision", "err", err)
+			}
+			continue
+		}
+		f.mu.Lock()
+		f.pending = append(f.pending, confirmation{rev: resp.Header.Revision, at: sent})
+		if len(f.pending) > maxPending {
+			f.pending = f.pending[len(f.pending)-maxPending:]
+		}
+		f.confirmLocked()
+		behind := len(f.pending) > 0
+		f.mu.Unlock()
+		if behind {
+			f.progress()
+		}
+	}
+}
+
+// progress asks the watch for its progress (at most every followProbe/5):
+// etcd says how far it delivered, which no event shows when nothing
+// followed changed.
+func (f *Follower) progress() {
 	now := time.Now()
 	f.mu.Lock()
-	if !f.asked.IsZero() && now.Sub(f.asked) < time.Second {
+	if now.Sub(f.progressed) < followProbe/5 {
 		f.mu.Unlock()
 		return
 	}
-	f.asked = now
+	f.progressed = now
 	f.mu.Unlock()
-	if err := f.cli.RequestProgress(ctx); err != nil && ctx.Err() == nil {
+	if err := f.cli.RequestProgress(f.wctx); err != nil && f.wctx.Err() == nil {
 		f.log.Debug("asking etcd for the watch's progress", "err", err)
 	}
 }
@@ -343,7 +410,7 @@ func (f *Follower) Wait(ctx context.Context, rev int64) error {
 			return nil
 		}
 		if !asked && f.owned {
-			f.probe(f.wctx)
+			f.progress()
 		}
 		select {
 		case <-changed:
@@ -356,7 +423,7 @@ func (f *Follower) Wait(ctx context.Context, rev int64) error {
 // Close stops following.
 func (f *Follower) Close() {
 	f.cancel()
-	<-f.done
+	f.wg.Wait()
 	if f.owned {
 		f.cli.Close()
 	}

@@ -99,14 +99,13 @@ func (n *EtcdNode) Hold(ctx context.Context, shard string, hc HoldConfig) (*Stor
 	if shard != "" {
 		prefix, hold = ShardPrefix(prefix, shard), shardHold(prefix, shard)
 	}
-	be := &etcdBackend{cli: n.cli, prefix: prefix, timeout: n.cfg.Timeout, n: n, lease: n.lease, node: n.name,
+	be := &etcdBackend{cli: n.cli, kv: n.cli, prefix: prefix, timeout: n.cfg.Timeout, n: n, lease: n.lease, node: n.name,
 		maxOps: n.maxOps, holdKey: hold}
 	rev, err := n.take(ctx, be.holdKey, hc)
 	if err != nil {
 		return nil, err
 	}
-	be.holdRev = rev
-	be.fence = clientv3.Compare(clientv3.CreateRevision(be.holdKey), "=", rev)
+	be.holdRev, be.holdMod = rev, rev
 	st, err := newStore(be, "etcd "+strings.Join(n.cfg.Endpoints, ",")+" "+prefix)
 	if err != nil {
 		be.release()
