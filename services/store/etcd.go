@@ -144,7 +144,7 @@ type etcdBackend struct {
 	// read under the store's write lock (commits are one at a time).
 	holdMod int64
 	// kv is where commits go: the client (a test's may lose answers).
-	kv clientv3.KV
+	kv       clientv3.KV
 	node     string
 	released atomic.Bool // the hold was let go (Close)
 	ownsNode bool        // closing the store ends the node (OpenEtcd)
