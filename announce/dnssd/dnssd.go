@@ -6,8 +6,10 @@
 package dnssd
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,13 +32,27 @@ import (
 
 // The times of RFC 6762: three probes 250 ms apart before a name is
 // used (§8.1), two announcements a second apart once it is (§8.3), and a
-// second's wait after losing a simultaneous probe (§8.2).
+// second's wait after losing a simultaneous probe (§8.2). After 15
+// conflicts within 10 s, each new attempt waits 5 s (§8.1): a host that
+// answers every probe with a conflict costs a few packets a second, not
+// a storm. A record is multicast on an interface at most once a second
+// (every 250 ms to defend a name against a probe, §6).
 const (
 	probeInterval    = 250 * time.Millisecond
 	probes           = 3
 	announceInterval = time.Second
 	announcements    = 2
 	maxRenames       = 100
+	lostTieWait      = time.Second
+	conflictBurst    = 15
+	conflictWindow   = 10 * time.Second
+	conflictBackoff  = 5 * time.Second
+	recordInterval   = time.Second
+	defendInterval   = 250 * time.Millisecond
+	// maxSent bounds the record of when each record was last multicast
+	// on each interface (records are ours: it grows only with
+	// interfaces coming and going).
+	maxSent = 1024
 )
 
 // DNS-SD names.
@@ -142,12 +158,23 @@ func escapeLabel(s string) string {
 	return r.Replace(s)
 }
 
+// port is what the advertiser needs of its mDNS port (a *mcast.Port; a
+// test's fake).
+type port interface {
+	SendTo(dst func(family int) netip.Addr, build func(mcast.Joined) ([][]byte, error)) error
+	SendReply(ifIndex, family int, dst netip.AddrPort, b []byte) error
+	Joined() []mcast.Joined
+	IsLocal(netip.Addr) bool
+	Close() error
+}
+
 // Advertiser claims its names as RFC 6762 asks (probing, renaming on a
 // conflict, announcing), then answers mDNS queries for the lookup
 // service.
 type Advertiser struct {
 	cfg     AdvertiserConfig
-	port    *mcast.Port
+	open    func(mcast.PortConfig) (port, error)
+	port    port
 	base    string // jinid-<ServiceID's first 8 hex digits>, or Name
 	stopped atomic.Bool
 
@@ -163,6 +190,18 @@ type Advertiser struct {
 	// lostNames are the names of ours another host claimed, lower case:
 	// the ones a rename changes.
 	lostNames map[string]bool
+	// lostTie: another host probing for a name of ours at the same time
+	// won the tie-break (§8.2): wait a second and probe again.
+	lostTie bool
+	// conflictTimes are the last conflicts' times (conflictBurst at
+	// most), for §8.1's rate limit; slow, that a burst of them came,
+	// and attempts wait until none came for conflictWindow.
+	conflictTimes []time.Time
+	slow          bool
+	// sent is when each record was last multicast on each interface.
+	sent map[sentKey]time.Time
+	// renamedTo are the names a rename was logged for (once each).
+	renamedTo map[string]bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -185,9 +224,14 @@ func NewAdvertiser(cfg AdvertiserConfig) (*Advertiser, error) {
 	if cfg.Host == nil {
 		return nil, errors.New("mDNS: AdvertiserConfig.Host is required")
 	}
-	a := &Advertiser{cfg: cfg, base: name, conflict: make(chan struct{}, 1)}
+	return newAdvertiser(cfg, name, func(pc mcast.PortConfig) (port, error) { return cfg.Host.Open(pc) }), nil
+}
+
+func newAdvertiser(cfg AdvertiserConfig, name string, open func(mcast.PortConfig) (port, error)) *Advertiser {
+	a := &Advertiser{cfg: cfg, open: open, base: name, conflict: make(chan struct{}, 1),
+		sent: map[sentKey]time.Time{}, renamedTo: map[string]bool{}}
 	a.setName(name)
-	return a, nil
+	return a
 }
 
 func (a *Advertiser) setName(name string) {
@@ -262,7 +306,7 @@ func (a *Advertiser) goodbye(gone []*extra) {
 // Start joins the mDNS group and begins claiming the names: probes,
 // then announcements; it answers queries once they are claimed.
 func (a *Advertiser) Start(context.Context) error {
-	port, err := a.cfg.Host.Open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
+	port, err := a.open(mcast.PortConfig{Port: mdnsPort, Groups: []netip.Addr{MDNSGroupV4, MDNSGroupV6}, TTL: 255,
 		OnPacket: a.handle, OnChange: a.poke, OnLeave: a.leave})
 	if err != nil {
 		return fmt.Errorf("mDNS: %w", err)
@@ -328,11 +372,14 @@ func (a *Advertiser) poke() {
 func (a *Advertiser) run(ctx context.Context) {
 	defer a.wg.Done()
 	for {
+		if d := a.backoff(); d > 0 && !a.sleep(ctx, d) {
+			return
+		}
 		if !a.probe(ctx) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.restart()
+			a.restart(ctx)
 			continue
 		}
 		a.mu.Lock()
@@ -342,7 +389,7 @@ func (a *Advertiser) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			a.restart()
+			a.restart(ctx)
 			continue
 		}
 		// Claimed: wait for a conflict or a change of interfaces.
@@ -396,7 +443,7 @@ func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
 			return true
 		case <-a.conflict:
 			a.mu.Lock()
-			cut := a.conflicted || a.reprobe
+			cut := a.conflicted || a.reprobe || a.lostTie
 			a.mu.Unlock()
 			if cut {
 				return false
@@ -406,14 +453,59 @@ func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
 }
 
 // restart follows a claim cut short: by a conflict, which renames what
-// was lost, or by a change of the services, which claims the names again
-// as they are.
-func (a *Advertiser) restart() {
+// was lost, by a simultaneous probe that won the tie-break, after which
+// the same names are probed again a second later, or by a change of the
+// services, which claims the names again as they are.
+func (a *Advertiser) restart(ctx context.Context) {
 	a.mu.Lock()
 	a.reprobe = false
+	tie := a.lostTie
+	a.lostTie = false
 	a.mu.Unlock()
 	if a.lost() {
 		a.rename()
+		return
+	}
+	if tie {
+		a.sleep(ctx, lostTieWait)
+	}
+}
+
+// backoff is how long to wait before the next attempt to claim the
+// names: conflictBackoff once conflictBurst conflicts came within
+// conflictWindow (RFC 6762 §8.1), else nothing.
+//
+// Once slow, it stays so until conflictWindow passes without a
+// conflict: read to the letter (15 within any 10 s), the rule would let
+// a host that answers every probe have a burst of 15 every 10 s.
+func (a *Advertiser) backoff() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.cfg.Clock.Now()
+	n := len(a.conflictTimes)
+	switch {
+	case n > 0 && now.Sub(a.conflictTimes[n-1]) >= conflictWindow:
+		a.slow, a.conflictTimes = false, nil
+	case n == conflictBurst && now.Sub(a.conflictTimes[0]) < conflictWindow:
+		a.slow = true
+	}
+	if a.slow {
+		return conflictBackoff
+	}
+	return 0
+}
+
+// sleep waits d on the advertiser's clock, whatever is heard meanwhile;
+// false if ctx ended.
+func (a *Advertiser) sleep(ctx context.Context, d time.Duration) bool {
+	done := make(chan struct{})
+	t := a.cfg.Clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-done:
+		return true
 	}
 }
 
@@ -434,7 +526,7 @@ func (a *Advertiser) drain() {
 	}
 	a.lost()
 	a.mu.Lock()
-	a.reprobe, a.lostNames = false, nil
+	a.reprobe, a.lostNames, a.lostTie = false, nil, false
 	a.mu.Unlock()
 }
 
@@ -453,7 +545,9 @@ func (a *Advertiser) rename() {
 			extraLost = true
 			e.renames = e.renames%maxRenames + 1
 			e.setNames()
-			a.cfg.Logger.Info("mDNS name of a static service in use on the LAN; renamed", "name", e.instance)
+			if a.firstRename(e.instance) {
+				a.cfg.Logger.Info("mDNS name of a static service in use on the LAN; renamed", "name", e.instance)
+			}
 		}
 	}
 	if extraLost && !lost[strings.ToLower(a.instance)] && !lost[strings.ToLower(a.host)] {
@@ -461,13 +555,33 @@ func (a *Advertiser) rename() {
 	}
 	a.renames = a.renames%maxRenames + 1
 	name := a.base + "-" + strconv.Itoa(a.renames+1)
-	a.cfg.Logger.Info("mDNS name in use on the LAN; renamed", "name", name)
+	if a.firstRename(name) {
+		a.cfg.Logger.Info("mDNS name in use on the LAN; renamed", "name", name)
+	}
 	a.setName(name)
+}
+
+// firstRename says whether a rename to name is the first: each is
+// logged once (a host claiming every name jinid tries would otherwise
+// fill the log). Called with mu held.
+func (a *Advertiser) firstRename(name string) bool {
+	if a.renamedTo[name] {
+		return false
+	}
+	if len(a.renamedTo) >= 4*maxRenames {
+		clear(a.renamedTo)
+	}
+	a.renamedTo[name] = true
+	return true
 }
 
 // markConflict records that another host claims a name of ours.
 func (a *Advertiser) markConflict(name string) {
 	a.mu.Lock()
+	if len(a.conflictTimes) == conflictBurst {
+		a.conflictTimes = a.conflictTimes[1:]
+	}
+	a.conflictTimes = append(a.conflictTimes, a.cfg.Clock.Now())
 	a.conflicted = true
 	if a.lostNames == nil {
 		a.lostNames = map[string]bool{}
@@ -511,7 +625,7 @@ func (a *Advertiser) announce(ttl uint32) {
 	err := a.port.SendTo(mdnsGroup, func(j mcast.Joined) ([][]byte, error) {
 		m := new(dns.Msg)
 		m.Response, m.Authoritative = true, true
-		m.Answer = a.records(j, ttl, true)
+		m.Answer = a.due(j, a.records(j, ttl, true), 0) // all of them, noted as multicast now
 		b, err := m.Pack()
 		return [][]byte{b}, err
 	})
@@ -597,26 +711,28 @@ func (e *extra) records(j mcast.Joined, ttl uint32, all bool) []dns.RR {
 	return rrs
 }
 
-// handle answers a query about the service, on the interface it came in
-// on: by multicast, or straight to the asker when it asked from a port
-// other than 5353 (a "legacy" one-shot resolver).
+// handle takes an mDNS message heard on a served interface: a response
+// claiming a name of ours, a probe for one while we probe, or a query
+// to answer. What a host off the interface's link sent is ignored (RFC
+// 6762 §11): an answer to it would go through a router, a reflector for
+// whoever forged the source.
 func (a *Advertiser) handle(p mcast.Packet) {
+	if !p.OnLink(p.Src.Addr()) {
+		return
+	}
 	var q dns.Msg
 	if err := q.Unpack(p.Data); err != nil || q.Opcode != dns.OpcodeQuery {
 		return
 	}
-	// Another host's records for a name of ours, in an answer or in a
-	// probe's authority section: the name is taken (§8.2, §9).
-	for _, rr := range append(append(append([]dns.RR{}, q.Answer...), q.Ns...), q.Extra...) {
-		if a.claims(rr) && !a.ours(rr) {
-			a.markConflict(rr.Header().Name)
-			return
+	if q.Response {
+		// Another host's record that truly conflicts with one of ours
+		// (§9): the name is taken.
+		for _, rr := range append(slices.Clip(q.Answer), q.Extra...) {
+			if a.conflicts(rr) {
+				a.markConflict(rr.Header().Name)
+				return
+			}
 		}
-	}
-	a.mu.Lock()
-	claimed := a.claimed
-	a.mu.Unlock()
-	if q.Response || !claimed {
 		return
 	}
 	var j mcast.Joined
@@ -628,13 +744,36 @@ func (a *Advertiser) handle(p mcast.Packet) {
 	if !j.Addr.IsValid() {
 		return
 	}
+	a.mu.Lock()
+	claimed := a.claimed
+	a.mu.Unlock()
+	if !claimed {
+		// Another host probing for a name we are probing for too: the
+		// tie-break of §8.2 says who goes on.
+		if a.losesTie(&q, j) {
+			a.mu.Lock()
+			a.lostTie = true
+			a.mu.Unlock()
+			a.poke()
+		}
+		return
+	}
+	a.answer(&q, p, j)
+}
+
+// answer answers query q, heard in p on interface j: by multicast, each
+// record at most once a second on the interface (every 250 ms for a
+// probe, to defend the name), none the asker listed as known with at
+// least half its TTL left (§7.1); or straight to the asker when it asked
+// from a port other than 5353 (a "legacy" one-shot resolver, §6.7).
+func (a *Advertiser) answer(q *dns.Msg, p mcast.Packet, j mcast.Joined) {
 	all := a.records(j, 120, false)
 	var answers, extra []dns.RR
 	for _, qs := range q.Question {
 		name := strings.ToLower(qs.Name)
 		for _, rr := range all {
 			h := rr.Header()
-			if strings.ToLower(h.Name) == name && (qs.Qtype == h.Rrtype || qs.Qtype == dns.TypeANY) {
+			if strings.ToLower(h.Name) == name && (qs.Qtype == h.Rrtype || qs.Qtype == dns.TypeANY) && !containsRR(answers, rr) {
 				answers = append(answers, rr)
 			}
 		}
@@ -652,28 +791,41 @@ func (a *Advertiser) handle(p mcast.Packet) {
 			}
 		}
 	}
+	legacy := p.Src.Port() != mdnsPort
+	if !legacy {
+		answers = slices.DeleteFunc(answers, func(rr dns.RR) bool { return known(q.Answer, rr) })
+	}
 	if len(answers) == 0 {
 		return
 	}
 	for _, rr := range all {
-		if !containsRR(answers, rr) {
+		if !containsRR(answers, rr) && !known(q.Answer, rr) {
 			extra = append(extra, rr)
 		}
 	}
 	m := new(dns.Msg)
 	m.Response, m.Authoritative = true, true
-	m.Answer, m.Extra = answers, extra
 	dst := netip.AddrPortFrom(mdnsGroup(p.Family), mdnsPort)
-	if p.Src.Port() != mdnsPort {
-		// Legacy unicast (RFC 6762 §6.7): same ID, the question echoed,
-		// short TTLs, straight back.
+	if legacy {
+		// Same ID, the question echoed, short TTLs, straight back.
 		m.Id, m.Question = q.Id, q.Question
-		for _, rr := range append(m.Answer, m.Extra...) {
+		for _, rr := range append(slices.Clip(answers), extra...) {
 			rr.Header().Ttl = min(rr.Header().Ttl, 10)
 			rr.Header().Class &^= 1 << 15
 		}
 		dst = p.Src
+	} else {
+		every := recordInterval
+		if len(q.Ns) > 0 {
+			every = defendInterval
+		}
+		answers = a.due(j, answers, every)
+		if len(answers) == 0 {
+			return
+		}
+		extra = a.due(j, extra, recordInterval)
 	}
+	m.Answer, m.Extra = answers, extra
 	b, err := m.Pack()
 	if err != nil {
 		return
@@ -683,24 +835,174 @@ func (a *Advertiser) handle(p mcast.Packet) {
 	}
 }
 
-// claims says rr is about a name of ours, one only its owner may have
-// records of (not the shared PTR).
-func (a *Advertiser) claims(rr dns.RR) bool {
-	if rr.Header().Rrtype == dns.TypePTR {
-		return false
-	}
-	n := strings.ToLower(rr.Header().Name)
+// sentKey is a record multicast on an interface.
+type sentKey struct {
+	index, family int
+	record        string
+}
+
+// due keeps of rrs those not multicast on interface j within every, and
+// notes them as multicast now.
+func (a *Advertiser) due(j mcast.Joined, rrs []dns.RR, every time.Duration) []dns.RR {
+	now := a.cfg.Clock.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if n == strings.ToLower(a.instance) || n == strings.ToLower(a.host) {
-		return true
+	if len(a.sent) >= maxSent {
+		for k, at := range a.sent {
+			if now.Sub(at) >= recordInterval {
+				delete(a.sent, k)
+			}
+		}
 	}
-	for _, e := range a.extras {
-		if n == strings.ToLower(e.instance) || n == strings.ToLower(e.host) {
+	var out []dns.RR
+	for _, rr := range rrs {
+		k := sentKey{j.Index, j.Family, recordKey(rr)}
+		if at, ok := a.sent[k]; ok && now.Sub(at) < every {
+			continue
+		}
+		if len(a.sent) < maxSent {
+			a.sent[k] = now
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+// recordKey names a record by its name, type and data.
+func recordKey(rr dns.RR) string {
+	c := dns.Copy(rr)
+	c.Header().Ttl, c.Header().Class = 0, dns.ClassINET
+	c.Header().Name = strings.ToLower(c.Header().Name)
+	return c.String()
+}
+
+// known says the asker listed rr among the answers it knows, with at
+// least half its TTL left (§7.1).
+func known(knownAnswers []dns.RR, rr dns.RR) bool {
+	for _, k := range knownAnswers {
+		if k.Header().Ttl >= rr.Header().Ttl/2 && sameRData(k, rr) {
 			return true
 		}
 	}
 	return false
+}
+
+// conflicts says rr, heard in another host's response, conflicts with a
+// record of ours (§9): the same name, type and class as one we alone may
+// have (SRV and TXT of an instance, A and AAAA of a host), with other
+// data. Records of other types, the shared PTRs, and our own records
+// heard back do not.
+func (a *Advertiser) conflicts(rr dns.RR) bool {
+	h := rr.Header()
+	if h.Class&^(1<<15) != dns.ClassINET {
+		return false
+	}
+	var names []string
+	switch h.Rrtype {
+	case dns.TypeSRV, dns.TypeTXT:
+		names = a.instances()
+	case dns.TypeA, dns.TypeAAAA:
+		names = a.hosts()
+	default:
+		return false
+	}
+	n := strings.ToLower(h.Name)
+	return slices.ContainsFunc(names, func(x string) bool { return strings.ToLower(x) == n }) && !a.ours(rr)
+}
+
+// instances and hosts are the instance and host names we claim now.
+func (a *Advertiser) instances() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := []string{a.instance}
+	for _, e := range a.extras {
+		out = append(out, e.instance)
+	}
+	return out
+}
+
+func (a *Advertiser) hosts() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := []string{a.host}
+	for _, e := range a.extras {
+		out = append(out, e.host)
+	}
+	return out
+}
+
+// losesTie says whether query q, heard on interface j while we probe,
+// is another host's probe for a name we probe for that wins the
+// tie-break of §8.2: its proposed records (the authority section) for
+// the name, sorted, compared with ours as bytes (class, type, data),
+// are lexicographically later. Our own probes heard back tie, and lose
+// nothing.
+func (a *Advertiser) losesTie(q *dns.Msg, j mcast.Joined) bool {
+	if len(q.Ns) == 0 {
+		return false
+	}
+	mine := a.records(j, 120, false)
+	for _, qs := range q.Question {
+		name := strings.ToLower(qs.Name)
+		theirs := namedRecords(q.Ns, name)
+		if len(theirs) == 0 || !slices.ContainsFunc(theirs, func(rr dns.RR) bool { return !a.ours(rr) }) {
+			continue
+		}
+		ours := namedRecords(mine, name)
+		if len(ours) > 0 && compareRecords(ours, theirs) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// namedRecords are those of rrs named name (lower case).
+func namedRecords(rrs []dns.RR, name string) []dns.RR {
+	var out []dns.RR
+	for _, rr := range rrs {
+		if strings.ToLower(rr.Header().Name) == name && rr.Header().Rrtype != dns.TypePTR {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// compareRecords compares two sets of records as §8.2 asks: each sorted
+// by class, type and data, then pairwise; the first that differ decide,
+// and a set that runs out first is the earlier.
+func compareRecords(x, y []dns.RR) int {
+	bx, by := sortedRData(x), sortedRData(y)
+	for i := range min(len(bx), len(by)) {
+		if c := bytes.Compare(bx[i], by[i]); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(bx), len(by))
+}
+
+// sortedRData are the records as class, type and data bytes (the cache
+// flush bit off, names uncompressed), sorted.
+func sortedRData(rrs []dns.RR) [][]byte {
+	var out [][]byte
+	for _, rr := range rrs {
+		c := dns.Copy(rr)
+		h := c.Header()
+		h.Class &^= 1 << 15
+		buf := make([]byte, dns.Len(c)+16)
+		off, err := dns.PackRR(c, buf, 0, nil, false)
+		if err != nil {
+			continue
+		}
+		nameLen, err := dns.PackDomainName(h.Name, make([]byte, 256), 0, nil, false)
+		if err != nil || nameLen+10 > off {
+			continue
+		}
+		// class, type, then the data (the TTL and length left out).
+		b := append(binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, h.Class), h.Rrtype), buf[nameLen+10:off]...)
+		out = append(out, b)
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out
 }
 
 // ours says rr is one of this advertiser's own records, heard back from
