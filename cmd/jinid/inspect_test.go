@@ -150,3 +150,26 @@ func TestInspectEscapesControls(t *testing.T) {
 		t.Errorf("the text line sends controls: %q", out)
 	}
 }
+
+// A capture file cut short, pcap or pcapng, is an error naming where it
+// was cut, exit 1, after the frames before the cut are printed (a cut
+// pcapng used to end as a clean end, exit 0).
+func TestInspectTruncatedCapture(t *testing.T) {
+	pcap := pcaptest.Scenario(t)
+	ng := pcaptest.Pcapng(t, pcap)
+	for name, file := range map[string][]byte{"pcap": pcap[:len(pcap)-7], "pcapng": ng[:len(ng)-7]} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cut."+name)
+			if err := os.WriteFile(path, file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, stderr, err := run(t, nil, "inspect", "--pcap", path)
+			if err == nil || exitCode(err) != exitFailure || !strings.Contains(stderr+err.Error(), "cut short") {
+				t.Errorf("exit %d, %v %s; want 1 saying the file is cut short", exitCode(err), err, stderr)
+			}
+			if !strings.Contains(out, "multicast-announcement") {
+				t.Errorf("the frames before the cut not printed:\n%s", out)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
@@ -39,10 +40,13 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 	}
 	var src packetReader
 	var ng *pcapgo.NgReader
+	var blocks *ngBlocks
 	guard := &lengths{br: br}
 	if bytes.Equal(magic, []byte{0x0A, 0x0D, 0x0D, 0x0A}) {
-		guard = nil // pcapgo's pcapng reader reads several blocks a packet: not checked here yet
-		ng, err = pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		// pcapgo's pcapng reader reads several blocks a packet: each
+		// is checked whole on its way to it.
+		guard, blocks = nil, &ngBlocks{r: br}
+		ng, err = pcapgo.NewNgReader(blocks, pcapgo.DefaultNgReaderOptions)
 		src = ng
 	} else {
 		var pr *pcapgo.Reader
@@ -54,6 +58,9 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 			guard.order = pcapOrder(magic)
 			src = pr
 		}
+	}
+	if err != nil && blocks.failed() {
+		return blocks.err
 	}
 	if err != nil {
 		return fmt.Errorf("not a pcap or pcapng capture: %w", err)
@@ -69,8 +76,14 @@ func ReadCapture(r io.Reader, d *Decoder) error {
 			}
 		}
 		data, ci, err := src.ReadPacketData()
+		if err != nil && blocks.failed() {
+			return blocks.err // what was wrong, and where
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
+		}
+		if guard != nil && errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("reading capture: frame %d at offset %d: its data is cut short (a truncated file)", guard.frame, guard.start)
 		}
 		if err != nil {
 			return fmt.Errorf("reading capture: %w", err)
@@ -108,6 +121,7 @@ type lengths struct {
 	order  binary.ByteOrder
 	frame  int   // records read so far, for errors
 	offset int64 // where the next one begins, for errors
+	start  int64 // where the last one began
 }
 
 // pcapOrder is the byte order of a pcap file of magic.
@@ -134,6 +148,147 @@ func (l *lengths) check() error {
 		return fmt.Errorf("reading capture: frame %d at offset %d claims %d bytes captured of %d: a damaged file", l.frame+1, l.offset, incl, orig)
 	}
 	l.frame++
+	l.start = l.offset
 	l.offset += 16 + int64(incl)
+	return nil
+}
+
+// The bounds on a pcapng's blocks: a block holds a frame and its
+// options at most; a section names at most maxInterfaces interfaces,
+// each described in at most maxHeaderBlock bytes (the reader keeps them
+// all: a million interface blocks took 810 MB).
+const (
+	maxBlock       = maxFrame + 64<<10
+	maxHeaderBlock = 16 << 10
+	maxInterfaces  = 256
+)
+
+// pcapng block types.
+const (
+	ngSection     = 0x0A0D0D0A
+	ngInterface   = 1
+	ngObsolete    = 2
+	ngSimple      = 3
+	ngEnhanced    = 6
+	ngByteOrderLE = 0x4D3C2B1A // 0x1A2B3C4D read little-endian as big
+)
+
+// ngBlocks passes a pcapng stream on a block at a time, each read whole
+// and checked first: its length against the file's rest and the bounds
+// above, a packet's captured length against its block and the largest
+// frame, the interfaces a section names. What is wrong ends the stream
+// with an error naming the frame and the offset, as a file cut short in
+// a block does (pcapgo took that for a clean end).
+type ngBlocks struct {
+	r      io.Reader
+	order  binary.ByteOrder // the section's
+	buf    []byte           // the block being passed on
+	off    int              // how much of it was
+	offset int64            // where the next block begins
+	frame  int              // packet blocks so far
+	ifaces int              // interface blocks of this section
+	snap0  uint32           // the snap length of its first interface
+	err    error            // io.EOF at the end of the last block
+}
+
+func (b *ngBlocks) Read(p []byte) (int, error) {
+	for b.off == len(b.buf) {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.err = b.next()
+	}
+	n := copy(p, b.buf[b.off:])
+	b.off += n
+	return n, nil
+}
+
+// failed says the stream ended on something wrong (not at the end).
+func (b *ngBlocks) failed() bool { return b != nil && b.err != nil && !errors.Is(b.err, io.EOF) }
+
+// next reads and checks the next block into buf: io.EOF at the end.
+// A block found wrong is not passed on: buf is left empty.
+func (b *ngBlocks) next() (err error) {
+	b.buf, b.off = b.buf[:0], 0
+	defer func() {
+		if err != nil {
+			b.buf = b.buf[:0]
+		}
+	}()
+	where := func(what string, args ...any) error {
+		return fmt.Errorf("reading capture: block at offset %d (after frame %d): %s", b.offset, b.frame, fmt.Sprintf(what, args...))
+	}
+	var h [12]byte
+	n, err := io.ReadFull(b.r, h[:8])
+	if n == 0 && errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	if err != nil {
+		return where("its header is cut short (a truncated file)")
+	}
+	head := 8
+	if binary.BigEndian.Uint32(h[:4]) == ngSection {
+		if _, err := io.ReadFull(b.r, h[8:12]); err != nil {
+			return where("its header is cut short (a truncated file)")
+		}
+		head = 12
+		b.order = binary.BigEndian
+		if binary.BigEndian.Uint32(h[8:12]) == ngByteOrderLE {
+			b.order = binary.LittleEndian
+		}
+		b.ifaces = 0
+	} else if b.order == nil {
+		return where("the file does not begin with a section header block")
+	}
+	typ, length := b.order.Uint32(h[:4]), b.order.Uint32(h[4:8])
+	limit := uint32(maxBlock)
+	if typ == ngSection || typ == ngInterface {
+		limit = maxHeaderBlock
+	}
+	if length < 12 || length%4 != 0 || length > limit {
+		return where("it claims %d bytes (a block is 12 to %d, a multiple of 4): a damaged file", length, limit)
+	}
+	if int(length) < head {
+		return where("it claims %d bytes, less than its header", length)
+	}
+	b.buf = slices.Grow(b.buf, int(length))[:length]
+	copy(b.buf, h[:head])
+	if _, err := io.ReadFull(b.r, b.buf[head:]); err != nil {
+		return where("it is cut short: %d bytes claimed (a truncated file)", length)
+	}
+	switch typ {
+	case ngInterface:
+		if b.ifaces++; b.ifaces > maxInterfaces {
+			return where("more than %d interfaces in one section", maxInterfaces)
+		}
+		if b.ifaces == 1 && length >= 20 {
+			b.snap0 = b.order.Uint32(b.buf[12:16])
+		}
+	case ngEnhanced, ngObsolete:
+		b.frame++
+		// type, length, interface, 8 bytes of time, captured length,
+		// original length, the data padded to 4, options, length.
+		if length < 32 {
+			return where("a packet block of %d bytes", length)
+		}
+		if c := b.order.Uint32(b.buf[20:24]); c > maxFrame || 32+int64(c) > int64(length) {
+			return where("frame %d claims %d bytes captured in a block of %d: a damaged file", b.frame, c, length)
+		}
+	case ngSimple:
+		b.frame++
+		// The packet's original length, cut to the first interface's
+		// snap length, is what the reader takes as captured.
+		if length < 16 {
+			return where("a packet block of %d bytes", length)
+		}
+		c := b.order.Uint32(b.buf[8:12])
+		if b.snap0 != 0 {
+			c = min(c, b.snap0)
+		}
+		if c > maxFrame || 16+int64(c) > int64(length) {
+			return where("frame %d claims %d bytes captured in a block of %d: a damaged file", b.frame, c, length)
+		}
+	}
+	b.offset += int64(length)
 	return nil
 }

@@ -187,3 +187,31 @@ func Scenario(t testing.TB) []byte {
 	c.UDPTo("192.0.2.1", 53, "192.0.2.2", 53, []byte("dns"))
 	return c.buf.Bytes()
 }
+
+// Pcapng is the pcap capture pcap written again as a pcapng (one
+// interface of its link type).
+func Pcapng(t testing.TB, pcap []byte) []byte {
+	t.Helper()
+	r, err := pcapgo.NewReader(bytes.NewReader(pcap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w, err := pcapgo.NewNgWriter(&b, r.LinkType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		data, ci, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
