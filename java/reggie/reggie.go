@@ -317,6 +317,18 @@ func (c *Codec) View(v javaio.Value) any {
 	return map[string]any{"javaSerialized": base64.StdEncoding.EncodeToString(b)}
 }
 
+// viewSize is about the bytes a View holds.
+func viewSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case map[string]any:
+		s, _ := v["javaSerialized"].(string)
+		return len(s)
+	}
+	return 8
+}
+
 // boxed reports whether a class is a boxed primitive's.
 func boxed(class string) bool {
 	switch class {
@@ -375,6 +387,11 @@ type Entry struct {
 // wildcard and is left out of Fields. It returns the EntryRep object
 // too, for callers that keep its Java form.
 func (c *Codec) ReadEntry(v javaio.Value, template bool) (Entry, *javaio.Object, error) {
+	return c.readEntry(v, template, nil)
+}
+
+// readEntry is ReadEntry spending b on what it makes of the fields.
+func (c *Codec) readEntry(v javaio.Value, template bool, b *budget) (Entry, *javaio.Object, error) {
 	rep, err := Object(v, c.l.Package+".EntryRep")
 	if err != nil {
 		return Entry{}, nil, err
@@ -413,7 +430,11 @@ func (c *Codec) ReadEntry(v javaio.Value, template bool) (Entry, *javaio.Object,
 		if fv == nil && template {
 			continue
 		}
-		e.Fields[names[i]] = c.View(fv)
+		view := c.View(fv)
+		if err := b.take(16 + viewSize(view)); err != nil {
+			return Entry{}, nil, err
+		}
+		e.Fields[names[i]] = view
 	}
 	return e, rep, nil
 }

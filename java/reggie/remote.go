@@ -44,7 +44,32 @@ const (
 	MaxRemoteReply = 8 << 20
 	// MaxRemoteMatches bounds the items one lookup asks for.
 	MaxRemoteMatches = 1000
+	// maxConverted bounds what one reply becomes once read (items,
+	// attributes, field values, counted in bytes, roughly): a
+	// back-reference names a value again in five bytes, and each is a
+	// copy once converted (a 1.25 MB reply naming one item 250,000 times
+	// took 413 MB).
+	maxConverted = 4 * MaxRemoteReply
 )
+
+// ErrBadReply is a registrar's answer that is not one to what was
+// asked: more items than asked for, values repeated past any real
+// answer's size.
+var ErrBadReply = errors.New("the registrar's answer is not one to what was asked")
+
+// budget is what the conversion of one reply may still produce.
+type budget struct{ left int }
+
+// take spends n of b (a nil budget has no bound).
+func (b *budget) take(n int) error {
+	if b == nil {
+		return nil
+	}
+	if b.left -= n; b.left < 0 {
+		return fmt.Errorf("%w: its values, repeated by back-reference, come to more than %d bytes", ErrBadReply, maxConverted)
+	}
+	return nil
+}
 
 // ErrUnknownLease is what a registrar's UnknownLeaseException becomes:
 // the lease (or the registration) is not there any more.
@@ -274,7 +299,7 @@ func (r *Remote) Lookup(ctx context.Context, t Template, max int) ([]Item, int, 
 	if err != nil {
 		return nil, 0, err
 	}
-	out, total, err := r.c.readMatches(d)
+	out, total, err := r.c.readMatches(d, max)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -293,9 +318,9 @@ func (r *Remote) Lookup(ctx context.Context, t Template, max int) ([]Item, int, 
 	return out, total, nil
 }
 
-// readMatches reads Reggie's Matches: the items, and how many match in
-// all.
-func (c *Codec) readMatches(d *javaio.Decoder) ([]Item, int, error) {
+// readMatches reads Reggie's Matches: the items (at most max: a
+// registrar answers no more than asked), and how many match in all.
+func (c *Codec) readMatches(d *javaio.Decoder, max int) ([]Item, int, error) {
 	v, err := d.ReadObject()
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the matches: %w", err)
@@ -305,13 +330,18 @@ func (c *Codec) readMatches(d *javaio.Decoder) ([]Item, int, error) {
 		return nil, 0, err
 	}
 	total, _ := Field(m, "totalMatches").(int32)
+	elems := listElems(Field(m, "items"))
+	if len(elems) > max {
+		return nil, 0, fmt.Errorf("%w: %d items, at most %d asked for", ErrBadReply, len(elems), max)
+	}
+	b := &budget{left: maxConverted}
 	var out []Item
-	for _, iv := range listElems(Field(m, "items")) {
+	for _, iv := range elems {
 		it, ok := iv.(*javaio.Object)
 		if !ok || !it.Class.IsA(c.l.Package+".Item") {
 			continue
 		}
-		ri, err := c.remoteItem(it)
+		ri, err := c.remoteItem(it, b)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -387,9 +417,12 @@ var infrastructure = map[string]bool{
 }
 
 // remoteItem reads one of a registrar's items.
-func (c *Codec) remoteItem(o *javaio.Object) (Item, error) {
+func (c *Codec) remoteItem(o *javaio.Object, b *budget) (Item, error) {
 	var ri Item
 	var err error
+	if err := b.take(64); err != nil {
+		return Item{}, err
+	}
 	if ri.ServiceID, err = c.ServiceIDFrom(Field(o, "serviceID")); err != nil {
 		return Item{}, err
 	}
@@ -402,11 +435,14 @@ func (c *Codec) remoteItem(o *javaio.Object) (Item, error) {
 	if err != nil {
 		return Item{}, err
 	}
+	if err := b.take(16 * len(sets)); err != nil {
+		return Item{}, err
+	}
 	for _, e := range sets {
 		if e == nil {
 			continue
 		}
-		a, _, err := c.ReadEntry(e, false)
+		a, _, err := c.readEntry(e, false, b)
 		if err != nil {
 			return Item{}, err
 		}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,7 +142,7 @@ func BenchmarkReadMatches(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		items, total, err := c.readMatches(d)
+		items, total, err := c.readMatches(d, 100)
 		if err != nil || total != 100 || len(items) != 100 || items[99].Endpoint == "" {
 			b.Fatalf("%d of %d items read: %v", len(items), total, err)
 		}
@@ -159,4 +161,69 @@ func codec(t testing.TB) *Codec {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A hostile lookup service's answer, small on the wire, that names one
+// value again and again by back-reference: one item 250,000 times (more
+// than browse asked for), or one item whose attributes are one entry
+// 250,000 times. Each is refused with ErrBadReply, reading it bounded
+// (before: 250,000 items and 413 MB for a 1.25 MB reply).
+func TestReadMatchesAmplified(t *testing.T) {
+	c := codec(t)
+	item := func(attrs int) *javaio.Object {
+		o, err := c.itemRep(Item{ServiceID: "0b5e7e1a-4c1d-4e3f-9a1b-000000000001", Types: []string{"org.example.Printer"},
+			Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": strings.Repeat("x", 200)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attrs > 0 {
+			sets := Field(o, "attributeSets").(*javaio.Array)
+			one := sets.Elems[0]
+			sets.Elems = make([]javaio.Value, attrs)
+			for i := range sets.Elems {
+				sets.Elems[i] = one
+			}
+		}
+		return o
+	}
+	reply := func(items ...*javaio.Object) []byte {
+		list := javaio.NewObject(c.l.Classes.Class("java.util.LinkedList"))
+		custom := []javaio.Value{javaio.Block{0, 0, 0, 0}}
+		for _, it := range items {
+			custom = append(custom, it)
+		}
+		list.SetCustom("java.util.LinkedList", custom...)
+		m := c.l.New("Matches").Set("items", list).Set("totalMatches", int32(len(items)))
+		return append([]byte{1}, jeri.Return(func(e *javaio.Encoder) error { return e.WriteObject(m) })...)
+	}
+	one := item(0)
+	many := make([]*javaio.Object, 250_000)
+	for i := range many {
+		many[i] = one
+	}
+	for name, b := range map[string][]byte{
+		"one item 250,000 times":                 reply(many...),
+		"one item, one attribute 250,000 times":  reply(item(250_000)),
+		"1,000 items, one attribute 5,000 times": reply(slices.Repeat([]*javaio.Object{item(5_000)}, 1000)...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if len(b) > MaxRemoteReply {
+				t.Fatalf("the reply is %d bytes, past what a Remote reads", len(b))
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			d, err := c.readReply(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, _, err := c.readMatches(d, MaxRemoteMatches)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrBadReply) {
+				t.Errorf("%d items read from %d bytes: %v, want ErrBadReply", len(items), len(b), err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 128<<20 {
+				t.Errorf("reading %d bytes allocated %d", len(b), n)
+			}
+		})
+	}
 }
