@@ -28,6 +28,7 @@ func newInspectCmd() *spec {
 		noPromisc          bool
 		ringFiles          int
 		ringSize           float64
+		maxMemory          int
 		output             outputFlags
 		duration           time.Duration
 		timeFormat, tmode  string
@@ -104,7 +105,14 @@ frames it captures: as pcap, or as pcapng when the name ends in .pcapng
 --ring-files N with --ring-size MB writes files of that size, numbered
 (jini_00001.pcapng), keeping the last N: a long capture on a small flash.
 If the capture falls behind a burst and the kernel drops frames, it says
-how many when it ends. Usage errors exit with status 2.`,
+how many when it ends.
+
+--max-memory MB bounds what the TCP exchanges not yet ended keep (32 MB
+by default; each direction of a connection keeps 1 MiB at most): past
+it, the oldest are decoded as they stand, and what still does not fit is
+not kept; the summary says how many exchanges and bytes that was. A host
+flooding port 4160 with connections costs inspect that much, not more.
+Usage errors exit with status 2.`,
 		example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
   jinid inspect --pcap jini.pcap -T fields -e frame -e kind -e serviceID -e lookup
@@ -148,6 +156,8 @@ how many when it ends. Usage errors exit with status 2.`,
 				return usagef("--no-promisc applies to a live capture (--iface)")
 			case duration < 0:
 				return usagef("--duration %s: must not be negative", duration)
+			case maxMemory < 1 || maxMemory > 1<<16:
+				return usagef("--max-memory %d: want 1 to 65536 (MB)", maxMemory)
 			case duration != 0 && pcap != "":
 				return usagef("--duration applies to a live capture (--iface); a capture file is read to its end")
 			}
@@ -234,6 +244,7 @@ how many when it ends. Usage errors exit with status 2.`,
 					}
 				}
 			})
+			d.SetMemory(maxMemory << 20)
 			if pcap != "" {
 				d.SetCaptureFilter(capFilter)
 			}
@@ -256,7 +267,7 @@ how many when it ends. Usage errors exit with status 2.`,
 				werr = ferr
 			}
 			if !quiet && (err == nil || d.Stats().Packets > 0) {
-				writeSummary(inv.stderr, d.Stats())
+				writeSummary(inv.stderr, d.Stats(), maxMemory)
 			}
 			if err != nil {
 				return err
@@ -272,6 +283,7 @@ how many when it ends. Usage errors exit with status 2.`,
 	f.StringArrayVar(&ifaces, "iface", nil, "capture live on this interface (repeatable; any: on every interface)")
 	f.BoolVar(&noPromisc, "no-promisc", false, "with --iface: leave the interfaces out of promiscuous mode")
 	f.StringVar(&write, "write", "", "with --iface: also save the captured frames to this file (pcap, or pcapng when it ends in .pcapng)")
+	f.IntVar(&maxMemory, "max-memory", inspect.DefaultMemory>>20, "the memory (MB) the TCP exchanges not yet ended may keep; past it the oldest are decoded as they stand")
 	f.IntVar(&ringFiles, "ring-files", 0, "with --write: keep this many files of --ring-size each, the oldest removed")
 	f.Float64Var(&ringSize, "ring-size", 0, "with --ring-files: the size of each file, in MB")
 	f.DurationVar(&duration, "duration", 0, "with --iface: stop after this long (default: until interrupted)")
@@ -313,7 +325,7 @@ func writeFields(w io.Writer, r inspect.Record, fields []string) error {
 }
 
 // writeSummary says what a capture held, on the standard error.
-func writeSummary(w io.Writer, st inspect.Stats) {
+func writeSummary(w io.Writer, st inspect.Stats, maxMemory int) {
 	decoded, malformed := 0, 0
 	for _, n := range st.Decoded {
 		decoded += n
@@ -323,6 +335,10 @@ func writeSummary(w io.Writer, st inspect.Stats) {
 	}
 	fmt.Fprintf(w, "%d packets: %d discovery messages decoded, %d malformed, %d TCP exchanges incomplete\n",
 		st.Packets, decoded, malformed, st.Incomplete)
+	if st.Early > 0 || st.Dropped > 0 {
+		fmt.Fprintf(w, "  %d TCP exchanges decoded before their end to stay within --max-memory %d; %d bytes not kept (past it, or past a direction's 1 MiB)\n",
+			st.Early, maxMemory, st.Dropped)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, k := range slices.Sorted(maps.Keys(st.Decoded)) {
 		fmt.Fprintf(tw, "  %s\t%d\n", k, st.Decoded[k])

@@ -110,6 +110,10 @@ type Stats struct {
 	// Incomplete counts TCP exchanges with a half missing (a request
 	// without a response, a call without a reply) when the capture ended.
 	Incomplete int
+	// Early counts the TCP exchanges decoded before their end to keep
+	// within the memory budget; Dropped the TCP bytes not kept (past
+	// the budget, or past a stream's 1 MiB).
+	Early, Dropped int
 }
 
 func (s *Stats) count(r Record) {
