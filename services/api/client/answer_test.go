@@ -49,3 +49,31 @@ func TestAnswerBounded(t *testing.T) {
 		t.Fatalf("an answer within the bound: %v", err)
 	}
 }
+
+// By default the bound is the answer's kind's: a page (a query's items)
+// is read to DefaultMaxAnswer, one thing (an item) to DefaultMaxOne.
+func TestAnswerBoundByKind(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"items":[{"serviceID":"`))
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for sent := 0; sent < 32<<20; sent += len(chunk) { // stops by itself
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.QueryItems(ctx, apitypes.Template{}, 10); !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "more than 8388608 bytes") {
+		t.Errorf("a page: %v, want ErrAnswerTooLarge at 8 MiB", err)
+	}
+	if _, err := c.Get(ctx, "5a7e1c00-0000-4000-8000-000000000001"); !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "more than 1048576 bytes") {
+		t.Errorf("one item: %v, want ErrAnswerTooLarge at 1 MiB", err)
+	}
+}

@@ -34,21 +34,29 @@ type Client struct {
 	// the socket whatever the URL says.
 	socket bool
 	sock   string // the socket's path
-	// maxAnswer bounds what is read of an answer's body.
+	// maxAnswer bounds what is read of an answer's body (0: by its
+	// kind, DefaultMaxAnswer or DefaultMaxOne).
 	maxAnswer int64
 }
 
-// DefaultMaxAnswer bounds what a client reads of one answer: eight
-// times the largest page a jinid sends by default (its pageBytes, 1 MiB).
-const DefaultMaxAnswer = 8 << 20
+// What a client reads of one answer, by its kind: a page (a listing,
+// a query's items, a batch's results, the tokens, a set's leases)
+// eight times the largest page a jinid sends by default (its
+// pageBytes, 1 MiB); anything else (one registration, item, event or
+// state) sixteen times the largest item or request body a jinid takes
+// by default (64 KiB).
+const (
+	DefaultMaxAnswer = 8 << 20
+	DefaultMaxOne    = 1 << 20
+)
 
 // ErrAnswerTooLarge is the error of an answer larger than the client
 // reads (WithMaxAnswer): a server (or whatever answers in its place)
 // streaming without end costs the client that much memory, no more.
 var ErrAnswerTooLarge = errors.New("the answer is larger than this client reads")
 
-// WithMaxAnswer bounds what is read of one answer's body (bytes;
-// DefaultMaxAnswer if 0).
+// WithMaxAnswer bounds what is read of one answer's body, of any kind
+// (bytes; by its kind if 0: DefaultMaxAnswer, DefaultMaxOne).
 func WithMaxAnswer(n int64) Option { return func(c *Client) { c.maxAnswer = n } }
 
 // capped reads at most left bytes of r, and then fails with
@@ -188,13 +196,27 @@ func (e *Error) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Err.Error(
 // Unwrap exposes the coded error for errors.As.
 func (e *Error) Unwrap() error { return &e.Err }
 
+// answer is the kind of an answer: a page, or one thing.
+type answer int
+
+const (
+	one answer = iota
+	page
+)
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	return c.send(ctx, method, path, in, out, false)
+	return c.send(ctx, method, path, in, out, false, one)
+}
+
+// doPage is do for an answer that is a page (DefaultMaxAnswer).
+func (c *Client) doPage(ctx context.Context, method, path string, in, out any) error {
+	return c.send(ctx, method, path, in, out, false, page)
 }
 
 // send is do; idempotent says the server takes the request twice as once,
-// so that it may be sent again if a kept connection fails under it.
-func (c *Client) send(ctx context.Context, method, path string, in, out any, idempotent bool) error {
+// so that it may be sent again if a kept connection fails under it; kind
+// bounds what is read of the answer.
+func (c *Client) send(ctx context.Context, method, path string, in, out any, idempotent bool, kind answer) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -236,7 +258,7 @@ func (c *Client) send(ctx context.Context, method, path string, in, out any, ide
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	max := cmp.Or(c.maxAnswer, DefaultMaxAnswer)
+	max := cmp.Or(c.maxAnswer, map[answer]int64{one: DefaultMaxOne, page: DefaultMaxAnswer}[kind])
 	if err := json.NewDecoder(&capped{r: resp.Body, left: max}).Decode(out); err != nil {
 		if errors.Is(err, ErrAnswerTooLarge) {
 			return fmt.Errorf("reading the answer to %s %s: more than %d bytes: %w", method, path, max, ErrAnswerTooLarge)
@@ -275,7 +297,7 @@ func (c *Client) Query(ctx context.Context, t apitypes.Template, max int) ([]api
 // when each one's registration ends.
 func (c *Client) QueryItems(ctx context.Context, t apitypes.Template, max int) (apitypes.Items, error) {
 	var out apitypes.Items
-	err := c.do(ctx, http.MethodPost, "/v1/lookup/query", map[string]any{"template": t, "maxMatches": max}, &out)
+	err := c.doPage(ctx, http.MethodPost, "/v1/lookup/query", map[string]any{"template": t, "maxMatches": max}, &out)
 	return out, err
 }
 
@@ -319,7 +341,7 @@ func (c *Client) ListPage(ctx context.Context, cursor string, limit int) (apityp
 		path += "?" + q.Encode()
 	}
 	var out apitypes.Items
-	return out, c.do(ctx, http.MethodGet, path, nil, &out)
+	return out, c.doPage(ctx, http.MethodGet, path, nil, &out)
 }
 
 // Service is one registered item with the end of its lease.
@@ -377,13 +399,13 @@ func (c *Client) RenewAll(ctx context.Context, rs []Renewal) ([]apitypes.BatchRe
 	var out apitypes.BatchResults
 	// Renewing twice asks for the same durations from the second time:
 	// what the first granted is only extended.
-	return out.Results, c.send(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out, true)
+	return out.Results, c.send(ctx, http.MethodPost, "/v1/leases/renew", map[string]any{"leases": rs}, &out, true, page)
 }
 
 // CancelAll cancels a batch, with one result per lease.
 func (c *Client) CancelAll(ctx context.Context, ids []string) ([]apitypes.BatchResult, error) {
 	var out apitypes.BatchResults
-	return out.Results, c.do(ctx, http.MethodPost, "/v1/leases/cancel", map[string]any{"ids": ids}, &out)
+	return out.Results, c.doPage(ctx, http.MethodPost, "/v1/leases/cancel", map[string]any{"ids": ids}, &out)
 }
 
 // SetGroups replaces the lookup service's member groups.
@@ -409,7 +431,7 @@ func (c *Client) CreateToken(ctx context.Context, name, scope string, d time.Dur
 // Tokens lists the tokens.
 func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
 	var out apitypes.Tokens
-	return out.Tokens, c.do(ctx, http.MethodGet, "/v1/tokens", nil, &out)
+	return out.Tokens, c.doPage(ctx, http.MethodGet, "/v1/tokens", nil, &out)
 }
 
 // RevokeToken revokes a token by ID or name.

@@ -47,7 +47,7 @@ func (c *Client) LDSRegistrars(ctx context.Context, id string) ([]apitypes.Regis
 	var out struct {
 		Registrars []apitypes.Registrar `json:"registrars"`
 	}
-	return out.Registrars, c.do(ctx, http.MethodGet, ldsPath(id, "/registrars"), nil, &out)
+	return out.Registrars, c.doPage(ctx, http.MethodGet, ldsPath(id, "/registrars"), nil, &out)
 }
 
 // Mutation is one of a registration's group and locator mutators.

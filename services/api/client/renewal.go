@@ -34,7 +34,7 @@ func (c *Client) RenewalLeases(ctx context.Context, set string) ([]apitypes.Clie
 	var out struct {
 		Leases []apitypes.ClientLease `json:"leases"`
 	}
-	return out.Leases, c.do(ctx, http.MethodGet, setPath(set, "/leases"), nil, &out)
+	return out.Leases, c.doPage(ctx, http.MethodGet, setPath(set, "/leases"), nil, &out)
 }
 
 // RenewalRemove takes a lease out of a set; key is "grantor|id" or the
