@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,7 +112,8 @@ how many when it ends.
 by default; each direction of a connection keeps 1 MiB at most): past
 it, the oldest are decoded as they stand, and what still does not fit is
 not kept; the summary says how many exchanges and bytes that was. A host
-flooding port 4160 with connections costs inspect that much, not more.
+flooding port 4160 with connections costs inspect that much, and about
+50 MB besides (its tables, the frames waiting, the runtime), not more.
 Usage errors exit with status 2.`,
 		example: `  jinid inspect --pcap jini.pcap
   jinid inspect --pcap jini.pcap -Y 'kind == multicast-announcement && version == 2'
@@ -245,6 +247,13 @@ Usage errors exit with status 2.`,
 				}
 			})
 			d.SetMemory(maxMemory << 20)
+			if os.Getenv("GOMEMLIMIT") == "" {
+				// The collector works harder before the process passes
+				// the budget plus what inspect needs besides (its
+				// tables, the frames waiting, the runtime): a flood's
+				// garbage is not left to double the heap.
+				debug.SetMemoryLimit(int64(maxMemory)<<20 + inspectOverhead)
+			}
 			if pcap != "" {
 				d.SetCaptureFilter(capFilter)
 			}
@@ -348,6 +357,11 @@ func writeSummary(w io.Writer, st inspect.Stats, maxMemory int) {
 	}
 	tw.Flush()
 }
+
+// inspectOverhead is what inspect needs beside its --max-memory: the
+// reassembler's pages, the segment times, the frames waiting to be
+// decoded, the runtime.
+const inspectOverhead = 32 << 20
 
 func readPcap(stdin io.Reader, path string, d *inspect.Decoder) error {
 	in := stdin

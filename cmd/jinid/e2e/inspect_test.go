@@ -2,11 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +181,127 @@ func withoutLoneHalves(ours, theirs []string) []string {
 		out = append(out, l)
 	}
 	return out
+}
+
+// A host on the LAN floods port 4160 with 256 connections of 1 MiB each,
+// all open at once: a live inspect keeps to its --max-memory (8 MB here)
+// plus a stated margin of resident memory (the Go runtime, the binary's
+// pages, the reassembler's fixed part: floodMargin), and its summary says
+// what it did not keep. Before the budget it kept 1 MiB of each stream:
+// 256 of them took it to 775 MB.
+func TestInspectLiveFloodBounded(t *testing.T) {
+	t.Parallel()
+	const (
+		streams     = 256
+		perStream   = 1 << 20
+		budgetMB    = 8
+		floodMargin = 64 << 20
+	)
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	sniffer, flooder := lab.Host("sniffer"), lab.Host("flooder")
+	sl := sniffer.Attach(lan)
+	flooder.Attach(lan)
+	// The flood's target: a listener on the sniffer that reads and drops.
+	var ln net.Listener
+	if err := sniffer.Namespace().Do(func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(sl.IPv4.String(), "4160"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var received atomic.Int64
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				io.Copy(writerFunc(func(b []byte) (int, error) { received.Add(int64(len(b))); return len(b), nil }), c)
+				c.Close()
+			})
+		}
+	})
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	})
+
+	capture := sniffer.Command(t.Context(), bin, "inspect", "--iface", "eth0", "--max-memory", strconv.Itoa(budgetMB), "-f", "tcp and port 4160", "-T", "fields", "-e", "kind")
+	var stderr bytes.Buffer
+	capture.Stderr, capture.Stdout = &stderr, io.Discard
+	if err := capture.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { capture.Process.Kill(); capture.Wait() })
+	defer func() {
+		if t.Failed() {
+			t.Logf("inspect said:\n%s", &stderr)
+		}
+	}()
+	testenv.Until(t, "eth0 promiscuous (the capture open)", func() bool {
+		o, _ := sniffer.Command(t.Context(), "ip", "-d", "link", "show", "eth0").Output()
+		return strings.Contains(string(o), "promiscuity 1")
+	})
+	// The peak resident memory of the capture, as it goes.
+	peak := func() int64 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", capture.Process.Pid))
+		if err != nil {
+			return 0
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				var kb int64
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+				return kb << 10
+			}
+		}
+		return 0
+	}
+	t.Logf("peak resident before the flood: %d MB", peak()>>20)
+	dial := jinidtest.DialFrom(flooder)
+	for range streams {
+		c, err := dial(t.Context(), "tcp", net.JoinHostPort(sl.IPv4.String(), "4160"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	chunk := make([]byte, 64<<10)
+	for sent := 0; sent < perStream; sent += len(chunk) {
+		for _, c := range conns {
+			if _, err := c.Write(chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	testenv.Until(t, "the flood received", func() bool { return received.Load() >= streams*perStream })
+	// The streams stay open (none ended): what inspect keeps of them is
+	// what the budget bounds. It reads the last frames a moment after.
+	before := peak()
+	testenv.Until(t, "the capture's peak memory settled", func() bool {
+		time.Sleep(200 * time.Millisecond) // time is the subject: frames still in the capture's ring
+		p := peak()
+		settled := p == before
+		before = p
+		return settled
+	})
+	hwm := peak()
+	capture.Process.Signal(os.Interrupt)
+	capture.Wait()
+	t.Logf("peak resident %d MB for %d streams of %d KB; inspect said:\n%s", hwm>>20, streams, perStream>>10, &stderr)
+	if hwm == 0 || hwm > budgetMB<<20+floodMargin {
+		t.Errorf("peak resident memory %d bytes, past --max-memory %d MB plus %d MB", hwm, budgetMB, floodMargin>>20)
+	}
+	if !strings.Contains(stderr.String(), "TCP exchanges decoded before their end to stay within --max-memory 8") {
+		t.Errorf("the summary does not say what was not kept:\n%s", &stderr)
+	}
 }

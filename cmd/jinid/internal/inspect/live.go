@@ -70,6 +70,9 @@ type FrameWriter interface {
 // sllLen is the length of a LINUX_SLL header.
 const sllLen = 16
 
+// maxQueued bounds the frames read and not yet decoded.
+const maxQueued = 64
+
 // captureBuffer is the packet socket's receive buffer: tcpdump's default,
 // room for a burst of Jini ERI calls while the capture writes a file.
 const captureBuffer = 2 << 20
@@ -143,7 +146,11 @@ func Live(ctx context.Context, cfg LiveConfig, d *Decoder) error {
 	defer stop()
 
 	defer d.Flush()
-	frames := make(chan frame, 1024)
+	// Frames wait here for the decoder, each a copy of up to Snaplen:
+	// 64 of them (4 MiB at most; 1,024 held 64 MiB of a flood's large
+	// segments). A decoder behind leaves the rest in the socket's
+	// buffer, and the kernel counts what it drops.
+	frames := make(chan frame, maxQueued)
 	errc := make(chan error, len(srcs))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
