@@ -425,13 +425,17 @@ func (c *Codec) readEntry(v javaio.Value, template bool, b *budget) (Entry, *jav
 	if err != nil {
 		return Entry{}, nil, err
 	}
+	// An entry, its map and its chain of types.
+	if err := b.take(256); err != nil {
+		return Entry{}, nil, err
+	}
 	names := c.FieldNames(e.Type, len(values))
 	for i, fv := range values {
 		if fv == nil && template {
 			continue
 		}
 		view := c.View(fv)
-		if err := b.take(16 + viewSize(view)); err != nil {
+		if err := b.take(64 + viewSize(view)); err != nil {
 			return Entry{}, nil, err
 		}
 		e.Fields[names[i]] = view

@@ -45,11 +45,12 @@ const (
 	// MaxRemoteMatches bounds the items one lookup asks for.
 	MaxRemoteMatches = 1000
 	// maxConverted bounds what one reply becomes once read (items,
-	// attributes, field values, counted in bytes, roughly): a
-	// back-reference names a value again in five bytes, and each is a
-	// copy once converted (a 1.25 MB reply naming one item 250,000 times
-	// took 413 MB).
-	maxConverted = 4 * MaxRemoteReply
+	// attributes, field values, counted in bytes as Go holds them,
+	// roughly): a back-reference names a value again in five bytes, and
+	// each is a copy once converted (a 1.25 MB reply naming one item
+	// 250,000 times took 413 MB). A real answer (MaxRemoteMatches items
+	// of a few KB) comes to a few MB.
+	maxConverted = 2 * MaxRemoteReply
 )
 
 // ErrBadReply is a registrar's answer that is not one to what was
@@ -420,7 +421,7 @@ var infrastructure = map[string]bool{
 func (c *Codec) remoteItem(o *javaio.Object, b *budget) (Item, error) {
 	var ri Item
 	var err error
-	if err := b.take(64); err != nil {
+	if err := b.take(256); err != nil {
 		return Item{}, err
 	}
 	if ri.ServiceID, err = c.ServiceIDFrom(Field(o, "serviceID")); err != nil {
