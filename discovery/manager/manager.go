@@ -31,6 +31,13 @@ type Config struct {
 	Locators []discovery.Locator
 	// OnEvent receives every event, in order, from one goroutine.
 	OnEvent func(Event)
+	// OnFound, if set, is told (in order with the events) of a lookup
+	// service already discovered that is found another way: by group
+	// once found by locator, by locator once found by group, or by
+	// another locator. No event of the specification says so (they are
+	// of the set and of groups), but a client that wants lookup services
+	// by how they were found (the join manager) must hear it.
+	OnFound func(Discovered)
 	// Group configures group discovery; its Groups, OnEvent, Clock and
 	// Logger are the manager's. Group.Network is required.
 	Group group.Config
@@ -55,6 +62,8 @@ type Discovered struct {
 	ByGroup   bool
 	ByLocator bool
 	Locator   *discovery.Locator
+	// Locators are all the locators that found it.
+	Locators []discovery.Locator
 }
 
 // Manager is one combined discovery.
@@ -63,7 +72,8 @@ type Manager struct {
 	l      *locator.Discovery
 	log    *slog.Logger
 	clock  clock.Clock
-	events *ordered.Queue[Event]
+	events  *ordered.Queue[delivery]
+	onFound func(Discovered)
 
 	mu      sync.Mutex
 	entries []*entry
@@ -78,7 +88,13 @@ type entry struct {
 	// and to locator discovery by a stand-in (see LookupService.StandIn).
 	gid, lid discovery.ServiceID
 	keys     []discovery.ServiceID // its keys in Manager.ids
-	locs     []discovery.Locator   // the locators that found it
+}
+
+// delivery is what the manager hands on, in order: an event, or a
+// lookup service found another way (OnFound).
+type delivery struct {
+	ev    Event
+	found *Discovered
 }
 
 // New returns a manager of both engines; Start starts them.
@@ -95,7 +111,14 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{log: cfg.Logger, clock: cfg.Clock, events: ordered.New(cfg.OnEvent), ids: map[discovery.ServiceID]*entry{}}
+	m := &Manager{log: cfg.Logger, clock: cfg.Clock, onFound: cfg.OnFound, ids: map[discovery.ServiceID]*entry{}}
+	m.events = ordered.New(func(d delivery) {
+		if d.found != nil {
+			cfg.OnFound(*d.found)
+			return
+		}
+		cfg.OnEvent(d.ev)
+	})
 	gc := cfg.Group
 	gc.Groups, gc.OnEvent, gc.Clock, gc.Logger = cfg.Groups, m.fromGroup, cfg.Clock, cfg.Logger.With("engine", "group")
 	g, err := group.New(gc)
@@ -175,10 +198,30 @@ func (m *Manager) Discovered() []Discovered {
 	defer m.mu.Unlock()
 	out := make([]Discovered, len(m.entries))
 	for i, e := range m.entries {
-		out[i] = e.Discovered
-		out[i].LookupService = e.LookupService.Clone()
+		out[i] = e.snapshot()
 	}
 	return out
+}
+
+// snapshot is e as callers see it, sharing nothing.
+func (e *entry) snapshot() Discovered {
+	d := e.Discovered
+	d.LookupService = e.LookupService.Clone()
+	d.Locators = slices.Clone(e.Locators)
+	if e.Locator != nil {
+		l := *e.Locator
+		d.Locator = &l
+	}
+	return d
+}
+
+// foundAgain tells OnFound of e, found another way.
+func (m *Manager) foundAgain(e *entry) {
+	if m.onFound == nil {
+		return
+	}
+	d := e.snapshot()
+	m.events.Push(delivery{found: &d})
 }
 
 // Discard removes a lookup service from the managed set and makes it
@@ -221,8 +264,12 @@ func (m *Manager) fromGroup(ev discovery.Event) {
 			m.emit(discovery.Discovered, e, "")
 			return
 		}
+		again := !e.ByGroup
 		e.gid, e.ByGroup = ev.ID, true
 		m.update(e, ev.LookupService)
+		if again {
+			m.foundAgain(e)
+		}
 	case discovery.Changed:
 		if e != nil {
 			e.gid = ev.ID
@@ -261,22 +308,26 @@ func (m *Manager) fromLocator(ev discovery.Event) {
 		if e == nil {
 			e = &entry{Discovered: Discovered{LookupService: ev.LookupService}}
 			m.entries = append(m.entries, e)
-			e.lid, e.ByLocator, e.Locator, e.locs = ev.ID, true, ev.Locator, []discovery.Locator{*ev.Locator}
+			e.lid, e.ByLocator, e.Locator, e.Locators = ev.ID, true, ev.Locator, []discovery.Locator{*ev.Locator}
 			m.emit(discovery.Discovered, e, "")
 			return
 		}
 		e.lid, e.ByLocator, e.Locator = ev.ID, true, ev.Locator
-		if !slices.ContainsFunc(e.locs, ev.Locator.Equal) {
-			e.locs = append(e.locs, *ev.Locator)
+		again := !slices.ContainsFunc(e.Locators, ev.Locator.Equal)
+		if again {
+			e.Locators = append(e.Locators, *ev.Locator)
 		}
 		m.update(e, ev.LookupService)
+		if again {
+			m.foundAgain(e)
+		}
 	case discovery.Discarded:
 		if e == nil || ev.Reason == discovery.ReasonRequested {
 			return
 		}
-		e.locs = slices.DeleteFunc(e.locs, ev.Locator.Equal)
-		if len(e.locs) > 0 {
-			l := e.locs[0]
+		e.Locators = slices.DeleteFunc(e.Locators, ev.Locator.Equal)
+		if len(e.Locators) > 0 {
+			l := e.Locators[0]
 			e.Locator = &l
 			return // another locator still wants it
 		}
@@ -351,5 +402,5 @@ func (m *Manager) emit(kind discovery.EventKind, e *entry, reason string) {
 	ev := Event{Event: discovery.Event{Kind: kind, LookupService: e.LookupService.Clone(), Reason: reason, Locator: e.Locator},
 		ByGroup: e.ByGroup, ByLocator: e.ByLocator}
 	ev.At = m.clock.Now()
-	m.events.Push(ev)
+	m.events.Push(delivery{ev: ev})
 }

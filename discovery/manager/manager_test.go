@@ -22,12 +22,13 @@ type rig struct {
 	lan    *discoverytest.LAN
 	m      *Manager
 	events chan Event
+	found  chan Discovered
 }
 
 func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) })
-	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan Event, 1000)}
+	r := &rig{t: t, clk: clock.NewFake(time.Unix(1_700_000_000, 0)), lan: discoverytest.NewLAN(), events: make(chan Event, 1000), found: make(chan Discovered, 1000)}
 	var ls []discovery.Locator
 	for _, s := range locs {
 		ls = append(ls, r.locator(s))
@@ -35,6 +36,7 @@ func newRig(t *testing.T, groups []string, locs ...string) *rig {
 	m, err := New(Config{
 		Groups: groups, Locators: ls, Clock: r.clk,
 		OnEvent: func(e Event) { r.events <- e },
+		OnFound: func(d Discovered) { r.found <- d },
 		Group:   group.Config{Network: r.lan},
 		Locator: locator.Config{Dial: r.lan.Dial, LookupSRV: r.lan.LookupSRV, Jitter: -1},
 	})
@@ -127,6 +129,61 @@ func TestFoundByBothIsOneLookupService(t *testing.T) {
 	if len(got) != 1 || !got[0].ByGroup || !got[0].ByLocator {
 		t.Fatalf("Discovered() = %+v", got)
 	}
+}
+
+// A lookup service found another way once discovered — by group after
+// a locator, by locator after a group, by a second locator — is told to
+// OnFound (no event says so), with every locator that found it: the join
+// manager wants it for each.
+func TestFoundAnotherWay(t *testing.T) {
+	found := func(r *rig, byGroup bool, locs ...string) {
+		t.Helper()
+		select {
+		case d := <-r.found:
+			var got []string
+			for _, l := range d.Locators {
+				got = append(got, l.String())
+			}
+			if d.ByGroup != byGroup || !slices.Equal(got, locs) {
+				t.Fatalf("found again: by group %v, locators %v; want %v, %v", d.ByGroup, got, byGroup, locs)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("not told it was found another way")
+		}
+	}
+	t.Run("a group after a locator", func(t *testing.T) {
+		r := newRig(t, []string{"a"}, "jini://10.0.0.1")
+		l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+		r.clk.Advance(0)
+		r.next(discovery.Discovered, l, "", false, true)
+		r.announce(l)
+		found(r, true, "jini://10.0.0.1:4160")
+		r.announce(l)
+		select {
+		case d := <-r.found:
+			t.Fatalf("told again of a way already known: %+v", d)
+		case <-time.After(100 * time.Millisecond):
+		}
+	})
+	t.Run("a locator after a group", func(t *testing.T) {
+		r := newRig(t, []string{"a"})
+		l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1", Groups: []string{"a"}})
+		r.announce(l)
+		r.next(discovery.Discovered, l, "", true, false)
+		r.m.AddLocators(r.locator("jini://10.0.0.1"))
+		r.clk.Advance(0)
+		found(r, true, "jini://10.0.0.1:4160")
+	})
+	t.Run("a second locator", func(t *testing.T) {
+		r := newRig(t, []string{}, "jini://10.0.0.1")
+		l := r.lan.Add(discoverytest.SimLUS{Host: "10.0.0.1"})
+		r.lan.Add(discoverytest.SimLUS{Host: "lus.test", ID: l.ID})
+		r.clk.Advance(0)
+		r.next(discovery.Discovered, l, "", false, true)
+		r.m.AddLocators(r.locator("jini://lus.test"))
+		r.clk.Advance(0)
+		found(r, false, "jini://10.0.0.1:4160", "jini://lus.test:4160")
+	})
 }
 
 func TestLocatorWantedIsNeverPassivelyDiscarded(t *testing.T) {

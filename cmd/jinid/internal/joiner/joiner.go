@@ -158,7 +158,7 @@ func (j *Joiner) ensure() error {
 		}
 		net = mc
 	}
-	m, err := manager.New(manager.Config{Groups: []string{}, OnEvent: j.onEvent, Logger: j.log,
+	m, err := manager.New(manager.Config{Groups: []string{}, OnEvent: j.onEvent, OnFound: j.onFound, Logger: j.log,
 		Group: group.Config{Network: net, AnnouncementInterval: j.cfg.AnnouncementInterval},
 		Locator: locator.Config{Dial: func(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
 			return unicast.DialLocator(ctx, j.cfg.Dial, l)
@@ -317,11 +317,24 @@ func (j *Joiner) onEvent(e manager.Event) {
 	}()
 }
 
+// onFound follows a lookup service found another way (a locator, once
+// found by group or by another locator): the services that name that
+// way are wanted there now. (Only the first way was kept before: a
+// service naming the second was never registered.)
+func (j *Joiner) onFound(d manager.Discovered) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if t := j.joined[d.ID]; t != nil {
+		t.found = d.Locators
+		poke(t.wake)
+	}
+}
+
 // foundBy returns the locators that found a lookup service.
 func (j *Joiner) foundBy(id discovery.ServiceID) []discovery.Locator {
 	for _, d := range j.m.Discovered() {
-		if d.ID == id && d.Locator != nil {
-			return []discovery.Locator{*d.Locator}
+		if d.ID == id {
+			return d.Locators
 		}
 	}
 	return nil

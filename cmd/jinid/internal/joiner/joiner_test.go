@@ -233,3 +233,44 @@ func TestShortGrantsBackOff(t *testing.T) {
 		t.Errorf("a 10 s grant renewed after %v (backoff %v), want at its half, the backoff reset", wait, r.backoff)
 	}
 }
+
+// A service is joined to a lookup service however it was found, in
+// either order: here one lookup service named by two locators
+// (127.0.0.1 and localhost), a service naming each. The second way the
+// lookup service is found makes the service naming it wanted there
+// (before, only the first way was kept: the second service was never
+// registered, as a service naming a locator was never registered with a
+// lookup service its group had found first).
+func TestJoinEveryWayFound(t *testing.T) {
+	for _, nameFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("localhost first %v", nameFirst), func(t *testing.T) {
+			ls := startLUS(t, time.Minute)
+			byName := discovery.Locator{Host: "localhost", Port: ls.locator.Port}
+			byIP := Service{Item: reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-0000000000a1", Types: []string{"org.example.Printer"}},
+				Locators: []discovery.Locator{ls.locator}}
+			named := Service{Item: reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-0000000000a2", Types: []string{"org.example.Door"}},
+				Locators: []discovery.Locator{byName}}
+			first, second := byIP, named
+			if nameFirst {
+				first, second = named, byIP
+			}
+			j := newJoiner(t)
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				j.Shutdown(ctx)
+			})
+			if err := j.Set([]Service{first}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Until(t, "the first service registered", func() bool { _, ok := ls.holds(first.Item.ServiceID); return ok })
+			if err := j.Set([]Service{first, second}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Until(t, "the second service registered, the lookup service found its way too", func() bool {
+				_, ok := ls.holds(second.Item.ServiceID)
+				return ok
+			})
+		})
+	}
+}
