@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/jinid/jinid/services/api/client"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 // Exit statuses: 0 when a command did what it was asked, 1 when it
@@ -80,6 +81,9 @@ func report(w io.Writer, err error) int {
 		fmt.Fprintf(w, "jinid: %v: is jinid running? Name its API with --server or $JINID_SERVER\n", unr)
 	case errors.As(err, &coded) && coded.Status == http.StatusUnauthorized:
 		fmt.Fprintf(w, "jinid: %v\n%s\n", err, tokenHint)
+	case errors.As(err, &coded) && coded.Err.Code == apitypes.Stopping:
+		// A wait (a watch's, a pull's) the daemon's stop ended.
+		fmt.Fprintln(w, "jinid: the daemon stopped; run this again once it is back")
 	default:
 		fmt.Fprintln(w, "jinid:", err)
 	}

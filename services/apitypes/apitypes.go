@@ -39,6 +39,9 @@ const (
 	TooLarge    Code = "TooLarge"    // a body, an item, a batch larger than a limit
 	TooMany     Code = "TooMany"     // a quota reached; retry after some have ended
 	Unavailable Code = "Unavailable" // the daemon cannot do it now (its disk); retry after
+	// Stopping ends a wait (a long poll) when the daemon begins to
+	// stop: try again once it is back.
+	Stopping Code = "Stopping"
 
 	// The transaction manager (TX.2.5, TX.2.7; API.md, "Transaction
 	// manager").
@@ -86,7 +89,7 @@ func (c Code) Status() int {
 		return http.StatusRequestEntityTooLarge
 	case TooMany:
 		return http.StatusTooManyRequests
-	case Unavailable:
+	case Unavailable, Stopping:
 		return http.StatusServiceUnavailable
 	case Refused, Unreachable, BadAnswer:
 		return http.StatusBadGateway

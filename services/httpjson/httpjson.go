@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/services/apitypes"
@@ -32,6 +33,41 @@ const DefaultBodyBytes = 64 << 10
 const maxMessage = 512
 
 type bodyLimitKey struct{}
+
+type stoppingKey struct{}
+
+// WithStopping tells the requests of ctx, through Stopping, when their
+// server begins to stop (stopping is closed then): a long poll ends at
+// once, rather than hold the daemon's stop for its whole wait.
+func WithStopping(ctx context.Context, stopping <-chan struct{}) context.Context {
+	return context.WithValue(ctx, stoppingKey{}, stopping)
+}
+
+// UntilStopping is ctx, cancelled too when the server of its request
+// begins to stop (WithStopping): what a long poll waits with. stopped
+// says, once the wait ended, whether that was why.
+func UntilStopping(ctx context.Context) (wait context.Context, cancel context.CancelFunc, stopped func() bool) {
+	wait, cancel = context.WithCancel(ctx)
+	ch, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
+	if ch == nil {
+		return wait, cancel, func() bool { return false }
+	}
+	var was atomic.Bool
+	go func() { // ends with the wait, at the latest when cancel is called
+		select {
+		case <-ch:
+			was.Store(true)
+			cancel()
+		case <-wait.Done():
+		}
+	}()
+	return wait, cancel, was.Load
+}
+
+// ErrStopping is the answer to a wait the daemon's stop ended.
+func ErrStopping() error {
+	return fault.Limit(apitypes.Stopping, "", 5, "jinid is stopping: this wait ended; try again once it is back")
+}
 
 // WithBodyLimit sets the body limit of the requests of a context (the
 // API's front sets the daemon's).

@@ -179,7 +179,12 @@ func (s *Service) httpNext(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = min(time.Duration(ms)*time.Millisecond, MaxPollWait)
 	}
-	ev, err := s.Next(r.Context(), r.PathValue("id"), r.PathValue("it"), timeout)
+	ctx, cancel, stopped := httpjson.UntilStopping(r.Context())
+	defer cancel()
+	ev, err := s.Next(ctx, r.PathValue("id"), r.PathValue("it"), timeout)
+	if err != nil && stopped() {
+		err = httpjson.ErrStopping()
+	}
 	if err != nil {
 		httpjson.WriteError(w, err)
 		return

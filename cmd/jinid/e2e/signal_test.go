@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -12,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 // The real binary starts, serves /healthz, and exits 0 on SIGTERM and on
@@ -61,5 +66,69 @@ func TestDaemonStopsOnSignal(t *testing.T) {
 				t.Fatalf("no clean stop logged:\n%s", strings.Join(logs, "\n"))
 			}
 		})
+	}
+}
+
+// A daemon with clients waiting on it stops at once, exit 0: a
+// `lookup watch` and a `mailbox pull --wait` in their long polls are
+// ended by the stop (answered Stopping), and each says the daemon
+// stopped, exit 1. Before, the long polls held the stop for the whole
+// 10 s of its deadline, and the daemon exited 1 (the API and the join
+// manager not stopped in time).
+func TestDaemonStopsUnderWaitingClients(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	d := jinidtest.StartDaemon(t, bin, t.TempDir())
+	run := func(args ...string) string {
+		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("jinid %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var box struct{ Registration string }
+	json.Unmarshal([]byte(run("mailbox", "register", "--pull", "-o", "json")), &box)
+	if box.Registration == "" {
+		t.Fatal("no mailbox registration")
+	}
+	type client struct {
+		name string
+		cmd  *exec.Cmd
+		out  *bytes.Buffer
+	}
+	var clients []client
+	for name, args := range map[string][]string{
+		"lookup watch": {"lookup", "watch", "--type", "com.example.Nothing"},
+		"mailbox pull": {"mailbox", "pull", box.Registration, "--wait", "25s"},
+	} {
+		c := client{name: name, cmd: exec.Command(bin, append(args, "--server", d.API)...), out: new(bytes.Buffer)}
+		c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
+		clients = append(clients, c)
+	}
+	// Both in their long poll.
+	const next = `jinid_api_requests_in_flight{route="GET /v1/mailbox/registrations/{id}/iterators/{it}/next"}`
+	testenv.Until(t, "two long polls waiting", func() bool {
+		resp, err := http.Get(d.API + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), next+" 2")
+	})
+	// Exit 0 says every part stopped within the daemon's deadline.
+	began := time.Now()
+	d.Stop(t)
+	t.Logf("stopped in %v", time.Since(began).Round(time.Millisecond))
+	for _, c := range clients {
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(c.out.String(), "the daemon stopped") {
+			t.Errorf("%s: %v, printed %q; want exit 1 saying the daemon stopped", c.name, err, c.out)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,4 +77,38 @@ func TestAnswerBoundByKind(t *testing.T) {
 	if _, err := c.Get(ctx, "5a7e1c00-0000-4000-8000-000000000001"); !errors.Is(err, ErrAnswerTooLarge) || !strings.Contains(err.Error(), "more than 1048576 bytes") {
 		t.Errorf("one item: %v, want ErrAnswerTooLarge at 1 MiB", err)
 	}
+}
+
+// A server that takes the request and closes the connection (what the
+// Jini discovery port does with HTTP; a daemon stopping) is named as
+// such, NoAnswerError, never a raw EOF.
+func TestNoAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 512))
+			c.Close()
+		}
+	}()
+	c, err := New("http://"+ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Lookup(t.Context())
+	var na *NoAnswerError
+	if !errors.As(err, &na) || !strings.Contains(err.Error(), "not jinid's API") {
+		t.Fatalf("%v, want a NoAnswerError", err)
+	}
+	ln.Close()
+	<-done
 }

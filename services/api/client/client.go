@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jinid/jinid/internal/http1"
@@ -144,6 +145,26 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// NoAnswerError is a request the server took and closed the connection
+// on without an answer: it stopped meanwhile, or it is not jinid's API
+// (the Jini discovery port, 4160, closes on an HTTP request).
+type NoAnswerError struct {
+	Server string
+	Err    error
+}
+
+func (e *NoAnswerError) Error() string {
+	return fmt.Sprintf("%s closed the connection without an answer: the daemon stopped, or that is not jinid's API", e.Server)
+}
+
+func (e *NoAnswerError) Unwrap() error { return e.Err }
+
+// closedEarly says err is a connection closed (or reset) before an
+// answer came.
+func closedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
 // unreachable is why err means nothing answered (a failed dial: nothing
 // listening, no socket, no route, no such host), or "" when it means
 // something else (a reset, a timeout while reading: a server that is
@@ -243,6 +264,9 @@ func (c *Client) send(ctx context.Context, method, path string, in, out any, ide
 		if why := unreachable(err); why != "" {
 			return &UnreachableError{Server: c.server(), Why: why, Err: err}
 		}
+		if closedEarly(err) {
+			return &NoAnswerError{Server: c.server(), Err: err}
+		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -262,6 +286,9 @@ func (c *Client) send(ctx context.Context, method, path string, in, out any, ide
 	if err := json.NewDecoder(&capped{r: resp.Body, left: max}).Decode(out); err != nil {
 		if errors.Is(err, ErrAnswerTooLarge) {
 			return fmt.Errorf("reading the answer to %s %s: more than %d bytes: %w", method, path, max, ErrAnswerTooLarge)
+		}
+		if closedEarly(err) {
+			return &NoAnswerError{Server: c.server(), Err: err}
 		}
 		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}

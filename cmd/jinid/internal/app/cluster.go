@@ -183,7 +183,8 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*c
 	// Only members' addresses get a connection, and only members'
 	// certificates past the TLS handshake, which has a second.
 	tlsLn := peers.Listen(ln)
-	srv := &http1.Server{Handler: mgr.PeerHandler(c.forwardedAPI()), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: cluster.HandshakeTimeout, ReadTimeout: 30 * time.Second,
+	stopping := newStopSignal()
+	srv := &http1.Server{Handler: mgr.PeerHandler(c.forwardedAPI()), ConnContext: stopping.connContext(nil), ReadHeaderTimeout: 5 * time.Second, HandshakeTimeout: cluster.HandshakeTimeout, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	// Set before the first shard is built: its services reach the other
 	// shards through it.
@@ -217,6 +218,7 @@ func (c *clusterNode) joinCluster(ctx context.Context, cfg store.EtcdConfig) (*c
 	})
 	d.parts.Add("the shards", lifecycle.Funcs{ShutdownFunc: func(ctx context.Context) error {
 		close(stop)
+		stopping.stop()
 		err := srv.Shutdown(ctx)
 		wg.Wait()
 		err = errors.Join(err, mgr.Shutdown(ctx))

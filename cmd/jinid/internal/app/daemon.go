@@ -830,9 +830,10 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 	// Timeouts for a LAN: a client that sends its headers slower than
 	// this, or keeps an idle connection longer, is a slowloris or has
 	// gone; a long poll (the mailbox's next) waits at most 25 s.
+	stopping := newStopSignal()
 	srv := &http1.Server{
 		Handler:           h,
-		ConnContext:       d.connContext,
+		ConnContext:       stopping.connContext(d.connContext),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -859,6 +860,7 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 			return nil
 		},
 		ShutdownFunc: func(ctx context.Context) error {
+			stopping.stop()
 			err := srv.Shutdown(ctx)
 			wg.Wait()
 			if err != nil {
@@ -868,6 +870,30 @@ func (d *Daemon) apiServer(h http.Handler) lifecycle.Service {
 		},
 	}
 }
+
+// stopSignal tells a server's requests when it begins to stop
+// (httpjson.WithStopping): long polls end at once, rather than hold the
+// daemon's stop for their whole wait (a client watching held it 10 s,
+// and the daemon exited 1).
+type stopSignal struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newStopSignal() *stopSignal { return &stopSignal{ch: make(chan struct{})} }
+
+// connContext is next's connection context, told of the stop.
+func (s *stopSignal) connContext(next func(context.Context, net.Conn) context.Context) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		if next != nil {
+			ctx = next(ctx, c)
+		}
+		return httpjson.WithStopping(ctx, s.ch)
+	}
+}
+
+// stop says the server is stopping (once).
+func (s *stopSignal) stop() { s.once.Do(func() { close(s.ch) }) }
 
 // closeListener closes ln; one closed already (by its server) is no
 // error.

@@ -26,11 +26,13 @@ import (
 // cluster's Door (a copy of the registry for the reads, the rest at
 // the shard's node or the holder), served on the node's listeners.
 type door struct {
-	c     *clusterNode
-	door  *cluster.Door
-	srv   *http1.Server
-	wg    sync.WaitGroup
-	names []string // the host names the door answers to
+	c    *clusterNode
+	door *cluster.Door
+	srv  *http1.Server
+	// stopping ends long polls at once when the door stops.
+	stopping *stopSignal
+	wg       sync.WaitGroup
+	names    []string // the host names the door answers to
 }
 
 // startDoor starts the door's copy and serves ln (the API listener,
@@ -55,7 +57,8 @@ func (c *clusterNode) startDoor(ctx context.Context, ln, sock net.Listener, hold
 	// /metrics is this node's own: each node is scraped for its part.
 	h := api.New(api.Config{Services: []httpjson.Service{cd.Reads()}, Guard: guard, BodyBytes: int64(d.limits.BodyBytes), Metrics: d.obs.metrics,
 		Logger: d.log, Ready: cd.Ready, Fallback: http.HandlerFunc(cd.Forward)})
-	dr.srv = &http1.Server{Handler: h, ConnContext: d.connContext, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+	dr.stopping = newStopSignal()
+	dr.srv = &http1.Server{Handler: h, ConnContext: dr.stopping.connContext(d.connContext), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10, Logger: d.log}
 	for _, l := range []net.Listener{ln, sock} {
 		if l == nil {
@@ -76,6 +79,7 @@ func (c *clusterNode) startDoor(ctx context.Context, ln, sock net.Listener, hold
 // shutdown stops serving (the listener is the daemon's from now on) and
 // following.
 func (dr *door) shutdown(ctx context.Context) {
+	dr.stopping.stop()
 	dr.srv.Shutdown(ctx)
 	dr.wg.Wait()
 	dr.door.Shutdown(ctx)
