@@ -92,7 +92,7 @@ func (o *browseOptions) bind(f *pflag.FlagSet) {
 }
 
 func (o *browseOptions) run(inv *invocation) error {
-	log, _, err := o.g.logger(inv.stderr)
+	log, err := o.g.commandLogger(inv)
 	if err != nil {
 		return usageError{err: err}
 	}

@@ -195,7 +195,7 @@ func (s *scopeFlags) resolve(inv *invocation) (scope, error) {
 // run checks the flags, makes the finder's configuration of them and
 // runs one round, or watches.
 func (o *discoverOptions) run(inv *invocation) error {
-	log, _, err := o.g.logger(inv.stderr)
+	log, err := o.g.commandLogger(inv)
 	if err != nil {
 		return usageError{err: err}
 	}

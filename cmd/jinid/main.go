@@ -130,6 +130,19 @@ func (g *globalFlags) logger(w io.Writer) (*slog.Logger, *slog.LevelVar, error) 
 	return nil, nil, usagef("--log-format %q: want text or json", g.logFormat)
 }
 
+// commandLogger is a one-shot command's logger (discover, browse):
+// warnings and errors, unless --log-level says otherwise. What the
+// daemon logs at info (the interfaces it serves) is noise on the
+// standard error of a command that ends in a second.
+func (g *globalFlags) commandLogger(inv *invocation) (*slog.Logger, error) {
+	c := *g
+	if !inv.flags.Changed("log-level") {
+		c.logLevel = "warn"
+	}
+	log, _, err := c.logger(inv.stderr)
+	return log, err
+}
+
 func parseLevel(s string) (slog.Level, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(s)); err != nil {

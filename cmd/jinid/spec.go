@@ -99,7 +99,7 @@ func (s *spec) checkArgs(path string, args []string) error {
 
 // bindGlobal puts the global flags on fs.
 func bindGlobal(fs *pflag.FlagSet, g *globalFlags) {
-	fs.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error")
+	fs.StringVar(&g.logLevel, "log-level", "info", "log detail: debug, info, warn or error (discover and browse: warn unless given)")
 	fs.StringVar(&g.logFormat, "log-format", "text", "log format: text (for people) or json (for collectors)")
 	fs.BoolVarP(&g.quiet, "quiet", "q", false, "print nothing when a command that changes something succeeds")
 }

@@ -253,6 +253,10 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		// The route says whether it only reads (Require): a read sent
+		// as a POST (a query, a template in its body) is no change.
+		var read bool
+		ctx = context.WithValue(ctx, readKey{}, &read)
 		// The host's administrator may name this host as a listener,
 		// target, grantor or participant; the services keep the mark
 		// with what it made.
@@ -261,7 +265,7 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		if rec.internal != nil {
 			g.log.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", rec.internal)
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && rec.status < 400 {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !read && rec.status < 400 {
 			g.audit(p, r, rec.status)
 		}
 	})
@@ -338,6 +342,9 @@ func (g *Guard) Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc
 // routes (a cluster's shard).
 func Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if read, ok := r.Context().Value(readKey{}).(*bool); ok {
+			*read = need == httpjson.Read
+		}
 		p := PrincipalOf(r.Context())
 		if p.Scope.meets(need) {
 			h(w, r)
@@ -351,6 +358,10 @@ func Require(need httpjson.Need, h http.HandlerFunc) http.HandlerFunc {
 		httpjson.WriteError(w, fault.New(apitypes.Forbidden, "%s %s needs scope %s; token %q has %s", r.Method, r.URL.Path, need, p.Name, p.Scope))
 	}
 }
+
+// readKey marks, for the guard's audit, a request its route serves as
+// a read.
+type readKey struct{}
 
 // checkBody refuses a request whose body is not JSON: POST, PUT and PATCH
 // always say application/json, and so does any request with a body. A web

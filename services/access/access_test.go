@@ -523,3 +523,25 @@ func TestFollowingTokens(t *testing.T) {
 		t.Errorf("after a reset to none: %d tokens", n)
 	}
 }
+
+// The audit log is of changes: a read its route serves as one, even
+// sent as a POST (a query with its template in the body), is not logged
+// (a `browse --watch` made each daemon log two "API change" lines a
+// second).
+func TestAuditLogsChangesOnly(t *testing.T) {
+	var logged bytes.Buffer
+	g := NewGuard(GuardConfig{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }
+	mux.Handle("POST /v1/lookup/query", Require(httpjson.Read, ok))
+	mux.Handle("POST /v1/lookup/services", Require(httpjson.Client, ok))
+	h := g.Handler(mux)
+	for _, path := range []string{"/v1/lookup/query", "/v1/lookup/services"} {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader("{}"))
+		r.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(httptest.NewRecorder(), r.WithContext(LocalConn(r.Context())))
+	}
+	if got := logged.String(); strings.Contains(got, "/v1/lookup/query") || !strings.Contains(got, "path=/v1/lookup/services") {
+		t.Errorf("logged:\n%s\nwant the registration alone", got)
+	}
+}

@@ -123,3 +123,34 @@ func TestInspectLive(t *testing.T) {
 		t.Fatalf("saved capture decodes to:\n%s", back)
 	}
 }
+
+// One-shot commands keep the standard error for what matters: discover
+// and browse on a LAN print no INFO line (the interfaces they serve, as
+// the daemon logs them) unless --log-level asks; warnings still show.
+func TestOneShotCommandsQuiet(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	client := lab.Host("client")
+	client.Attach(lan)
+	for _, args := range [][]string{
+		{"discover", "--timeout", "500ms"},
+		{"browse", "--timeout", "500ms"},
+	} {
+		var stderr bytes.Buffer
+		cmd := client.Command(t.Context(), bin, args...)
+		cmd.Stderr = &stderr
+		cmd.Run() // nothing found: exit 1
+		if strings.Contains(stderr.String(), "level=INFO") {
+			t.Errorf("jinid %s printed INFO lines:\n%s", args[0], &stderr)
+		}
+		stderr.Reset()
+		cmd = client.Command(t.Context(), bin, append(args, "--log-level", "info")...)
+		cmd.Stderr = &stderr
+		cmd.Run()
+		if !strings.Contains(stderr.String(), "level=INFO") {
+			t.Errorf("jinid %s --log-level info printed no INFO line:\n%s", args[0], &stderr)
+		}
+	}
+}
