@@ -47,24 +47,13 @@ file is good, 1 when it is not.`,
 				path = args[0]
 			}
 			var g globalFlags
-			o := &daemonOptions{configPath: path}
+			o := &daemonOptions{}
 			fs := daemonFlags(o, &g)
-			c, errs := readConfig(path)
-			if c != nil {
-				o.services = c.services
-				_, rerrs := resolve(fs, c, os.LookupEnv)
-				errs = append(errs, rerrs...)
-			}
+			o.configPath = path // after the flags' defaults
 			// What the file and the environment set is checked as a
-			// whole too, every error of it, whatever else was wrong.
-			if _, err := parseLevel(g.logLevel); err != nil {
-				errs = append(errs, fmt.Errorf("%s: logLevel: %w", path, err))
-			}
-			if _, err := o.config(fs); err != nil {
-				for _, e := range leaves(err) {
-					errs = append(errs, fmt.Errorf("%s: %w", path, e))
-				}
-			}
+			// whole too, every error of it, whatever else was wrong: as
+			// the daemon does before it starts.
+			_, _, errs := o.settle(fs, &g, os.LookupEnv, path)
 			if len(errs) > 0 {
 				for _, err := range errs {
 					fmt.Fprintln(inv.stdout, err)

@@ -156,9 +156,9 @@ the peer reached it at, or --advertise.`,
   jinid daemon --anonymous none --api-tls-cert gw.crt --api-tls-key gw.key --advertise gw.example.org`,
 		run: func(inv *invocation, _ []string) error {
 			given := commandLine(inv.flags)
-			file, _, err := o.resolve(inv.flags, os.LookupEnv)
-			if err != nil {
-				return err
+			file, cfg, errs := o.settle(inv.flags, g, os.LookupEnv, o.configPath)
+			if len(errs) > 0 {
+				return configErrors(errs)
 			}
 			log, level, err := g.logger(inv.stderr)
 			if err != nil {
@@ -166,10 +166,6 @@ the peer reached it at, or --advertise.`,
 			}
 			if file != "" {
 				log.Info("configuration read", "file", file)
-			}
-			cfg, err := o.config(inv.flags)
-			if err != nil {
-				return err
 			}
 			cfg.Version = version
 			if o.printInterfaces {
@@ -285,11 +281,14 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 // setting came from.
 func (o *daemonOptions) resolve(f *pflag.FlagSet, env func(string) (string, bool)) (string, sources, error) {
 	c, errs := readConfig(o.configPath)
-	if len(errs) > 0 {
-		return "", nil, errors.Join(errs...)
+	if c == nil && len(errs) > 0 {
+		return "", nil, errors.Join(errs...) // not read at all
 	}
-	src, errs := resolve(f, c, env)
-	if len(errs) > 0 {
+	// A file read with errors in its shape is applied all the same, so
+	// that every error of its values and of the environment is found
+	// too (as config check lists them).
+	src, rerrs := resolve(f, c, env)
+	if errs = append(errs, rerrs...); len(errs) > 0 {
 		return "", nil, errors.Join(errs...)
 	}
 	if c == nil {
@@ -297,6 +296,49 @@ func (o *daemonOptions) resolve(f *pflag.FlagSet, env func(string) (string, bool
 	}
 	o.services = c.services
 	return c.path, src, nil
+}
+
+// settle resolves the daemon's settings (the file, the environment, the
+// command line) and makes its configuration. errs are every error found,
+// those of values prefixed with name (the file's, if any): what config
+// check lists, and what the daemon prints before it exits 2.
+func (o *daemonOptions) settle(f *pflag.FlagSet, g *globalFlags, env func(string) (string, bool), name string) (file string, cfg app.Config, errs []error) {
+	file, _, err := o.resolve(f, env)
+	if err != nil {
+		errs = append(errs, leaves(err)...)
+	}
+	prefix := func(e error) error {
+		if name == "" {
+			return e
+		}
+		return fmt.Errorf("%s: %w", name, e)
+	}
+	if _, err := parseLevel(g.logLevel); err != nil {
+		errs = append(errs, prefix(fmt.Errorf("logLevel: %w", err)))
+	}
+	cfg, err = o.config(f)
+	if err != nil {
+		for _, e := range leaves(err) {
+			errs = append(errs, prefix(e))
+		}
+	}
+	return file, cfg, errs
+}
+
+// configErrors are everything wrong with the daemon's configuration:
+// each is printed, and the daemon exits 2 (docs/operations.md, "Exit
+// statuses").
+type configErrors []error
+
+func (e configErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
 }
 
 // config makes the daemon's configuration of the resolved flags, or

@@ -53,7 +53,7 @@ func atCommand(path string, err error) error {
 
 func exitCode(err error) int {
 	// cobra says "unknown command" with a plain error.
-	if errors.As(err, new(usageError)) || strings.HasPrefix(err.Error(), "unknown command ") {
+	if errors.As(err, new(usageError)) || errors.As(err, new(configErrors)) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
 	}
 	return exitFailure
@@ -73,10 +73,17 @@ func main() {
 func report(w io.Writer, err error) int {
 	var (
 		ue    usageError
+		ce    configErrors
 		unr   *client.UnreachableError
 		coded *client.Error
 	)
 	switch {
+	case errors.As(err, &ce):
+		for _, e := range ce {
+			fmt.Fprintln(w, "jinid:", e)
+		}
+		fmt.Fprintf(w, "jinid: %d error(s) in the configuration: nothing started (jinid config check FILE checks a file without starting)\n", len(ce))
+		return exitUsage
 	case errors.As(err, &unr):
 		fmt.Fprintf(w, "jinid: %v: is jinid running? Name its API with --server or $JINID_SERVER\n", unr)
 	case errors.As(err, &coded) && coded.Status == http.StatusUnauthorized:

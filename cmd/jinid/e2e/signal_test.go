@@ -8,7 +8,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -129,6 +131,33 @@ func TestDaemonStopsUnderWaitingClients(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(c.out.String(), "the daemon stopped") {
 			t.Errorf("%s: %v, printed %q; want exit 1 saying the daemon stopped", c.name, err, c.out)
+		}
+	}
+}
+
+// A daemon given a bad config file starts nothing and exits 2, printing
+// every error `jinid config check` prints of the file (it exited 1 with
+// the first error alone).
+func TestDaemonBadConfig(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	path := filepath.Join(t.TempDir(), "jinid.json")
+	os.WriteFile(path, []byte(`{"groups": ["ok", 5], "announceInterval": "x", "logLevel": "loud", "apiListen": "nope", "limits": {"items": -1}, "bogus": 1}`+"\n"), 0o644)
+	check, _ := exec.Command(bin, "config", "check", path).Output()
+	want := strings.Split(strings.TrimSpace(string(check)), "\n")
+	if len(want) != 6 {
+		t.Fatalf("config check listed %d errors, want 6:\n%s", len(want), check)
+	}
+	// (No --api-listen: it would set what the file sets wrong.)
+	cmd := exec.Command(bin, "daemon", "--config", path, "--no-multicast", "--data-dir", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("the daemon with a bad config: %v, want exit 2\n%s", err, out)
+	}
+	for _, line := range want {
+		if !strings.Contains(string(out), "jinid: "+line+"\n") {
+			t.Errorf("the daemon did not say %q:\n%s", line, out)
 		}
 	}
 }
