@@ -46,15 +46,16 @@ type setting struct {
 	reload bool
 }
 
-// settings lists every setting of the daemon. groups is special: a list
-// in which "" is the public group (the flags --groups and
-// --public-group).
+// settings lists every setting of the daemon. The public group is
+// publicGroup, its own setting in all three forms (groups names the
+// others): a group list given anywhere means the same.
 var settings = []setting{
 	{key: "apiListen", flag: "api-listen"},
 	{key: "dataDir", flag: "data-dir"},
 	{key: "snapshotDir", flag: "snapshot-dir"},
 	{key: "snapshotInterval", flag: "snapshot-interval"},
 	{key: "groups", flag: "groups", reload: true},
+	{key: "publicGroup", flag: "public-group", reload: true},
 	{key: "announceInterval", flag: "announce-interval"},
 	{key: "interfaces", flag: "interfaces", reload: true},
 	{key: "excludeInterfaces", flag: "exclude-interfaces", reload: true},
@@ -289,9 +290,6 @@ func resolve(flags *pflag.FlagSet, c *configFile, lookupEnv func(string) (string
 		if f := flags.Lookup(s.flag); f != nil && f.Changed {
 			src[s.key] = "flag --" + s.flag
 		}
-		if s.key == "groups" && flags.Changed("public-group") {
-			src[s.key] = "flag --public-group"
-		}
 	}
 	var errs []error
 	for _, s := range settings {
@@ -367,15 +365,16 @@ func setFlag(flags *pflag.FlagSet, s setting, v string) error {
 	return nil
 }
 
-// setGroups sets --groups and --public-group from a list in which ""
-// is the public group.
+// setGroups sets --groups from a list of group names. The public group
+// is publicGroup's: "" in the list (the public group's name, as files
+// written before publicGroup have it) is dropped, the public group being
+// publicGroup's default; a list never turns it off. (Once, a list
+// without "" did here, where --groups kept it: one setting, two
+// meanings.)
 func setGroups(flags *pflag.FlagSet, gs []string) error {
-	named, public := []string{}, false
+	named := []string{}
 	for _, g := range gs {
-		g = strings.TrimSpace(g)
-		if g == "" {
-			public = true
-		} else {
+		if g = strings.TrimSpace(g); g != "" {
 			named = append(named, g)
 		}
 	}
@@ -384,7 +383,7 @@ func setGroups(flags *pflag.FlagSet, gs []string) error {
 		return err
 	}
 	f.Changed = true
-	return flags.Set("public-group", strconv.FormatBool(public))
+	return nil
 }
 
 // checkText checks a value given as text for a flag of type typ.
@@ -422,7 +421,7 @@ func applyEntry(flags *pflag.FlagSet, s setting, e entry) error {
 	if s.key == "groups" {
 		var gs []string
 		if err := json.Unmarshal(e.value, &gs); err != nil {
-			return errors.New(`want a list of group names ("" is the public group)`)
+			return errors.New(`want a list of group names (the public group is publicGroup)`)
 		}
 		return setGroups(flags, gs)
 	}

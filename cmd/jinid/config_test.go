@@ -3,11 +3,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,7 +163,7 @@ func TestConfigPrecedence(t *testing.T) {
 		{"announce-interval", "30s", "announceInterval", p + ":1:49"},
 		{"no-multicast", "true", "multicast", p + ":1:76"},
 		{"groups", "[lab]", "groups", "env JINID_GROUPS"},
-		{"public-group", "true", "groups", "env JINID_GROUPS"},
+		{"public-group", "true", "publicGroup", "default"},
 		{"mailbox-quota", "7", "mailboxQuota", "env JINID_MAILBOX_QUOTA"},
 		{"limit", "[apiConns=64]", "limits", p + ":2:3"},
 		{"lds-announce-interval", "2m0s", "ldsAnnounceInterval", "default"},
@@ -216,7 +218,8 @@ func TestConfigPrint(t *testing.T) {
 		regexp.MustCompile(`(?m)^limits\.items +7 +file 1:44$`),
 		regexp.MustCompile(`(?m)^limits\.notifies +2000 +default$`),
 		regexp.MustCompile(`(?m)^multicast +true +default$`),
-		regexp.MustCompile(`(?m)^groups +\[lab\] public=true +file 1:2$`),
+		regexp.MustCompile(`(?m)^groups +\[lab\] +file 1:2$`),
+		regexp.MustCompile(`(?m)^publicGroup +true +default$`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("config print lacks %s:\n%s", want, out)
@@ -276,5 +279,128 @@ func TestConfigServices(t *testing.T) {
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("config check does not say %q: %v\n%s", want, err, out)
 		}
+	}
+}
+
+// Every daemon setting means the same in all three forms: given on the
+// command line, in the environment, or in the config file, config print
+// shows the same effective value (not the default) for it. (`--groups
+// lab` kept the public group where JINID_GROUPS=lab and {"groups":
+// ["lab"]} dropped it.)
+func TestEverySettingThreeForms(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("x"), 0o600)
+		return p
+	}
+	// A value each setting does not have by default (text, as on the
+	// command line), and what else must be given for the daemon's
+	// configuration to hold (on the command line, in every form).
+	etcd := []string{"--store", "etcd", "--etcd-endpoints", "https://10.0.0.1:2379", "--etcd-insecure"}
+	samples := map[string]struct {
+		value string
+		with  []string
+	}{
+		"apiListen":           {value: "127.0.0.1:5000"},
+		"anonymous":           {value: "none"},
+		"logLevel":            {value: "debug"},
+		"logFormat":           {value: "json"},
+		"apiHosts":            {value: "gw.lan,gw2.lan"},
+		"advertise":           {value: "gw.example.org"},
+		"apiTLSCert":          {value: file("c.pem"), with: []string{"--api-tls-key", file("k.pem")}},
+		"apiTLSKey":           {value: file("k2.pem"), with: []string{"--api-tls-cert", file("c2.pem")}},
+		"allowOutbound":       {value: "10.9.0.0/16,fd00::/8"},
+		"javaRegisterFrom":    {value: "10.9.0.0/16"},
+		"store":               {value: "etcd", with: []string{"--etcd-endpoints", "https://10.0.0.1:2379", "--etcd-insecure"}},
+		"etcdEndpoints":       {value: "https://10.0.0.1:2379,https://10.0.0.2:2379", with: []string{"--store", "etcd", "--etcd-insecure"}},
+		"etcdPrefix":          {value: "/site", with: etcd},
+		"etcdCert":            {value: file("e.pem"), with: append(slices.Clone(etcd), "--etcd-key", file("ek.pem"))},
+		"etcdKey":             {value: file("ek2.pem"), with: append(slices.Clone(etcd), "--etcd-cert", file("e2.pem"))},
+		"etcdCA":              {value: file("ca.pem"), with: etcd},
+		"etcdInsecure":        {value: "true", with: []string{"--store", "etcd", "--etcd-endpoints", "https://10.0.0.1:2379"}},
+		"etcdLeaseTTL":        {value: "20s", with: etcd},
+		"node":                {value: "node-a", with: etcd},
+		"clusterListen":       {value: ":4170", with: etcd},
+		"clusterCA":           {value: file("cca.pem"), with: append(slices.Clone(etcd), "--cluster-cert", file("cc3.pem"), "--cluster-key", file("ck3.pem"))},
+		"clusterCert":         {value: file("cc.pem"), with: append(slices.Clone(etcd), "--cluster-ca", file("cca4.pem"), "--cluster-key", file("ck.pem"))},
+		"clusterKey":          {value: file("ck2.pem"), with: append(slices.Clone(etcd), "--cluster-ca", file("cca5.pem"), "--cluster-cert", file("cc2.pem"))},
+		"snapshotInterval":    {value: "2h"},
+		"announceInterval":    {value: "30s"},
+		"ldsAnnounceInterval": {value: "90s"},
+		"renewalMargin":       {value: "45s"},
+		"discoveryPort":       {value: "4170"},
+		"javaPort":            {value: "4180"},
+		"mailboxQuota":        {value: "7"},
+		"mailboxTotalQuota":   {value: "70"},
+	}
+	var g globalFlags
+	fs := daemonFlags(&daemonOptions{}, &g)
+	printed := func(t *testing.T, key string, args ...string) string {
+		t.Helper()
+		out, stderr, err := run(t, nil, append([]string{"config", "print", "-o", "json"}, args...)...)
+		if err != nil {
+			t.Fatalf("config print %v: %v %s", args, err, stderr)
+		}
+		var v struct {
+			Settings []struct{ Key, Value, From string }
+		}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range v.Settings {
+			if s.Key == key {
+				return s.Value
+			}
+		}
+		t.Fatalf("config print shows no %s", key)
+		return ""
+	}
+	for _, s := range settings {
+		if s.key == "limits" {
+			continue // its own test: TestConfigPrint, TestConfigPrecedence
+		}
+		t.Run(s.key, func(t *testing.T) {
+			f := fs.Lookup(s.flag)
+			sample, ok := samples[s.key]
+			typ := f.Value.Type()
+			switch {
+			case ok:
+			case typ == "bool":
+				def, _ := strconv.ParseBool(f.DefValue)
+				sample.value = strconv.FormatBool(!def)
+			case typ == "stringSlice":
+				sample.value = "a,b"
+			case typ == "string":
+				sample.value = filepath.Join(dir, s.key)
+			default:
+				t.Fatalf("no sample value for %s (%s)", s.key, typ)
+			}
+			// The file's form: JSON of the setting's own type; an inverted
+			// flag (--no-multicast) is the positive key (multicast).
+			var js any = sample.value
+			switch typ {
+			case "bool":
+				b, _ := strconv.ParseBool(sample.value)
+				js = b != s.invert
+			case "int":
+				n, _ := strconv.Atoi(sample.value)
+				js = n
+			case "stringSlice":
+				js = strings.Split(sample.value, ",")
+			}
+			body, _ := json.Marshal(map[string]any{s.key: js})
+			if sample.value == f.DefValue || "["+sample.value+"]" == f.DefValue {
+				t.Fatalf("the sample %q is the default", sample.value)
+			}
+			byFlag := printed(t, s.key, append([]string{"--" + s.flag + "=" + sample.value}, sample.with...)...)
+			t.Setenv("JINID_"+strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_")), sample.value)
+			byEnv := printed(t, s.key, sample.with...)
+			os.Unsetenv("JINID_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_")))
+			byFile := printed(t, s.key, append([]string{"--config", writeConfig(t, string(body))}, sample.with...)...)
+			if byEnv != byFlag || byFile != byFlag {
+				t.Errorf("flag %s, env %s, file %s (%s): want one meaning", byFlag, byEnv, byFile, body)
+			}
+		})
 	}
 }

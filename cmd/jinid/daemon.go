@@ -91,7 +91,7 @@ defaults. "jinid config check" validates a file, "jinid config print"
 shows what the daemon would run with and where each value comes from. For
 example:
 
-  {"schemaVersion": 1, "groups": ["", "lab"], "announceInterval": "120s",
+  {"schemaVersion": 1, "groups": ["lab"], "publicGroup": true, "announceInterval": "120s",
    "interfaces": ["eth*", "br-lan"], "dataDir": "/var/lib/jinid",
    "apiListen": ":4162", "discoveryPort": 4160, "multicast": true,
    "dnsSD": true, "ldsAnnounceInterval": "120s", "renewalMargin": "30s",
@@ -231,7 +231,7 @@ func (o *daemonOptions) bind(f *pflag.FlagSet) {
 	f.StringVar(&o.configPath, "config", "", "JSON config file (default "+DefaultConfigFile+" when it exists); flags override it")
 	f.StringVar(&cfg.DataDir, "data-dir", paths.DefaultDataDir(), "directory of the crash-safe store (registrations, leases, sequence numbers)")
 	f.StringSliceVar(&o.groups, "groups", nil, "member groups of the lookup service (default: as stored; the public group at first start)")
-	f.BoolVar(&o.public, "public-group", true, `with --groups: also be a member of the public group ("")`)
+	f.BoolVar(&o.public, "public-group", true, `be a member of the public group (""), beside --groups; with neither given: as stored`)
 	f.DurationVar(&o.interval, "announce-interval", 120*time.Second, "time between multicast announcements (at least 100ms)")
 	interfaceFlags(f, &cfg.Include, &cfg.Exclude, &cfg.ExcludeDefaultRoute)
 	f.BoolVar(&o.printInterfaces, "print-interfaces", false, "print every interface with whether multicast discovery would be served on it and why (as the start-up log says), then exit")
@@ -348,12 +348,11 @@ func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	if f.Changed("groups") || f.Changed("public-group") {
-		cfg.Groups = slices.Clone(o.groups)
+		// "" (the public group's name) is publicGroup's to say, as in
+		// the file and the environment.
+		cfg.Groups = slices.DeleteFunc(slices.Clone(o.groups), func(g string) bool { return g == "" })
 		if o.public {
 			cfg.Groups = append(cfg.Groups, "")
-		}
-		if slices.Contains(o.groups, "") {
-			add(errors.New(`--groups: an empty group name; the public group is --public-group`))
 		}
 		for _, g := range o.groups {
 			if err := discovery.CheckGroup(g); g != "" && err != nil {

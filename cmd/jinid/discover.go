@@ -50,7 +50,7 @@ the last request (requests go out twice, half a second apart) and no
 unicast discovery under way; --timeout is the most it takes.
 
 Groups: by default all groups. The public group is the empty name; ask for
-it with --public.
+it with --public-group (the daemon's name for it too).
 
 Output: a table for people; --json, one object per line; -p/--parsable, one
 line per result of fields separated by ";", in this order:
@@ -92,7 +92,7 @@ func newDiscoverCmd(g *globalFlags) *spec {
 		short: "Find the Jini lookup services on the LAN and at given locators",
 		long:  discoverLong,
 		example: `  jinid discover
-  jinid discover --groups lab,ops --public --timeout 10s
+  jinid discover --groups lab,ops --public-group --timeout 10s
   jinid discover --merge
   jinid discover -p | grep '^=;eth0;IPv4;'
   jinid discover --locator jini://lookup.example.org --no-multicast --json
@@ -147,7 +147,10 @@ type scopeFlags struct {
 
 func (s *scopeFlags) bind(f *pflag.FlagSet, noMulticast string) {
 	f.StringSliceVar(&s.groups, "groups", nil, "groups of interest, comma-separated (default: all groups)")
-	f.BoolVar(&s.public, "public", false, `include the public group ("")`)
+	f.BoolVar(&s.public, "public-group", false, `include the public group ("")`)
+	// The name it had, before the daemon's: still taken, not shown.
+	f.BoolVar(&s.public, "public", false, "")
+	f.MarkHidden("public")
 	f.BoolVar(&s.allGroups, "all-groups", false, "look for lookup services of any group (the default)")
 	f.StringArrayVar(&s.locators, "locator", nil, "also run unicast discovery with jini://host[:port] (repeatable; a link-local IPv6 address with its zone: jini://[fe80::1%eth0])")
 	interfaceFlags(f, &s.include, &s.exclude, &s.noDefault)
@@ -169,7 +172,7 @@ func (s *scopeFlags) resolve(inv *invocation) (scope, error) {
 	}
 	switch {
 	case s.allGroups && (len(s.groups) > 0 || s.public):
-		return scope{}, usagef("--all-groups cannot be combined with --groups or --public")
+		return scope{}, usagef("--all-groups cannot be combined with --groups or --public-group")
 	case len(s.groups) > 0 || s.public:
 		sc.groups = append([]string{}, s.groups...)
 		if s.public {

@@ -40,7 +40,6 @@ func settingValues(fs *pflag.FlagSet) map[string]string {
 			out[s.key] = f.Value.String()
 		}
 	}
-	out["groups"] += " public=" + fs.Lookup("public-group").Value.String()
 	return out
 }
 

@@ -141,6 +141,21 @@ func (c *Counter) Add(n int, values ...string) {
 // Inc adds one to the series of the label values.
 func (c *Counter) Inc(values ...string) { c.Add(1, values...) }
 
+// Add adds d to the series of the label values: a gauge several
+// instances of one part move together (requests in flight).
+func (g *Gauge) Add(d float64, values ...string) {
+	if g == nil {
+		return
+	}
+	v := g.f.set.get(g.f.series(values))
+	for {
+		old := v.Load()
+		if v.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
+			return
+		}
+	}
+}
+
 // Get is the series' value (tests).
 func (c *Counter) Get(values ...string) uint64 {
 	if c == nil {

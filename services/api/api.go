@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/services/access"
@@ -175,31 +173,16 @@ func counted(next http.Handler, mux *http.ServeMux, reg *metrics.Registry) http.
 		`HTTP requests to the API and the operations endpoints, by route ("METHOD /pattern"; "unmatched" for none) and status code.`,
 		"route", "code")
 	// In flight, by route (a bounded set): a long poll counts while it
-	// waits.
-	var mu sync.Mutex
-	inFlight := map[string]*atomic.Int64{}
-	reg.GaugeFunc("jinid_api_requests_in_flight", "API requests being answered now, by route (a long poll counts while it waits).",
-		[]string{"route"}, func(emit func(float64, ...string)) {
-			mu.Lock()
-			defer mu.Unlock()
-			for route, n := range inFlight {
-				emit(float64(n.Load()), route)
-			}
-		})
+	// waits. (A gauge several APIs of one daemon move together: a
+	// cluster's node runs its door's and the holder's.)
+	inFlight := reg.Gauge("jinid_api_requests_in_flight", "API requests being answered now, by route (a long poll counts while it waits).", "route")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, route := mux.Handler(r)
 		if route == "" {
 			route = "unmatched"
 		}
-		mu.Lock()
-		n := inFlight[route]
-		if n == nil {
-			n = new(atomic.Int64)
-			inFlight[route] = n
-		}
-		mu.Unlock()
-		n.Add(1)
-		defer n.Add(-1)
+		inFlight.Add(1, route)
+		defer inFlight.Add(-1, route)
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		requests.Inc(route, strconv.Itoa(cmp.Or(sw.status, http.StatusOK)))
