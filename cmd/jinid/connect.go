@@ -3,6 +3,7 @@ package main
 import (
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -24,8 +25,8 @@ type apiFlags struct {
 
 // bind defines the flags on pf.
 func (f *apiFlags) bind(pf *pflag.FlagSet) {
-	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the local socket `+
-		paths.DefaultSocket()+` when it is there, else `+defaultServer+`)`)
+	pf.StringVar(&f.server, "server", "", `the jinid API: http(s)://host:port or unix:///path (default: $JINID_SERVER, else the daemon's socket — $JINID_API_SOCKET, as the daemon reads it, or `+
+		paths.DefaultSocket()+` — when it is there, else `+defaultServer+`)`)
 	pf.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for a network API (without it, $JINID_TOKEN holds the token itself: its secret, not a file name)")
 	pf.StringVar(&f.ca, "ca", "", "PEM file of the certificate authority an https API's certificate is checked against (default: the system's)")
 }
@@ -38,10 +39,26 @@ func (f *apiFlags) target() string {
 	case os.Getenv("JINID_SERVER") != "":
 		return os.Getenv("JINID_SERVER")
 	}
-	if fi, err := os.Stat(paths.DefaultSocket()); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		return "unix://" + paths.DefaultSocket()
+	for _, p := range sockets() {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			return "unix://" + p
+		}
 	}
 	return defaultServer
+}
+
+// sockets are where a client looks for the daemon's socket, in order:
+// $JINID_API_SOCKET (the daemon's own setting, in an environment the
+// administrator shares with it), then the default.
+func sockets() []string {
+	var out []string
+	if p := os.Getenv("JINID_API_SOCKET"); p != "" && p != "none" {
+		out = append(out, p)
+	}
+	if d := paths.DefaultSocket(); !slices.Contains(out, d) {
+		out = append(out, d)
+	}
+	return out
 }
 
 // connect returns a client of the API the flags name.

@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,9 +69,36 @@ func TestExitStatuses(t *testing.T) {
 		}
 		_, _, err := run(t, nil, append(argv, "--server", "http://127.0.0.1:1")...)
 		var b bytes.Buffer
-		if code := report(&b, err); code != exitFailure || b.String() != "jinid: cannot reach jinid at http://127.0.0.1:1: connection refused: is jinid running? Name its API with --server or $JINID_SERVER\n" {
+		if code := report(&b, err); code != exitFailure || b.String() != "jinid: cannot reach jinid at http://127.0.0.1:1: connection refused: is jinid running? Name its API with --server or $JINID_SERVER, or its socket with $JINID_API_SOCKET\n" {
 			t.Errorf("%v against no server: exit %d, said %q", argv, code, b.String())
 		}
+	}
+}
+
+// A client finds the daemon's socket the way the daemon was told
+// ($JINID_API_SOCKET), and, finding none and no daemon at the default
+// address, names every place it looked.
+func TestFindsTheDaemonAsTold(t *testing.T) {
+	t.Setenv("JINID_SERVER", "")
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	t.Setenv("JINID_API_SOCKET", sock)
+	var f apiFlags
+	if got := f.target(); got != defaultServer {
+		t.Fatalf("no socket there: %s, want %s", got, defaultServer)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got := f.target(); got != "unix://"+sock {
+		t.Fatalf("target %s, want the socket $JINID_API_SOCKET names", got)
+	}
+	ln.Close()
+	var b bytes.Buffer
+	report(&b, &client.UnreachableError{Server: defaultServer, Why: "connection refused"})
+	if !strings.Contains(b.String(), "no socket at "+sock+" nor ") || !strings.Contains(b.String(), "$JINID_API_SOCKET") {
+		t.Errorf("said %q: want every place looked at named", b.String())
 	}
 }
 

@@ -85,7 +85,12 @@ func report(w io.Writer, err error) int {
 		fmt.Fprintf(w, "jinid: %d error(s) in the configuration: nothing started (jinid config check FILE checks a file without starting)\n", len(ce))
 		return exitUsage
 	case errors.As(err, &unr):
-		fmt.Fprintf(w, "jinid: %v: is jinid running? Name its API with --server or $JINID_SERVER\n", unr)
+		also := ""
+		if unr.Server == defaultServer && os.Getenv("JINID_SERVER") == "" {
+			// Defaulted: the sockets were looked for first.
+			also = " (and no socket at " + strings.Join(sockets(), " nor ") + ")"
+		}
+		fmt.Fprintf(w, "jinid: %v%s: is jinid running? Name its API with --server or $JINID_SERVER, or its socket with $JINID_API_SOCKET\n", unr, also)
 	case errors.As(err, &coded) && coded.Status == http.StatusUnauthorized:
 		fmt.Fprintf(w, "jinid: %v\n%s\n", err, tokenHint)
 	case errors.As(err, &coded) && coded.Err.Code == apitypes.Stopping:
