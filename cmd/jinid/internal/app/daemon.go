@@ -398,6 +398,8 @@ type Daemon struct {
 	// time it read (a file that does not read keeps it).
 	staticMu   sync.Mutex
 	staticGood map[string]staticEntry
+	// staticSig sums up the static services registered last.
+	staticSig string
 }
 
 // New checks cfg and returns a Daemon ready to Start.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,9 @@ type staticEntry struct {
 	groups   []string
 	locators []discovery.Locator
 	publish  *published // nil: not over DNS-SD
+	// from names where it was read (its file, or its place in the
+	// config file), for errors.
+	from string
 }
 
 // joins reports whether the entry is to be registered elsewhere too.
@@ -232,6 +236,12 @@ func readStatic(dir, lookupID string) (byFile map[string]staticEntry, failed map
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return byFile, failed, nil
 	}
+	// avahi's service files (XML) sit in such directories: said once a
+	// read, by name, rather than passed over without a word.
+	others, _ := filepath.Glob(filepath.Join(dir, "*.service"))
+	for _, o := range others {
+		errs = append(errs, fmt.Errorf("static service %s: not read: jinid reads *.json files (an avahi .service file is avahi's own)", o))
+	}
 	if len(names) > maxStaticFiles {
 		errs = append(errs, fmt.Errorf("static services %s: %d files; the first %d are read", dir, len(names), maxStaticFiles))
 		names = names[:maxStaticFiles]
@@ -245,6 +255,7 @@ func readStatic(dir, lookupID string) (byFile map[string]staticEntry, failed map
 			failed[name] = err
 			continue
 		}
+		e.from = name
 		byFile[name] = e
 	}
 	return byFile, failed, errs
@@ -303,13 +314,31 @@ func readStaticFile(dir, name, lookupID string) (e staticEntry, warn, err error)
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return fail("want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", err)
+		return fail("%s: want {\"types\": [...], \"attributes\": [...], \"endpoint\": \"...\"}: %w", jsonPlace(raw, err), err)
 	}
 	e, err = s.entry(filepath.Base(name), lookupID)
 	if err != nil {
 		return fail("%w", err)
 	}
 	return e, warn, nil
+}
+
+// jsonPlace is where in raw a decoding error is, as LINE:COLUMN (the
+// start when the error says nothing of it).
+func jsonPlace(raw []byte, err error) string {
+	var off int64
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1
+	case errors.As(err, &te):
+		off = te.Offset - 1
+	}
+	off = min(max(off, 0), int64(len(raw)))
+	line := 1 + bytes.Count(raw[:off], []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(raw[:off], '\n')
+	return fmt.Sprintf("line %d, column %d", line, col)
 }
 
 // fileKind names a file's type for an error.
@@ -407,6 +436,7 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 	}
 	for i, s := range listed {
 		e, err := s.entry("config:"+s.Name, lookupID)
+		e.from = fmt.Sprintf("static service %d (%s) of the config file", i, s.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("static service %d (%s) of the config file: %w", i, s.Name, err))
 			continue
@@ -420,6 +450,7 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 	errs = append(errs, d.joinStatic(want)...)
 	errs = append(errs, d.publishStatic(want)...)
 	var did []string
+	refused := map[string]bool{} // not registered: not counted
 	for _, id := range slices.Sorted(func(yield func(string) bool) {
 		for id := range want {
 			if !yield(id) {
@@ -428,7 +459,9 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 		}
 	}) {
 		if _, err := d.registrar.RegisterStatic(want[id].item); err != nil {
-			errs = append(errs, fmt.Errorf("static service %s: %w", id, err))
+			// Named by where it was written, not by a ServiceID.
+			errs = append(errs, fmt.Errorf("%s (ServiceID %s): %w", want[id].from, id, err))
+			refused[id] = true
 		}
 	}
 	for _, id := range d.registrar.Static() {
@@ -445,8 +478,29 @@ func (d *Daemon) syncStatic(dir string, listed []StaticService) ([]string, []err
 		}
 		did = append(did, "static service removed: "+id)
 	}
-	if len(want) > 0 {
-		did = append(did, fmt.Sprintf("static services: %d registered (%s and the config file)", len(want), dir))
+	// Said when what is registered changed (at start, the first time):
+	// a reload that changes nothing of them says nothing of them.
+	registered := maps.Clone(want)
+	for id := range refused {
+		delete(registered, id)
+	}
+	sig := staticSignature(registered)
+	d.staticMu.Lock()
+	changed := sig != d.staticSig
+	d.staticSig = sig
+	d.staticMu.Unlock()
+	if changed && len(registered) > 0 {
+		did = append(did, fmt.Sprintf("static services: %d registered (%s and the config file)", len(registered), dir))
 	}
 	return did, errs
+}
+
+// staticSignature sums up the static services registered, to tell a
+// change.
+func staticSignature(want map[string]staticEntry) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		fmt.Fprintf(&b, "%s=%v;", id, want[id].item)
+	}
+	return b.String()
 }

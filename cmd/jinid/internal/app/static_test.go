@@ -221,3 +221,51 @@ func TestStaticServicesDirectory(t *testing.T) {
 		t.Errorf("a removed file's service stays: %v", got)
 	}
 }
+
+// What the services directory says: an avahi *.service file is named,
+// not passed over; bad JSON says its line and column; a service the
+// lookup service refuses is named by its file and not counted as
+// registered; a reload that changes nothing of them says nothing of
+// them.
+func TestStaticServicesSay(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "printer.json"), []byte(`{"serviceID": "11111111-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Printer"]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "ssh.service"), []byte(`<service-group><name>ssh</name></service-group>`), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.json"), []byte("{\"types\": [\"a.B\"],\n  \"endpoint\": 5}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "badtype.json"), []byte(`{"serviceID": "22222222-89ab-cdef-fedc-ba9876543210", "types": ["not a type!"]}`), 0o644)
+	d, err := New(Config{APIListen: "127.0.0.1:0", DataDir: data, NoMulticast: true, ServicesDir: dir}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	}()
+	// The first sync ran at start; a second, with nothing changed, says
+	// nothing of the services registered.
+	did, errs := d.syncStatic(dir, nil)
+	said := fmt.Sprint(errs)
+	for _, w := range []string{
+		filepath.Join(dir, "ssh.service") + ": not read: jinid reads *.json files",
+		filepath.Join(dir, "broken.json") + ": line 2, column",
+		filepath.Join(dir, "badtype.json") + " (ServiceID 22222222-89ab-cdef-fedc-ba9876543210)",
+	} {
+		if !strings.Contains(said, w) {
+			t.Errorf("the directory's reading said no %q:\n%s", w, said)
+		}
+	}
+	if len(did) != 0 {
+		t.Errorf("a reload that changed nothing said %q", did)
+	}
+	// A change is said, counting what is registered (the printer and
+	// the new one; not the refused one).
+	os.WriteFile(filepath.Join(dir, "door.json"), []byte(`{"serviceID": "33333333-89ab-cdef-fedc-ba9876543210", "types": ["com.example.Door"]}`), 0o644)
+	did, _ = d.syncStatic(dir, nil)
+	if !slices.ContainsFunc(did, func(s string) bool { return strings.HasPrefix(s, "static services: 2 registered") }) {
+		t.Errorf("after a new file: %q, want 2 registered", did)
+	}
+}
