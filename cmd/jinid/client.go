@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jinid/jinid/internal/printable"
 	"github.com/jinid/jinid/services/api/client"
 	"github.com/jinid/jinid/services/apitypes"
 )
@@ -236,6 +237,9 @@ func lookupQueryCmd(connect connector) *spec {
 				return err
 			}
 			if got.TotalMatches == 0 {
+				if got.Hint != "" {
+					fmt.Fprintf(inv.stderr, "no match: %s\n", printable.String(got.Hint))
+				}
 				typeHint(inv.stderr, t)
 			}
 			return printItems(p, inv.stderr, got)

@@ -256,6 +256,10 @@ type Items struct {
 	// (ms since the epoch; 9223372036854775807: never; 0: ended while
 	// the answer was made).
 	Expirations []int64 `json:"expirations,omitempty"`
+	// Hint, for a query that matched nothing, says why where the
+	// registry can tell (an attribute class or field no registered
+	// service has).
+	Hint string `json:"hint,omitempty"`
 }
 
 // Service is one registered item and when its lease ends.

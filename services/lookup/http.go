@@ -158,7 +158,7 @@ func writeItems(w io.Writer, p aPage, ends []int64) error {
 			return err // the client went: the rest is not sent
 		}
 	}
-	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next, Expirations: ends})
+	tail, err := json.Marshal(apitypes.Items{TotalMatches: p.total, NextCursor: p.next, Expirations: ends, Hint: p.hint})
 	if err != nil {
 		return err
 	}
@@ -234,8 +234,16 @@ func (r *Registrar) httpQuery(w http.ResponseWriter, req *http.Request) {
 		httpjson.WriteError(w, fault.New(apitypes.NullArgument, "maxMatches is required"))
 		return
 	}
-	p, err := r.page(templateOf(*body.Template), "", *body.MaxMatches)
+	t := templateOf(*body.Template)
+	if err := r.resolveShortNames(&t); err != nil {
+		httpjson.WriteError(w, err)
+		return
+	}
+	p, err := r.page(t, "", *body.MaxMatches)
 	p.next = "" // a query is one page: totalMatches tells there are more
+	if err == nil && p.total == 0 {
+		p.hint = r.hint(t)
+	}
 	r.writePage(w, req, p, err)
 }
 

@@ -825,6 +825,9 @@ type aPage struct {
 	total  int
 	next   string
 	bytes  int
+	// hint, for a query that matched nothing, says why if the registry
+	// can tell.
+	hint string
 }
 
 func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {

@@ -123,3 +123,38 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("bad duration: %v %s", err, out3)
 	}
 }
+
+// An empty answer explains itself where the registry can tell: a short
+// entry class name is the one registered class it names (Name:
+// net.jini.lookup.entry.Name), a field no registered entry of the class
+// has (a typo) or a class none has is said on the standard error.
+func TestQueryExplainsEmptyAnswers(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	d := jinidtest.StartDaemon(t, bin, t.TempDir())
+	query := func(args ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(bin, append(append([]string{"lookup", "query"}, args...), "--server", d.API, "-o", "json")...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("jinid lookup query %v: %v\n%s", args, err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	if out, err := exec.Command(bin, "lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby",
+		"--server", d.API).CombinedOutput(); err != nil {
+		t.Fatalf("register: %v\n%s", err, out)
+	}
+	if out, _ := query("--attr", "Name:name=lobby"); !strings.Contains(out, "com.example.Printer") {
+		t.Errorf("a short class name did not find the service:\n%s", out)
+	}
+	for _, c := range []struct{ attr, want string }{
+		{"net.jini.lookup.entry.Name:nmae=lobby", `no match: no registered net.jini.lookup.entry.Name has a field "nmae" (its fields: name)`},
+		{"com.example.Nothing:x=1", "no match: no registered service has an attribute of class com.example.Nothing"},
+	} {
+		if out, stderr := query("--attr", c.attr); !strings.Contains(stderr, c.want) || strings.Contains(out, "com.example.Printer") {
+			t.Errorf("--attr %s: printed %q, said %q; want %q", c.attr, out, stderr, c.want)
+		}
+	}
+}
