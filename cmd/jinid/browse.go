@@ -128,14 +128,22 @@ func (o *browseOptions) run(inv *invocation) error {
 		return err
 	}
 	var srcs []*source
+	var why []string
 	for _, r := range results {
 		if r.Error != "" || r.ServiceID == "" {
+			// What a locator gave instead (as discover prints it).
+			if r.Error != "" {
+				why = append(why, r.Address+": "+printable.String(r.Error))
+			}
 			continue
 		}
 		srcs = append(srcs, &source{id: r.ServiceID, addr: r.Address, kind: r.Kind, apiURL: r.APIURL})
 	}
 	defer closeSources(srcs)
 	if len(srcs) == 0 {
+		if len(why) > 0 {
+			return fmt.Errorf("no lookup services found (%s)", strings.Join(why, "; "))
+		}
 		return errors.New("no lookup services found")
 	}
 	views := b.readAll(inv.ctx, srcs)

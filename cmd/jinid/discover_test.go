@@ -121,3 +121,12 @@ func TestDiscoverExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// browse names why a locator gave nothing, as discover does (it said
+// only "no lookup services found").
+func TestBrowseSaysWhyNothing(t *testing.T) {
+	_, _, err := run(t, nil, "browse", "--no-multicast", "--locator", "jini://127.0.0.1:1", "--timeout", "2s")
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("browse of a locator nothing answers: %v", err)
+	}
+}
