@@ -333,8 +333,23 @@ func (h holderList) elems() []string {
 
 // mergeViews merges what every lookup service gave by ServiceID, in
 // ServiceID order: a service's types are all any lookup service gave,
-// its attributes and endpoint the first's that has them.
+// its attributes and endpoint the first's that has them — first in one
+// order whatever order the reads came back in (jinids before Java
+// lookup services, then by address): a service two of them hold is
+// shown in one form, not in each's by turns (a watch printed an "="
+// line for it every second, its attributes with and without their
+// supertypes).
 func mergeViews(views []sourceView) []browsed {
+	views = slices.Clone(views)
+	slices.SortStableFunc(views, func(x, y sourceView) int {
+		if xj, yj := x.src.kind == "jinid", y.src.kind == "jinid"; xj != yj {
+			if xj {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(x.src.addr, y.src.addr)
+	})
 	by := map[string]*browsed{}
 	for _, v := range views {
 		for _, it := range v.items {

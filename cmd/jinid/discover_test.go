@@ -8,10 +8,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
+	"github.com/jinid/jinid/services/apitypes"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -129,5 +131,23 @@ func TestBrowseSaysWhyNothing(t *testing.T) {
 	_, _, err := run(t, nil, "browse", "--no-multicast", "--locator", "jini://127.0.0.1:1", "--timeout", "2s")
 	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1: ") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("browse of a locator nothing answers: %v", err)
+	}
+}
+
+// A service two lookup services hold, each in its own form of the
+// attributes (Reggie's with the entry's supertypes, jinid's without),
+// is shown in one form whatever order the reads came back in: a watch
+// compares what it shows, and printed an "=" line every second for it.
+func TestMergeViewsOneForm(t *testing.T) {
+	it := func(supers []string) apitypes.Item {
+		return apitypes.Item{ServiceID: "5a7e1c00-0000-4000-8000-000000000001", Types: []string{"a.B"},
+			Attributes: []apitypes.Attribute{{Type: "net.jini.lookup.entry.Name", Supertypes: supers, Fields: map[string]any{"name": "x"}}}}
+	}
+	reggie := sourceView{src: &source{id: "r", addr: "10.0.0.2:4160", kind: "java"}, items: []apitypes.Item{it([]string{"net.jini.entry.AbstractEntry"})}}
+	jinid := sourceView{src: &source{id: "j", addr: "10.0.0.9:4160", kind: "jinid"}, items: []apitypes.Item{it(nil)}}
+	a := mergeViews([]sourceView{reggie, jinid})
+	b := mergeViews([]sourceView{jinid, reggie})
+	if !reflect.DeepEqual(a[0].item, b[0].item) {
+		t.Errorf("by the order of the reads: %+v, then %+v", a[0].item, b[0].item)
 	}
 }
