@@ -207,7 +207,7 @@ func lookupRegisterCmd(connect connector) *spec {
 	out.add(register)
 	reg.add(register)
 	register.Flags().StringVar(&endpoint, "endpoint", "", "where clients reach the service (any text, e.g. a URL)")
-	register.Flags().StringVar(&dur, "duration", "5m", "lease duration: a duration, any or forever")
+	register.Flags().StringVar(&dur, "duration", "5m", "lease duration: a duration, any or forever (a jinid grants at most its limits.serviceLeaseMax, 1 h by default: renew, or give the service to the renewal service)")
 	return register
 }
 

@@ -339,6 +339,9 @@ func TestEverySettingThreeForms(t *testing.T) {
 	printed := func(t *testing.T, key string, args ...string) string {
 		t.Helper()
 		out, stderr, err := run(t, nil, append([]string{"config", "print", "-o", "json"}, args...)...)
+		if err != nil && strings.Contains(err.Error(), "built without") {
+			t.Skipf("this build has no %s: %v", key, err) // the router build: no TLS, no etcd
+		}
 		if err != nil {
 			t.Fatalf("config print %v: %v %s", args, err, stderr)
 		}

@@ -325,22 +325,6 @@ func (o *daemonOptions) settle(f *pflag.FlagSet, g *globalFlags, env func(string
 	return file, cfg, errs
 }
 
-// configErrors are everything wrong with the daemon's configuration:
-// each is printed, and the daemon exits 2 (docs/operations.md, "Exit
-// statuses").
-type configErrors []error
-
-func (e configErrors) Error() string {
-	var b strings.Builder
-	for i, err := range e {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(err.Error())
-	}
-	return b.String()
-}
-
 // config makes the daemon's configuration of the resolved flags, or
 // says everything wrong with them (errors.Join).
 func (o *daemonOptions) config(f *pflag.FlagSet) (app.Config, error) {

@@ -119,3 +119,22 @@ func TestReportHints(t *testing.T) {
 		}
 	}
 }
+
+// A mistyped command or flag says what was meant, when one is close.
+func TestDidYouMean(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lookup", "lsit"}, `unknown command "lsit" for "jinid lookup" (did you mean "list"?)`},
+		{[]string{"lookup", "list", "--sever", "x"}, `unknown flag: --sever (did you mean "--server"?)`},
+	} {
+		_, _, err := run(t, nil, c.args...)
+		if err == nil || err.Error() != c.want || exitCode(err) != exitUsage {
+			t.Errorf("%v: %v, want %q (exit 2)", c.args, err, c.want)
+		}
+	}
+	if s := didYouMean("frobnicate", []string{"list", "query"}); s != "" {
+		t.Errorf("a word close to none: %q", s)
+	}
+}

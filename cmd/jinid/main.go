@@ -40,6 +40,22 @@ type usageError struct {
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// configErrors are everything wrong with the daemon's configuration:
+// each is printed, and the daemon exits 2 (docs/operations.md, "Exit
+// statuses").
+type configErrors []error
+
+func (e configErrors) Error() string {
+	var b strings.Builder
+	for i, err := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
 func usagef(format string, args ...any) error { return usageError{err: fmt.Errorf(format, args...)} }
 
 // atCommand names the command of a usage error that does not say it yet.

@@ -56,7 +56,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SilenceUsage = true  // a failing command is not a usage mistake
 	root.SilenceErrors = true // main prints the error once
 	// A flag that does not parse is a usage error, in every command.
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err: err, cmd: c.CommandPath()} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{err: flagSuggestion(err, c.Flags()), cmd: c.CommandPath()}
+	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	bindGlobal(root.PersistentFlags(), &g)

@@ -144,7 +144,7 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 			if errors.Is(err, pflag.ErrHelp) {
 				*help = true
 			} else {
-				return usageError{err: err, cmd: commandPath(path)}
+				return usageError{err: flagSuggestion(err, fs), cmd: commandPath(path)}
 			}
 		}
 		switch {
@@ -178,7 +178,13 @@ func dispatch(ctx context.Context, root *spec, g *globalFlags, args []string, st
 				if where, ok := elsewhere[rest[0]]; ok && len(path) == 1 {
 					return notHere(rest[0], where)
 				}
-				return usageError{err: fmt.Errorf("unknown command %q for %q", rest[0], commandPath(path)), cmd: commandPath(path)}
+				var names []string
+				for _, sub := range cur.subs {
+					if !sub.hidden {
+						names = append(names, sub.name())
+					}
+				}
+				return usageError{err: fmt.Errorf("unknown command %q for %q%s", rest[0], commandPath(path), didYouMean(rest[0], names)), cmd: commandPath(path)}
 			}
 			path = append(path, cur.subs[i])
 			args = rest[1:]

@@ -25,7 +25,13 @@ func (s *spec) command() *cobra.Command {
 		// cobra's help and exit 0.
 		cmd.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{err: fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath()), cmd: cmd.CommandPath()}
+				var names []string
+				for _, c := range cmd.Commands() {
+					if !c.Hidden {
+						names = append(names, c.Name())
+					}
+				}
+				return usageError{err: fmt.Errorf("unknown command %q for %q%s", args[0], cmd.CommandPath(), didYouMean(args[0], names)), cmd: cmd.CommandPath()}
 			}
 			return nil
 		}
