@@ -201,6 +201,9 @@ func lookupRegisterCmd(connect connector) *spec {
 				return err
 			}
 			noteCut(inv.stderr, d, r.Lease)
+			if q, _ := inv.flags.GetBool("quiet"); q {
+				return nil // -q: nothing printed on success, as every change
+			}
 			return p.one(record{{"serviceID", r.ServiceID}, {"lease", r.Lease.ID}, {"expires", expiry(r.Lease.Expiration)}})
 		},
 	}

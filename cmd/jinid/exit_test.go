@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,5 +138,18 @@ func TestDidYouMean(t *testing.T) {
 	}
 	if s := didYouMean("frobnicate", []string{"list", "query"}); s != "" {
 		t.Errorf("a word close to none: %q", s)
+	}
+}
+
+// -q prints nothing when a change succeeds, a registration too.
+func TestQuietRegister(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"serviceID":"5a7e1c00-0000-4000-8000-000000000001","lease":{"id":"l1","expiration":1}}`))
+	}))
+	defer srv.Close()
+	out, _, err := run(t, nil, "lookup", "register", "--type", "a.B", "-q", "--server", srv.URL)
+	if err != nil || out != "" {
+		t.Errorf("lookup register -q: %v, printed %q", err, out)
 	}
 }
