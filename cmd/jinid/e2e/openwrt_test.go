@@ -103,7 +103,7 @@ start_service
 	if !strings.Contains(string(out), "mdns:jini tcp 4160 txtvers=1 groups=,lab,ops\n") {
 		t.Errorf("the init script does not register _jini._tcp with umdns:\n%s", out)
 	}
-	for _, want := range []string{"JINID_GROUPS=,lab,ops", "JINID_INTERFACES=br-lan", "JINID_DATA_DIR=/var/lib/jinid",
+	for _, want := range []string{"JINID_GROUPS=lab,ops", "JINID_PUBLIC_GROUP=1", "JINID_INTERFACES=br-lan", "JINID_DATA_DIR=/var/lib/jinid",
 		"JINID_SNAPSHOT_DIR=/etc/jinid/state", "JINID_SNAPSHOT_INTERVAL=6h", "JINID_ANONYMOUS=read"} {
 		if !strings.Contains(string(out), want+"\n") {
 			t.Errorf("the init script does not set %s:\n%s", want, out)
@@ -118,7 +118,7 @@ start_service
 	if err != nil {
 		t.Fatalf("jinid config print under the init script's environment: %v\n%s", err, printed)
 	}
-	for _, want := range []string{`(?m)^groups +\[lab,ops\] public=true +env JINID_GROUPS`, `(?m)^snapshotDir +/etc/jinid/state +env JINID_SNAPSHOT_DIR`,
+	for _, want := range []string{`(?m)^groups +\[lab,ops\] +env JINID_GROUPS`, `(?m)^publicGroup +true +env JINID_PUBLIC_GROUP`, `(?m)^snapshotDir +/etc/jinid/state +env JINID_SNAPSHOT_DIR`,
 		`(?m)^interfaces +\[br-lan\] +env JINID_INTERFACES`} {
 		if !regexp.MustCompile(want).Match(printed) {
 			t.Errorf("config print lacks %s:\n%s", want, printed)
