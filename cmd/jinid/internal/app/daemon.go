@@ -431,7 +431,7 @@ func (d *Daemon) Start(ctx context.Context) error {
 	}
 	items, notifies := d.registrar.Count()
 	d.log.Info("jinid started", "api", d.apiURL(netip.Addr{}), "socket", d.cfg.APISocket, "data", d.store.Path(),
-		"lookup", d.registrar.Meta().ServiceID, "groups", d.registrar.Meta().Groups, "unicast", d.unicast.Addr(),
+		"lookup", d.registrar.Meta().ServiceID, "groups", discovery.GroupsText(d.registrar.Meta().Groups, ","), "unicast", d.unicast.Addr(),
 		"multicast", d.multicastState(), "registrations", items, "notify_registrations", notifies)
 	d.publish(ctx)
 	return nil
