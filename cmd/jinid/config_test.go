@@ -407,3 +407,16 @@ func TestEverySettingThreeForms(t *testing.T) {
 		})
 	}
 }
+
+// config check reads the services directory too: a file there that
+// gives no service is an error now, not at the next start.
+func TestConfigCheckServicesDir(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "good.json"), []byte(`{"types": ["com.example.Printer"]}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte("{\"types\": [\"a.B\"],\n \"endpoint\": 5}"), 0o644)
+	p := writeConfig(t, `{"servicesDir": "`+dir+`"}`)
+	out, _, err := run(t, nil, "config", "check", p)
+	if err == nil || !strings.Contains(out, filepath.Join(dir, "bad.json")+": line 2, column") || strings.Contains(out, "good.json") {
+		t.Errorf("config check of a services directory with a bad file: %v\n%s", err, out)
+	}
+}

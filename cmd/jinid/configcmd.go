@@ -53,7 +53,10 @@ file is good, 1 when it is not.`,
 			// What the file and the environment set is checked as a
 			// whole too, every error of it, whatever else was wrong: as
 			// the daemon does before it starts.
-			_, _, errs := o.settle(fs, &g, os.LookupEnv, path)
+			_, cfg, errs := o.settle(fs, &g, os.LookupEnv, path)
+			// The services directory too: a file there that gives no
+			// service is named now, not at the next start.
+			errs = append(errs, app.CheckServicesDir(cfg.ServicesDir)...)
 			if len(errs) > 0 {
 				for _, err := range errs {
 					fmt.Fprintln(inv.stdout, err)

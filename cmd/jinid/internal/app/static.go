@@ -504,3 +504,16 @@ func staticSignature(want map[string]staticEntry) string {
 	}
 	return b.String()
 }
+
+// CheckServicesDir reads the services directory dir as the daemon does
+// and returns an error for each file in it that gives no service:
+// config check's look at it. (What the daemon only warns of, a file
+// others may write, an avahi file, is no error here either.)
+func CheckServicesDir(dir string) []error {
+	_, failed, _ := readStatic(dir, "00000000-0000-0000-0000-000000000000")
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(failed)) {
+		errs = append(errs, failed[name])
+	}
+	return errs
+}
