@@ -68,10 +68,10 @@ type Discovered struct {
 
 // Manager is one combined discovery.
 type Manager struct {
-	g      *group.Discovery
-	l      *locator.Discovery
-	log    *slog.Logger
-	clock  clock.Clock
+	g       *group.Discovery
+	l       *locator.Discovery
+	log     *slog.Logger
+	clock   clock.Clock
 	events  *ordered.Queue[delivery]
 	onFound func(Discovered)
 

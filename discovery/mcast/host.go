@@ -242,7 +242,8 @@ func (h *Host) openPort(pc PortConfig) (*hostPort, error) {
 	cfg := transportConfig{Port: pc.Port, Groups: pc.Groups, TTL: cmp.Or(pc.TTL, h.cfg.TTL),
 		NoIPv4: h.cfg.NoIPv4, NoIPv6: h.cfg.NoIPv6, Include: h.cfg.Include, Exclude: h.cfg.Exclude, ExcludeDefaultRoute: h.cfg.ExcludeDefaultRoute,
 		NoLoopback: h.cfg.NoLoopback, ReceiveLimit: h.cfg.ReceiveLimit, Namespace: h.cfg.Namespace,
-		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, OnLeave: hp.left, Handler: hp.deliverPacket}
+		Monitor: h.cfg.Monitor, Logger: h.log, Now: h.cfg.Now, OnChange: hp.changed, OnLeave: hp.left, Handler: hp.deliverPacket,
+		Quiet: pc.Port != h.cfg.DiscoveryPort}
 	if pc.Port == h.cfg.DiscoveryPort {
 		in := &Inbound{Metrics: h.cfg.Metrics,
 			OnAnnouncement: func(a discovery.Announcement, p Packet) { hp.deliver(Message{Announcement: &a, Packet: p}) },

@@ -142,6 +142,10 @@ type transportConfig struct {
 	Handler func(p Packet)
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Quiet logs the interfaces and the groups joined at debug: a port
+	// beside the discovery port (mDNS's) serves the same interfaces,
+	// which the discovery port's lines say once.
+	Quiet bool
 	// Metrics, if set, counts what the transport does.
 	Metrics *Metrics
 	// Clock: defaults to time.Now.
@@ -402,6 +406,15 @@ func (t *transport) decide(ifc netmon.Interface) Decision {
 	return d
 }
 
+// told is the level of the interface lines: info, or debug for a quiet
+// port (transportConfig.Quiet).
+func (t *transport) told() slog.Level {
+	if t.cfg.Quiet {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
 // Decide says what a Host configured as cfg makes of each interface of
 // st, by index: what `jinid daemon --print-interfaces` shows, and what
 // the start-up log says interface by interface.
@@ -470,7 +483,7 @@ func (t *transport) syncSockets() (changed bool, err error) {
 				t.cfg.OnLeave(s.joined(), func(dst netip.AddrPort, b []byte) error { return s.conn.write(b, dst) })
 			}
 			s.conn.Close()
-			t.log.Info("left discovery groups", "interface", s.ifc.Name, "family", s.key.family)
+			t.log.Log(context.Background(), t.told(), "left discovery groups", "interface", s.ifc.Name, "family", s.key.family)
 		}
 	}()
 	t.mu.Lock()
@@ -479,9 +492,10 @@ func (t *transport) syncSockets() (changed bool, err error) {
 		return false, nil
 	}
 	t.names, t.subnets = names, subnets
+	told := t.told()
 	for idx, why := range reasons {
 		if t.reasons[idx] != why {
-			t.log.Info("interface", "name", names[idx], "index", idx, "discovery", why)
+			t.log.Log(context.Background(), told, "interface", "name", names[idx], "index", idx, "discovery", why)
 		}
 	}
 	t.reasons = reasons
@@ -497,7 +511,7 @@ func (t *transport) syncSockets() (changed bool, err error) {
 		if s, ok := t.socks[k]; ok {
 			if !slices.Equal(s.ifc.Addrs, ifc.Addrs) {
 				changed = true
-				t.log.Info("interface addresses changed", "interface", ifc.Name, "addrs", ifc.Addrs)
+				t.log.Log(context.Background(), told, "interface addresses changed", "interface", ifc.Name, "addrs", ifc.Addrs)
 			}
 			s.ifc = ifc
 			continue
@@ -512,7 +526,7 @@ func (t *transport) syncSockets() (changed bool, err error) {
 		changed = true
 		t.wg.Add(1)
 		go t.read(s)
-		t.log.Info("joined discovery groups", "interface", ifc.Name, "family", k.family)
+		t.log.Log(context.Background(), told, "joined discovery groups", "interface", ifc.Name, "family", k.family)
 	}
 	t.cfg.Metrics.setJoined(t.socks)
 	if len(t.socks) == 0 && !t.warnedNone {

@@ -154,3 +154,25 @@ func TestOneShotCommandsQuiet(t *testing.T) {
 		}
 	}
 }
+
+// The daemon's start says each thing once: its interface table and the
+// groups joined were logged twice (the mDNS port's transport said them
+// again), and the start line names the public group.
+func TestStartLogsEachFactOnce(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	gw := lab.Host("gw")
+	gw.Attach(lan)
+	d := jinidtest.LabDaemon(t, bin, gw)
+	log := d.Log()
+	for _, line := range []string{"msg=interface name=eth0 ", `msg="joined discovery groups" interface=eth0 family=4`} {
+		if n := strings.Count(log, line); n != 1 {
+			t.Errorf("%q logged %d times at start, want once:\n%s", line, n, log)
+		}
+	}
+	if !strings.Contains(log, "groups=(public)") {
+		t.Errorf("the start line does not name the public group:\n%s", log)
+	}
+}
