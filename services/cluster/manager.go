@@ -80,6 +80,10 @@ type Manager struct {
 	slots   [Count]*slot
 	retry   [Count]time.Time // a shard whose stack failed is tried again from then
 	stopped bool
+	// told is the shards held as the log last said them: each shard's
+	// comings and goings are debug lines, the set one info line when it
+	// changes (a start said "holding a shard" sixteen times).
+	told []int
 
 	placing placing
 	// forwarded counts the requests other nodes forwarded here, by what
@@ -181,10 +185,29 @@ func (m *Manager) rebalance() {
 		case want && sl == nil && now.After(m.retry[k]):
 			m.slots[k] = m.take(k)
 		case !want && sl != nil && !sl.cancelled:
-			m.log.Info("letting a shard go to another node", "shard", k, "to", Owner(k, members))
+			m.log.Debug("letting a shard go to another node", "shard", k, "to", Owner(k, members))
 			sl.cancel()
 			sl.cancelled = true
 		}
+	}
+	var held []int
+	for k, sl := range m.slots {
+		if sl != nil && !sl.cancelled && isClosed(sl.ready) {
+			held = append(held, k)
+		}
+	}
+	if !slices.Equal(held, m.told) {
+		m.log.Info("shards held", "count", len(held), "of", Count, "shards", held)
+		m.told = held
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -207,7 +230,7 @@ func (m *Manager) take(k int) *slot {
 		defer close(sl.done)
 		defer cancel()
 		st, err := m.cfg.Node.Hold(ctx, Name(k), store.HoldConfig{Waiting: func(holder string) {
-			m.log.Info("waiting for another node to let a shard go", "shard", k, "holder", holder)
+			m.log.Debug("waiting for another node to let a shard go", "shard", k, "holder", holder)
 		}})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -233,7 +256,7 @@ func (m *Manager) take(k int) *slot {
 		m.placing.learn(stack.Services())
 		sl.stack = stack
 		close(sl.ready)
-		m.log.Info("holding a shard", "shard", k)
+		m.log.Debug("holding a shard", "shard", k)
 		<-ctx.Done()
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
@@ -243,7 +266,7 @@ func (m *Manager) take(k int) *slot {
 		if err := st.Close(); err != nil {
 			m.log.Warn("letting a shard go", "shard", k, "err", err)
 		}
-		m.log.Info("let a shard go", "shard", k)
+		m.log.Debug("let a shard go", "shard", k)
 	}()
 	return sl
 }

@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -196,3 +197,42 @@ func startHoldingAll(t *testing.T, m *Manager) {
 	t.Cleanup(func() { m.Shutdown(context.Background()) })
 	testenv.Until(t, "every shard held by the one member", func() bool { return len(m.Held()) == Count })
 }
+
+// A node taking its shards says so in one info line (the set held),
+// not a line each: a cluster's start logged sixteen.
+func TestManagerLogsTheSetHeld(t *testing.T) {
+	n := &fakeNode{name: "node-a", dir: t.TempDir(), held: map[string]bool{}}
+	n.setMembers("node-a")
+	var mu sync.Mutex
+	var lines []string
+	log := slog.New(handlerFunc(func(r slog.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Level >= slog.LevelInfo {
+			lines = append(lines, r.Message)
+		}
+	}))
+	m := NewManager(Config{Node: n, Every: 10 * time.Millisecond, Wait: 50 * time.Millisecond, Logger: log,
+		Build: func(k int, st *store.Store) (Stack, error) {
+			return &fakeStack{k: k, stopped: make(chan struct{})}, nil
+		}})
+	startHoldingAll(t, m)
+	testenv.Until(t, "the set held said", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(lines, "shards held")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(lines, "holding a shard") {
+		t.Errorf("a line a shard at info: %q", lines)
+	}
+}
+
+// handlerFunc is a slog handler calling f with each record.
+type handlerFunc func(slog.Record)
+
+func (h handlerFunc) Enabled(context.Context, slog.Level) bool      { return true }
+func (h handlerFunc) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
+func (h handlerFunc) WithAttrs([]slog.Attr) slog.Handler            { return h }
+func (h handlerFunc) WithGroup(string) slog.Handler                 { return h }
