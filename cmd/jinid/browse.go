@@ -64,6 +64,7 @@ type browseOptions struct {
 	timeout   time.Duration
 	watchMode bool
 	interval  time.Duration
+	stamps    bool
 }
 
 func newBrowseCmd(g *globalFlags) *spec {
@@ -89,6 +90,7 @@ func (o *browseOptions) bind(f *pflag.FlagSet) {
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest discovery takes, and reading each lookup service")
 	f.BoolVar(&o.watchMode, "watch", false, "keep listing: print each service that comes (+), goes (-) or changes (=) until Ctrl-C")
 	f.DurationVar(&o.interval, "interval", time.Second/2, "with --watch: how often every lookup service is read")
+	f.BoolVarP(&o.stamps, "timestamps", "t", false, "with --watch: begin each line with the time it was seen (RFC 3339, UTC)")
 }
 
 func (o *browseOptions) run(inv *invocation) error {
@@ -114,7 +116,10 @@ func (o *browseOptions) run(inv *invocation) error {
 	if inv.flags.Changed("interval") && !o.watchMode {
 		return usagef("--interval applies to --watch only")
 	}
-	b := &browser{tmpl: t, timeout: o.timeout, log: log, stderr: inv.stderr, dial: (&net.Dialer{}).DialContext}
+	if o.stamps && !o.watchMode {
+		return usagef("--timestamps applies to --watch only")
+	}
+	b := &browser{tmpl: t, timeout: o.timeout, log: log, stderr: inv.stderr, dial: (&net.Dialer{}).DialContext, stamps: o.stamps}
 	if o.watchMode {
 		if p.format == formatYAML {
 			return usagef("-o yaml applies to one listing; --watch prints table, json or parsable lines")
@@ -177,6 +182,8 @@ type browser struct {
 	once   sync.Once
 	codec  *reggie.Codec
 	cdcErr error
+	// stamps: --watch lines begin with the time they were seen.
+	stamps bool
 }
 
 // source is one lookup service browse reads.
@@ -515,7 +522,11 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 			changes = append(changes, record{{"change", "-"}, {"serviceID", sid}})
 		}
 		slices.SortFunc(changes, func(x, y record) int { return cmp.Compare(text(x[1].value), text(y[1].value)) })
+		seen := time.Now().UTC().Format(time.RFC3339)
 		for _, c := range changes {
+			if b.stamps {
+				c = append(record{{"time", seen}}, c...)
+			}
 			if err := printBrowseChange(p, c); err != nil {
 				return err
 			}

@@ -230,11 +230,12 @@ func (bl *browseLab) byRole(s string) string {
 }
 
 // browse --watch sees a service registered and cancelled on another host
-// within a read interval of the event.
+// within a read interval of the event; -t stamps each line with when it
+// was seen.
 func TestBrowseWatch(t *testing.T) {
 	t.Parallel()
 	bl := newBrowseLab(t)
-	watch := bl.client.Command(context.Background(), bl.bin, "browse", "--watch", "--groups", "lab", "-o", "json")
+	watch := bl.client.Command(context.Background(), bl.bin, "browse", "--watch", "-t", "--groups", "lab", "-o", "json")
 	stdout, _ := watch.StdoutPipe()
 	var stderr strings.Builder
 	watch.Stderr = &stderr
@@ -264,6 +265,11 @@ func TestBrowseWatch(t *testing.T) {
 			case l, ok := <-lines:
 				if !ok {
 					t.Fatalf("the watch ended before %s:\n%s", what, stderr.String())
+				}
+				if ts, _ := l.v["time"].(string); ts == "" {
+					t.Fatalf("a line without its time: %v", l.v)
+				} else if _, err := time.Parse(time.RFC3339, ts); err != nil {
+					t.Fatalf("a line's time %q: %v", ts, err)
 				}
 				if l.v["change"] == change && l.v["serviceID"] == sid {
 					return l.at
