@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -458,6 +459,31 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 		}
 		srcs[e.ID] = s
 	}
+	// The manager, once it runs: where a lookup service is now, when its
+	// API stops answering (a cluster's holder changed, a jinid started
+	// elsewhere: its announcements say so, and no event does).
+	var mgr atomic.Pointer[manager.Manager]
+	o.started = func(m *manager.Manager) { mgr.Store(m) }
+	followMoves := func(failed []*source) {
+		m := mgr.Load()
+		if m == nil {
+			return
+		}
+		now := m.Discovered()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range failed {
+			for _, d := range now {
+				if d.ID.String() != s.id || d.Registrar.Descriptor == nil || d.Registrar.Descriptor.APIURL == s.apiURL {
+					continue
+				}
+				if cur := srcs[d.ID]; cur == s {
+					closeSources([]*source{s})
+					srcs[d.ID] = &source{id: s.id, addr: discovery.HostPort(d.Host, d.Port), kind: "jinid", apiURL: d.Registrar.Descriptor.APIURL}
+				}
+			}
+		}
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
@@ -486,6 +512,13 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 		if ctx.Err() != nil {
 			break
 		}
+		var failed []*source
+		for _, v := range views {
+			if v.err != nil && v.src.kind == "jinid" {
+				failed = append(failed, v.src)
+			}
+		}
+		followMoves(failed)
 		for _, v := range views {
 			if v.err != nil && !failing[v.src.id] {
 				fmt.Fprintf(b.stderr, "jinid browse: %s\n", printable.String(v.err.Error()))
@@ -566,7 +599,7 @@ func runDiscovery(ctx context.Context, o watchOptions, onEvent func(manager.Even
 		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: group.UnicastNetwork{}}}
 	if o.noMulticast {
 		cfg.Groups = []string{}
-		return runManager(ctx, cfg, nil)
+		return runManager(ctx, cfg, nil, o.started)
 	}
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, ExcludeDefaultRoute: o.excludeDefaultRoute, TTL: o.ttl})
 	if err != nil {
@@ -581,5 +614,5 @@ func runDiscovery(ctx context.Context, o watchOptions, onEvent func(manager.Even
 		return err
 	}
 	cfg.Group.Network = mc
-	return runManager(ctx, cfg, mc)
+	return runManager(ctx, cfg, mc, o.started)
 }

@@ -29,6 +29,9 @@ type watchOptions struct {
 	ttl                  int
 	json                 bool
 	log                  *slog.Logger
+	// started, if set, is handed the discovery manager once it runs
+	// (browse --watch asks it where a lookup service is now).
+	started func(*manager.Manager)
 }
 
 // watch runs the discovery manager until ctx ends, printing each event.
@@ -37,7 +40,7 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 	return runDiscovery(ctx, o, p.print)
 }
 
-func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) error {
+func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast, started func(*manager.Manager)) error {
 	m, err := manager.New(cfg)
 	if err != nil {
 		return err
@@ -52,6 +55,9 @@ func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast) er
 	parts.Add("discovery", m)
 	if err := parts.Start(ctx); err != nil {
 		return err
+	}
+	if started != nil {
+		started(m)
 	}
 	<-ctx.Done()
 	return parts.Shutdown(context.Background())
