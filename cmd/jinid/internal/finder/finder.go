@@ -8,6 +8,7 @@ package finder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -363,7 +364,16 @@ func (f *finder) locator(l discovery.Locator) {
 }
 
 func (f *finder) unicastLocator(l discovery.Locator, how string) {
-	resp, err := unicast.DialLocator(f.ctx, f.dialContext, l)
+	// A little before the round ends: a locator that takes the request
+	// and says nothing (an HTTP server, a jinid's API port) is a row
+	// saying so, not a row left out at the round's end.
+	wait := f.cfg.Timeout * 9 / 10
+	ctx, cancel := context.WithTimeout(f.ctx, wait)
+	defer cancel()
+	resp, err := unicast.DialLocator(ctx, f.dialContext, l)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && f.ctx.Err() == nil {
+		err = fmt.Errorf("no answer within %v: is it a Jini discovery port? (a jinid's API port is not)", wait.Round(time.Millisecond))
+	}
 	if err != nil {
 		f.fail(l.Host, l.Port, "", how, f.linkOf(l.Host), err)
 		return
@@ -418,7 +428,10 @@ func (f *finder) record(s sighting) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k := s.key()
-	if f.closed || f.keys[k] || len(f.seen) >= maxSightings {
+	// A locator's try is waited for by stop: what it found, or that it
+	// found nothing, is the round's even when the round's end cut it.
+	late := f.closed && s.how != ViaLocator && s.how != ViaSRV
+	if late || f.keys[k] || len(f.seen) >= maxSightings {
 		// Said before; or a storm of made-up lookup services, of which
 		// what is kept is enough to show.
 		return

@@ -1,7 +1,9 @@
 package finder
 
 import (
+	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +107,40 @@ func TestFindByLocator(t *testing.T) {
 	}
 	if bad.Error == "" || bad.Host != le.IPv4.String() {
 		t.Errorf("unreachable locator: %+v, want an error", bad)
+	}
+}
+
+// A locator that takes the request and never answers (an HTTP server: a
+// jinid's API port) is a row saying so, not left out at the round's end
+// (discover printed an empty table for it).
+func TestLocatorThatSaysNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c) // read nothing, say nothing
+		}
+	}()
+	l := discovery.Locator{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port}
+	rs, err := Find(t.Context(), Config{Locators: []discovery.Locator{l}, NoMulticast: true, Timeout: time.Second})
+	ln.Close()
+	<-done
+	if err != nil || len(rs) != 1 || !strings.Contains(rs[0].Error, "no answer within") {
+		t.Fatalf("results %+v (%v), want one saying no answer came", rs, err)
 	}
 }
