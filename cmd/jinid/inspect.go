@@ -122,7 +122,7 @@ Usage errors exit with status 2.`,
   jinid inspect --pcap jini.pcap -q -z lookup -z requester -z jeri
   jinid inspect --install-dissector
   jinid inspect --pcap jini.pcap --json | jq 'select(.kind == "multicast-announcement")'
-  tcpdump -U -i eth0 -w - port 4160 | jinid inspect --pcap -
+  tcpdump -U -i eth0 -w - 'port 4160 or tcp' | jinid inspect --pcap -   # tcp too: connect-backs to requesters' ports, Jini ERI calls
   jinid inspect --iface eth0 --write jini.pcap --duration 1m
   jinid inspect --iface eth0 --iface lo --write both.pcapng --duration 10s
   jinid inspect --iface any -f 'port 4160' --duration 10s
