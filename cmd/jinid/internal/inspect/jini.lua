@@ -135,7 +135,12 @@ local function show(tree, tvb, pinfo, m)
 	if m.err then t:add(f.err, m.err) end
 	pinfo.cols.protocol = "JINI"
 	local info = m.kind .. (m.version and (" v" .. m.version) or "")
-	if m.host then info = info .. " " .. m.host .. ":" .. (m.port or "?") end
+	if m.host then
+		-- An IPv6 address in brackets, as in a URL: [fe80::1]:4160.
+		local h = m.host
+		if h:find(":", 1, true) then h = "[" .. h .. "]" end
+		info = info .. " " .. h .. ":" .. (m.port or "?")
+	end
 	if m.ids and m.ids[1] then info = info .. " id=" .. m.ids[1] end
 	if m.err then info = info .. " [" .. m.err .. "]" end
 	pinfo.cols.info = info
