@@ -432,6 +432,18 @@ func (a *Advertiser) announceClaimed(ctx context.Context) bool {
 
 // wait waits d; false if ctx ended or someone else claims the names.
 func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
+	// What was heard before the wait began (an answer to the probe just
+	// sent, handled at once) cuts it as surely as what comes during it;
+	// so does what is heard as the wait ends (select picks at random
+	// among ready cases).
+	cut := func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.conflicted || a.reprobe || a.lostTie
+	}
+	if cut() {
+		return false
+	}
 	done := make(chan struct{})
 	t := a.cfg.Clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
@@ -440,12 +452,9 @@ func (a *Advertiser) wait(ctx context.Context, d time.Duration) bool {
 		case <-ctx.Done():
 			return false
 		case <-done:
-			return true
+			return !cut()
 		case <-a.conflict:
-			a.mu.Lock()
-			cut := a.conflicted || a.reprobe || a.lostTie
-			a.mu.Unlock()
-			if cut {
+			if cut() {
 				return false
 			}
 		}

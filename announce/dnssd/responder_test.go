@@ -113,13 +113,18 @@ func (h infoLines) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h infoLines) WithGroup(string) slog.Handler      { return h }
 
 // testAdvertiser starts an advertiser named jinid-test on a fake port,
-// on clk; logged counts its log lines at Info.
-func testAdvertiser(t *testing.T, clk *clock.Fake, fp *fakePort) (a *Advertiser, logged *atomic.Int64) {
+// on clk; logged counts its log lines at Info. made, if set, is handed
+// the advertiser before it starts (a fake host answering its first
+// probe needs it then).
+func testAdvertiser(t *testing.T, clk *clock.Fake, fp *fakePort, made ...func(*Advertiser)) (a *Advertiser, logged *atomic.Int64) {
 	t.Helper()
 	logged = new(atomic.Int64)
 	cfg := AdvertiserConfig{ServiceID: discovery.ServiceID{1, 2, 3, 4}, Port: func() int { return 4160 },
 		Groups: func() []string { return []string{""} }, Clock: clk, Logger: slog.New(infoLines{n: logged})}
 	a = newAdvertiser(cfg, "jinid-test", func(mcast.PortConfig) (port, error) { return fp, nil })
+	for _, f := range made {
+		f(a)
+	}
 	if err := a.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -162,19 +167,17 @@ func srvOf(name, target string, port uint16) *dns.SRV {
 func TestConflictStormBacksOff(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	fp := &fakePort{}
-	var a *Advertiser
-	var ready atomic.Bool
+	var adv atomic.Pointer[Advertiser]
 	fp.onSend = func(m dns.Msg) {
-		if m.Response || len(m.Ns) == 0 || !ready.Load() {
+		if m.Response || len(m.Ns) == 0 {
 			return
 		}
 		r := new(dns.Msg)
 		r.Response, r.Authoritative = true, true
 		r.Answer = []dns.RR{srvOf(m.Question[0].Name, "someone-else.local.", 9)}
-		a.handle(packet(t, r, neighbour))
+		adv.Load().handle(packet(t, r, neighbour))
 	}
-	a, logged := testAdvertiser(t, clk, fp)
-	ready.Store(true)
+	a, logged := testAdvertiser(t, clk, fp, adv.Store)
 	start := clk.Now()
 	for clk.Now().Sub(start) < 30*time.Second {
 		testenv.Until(t, "the advertiser waiting on its clock (or a storm)", func() bool {
@@ -348,11 +351,10 @@ func TestSimultaneousProbeTieBreak(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 			fp := &fakePort{}
-			var a *Advertiser
+			var adv atomic.Pointer[Advertiser]
 			var once sync.Once
-			var ready atomic.Bool
 			fp.onSend = func(m dns.Msg) {
-				if m.Response || len(m.Ns) == 0 || !ready.Load() {
+				if m.Response || len(m.Ns) == 0 {
 					return
 				}
 				once.Do(func() {
@@ -360,11 +362,10 @@ func TestSimultaneousProbeTieBreak(t *testing.T) {
 					probe.SetQuestion(m.Question[0].Name, dns.TypeANY)
 					probe.Ns = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: m.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 120},
 						Txt: []string{tc.txt}}}
-					a.handle(packet(t, probe, neighbour))
+					adv.Load().handle(packet(t, probe, neighbour))
 				})
 			}
-			a, _ = testAdvertiser(t, clk, fp)
-			ready.Store(true)
+			a, _ := testAdvertiser(t, clk, fp, adv.Store)
 			claim(t, clk, fp)
 			probes, _ := fp.count()
 			// Deferring: the first probe, then three after the second's wait.
