@@ -54,7 +54,10 @@ query"); a Java lookup service is asked with the same template.
 --watch lists what is there, then prints a line per service that comes
 (+), goes (-) or changes (=: its types, attributes, endpoint or the
 lookup services holding it) until Ctrl-C, checking every lookup service
-every --interval and following lookup services as they come and go.`
+every --interval and following lookup services as they come and go. A
+jinid whose API stops answering is looked for where it announces from
+now (a cluster whose holder changed, a jinid started on another host),
+and read there. -t stamps each line with the time it was seen.`
 
 // browseOptions are browse's flags.
 type browseOptions struct {
@@ -459,28 +462,59 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 		}
 		srcs[e.ID] = s
 	}
-	// The manager, once it runs: where a lookup service is now, when its
-	// API stops answering (a cluster's holder changed, a jinid started
-	// elsewhere: its announcements say so, and no event does).
+	// Where each lookup service last announced from, and the manager once
+	// it runs: when a jinid's API stops answering (a cluster's holder
+	// changed, a jinid started again elsewhere), its announcements say
+	// where it is now, but no event does, and the registrar discovery
+	// holds is the one first found. The watch asks the lookup service
+	// there for its registrar, as a one-shot browse would.
 	var mgr atomic.Pointer[manager.Manager]
+	heard := map[discovery.ServiceID]string{}
 	o.started = func(m *manager.Manager) { mgr.Store(m) }
-	followMoves := func(failed []*source) {
-		m := mgr.Load()
-		if m == nil {
-			return
-		}
-		now := m.Discovered()
+	o.announced = func(a discovery.Announcement) {
 		mu.Lock()
 		defer mu.Unlock()
+		if srcs[a.ServiceID] != nil {
+			heard[a.ServiceID] = discovery.HostPort(a.Host, a.Port)
+		}
+	}
+	followMoves := func(ctx context.Context, failed []*source) {
+		var where []string
+		mu.Lock()
 		for _, s := range failed {
-			for _, d := range now {
-				if d.ID.String() != s.id || d.Registrar.Descriptor == nil || d.Registrar.Descriptor.APIURL == s.apiURL {
-					continue
+			id, _ := discovery.ParseServiceID(s.id)
+			where = append(where, heard[id])
+		}
+		mu.Unlock()
+		if m := mgr.Load(); m != nil {
+			for _, d := range m.Discovered() {
+				for i, s := range failed {
+					if where[i] == "" && d.ID.String() == s.id && d.Port != 0 {
+						where[i] = discovery.HostPort(d.Host, d.Port)
+					}
 				}
-				if cur := srcs[d.ID]; cur == s {
-					closeSources([]*source{s})
-					srcs[d.ID] = &source{id: s.id, addr: discovery.HostPort(d.Host, d.Port), kind: "jinid", apiURL: d.Registrar.Descriptor.APIURL}
-				}
+			}
+		}
+		moved := make([]string, len(failed)) // the API URL each is at now
+		var wg sync.WaitGroup
+		for i, s := range failed {
+			if where[i] == "" {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				moved[i] = apiURLAt(ctx, where[i], s)
+			}()
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for i, s := range failed {
+			id, _ := discovery.ParseServiceID(s.id)
+			if moved[i] != "" && srcs[id] == s {
+				closeSources([]*source{s})
+				srcs[id] = &source{id: s.id, addr: where[i], kind: "jinid", apiURL: moved[i]}
 			}
 		}
 	}
@@ -502,6 +536,11 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
+		if m := mgr.Load(); m != nil {
+			mu.Lock()
+			learnPorts(srcs, m.Discovered())
+			mu.Unlock()
+		}
 		mu.Lock()
 		list := make([]*source, 0, len(srcs))
 		for _, s := range srcs {
@@ -518,7 +557,7 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 				failed = append(failed, v.src)
 			}
 		}
-		followMoves(failed)
+		followMoves(ctx, failed)
 		for _, v := range views {
 			if v.err != nil && !failing[v.src.id] {
 				fmt.Fprintf(b.stderr, "jinid browse: %s\n", printable.String(v.err.Error()))
@@ -579,6 +618,40 @@ func (b *browser) watch(ctx context.Context, p *printer, o watchOptions, interva
 	return <-errc
 }
 
+// apiURLAt asks the lookup service at addr (host:port) for its registrar
+// by unicast discovery and returns its API URL if it is s's lookup
+// service and the URL is not the one s reads ("" otherwise).
+func apiURLAt(ctx context.Context, addr string, s *source) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := unicast.DiscoverAt(ctx, (&net.Dialer{}).DialContext, addr, discovery.ProtocolV2)
+	if err != nil {
+		return ""
+	}
+	ls := unicast.NewLookupService(resp, discovery.ServiceID{})
+	d := ls.Registrar.Descriptor
+	if ls.ID.String() != s.id || d == nil || d.APIURL == s.apiURL {
+		return ""
+	}
+	return d.APIURL
+}
+
+// learnPorts gives a lookup service first known without its port (a Java
+// one's version 1 answer lacks it: "host:?") the port discovery has learnt
+// since, from an announcement or another answer, as a one-shot browse
+// shows it. No event tells of it: the manager keeps it in its view. Only
+// an unknown port is filled in, so that a lookup service heard over two
+// links does not flip between its addresses.
+func learnPorts(srcs map[discovery.ServiceID]*source, now []manager.Discovered) {
+	for _, d := range now {
+		s := srcs[d.ID]
+		if s == nil || d.Port == 0 || !strings.HasSuffix(s.addr, ":?") {
+			continue
+		}
+		s.addr = discovery.HostPort(d.Host, d.Port)
+	}
+}
+
 // printBrowseChange prints one line of --watch.
 func printBrowseChange(p *printer, r record) error {
 	if p.format != formatTable {
@@ -599,7 +672,7 @@ func runDiscovery(ctx context.Context, o watchOptions, onEvent func(manager.Even
 		Group: group.Config{AnnouncementInterval: o.announcementInterval, Network: group.UnicastNetwork{}}}
 	if o.noMulticast {
 		cfg.Groups = []string{}
-		return runManager(ctx, cfg, nil, o.started)
+		return runManager(ctx, cfg, nil, o)
 	}
 	host, err := mcast.NewNetlinkHost(mcast.HostConfig{Logger: o.log, Include: o.include, Exclude: o.exclude, ExcludeDefaultRoute: o.excludeDefaultRoute, TTL: o.ttl})
 	if err != nil {
@@ -614,5 +687,5 @@ func runDiscovery(ctx context.Context, o watchOptions, onEvent func(manager.Even
 		return err
 	}
 	cfg.Group.Network = mc
-	return runManager(ctx, cfg, mc, o.started)
+	return runManager(ctx, cfg, mc, o)
 }

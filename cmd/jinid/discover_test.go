@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/finder"
+	"github.com/jinid/jinid/discovery"
+	"github.com/jinid/jinid/discovery/manager"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -149,5 +151,26 @@ func TestMergeViewsOneForm(t *testing.T) {
 	b := mergeViews([]sourceView{jinid, reggie})
 	if !reflect.DeepEqual(a[0].item, b[0].item) {
 		t.Errorf("by the order of the reads: %+v, then %+v", a[0].item, b[0].item)
+	}
+}
+
+// browse --watch showed a Java lookup service as "host:?" for as long as
+// it ran when its first word was a version 1 answer (no port); discovery
+// learns the port from the next announcement, and the watch takes it.
+func TestWatchLearnsPorts(t *testing.T) {
+	reggie, jinid := discovery.ServiceID{1}, discovery.ServiceID{2}
+	srcs := map[discovery.ServiceID]*source{
+		reggie: {id: reggie.String(), addr: "10.0.0.2:?", kind: "java"},
+		jinid:  {id: jinid.String(), addr: "10.0.0.9:4160", kind: "jinid"},
+	}
+	learnPorts(srcs, []manager.Discovered{
+		{LookupService: discovery.LookupService{ID: reggie, Host: "10.0.0.2", Port: 4160}},
+		{LookupService: discovery.LookupService{ID: jinid, Host: "10.0.1.9", Port: 4160}},
+	})
+	if got := srcs[reggie].addr; got != "10.0.0.2:4160" {
+		t.Errorf("a lookup service whose port was learnt: %s", got)
+	}
+	if got := srcs[jinid].addr; got != "10.0.0.9:4160" {
+		t.Errorf("a known address changed to another link's: %s", got)
 	}
 }

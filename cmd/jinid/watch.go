@@ -32,6 +32,9 @@ type watchOptions struct {
 	// started, if set, is handed the discovery manager once it runs
 	// (browse --watch asks it where a lookup service is now).
 	started func(*manager.Manager)
+	// announced, if set, hears every announcement (browse --watch learns
+	// where a lookup service announces from now).
+	announced func(discovery.Announcement)
 }
 
 // watch runs the discovery manager until ctx ends, printing each event.
@@ -40,7 +43,7 @@ func watch(ctx context.Context, w io.Writer, o watchOptions) error {
 	return runDiscovery(ctx, o, p.print)
 }
 
-func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast, started func(*manager.Manager)) error {
+func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast, o watchOptions) error {
 	m, err := manager.New(cfg)
 	if err != nil {
 		return err
@@ -49,18 +52,33 @@ func runManager(ctx context.Context, cfg manager.Config, mc *group.Multicast, st
 	// manager stops.
 	var parts lifecycle.Group
 	if mc != nil {
-		mc.SetSink(m)
+		if o.announced != nil {
+			mc.SetSink(hearing{m, o.announced})
+		} else {
+			mc.SetSink(m)
+		}
 		parts.Add("the multicast network", mc)
 	}
 	parts.Add("discovery", m)
 	if err := parts.Start(ctx); err != nil {
 		return err
 	}
-	if started != nil {
-		started(m)
+	if o.started != nil {
+		o.started(m)
 	}
 	<-ctx.Done()
 	return parts.Shutdown(context.Background())
+}
+
+// hearing hands every announcement to a listener before the manager.
+type hearing struct {
+	*manager.Manager
+	announced func(discovery.Announcement)
+}
+
+func (h hearing) HandleAnnouncement(a discovery.Announcement, iface string) {
+	h.announced(a)
+	h.Manager.HandleAnnouncement(a, iface)
 }
 
 // watchEvent is one event as --watch --json prints it.

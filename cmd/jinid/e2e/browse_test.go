@@ -235,71 +235,133 @@ func (bl *browseLab) byRole(s string) string {
 func TestBrowseWatch(t *testing.T) {
 	t.Parallel()
 	bl := newBrowseLab(t)
-	watch := bl.client.Command(context.Background(), bl.bin, "browse", "--watch", "-t", "--groups", "lab", "-o", "json")
-	stdout, _ := watch.StdoutPipe()
-	var stderr strings.Builder
-	watch.Stderr = &stderr
-	if err := watch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { watch.Process.Kill(); watch.Wait() })
-	type line struct {
-		v  map[string]any
-		at time.Time
-	}
-	lines := make(chan line, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var v map[string]any
-			json.Unmarshal(sc.Bytes(), &v)
-			lines <- line{v, time.Now()}
-		}
-		close(lines)
-	}()
-	waitFor := func(what, change, sid string) time.Time {
-		t.Helper()
-		deadline := time.After(30 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					t.Fatalf("the watch ended before %s:\n%s", what, stderr.String())
-				}
-				if ts, _ := l.v["time"].(string); ts == "" {
-					t.Fatalf("a line without its time: %v", l.v)
-				} else if _, err := time.Parse(time.RFC3339, ts); err != nil {
-					t.Fatalf("a line's time %q: %v", ts, err)
-				}
-				if l.v["change"] == change && l.v["serviceID"] == sid {
-					return l.at
-				}
-			case <-deadline:
-				t.Fatalf("no %s line for %s", change, what)
-			}
-		}
-	}
-	waitFor("the HTTP service there before", "+", bl.printer)
+	w := startBrowseWatch(t, bl.client, bl.bin)
+	w.waitFor(t, "the HTTP service there before", "+", bl.printer)
 
 	out := bl.cli(t, bl.aHost, "lookup", "register", "--server", "unix://"+bl.a.Socket, "--type", "org.example.Scanner",
 		"--duration", "10m", "-o", "json")
 	registered := time.Now()
 	var reg struct{ ServiceID, Lease string }
 	json.Unmarshal([]byte(out), &reg)
-	seen := waitFor("a registration", "+", reg.ServiceID)
+	seen := w.waitFor(t, "a registration", "+", reg.ServiceID)
 	t.Logf("registered → + line: %s", seen.Sub(registered))
 	bl.cli(t, bl.aHost, "lease", "cancel", "--server", "unix://"+bl.a.Socket, reg.Lease)
 	cancelled := time.Now()
-	gone := waitFor("a cancellation", "-", reg.ServiceID)
+	gone := w.waitFor(t, "a cancellation", "-", reg.ServiceID)
 	t.Logf("cancelled → - line: %s", gone.Sub(cancelled))
 	// The read interval (0.5 s) and one read bound both; a loaded
 	// machine may take longer, so this only logs them (the figures are in
 	// docs/performance.md).
+	w.interrupt(t)
+}
 
-	watch.Process.Signal(syscall.SIGINT)
-	for range lines {
+// A jinid started again on another host (its data directory moved: the
+// same lookup service, a new API URL) is followed by a running watch: it
+// kept reading the old URL, and showed nothing of the lookup service
+// again (a cluster whose holder changed looked the same).
+func TestBrowseWatchFollowsMove(t *testing.T) {
+	t.Parallel()
+	bin := jinidtest.Binary(t)
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	a, b, client := lab.Host("a"), lab.Host("b"), lab.Host("client")
+	for _, h := range []*netlab.Host{a, b, client} {
+		h.Attach(lan)
 	}
-	if err := watch.Wait(); err != nil {
-		t.Fatalf("the watch, interrupted: %v\n%s", err, stderr.String())
+	data := t.TempDir()
+	common := []string{"--data-dir", data, "--groups", "lab", "--public-group=false", "--no-dns-sd", "--announce-interval", "1s"}
+	first := jinidtest.LabDaemon(t, bin, a, common...)
+	register := func(h *netlab.Host, p *jinidtest.LabProc, typ string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := h.Command(ctx, bin, "lookup", "register", "--server", "unix://"+p.Socket, "--type", typ,
+			"--duration", "10m", "-o", "json").Output()
+		if err != nil {
+			t.Fatalf("registering %s: %v", typ, err)
+		}
+		var reg struct{ ServiceID string }
+		json.Unmarshal(out, &reg)
+		return reg.ServiceID
+	}
+	before := register(a, first, "org.example.Before")
+	w := startBrowseWatch(t, client, bin)
+	w.waitFor(t, "the service registered before", "+", before)
+
+	first.Kill()
+	moved := jinidtest.LabDaemon(t, bin, b, common...)
+	after := register(b, moved, "org.example.After")
+	w.waitFor(t, "a service registered after the move", "+", after)
+	w.interrupt(t)
+}
+
+// browseWatch is a running "jinid browse --watch -t -o json", its lines
+// read as they come.
+type browseWatch struct {
+	cmd    *exec.Cmd
+	stderr *strings.Builder
+	lines  chan browseLine
+}
+
+type browseLine struct {
+	v  map[string]any
+	at time.Time
+}
+
+func startBrowseWatch(t *testing.T, h *netlab.Host, bin string) *browseWatch {
+	t.Helper()
+	w := &browseWatch{stderr: &strings.Builder{}, lines: make(chan browseLine, 64)}
+	w.cmd = h.Command(context.Background(), bin, "browse", "--watch", "-t", "--groups", "lab", "-o", "json")
+	stdout, _ := w.cmd.StdoutPipe()
+	w.cmd.Stderr = w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.cmd.Process.Kill(); w.cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var v map[string]any
+			json.Unmarshal(sc.Bytes(), &v)
+			w.lines <- browseLine{v, time.Now()}
+		}
+		close(w.lines)
+	}()
+	return w
+}
+
+// waitFor waits for a line of the change (+, -, =) for a ServiceID, and
+// checks that every line has its time.
+func (w *browseWatch) waitFor(t *testing.T, what, change, sid string) time.Time {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-w.lines:
+			if !ok {
+				t.Fatalf("the watch ended before %s:\n%s", what, w.stderr.String())
+			}
+			if ts, _ := l.v["time"].(string); ts == "" {
+				t.Fatalf("a line without its time: %v", l.v)
+			} else if _, err := time.Parse(time.RFC3339, ts); err != nil {
+				t.Fatalf("a line's time %q: %v", ts, err)
+			}
+			if l.v["change"] == change && l.v["serviceID"] == sid {
+				return l.at
+			}
+		case <-deadline:
+			t.Fatalf("no %s line for %s:\n%s", change, what, w.stderr.String())
+		}
+	}
+}
+
+// interrupt ends the watch as Ctrl-C does: cleanly.
+func (w *browseWatch) interrupt(t *testing.T) {
+	t.Helper()
+	w.cmd.Process.Signal(syscall.SIGINT)
+	for range w.lines {
+	}
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("the watch, interrupted: %v\n%s", err, w.stderr.String())
 	}
 }
