@@ -51,6 +51,9 @@ const (
 	// up to maxBackoff.
 	minBackoff = time.Second
 	maxBackoff = time.Minute
+	// silentForgotten: a lookup service that did not answer and has not
+	// been found again for this long is forgotten (its streak with it).
+	silentForgotten = time.Hour
 	// minGrant is the shortest lease taken as granted: a lookup service
 	// granting less (0 ms: broken or hostile) would have its services
 	// renewed in a tight loop. Less is a failure, with backoff, and the
@@ -78,7 +81,11 @@ type Config struct {
 	// AnnouncementInterval is how often lookup services are expected to
 	// announce; 0 is the Java default.
 	AnnouncementInterval time.Duration
-	Logger               *slog.Logger
+	// RediscoverDelay is how soon a lookup service discarded for not
+	// answering is looked for again at its locator; 0 is locator
+	// discovery's default.
+	RediscoverDelay time.Duration
+	Logger          *slog.Logger
 }
 
 // Joiner is the join manager.
@@ -101,11 +108,24 @@ type Joiner struct {
 	// its client's address, and a lease ID is a capability whatever the
 	// address; a lookup service that lost the lease says so, and the
 	// service is registered again.
-	leases  map[discovery.ServiceID]map[string]kept
+	leases map[discovery.ServiceID]map[string]kept
+	// silent are the lookup services whose last call got no answer, kept
+	// across their discards: discovery may well find one again (its
+	// discovery port answers, its announcements go on) while its
+	// registrar does not, and each time it was called at once and the
+	// failure warned about (every 15 s for minutes).
+	silent  map[discovery.ServiceID]*silence
 	calls   atomic.Int64 // registrations and renewals sent
 	ctx     context.Context
 	stopped bool
 	wg      sync.WaitGroup
+}
+
+// silence is a lookup service's streak of calls without an answer.
+type silence struct {
+	since   time.Time
+	next    time.Time // no call before then, found again or not
+	backoff time.Duration
 }
 
 // kept is a lease remembered, until it ends.
@@ -140,7 +160,7 @@ func New(cfg Config) (*Joiner, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	j := &Joiner{cfg: cfg, log: cfg.Logger.With("component", "join"), want: map[string]Service{}, joined: map[discovery.ServiceID]*target{},
-		leases: map[discovery.ServiceID]map[string]kept{}}
+		leases: map[discovery.ServiceID]map[string]kept{}, silent: map[discovery.ServiceID]*silence{}}
 	return j, nil
 }
 
@@ -160,7 +180,7 @@ func (j *Joiner) ensure() error {
 	}
 	m, err := manager.New(manager.Config{Groups: []string{}, OnEvent: j.onEvent, OnFound: j.onFound, Logger: j.log,
 		Group: group.Config{Network: net, AnnouncementInterval: j.cfg.AnnouncementInterval},
-		Locator: locator.Config{Dial: func(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
+		Locator: locator.Config{RediscoverDelay: j.cfg.RediscoverDelay, Dial: func(ctx context.Context, l discovery.Locator) (*unicast.Response, error) {
 			return unicast.DialLocator(ctx, j.cfg.Dial, l)
 		}}})
 	if err != nil {
@@ -383,10 +403,11 @@ func (j *Joiner) run(ctx context.Context, log *slog.Logger, t *target) {
 	defer t.remote.Close()
 	regs := map[string]*reg{}
 	j.mu.Lock()
+	first := j.notBefore(t.id)
 	for id, k := range j.leases[t.id] {
 		// Renewed at once: found again, the lookup service says whether
 		// it still holds them.
-		regs[id] = &reg{lease: k.lease, ok: true, backoff: minBackoff}
+		regs[id] = &reg{lease: k.lease, ok: true, backoff: minBackoff, due: first}
 	}
 	j.mu.Unlock()
 	timer := time.NewTimer(0)
@@ -410,7 +431,7 @@ func (j *Joiner) run(ctx context.Context, log *slog.Logger, t *target) {
 			r := regs[id]
 			switch {
 			case r == nil:
-				r = &reg{item: want[id], backoff: minBackoff}
+				r = &reg{item: want[id], backoff: minBackoff, due: first}
 				regs[id] = r
 			case r.item.ServiceID == "":
 				r.item = want[id] // a lease kept from before: renewed as is
@@ -462,13 +483,14 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 	if r.ok {
 		granted, err := t.remote.Renew(cctx, r.lease, j.cfg.Lease)
 		if err == nil {
+			j.heard(log, t.id)
 			r.lease.Granted = granted
 			j.remember(t.id, r.lease.ServiceID, &r.lease)
 			j.schedule(log, r, granted)
 			return true
 		}
 		if !errors.Is(err, reggie.ErrUnknownLease) {
-			return j.failed(ctx, log, r, "renewing a static service's lease", err)
+			return j.failed(ctx, log, t, r, "renewing a static service's lease", err)
 		}
 		// The lookup service no longer knows it (it restarted without
 		// it): registered again at once.
@@ -478,8 +500,9 @@ func (j *Joiner) keep(ctx context.Context, log *slog.Logger, t *target, r *reg) 
 	}
 	ls, err := t.remote.Register(cctx, r.item, j.cfg.Lease)
 	if err != nil {
-		return j.failed(ctx, log, r, "registering a static service", err)
+		return j.failed(ctx, log, t, r, "registering a static service", err)
 	}
+	j.heard(log, t.id)
 	log.Info("static service registered", "service", r.item.ServiceID, "granted", ls.Granted)
 	r.lease, r.ok = ls, true
 	j.remember(t.id, r.item.ServiceID, &ls)
@@ -541,9 +564,14 @@ func (j *Joiner) remember(lus discovery.ServiceID, service string, l *reggie.Rem
 // streak; it reports false when the lookup service did not answer (not
 // when it answered with a refusal, nor when jinid could not make the
 // call at all).
-func (j *Joiner) failed(ctx context.Context, log *slog.Logger, r *reg, what string, err error) bool {
+func (j *Joiner) failed(ctx context.Context, log *slog.Logger, t *target, r *reg, what string, err error) bool {
 	if ctx.Err() != nil {
 		return true
+	}
+	if !answered(err) {
+		r.ok = false
+		r.due = j.unheard(log, t.id, what, r.item.ServiceID, err)
+		return false
 	}
 	if r.backoff == minBackoff {
 		log.Warn(what+" failed; trying again", "service", r.item.ServiceID, "err", err)
@@ -552,6 +580,53 @@ func (j *Joiner) failed(ctx context.Context, log *slog.Logger, r *reg, what stri
 	r.due = time.Now().Add(r.backoff)
 	r.backoff = min(2*r.backoff, maxBackoff)
 	return answered(err)
+}
+
+// unheard records a call to a lookup service that got no answer: the
+// first of a streak is warned about, the rest said at debug level, and
+// the lookup service is called no sooner than a wait that doubles with
+// each (up to maxBackoff), however often discovery finds it again. It
+// returns when the lookup service may be called next.
+func (j *Joiner) unheard(log *slog.Logger, lus discovery.ServiceID, what, service string, err error) (next time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	now := time.Now()
+	for id, s := range j.silent {
+		if now.Sub(s.next) > silentForgotten {
+			delete(j.silent, id) // not found again for long: gone
+		}
+	}
+	s := j.silent[lus]
+	if s == nil {
+		s = &silence{since: now, backoff: minBackoff}
+		j.silent[lus] = s
+		log.Warn(what+" failed: the lookup service does not answer; its static services wait until it does (retried, backing off up to "+maxBackoff.String()+")",
+			"service", service, "err", err)
+	} else {
+		log.Debug(what+" failed: the lookup service still does not answer", "service", service, "silentFor", now.Sub(s.since).Round(time.Second), "err", err)
+	}
+	s.next = now.Add(s.backoff)
+	s.backoff = min(2*s.backoff, maxBackoff)
+	return s.next
+}
+
+// heard ends a lookup service's streak of calls without an answer.
+func (j *Joiner) heard(log *slog.Logger, lus discovery.ServiceID) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if s := j.silent[lus]; s != nil {
+		log.Info("the lookup service answers again", "silentFor", time.Since(s.since).Round(time.Second))
+		delete(j.silent, lus)
+	}
+}
+
+// notBefore is when a lookup service found (again) may first be called;
+// the caller holds mu.
+func (j *Joiner) notBefore(lus discovery.ServiceID) time.Time {
+	if s := j.silent[lus]; s != nil {
+		return s.next
+	}
+	return time.Time{}
 }
 
 // answered says whether a failed call got an answer from the lookup

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // lus is a lookup service on loopback as Java sees one: a registrar
 // served over Jini ERI, its proxy handed out by unicast discovery.
 type lus struct {
+	jeri    *jeri.Server
 	reg     *lookup.Registrar
 	grantor *lease.Grantor
 	locator discovery.Locator
@@ -86,7 +89,7 @@ func startLUS(t *testing.T, maxLease time.Duration) *lus {
 		}
 		t.Cleanup(func() { s.Shutdown(context.Background()) })
 	}
-	return &lus{reg: reg, grantor: g, locator: discovery.Locator{Host: "127.0.0.1", Port: uport}}
+	return &lus{jeri: srv, reg: reg, grantor: g, locator: discovery.Locator{Host: "127.0.0.1", Port: uport}}
 }
 
 // holds reports whether the lookup service holds the service, and its
@@ -99,7 +102,10 @@ func (l *lus) holds(sid string) (lookup.Item, bool) {
 	return items[0], true
 }
 
-func newJoiner(t *testing.T) *Joiner {
+func newJoiner(t *testing.T) *Joiner { return newJoinerWith(t, Config{}) }
+
+// newJoinerWith makes a join manager of cfg, its codec and dial filled in.
+func newJoinerWith(t *testing.T, cfg Config) *Joiner {
 	t.Helper()
 	l, err := lineage.JGDMS()
 	if err != nil {
@@ -109,7 +115,8 @@ func newJoiner(t *testing.T) *Joiner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := New(Config{Codec: codec, Lease: time.Minute, Dial: (&net.Dialer{}).DialContext})
+	cfg.Codec, cfg.Lease, cfg.Dial = codec, time.Minute, (&net.Dialer{}).DialContext
+	j, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,4 +280,61 @@ func TestJoinEveryWayFound(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A lookup service whose registrar does not answer while discovery keeps
+// finding it (its discovery port answers: found again by locator each
+// RediscoverDelay, 15 s by default) was called at once each time it was
+// found and the failure warned about each time, for as long as it was
+// out. The first failure is warned about and the rest are not, and the
+// calls back off across the finds.
+func TestSilentLookupServiceBacksOff(t *testing.T) {
+	ls := startLUS(t, time.Minute)
+	if err := ls.jeri.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	j := newJoinerWith(t, Config{RediscoverDelay: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		j.Shutdown(ctx)
+	})
+	printer := Service{Item: reggie.Item{ServiceID: "5a7e1c00-0000-4000-8000-0000000000c1", Types: []string{"org.example.Printer"}},
+		Locators: []discovery.Locator{ls.locator}}
+	if err := j.Set([]Service{printer}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, "three calls to the silent lookup service", func() bool { return j.Calls() >= 3 })
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("%d warnings for one lookup service out, want 1:\n%s", n, logs.String())
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.silent) != 1 {
+		t.Fatalf("silent lookup services: %v", j.silent)
+	}
+	for _, s := range j.silent {
+		if s.backoff < 4*minBackoff {
+			t.Errorf("after three calls without an answer the wait is %v: no backoff across finds", s.backoff)
+		}
+	}
+}
+
+// lockedBuffer is a log written by many goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
