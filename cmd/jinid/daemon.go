@@ -189,6 +189,13 @@ the peer reached it at, or --advertise.`,
 			defer signal.Stop(hup)
 			ctx := inv.ctx
 			if err := d.Start(ctx); err != nil {
+				if ctx.Err() != nil {
+					// Stopped while starting: a cluster's standby waiting
+					// to take over the store, the usual case. Nothing
+					// failed (it exited 1, "context canceled").
+					log.Info("stopping before the start was done", "reason", "signal", "err", err)
+					return nil
+				}
 				return err
 			}
 			// Under systemd (Type=notify): started. Nothing is sent

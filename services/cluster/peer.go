@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -437,6 +438,12 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	if m.ClusterPort == 0 || m.CertSHA256 == "" || len(m.Addrs) == 0 {
 		return errUnreachable
 	}
+	// A long poll forwarded waits at the other node: this one beginning
+	// to stop ends it as it ends its own (it held the stop for its
+	// server's whole grace, 5 s).
+	ctx, cancel, stopped := httpjson.UntilStopping(r.Context())
+	defer cancel()
+	r = r.WithContext(ctx)
 	var resp *http.Response
 	var err error
 	var connected bool
@@ -449,6 +456,10 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 		// No connection with a member was had: closed on accept,
 		// reset, refused, no TLS. Nothing was sent.
 		err = fmt.Errorf("%w: %w", errNotSent, err)
+	}
+	if err != nil && stopped() {
+		httpjson.WriteError(w, httpjson.ErrStopping())
+		return nil
 	}
 	if err != nil {
 		p.logged.Do(func() { p.log.Warn("forwarding to another node", "node", m.Node, "err", err) })
@@ -465,6 +476,14 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	if answered != nil {
 		answered(resp)
 	}
+	if resp.StatusCode == http.StatusServiceUnavailable && stoppingAnswer(resp) {
+		// The node ended a wait because it is stopping: this node is
+		// not, and another node takes the shard over. Passed on, the
+		// client would hear that the daemon it asked had stopped.
+		w.Header().Set("Retry-After", "1")
+		httpjson.WriteError(w, fault.Limit(apitypes.Unavailable, "", 1, "%s is stopping: another node takes it over; try again", what))
+		return nil
+	}
 	for _, h := range copied {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
@@ -473,6 +492,19 @@ func (p *Peers) forward(w http.ResponseWriter, r *http.Request, body []byte, m s
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, io.LimitReader(resp.Body, maxAnswer))
 	return nil
+}
+
+// stoppingAnswer says whether a 503 answer is the Stopping code, read
+// from its body (an error body is small; one larger is not that).
+func stoppingAnswer(resp *http.Response) bool {
+	const maxErrorBody = 4 << 10
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+	resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), resp.Body))
+	if err != nil || len(b) > maxErrorBody {
+		return false
+	}
+	var e apitypes.ErrorBody
+	return json.Unmarshal(b, &e) == nil && e.Error.Code == apitypes.Stopping
 }
 
 // errNotSent marks a request that never had a connection to the node:

@@ -74,7 +74,9 @@ func TestDaemonStopsOnSignal(t *testing.T) {
 // A daemon with clients waiting on it stops at once, exit 0: a
 // `lookup watch` and a `mailbox pull --wait` in their long polls are
 // ended by the stop (answered Stopping), and each says the daemon
-// stopped, exit 1. Before, the long polls held the stop for the whole
+// stopped, exit 1; a `browse --watch` reading it goes on (the daemon is
+// one lookup service of those it follows) and says it cannot read it.
+// Before, the long polls held the stop for the whole
 // 10 s of its deadline, and the daemon exited 1 (the API and the join
 // manager not stopped in time).
 func TestDaemonStopsUnderWaitingClients(t *testing.T) {
@@ -87,6 +89,11 @@ func TestDaemonStopsUnderWaitingClients(t *testing.T) {
 			t.Fatalf("jinid %v: %v\n%s", args, err, out)
 		}
 		return string(out)
+	}
+	run("lookup", "register", "--type", "com.example.Thing", "--duration", "10m", "-q")
+	unicast := regexp.MustCompile(`unicast=\S*:(\d+)`).FindStringSubmatch(d.Log())
+	if unicast == nil {
+		t.Fatalf("no unicast discovery port in the daemon's log:\n%s", d.Log())
 	}
 	var box struct{ Registration string }
 	json.Unmarshal([]byte(run("mailbox", "register", "--pull", "-o", "json")), &box)
@@ -111,6 +118,14 @@ func TestDaemonStopsUnderWaitingClients(t *testing.T) {
 		t.Cleanup(func() { c.cmd.Process.Kill(); c.cmd.Wait() })
 		clients = append(clients, c)
 	}
+	browse := exec.Command(bin, "browse", "--watch", "--no-multicast", "--locator", "jini://127.0.0.1:"+unicast[1])
+	browseOut, browseErr := new(testenv.Buffer), new(testenv.Buffer)
+	browse.Stdout, browse.Stderr = browseOut, browseErr
+	if err := browse.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { browse.Process.Kill(); browse.Wait() })
+	testenv.Until(t, "browse --watch listing the service", func() bool { return strings.Contains(browseOut.String(), "com.example.Thing") })
 	// Both in their long poll.
 	const next = `jinid_api_requests_in_flight{route="GET /v1/mailbox/registrations/{id}/iterators/{it}/next"}`
 	testenv.Until(t, "two long polls waiting", func() bool {
@@ -132,6 +147,11 @@ func TestDaemonStopsUnderWaitingClients(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(c.out.String(), "the daemon stopped") {
 			t.Errorf("%s: %v, printed %q; want exit 1 saying the daemon stopped", c.name, err, c.out)
 		}
+	}
+	testenv.Until(t, "browse --watch saying it cannot read the daemon", func() bool { return strings.Contains(browseErr.String(), "jinid browse: ") })
+	browse.Process.Signal(syscall.SIGINT)
+	if err := browse.Wait(); err != nil {
+		t.Errorf("browse --watch, interrupted after the daemon stopped: %v\n%s", err, browseErr)
 	}
 }
 

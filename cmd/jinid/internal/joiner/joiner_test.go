@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -293,7 +292,7 @@ func TestSilentLookupServiceBacksOff(t *testing.T) {
 	if err := ls.jeri.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	j := newJoinerWith(t, Config{RediscoverDelay: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -319,22 +318,4 @@ func TestSilentLookupServiceBacksOff(t *testing.T) {
 			t.Errorf("after three calls without an answer the wait is %v: no backoff across finds", s.backoff)
 		}
 	}
-}
-
-// lockedBuffer is a log written by many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
