@@ -116,4 +116,3 @@ func stop(t *testing.T, p *jinidtest.LabProc) {
 		t.Errorf("the daemon, stopped: %v\n%s", err, p.Log())
 	}
 }
-
