@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -364,7 +363,9 @@ func writeYAMLList(b *bytes.Buffer, indent int, rs []record) {
 	}
 }
 
-// plain is v as JSON data (maps, slices, strings, numbers, bools, nil).
+// plain is v as JSON data (records for objects, in the JSON's order of
+// keys; slices, strings, numbers, bools, nil): YAML writes the keys as
+// JSON does (it sorted nested ones).
 func plain(v any) any {
 	switch v.(type) {
 	case string, bool, nil:
@@ -376,30 +377,63 @@ func plain(v any) any {
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	var out any
-	d.Decode(&out)
+	out, err := ordered(d)
+	if err != nil {
+		return nil
+	}
 	return out
+}
+
+// ordered reads the next JSON value of d, an object as a record.
+func ordered(d *json.Decoder) (any, error) {
+	t, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case json.Delim('{'):
+		r := record{}
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return nil, err
+			}
+			v, err := ordered(d)
+			if err != nil {
+				return nil, err
+			}
+			r = append(r, field{k.(string), v})
+		}
+		_, err = d.Token()
+		return r, err
+	case json.Delim('['):
+		l := []any{}
+		for d.More() {
+			v, err := ordered(d)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		_, err = d.Token()
+		return l, err
+	}
+	return t, nil
 }
 
 // writeYAMLValue writes v after its key's colon.
 func writeYAMLValue(b *bytes.Buffer, indent int, v any) {
 	pad := strings.Repeat(" ", indent+2)
 	switch v := v.(type) {
-	case map[string]any:
+	case record:
 		if len(v) == 0 {
 			b.WriteString(" {}\n")
 			return
 		}
 		b.WriteByte('\n')
-		for _, k := range slices.Sorted(func(yield func(string) bool) {
-			for k := range v {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
-			b.WriteString(pad + yamlKey(k) + ":")
-			writeYAMLValue(b, indent+2, v[k])
+		for _, f := range v {
+			b.WriteString(pad + yamlKey(f.name) + ":")
+			writeYAMLValue(b, indent+2, f.value)
 		}
 	case []any:
 		if len(v) == 0 {

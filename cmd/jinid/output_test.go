@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,61 @@ func checkYAMLIsJSON(t *testing.T, name, js, ym string) {
 	if !reflect.DeepEqual(fromJSON, fromYAML) {
 		t.Errorf("%s: -o yaml says\n%v\n-o json says\n%v", name, fromYAML, fromJSON)
 	}
+	// And in the same order of keys, nested ones too (YAML sorted those).
+	var jsonKeys, yamlKeys []string
+	for line := range strings.Lines(js) {
+		d := json.NewDecoder(strings.NewReader(line))
+		v, err := ordered(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonKeys = append(jsonKeys, keysOf(v)...)
+	}
+	dec = yaml.NewDecoder(strings.NewReader(ym))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			break
+		}
+		yamlKeys = append(yamlKeys, yamlKeysOf(&n)...)
+	}
+	if !slices.Equal(jsonKeys, yamlKeys) {
+		t.Errorf("%s: -o yaml's keys in the order\n%q\n-o json's\n%q", name, yamlKeys, jsonKeys)
+	}
+}
+
+// keysOf lists the keys of the JSON data ordered reads, depth first.
+func keysOf(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case record:
+		for _, f := range v {
+			out = append(out, f.name)
+			out = append(out, keysOf(f.value)...)
+		}
+	case []any:
+		for _, e := range v {
+			out = append(out, keysOf(e)...)
+		}
+	}
+	return out
+}
+
+// yamlKeysOf lists the keys of a YAML document, depth first.
+func yamlKeysOf(n *yaml.Node) []string {
+	var out []string
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out = append(out, n.Content[i].Value)
+			out = append(out, yamlKeysOf(n.Content[i+1])...)
+		}
+	default:
+		for _, c := range n.Content {
+			out = append(out, yamlKeysOf(c)...)
+		}
+	}
+	return out
 }
 
 // normal makes JSON's and YAML's data comparable: numbers as float64,
