@@ -229,3 +229,14 @@ func TestReadMatchesAmplified(t *testing.T) {
 		})
 	}
 }
+
+// The entry River's services register themselves with names its field:
+// browse showed Reggie's as {"0": "Lookup"}.
+func TestFieldNamesOfBasicServiceType(t *testing.T) {
+	c := codec(t)
+	for _, class := range []string{"org.apache.river.lookup.entry.BasicServiceType", "com.sun.jini.lookup.entry.BasicServiceType"} {
+		if got := c.FieldNames(class, 1); !slices.Equal(got, []string{"type"}) {
+			t.Errorf("%s's fields: %q", class, got)
+		}
+	}
+}
