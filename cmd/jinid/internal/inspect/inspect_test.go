@@ -326,3 +326,23 @@ func TestCaptureRing(t *testing.T) {
 		t.Errorf("two interfaces in a pcap: %v", err)
 	}
 }
+
+// -z lookup's ADDRESS gives a host's port when one is known: a version 1
+// answer's "host:?" was listed beside the announcements' host:4160.
+func TestTallyAddressKnownPort(t *testing.T) {
+	tally, err := NewTally([]string{"lookup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "01234567-89ab-cdef-fedc-ba9876543210"
+	tally.Add(Record{Version: 1, Fields: &UnicastResponseFields{Host: "192.0.2.10", Registrar: RegistrarField{Kind: "java", ServiceID: id}}})
+	tally.Add(Record{Version: 1, Fields: &AnnouncementFields{Host: "192.0.2.10", Port: 4160, ServiceID: id}})
+	tally.Add(Record{Version: 1, Fields: &UnicastResponseFields{Host: "192.0.2.30", Registrar: RegistrarField{Kind: "java", ServiceID: id}}})
+	var b strings.Builder
+	if err := tally.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), " 192.0.2.10:4160,192.0.2.30:? ") {
+		t.Errorf("want 192.0.2.10:4160 alone for its host, 192.0.2.30:? (no port known) kept:\n%s", b.String())
+	}
+}

@@ -169,6 +169,26 @@ func (t *Tally) requester(host string) *requesterTally {
 	return q
 }
 
+// addresses are where a lookup service was seen, sorted; a host's
+// "host:?" (a Java lookup service's version 1 answer, which lacks its
+// port) only when no port of it is known.
+func (l *lookupTally) addresses() []string {
+	ported := map[string]bool{} // hosts with a port known
+	for a := range l.addrs {
+		if i := strings.LastIndexByte(a, ':'); i >= 0 && a[i+1:] != "?" {
+			ported[a[:i]] = true
+		}
+	}
+	var out []string
+	for _, a := range slices.Sorted(maps.Keys(l.addrs)) {
+		if host, ok := strings.CutSuffix(a, ":?"); ok && ported[host] {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // Write prints the statistics asked for, a table each.
 func (t *Tally) Write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -177,7 +197,7 @@ func (t *Tally) Write(w io.Writer) error {
 		fmt.Fprintln(tw, "SERVICE ID\tADDRESS\tANNOUNCEMENTS\tINTERVAL\tVERSIONS\tGROUPS\tRESPONSES")
 		for _, id := range slices.Sorted(maps.Keys(t.lookups)) {
 			l := t.lookups[id]
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", id, strings.Join(slices.Sorted(maps.Keys(l.addrs)), ","), l.announcements,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\n", id, strings.Join(l.addresses(), ","), l.announcements,
 				median(l.gaps), versions(l.versions), groupList(l.groups, "-"), l.responses)
 		}
 	}
