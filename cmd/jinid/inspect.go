@@ -50,7 +50,8 @@ name) and the Jini ERI calls Java clients make to the registrars the
 responses name.
 
 One line per message, in the order of the packets they begin in: the
-frame number, the time since the first packet (-t ad: the date and time),
+frame number (a file's own, whatever -f passes, as tshark's), the time
+since the file's first packet (-t ad: the date and time),
 transport, source > destination, kind, protocol version and the decoded
 fields. A TCP exchange is decoded when it ends and printed at its first
 packet's place: a line waits until every exchange that began before it

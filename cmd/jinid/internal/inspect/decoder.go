@@ -244,17 +244,21 @@ func (d *Decoder) free(x *exchange) {
 // Packet decodes one captured packet; packets that are not discovery
 // traffic are ignored.
 func (d *Decoder) Packet(p gopacket.Packet) {
+	// A frame is numbered as the file numbers it, whether a capture
+	// filter passes it or not, as tshark's frame numbers are the file's
+	// whatever it shows (it was numbered among those passed). Times are
+	// relative to the file's first frame, as tshark's are.
+	d.frame++
+	ts := p.Metadata().Timestamp
+	if d.start.IsZero() {
+		d.start = ts
+	}
 	if d.filter != nil {
 		if n, err := d.filter.Run(p.Data()); err != nil || n == 0 {
 			return
 		}
 	}
-	ts := p.Metadata().Timestamp
-	d.frame++
 	d.stats.Packets++
-	if d.start.IsZero() {
-		d.start = ts
-	}
 	nl := p.NetworkLayer()
 	if nl == nil {
 		return
