@@ -231,7 +231,9 @@ func TestConfigPrint(t *testing.T) {
 		}
 	}
 	js, _, err := run(t, nil, "config", "print", "--config", p, "-o", "json")
-	if err != nil || !strings.Contains(js, `{"key":"limits.items","value":"7","from":"file 1:44"}`) {
+	// With each key's flag and variable (the doc promised them).
+	if err != nil || !strings.Contains(js, `{"key":"limits.items","value":"7","from":"file 1:44","flag":"--limit items=N","env":"JINID_LIMIT"}`) ||
+		!regexp.MustCompile(`\{"key":"dataDir","value":"[^"]*","from":"default","flag":"--data-dir","env":"JINID_DATA_DIR"\}`).MatchString(js) {
 		t.Errorf("config print -o json: %v\n%s", err, js)
 	}
 }

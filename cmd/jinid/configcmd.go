@@ -93,8 +93,10 @@ func configPrintSpec() *spec {
 flags, environment and config file: each setting's key, its effective
 value (a default the daemon fills in, such as a limit's, shown as it is),
 and where the value came from: flag, env JINID_..., the config file's
-line:column, or default. Each key is also a flag of "jinid daemon"
-(dataDir: --data-dir) and an environment variable (JINID_DATA_DIR).`,
+line:column, or default. Each key is also a flag of "jinid daemon" and
+an environment variable (dataDir: --data-dir, JINID_DATA_DIR; a limit:
+--limit NAME=N, JINID_LIMIT): -o json, yaml and parsable give them too,
+after the table's columns (key, value, from, flag, env).`,
 		example: `  jinid config print
   JINID_GROUPS=lab jinid config print --config /etc/jinid/jinid.json --log-level debug`,
 	}, func(inv *invocation, p *printer, args []string) error {
@@ -116,13 +118,21 @@ line:column, or default. Each key is also a flag of "jinid daemon"
 		} else {
 			fmt.Fprintln(inv.stdout, "# no config file")
 		}
-		return p.list("settings", wrapValues(rs, 40), record{{"key", nil}, {"value", nil}, {"from", nil}})
+		// The table fits a terminal: the flag and the variable of a key
+		// follow from it, and the other formats give them.
+		fmt.Fprintln(inv.stdout, "# each key is a flag and a variable too (dataDir: --data-dir, JINID_DATA_DIR; -o json)")
+		table := make([]record, len(rs))
+		for i, r := range rs {
+			table[i] = r[:3]
+		}
+		return p.list("settings", wrapValues(table, 40), record{{"key", nil}, {"value", nil}, {"from", nil}})
 	})
 	o.bind(s.Flags())
 	return s
 }
 
-// configRecords are the settings, one record each (key, value, from),
+// configRecords are the settings, one record each (key, value, from,
+// and the daemon's flag and environment variable for it),
 // sorted by key; the limits are one each, limits.NAME, with their
 // effective values.
 func configRecords(fs *pflag.FlagSet, src sources, file string, cfg app.Config, given map[string]int64) []record {
@@ -147,7 +157,7 @@ func configRecords(fs *pflag.FlagSet, src sources, file string, cfg app.Config, 
 		if s.invert {
 			v = fmt.Sprint(v == "false")
 		}
-		rs = append(rs, record{{"key", s.key}, {"value", v}, {"from", from(s.key)}})
+		rs = append(rs, record{{"key", s.key}, {"value", v}, {"from", from(s.key)}, {"flag", "--" + s.flag}, {"env", envName(s.flag)}})
 	}
 	eff := cfg.Limits.Effective()
 	lv, lt := reflect.ValueOf(eff), reflect.TypeOf(eff)
@@ -158,7 +168,8 @@ func configRecords(fs *pflag.FlagSet, src sources, file string, cfg app.Config, 
 		if _, ok := given[name]; ok {
 			f = from("limits")
 		}
-		limits = append(limits, record{{"key", "limits." + name}, {"value", fmt.Sprint(lv.Field(i).Interface())}, {"from", f}})
+		limits = append(limits, record{{"key", "limits." + name}, {"value", fmt.Sprint(lv.Field(i).Interface())}, {"from", f},
+			{"flag", "--limit " + name + "=N"}, {"env", envName("limit")}})
 	}
 	sort.Slice(limits, func(i, j int) bool { return limits[i][0].value.(string) < limits[j][0].value.(string) })
 	return append(rs, limits...)
