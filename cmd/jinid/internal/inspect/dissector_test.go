@@ -64,3 +64,17 @@ func TestInstallDissector(t *testing.T) {
 		t.Fatalf("%s holds %d bytes", path, len(b))
 	}
 }
+
+// The dissector's tree names the public group (its name is empty: the
+// tree showed "Group: "), while its value stays "" for filters and
+// -T fields, as jinid's.
+func TestDissectorNamesThePublicGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scenario.pcap")
+	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree := pcaptest.TsharkTree(t, Dissector, path, `jini.group == ""`)
+	if !strings.Contains(tree, "Group: (public)") || strings.Contains(tree, "Group: \n") {
+		t.Errorf("the public group in the dissector's tree:\n%s", tree)
+	}
+}

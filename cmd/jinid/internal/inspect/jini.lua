@@ -129,7 +129,12 @@ local function show(tree, tvb, pinfo, m)
 	if m.host then t:add(f.host, m.host) end
 	if m.port then t:add(f.port, m.port) end
 	for _, id in ipairs(m.ids or {}) do t:add(f.serviceid, id) end
-	for _, g in ipairs(m.groups or {}) do t:add(f.group, g) end
+	for _, g in ipairs(m.groups or {}) do
+		local item = t:add(f.group, g)
+		-- The public group's name is empty: its value stays "" (what
+		-- filters and -T fields see, as jinid's); the tree names it.
+		if g == "" then item:set_text("Group: (public)") end
+	end
 	for _, p in ipairs(m.proposed or {}) do t:add(f.proposed, p) end
 	if m.registrar then t:add(f.registrar, m.registrar) end
 	if m.err then t:add(f.err, m.err) end

@@ -25,14 +25,34 @@ var DissectorFields = []string{"kind", "version", "serviceID", "group", "host", 
 // does.
 func TsharkFields(t testing.TB, lua []byte, path string) []string {
 	t.Helper()
+	out := tshark(t, lua, path, "-Y", "jini && !jini.error", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,",
+		"-e", "jini.kind", "-e", "jini.version", "-e", "jini.serviceid", "-e", "jini.group", "-e", "jini.host", "-e", "jini.port")
+	var lines []string
+	for l := range strings.Lines(out) {
+		lines = append(lines, strings.TrimSuffix(l, "\n"))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// TsharkTree is what tshark with the Lua dissector lua shows of the
+// messages in the capture at path that filter selects: the packet
+// details (-V) as Wireshark's tree shows them.
+func TsharkTree(t testing.TB, lua []byte, path, filter string) string {
+	t.Helper()
+	return tshark(t, lua, path, "-Y", filter, "-V", "-O", "jini")
+}
+
+// tshark runs Debian's tshark with the dissector lua, reading path,
+// reassembling out-of-order segments as jinid does.
+func tshark(t testing.TB, lua []byte, path string, args ...string) string {
+	t.Helper()
 	testenv.LookPath(t, "tshark", "tshark")
 	script := filepath.Join(t.TempDir(), "jini.lua")
 	if err := os.WriteFile(script, lua, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("tshark", "-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-X", "lua_script:"+script, "-r", path,
-		"-Y", "jini && !jini.error", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,",
-		"-e", "jini.kind", "-e", "jini.version", "-e", "jini.serviceid", "-e", "jini.group", "-e", "jini.host", "-e", "jini.port")
+	cmd := exec.Command("tshark", append([]string{"-n", "-o", "tcp.reassemble_out_of_order:TRUE", "-X", "lua_script:" + script, "-r", path}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // no personal plugins or preferences
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -43,10 +63,5 @@ func TsharkFields(t testing.TB, lua []byte, path string) []string {
 	if strings.Contains(stderr.String(), "Lua") {
 		t.Fatalf("tshark's Lua: %s", &stderr)
 	}
-	var lines []string
-	for l := range strings.Lines(string(out)) {
-		lines = append(lines, strings.TrimSuffix(l, "\n"))
-	}
-	slices.Sort(lines)
-	return lines
+	return string(out)
 }
