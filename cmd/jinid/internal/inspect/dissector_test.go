@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jinid/jinid/cmd/jinid/internal/pcaptest"
+	"github.com/jinid/jinid/internal/rig/vectors"
 )
 
 // jinidFields is what jinid decodes of a capture, as pcaptest.TsharkFields
@@ -73,8 +74,23 @@ func TestDissectorNamesThePublicGroup(t *testing.T) {
 	if err := os.WriteFile(path, pcaptest.Scenario(t), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tree := pcaptest.TsharkTree(t, Dissector, path, `jini.group == ""`)
+	tree := pcaptest.Tshark(t, Dissector, path, "-Y", `jini.group == ""`, "-V", "-O", "jini")
 	if !strings.Contains(tree, "Group: (public)") || strings.Contains(tree, "Group: \n") {
 		t.Errorf("the public group in the dissector's tree:\n%s", tree)
+	}
+}
+
+// The dissector's info column writes an IPv6 host:port as jinid does, in
+// brackets (a version 1 request's host is its source: here an IPv6 one).
+func TestDissectorBracketsIPv6(t *testing.T) {
+	c := pcaptest.NewCapture(t)
+	c.UDP("2001:db8::20", 50000, "ff05::156", vectors.Named("v1.request#0").Bytes())
+	path := filepath.Join(t.TempDir(), "v6.pcap")
+	if err := os.WriteFile(path, c.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	summary := pcaptest.Tshark(t, Dissector, path, "-Y", "jini")
+	if !strings.Contains(summary, "[2001:db8::20]:45678") {
+		t.Errorf("no bracketed IPv6 host in the dissector's info:\n%s", summary)
 	}
 }

@@ -25,7 +25,7 @@ var DissectorFields = []string{"kind", "version", "serviceID", "group", "host", 
 // does.
 func TsharkFields(t testing.TB, lua []byte, path string) []string {
 	t.Helper()
-	out := tshark(t, lua, path, "-Y", "jini && !jini.error", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,",
+	out := Tshark(t, lua, path, "-Y", "jini && !jini.error", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,",
 		"-e", "jini.kind", "-e", "jini.version", "-e", "jini.serviceid", "-e", "jini.group", "-e", "jini.host", "-e", "jini.port")
 	var lines []string
 	for l := range strings.Lines(out) {
@@ -35,17 +35,10 @@ func TsharkFields(t testing.TB, lua []byte, path string) []string {
 	return lines
 }
 
-// TsharkTree is what tshark with the Lua dissector lua shows of the
-// messages in the capture at path that filter selects: the packet
-// details (-V) as Wireshark's tree shows them.
-func TsharkTree(t testing.TB, lua []byte, path, filter string) string {
-	t.Helper()
-	return tshark(t, lua, path, "-Y", filter, "-V", "-O", "jini")
-}
-
-// tshark runs Debian's tshark with the dissector lua, reading path,
-// reassembling out-of-order segments as jinid does.
-func tshark(t testing.TB, lua []byte, path string, args ...string) string {
+// Tshark runs Debian's tshark with the dissector lua, reading path,
+// reassembling out-of-order segments as jinid does, with args (a display
+// filter, -V for the packets' trees), and returns what it printed.
+func Tshark(t testing.TB, lua []byte, path string, args ...string) string {
 	t.Helper()
 	testenv.LookPath(t, "tshark", "tshark")
 	script := filepath.Join(t.TempDir(), "jini.lua")
