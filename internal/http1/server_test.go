@@ -12,11 +12,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -192,7 +193,7 @@ func TestRefusals(t *testing.T) {
 // reads, a handler's "Connection: close" is honoured, a panic cuts the
 // connection and is logged.
 func TestFraming(t *testing.T) {
-	logged := &lockedBuffer{}
+	logged := &testenv.Buffer{}
 	addr := serve(t, &Server{Handler: testHandler(), ReadHeaderTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(logged, nil))})
 	t.Run("HTTP/1.0", func(t *testing.T) {
@@ -245,24 +246,6 @@ func TestFraming(t *testing.T) {
 			t.Errorf("log %q, want the panic", logged.String())
 		}
 	})
-}
-
-// lockedBuffer is a log written by the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestShutdown: an exchange under way finishes, idle connections close,

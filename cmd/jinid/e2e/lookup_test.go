@@ -80,14 +80,7 @@ func TestClientCommands(t *testing.T) {
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("jinid %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return d.CLI(t, bin, args...) }
 	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor:int=2", "--duration", "10m")
 	m := regexp.MustCompile(`serviceID\s+(\S+)\nlease\s+(\S+)`).FindStringSubmatch(out)
 	if m == nil {

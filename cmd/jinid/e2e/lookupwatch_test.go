@@ -24,13 +24,7 @@ func TestLookupWatch(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
-	run := func(args ...string) string {
-		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("jinid %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return d.CLI(t, bin, args...) }
 	before := regexp.MustCompile(`serviceID\s+(\S+)`).FindStringSubmatch(run("lookup", "register", "--type", "com.example.Printer"))[1]
 
 	watch := exec.Command(bin, "lookup", "watch", "--type", "com.example.Printer", "-o", "json", "--server", d.API)

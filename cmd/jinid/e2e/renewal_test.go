@@ -122,14 +122,7 @@ func TestRenewalCommands(t *testing.T) {
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
 	defer d.Stop(t)
 	sink := jinidtest.NewSink(t, nil, "127.0.0.1")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("jinid %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return d.CLI(t, bin, args...) }
 	m := regexp.MustCompile(`set\s+(\S+)\nlease\s+(\S+)`).FindStringSubmatch(run("renewal", "create", "--duration", "10m"))
 	if m == nil {
 		t.Fatal("create printed no set")

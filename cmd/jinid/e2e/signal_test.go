@@ -83,13 +83,7 @@ func TestDaemonStopsUnderWaitingClients(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
 	d := jinidtest.StartDaemon(t, bin, t.TempDir())
-	run := func(args ...string) string {
-		out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("jinid %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return d.CLI(t, bin, args...) }
 	run("lookup", "register", "--type", "com.example.Thing", "--duration", "10m", "-q")
 	unicast := regexp.MustCompile(`unicast=\S*:(\d+)`).FindStringSubmatch(d.Log())
 	if unicast == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/services/apitypes"
 )
 
@@ -83,24 +84,11 @@ func TestAnswerBoundByKind(t *testing.T) {
 // Jini discovery port does with HTTP; a daemon stopping) is named as
 // such, NoAnswerError, never a raw EOF.
 func TestNoAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Read(make([]byte, 512))
-			c.Close()
-		}
-	}()
-	c, err := New("http://"+ln.Addr().String(), nil)
+	addr := testenv.Serve(t, func(c net.Conn) {
+		c.Read(make([]byte, 512))
+		c.Close()
+	})
+	c, err := New("http://"+addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +97,4 @@ func TestNoAnswer(t *testing.T) {
 	if !errors.As(err, &na) || !strings.Contains(err.Error(), "not jinid's API") {
 		t.Fatalf("%v, want a NoAnswerError", err)
 	}
-	ln.Close()
-	<-done
 }

@@ -1,8 +1,10 @@
 package finder
 
 import (
+	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/discovery/discoverytest"
 	"github.com/jinid/jinid/internal/rig/netlab"
+	"github.com/jinid/jinid/internal/rig/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -114,32 +117,11 @@ func TestFindByLocator(t *testing.T) {
 // jinid's API port) is a row saying so, not left out at the round's end
 // (discover printed an empty table for it).
 func TestLocatorThatSaysNothing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c) // read nothing, say nothing
-		}
-	}()
-	l := discovery.Locator{Host: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port}
+	addr := testenv.Serve(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, says nothing
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	l := discovery.Locator{Host: "127.0.0.1", Port: p}
 	rs, err := Find(t.Context(), Config{Locators: []discovery.Locator{l}, NoMulticast: true, Timeout: time.Second})
-	ln.Close()
-	<-done
 	if err != nil || len(rs) != 1 || !strings.Contains(rs[0].Error, "no answer within") {
 		t.Fatalf("results %+v (%v), want one saying no answer came", rs, err)
 	}

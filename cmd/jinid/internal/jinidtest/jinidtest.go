@@ -311,6 +311,18 @@ func FreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// CLI runs the jinid binary bin with args against the daemon's API and
+// returns what it printed (standard output and error); the test fails
+// if it fails.
+func (d *Daemon) CLI(t testing.TB, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, append(args, "--server", d.API)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("jinid %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
 // Log is what the daemon has logged so far.
 func (d *Daemon) Log() string {
 	d.mu.Lock()
