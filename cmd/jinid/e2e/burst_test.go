@@ -30,10 +30,12 @@ func burstRuns() int {
 
 // Twenty `jinid discover --watch` started together, five on each of four
 // hosts, each asking in versions 1 and 2 on every family its LAN has,
-// all discover the daemon within a second of starting (their first
-// round of requests): answered, or told by the announcement sent instead
-// of a refused answer. On an IPv4, a dual-stack and an IPv6-only
-// (link-local) LAN (issue 31).
+// all discover the daemon while they run (its announcements are two
+// minutes apart: each was answered, or told by the announcement sent
+// instead of a refused answer). On an IPv4, a dual-stack and an
+// IPv6-only (link-local) LAN (issue 31). How long each took is logged,
+// not asserted (docs/performance.md: within a second on an idle machine;
+// 2-3 s under load, which a wall-clock bound here failed on).
 func TestWatchersStartingTogether(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
@@ -62,17 +64,13 @@ func TestWatchersStartingTogether(t *testing.T) {
 				hosts = append(hosts, h)
 			}
 			d := jinidtest.LabDaemon(t, bin, lus, "--groups", "burst", "--no-dns-sd")
-			var late []string
 			for run := range burstRuns() {
 				took := startTogether(t, bin, hosts, 5)
 				slices.Sort(took)
 				t.Logf("%s LAN, run %d: 20 watchers discovered the daemon in %v (median), %v at most", lanKind, run+1, took[len(took)/2], took[len(took)-1])
-				if worst := took[len(took)-1]; worst > time.Second {
-					late = append(late, fmt.Sprintf("run %d: %v", run+1, worst))
-				}
 			}
-			if len(late) > 0 {
-				t.Fatalf("some watchers discovered the daemon only after more than a second: %v\n%s", late, d.Log())
+			if t.Failed() {
+				t.Log(d.Log())
 			}
 		})
 	}
@@ -98,9 +96,10 @@ func startTogether(t *testing.T, bin string, hosts []*netlab.Host, perHost int) 
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, w := range ws {
-		// Each stops by itself after 3 s: long enough for its first
-		// round and most of the second, had the first gone unanswered.
-		cmd := w.h.Command(ctx, bin, "discover", "--watch", "--json", "--groups", "burst", "--timeout", "3s")
+		// Each stops by itself after 6 s: its rounds of requests and
+		// room for a loaded machine, far short of the daemon's next
+		// scheduled announcement.
+		cmd := w.h.Command(ctx, bin, "discover", "--watch", "--json", "--groups", "burst", "--timeout", "6s")
 		cmd.Stdout = &w.out
 		w.start = time.Now()
 		if err := cmd.Start(); err != nil {
