@@ -695,6 +695,13 @@ func (d *Decoder) finish(x *exchange) {
 	if client == nil || client.first.IsZero() || (server != nil && !server.first.IsZero() && server.first.Before(client.first)) {
 		client, server = server, client
 	}
+	if heard := client; heard != nil && !heard.first.IsZero() && (server == nil || server.first.IsZero()) &&
+		(heard.srcPort == discovery.Port || d.connectedBack(heard)) {
+		// One side heard only (a capture begun mid-exchange): the
+		// lookup service's side, by its port, is the response, as the
+		// dissector tells it (it was decoded as a request).
+		client, server = server, client
+	}
 	if client != nil && jeri.IsMux(client.data.Bytes()) {
 		d.decodeJERI(client, server)
 		return

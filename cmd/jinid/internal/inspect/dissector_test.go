@@ -94,3 +94,24 @@ func TestDissectorBracketsIPv6(t *testing.T) {
 		t.Errorf("no bracketed IPv6 host in the dissector's info:\n%s", summary)
 	}
 }
+
+// A capture begun mid-exchange holds a lookup service's response without
+// its request: jinid took the side it heard for the client's and decoded
+// the response as a (bad) request, one unicast response fewer than
+// tshark with the dissector shows (TestInspectJERI under load).
+func TestDissectorAgreesMidExchange(t *testing.T) {
+	c := pcaptest.NewCapture(t)
+	cl, sv := "192.0.2.20", "192.0.2.10"
+	resp := vectors.Named("v2.unicast.response").Bytes()
+	c.TCP(sv, 4160, cl, 40000, false, false, resp[:100])
+	c.TCP(sv, 4160, cl, 40000, false, true, resp[100:])
+	c.TCP(cl, 40000, sv, 4160, false, true, nil)
+	path := filepath.Join(t.TempDir(), "mid.pcap")
+	if err := os.WriteFile(path, c.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := jinidFields(t, c.Bytes()), pcaptest.TsharkFields(t, Dissector, path)
+	if len(ours) != 1 || !strings.HasPrefix(ours[0], "unicast-response\t") || !slices.Equal(ours, theirs) {
+		t.Errorf("jinid decodes\n%s\ntshark with the dissector shows\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
+	}
+}
