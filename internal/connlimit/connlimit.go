@@ -35,6 +35,10 @@ type Config struct {
 	// clients, each of which it counted itself. It is asked on the
 	// accept path and must not block.
 	Exempt func(netip.Addr) bool
+	// OnRefuse, if set, hears each connection refused: its source, and
+	// whether the per-source cap (else the total) refused it. It is
+	// called on the accept path and must not block.
+	OnRefuse func(src netip.Addr, perSource bool)
 }
 
 // The prefix lengths sources are counted by unless configured.
@@ -93,9 +97,12 @@ func (l *Limited) Accept() (net.Conn, error) {
 			ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 			ex = err == nil && l.cfg.Exempt(ap.Addr().Unmap().WithZone(""))
 		}
-		if !l.take(src, ex) {
+		if ok, perSource := l.take(src, ex); !ok {
 			l.Refused.Add(1)
 			c.Close()
+			if l.cfg.OnRefuse != nil {
+				l.cfg.OnRefuse(src, perSource)
+			}
 			continue
 		}
 		return &conn{Conn: c, release: func() { l.release(src, ex) }}, nil
@@ -121,30 +128,34 @@ func (l *Limited) sourceOf(c net.Conn) netip.Addr {
 }
 
 // take counts a connection from src; an exempt source (Config.Exempt)
-// counts in all only.
-func (l *Limited) take(src netip.Addr, exempt bool) bool {
+// counts in all only. Refused, it says whether the per-source cap (or
+// loopback's) refused it.
+func (l *Limited) take(src netip.Addr, exempt bool) (ok, perSource bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if exempt {
 		if l.cfg.Max > 0 && l.total >= l.cfg.Max {
-			return false
+			return false, false
 		}
 		l.total++
-		return true
+		return true, false
 	}
 	if src.IsLoopback() {
 		if l.cfg.Loopback > 0 && l.loopback >= l.cfg.Loopback {
-			return false
+			return false, true
 		}
 		l.loopback++
-		return true
+		return true, false
 	}
-	if l.cfg.Max > 0 && l.total >= l.cfg.Max || l.cfg.PerSource > 0 && l.bySource[src] >= l.cfg.PerSource {
-		return false
+	if l.cfg.Max > 0 && l.total >= l.cfg.Max {
+		return false, false
+	}
+	if l.cfg.PerSource > 0 && l.bySource[src] >= l.cfg.PerSource {
+		return false, true
 	}
 	l.total++
 	l.bySource[src]++
-	return true
+	return true, false
 }
 
 func (l *Limited) release(src netip.Addr, exempt bool) {

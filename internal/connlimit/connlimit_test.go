@@ -69,16 +69,16 @@ func TestTake(t *testing.T) {
 	l := Listener(nil, Config{Max: 3, PerSource: 2, Loopback: 1})
 	a, b, lo := addr("198.18.1.2"), addr("198.18.1.3"), addr("127.0.0.1")
 	for _, c := range []struct {
-		src  string
-		want bool
-	}{{"a", true}, {"a", true}, {"a", false}, {"b", true}, {"b", false}, {"lo", true}, {"lo", false}} {
+		src            string
+		want, bySource bool // taken; refused by the per-source cap
+	}{{"a", true, false}, {"a", true, false}, {"a", false, true}, {"b", true, false}, {"b", false, false}, {"lo", true, false}, {"lo", false, true}} {
 		src := map[string]netip.Addr{"a": a, "b": b, "lo": lo}[c.src]
-		if got := l.take(src, false); got != c.want {
-			t.Fatalf("take %s: %v, want %v", c.src, got, c.want)
+		if got, bySource := l.take(src, false); got != c.want || bySource != c.bySource {
+			t.Fatalf("take %s: %v (per source %v), want %v (%v)", c.src, got, bySource, c.want, c.bySource)
 		}
 	}
 	l.release(a, false)
-	if !l.take(b, false) {
+	if ok, _ := l.take(b, false); !ok {
 		t.Fatal("b refused with a place free")
 	}
 }
@@ -89,15 +89,17 @@ func TestExempt(t *testing.T) {
 	node := addr("198.18.1.9")
 	l := Listener(nil, Config{Max: 3, PerSource: 1, Exempt: func(a netip.Addr) bool { return a == node }})
 	for i := range 3 {
-		if !l.take(node, true) {
+		if ok, _ := l.take(node, true); !ok {
 			t.Fatalf("exempt connection %d refused under Max", i+1)
 		}
 	}
-	if l.take(node, true) {
+	if ok, _ := l.take(node, true); ok {
 		t.Fatal("an exempt source passed Max")
 	}
 	l.release(node, true)
-	if !l.take(addr("198.18.1.2"), false) || l.take(addr("198.18.1.2"), false) {
+	first, _ := l.take(addr("198.18.1.2"), false)
+	second, _ := l.take(addr("198.18.1.2"), false)
+	if !first || second {
 		t.Fatal("the per-source cap of another source changed")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/jinid/jinid/internal/metrics"
+	"github.com/jinid/jinid/internal/rig/testenv"
 	"github.com/jinid/jinid/java/javaio"
 )
 
@@ -417,4 +420,33 @@ func FuzzClientCall(f *testing.F) {
 		}
 		cc.Call(ctx, request(objID, 1, nil))
 	})
+}
+
+// A connection over a cap is refused with a word: counted by cap on the
+// metrics, and logged (rate-limited) with the setting that raises it. A
+// Java program cut off was told nothing, and nothing counted it.
+func TestRefusalsSaid(t *testing.T) {
+	reg := metrics.New()
+	var logs testenv.Buffer
+	s := startServer(t, ServerConfig{MaxPerSource: 1, MaxPerSourceKey: "limits.javaConnsPerSource", Metrics: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	dial(t, s)
+	for range 3 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Read(make([]byte, 1)) // closed on accept
+		c.Close()
+	}
+	testenv.Until(t, "three refusals counted", func() bool { return s.Refused() == 3 })
+	var b strings.Builder
+	reg.WritePrometheus(&b)
+	if !strings.Contains(b.String(), `jinid_java_connections_refused_total{cap="source"} 3`) {
+		t.Errorf("refusals on the metrics:\n%s", b.String())
+	}
+	if n := strings.Count(logs.String(), "connection refused: over the cap of connections from one source"); n != 1 ||
+		!strings.Contains(logs.String(), "setting=limits.javaConnsPerSource") {
+		t.Errorf("%d lines for 3 refusals in 10 s, want 1 naming the setting:\n%s", n, logs.String())
+	}
 }

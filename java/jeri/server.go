@@ -8,17 +8,24 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jinid/jinid/internal/connlimit"
+	"github.com/jinid/jinid/internal/metrics"
 )
 
 // Defaults of a server's caps.
 const (
-	DefaultMaxConns     = 128
-	DefaultMaxPerSource = 8
+	// DefaultMaxConns and DefaultMaxPerSource: JGDMS opens a connection
+	// for each call it makes at once (a busy JVM of 64 threads, 64 of
+	// them), so the cap per source is far above a program's threads;
+	// what connections may hold is bounded by MaxBuffered and
+	// MaxBufferedTotal, not by their count.
+	DefaultMaxConns     = 256
+	DefaultMaxPerSource = 96
 	// DefaultMaxRequest bounds one call's bytes: a registration with a
 	// 100 kB service object fits many times over.
 	DefaultMaxRequest = 1 << 20
@@ -86,7 +93,12 @@ type ServerConfig struct {
 	// these prefix lengths (an IPv6 host has a /64 of its own); zero
 	// means connlimit's defaults.
 	SourceBits4, SourceBits6 int
-	Logger                   *slog.Logger
+	// MaxConnsKey and MaxPerSourceKey name the settings of MaxConns and
+	// MaxPerSource, for the log line of a connection refused.
+	MaxConnsKey, MaxPerSourceKey string
+	// Metrics, if set, counts the connections refused, by cap.
+	Metrics *metrics.Registry
+	Logger  *slog.Logger
 }
 
 // Server is the server side of the mux protocol on a listener.
@@ -107,6 +119,8 @@ type Server struct {
 	// protocol; Disallowed, those not served for their source.
 	ProtocolErrors, Disallowed atomic.Int64
 	logged                     atomic.Int64 // unix seconds of the last warning
+	refusedLogged              atomic.Int64 // of the last connection refused
+	refused                    *metrics.Counter
 }
 
 // NewServer returns a server for ln; it owns ln from now on.
@@ -139,13 +153,32 @@ func NewServer(ln net.Listener, cfg ServerConfig) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
-		cfg: cfg,
-		ln: connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
-			SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6}),
+	s := &Server{
+		cfg:   cfg,
 		ctx:   ctx,
 		stop:  cancel,
 		conns: make(map[net.Conn]struct{}),
+		refused: cfg.Metrics.Counter("jinid_java_connections_refused_total",
+			"Java clients' Jini ERI connections closed on accept for a cap: in all (total) or from one source (source).", "cap"),
+	}
+	s.ln = connlimit.Listener(ln, connlimit.Config{Max: cfg.MaxConns, PerSource: cfg.MaxPerSource, Loopback: cfg.MaxPerSource,
+		SourceBits4: cfg.SourceBits4, SourceBits6: cfg.SourceBits6, OnRefuse: s.onRefuse})
+	return s
+}
+
+// onRefuse counts a connection refused and says so, now and then: a
+// Java program cut off by a cap fails its calls with nothing else to
+// tell why.
+func (s *Server) onRefuse(src netip.Addr, perSource bool) {
+	which, most, key := "total", s.cfg.MaxConns, s.cfg.MaxConnsKey
+	if perSource {
+		which, most, key = "source", s.cfg.MaxPerSource, s.cfg.MaxPerSourceKey
+	}
+	s.refused.Inc(which)
+	now := time.Now().Unix()
+	if last := s.refusedLogged.Load(); now-last >= 10 && s.refusedLogged.CompareAndSwap(last, now) {
+		s.cfg.Logger.Warn("a Java client's connection refused: over the cap of connections "+map[string]string{"total": "in all", "source": "from one source"}[which],
+			"source", src, "cap", most, "setting", key, "refusedSoFar", s.ln.Refused.Load())
 	}
 }
 

@@ -65,8 +65,9 @@ func joinAddrs(as []netip.Addr) string {
 
 // Two floods on the Jini ERI port from one attacker host of the LAN (one
 // the daemon serves: Java clients of the LAN may register):
-//   - from two of its addresses, 8 connections each (the most one
-//     address may hold), each opening 256 sessions and sending almost a
+//   - from two of its addresses, 96 connections each (the most one
+//     address may hold: limits.javaConnsPerSource), each opening 256
+//     sessions and sending almost a
 //     whole call (1 MiB) on every one, never ending a call, reconnecting
 //     when cut off. The daemon's memory stays under its budget for such
 //     bytes (32 MiB in all) plus 20 MB, and a real Java client (River's
@@ -94,7 +95,7 @@ func TestFloodJavaPort(t *testing.T) {
 	base := usage(t, pid)
 	m := meter(t, pid)
 	const lasts = "30s"
-	sessions := startFlood(t, attacker, "jeri", "--addr", target, "--from", joinAddrs(big), "--conns", "16",
+	sessions := startFlood(t, attacker, "jeri", "--addr", target, "--from", joinAddrs(big), "--conns", "192",
 		"--sessions", "256", "--bytes", "1040000", "--rate", "50", "--reopen", "1s", "--for", lasts)
 	trickle := startFlood(t, attacker, "jeri", "--addr", target, "--from", link.IPv4.String(), "--conns", "8",
 		"--sessions", "1", "--bytes", "1", "--rate", "200", "--reopen", "1m", "--for", lasts)

@@ -533,3 +533,24 @@ func TestInspectJERI(t *testing.T) {
 		}
 	}
 }
+
+// A busy Java program, 64 threads calling at once, gets every answer
+// (the issue saw JGDMS open a connection per call in flight, and jinid
+// close a source's 9th; here JGDMS multiplexed them: the caps' refusals
+// are shown in java/jeri, TestRefusalsSaid).
+func TestJavaBusyProgram(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	out, err := riverpeer.Run(t, jl.java, 3*time.Minute, nil, "JinidPeer", "storm", "--locator", jl.locator(), "--threads", "64", "--calls", "20")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`storm threads=64 calls=1280 ok=(\d+) failed=(\d+) .*`).FindStringSubmatch(out)
+	if m == nil || m[1] != "1280" || m[2] != "0" {
+		t.Fatalf("64 threads renewing at once:\n%s\n%s", out, jl.proc.Log())
+	}
+	t.Log(m[0])
+	if strings.Contains(jl.proc.Log(), "connection refused") {
+		t.Errorf("the daemon refused connections:\n%s", jl.proc.Log())
+	}
+}

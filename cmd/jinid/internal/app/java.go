@@ -92,6 +92,8 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 	mayRead := d.javaMay(access.ScopeRead)
 	srv := jeri.NewServer(ln, jeri.ServerConfig{Handler: disp.Handle, Logger: d.log.With("component", "jeri"),
 		MaxBuffered: d.limits.JavaBuffered, MaxBufferedTotal: d.limits.JavaBufferedTotal,
+		MaxConns: d.limits.JavaConns, MaxPerSource: d.limits.JavaConnsPerSource,
+		MaxConnsKey: "limits.javaConns", MaxPerSourceKey: "limits.javaConnsPerSource", Metrics: d.obs.metrics,
 		SourceBits4: d.limits.SourcePrefix4, SourceBits6: d.limits.SourcePrefix6,
 		// A source that may not even look has nothing to do here:
 		// nothing of what it sends is read.

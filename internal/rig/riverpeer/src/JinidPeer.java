@@ -18,6 +18,11 @@
 //   JinidPeer browse --locator L
 //       registers two services and prints what getServiceTypes,
 //       getEntryClasses and getFieldValues answer ("browse WHAT [...]")
+//   JinidPeer storm --locator L --threads N --calls C
+//       N threads, each with a registration of its own, renew it C times
+//       each, all at once (JGDMS opens a connection per call in flight);
+//       prints "storm-fail WHY" for the first failures, then
+//       "storm threads=N calls=K ok=K failed=F ms=T persec=R p50=US p99=US"
 //   JinidPeer probe --locator L
 //       calls the registrar's endpoint with a method it does not have and
 //       an object it does not export; prints "probe WHAT EXCEPTION: MSG"
@@ -59,6 +64,7 @@ public class JinidPeer {
             case "fill": fill(); break;
             case "browse": browse(); break;
             case "probe": probe(); break;
+            case "storm": storm(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
         Runtime.getRuntime().halt(0);
@@ -155,6 +161,47 @@ public class JinidPeer {
         report("lookup", tlook);
         report("renew", tren);
         for (ServiceRegistration r : regs) r.getLease().cancel();
+    }
+
+    static void storm() throws Exception {
+        int threads = Integer.parseInt(opt("--threads", "16")), calls = Integer.parseInt(opt("--calls", "100"));
+        ServiceRegistrar reg = registrar();
+        List<ServiceRegistration> regs = new ArrayList<>();
+        for (int i = 0; i < threads; i++) {
+            regs.add(reg.register(new ServiceItem(null, new HelloProxy("storm" + i), new Entry[] { new Name("storm-" + i) }), 600000));
+        }
+        java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(threads + 1);
+        java.util.concurrent.atomic.AtomicInteger ok = new java.util.concurrent.atomic.AtomicInteger(), failed = new java.util.concurrent.atomic.AtomicInteger();
+        long[] ns = new long[threads * calls];
+        Thread[] ts = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            final int me = i;
+            ts[i] = new Thread(() -> {
+                try { go.await(); } catch (Exception e) { return; }
+                for (int c = 0; c < calls; c++) {
+                    long t0 = System.nanoTime();
+                    try {
+                        regs.get(me).getLease().renew(600000);
+                        ok.incrementAndGet();
+                    } catch (Exception e) {
+                        if (failed.incrementAndGet() <= 5) say("storm-fail " + e);
+                    }
+                    ns[me * calls + c] = System.nanoTime() - t0;
+                }
+            });
+            ts[i].start();
+        }
+        go.await();
+        long t0 = System.nanoTime();
+        for (Thread t : ts) t.join();
+        long took = System.nanoTime() - t0;
+        long[] s = ns.clone();
+        Arrays.sort(s);
+        say(String.format("storm threads=%d calls=%d ok=%d failed=%d ms=%d persec=%d p50=%d p99=%d", threads, ns.length, ok.get(), failed.get(),
+            took / 1000000, (long) (ns.length / (took / 1e9)), s[s.length / 2] / 1000, s[Math.min(s.length - 1, (int) (s.length * 0.99))] / 1000));
+        for (ServiceRegistration r : regs) {
+            try { r.getLease().cancel(); } catch (Exception e) { }
+        }
     }
 
     static void fill() throws Exception {
