@@ -48,6 +48,11 @@ lookup service's ServiceID, kind and, for one that could not be read,
 why. A lookup service that cannot be read is named on stderr; the exit
 status is 1 when none could be.
 
+Each lookup service is read as soon as it answers; the listing ends once
+every one found has been read and nothing new came for --settle (0.3 s)
+after the last of discovery's two requests (half a second apart), or at
+--timeout.
+
 --type and --attr narrow the list as a template does (as "jinid lookup
 query"); a Java lookup service is asked with the same template.
 
@@ -66,6 +71,7 @@ type browseOptions struct {
 	out       outputFlags
 	scope     scopeFlags
 	timeout   time.Duration
+	settle    time.Duration
 	watchMode bool
 	interval  time.Duration
 	stamps    bool
@@ -92,6 +98,7 @@ func newBrowseCmd(g *globalFlags) *spec {
 func (o *browseOptions) bind(f *pflag.FlagSet) {
 	o.scope.bind(f, "do not multicast; only the --locator lookup services")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "the longest discovery takes, and reading each lookup service")
+	f.DurationVar(&o.settle, "settle", browseSettle, "end once every lookup service found is read and nothing new came for this long after the last request")
 	f.BoolVar(&o.watchMode, "watch", false, "keep listing: print each service that comes (+), goes (-) or changes (=) until Ctrl-C")
 	f.DurationVar(&o.interval, "interval", time.Second/2, "with --watch: how often every lookup service is read")
 	f.BoolVarP(&o.stamps, "timestamps", "t", false, "with --watch: begin each line with the time it was seen (RFC 3339, UTC)")
@@ -114,8 +121,11 @@ func (o *browseOptions) run(inv *invocation) error {
 	if err != nil {
 		return err
 	}
-	if o.timeout <= 0 || o.interval <= 0 {
-		return usagef("--timeout and --interval must be positive")
+	if o.timeout <= 0 || o.interval <= 0 || o.settle <= 0 {
+		return usagef("--timeout, --settle and --interval must be positive")
+	}
+	if inv.flags.Changed("settle") && o.watchMode {
+		return usagef("--settle applies to one listing, not --watch")
 	}
 	if inv.flags.Changed("interval") && !o.watchMode {
 		return usagef("--interval applies to --watch only")
@@ -131,8 +141,31 @@ func (o *browseOptions) run(inv *invocation) error {
 		return b.watch(inv.ctx, p, watchOptions{groups: sc.groups, locators: sc.locators, announcementInterval: group.DefaultAnnouncementInterval,
 			noMulticast: sc.noMulticast, include: sc.include, exclude: sc.exclude, excludeDefaultRoute: sc.noDefault, ttl: mcast.DefaultTTL, log: log}, o.interval)
 	}
-	results, err := finder.Find(inv.ctx, finder.Config{Groups: sc.groups, Locators: sc.locators, Timeout: o.timeout, Merge: true,
-		NoMulticast: sc.noMulticast, Include: sc.include, Exclude: sc.exclude, ExcludeDefaultRoute: sc.noDefault, Logger: log})
+	// Each lookup service is read as soon as it answers, while the round
+	// goes on: the round ends once every one found is read and nothing
+	// new came for --settle (it read them all after a fixed round: 1.5
+	// times avahi-browse's time).
+	var mu sync.Mutex
+	early := map[string]sourceView{}
+	sem := make(chan struct{}, maxParallelReads)
+	found := func(r finder.Result) {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		s := &source{id: r.ServiceID, addr: r.Address, kind: r.Kind, apiURL: r.APIURL}
+		rctx, cancel := context.WithTimeout(inv.ctx, b.timeout)
+		defer cancel()
+		items, err := b.read(rctx, s)
+		mu.Lock()
+		defer mu.Unlock()
+		early[r.ServiceID] = sourceView{src: s, items: items, err: err}
+	}
+	results, err := finder.Find(inv.ctx, finder.Config{Groups: sc.groups, Locators: sc.locators, Timeout: o.timeout, Settle: o.settle, Merge: true,
+		NoMulticast: sc.noMulticast, Include: sc.include, Exclude: sc.exclude, ExcludeDefaultRoute: sc.noDefault, Logger: log, Found: found})
+	defer func() {
+		for _, v := range early {
+			closeSources([]*source{v.src})
+		}
+	}()
 	if err != nil {
 		return err
 	}
@@ -155,7 +188,22 @@ func (o *browseOptions) run(inv *invocation) error {
 		}
 		return errors.New("no lookup services found")
 	}
-	views := b.readAll(inv.ctx, srcs)
+	// What was read during the round is shown at the lookup service's
+	// best address, as the round's results give it; the rest is read now.
+	views := make([]sourceView, len(srcs))
+	var unread []*source
+	var at []int
+	for i, s := range srcs {
+		if v, ok := early[s.id]; ok {
+			v.src.addr = s.addr
+			views[i] = v
+			continue
+		}
+		unread, at = append(unread, s), append(at, i)
+	}
+	for j, v := range b.readAll(inv.ctx, unread) {
+		views[at[j]] = v
+	}
 	for _, r := range results {
 		if r.Error != "" {
 			fmt.Fprintf(inv.stderr, "jinid browse: lookup service at %s: %s\n", printable.String(r.Address), printable.String(r.Error))
@@ -214,6 +262,11 @@ type sourceView struct {
 	items []apitypes.Item
 	err   error
 }
+
+// browseSettle is how long a listing waits for more answers after its
+// last request and its reads: a LAN's lookup services answer a request
+// within milliseconds.
+const browseSettle = 300 * time.Millisecond
 
 // maxBrowseItems bounds what is read of one lookup service.
 const maxBrowseItems = reggie.MaxRemoteMatches

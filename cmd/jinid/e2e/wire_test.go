@@ -437,7 +437,7 @@ func TestAvahiSeesAdvertisement(t *testing.T) {
 // outside the lab is touched, until the test ends; publishing says
 // whether it may publish (for avahi-publish). It returns the
 // environment its clients need, and what it logged.
-func startAvahi(t *testing.T, h *netlab.Host, publishing bool) ([]string, func() string) {
+func startAvahi(t testing.TB, h *netlab.Host, publishing bool) ([]string, func() string) {
 	t.Helper()
 	testenv.LookPath(t, "avahi-daemon", "avahi-daemon")
 	testenv.LookPath(t, "avahi-browse", "avahi-utils")

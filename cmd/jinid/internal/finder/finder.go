@@ -78,6 +78,12 @@ type Config struct {
 	// Clock times the round (requests, settle, timeout); nil is the real
 	// one.
 	Clock clock.Clock
+	// Found, if set, is handed each lookup service the first time it
+	// answers (ServiceID, address, kind, API URL), in a goroutine of its
+	// own that the round waits for: what a caller does with it (browse
+	// reads it) overlaps the rest of the round, which settles only once
+	// it is done.
+	Found func(Result)
 }
 
 // Result is one lookup service as seen over one interface and family (or
@@ -146,6 +152,7 @@ type finder struct {
 	keys   map[sightingKey]bool // of seen
 	closed bool                 // stopped: the round is over
 	tried  map[string]bool      // host:port already queried from announcements
+	told   map[string]bool      // ServiceIDs handed to Config.Found
 }
 
 // Find runs one round and returns what it found: one result per lookup
@@ -186,7 +193,8 @@ func newFinder(ctx context.Context, cfg Config) (*finder, context.CancelFunc) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	timeout := cfg.Clock.AfterFunc(cfg.Timeout, cancel)
-	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}, keys: map[sightingKey]bool{}, quiet: newQuiet(cfg.Clock, cfg.Settle)}
+	f := &finder{cfg: cfg, log: cfg.Logger, ctx: ctx, tried: map[string]bool{}, told: map[string]bool{}, keys: map[sightingKey]bool{},
+		quiet: newQuiet(cfg.Clock, cfg.Settle)}
 	return f, func() { timeout.Stop(); cancel() }
 }
 
@@ -412,6 +420,34 @@ func (f *finder) found(resp *unicast.Response, id, how, iface string) {
 		s.kind, s.apiURL, s.id, s.proxy = "jinid", d.APIURL, d.ServiceID.String(), 0
 	}
 	f.record(s)
+	f.tell(s)
+}
+
+// tell hands Config.Found a lookup service answered for the first time.
+func (f *finder) tell(s sighting) {
+	if f.cfg.Found == nil || s.id == "" || s.port == 0 {
+		// (A Java lookup service's version 1 answer lacks its port:
+		// its version 2 answer, or an announcement, gives it.)
+		return
+	}
+	f.mu.Lock()
+	first := !f.closed && !f.told[s.id] && len(f.told) < maxSightings
+	if first {
+		// Counted before the round can close (stop waits for it).
+		f.told[s.id] = true
+		f.quiet.begin()
+		f.wg.Add(1)
+	}
+	f.mu.Unlock()
+	if !first {
+		return
+	}
+	r := Result{ServiceID: s.id, Address: discovery.HostPort(s.host, s.port), Host: s.host, Port: s.port, Kind: s.kind, APIURL: s.apiURL}
+	go func() {
+		defer f.wg.Done()
+		defer f.quiet.end()
+		f.cfg.Found(r)
+	}()
 }
 
 func (f *finder) fail(host string, port int, id, how, iface string, err error) {

@@ -110,3 +110,56 @@ func answered(rs []Result) []Result {
 	}
 	return out
 }
+
+// Config.Found is handed each lookup service once, as it answers, and
+// the round waits for it: browse reads each while the round goes on, and
+// the round ends a settle after the last read (browse read them all
+// after a fixed round: half as fast again as avahi-browse).
+func TestRoundWaitsForFound(t *testing.T) {
+	t.Parallel()
+	lab := netlab.New(t)
+	lan := lab.LAN()
+	client, h1 := lab.Host("client"), lab.Host("lus1")
+	client.Attach(lan)
+	h1.Attach(lan)
+	startLUS(t, h1, 2, 1, "lab")
+
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	const settle = time.Second
+	reading, release := make(chan Result, 4), make(chan struct{})
+	f, cancel := newFinder(t.Context(), Config{Groups: []string{"lab"}, Timeout: time.Minute, Settle: settle, Clock: clk,
+		Namespace: client.Namespace(), NoIPv6: true, Found: func(r Result) {
+			reading <- r
+			<-release
+		}})
+	defer cancel()
+	if err := f.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer f.stop()
+	var r Result
+	select {
+	case r = <-reading:
+	case <-time.After(testenv.WaitLimit):
+		t.Fatal("Found was not called for the lookup service that answered")
+	}
+	if r.ServiceID == "" || r.Port == 0 || r.Kind == "" {
+		t.Fatalf("Found got %+v", r)
+	}
+	clk.Advance(requestInterval)
+	clk.Advance(10 * settle)
+	if isDone(f) {
+		t.Fatal("the round ended while Found was under way")
+	}
+	close(release)
+	testenv.Until(t, "Found to return", func() bool { return f.quiet.idle(0) })
+	clk.Advance(settle)
+	select {
+	case <-f.quiet.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round did not end a settle after Found returned")
+	}
+	if len(reading) != 0 {
+		t.Fatalf("Found called again for the same lookup service: %+v", <-reading)
+	}
+}
