@@ -2,6 +2,7 @@ package mcast
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -38,8 +39,12 @@ type groupConn interface {
 // host shares the port (address and port reuse, so other Jini processes on
 // the host can listen too), and IP_MULTICAST_ALL is off so that a socket
 // hears only the groups it joined itself, on the interface it joined them:
-// by default Linux would hand it every group any socket joined.
-func listen(ctx context.Context, ns namespace.Namespace, family, port int) (groupConn, error) {
+// by default Linux would hand it every group any socket joined. Where the
+// option is not there (IPV6_MULTICAST_ALL came with Linux 4.20; qemu-user
+// knows neither), or keepAll asks (tests of that case), the socket hears
+// them all: filtered says so, and the reader must drop what the option
+// would have (transport.read).
+func listen(ctx context.Context, ns namespace.Namespace, family, port int, keepAll bool) (c groupConn, filtered bool, err error) {
 	network, level, allOpt := "udp4", unix.IPPROTO_IP, unix.IP_MULTICAST_ALL
 	if family == 6 {
 		network, level, allOpt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL
@@ -50,11 +55,20 @@ func listen(ctx context.Context, ns namespace.Namespace, family, port int) (grou
 			for _, o := range []struct{ level, opt, v int }{
 				{unix.SOL_SOCKET, unix.SO_REUSEADDR, 1},
 				{unix.SOL_SOCKET, unix.SO_REUSEPORT, 1},
-				{level, allOpt, 0},
 			} {
 				if e := unix.SetsockoptInt(int(fd), o.level, o.opt, o.v); e != nil && serr == nil {
 					serr = fmt.Errorf("setsockopt %d/%d: %w", o.level, o.opt, e)
 				}
+			}
+			if keepAll {
+				filtered = true
+				return
+			}
+			switch e := unix.SetsockoptInt(int(fd), level, allOpt, 0); {
+			case errors.Is(e, unix.ENOPROTOOPT):
+				filtered = true
+			case e != nil && serr == nil:
+				serr = fmt.Errorf("setsockopt %d/%d: %w", level, allOpt, e)
 			}
 		})
 		if err != nil {
@@ -63,13 +77,13 @@ func listen(ctx context.Context, ns namespace.Namespace, family, port int) (grou
 		return serr
 	}}
 	var pc net.PacketConn
-	err := ns.Do(func() error {
+	err = ns.Do(func() error {
 		var err error
 		pc, err = lc.ListenPacket(ctx, network, net.JoinHostPort("", strconv.Itoa(port)))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("opening %s socket on port %d: %w", network, port, err)
+		return nil, false, fmt.Errorf("opening %s socket on port %d: %w", network, port, err)
 	}
 	// Room for bursts (a round of requests from many hosts at once); the
 	// kernel caps it at net.core.rmem_max, which is fine too.
@@ -78,16 +92,16 @@ func listen(ctx context.Context, ns namespace.Namespace, family, port int) (grou
 		p := ipv6.NewPacketConn(pc)
 		if err := p.SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface, true); err != nil {
 			pc.Close()
-			return nil, fmt.Errorf("asking for IPv6 packet info: %w", err)
+			return nil, false, fmt.Errorf("asking for IPv6 packet info: %w", err)
 		}
-		return newConn6(pc, p), nil
+		return newConn6(pc, p), filtered, nil
 	}
 	p := ipv4.NewPacketConn(pc)
 	if err := p.SetControlMessage(ipv4.FlagDst|ipv4.FlagInterface, true); err != nil {
 		pc.Close()
-		return nil, fmt.Errorf("asking for IPv4 packet info: %w", err)
+		return nil, false, fmt.Errorf("asking for IPv4 packet info: %w", err)
 	}
-	return newConn4(pc, p), nil
+	return newConn4(pc, p), filtered, nil
 }
 
 // mcastOpts are the multicast options ipv4.PacketConn and

@@ -157,6 +157,11 @@ type transportConfig struct {
 	// transport stops serving, before its socket closes, with a way to
 	// send from it a last time (an mDNS goodbye).
 	OnLeave func(j Joined, send func(dst netip.AddrPort, b []byte) error)
+
+	// keepMulticastAll leaves IP_MULTICAST_ALL as the kernel has it, as a
+	// kernel without the option does (tests of the filter that stands
+	// in for it).
+	keepMulticastAll bool
 }
 
 func (c *transportConfig) setDefaults() error {
@@ -217,6 +222,10 @@ type sock struct {
 	key  sockKey
 	ifc  netmon.Interface
 	conn groupConn
+	// filtered: the kernel hands this socket every group any socket of
+	// the host joined, on any interface (no IP_MULTICAST_ALL); read
+	// drops what is not its own.
+	filtered bool
 }
 
 // transport is one port of a Host: one socket per served interface and
@@ -230,8 +239,11 @@ type transport struct {
 	reasons map[int]string // why each interface is (not) served, as last logged
 	// warnedNone: the transport serves no interface and has said so.
 	warnedNone bool
-	names      map[int]string
-	subnets    map[int][]netip.Prefix
+	// filtering: its sockets hear every group (no IP_MULTICAST_ALL), and
+	// it has said so.
+	filtering bool
+	names     map[int]string
+	subnets   map[int][]netip.Prefix
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -542,9 +554,14 @@ func (t *transport) syncSockets() (changed bool, err error) {
 }
 
 func (t *transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
-	c, err := listen(t.ctx, t.cfg.Namespace, k.family, t.cfg.Port)
+	c, filtered, err := listen(t.ctx, t.cfg.Namespace, k.family, t.cfg.Port, t.cfg.keepMulticastAll)
 	if err != nil {
 		return nil, err
+	}
+	if filtered && !t.filtering {
+		t.filtering = true
+		t.log.Info("multicast sockets cannot be kept to their own groups here (no IP_MULTICAST_ALL: a Linux before 4.20 for IPv6, or qemu-user): each drops what arrives on another interface or for another group",
+			"family", k.family)
 	}
 	ifi := &net.Interface{Index: ifc.Index, Name: ifc.Name}
 	for _, g := range t.groups(k.family) {
@@ -557,7 +574,7 @@ func (t *transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", ifc.Name, err)
 	}
-	return &sock{key: k, ifc: ifc, conn: c}, nil
+	return &sock{key: k, ifc: ifc, conn: c, filtered: filtered}, nil
 }
 
 // groups returns the groups to join in a family.
@@ -601,6 +618,12 @@ func (t *transport) read(s *sock) {
 			continue
 		}
 		failures = 0
+		if s.filtered && (idx != 0 && idx != s.key.index || dst.IsMulticast() && !slices.Contains(t.groups(s.key.family), dst)) {
+			// Another interface's (its own socket has it too), or a
+			// group another socket joined: what IP_MULTICAST_ALL off
+			// would not have delivered.
+			continue
+		}
 		if idx == 0 {
 			idx = s.key.index
 		}

@@ -488,3 +488,39 @@ func TestDecide(t *testing.T) {
 		t.Error("Decide accepted a bad pattern")
 	}
 }
+
+// Where the kernel has no IP_MULTICAST_ALL (IPv6 before Linux 4.20,
+// qemu-user's emulated routers), every socket on the port hears every
+// group any socket joined, on any interface: the daemon failed to join
+// and served nothing. The transport then keeps the option's promise
+// itself: each packet is delivered once, by the socket of the interface
+// it came in on, and a socket joined to other groups (another program
+// on the port) drops discovery's.
+func TestWithoutMulticastAll(t *testing.T) {
+	t.Parallel()
+	lab := netlab.New(t)
+	lan1, lan2 := lab.LAN(), lab.LAN()
+	gw, x, y := lab.Host("gw"), lab.Host("x"), lab.Host("y")
+	gw.Attach(lan1)
+	gw.Attach(lan2)
+	lx, ly := x.Attach(lan1), y.Attach(lan2)
+	keep := func(c *transportConfig) { c.NoIPv6 = true; c.keepMulticastAll = true }
+	ngw := startNode(t, gw, keep)
+	other := startNode(t, gw, func(c *transportConfig) { keep(c); c.Groups = []netip.Addr{netip.MustParseAddr("239.255.0.9")} })
+	nx := startNode(t, x, keep)
+	ny := startNode(t, y, keep)
+
+	nx.tr.Send(Requests, same([]byte("x asks")))
+	ny.tr.Send(Requests, same([]byte("y asks")))
+	ngw.expect("x asks", lx.IPv4, "eth0", discovery.RequestGroupV4)
+	ngw.expect("y asks", ly.IPv4, "eth1", discovery.RequestGroupV4)
+	// Once each: the other interface's socket heard them too.
+	ngw.expectNone("x asks")
+	ngw.expectNone("y asks")
+	other.expectNone("x asks")
+	ngw.tr.mu.Lock()
+	defer ngw.tr.mu.Unlock()
+	if !ngw.tr.filtering {
+		t.Error("the transport did not say it filters")
+	}
+}
