@@ -121,11 +121,44 @@ type conn struct {
 }
 
 func (c *conn) join(ifi *net.Interface, g netip.Addr) error {
-	return c.opts.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+	err := c.opts.JoinGroup(ifi, &net.UDPAddr{IP: g.AsSlice()})
+	if errors.Is(err, unix.ENOPROTOOPT) {
+		// MCAST_JOIN_GROUP, which x/net uses, is not everywhere
+		// (qemu-user): the older per-family options say the same.
+		err = c.control(func(fd int) error {
+			if g.Is4() {
+				return unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP,
+					&unix.IPMreqn{Multiaddr: g.As4(), Ifindex: int32(ifi.Index)})
+			}
+			return unix.SetsockoptIPv6Mreq(fd, unix.IPPROTO_IPV6, unix.IPV6_ADD_MEMBERSHIP,
+				&unix.IPv6Mreq{Multiaddr: g.As16(), Interface: uint32(ifi.Index)})
+		})
+	}
+	return err
+}
+
+// control runs f on the socket's descriptor.
+func (c *conn) control(f func(fd int) error) error {
+	rc, err := c.pc.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
 
 func (c *conn) setup(ifi *net.Interface, ttl int, loop bool) error {
-	if err := c.opts.SetMulticastInterface(ifi); err != nil {
+	err := c.opts.SetMulticastInterface(ifi)
+	if errors.Is(err, unix.ENOPROTOOPT) {
+		// IP_MULTICAST_IF and IPV6_MULTICAST_IF are not everywhere
+		// (qemu-user): bound to the interface, the socket sends out of
+		// it (and hears only it, as it should).
+		err = c.control(func(fd int) error { return unix.BindToDevice(fd, ifi.Name) })
+	}
+	if err != nil {
 		return fmt.Errorf("choosing the sending interface: %w", err)
 	}
 	if err := c.setTTL(ttl); err != nil {

@@ -86,10 +86,7 @@ func addLink(st State, m *syscall.NetlinkMessage) {
 	}
 	idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:8])))
 	raw := binary.NativeEndian.Uint32(m.Data[8:12])
-	attrs, err := syscall.ParseNetlinkRouteAttr(m)
-	if err != nil {
-		return
-	}
+	attrs := routeAttrs(m.Data[unix.SizeofIfInfomsg:])
 	ifc := Interface{Index: idx, Flags: linkFlags(raw)}
 	for _, a := range attrs {
 		if a.Attr.Type == unix.IFLA_IFNAME {
@@ -130,10 +127,7 @@ func addAddr(st State, m *syscall.NetlinkMessage) {
 	if !ok {
 		return
 	}
-	attrs, err := syscall.ParseNetlinkRouteAttr(m)
-	if err != nil {
-		return
-	}
+	attrs := routeAttrs(m.Data[unix.SizeofIfAddrmsg:])
 	var local, address []byte
 	for _, a := range attrs {
 		switch a.Attr.Type {
@@ -167,10 +161,7 @@ func defaultRouteLinks(m *syscall.NetlinkMessage) []int {
 		return nil // a destination prefix: no default route
 	}
 	table := uint32(m.Data[4])
-	attrs, err := syscall.ParseNetlinkRouteAttr(m)
-	if err != nil {
-		return nil
-	}
+	attrs := routeAttrs(m.Data[unix.SizeofRtMsg:])
 	var links []int
 	for _, a := range attrs {
 		switch a.Attr.Type {
@@ -203,6 +194,30 @@ func nextHops(b []byte) []int {
 		}
 		out = append(out, int(int32(binary.NativeEndian.Uint32(b[4:8]))))
 		b = b[min(len(b), (n+3)&^3):]
+	}
+	return out
+}
+
+// routeAttrs reads a message's route attributes (struct rtattr: length,
+// type, value, aligned to 4) up to the first malformed one, keeping those
+// before it, where syscall.ParseNetlinkRouteAttr refuses the whole
+// message: qemu-user translates the attributes it knows between the
+// target's byte order and the host's and leaves the others (a big-endian
+// router build under it then read no interface at all). The kernel's own
+// messages are whole; what a message holds past a bad length is never
+// read.
+func routeAttrs(b []byte) []syscall.NetlinkRouteAttr {
+	var out []syscall.NetlinkRouteAttr
+	for len(b) >= unix.SizeofRtAttr {
+		l := int(binary.NativeEndian.Uint16(b[0:2]))
+		if l < unix.SizeofRtAttr || l > len(b) {
+			break
+		}
+		out = append(out, syscall.NetlinkRouteAttr{
+			Attr:  syscall.RtAttr{Len: uint16(l), Type: binary.NativeEndian.Uint16(b[2:4])},
+			Value: b[unix.SizeofRtAttr:l],
+		})
+		b = b[min((l+unix.RTA_ALIGNTO-1)&^(unix.RTA_ALIGNTO-1), len(b)):]
 	}
 	return out
 }
