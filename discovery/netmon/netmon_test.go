@@ -3,8 +3,8 @@ package netmon
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net"
