@@ -112,11 +112,13 @@ func (r *Registrar) putLocked(id string, si *storedItem) {
 			}
 		}
 		delete(r.items, id)
+		r.index.remove(old)
 	}
 	if si == nil {
 		return
 	}
 	r.items[id] = si
+	r.index.add(si)
 	r.bytes += si.size
 	if si.Owner != "" {
 		r.ownerBytes[si.Owner] += si.size
@@ -193,6 +195,7 @@ type Registrar struct {
 
 	mu       sync.RWMutex
 	items    map[string]*storedItem
+	index    index // of items: what a template may match
 	notifies map[string]*storedNotify
 	meta     Meta
 	// bytes is the items' sizes in all, ownerBytes by owner.
@@ -219,7 +222,7 @@ func New(cfg Config) (*Registrar, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, notifies: map[string]*storedNotify{},
+	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, index: newIndex(), notifies: map[string]*storedNotify{},
 		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings)), book: cfg.Grantor}
 	if err := r.load(); err != nil {
 		return nil, err
@@ -841,9 +844,23 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	budget := cmp.Or(r.cfg.PageBytes, DefaultPageBytes)
 	r.mu.RLock()
 	var matched []*storedItem
-	for _, si := range r.items {
-		if t.Matches(&si.Item) {
+	candidates, all := r.index.candidates(&t)
+	switch {
+	case t.ServiceID != "":
+		if si := r.items[t.ServiceID]; si != nil && t.Matches(&si.Item) {
 			matched = append(matched, si)
+		}
+	case all:
+		for _, si := range r.items {
+			if t.Matches(&si.Item) {
+				matched = append(matched, si)
+			}
+		}
+	default:
+		for si := range candidates.all {
+			if t.Matches(&si.Item) {
+				matched = append(matched, si)
+			}
 		}
 	}
 	r.mu.RUnlock()

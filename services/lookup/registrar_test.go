@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -473,4 +474,119 @@ func apiItems(its []Item) []apitypes.Item {
 		out[i] = APIItem(it)
 	}
 	return out
+}
+
+// The index narrows what a query looks at and nothing else: over random
+// items and templates (types, entries by their types and supertypes,
+// fields of every kind of value, null fields), a query finds exactly what
+// the matching rules find among all the items, before and after items
+// change and go.
+func TestIndexAgreesWithScan(t *testing.T) {
+	f := open(t, t.TempDir(), clock.Real{})
+	rng := rand.New(rand.NewPCG(7, 48))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	value := func() any {
+		switch rng.IntN(6) {
+		case 0:
+			return pick("lobby", "lab", "2")
+		case 1:
+			return float64(rng.IntN(3))
+		case 2:
+			return rng.IntN(2) == 0
+		case 3:
+			return json.Number(fmt.Sprint(rng.IntN(3)))
+		case 4:
+			return map[string]any{"int": float64(rng.IntN(2))}
+		}
+		return nil
+	}
+	entry := func() Attribute {
+		fields := map[string]any{}
+		for range rng.IntN(3) {
+			fields[pick("name", "floor", "ok")] = value()
+		}
+		switch rng.IntN(3) {
+		case 0:
+			return attr("net.jini.lookup.entry.Name", fields, "net.jini.entry.AbstractEntry")
+		case 1:
+			return attr("org.example.Room", fields, "org.example.Place", "net.jini.entry.AbstractEntry")
+		}
+		return attr("org.example.Place", fields, "net.jini.entry.AbstractEntry")
+	}
+	item := func() Item {
+		var it Item
+		for range 1 + rng.IntN(2) {
+			it.Types = append(it.Types, pick("a.Printer", "a.Scanner", "java.io.Serializable"))
+		}
+		for range rng.IntN(3) {
+			it.Attributes = append(it.Attributes, entry())
+		}
+		return it
+	}
+	var ids []string
+	for range 200 {
+		reg, err := f.r.Register(item(), 3_600_000, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, reg.ServiceID)
+	}
+	check := func(when string) {
+		t.Helper()
+		for range 2000 {
+			var tmpl Template
+			for range rng.IntN(2) {
+				tmpl.Types = append(tmpl.Types, pick("a.Printer", "a.Scanner", "java.io.Serializable", "a.None"))
+			}
+			for range rng.IntN(3) {
+				a := entry()
+				a.Supertypes = nil
+				if rng.IntN(4) == 0 {
+					a.Type = pick("net.jini.entry.AbstractEntry", "org.example.Place")
+				}
+				tmpl.Attributes = append(tmpl.Attributes, a)
+			}
+			if rng.IntN(20) == 0 {
+				tmpl.ServiceID = ids[rng.IntN(len(ids))]
+			}
+			var want []string
+			f.r.mu.RLock()
+			for id, si := range f.r.items {
+				if tmpl.Matches(&si.Item) {
+					want = append(want, id)
+				}
+			}
+			f.r.mu.RUnlock()
+			slices.Sort(want)
+			items, total, err := f.r.Query(tmpl, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, it.ServiceID)
+			}
+			if total != len(want) || !slices.Equal(got, want) {
+				t.Fatalf("%s: template %+v found %v (%d), the rules %v", when, tmpl, got, total, want)
+			}
+		}
+	}
+	check("registered")
+	for i, id := range ids {
+		switch i % 3 {
+		case 0:
+			l, err := f.r.Lease(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.g.Cancel(l.ID); err != nil {
+				t.Fatal(err)
+			}
+		case 1:
+			if err := f.r.ChangeAttributes(id, AttributeChange{Set: []Attribute{entry()}}, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check("changed and cancelled")
 }
