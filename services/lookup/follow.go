@@ -36,7 +36,7 @@ func NewFollower(cfg Config) *Registrar {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	fl := &followedLeases{leases: map[string]lease.Record{}}
-	return &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, index: newIndex(), notifies: map[string]*storedNotify{},
+	return &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, index: index{}, notifies: map[string]*storedNotify{},
 		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings)),
 		book: fl, follower: fl}
 }
@@ -75,7 +75,7 @@ func (r *Registrar) Follow(b store.Batch) error {
 	defer r.mu.Unlock()
 	if reset {
 		clear(r.items)
-		r.index = newIndex()
+		clear(r.index)
 		clear(r.ownerBytes)
 		r.bytes = 0
 	}

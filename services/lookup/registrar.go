@@ -222,7 +222,7 @@ func New(cfg Config) (*Registrar, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, index: newIndex(), notifies: map[string]*storedNotify{},
+	r := &Registrar{cfg: cfg, log: cfg.Logger, items: map[string]*storedItem{}, index: index{}, notifies: map[string]*storedNotify{},
 		ownerBytes: map[string]int{}, listings: make(chan struct{}, cmp.Or(cfg.Listings, DefaultListings)), book: cfg.Grantor}
 	if err := r.load(); err != nil {
 		return nil, err
@@ -856,8 +856,11 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 				matched = append(matched, si)
 			}
 		}
-	default:
-		for si := range candidates.all {
+	case candidates != nil:
+		if si := candidates.one; si != nil && t.Matches(&si.Item) {
+			matched = append(matched, si)
+		}
+		for si := range candidates.many {
 			if t.Matches(&si.Item) {
 				matched = append(matched, si)
 			}
