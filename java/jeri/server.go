@@ -188,8 +188,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Refused counts connections closed for a cap.
 func (s *Server) Refused() int64 { return s.ln.Refused.Load() }
 
-// Buffered is the bytes held for calls on every connection now, with the
-// connections' message buffers.
+// Buffered is the bytes held for calls on every connection now.
 func (s *Server) Buffered() int64 { return s.buffered.Load() }
 
 // Start begins accepting.
@@ -372,17 +371,7 @@ func (sc *serverConn) serve(ctx context.Context) error {
 			sc.c.SetReadDeadline(time.Now().Add(sc.s.cfg.Idle))
 		}
 		var m message
-		before := cap(buf)
 		m, buf, err = readMessage(r, buf)
-		if grown := cap(buf) - before; err == nil && grown > 0 {
-			// The connection's message buffer (up to 64 KiB, kept for
-			// its life) counts in the budgets as calls' bytes do: a
-			// flood of connections is bounded by them, not by their
-			// count (each source may hold limits.javaConnsPerSource).
-			sc.mu.Lock()
-			err = sc.reserve(grown)
-			sc.mu.Unlock()
-		}
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
