@@ -98,11 +98,13 @@ func (l *Limited) Accept() (net.Conn, error) {
 			ex = err == nil && l.cfg.Exempt(ap.Addr().Unmap().WithZone(""))
 		}
 		if ok, perSource := l.take(src, ex); !ok {
-			l.Refused.Add(1)
 			c.Close()
 			if l.cfg.OnRefuse != nil {
 				l.cfg.OnRefuse(src, perSource)
 			}
+			// Counted once told: who sees Refused move sees what the
+			// listener said of it.
+			l.Refused.Add(1)
 			continue
 		}
 		return &conn{Conn: c, release: func() { l.release(src, ex) }}, nil

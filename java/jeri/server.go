@@ -19,13 +19,15 @@ import (
 
 // Defaults of a server's caps.
 const (
-	// DefaultMaxConns and DefaultMaxPerSource: JGDMS opens a connection
-	// for each call it makes at once (a busy JVM of 64 threads, 64 of
-	// them), so the cap per source is far above a program's threads;
-	// what connections may hold is bounded by MaxBuffered and
-	// MaxBufferedTotal, not by their count.
+	// DefaultMaxConns and DefaultMaxPerSource: JGDMS multiplexes the
+	// calls a program makes at once on its connections (64 threads
+	// renewing at once used one, TestJavaBusyProgram), opening more
+	// when they are busy; 32 a source is four times what was refused
+	// before (8), and each connection holds a message buffer (64 KiB)
+	// beside what MaxBuffered bounds, so a flood from two addresses
+	// stays within the daemon's memory bound (TestFloodJavaPort).
 	DefaultMaxConns     = 256
-	DefaultMaxPerSource = 96
+	DefaultMaxPerSource = 32
 	// DefaultMaxRequest bounds one call's bytes: a registration with a
 	// 100 kB service object fits many times over.
 	DefaultMaxRequest = 1 << 20

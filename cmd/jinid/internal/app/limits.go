@@ -42,8 +42,9 @@ type Limits struct {
 	JavaBuffered      int `json:"javaBuffered"`
 	JavaBufferedTotal int `json:"javaBufferedTotal"`
 	// JavaConns and JavaConnsPerSource cap Java clients' Jini ERI
-	// connections, in all and from one source: JGDMS opens one for each
-	// call it makes at once, so a busy program holds many.
+	// connections, in all and from one source: JGDMS multiplexes a
+	// program's calls on its connections and opens more when they are
+	// busy.
 	JavaConns          int `json:"javaConns"`
 	JavaConnsPerSource int `json:"javaConnsPerSource"`
 	// ConnectBacks run at once to answer multicast requests, and at most
@@ -120,7 +121,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		APIConns: 512, APIConnsPerSource: 64, SocketConns: 128,
 		DiscoveryConns: 256, DiscoveryConnsPerSource: 8, SourcePrefix4: 32, SourcePrefix6: 64,
-		JavaBuffered: 4 << 20, JavaBufferedTotal: 32 << 20, JavaConns: 256, JavaConnsPerSource: 96,
+		JavaBuffered: 4 << 20, JavaBufferedTotal: 32 << 20, JavaConns: 256, JavaConnsPerSource: 32,
 		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
 		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
 		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20, Listings: 4,
