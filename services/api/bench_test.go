@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jinid/jinid/services/api/client"
@@ -69,4 +71,37 @@ func BenchmarkRenewBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*len(rs))/b.Elapsed().Seconds(), "renewals/s")
+}
+
+// BenchmarkRegisterClients is registrations over HTTP from 1, 16 and 64
+// clients at once (goroutines with one client each), on the embedded
+// store: with one commit and its flushes per registration, throughput
+// is one over the commit time whatever the clients (the figure group
+// commit is to raise; docs/performance.md, issue 49).
+func BenchmarkRegisterClients(b *testing.B) {
+	for _, clients := range []int{1, 16, 64} {
+		b.Run(fmt.Sprint(clients), func(b *testing.B) {
+			e := newEnv(b)
+			ctx := b.Context()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range clients {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						if _, err := e.c.Register(ctx, item(int(i)), 3_600_000); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
+		})
+	}
 }
