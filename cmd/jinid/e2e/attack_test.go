@@ -65,7 +65,7 @@ func joinAddrs(as []netip.Addr) string {
 
 // Two floods on the Jini ERI port from one attacker host of the LAN (one
 // the daemon serves: Java clients of the LAN may register):
-//   - from two of its addresses, 32 connections each (the most one
+//   - from two of its addresses, 16 connections each (the most one
 //     address may hold: limits.javaConnsPerSource), each opening 256
 //     sessions and sending almost a
 //     whole call (1 MiB) on every one, never ending a call, reconnecting
@@ -95,7 +95,7 @@ func TestFloodJavaPort(t *testing.T) {
 	base := usage(t, pid)
 	m := meter(t, pid)
 	const lasts = "30s"
-	sessions := startFlood(t, attacker, "jeri", "--addr", target, "--from", joinAddrs(big), "--conns", "64",
+	sessions := startFlood(t, attacker, "jeri", "--addr", target, "--from", joinAddrs(big), "--conns", "32",
 		"--sessions", "256", "--bytes", "1040000", "--rate", "50", "--reopen", "1s", "--for", lasts)
 	trickle := startFlood(t, attacker, "jeri", "--addr", target, "--from", link.IPv4.String(), "--conns", "8",
 		"--sessions", "1", "--bytes", "1", "--rate", "200", "--reopen", "1m", "--for", lasts)

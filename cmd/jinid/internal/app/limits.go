@@ -121,7 +121,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		APIConns: 512, APIConnsPerSource: 64, SocketConns: 128,
 		DiscoveryConns: 256, DiscoveryConnsPerSource: 8, SourcePrefix4: 32, SourcePrefix6: 64,
-		JavaBuffered: 4 << 20, JavaBufferedTotal: 32 << 20, JavaConns: 256, JavaConnsPerSource: 32,
+		JavaBuffered: 4 << 20, JavaBufferedTotal: 32 << 20, JavaConns: 256, JavaConnsPerSource: 16,
 		ConnectBacks: 64, ConnectBacksPending: 128, Contacts: 64, ContactsPending: 256,
 		BodyBytes: 64 << 10, ItemBytes: 64 << 10, Batch: 1000,
 		PageSize: 100, MaxPage: 1000, PageBytes: 1 << 20, Listings: 4,
