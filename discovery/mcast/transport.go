@@ -224,8 +224,10 @@ type sock struct {
 	conn groupConn
 	// filtered: the kernel hands this socket every group any socket of
 	// the host joined, on any interface (no IP_MULTICAST_ALL); read
-	// drops what is not its own.
+	// drops what is not its own: another interface's, or not among the
+	// groups it joined.
 	filtered bool
+	groups   []netip.Addr
 }
 
 // transport is one port of a Host: one socket per served interface and
@@ -564,7 +566,8 @@ func (t *transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 			"family", k.family)
 	}
 	ifi := &net.Interface{Index: ifc.Index, Name: ifc.Name}
-	for _, g := range t.groups(k.family) {
+	groups := t.groups(k.family)
+	for _, g := range groups {
 		if err := c.join(ifi, g); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("joining %s on %s: %w", g, ifc.Name, err)
@@ -574,7 +577,7 @@ func (t *transport) open(k sockKey, ifc netmon.Interface) (*sock, error) {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", ifc.Name, err)
 	}
-	return &sock{key: k, ifc: ifc, conn: c, filtered: filtered}, nil
+	return &sock{key: k, ifc: ifc, conn: c, filtered: filtered, groups: groups}, nil
 }
 
 // groups returns the groups to join in a family.
@@ -618,7 +621,7 @@ func (t *transport) read(s *sock) {
 			continue
 		}
 		failures = 0
-		if s.filtered && (idx != 0 && idx != s.key.index || dst.IsMulticast() && !slices.Contains(t.groups(s.key.family), dst)) {
+		if s.filtered && (idx != 0 && idx != s.key.index || dst.IsMulticast() && !slices.Contains(s.groups, dst)) {
 			// Another interface's (its own socket has it too), or a
 			// group another socket joined: what IP_MULTICAST_ALL off
 			// would not have delivered.

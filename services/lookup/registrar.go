@@ -844,19 +844,18 @@ func (r *Registrar) page(t Template, after string, limit int) (aPage, error) {
 	budget := cmp.Or(r.cfg.PageBytes, DefaultPageBytes)
 	r.mu.RLock()
 	var matched []*storedItem
-	candidates, all := r.index.candidates(&t)
-	switch {
-	case t.ServiceID != "":
+	// By ServiceID (what Java lookups by ID ask) the index is not asked.
+	if t.ServiceID != "" {
 		if si := r.items[t.ServiceID]; si != nil && t.Matches(&si.Item) {
 			matched = append(matched, si)
 		}
-	case all:
+	} else if candidates, all := r.index.candidates(&t); all {
 		for _, si := range r.items {
 			if t.Matches(&si.Item) {
 				matched = append(matched, si)
 			}
 		}
-	case candidates != nil:
+	} else if candidates != nil {
 		if si := candidates.one; si != nil && t.Matches(&si.Item) {
 			matched = append(matched, si)
 		}
