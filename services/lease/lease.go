@@ -257,8 +257,14 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64
 	if err != nil {
 		return Record{}, err
 	}
+	// Grants of the same commit not yet in memory count too.
+	held := tx.Pending("lease/"+k, 1)
+	var ownerHeld int64
+	if owner != "" {
+		ownerHeld = tx.Pending("lease/"+k+"/"+owner, 1)
+	}
 	g.mu.Lock()
-	err = g.checkQuota(g.kinds[k], owner)
+	err = g.checkQuota(g.kinds[k], owner, int(held), int(ownerHeld))
 	g.mu.Unlock()
 	if err != nil {
 		return Record{}, err
@@ -279,6 +285,9 @@ func (g *Grantor) Grant(tx *store.Tx, k, resource, owner string, requested int64
 // being registered again (as a lookup registration of an existing
 // ServiceID is).
 func (g *Grantor) Replace(tx *store.Tx, id string, requested int64) (Record, error) {
+	if err := tx.Claim("lease/" + id); err != nil {
+		return Record{}, err
+	}
 	r, err := g.current(id)
 	if err != nil {
 		return Record{}, err
@@ -348,13 +357,13 @@ func (g *Grantor) SetQuota(k string, q Quota) {
 
 // checkQuota says whether owner may be granted one more lease of kd;
 // the caller holds mu.
-func (g *Grantor) checkQuota(kd *kind, owner string) error {
+func (g *Grantor) checkQuota(kd *kind, owner string, pending, ownerPending int) error {
 	q := kd.quota
-	switch {
-	case q.Total > 0 && kd.count >= q.Total:
-		return fault.Limit(apitypes.TooMany, q.TotalKey, 60, "%d of these are held, the most this daemon keeps (%s); try again once some have ended", kd.count, q.TotalKey)
-	case q.PerOwner > 0 && owner != "" && kd.owners[owner] >= q.PerOwner:
-		return fault.Limit(apitypes.TooMany, q.PerOwnerKey, 60, "this client holds %d of these, the most one may (%s); cancel some first", kd.owners[owner], q.PerOwnerKey)
+	switch n, o := kd.count+pending, kd.owners[owner]+ownerPending; {
+	case q.Total > 0 && n >= q.Total:
+		return fault.Limit(apitypes.TooMany, q.TotalKey, 60, "%d of these are held, the most this daemon keeps (%s); try again once some have ended", n, q.TotalKey)
+	case q.PerOwner > 0 && owner != "" && o >= q.PerOwner:
+		return fault.Limit(apitypes.TooMany, q.PerOwnerKey, 60, "this client holds %d of these, the most one may (%s); cancel some first", o, q.PerOwnerKey)
 	}
 	return nil
 }
@@ -434,54 +443,75 @@ type Result struct {
 
 // RenewAll renews a batch: each lease that can be renewed is, in one
 // transaction; each that cannot gets its own error, and none stops the
-// others (LeaseMap.renewAll).
+// others (LeaseMap.renewAll). Renewals made at the same time share a
+// commit (store.Shared): each claims its leases, for it reads them from
+// memory.
 func (g *Grantor) RenewAll(rs []Renewal) []Result {
 	out := make([]Result, len(rs))
-	var ok []int
+	var stored []int
 	for i, rn := range rs {
-		r, err := g.current(rn.ID)
+		r, kd, err := g.renewal(rn)
+		if err == nil && !kd.volatile {
+			stored = append(stored, i)
+			continue
+		}
 		if err == nil {
-			var kd kind
-			if kd, err = g.policy(r.Kind); err == nil {
-				var d int64
-				if d, err = kd.policy.Grant(rn.Duration); err == nil {
-					r.Expiration = expirationAfter(g.now(), d)
-					if kd.policy.cut(rn.Duration) {
-						r.CutBy = cmp.Or(kd.policy.MaxKey, "policy")
-					}
-					if kd.volatile {
-						g.track(r)
-						g.renewed(kd, r)
-					} else {
-						ok = append(ok, i)
-					}
-				}
-			}
+			g.track(r)
+			g.renewed(kd, r)
 		}
 		out[i] = Result{Lease: r, Err: err}
 	}
-	if len(ok) == 0 {
+	if len(stored) == 0 {
 		return out
 	}
-	err := g.store.Update(func(tx *store.Tx) error {
-		for _, i := range ok {
-			if err := g.put(tx, out[i].Lease); err != nil {
+	err := g.store.Shared(func(tx *store.Tx) error {
+		for _, i := range stored {
+			if err := tx.Claim("lease/" + rs[i].ID); err != nil {
 				return err
 			}
+		}
+		// Read again under the claims: a cancel or an expiry committed
+		// since the first look is seen.
+		for _, i := range stored {
+			r, kd, err := g.renewal(rs[i])
+			out[i] = Result{Lease: r, Err: err}
+			if err != nil {
+				continue
+			}
+			if err := g.put(tx, r); err != nil {
+				return err
+			}
+			tx.OnCommit(func() { g.renewed(kd, r) })
 		}
 		return nil
 	})
 	if err != nil {
-		for _, i := range ok {
+		for _, i := range stored {
 			out[i] = Result{Err: fmt.Errorf("storing the renewal: %w", err)}
 		}
-		return out
-	}
-	for _, i := range ok {
-		kd, _ := g.policy(out[i].Lease.Kind)
-		g.renewed(kd, out[i].Lease)
 	}
 	return out
+}
+
+// renewal is lease rn.ID renewed as rn asks, not yet stored.
+func (g *Grantor) renewal(rn Renewal) (Record, kind, error) {
+	r, err := g.current(rn.ID)
+	if err != nil {
+		return r, kind{}, err
+	}
+	kd, err := g.policy(r.Kind)
+	if err != nil {
+		return r, kd, err
+	}
+	d, err := kd.policy.Grant(rn.Duration)
+	if err != nil {
+		return r, kd, err
+	}
+	r.Expiration = expirationAfter(g.now(), d)
+	if kd.policy.cut(rn.Duration) {
+		r.CutBy = cmp.Or(kd.policy.MaxKey, "policy")
+	}
+	return r, kd, nil
 }
 
 // renewed tells the kind's OnRenew hook, if any, of a stored renewal.
@@ -545,6 +575,9 @@ func slicesContainsID(rs []Record, id string) bool {
 // removes the resource itself (a lookup registration replaced by another
 // of the same ServiceID, say). The owner frees the resource.
 func (g *Grantor) Drop(tx *store.Tx, id string) error {
+	if err := tx.Claim("lease/" + id); err != nil {
+		return err
+	}
 	if err := tx.Delete(bucket, id); err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func recordSize(si *storedItem) int {
 // and of its owner's, were it to replace old (nil: none). Items are held
 // in memory: these bound what the lookup service's clients can make it
 // hold, whatever the counts.
-func (r *Registrar) checkSize(si, old *storedItem) error {
+func (r *Registrar) checkSize(tx *store.Tx, si, old *storedItem) error {
 	si.size = recordSize(si)
 	if max := cmp.Or(r.cfg.MaxItemBytes, DefaultMaxItemBytes); si.size > max {
 		return fault.Limit(apitypes.TooLarge, "itemBytes", 0, "the item takes %d bytes, more than %d", si.size, max)
@@ -87,13 +87,19 @@ func (r *Registrar) checkSize(si, old *storedItem) error {
 			ownerGrow -= old.size
 		}
 	}
+	// What changes of the same commit add is not in memory yet.
+	pending := int(tx.Pending("items", int64(grow)))
+	var ownerPending int
+	if si.Owner != "" {
+		ownerPending = int(tx.Pending("items/"+si.Owner, int64(ownerGrow)))
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if max := cmp.Or(r.cfg.ItemsBytes, DefaultItemsBytes); grow > 0 && r.bytes+grow > max {
-		return fault.Limit(apitypes.TooMany, "itemsBytes", quotaRetry, "the lookup service holds %d bytes of items, and takes %d at most", r.bytes, max)
+	if held, max := r.bytes+pending, cmp.Or(r.cfg.ItemsBytes, DefaultItemsBytes); grow > 0 && held+grow > max {
+		return fault.Limit(apitypes.TooMany, "itemsBytes", quotaRetry, "the lookup service holds %d bytes of items, and takes %d at most", held, max)
 	}
-	if max := cmp.Or(r.cfg.ItemsBytesPerOwner, DefaultItemsBytesPerOwner); si.Owner != "" && ownerGrow > 0 && r.ownerBytes[si.Owner]+ownerGrow > max {
-		return fault.Limit(apitypes.TooMany, "itemsBytesPerClient", quotaRetry, "this client's items take %d bytes, and may take %d at most", r.ownerBytes[si.Owner], max)
+	if held, max := r.ownerBytes[si.Owner]+ownerPending, cmp.Or(r.cfg.ItemsBytesPerOwner, DefaultItemsBytesPerOwner); si.Owner != "" && ownerGrow > 0 && held+ownerGrow > max {
+		return fault.Limit(apitypes.TooMany, "itemsBytesPerClient", quotaRetry, "this client's items take %d bytes, and may take %d at most", held, max)
 	}
 	return nil
 }
@@ -407,16 +413,30 @@ func (r *Registrar) register(it Item, kind string, duration int64, by string) (R
 		return Registration{}, err
 	}
 	var reg Registration
-	err := r.cfg.Store.Update(func(tx *store.Tx) error {
+	// Registrations made at the same time share a commit: each claims its
+	// ServiceID and the notify registrations it advances, and counts the
+	// others' bytes and leases (see store.Shared).
+	err := r.cfg.Store.Shared(func(tx *store.Tx) error {
+		if err := tx.Claim("item/" + it.ServiceID); err != nil {
+			return err
+		}
 		r.mu.RLock()
 		old := r.items[it.ServiceID]
 		r.mu.RUnlock()
+		var before *Item
 		if old != nil {
 			// The daemon's configuration (a static service) acts as its
 			// administrator does.
 			if err := mayChange(old, by); err != nil && kind != StaticLease {
 				return err
 			}
+			before = &old.Item
+		}
+		send, err := r.transitions(tx, before, &it)
+		if err != nil {
+			return err
+		}
+		if old != nil {
 			if err := r.cfg.Grantor.Drop(tx, old.Lease); err != nil {
 				return err
 			}
@@ -426,18 +446,10 @@ func (r *Registrar) register(it Item, kind string, duration int64, by string) (R
 			return err
 		}
 		si := &storedItem{Item: it, Lease: rec.ID, Owner: by}
-		if err := r.checkSize(si, old); err != nil {
+		if err := r.checkSize(tx, si, old); err != nil {
 			return err
 		}
 		if err := tx.Put(itemsBucket, it.ServiceID, recordOf(si)); err != nil {
-			return err
-		}
-		var before *Item
-		if old != nil {
-			before = &old.Item
-		}
-		send, err := r.transitions(tx, before, &si.Item)
-		if err != nil {
 			return err
 		}
 		tx.OnCommit(func() {
@@ -511,7 +523,10 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 	if n != 1 {
 		return fault.New(apitypes.InvalidArgument, "give exactly one of add, modify and set")
 	}
-	return r.cfg.Store.Update(func(tx *store.Tx) error {
+	return r.cfg.Store.Shared(func(tx *store.Tx) error {
+		if err := tx.Claim("item/" + serviceID); err != nil {
+			return err
+		}
 		r.mu.RLock()
 		old := r.items[serviceID]
 		r.mu.RUnlock()
@@ -546,15 +561,15 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 		if it.Attributes == nil {
 			it.Attributes = []Attribute{}
 		}
+		send, err := r.transitions(tx, &old.Item, &it)
+		if err != nil {
+			return err
+		}
 		si := &storedItem{Item: it, Lease: old.Lease, Owner: old.Owner}
-		if err := r.checkSize(si, old); err != nil {
+		if err := r.checkSize(tx, si, old); err != nil {
 			return err
 		}
 		if err := tx.Put(itemsBucket, serviceID, recordOf(si)); err != nil {
-			return err
-		}
-		send, err := r.transitions(tx, &old.Item, &si.Item)
-		if err != nil {
 			return err
 		}
 		tx.OnCommit(func() {
@@ -604,6 +619,12 @@ func (r *Registrar) transitions(tx *store.Tx, before, after *Item) (func(), erro
 	}
 	r.mu.RUnlock()
 	updated, events := eventsFor(ns, before, after)
+	for i := range updated {
+		// Its sequence number is read from memory.
+		if err := tx.Claim("notify/" + updated[i].ID); err != nil {
+			return nil, err
+		}
+	}
 	for i := range updated {
 		if err := tx.Put(notifyBucket, updated[i].ID, notifyRecordOf(&updated[i])); err != nil {
 			return nil, err

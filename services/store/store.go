@@ -45,6 +45,11 @@ type Store struct {
 	// wmu serialises writers across the transaction and its on-commit
 	// hooks, so in-memory state follows the store in commit order.
 	wmu sync.Mutex
+	// qmu guards the changes waiting for a group commit (Shared), and
+	// whether one of their writers leads it.
+	qmu     sync.Mutex
+	queue   []*shared
+	leading bool
 
 	// trouble is why writes fail now (the disk: full, read-only, not
 	// ours), "" when they do not; a probe clears it once one succeeds.
@@ -257,6 +262,12 @@ func (s *Store) Path() string { return s.path }
 type Tx struct {
 	kv       kv
 	onCommit []func()
+
+	// Of a group commit (Shared): what the changes share, and what this
+	// one claimed and added.
+	b       *batch
+	claimed []string
+	added   []added
 }
 
 // OnCommit runs f after the transaction is on disk; not if it fails. It is
@@ -279,25 +290,33 @@ func (s *Store) Update(fn func(*Tx) error) error {
 		t.kv, t.onCommit = tx, nil
 		return fn(t)
 	})
-	if err == nil {
-		s.commits.Observe(time.Since(start).Seconds())
-	}
 	if err != nil {
-		if why := diskTrouble(err); why != "" {
-			return s.troubled(why)
-		}
-		if errors.Is(err, errUnavailable) {
-			return s.troubled("the etcd cluster did not commit the change in time: " + shortCause(err))
-		}
-		return err
+		return s.failed(err)
 	}
-	s.mu.Lock()
-	s.trouble = "" // a write succeeded: the disk is well again
-	s.mu.Unlock()
+	s.committed(start)
 	for _, f := range t.onCommit {
 		f()
 	}
 	return nil
+}
+
+// failed turns a failed commit's error into what its writers are told.
+func (s *Store) failed(err error) error {
+	if why := diskTrouble(err); why != "" {
+		return s.troubled(why)
+	}
+	if errors.Is(err, errUnavailable) {
+		return s.troubled("the etcd cluster did not commit the change in time: " + shortCause(err))
+	}
+	return err
+}
+
+// committed notes a commit begun at start.
+func (s *Store) committed(start time.Time) {
+	s.commits.Observe(time.Since(start).Seconds())
+	s.mu.Lock()
+	s.trouble = "" // a write succeeded: the disk is well again
+	s.mu.Unlock()
 }
 
 // View runs fn in a read-only transaction.
