@@ -105,7 +105,10 @@ type kind struct {
 	policy   Policy
 	release  Release
 	volatile bool // in memory only: release gets a nil tx
-	renewed  func(Record)
+	// shared: its release claims what it reads (store.Tx.Claim), so its
+	// cancels and expiries may share commits with other changes.
+	shared  bool
+	renewed func(Record)
 	quota    Quota
 	count    int            // leases held
 	owners   map[string]int // leases held by owner
@@ -153,6 +156,17 @@ func (g *Grantor) Register(k string, p Policy, release Release) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.kinds[k] = &kind{policy: p, release: release, owners: map[string]int{}}
+}
+
+// Share says that kind k's release claims what it reads from memory
+// (store.Tx.Claim): its cancels and expiries then share commits with
+// other changes made at the same time (what they free counts for those
+// only after the commit: a quota errs on the safe side). Register the
+// kind first.
+func (g *Grantor) Share(k string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.kinds[k].shared = true
 }
 
 // RegisterVolatile declares a kind whose leases live in memory only, for
@@ -644,7 +658,18 @@ func (g *Grantor) expire(recs []Record) error {
 // expireStored deletes stored leases and releases their resources in one
 // transaction.
 func (g *Grantor) expireStored(stored []Record) error {
-	return g.store.Update(func(tx *store.Tx) error {
+	update := g.store.Shared
+	for _, r := range stored {
+		if kd, err := g.policy(r.Kind); err != nil || !kd.shared {
+			update = g.store.Update
+		}
+	}
+	return update(func(tx *store.Tx) error {
+		for _, r := range stored {
+			if err := tx.Claim("lease/" + r.ID); err != nil {
+				return err
+			}
+		}
 		for _, r := range stored {
 			kd, err := g.policy(r.Kind)
 			if err != nil {
@@ -658,11 +683,13 @@ func (g *Grantor) expireStored(stored []Record) error {
 				tx.OnCommit(func() { g.forget(id) })
 				continue
 			}
-			if err := tx.Delete(bucket, r.ID); err != nil {
-				return err
-			}
+			// The release first: what it claims, before anything of
+			// this lease is written.
 			if err := kd.release(tx, r.Resource); err != nil {
 				return fmt.Errorf("releasing %s %s: %w", r.Kind, r.Resource, err)
+			}
+			if err := tx.Delete(bucket, r.ID); err != nil {
+				return err
 			}
 			id := r.ID
 			tx.OnCommit(func() { g.forget(id) })

@@ -236,6 +236,7 @@ func New(cfg Config) (*Registrar, error) {
 	cfg.Grantor.Register(ItemLease, cfg.ItemPolicy, r.releaseItem)
 	cfg.Grantor.Register(StaticLease, lease.Policy{Default: lease.Forever, Max: lease.Forever}, r.releaseItem)
 	cfg.Grantor.Register(NotifyLease, cfg.NotifyPolicy, r.releaseNotify)
+	cfg.Grantor.Share(ItemLease)
 	return r, nil
 }
 
@@ -584,6 +585,9 @@ func (r *Registrar) ChangeAttributes(serviceID string, c AttributeChange, by str
 
 // releaseItem ends a registration whose lease ended.
 func (r *Registrar) releaseItem(tx *store.Tx, serviceID string) error {
+	if err := tx.Claim("item/" + serviceID); err != nil {
+		return err
+	}
 	r.mu.RLock()
 	old := r.items[serviceID]
 	r.mu.RUnlock()

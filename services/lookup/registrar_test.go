@@ -590,3 +590,111 @@ func TestIndexAgreesWithScan(t *testing.T) {
 	}
 	check("changed and cancelled")
 }
+
+// Changes made at once share commits (store.Shared), and come out as
+// they would one after the other: a quota is not passed by changes of one
+// commit that each saw room, one ServiceID registered by many clients at
+// once has one owner, the registrations a notify registration hears get
+// sequence numbers none repeats, and renewals beside cancels leave no
+// cancelled lease alive.
+func TestConcurrentChangesAsIfOneAfterAnother(t *testing.T) {
+	f := openWith(t, t.TempDir(), clock.NewFake(t0), Config{ItemsBytesPerOwner: 50 << 10})
+	n, err := f.r.Notify(NotifyRequest{Template: Template{Types: []string{"com.example.Printer"}},
+		Transitions: []string{NoMatchMatch}, Listener: "http://127.0.0.1:9/l", Duration: lease.Forever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 16
+	at := func(run func(i int)) {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range writers {
+			wg.Go(func() { <-start; run(i) })
+		}
+		close(start)
+		wg.Wait()
+	}
+
+	// A quota: 10 KiB items under 50 KiB a client fit four times.
+	var mu sync.Mutex
+	ok := 0
+	at(func(i int) {
+		it := Item{Types: []string{"com.example.Big"}, Attributes: []Attribute{attr("com.example.Pad", map[string]any{"pad": strings.Repeat("x", 10<<10)})}}
+		_, err := f.r.Register(it, 60_000, "token:alice")
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			ok++
+		case !fault.Is(err, apitypes.TooMany):
+			t.Errorf("alice's item %d: %v", i, err)
+		}
+	})
+	if ok != 4 {
+		t.Errorf("%d items of 10 KiB registered at once under a 50 KiB quota, want 4", ok)
+	}
+
+	// One ServiceID, sixteen clients: one owns it.
+	const id = "00000000-0000-4000-8000-000000000001"
+	owners := 0
+	at(func(i int) {
+		it := printer("race")
+		it.ServiceID = id
+		_, err := f.r.Register(it, 60_000, fmt.Sprintf("token:c%d", i))
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			owners++
+		case !fault.Is(err, apitypes.Forbidden):
+			t.Errorf("client %d: %v", i, err)
+		}
+	})
+	if owners != 1 {
+		t.Errorf("%d clients registered service %s at once, want 1 (the others Forbidden)", owners, id)
+	}
+
+	// Printers at once: each heard once, its own sequence number.
+	regs := make([]Registration, writers)
+	at(func(i int) {
+		var err error
+		if regs[i], err = f.r.Register(printer(fmt.Sprint(i)), 60_000, ""); err != nil {
+			t.Errorf("printer %d: %v", i, err)
+		}
+	})
+	seqs := map[int64]bool{}
+	for _, ev := range f.cap.events() {
+		if ev.EventID == n.EventID {
+			if seqs[ev.SeqNum] {
+				t.Errorf("sequence number %d given twice", ev.SeqNum)
+			}
+			seqs[ev.SeqNum] = true
+		}
+	}
+	if len(seqs) != writers+1 { // and the race's one
+		t.Errorf("%d events for %d printers registered", len(seqs), writers+1)
+	}
+
+	// Renewals and cancels of the same leases at once: a lease cancelled
+	// is gone, whatever renewal committed beside it.
+	at(func(i int) {
+		id := regs[i/2].Lease.ID
+		if i%2 == 0 {
+			if err := f.g.Cancel(id); err != nil {
+				t.Errorf("cancelling %s: %v", id, err)
+			}
+			return
+		}
+		if _, err := f.g.Renew(id, 60_000); err != nil && !fault.Is(err, apitypes.UnknownLease) {
+			t.Errorf("renewing %s: %v", id, err)
+		}
+	})
+	for i := 0; i < writers; i += 2 {
+		if _, err := f.g.Get(regs[i/2].Lease.ID); !fault.Is(err, apitypes.UnknownLease) {
+			t.Errorf("lease %d cancelled, and still there: %v", i/2, err)
+		}
+		if _, err := f.r.Lease(regs[i/2].ServiceID); err == nil {
+			t.Errorf("item %d's lease cancelled, and the item still there", i/2)
+		}
+	}
+}
