@@ -109,9 +109,9 @@ type kind struct {
 	// cancels and expiries may share commits with other changes.
 	shared  bool
 	renewed func(Record)
-	quota    Quota
-	count    int            // leases held
-	owners   map[string]int // leases held by owner
+	quota   Quota
+	count   int            // leases held
+	owners  map[string]int // leases held by owner
 }
 
 type entry struct {
