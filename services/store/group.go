@@ -213,7 +213,13 @@ func (s *Store) commitShared() {
 	if err != nil {
 		err = s.failed(err)
 	} else {
-		s.committed(start)
+		made := 0
+		for i, t := range txs {
+			if t != nil && i < upto {
+				made++
+			}
+		}
+		s.committed(start, made)
 	}
 	var answered []*shared
 	for i, p := range ps {

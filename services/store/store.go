@@ -62,6 +62,7 @@ type Store struct {
 	ProbeEvery time.Duration
 
 	commits *metrics.Histogram
+	changes *metrics.Counter
 	// writing is when the running write began (UnixNano), 0 when none
 	// runs: a write that never ends is a wedged daemon (liveness).
 	writing atomic.Int64
@@ -80,6 +81,8 @@ func (s *Store) Writing() time.Duration {
 func (s *Store) Instrument(reg *metrics.Registry) {
 	s.commits = reg.Histogram("jinid_store_commit_duration_seconds",
 		"Time to commit a change to the store, fsync included.", commitBuckets)
+	s.changes = reg.Counter("jinid_store_changes_total",
+		"Changes committed to the store: more than its commits when changes share them (group commit).")
 	reg.GaugeFunc("jinid_store_size_bytes", "Size of the store's file (or of its data in etcd).", nil, func(emit func(float64, ...string)) {
 		if n, ok := s.be.size(); ok {
 			emit(float64(n))
@@ -293,7 +296,7 @@ func (s *Store) Update(fn func(*Tx) error) error {
 	if err != nil {
 		return s.failed(err)
 	}
-	s.committed(start)
+	s.committed(start, 1)
 	for _, f := range t.onCommit {
 		f()
 	}
@@ -311,9 +314,10 @@ func (s *Store) failed(err error) error {
 	return err
 }
 
-// committed notes a commit begun at start.
-func (s *Store) committed(start time.Time) {
+// committed notes a commit of n changes begun at start.
+func (s *Store) committed(start time.Time, n int) {
 	s.commits.Observe(time.Since(start).Seconds())
+	s.changes.Add(n)
 	s.mu.Lock()
 	s.trouble = "" // a write succeeded: the disk is well again
 	s.mu.Unlock()

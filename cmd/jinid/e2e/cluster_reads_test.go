@@ -1,15 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -80,14 +75,14 @@ func TestClusterReadsAtEveryNode(t *testing.T) {
 		c    *client.Client
 	}{{"node-a (holds the store)", atA}, {"node-b (its copy)", atB}} {
 		const n = 500
-		start, cpu := time.Now(), cpuTime(t, a.Cmd.Process.Pid)
+		start, cpu := time.Now(), procCPU(t, a.Cmd.Process.Pid)
 		for range n {
 			if items, _, err := at.c.Query(ctx, apitypes.Template{Types: []string{"org.example.Printer"}}, 100); err != nil || len(items) != 30 {
 				t.Fatalf("a query through %s: %d items, %v", at.name, len(items), err)
 			}
 		}
 		t.Logf("a query of 30 items through %s: %v a query (%d in a row); node-a's CPU time: %v", at.name,
-			(time.Since(start) / n).Round(10*time.Microsecond), n, cpuTime(t, a.Cmd.Process.Pid)-cpu)
+			(time.Since(start) / n).Round(10*time.Microsecond), n, procCPU(t, a.Cmd.Process.Pid)-cpu)
 	}
 
 	// A token made at the holder works at node-b; revoked, it stops.
@@ -183,17 +178,3 @@ func TestClusterReadsAtEveryNode(t *testing.T) {
 	t.Logf("cut off from the holder: %d reads answered from node-b's copy, a change not done: %v", len(ids)+1, err)
 }
 
-// cpuTime is the CPU time process pid has used (user and system), in
-// the kernel's ticks of 10 ms.
-func cpuTime(t *testing.T, pid int) time.Duration {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fields after the command's name, which is in parentheses.
-	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-	utime, _ := strconv.Atoi(f[11])
-	stime, _ := strconv.Atoi(f[12])
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}

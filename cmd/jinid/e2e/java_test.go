@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -324,16 +323,7 @@ func TestJavaRenewalStorm(t *testing.T) {
 	t.Parallel()
 	jl := newJavaLab(t)
 	pid := jl.proc.Process.Pid
-	cpu := func() time.Duration {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-	}
+	cpu := func() time.Duration { return procCPU(t, pid) }
 	// The access log's lines are this test's own HTTP checks.
 	logLines := func() int {
 		n := 0
@@ -552,5 +542,63 @@ func TestJavaBusyProgram(t *testing.T) {
 	t.Log(m[0])
 	if strings.Contains(jl.proc.Log(), "connection refused") {
 		t.Errorf("the daemon refused connections:\n%s", jl.proc.Log())
+	}
+}
+
+// TestJavaRenewersBench is the measurement of docs/performance.md, "Group
+// commit", run on demand (JINID_BENCH=1): 16 and then 64 Java threads
+// renew their registrations' leases at once, against jinid and against
+// the persistent Reggie (its snapshots off: they deadlock under
+// concurrent renewals, ../shared/river's README), in alternating rounds
+// on one LAN; each round's ratio is logged, and jinid's changes per
+// commit from its metrics.
+func TestJavaRenewersBench(t *testing.T) {
+	if os.Getenv("JINID_BENCH") == "" {
+		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
+	}
+	jl := newJavaLab(t)
+	ph := jl.lab.Host("preggie")
+	pip := ph.Attach(jl.lan).IPv4
+	preggie := riverpeer.StartPersistentReggie(t, ph, pip, t.TempDir(), "persistenceSnapshotThreshold=2000000000L")
+	persec := regexp.MustCompile(`storm threads=\d+ calls=(\d+) ok=(\d+) failed=0 ms=\d+ persec=(\d+) p50=(\d+) p99=(\d+)`)
+	storm := func(locator string, threads int) (rate, p50, p99 int) {
+		calls := 6400 / threads
+		out, err := riverpeer.Run(t, jl.java, 5*time.Minute, nil, "JinidPeer", "storm", "--locator", locator, "--threads", strconv.Itoa(threads), "--calls", strconv.Itoa(calls))
+		m := persec.FindStringSubmatch(out)
+		if err != nil || m == nil || m[1] != m[2] {
+			t.Fatalf("%d threads against %s: %v\n%s", threads, locator, err, out)
+		}
+		rate, _ = strconv.Atoi(m[3])
+		p50, _ = strconv.Atoi(m[4])
+		p99, _ = strconv.Atoi(m[5])
+		return rate, p50, p99
+	}
+	commits := func() (changes, commits float64) {
+		body := raw(t, jl.java, "GET", "http://"+jl.jinidIP.String()+":4162/metrics", "", "", "", "").body
+		get := func(name string) float64 {
+			m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(body)
+			if m == nil {
+				t.Fatalf("no %s in the metrics", name)
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v
+		}
+		return get("jinid_store_changes_total"), get("jinid_store_commit_duration_seconds_count")
+	}
+	for round := range 3 {
+		for _, threads := range []int{16, 64} {
+			c0, k0 := commits()
+			jcpu := procCPU(t, jl.proc.Process.Pid)
+			j, jp50, jp99 := storm(jl.locator(), threads)
+			jcpu = procCPU(t, jl.proc.Process.Pid) - jcpu
+			c1, k1 := commits()
+			rcpu := procCPU(t, preggie.Pid())
+			r, rp50, rp99 := storm(preggie.Locator, threads)
+			rcpu = procCPU(t, preggie.Pid()) - rcpu
+			// CPU per call: the server's own; the machine's two cores
+			// also run the Java client.
+			t.Logf("round %d, %d threads: jinid %d calls/s (p50 %d µs, p99 %d µs; %.1f changes a commit; %.0f µs CPU a call), persistent Reggie %d calls/s (p50 %d µs, p99 %d µs; %.0f µs CPU a call): %.2f×",
+				round+1, threads, j, jp50, jp99, (c1-c0)/(k1-k0), float64(jcpu.Microseconds())/6400, r, rp50, rp99, float64(rcpu.Microseconds())/6400, float64(j)/float64(r))
+		}
 	}
 }

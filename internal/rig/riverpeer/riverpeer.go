@@ -184,6 +184,9 @@ func (r *Reggie) Kill() {
 }
 
 // String names it for test messages.
+// Pid is the Java process's (for its CPU time and memory).
+func (r *Reggie) Pid() int { return r.cmd.Process.Pid }
+
 func (r *Reggie) String() string { return fmt.Sprintf("Reggie %s at %s", r.ServiceID, r.Locator) }
 
 // Run runs one of the jar's programs (RegistrarClient, JoinService,
