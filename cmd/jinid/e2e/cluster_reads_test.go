@@ -177,4 +177,3 @@ func TestClusterReadsAtEveryNode(t *testing.T) {
 	}
 	t.Logf("cut off from the holder: %d reads answered from node-b's copy, a change not done: %v", len(ids)+1, err)
 }
-
