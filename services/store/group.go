@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -48,7 +47,7 @@ type shared struct {
 type batch struct {
 	claims  map[string]*Tx
 	pending map[string]int64
-	writes  int // keys written so far
+	writes  int // keys written so far (etcd bounds them)
 }
 
 // Claim says t's function reads key from memory that another change's
@@ -93,22 +92,6 @@ func (t *Tx) undo() {
 	for _, a := range t.added {
 		t.b.pending[a.key] -= a.n
 	}
-}
-
-// countingKV counts the keys a commit writes (etcd bounds them).
-type countingKV struct {
-	kv
-	b *batch
-}
-
-func (c countingKV) put(bucket, key string, v []byte) error {
-	c.b.writes++
-	return c.kv.put(bucket, key, v)
-}
-
-func (c countingKV) delete(bucket, key string) error {
-	c.b.writes++
-	return c.kv.delete(bucket, key)
 }
 
 // errRerun ends a commit's transaction so that it runs again without a
@@ -186,7 +169,7 @@ func (s *Store) commitShared() {
 					upto = i
 					break
 				}
-				t := &Tx{kv: countingKV{k, b}, b: b}
+				t := &Tx{kv: k, b: b}
 				wrote := b.writes
 				ferr := p.fn(t)
 				switch {
@@ -203,7 +186,7 @@ func (s *Store) commitShared() {
 					// and it is made next, alone.
 					p.alone = true
 					later = append(later, p)
-					ps = slices.Delete(ps, i, i+1)
+					ps = append(ps[:i:i], ps[i+1:]...)
 					return errRerun
 				}
 			}

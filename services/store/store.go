@@ -334,7 +334,15 @@ func (t *Tx) Put(bucket, key string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s/%s: %w", bucket, key, err)
 	}
+	t.wrote()
 	return t.kv.put(bucket, key, raw)
+}
+
+// wrote counts a key written by a change of a group commit.
+func (t *Tx) wrote() {
+	if t.b != nil {
+		t.b.writes++
+	}
 }
 
 // Get reads bucket/key into v; it reports whether the key exists.
@@ -350,7 +358,10 @@ func (t *Tx) Get(bucket, key string, v any) (bool, error) {
 }
 
 // Delete removes bucket/key, if present.
-func (t *Tx) Delete(bucket, key string) error { return t.kv.delete(bucket, key) }
+func (t *Tx) Delete(bucket, key string) error {
+	t.wrote()
+	return t.kv.delete(bucket, key)
+}
 
 // ForEach calls fn with every key and raw JSON value of a bucket, in key
 // order.

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -713,7 +714,8 @@ func (d *Daemon) nodeAddrs() []netip.Addr {
 			addrs = append(addrs, a.Unmap())
 		}
 	}
-	slices.SortStableFunc(addrs, func(a, b netip.Addr) int { return cmp.Compare(a.BitLen(), b.BitLen()) })
+	// sort.SliceStable: shared by every element type (docs/performance.md, "Router builds").
+	sort.SliceStable(addrs, func(i, j int) bool { return addrs[i].BitLen() < addrs[j].BitLen() })
 	return addrs
 }
 
