@@ -757,7 +757,11 @@ func (r *Registrar) Notify(req NotifyRequest) (NotifyRegistration, error) {
 		return NotifyRegistration{}, err
 	}
 	var out NotifyRegistration
-	err := r.cfg.Store.Update(func(tx *store.Tx) error {
+	err := r.cfg.Store.Shared(func(tx *store.Tx) error {
+		// The next event ID is read from memory.
+		if err := tx.Claim("meta"); err != nil {
+			return err
+		}
 		m := r.Meta()
 		n, rec, err := grantNotify(tx, r.cfg.Grantor, req, ids.New(), m.NextEventID)
 		if err != nil {

@@ -418,7 +418,9 @@ type Registered struct {
 // (pullRegister), whose events can also be taken by iterator.
 func (s *Service) Register(duration int64, pull bool, owner string) (Registered, error) {
 	var out Registered
-	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+	// Registrations made at the same time share a commit: each is new,
+	// and its lease counts against the quota with the others' (Grant).
+	err := s.cfg.Store.Shared(func(tx *store.Tx) error {
 		r := &reg{ID: s.cfg.NewID(), Listener: s.tag + s.cfg.NewID(), Pull: pull, NextSeq: 1}
 		rec, err := s.cfg.Grantor.Grant(tx, LeaseKind, r.ID, owner, duration)
 		if err != nil {

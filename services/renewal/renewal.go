@@ -381,7 +381,9 @@ type Created struct {
 // Create makes a renewal set leased for duration (createLeaseRenewalSet).
 func (s *Service) Create(duration int64, owner string) (Created, error) {
 	var out Created
-	err := s.cfg.Store.Update(func(tx *store.Tx) error {
+	// Sets made at the same time share a commit: each is new, and its
+	// lease counts against the quota with the others' (Grant).
+	err := s.cfg.Store.Shared(func(tx *store.Tx) error {
 		st := &set{ID: s.cfg.NewID(), members: map[string]*member{}}
 		rec, err := s.cfg.Grantor.Grant(tx, SetLease, st.ID, owner, duration)
 		if err != nil {
