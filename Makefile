@@ -37,6 +37,12 @@ clean:
 robustness:
 	JINID_ROBUSTNESS_ROUNDS=5 go test -count=1 -timeout 30m -run 'TestClusterRobustness|TestRobustnessCatchesStaleReads' -v ./cmd/jinid/e2e/
 
+# The store's flushes a change with 1, 16 and 64 writers at once (group
+# commit; strace, untimed): docs/performance.md.
+.PHONY: flushes
+flushes:
+	scripts/flushes
+
 FORCE:
 
 # The Debian packages of the amd64 and arm64 builds (nfpm, as a Go tool).
