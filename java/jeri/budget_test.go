@@ -65,6 +65,18 @@ func TestBufferedBudgetInAll(t *testing.T) {
 	testenv.Until(t, "everything given back", func() bool { return s.Buffered() == 0 })
 }
 
+// What is counted against the budgets is the memory a call's bytes hold:
+// its buffer's capacity, which grows by doubling, not only the bytes in it
+// (a flood under load once held about twice its budget so).
+func TestBufferedCountsWhatIsHeld(t *testing.T) {
+	s := startServer(t, ServerConfig{MaxBuffered: 1 << 20, MaxBufferedTotal: 4 << 20})
+	rc := dialRaw(t, s, 0)
+	rc.openPart(0, 180_000) // 60,000 three times: a buffer of 64 KiB, then 128 KiB, then 256 KiB
+	testenv.Until(t, "the call's buffer counted", func() bool { return s.Buffered() == 256<<10 })
+	rc.c.Close()
+	testenv.Until(t, "everything given back", func() bool { return s.Buffered() == 0 })
+}
+
 // One byte of a call, then silence: closed within the progress interval,
 // not held for ever (a call under way on the same connection does not
 // lift the rule).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/bits"
 	"net"
 	"net/netip"
 	"sync"
@@ -117,6 +118,12 @@ type Server struct {
 
 	// buffered is what every connection's calls hold.
 	buffered atomic.Int64
+	// bufs keeps the buffers of calls that never reached a handler
+	// (cut off, aborted, outgrown), by size (a power of two), for the
+	// next call: a flood cut off and reconnecting at once then reuses
+	// memory instead of leaving garbage for a collector that may be
+	// short of CPU.
+	bufs [32]sync.Pool
 
 	// ProtocolErrors counts connections closed for breaking the
 	// protocol; Disallowed, those not served for their source.
@@ -288,6 +295,12 @@ func (s *Server) ServeConn(c net.Conn) {
 	sc.mu.Lock()
 	s.buffered.Add(-int64(sc.held))
 	sc.held = 0
+	for i := range sc.sessions {
+		if ss := &sc.sessions[i]; ss.state == sessionReceiving {
+			s.reuse(ss.req)
+			ss.req = nil
+		}
+	}
 	sc.mu.Unlock()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
 		if errors.Is(err, ErrProtocol) {
@@ -422,7 +435,8 @@ func (sc *serverConn) handle(ctx context.Context, m message) error {
 		state := ss.state
 		switch state {
 		case sessionReceiving:
-			sc.release(len(ss.req))
+			sc.release(cap(ss.req))
+			sc.s.reuse(ss.req)
 			sc.buffered -= len(ss.req)
 			*ss = session{}
 		case sessionRunning:
@@ -467,9 +481,24 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		sc.mu.Unlock()
 		return fmt.Errorf("%w: call on session %d larger than %d bytes", ErrProtocol, m.session, sc.s.cfg.MaxRequest)
 	}
-	if err := sc.reserve(len(m.body)); err != nil {
-		sc.mu.Unlock()
-		return err
+	if need := len(ss.req) + len(m.body); need > cap(ss.req) {
+		// What a call holds is its buffer's capacity, not its length:
+		// the growth is what is counted (append's doubling held up to
+		// twice what was counted, and floods under load went past the
+		// budget by that).
+		// Doubled (to a power of two, which can be reused), to copy
+		// each byte a bounded number of times; just enough where the
+		// budget has no room for that.
+		grown := min(1<<bits.Len(uint(max(need, 2*cap(ss.req))-1)), sc.s.cfg.MaxRequest)
+		if err := sc.reserve(grown - cap(ss.req)); err != nil {
+			if grown = need; sc.reserve(grown-cap(ss.req)) != nil {
+				sc.mu.Unlock()
+				return err
+			}
+		}
+		req := append(sc.s.buffer(grown), ss.req...)
+		sc.s.reuse(ss.req)
+		ss.req = req
 	}
 	ss.req = append(ss.req, m.body...)
 	sc.buffered += len(m.body)
@@ -496,7 +525,7 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		defer func() { <-sc.calls }()
 		reply := sc.s.cfg.Handler(ctx, req, sc.info)
 		sc.mu.Lock()
-		sc.release(len(req))
+		sc.release(cap(req))
 		sc.mu.Unlock()
 		if err := sc.reply(m.session, reply); err != nil {
 			// The reply could not be sent whole: the connection is of no
@@ -570,6 +599,26 @@ func (sc *serverConn) reserve(n int) error {
 	}
 	sc.held += n
 	return nil
+}
+
+// buffer returns an empty buffer of capacity n, one kept by reuse if
+// there is one.
+func (s *Server) buffer(n int) []byte {
+	if k := bits.Len(uint(n)) - 1; n > 0 && n == 1<<k {
+		if b, ok := s.bufs[k].Get().([]byte); ok {
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// reuse keeps b for a later call's buffer. Only for the buffer of a call
+// that never reached a handler: what a handler decodes may point into
+// its bytes.
+func (s *Server) reuse(b []byte) {
+	if n := cap(b); n > 0 && n&(n-1) == 0 {
+		s.bufs[bits.Len(uint(n))-1].Put(b[:0]) //nolint:staticcheck // a slice header's box is nothing beside the buffer
+	}
 }
 
 // release gives back n bytes reserve counted; the caller holds mu.
