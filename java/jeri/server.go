@@ -482,13 +482,12 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		return fmt.Errorf("%w: call on session %d larger than %d bytes", ErrProtocol, m.session, sc.s.cfg.MaxRequest)
 	}
 	if need := len(ss.req) + len(m.body); need > cap(ss.req) {
-		// What a call holds is its buffer's capacity, not its length:
-		// the growth is what is counted (append's doubling held up to
-		// twice what was counted, and floods under load went past the
-		// budget by that).
-		// Doubled (to a power of two, which can be reused), to copy
-		// each byte a bounded number of times; just enough where the
-		// budget has no room for that.
+		// What a call holds is its buffer's capacity, not its length,
+		// so the growth is what is counted (append's doubling once held
+		// up to twice what was counted). It doubles, to a power of two
+		// (which can be reused), so each byte is copied a bounded number
+		// of times; it grows just enough where the budget has no room
+		// for that.
 		grown := min(1<<bits.Len(uint(max(need, 2*cap(ss.req))-1)), sc.s.cfg.MaxRequest)
 		if err := sc.reserve(grown - cap(ss.req)); err != nil {
 			if grown = need; sc.reserve(grown-cap(ss.req)) != nil {

@@ -615,42 +615,42 @@ func TestConcurrentChangesAsIfOneAfterAnother(t *testing.T) {
 		wg.Wait()
 	}
 
+	// succeeded has every writer register at once and counts the
+	// registrations made; an error other than refused fails the test.
+	succeeded := func(refused fault.Code, register func(i int) error) int {
+		var mu sync.Mutex
+		n := 0
+		at(func(i int) {
+			err := register(i)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				n++
+			case !fault.Is(err, refused):
+				t.Errorf("writer %d: %v", i, err)
+			}
+		})
+		return n
+	}
+
 	// A quota: 10 KiB items under 50 KiB a client fit four times.
-	var mu sync.Mutex
-	ok := 0
-	at(func(i int) {
+	if ok := succeeded(apitypes.TooMany, func(int) error {
 		it := Item{Types: []string{"com.example.Big"}, Attributes: []Attribute{attr("com.example.Pad", map[string]any{"pad": strings.Repeat("x", 10<<10)})}}
 		_, err := f.r.Register(it, 60_000, "token:alice")
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err == nil:
-			ok++
-		case !fault.Is(err, apitypes.TooMany):
-			t.Errorf("alice's item %d: %v", i, err)
-		}
-	})
-	if ok != 4 {
+		return err
+	}); ok != 4 {
 		t.Errorf("%d items of 10 KiB registered at once under a 50 KiB quota, want 4", ok)
 	}
 
 	// One ServiceID, sixteen clients: one owns it.
 	const id = "00000000-0000-4000-8000-000000000001"
-	owners := 0
-	at(func(i int) {
+	if owners := succeeded(apitypes.Forbidden, func(i int) error {
 		it := printer("race")
 		it.ServiceID = id
 		_, err := f.r.Register(it, 60_000, fmt.Sprintf("token:c%d", i))
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err == nil:
-			owners++
-		case !fault.Is(err, apitypes.Forbidden):
-			t.Errorf("client %d: %v", i, err)
-		}
-	})
-	if owners != 1 {
+		return err
+	}); owners != 1 {
 		t.Errorf("%d clients registered service %s at once, want 1 (the others Forbidden)", owners, id)
 	}
 

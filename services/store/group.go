@@ -197,8 +197,8 @@ func (s *Store) commitShared() {
 		err = s.failed(err)
 	} else {
 		made := 0
-		for i, t := range txs {
-			if t != nil && i < upto {
+		for _, t := range txs {
+			if t != nil {
 				made++
 			}
 		}

@@ -381,24 +381,37 @@ func javaCalls(t *testing.T, jl *javaLab, method string) int {
 	return n
 }
 
+// newJavaBenchLab is newJavaLab for a measurement, run on demand
+// (JINID_BENCH=1).
+func newJavaBenchLab(t *testing.T) *javaLab {
+	t.Helper()
+	if os.Getenv("JINID_BENCH") == "" {
+		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
+	}
+	return newJavaLab(t)
+}
+
+// persistentReggie starts the persistent Reggie on a host of the lab's
+// LAN, with Reggie's configuration overrides: it forces every change to
+// disk before answering, as jinid does, the fair peer for register and
+// renew.
+func (jl *javaLab) persistentReggie(t *testing.T, overrides ...string) *riverpeer.Reggie {
+	t.Helper()
+	h := jl.lab.Host("preggie")
+	return riverpeer.StartPersistentReggie(t, h, h.Attach(jl.lan).IPv4, t.TempDir(), overrides...)
+}
+
 // TestJavaBench is the measurement of docs/performance.md, "Java
 // clients", run on demand (JINID_BENCH=1): one Java client times
 // getGroups, register, lookup and renew against jinid and against a real
 // Reggie on the same LAN, in memory and persistent, in turn, and then fills jinid with Java
 // registrations to measure what each costs in memory and on disk.
 func TestJavaBench(t *testing.T) {
-	if os.Getenv("JINID_BENCH") == "" {
-		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
-	}
-	jl := newJavaLab(t)
+	jl := newJavaBenchLab(t)
 	rh := jl.lab.Host("reggie")
 	rip := rh.Attach(jl.lan).IPv4
 	reggie := riverpeer.StartReggie(t, rh, rip)
-	// The persistent Reggie forces every change to disk before answering,
-	// as jinid does: the fair peer for register and renew.
-	ph := jl.lab.Host("preggie")
-	pip := ph.Attach(jl.lan).IPv4
-	preggie := riverpeer.StartPersistentReggie(t, ph, pip, t.TempDir())
+	preggie := jl.persistentReggie(t)
 	for round := range 2 {
 		for _, target := range []struct{ name, locator string }{{"reggie", reggie.Locator}, {"persistent-reggie", preggie.Locator}, {"jinid", jl.locator()}} {
 			out, err := riverpeer.Run(t, jl.java, 5*time.Minute, nil, "JinidPeer", "bench", "--locator", target.locator, "--n", "1000")
@@ -553,13 +566,8 @@ func TestJavaBusyProgram(t *testing.T) {
 // on one LAN; each round's ratio is logged, and jinid's changes per
 // commit from its metrics.
 func TestJavaRenewersBench(t *testing.T) {
-	if os.Getenv("JINID_BENCH") == "" {
-		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
-	}
-	jl := newJavaLab(t)
-	ph := jl.lab.Host("preggie")
-	pip := ph.Attach(jl.lan).IPv4
-	preggie := riverpeer.StartPersistentReggie(t, ph, pip, t.TempDir(), "persistenceSnapshotThreshold=2000000000L")
+	jl := newJavaBenchLab(t)
+	preggie := jl.persistentReggie(t, "persistenceSnapshotThreshold=2000000000L")
 	persec := regexp.MustCompile(`storm threads=\d+ calls=(\d+) ok=(\d+) failed=0 ms=\d+ persec=(\d+) p50=(\d+) p99=(\d+)`)
 	storm := func(locator string, threads int) (rate, p50, p99 int) {
 		calls := 6400 / threads
