@@ -450,11 +450,33 @@ func LabNode(t testing.TB, bin string, h *netlab.Host, args ...string) *LabProc 
 			}
 		}
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	})
+	t.Cleanup(func() { p.stop(t) })
 	return p
+}
+
+// stop stops the daemon with SIGTERM. One still running a minute later
+// (its stop takes 10 s at most) is stuck: SIGQUIT has Go write every
+// goroutine into its log, and the test fails with them.
+func (p *LabProc) stop(t testing.TB) {
+	// Its log is read to its end (the process gone) before Wait, which
+	// would cut the read short.
+	p.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.ended:
+		p.Wait()
+		return
+	case <-time.After(time.Minute):
+	}
+	p.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.ended:
+	case <-time.After(10 * time.Second):
+		p.Process.Kill()
+		<-p.ended
+	}
+	p.Wait()
+	log := p.Log()
+	t.Errorf("the daemon did not stop within a minute of SIGTERM; its log's end, goroutines included:\n%s", log[max(0, len(log)-256<<10):])
 }
 
 // WaitLog waits until the daemon has logged a line re matches, and
