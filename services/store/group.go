@@ -148,11 +148,14 @@ func (s *Store) commitShared() {
 	start := time.Now()
 	s.writing.Store(start.UnixNano())
 	defer s.writing.Store(0)
+	// As if the function never ran (a backend may fail before running
+	// it: etcd out of reach): every change is then told the failure,
+	// none put off (they once were, and their leader went round for ever).
 	var (
-		later []*shared // left out after writing: each next, alone
-		txs   []*Tx     // of the changes made
-		errs  []error   // of the changes left out (ErrClaimed: made next)
-		upto  int       // changes past it wait for the next commit
+		later []*shared                // left out after writing: each next, alone
+		txs   = make([]*Tx, len(ps))   // of the changes made
+		errs  = make([]error, len(ps)) // of the changes left out (ErrClaimed: made next)
+		upto  = len(ps)                // changes past it wait for the next commit
 	)
 	limit := s.be.maxWrites()
 	err := errRerun

@@ -16,6 +16,9 @@ type faultyBackend struct {
 	backend
 	gate chan struct{} // a commit waits for a receive, when set
 	fail func(n int) bool
+	// refuse fails every update before running its function (etcd out
+	// of reach).
+	refuse bool
 
 	mu        sync.Mutex
 	commits   int
@@ -25,6 +28,9 @@ type faultyBackend struct {
 }
 
 func (f *faultyBackend) update(fn func(kv) error) error {
+	if f.refuse {
+		return errors.New("injected: the store cannot be reached")
+	}
 	var keys []string
 	err := f.backend.update(func(k kv) error {
 		keys = keys[:0]
@@ -234,5 +240,22 @@ func TestGroupCommitAsIfOneAfterTheOther(t *testing.T) {
 	var a int
 	if _, err := get(s, "a", &a); err != nil || a != 2 {
 		t.Errorf("stored a=%d (%v), want 2", a, err)
+	}
+}
+
+// A backend that fails before running the commit's function: every
+// writer is told, none waits for ever (the leader once put them all off
+// and went round without end).
+func TestGroupCommitStoreOutOfReach(t *testing.T) {
+	s, f := openFaulty(t)
+	f.refuse = true
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() { errs <- s.Shared(func(tx *Tx) error { return tx.Put("b", fmt.Sprint(i), i) }) }()
+	}
+	for range 8 {
+		if err := <-errs; err == nil {
+			t.Error("a change answered ok by a store out of reach")
+		}
 	}
 }
