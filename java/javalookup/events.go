@@ -38,6 +38,42 @@ func listenerURL(host string, port int, id jeri.Uuid, via string) string {
 	return "jeri://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" + id.String() + "?via=" + url.QueryEscape(via)
 }
 
+// ListenerURL names the Java RemoteEventListener proxy v for the event
+// engine (jeri://host:port/uuid); via is the host the client reached
+// jinid on, for the sources of the events it gets.
+func ListenerURL(v javaio.Value, via string) (string, error) {
+	host, port, id, err := listenerEndpoint(v)
+	if err != nil {
+		return "", err
+	}
+	return listenerURL(host, port, id, via), nil
+}
+
+// Handback reads back a handback stored as an object stream (a
+// MarshalledObject or MarshalledInstance a client gave) as the two forms
+// a RemoteEvent carries; both nil for none.
+func (l *Lineage) Handback(stored []byte) (mo, mi *javaio.Object, err error) {
+	if stored == nil {
+		return nil, nil, nil
+	}
+	hb, err := javaio.Decode(stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, ok := hb.(*javaio.Object)
+	if !ok {
+		return nil, nil, nil
+	}
+	mo = javaio.NewObject(l.Classes.Class("java.rmi.MarshalledObject"))
+	mi = javaio.NewObject(l.Classes.Class("net.jini.io.MarshalledInstance"))
+	for _, f := range []string{"hash", "locBytes", "objBytes"} {
+		v, _ := h.Get(f)
+		mo.Set(f, v)
+		mi.Set(f, v)
+	}
+	return mo, mi, nil
+}
+
 // notify is notify and notiFy (the handback as a MarshalledObject or a
 // MarshalledInstance).
 func (k *call) notify() jeri.Reply {
@@ -187,7 +223,38 @@ type Transport struct {
 
 	mu     sync.Mutex
 	conns  map[string]*idleConn
+	makers []EventMaker
 	closed bool
+}
+
+// EventMaker makes the Java event for a delivery of a service other
+// than the lookup service's; ok is false for an event not its own.
+type EventMaker func(del event.Delivery, via string) (ev *javaio.Object, ok bool, err error)
+
+// AddEvents has the transport send the events m makes, beside the
+// registrar's.
+func (t *Transport) AddEvents(m EventMaker) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.makers = append(t.makers, m)
+}
+
+// javaEvent is the Java event for a delivery: the registrar's, or one a
+// maker makes.
+func (t *Transport) javaEvent(del event.Delivery, via string) (*javaio.Object, error) {
+	if ev, ok := del.Event.(apitypes.ServiceEvent); ok {
+		native, _ := del.Native.(lookup.NativeEvent)
+		return t.s.javaEvent(ev, native, via)
+	}
+	t.mu.Lock()
+	makers := t.makers
+	t.mu.Unlock()
+	for _, m := range makers {
+		if obj, ok, err := m(del, via); ok {
+			return obj, err
+		}
+	}
+	return nil, fmt.Errorf("a %T cannot go to a Java listener", del.Event)
 }
 
 type idleConn struct {
@@ -234,12 +301,7 @@ func (t *Transport) Attempt(ctx context.Context, del event.Delivery) (event.Outc
 	if err := id.UnmarshalText([]byte(u.Path[min(1, len(u.Path)):])); err != nil {
 		return event.Definite, fmt.Errorf("listener %q: %w", del.Listener, err)
 	}
-	ev, ok := del.Event.(apitypes.ServiceEvent)
-	if !ok {
-		return event.Definite, fmt.Errorf("a %T cannot go to a Java listener", del.Event)
-	}
-	native, _ := del.Native.(lookup.NativeEvent)
-	obj, err := t.s.javaEvent(ev, native, u.Query().Get("via"))
+	obj, err := t.javaEvent(del, u.Query().Get("via"))
 	if err != nil {
 		return event.Definite, fmt.Errorf("building the Java event: %w", err)
 	}
@@ -350,21 +412,12 @@ func (t *Transport) release(hostport string, cc *jeri.ClientConn) {
 func (s *Service) javaEvent(ev apitypes.ServiceEvent, native lookup.NativeEvent, via string) (*javaio.Object, error) {
 	o := s.l.New("ConstrainableRegistrarEvent").Set("eventID", ev.EventID).Set("seqNum", ev.SeqNum).
 		Set("source", s.l.Registrar(Endpoint{Host: via, Port: s.cfg.Identity.Port, Object: s.cfg.Identity.Object}, s.cfg.Registrar.Meta().ServiceID, ""))
-	if native.Handback != nil {
-		hb, err := javaio.Decode(native.Handback)
-		if err != nil {
-			return nil, err
-		}
-		if h, ok := hb.(*javaio.Object); ok {
-			mo := javaio.NewObject(s.l.Classes.Class("java.rmi.MarshalledObject"))
-			mi := javaio.NewObject(s.l.Classes.Class("net.jini.io.MarshalledInstance"))
-			for _, f := range []string{"hash", "locBytes", "objBytes"} {
-				v, _ := h.Get(f)
-				mo.Set(f, v)
-				mi.Set(f, v)
-			}
-			o.Set("handback", mo).Set("miHandback", mi)
-		}
+	mo, mi, err := s.l.Handback(native.Handback)
+	if err != nil {
+		return nil, err
+	}
+	if mo != nil {
+		o.Set("handback", mo).Set("miHandback", mi)
 	}
 	for _, tb := range transitionBits {
 		if tb.name == ev.Transition {
@@ -372,7 +425,11 @@ func (s *Service) javaEvent(ev apitypes.ServiceEvent, native lookup.NativeEvent,
 		}
 	}
 	if native.Item != nil {
-		it, err := s.itemTo(*native.Item)
+		items, err := s.forHost([]lookup.Item{*native.Item}, via)
+		if err != nil {
+			return nil, err
+		}
+		it, err := s.itemTo(items[0])
 		if err != nil {
 			return nil, err
 		}

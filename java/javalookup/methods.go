@@ -28,7 +28,7 @@ func (k *call) readObject() (javaio.Value, error) { return k.c.Args.ReadObject()
 
 // owner is who a Java client is, for ownership and quotas: it has no
 // token, so its address.
-func (k *call) owner() string { return "java@" + hostOf(k.c.Conn.Remote) }
+func (k *call) owner() string { return "java@" + HostOf(k.c.Conn.Remote) }
 
 // dispatch serves a registrar method by key; every method Reggie's
 // clients call is here, and any other answers an exception.
@@ -111,10 +111,19 @@ func (k *call) faultReply(err error) jeri.Reply {
 
 // unknownLease is JGDMS's UnknownLeaseException.
 func (s *Service) unknownLease(msg string) *javaio.Object {
-	o := javaio.NewObject(s.l.Classes.Class("net.jini.core.lease.UnknownLeaseException"))
-	noStack := &javaio.Array{Class: s.l.Classes.Class("[Ljava.lang.StackTraceElement;")}
-	return o.Set("detailMessage", msg).Set("message", msg).Set("stackTrace", noStack).Set("stack", noStack).
-		Set("suppressed", &javaio.Array{Class: s.l.Classes.Class("[Ljava.lang.Throwable;")})
+	return s.l.Exception(s.l.Classes.Class("net.jini.core.lease.UnknownLeaseException"), msg)
+}
+
+// Exception is an exception of class c with a message and no stack
+// trace; one of JGDMS's (an AtomicException) gets its own fields too.
+func (l *Lineage) Exception(c *javaio.Class, msg string) *javaio.Object {
+	noStack := &javaio.Array{Class: l.Classes.Class("[Ljava.lang.StackTraceElement;")}
+	o := javaio.NewObject(c).Set("detailMessage", msg).Set("stackTrace", noStack)
+	if c.IsA("org.apache.river.api.io.AtomicException") {
+		o.Set("message", msg).Set("stack", noStack).
+			Set("suppressed", &javaio.Array{Class: l.Classes.Class("[Ljava.lang.Throwable;")})
+	}
+	return o
 }
 
 func (k *call) register() jeri.Reply {
@@ -144,17 +153,23 @@ func (k *call) register() jeri.Reply {
 }
 
 // leaseUuid is a lease ID (32 hex digits) as a Java Uuid.
-func (s *Service) leaseUuid(id string) (*javaio.Object, error) {
+func (s *Service) leaseUuid(id string) (*javaio.Object, error) { return s.l.IDUuid(id) }
+
+// IDUuid is one of jinid's IDs (32 hex digits: a lease's, a renewal
+// set's) as a Java Uuid.
+func (l *Lineage) IDUuid(id string) (*javaio.Object, error) {
 	b, err := hex.DecodeString(id)
 	if err != nil || len(b) != 16 {
-		return nil, fmt.Errorf("lease ID %q is not 128 bits", id)
+		return nil, fmt.Errorf("ID %q is not 128 bits", id)
 	}
-	return javaio.NewObject(s.l.Classes.Class("net.jini.id.UuidFactory$Impl")).
-		Set("bits0", int64(binary.BigEndian.Uint64(b[:8]))).Set("bits1", int64(binary.BigEndian.Uint64(b[8:]))), nil
+	return l.Uuid(jeri.Uuid(b)), nil
 }
 
 // leaseID reads a Java Uuid argument as a lease ID.
-func leaseID(v javaio.Value) (string, error) {
+func leaseID(v javaio.Value) (string, error) { return UuidID(v) }
+
+// UuidID reads a Java Uuid as one of jinid's IDs (32 hex digits).
+func UuidID(v javaio.Value) (string, error) {
 	o, err := reggie.Object(v, "net.jini.id.Uuid")
 	if err != nil {
 		return "", err
@@ -258,6 +273,9 @@ func (k *call) lookupOne() jeri.Reply {
 	if len(items) == 0 {
 		return returnObject(nil)
 	}
+	if items, err = k.s.forHost(items, k.host); err != nil {
+		return k.faultReply(err)
+	}
 	o, err := k.s.itemTo(items[0])
 	if err != nil {
 		return k.faultReply(err)
@@ -290,6 +308,10 @@ func (k *call) lookupMatches() jeri.Reply {
 	items, total, reply := k.query()
 	if reply != nil {
 		return reply
+	}
+	items, err := k.s.forHost(items, k.host)
+	if err != nil {
+		return k.faultReply(err)
 	}
 	m, err := k.s.matches(items, total)
 	if err != nil {

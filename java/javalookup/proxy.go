@@ -19,15 +19,26 @@ type Endpoint struct {
 // the proxy class named (from the catalogue), as BasicJeriExporter
 // makes them.
 func (l *Lineage) remoteRef(proxyClass string, ep Endpoint) *javaio.Object {
-	bits0, bits1 := ep.Object.Bits()
-	id := javaio.NewObject(l.Classes.Class("net.jini.id.UuidFactory$Impl")).
-		Set("bits0", bits0).Set("bits1", bits1)
+	return l.RemoteRef(l.Classes.Class(proxyClass), ep)
+}
+
+// RemoteRef is the JERI dynamic proxy of an object at ep whose proxy
+// class is proxy (a "proxy" line of a catalogue), as BasicJeriExporter
+// makes them: what every River service's smart proxy wraps.
+func (l *Lineage) RemoteRef(proxy *javaio.Class, ep Endpoint) *javaio.Object {
 	tcp := javaio.NewObject(l.Classes.Class("net.jini.jeri.tcp.TcpEndpoint")).
 		Set("port", int32(ep.Port)).Set("host", ep.Host)
 	oe := javaio.NewObject(l.Classes.Class("net.jini.jeri.BasicObjectEndpoint")).
-		Set("ep", tcp).Set("id", id)
+		Set("ep", tcp).Set("id", l.Uuid(ep.Object))
 	h := javaio.NewObject(l.Classes.Class("net.jini.jeri.BasicInvocationHandler")).Set("oe", oe)
-	return javaio.NewObject(l.Classes.Class(proxyClass)).Set("h", h)
+	return javaio.NewObject(proxy).Set("h", h)
+}
+
+// Uuid is a Jini Uuid as Java's object.
+func (l *Lineage) Uuid(u jeri.Uuid) *javaio.Object {
+	bits0, bits1 := u.Bits()
+	return javaio.NewObject(l.Classes.Class("net.jini.id.UuidFactory$Impl")).
+		Set("bits0", bits0).Set("bits1", bits1)
 }
 
 // serviceIDBlock is a ServiceID as RegistrarProxy and the leases write

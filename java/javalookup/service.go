@@ -3,6 +3,7 @@ package javalookup
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,18 @@ func LoadIdentity(st *store.Store) (Identity, error) {
 	return id, nil
 }
 
+// Derived is the object Uuid of another of jinid's Java objects (a
+// helper service's server), made of the registrar's and name: the same
+// at every start, so that the proxies Java holds keep working.
+func (id Identity) Derived(name string) jeri.Uuid {
+	sum := sha256.Sum256(append(id.Object[:], name...))
+	var u jeri.Uuid
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0F | 0x40
+	u[8] = u[8]&0x3F | 0x80
+	return u
+}
+
 // SaveIdentity stores the identity.
 func SaveIdentity(st *store.Store, id Identity) error {
 	return st.Update(func(tx *store.Tx) error { return tx.Put(bucket, identityKey, id) })
@@ -88,6 +101,7 @@ type Service struct {
 
 	mu      sync.Mutex
 	proxies map[proxyKey][]byte
+	own     map[string]func(host string) ([]byte, error)
 
 	calls    *metrics.Counter
 	duration *metrics.Histogram
@@ -202,7 +216,7 @@ func (s *Service) invoke(key string, known bool, c *jeri.Call) jeri.Reply {
 	if err != nil {
 		return jeri.Throw(jeri.NewException("java.rmi.AccessException", err.Error()))
 	}
-	return s.dispatch(key, &call{s: s, c: c, host: hostOf(c.Conn.Local)})
+	return s.dispatch(key, &call{s: s, c: c, host: HostOf(c.Conn.Local)})
 }
 
 // changes tells the registrar methods that change the registry (what an
@@ -226,9 +240,9 @@ func (s *Service) strings(v []string) *javaio.Array {
 	return a
 }
 
-// hostOf is the address a client reached jinid on, as a host for the
+// HostOf is the address a client reached jinid on, as a host for the
 // client to use again.
-func hostOf(a net.Addr) string {
+func HostOf(a net.Addr) string {
 	if a == nil {
 		return ""
 	}

@@ -33,11 +33,17 @@ type Lineage struct {
 	// resolves short names in it.
 	Package string
 	Classes *javaio.Catalogue
-	// methods maps a method hash to its key, "name/number of
-	// arguments"; listener holds the event listener's notify hash.
-	methods  map[int64]string
-	hashes   map[string]int64
+	// Methods are the registrar's remote methods.
+	*Methods
+	// listener holds the event listener's notify hash.
 	listener int64
+}
+
+// Methods are the remote methods of one Java remote interface, by the
+// hash Jini ERI names them with and by key, "name/number of arguments".
+type Methods struct {
+	methods map[int64]string
+	hashes  map[string]int64
 }
 
 // Listener is the hash of a Java event listener's notify.
@@ -53,25 +59,42 @@ func newLineage(name, pkg, classes, methods string) (*Lineage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lineage %s: %w", name, err)
 	}
-	l := &Lineage{Name: name, Package: pkg, Classes: cat, methods: make(map[int64]string), hashes: make(map[string]int64)}
-	for i, line := range strings.Split(methods, "\n") {
+	m, listener, err := parseMethods(methods)
+	if err != nil {
+		return nil, fmt.Errorf("lineage %s: %w", name, err)
+	}
+	return &Lineage{Name: name, Package: pkg, Classes: cat, Methods: m, listener: listener}, nil
+}
+
+// ParseMethods reads a table of remote methods as tools/javacat
+// --methods prints it: a "method NAME DESCRIPTOR" line each.
+func ParseMethods(text string) (*Methods, error) {
+	m, _, err := parseMethods(text)
+	return m, err
+}
+
+// parseMethods reads a methods table, whose "listener notify
+// DESCRIPTOR" line, if any, gives the event listener's hash.
+func parseMethods(text string) (m *Methods, listener int64, err error) {
+	m = &Methods{methods: make(map[int64]string), hashes: make(map[string]int64)}
+	for i, line := range strings.Split(text, "\n") {
 		words := strings.Fields(line)
 		if len(words) == 0 || strings.HasPrefix(words[0], "#") {
 			continue
 		}
 		if len(words) != 3 || (words[0] != "method" && words[0] != "listener") {
-			return nil, fmt.Errorf("lineage %s: methods line %d: %q", name, i+1, line)
+			return nil, 0, fmt.Errorf("methods line %d: %q", i+1, line)
 		}
 		h := MethodHash(words[1], words[2])
 		if words[0] == "listener" {
-			l.listener = h
+			listener = h
 			continue
 		}
 		key := words[1] + "/" + fmt.Sprint(argCount(words[2]))
-		l.methods[h] = key
-		l.hashes[key] = h
+		m.methods[h] = key
+		m.hashes[key] = h
 	}
-	return l, nil
+	return m, listener, nil
 }
 
 // MethodHash is the hash Jini ERI identifies a method by: the first 8
@@ -101,23 +124,23 @@ func argCount(desc string) int {
 	return n
 }
 
-// Method returns the key ("name/arguments") of a registrar method hash.
-func (l *Lineage) Method(hash int64) (string, bool) {
-	k, ok := l.methods[hash]
+// Method returns the key ("name/arguments") of a method hash.
+func (m *Methods) Method(hash int64) (string, bool) {
+	k, ok := m.methods[hash]
 	return k, ok
 }
 
-// Hashes returns the hashes of every registrar method.
-func (l *Lineage) Hashes() []int64 {
-	out := make([]int64, 0, len(l.methods))
-	for h := range l.methods {
+// Hashes returns the hashes of every method.
+func (m *Methods) Hashes() []int64 {
+	out := make([]int64, 0, len(m.methods))
+	for h := range m.methods {
 		out = append(out, h)
 	}
 	return out
 }
 
-// Hash returns the hash of a registrar method by key.
-func (l *Lineage) Hash(key string) int64 { return l.hashes[key] }
+// Hash returns the hash of a method by key.
+func (m *Methods) Hash(key string) int64 { return m.hashes[key] }
 
 // Class returns a class of the lineage: a short name is in Package.
 func (l *Lineage) Class(name string) *javaio.Class {

@@ -468,10 +468,23 @@ func (c *Codec) WrapString(v string) (*javaio.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.Wrap(obj), nil
+}
+
+// Wrap is Reggie's MarshalledWrapper around the object stream obj (no
+// codebase annotations), as items carry their service objects.
+func (c *Codec) Wrap(obj []byte) *javaio.Object {
 	inst := javaio.NewObject(c.l.Classes.Class("org.apache.river.api.io.AtomicMarshalledInstance")).
 		Set("hash", objHash(obj)).
 		Set("objBytes", &javaio.Array{Class: c.l.Classes.Class("[B"), Prim: obj})
-	return javaio.NewObject(c.l.Classes.Class("org.apache.river.proxy.MarshalledWrapper")).Set("instance", inst), nil
+	return javaio.NewObject(c.l.Classes.Class("org.apache.river.proxy.MarshalledWrapper")).Set("instance", inst)
+}
+
+// MarshalledInstance is a net.jini.io.MarshalledInstance of lineage l
+// holding the object stream obj (no codebase annotations).
+func MarshalledInstance(l *lineage.Lineage, obj []byte) *javaio.Object {
+	return javaio.NewObject(l.Classes.Class("net.jini.io.MarshalledInstance")).
+		Set("hash", objHash(obj)).Set("objBytes", &javaio.Array{Class: l.Classes.Class("[B"), Prim: obj})
 }
 
 // objHash is MarshalledInstance's hash of its bytes.

@@ -84,9 +84,15 @@ var ErrUnreachable = errors.New("the registrar could not be reached")
 // endpoint any more (the lookup service restarted with a new one).
 var ErrNoSuchObject = errors.New("the registrar object is not exported at its endpoint any more")
 
+// ErrLeaseDenied is what a grantor's LeaseDeniedException becomes: it
+// would not renew the lease.
+var ErrLeaseDenied = errors.New("the grantor denied the renewal")
+
 // RemoteError is an exception a registrar threw.
 type RemoteError struct {
 	Class, Message string
+	// Remote: a RemoteException, which may mend on retry.
+	Remote bool
 }
 
 func (e *RemoteError) Error() string {
@@ -120,6 +126,13 @@ func (c *Codec) NewRemote(m []byte, dial DialFunc) (*Remote, error) {
 	return &Remote{c: c, ep: endpoint{Host: host, Port: port, Object: id}, sid: unicast.ReadRegistrar(m).ServiceID, dial: dial}, nil
 }
 
+// RemoteAt returns a client of the remote object obj at host:port (a
+// registrar, or another object a lease names: a landlord). Nothing is
+// dialled until the first call.
+func (c *Codec) RemoteAt(host string, port int, obj jeri.Uuid, dial DialFunc) *Remote {
+	return &Remote{c: c, ep: endpoint{Host: host, Port: port, Object: obj}, dial: dial}
+}
+
 // Address is the registrar's Jini ERI endpoint, host:port.
 func (r *Remote) Address() string { return net.JoinHostPort(r.ep.Host, strconv.Itoa(r.ep.Port)) }
 
@@ -144,6 +157,15 @@ func (r *Remote) call(ctx context.Context, method string, args func(e *javaio.En
 	if hash == 0 {
 		return nil, fmt.Errorf("the registrar of lineage %s has no method %s", r.c.l.Name, method)
 	}
+	return r.Call(ctx, method, hash, args)
+}
+
+// Call invokes the method of hash (method names it in errors) with the
+// arguments args writes, and returns a reader of the return value. An
+// exception the object threw is a *RemoteError (ErrUnknownLease for an
+// UnknownLeaseException); a call that got no answer wraps
+// ErrUnreachable.
+func (r *Remote) Call(ctx context.Context, method string, hash int64, args func(e *javaio.Encoder) error) (*javaio.Decoder, error) {
 	e := javaio.NewEncoder(true)
 	e.WriteLong(hash)
 	if args != nil {
@@ -248,9 +270,12 @@ func (c *Codec) readReply(reply []byte) (*javaio.Decoder, error) {
 			return nil, errors.New("the registrar threw a non-object")
 		}
 		msg, _ := Field(exc, "detailMessage").(string)
-		re := &RemoteError{Class: exc.Class.Name, Message: msg}
-		if exc.Class.IsA("net.jini.core.lease.UnknownLeaseException") {
+		re := &RemoteError{Class: exc.Class.Name, Message: msg, Remote: exc.Class.IsA("java.rmi.RemoteException")}
+		switch {
+		case exc.Class.IsA("net.jini.core.lease.UnknownLeaseException"):
 			return nil, fmt.Errorf("%w (%w)", ErrUnknownLease, re)
+		case exc.Class.IsA("net.jini.core.lease.LeaseDeniedException"):
+			return nil, fmt.Errorf("%w (%w)", ErrLeaseDenied, re)
 		}
 		return nil, re
 	}

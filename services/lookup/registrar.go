@@ -385,12 +385,27 @@ func (r *Registrar) RegisterStatic(it Item) (Registration, error) {
 }
 
 // Static are the ServiceIDs of the static services registered.
-func (r *Registrar) Static() []string {
+func (r *Registrar) Static() []string { return r.ownedBy(StaticOwner) }
+
+// ServiceOwner owns the items of jinid's own services (its helper
+// services as Java programs find them), registered by the daemon.
+const ServiceOwner = "jinid:service"
+
+// RegisterService registers one of jinid's own services: as a static
+// service (FOREVER, beyond the lease policy), owned by ServiceOwner.
+func (r *Registrar) RegisterService(it Item) (Registration, error) {
+	return r.register(it, StaticLease, lease.Forever, ServiceOwner)
+}
+
+// Services are the ServiceIDs of jinid's own services registered.
+func (r *Registrar) Services() []string { return r.ownedBy(ServiceOwner) }
+
+func (r *Registrar) ownedBy(owner string) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []string
 	for id, si := range r.items {
-		if si.Owner == StaticOwner {
+		if si.Owner == owner {
 			out = append(out, id)
 		}
 	}

@@ -160,6 +160,10 @@ type ClientLease struct {
 	// HostLocal: the host's administrator handed it in, whose grantor
 	// may be on this host (outbound.WithHostLocal).
 	HostLocal bool `json:"hostLocal,omitempty"`
+	// Java is the lease as a Java client handed it in (its object
+	// stream), for one whose grantor Java names (a jeri: grantor): what
+	// getLeases, remove and its failure event give back to Java.
+	Java []byte `json:"java,omitempty"`
 }
 
 func (l ClientLease) key() string { return normalizeGrantor(l.Grantor) + "|" + l.ID }
@@ -462,9 +466,13 @@ func (s *Service) RenewFor(setID string, l ClientLease, desiredDuration, renewDu
 	if l.Grantor == "" || l.ID == "" {
 		return fault.New(apitypes.NullArgument, "lease: grantor and id are required")
 	}
-	if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), l.HostLocal), "lease grantor", l.Grantor); err != nil {
-		return err
+	if l.Java == nil {
+		if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), l.HostLocal), "lease grantor", l.Grantor); err != nil {
+			return err
+		}
 	}
+	// A Java lease's grantor was read from the lease itself by the Java
+	// side, which checked it; its calls go through the outbound dialer.
 	if renewDuration <= 0 && !(renewDuration == lease.Any && desiredDuration == lease.Forever) {
 		return fault.New(apitypes.InvalidArgument, "renewDuration %d: must be positive (or -1, ANY, when desiredDuration is FOREVER)", renewDuration)
 	}
@@ -630,7 +638,7 @@ func (s *Service) SetWarningListener(ctx context.Context, setID, listener string
 	if listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckHTTPListener(ctx, "listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckListener(ctx, "listener", listener); err != nil {
 		return Registration{}, err
 	}
 	if minWarning < 0 {
@@ -649,7 +657,7 @@ func (s *Service) SetFailureListener(ctx context.Context, setID, listener string
 	if listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckHTTPListener(ctx, "listener", listener); err != nil {
+	if err := s.cfg.Outbound.CheckListener(ctx, "listener", listener); err != nil {
 		return Registration{}, err
 	}
 	return s.setListener(setID, func(st *set) (*listenerReg, int64, int64) {
@@ -771,8 +779,16 @@ func (s *Service) failureEvent(st *set, m *member, cause *fault.Error, now int64
 	ev := apitypes.RenewalFailureEvent{RemoteEvent: s.remote(st, st.Failure, FailureEventID, st.FailSeq, FailureEvent),
 		Lease: apitypes.Lease{Grantor: m.Grantor, ID: m.ID, Expiration: m.Expiration, Remaining: apitypes.Remaining(m.Expiration, now)},
 		Error: cause}
-	return s.delivery(st, st.Failure, FailureEventID, ev)
+	d := s.delivery(st, st.Failure, FailureEventID, ev)
+	if m.Java != nil {
+		d.Native = JavaLease(m.Java)
+	}
+	return d
 }
+
+// JavaLease is what a failure event's delivery carries of a lease a
+// Java client handed in: its object stream.
+type JavaLease []byte
 
 // remote is the common part of a set's events.
 func (s *Service) remote(st *set, reg *listenerReg, eventID, seq int64, typ string) apitypes.RemoteEvent {

@@ -73,6 +73,22 @@ func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Re
 	return out, nil
 }
 
+// Schemes renews each grantor's leases with the renewer of its URL's
+// scheme: "http" and "https" grantors speak API.md, "jeri" ones are
+// Java's (their leases handed in by Java clients).
+type Schemes map[string]Renewer
+
+// RenewAll implements Renewer.
+func (m Schemes) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
+	scheme, _, _ := strings.Cut(grantor, ":")
+	r := m[strings.ToLower(scheme)]
+	if r == nil {
+		e := &apitypes.Error{Code: apitypes.NoSuchObject, Message: "this jinid cannot renew leases of this grantor"}
+		return each(len(rs), Result{Err: e}), nil
+	}
+	return r.RenewAll(ctx, grantor, rs)
+}
+
 // each is n copies of r.
 func each(n int, r Result) []Result {
 	out := make([]Result, n)

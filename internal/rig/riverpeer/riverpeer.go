@@ -37,6 +37,18 @@ var jar []byte
 //go:embed reggie.config
 var reggieConfig []byte
 
+// The helper services' configurations (ServiceMain), by service name.
+var (
+	//go:embed norm.config
+	normConfig []byte
+	//go:embed mercury.config
+	mercuryConfig []byte
+	//go:embed fiddler.config
+	fiddlerConfig []byte
+	//go:embed mahalo.config
+	mahaloConfig []byte
+)
+
 //go:embed src/JinidPeer.java
 var harnessSource []byte
 
@@ -93,7 +105,8 @@ func paths(t testing.TB) (jarPath, configPath string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, b := range map[string][]byte{"river-peer.jar": jar, "reggie.config": reggieConfig} {
+		for name, b := range map[string][]byte{"river-peer.jar": jar, "reggie.config": reggieConfig,
+			"norm.config": normConfig, "mercury.config": mercuryConfig, "fiddler.config": fiddlerConfig, "mahalo.config": mahaloConfig} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -188,6 +201,36 @@ func (r *Reggie) Kill() {
 func (r *Reggie) Pid() int { return r.cmd.Process.Pid }
 
 func (r *Reggie) String() string { return fmt.Sprintf("Reggie %s at %s", r.ServiceID, r.Locator) }
+
+// Service is a running River helper service (ServiceMain).
+type Service struct {
+	*Program
+	ServiceID string // as Java prints a ServiceID (a UUID)
+	Endpoint  string // host:port of its Jini ERI endpoint
+}
+
+var serviceLine = regexp.MustCompile(`^(\w+) serviceID=(\S+) host=\S+ persistent=\S+ endpoint=(\S+)`)
+
+// StartService runs one of the River helper services (name: norm,
+// mercury, fiddler or mahalo) in lab host h at address addr: it finds
+// the lookup services of the groups "" and "lab" by multicast and
+// registers there. props are Java system properties
+// ("-Dservice.persistent=DIR"), overrides configuration entries. It
+// returns once the service serves; the test's end kills it.
+func StartService(t testing.TB, h *netlab.Host, addr netip.Addr, name string, props []string, overrides ...string) *Service {
+	t.Helper()
+	jarPath, _ := paths(t)
+	config := filepath.Join(filepath.Dir(jarPath), name+".config")
+	opts := append([]string{"-Dservice.host=" + addr.String()}, props...)
+	p := Start(t, h, opts, "ServiceMain", append([]string{name, config}, overrides...)...)
+	l := p.WaitLine(t, regexp.MustCompile(`^\w+ (serviceID=|FAILED)`), 60*time.Second)
+	m := serviceLine.FindStringSubmatch(l)
+	if m == nil {
+		p.Wait(t, 10*time.Second) // it exits after saying so; then its stderr is whole
+		t.Fatalf("%s did not start: %s\n%s", name, l, lastLines(p.stderr.String(), 30))
+	}
+	return &Service{Program: p, ServiceID: m[2], Endpoint: m[3]}
+}
 
 // Run runs one of the jar's programs (RegistrarClient, JoinService,
 // SdmLookup, LookupWatch, ...) in lab host h with args, and returns its

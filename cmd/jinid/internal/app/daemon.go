@@ -373,6 +373,8 @@ type Daemon struct {
 	policy    *outbound.Policy
 	unicast   *unicast.Server
 	java      javaProxies // nil with NoJava or in a build without Java
+	// renewers are the renewal service's by grantor scheme (serviceSet).
+	renewers renewal.Schemes
 	host      *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
@@ -583,6 +585,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	d.mbox.Store(mailboxSvc)
 	dispatcher.SetInside(d.inside)
 	d.obs.grantor, d.obs.lds, d.obs.renewal, d.obs.mailbox, d.obs.txn = grantor, ldsSvc, renewalSvc, mailboxSvc, txnSvc
+	d.renewers = set.renewers
 	d.countsMetrics()
 	set.add(&d.parts)
 
@@ -773,6 +776,8 @@ func (d *Daemon) buildDiscovery(ctx context.Context) error {
 		if err := d.buildJava(ctx); err != nil {
 			return err
 		}
+	} else {
+		d.dropServices(d.registrar.Services(), nil)
 	}
 	if d.cfg.NoMulticast {
 		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")

@@ -4,15 +4,20 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 
+	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/java/javalookup"
+	"github.com/jinid/jinid/java/javanorm"
 	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/outbound"
 )
 
@@ -98,8 +103,59 @@ func (d *Daemon) buildJava(ctx context.Context) error {
 		// A source that may not even look has nothing to do here:
 		// nothing of what it sends is read.
 		Allow: func(remote net.Addr) bool { return mayRead(jeri.Conn{Remote: remote}) == nil }})
+	if err := d.buildJavaHelpers(java, id, disp, transport); err != nil {
+		ln.Close()
+		return err
+	}
 	d.parts.Add("the lookup service for Java clients (Jini ERI)", srv)
 	d.parts.Add("events to Java listeners", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return transport.Close() }})
 	d.log.Info("serving Java clients", "port", id.Port, "object", id.Object.String(), "lineage", java.Lineage().Name)
 	return nil
+}
+
+// buildJavaHelpers serves the helper services to Java as the River ones
+// are served: each its server object on the Jini ERI port, its item (the
+// River proxy, made for the address a client reached jinid on) in the
+// lookup service. A cluster serves them over HTTP only: its work is cut
+// into shards held by different nodes, and their Java faces are not yet
+// routed there.
+func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identity, disp *jeri.Dispatcher, transport *javalookup.Transport) error {
+	own := d.registrar.Services()
+	if d.cl != nil || d.obs.renewal == nil {
+		d.dropServices(own, nil)
+		d.log.Info("the helper services are not served to Java in a cluster: Java programs use them over the HTTP API")
+		return nil
+	}
+	dial := outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy})
+	norm, err := javanorm.New(javanorm.Config{Lineage: java.Lineage(), Renewal: d.obs.renewal, Grantor: d.grantor,
+		Object: id.Derived("norm"), Port: id.Port, Registrar: id.Object, Outbound: d.policy, Dial: dial,
+		MayChange: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log})
+	if err != nil {
+		return err
+	}
+	d.renewers["jeri"] = norm.Renewer()
+	disp.Export(id.Derived("norm"), norm)
+	transport.AddEvents(norm.Events)
+	sid := d.ownServiceID("norm")
+	java.Own(sid, norm.Proxy)
+	it := lookup.Item{ServiceID: sid, Types: javanorm.Types, Service: json.RawMessage(`{"service":"renewal","api":"/v1/renewal/"}`),
+		Attributes: []lookup.Attribute{
+			{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "jinid lease renewal service"}},
+			{Type: "net.jini.lookup.entry.ServiceInfo", Fields: map[string]any{"name": "Lease Renewal Service",
+				"manufacturer": "jinid", "vendor": "jinid", "model": "norm", "version": "", "serialNumber": ""}},
+		}}
+	if _, err := d.registrar.RegisterService(it); err != nil {
+		return fmt.Errorf("registering the lease renewal service for Java clients: %w", err)
+	}
+	d.parts.Add("the lease renewal service's Java grantors", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return norm.Close() }})
+	d.dropServices(own, []string{sid})
+	return nil
+}
+
+// ownServiceID is the ServiceID of one of jinid's own services in its
+// lookup service: made of the lookup service's, the same at every start.
+func (d *Daemon) ownServiceID(name string) string {
+	sum := sha256.Sum256([]byte("jinid service\x00" + d.registrar.Meta().ServiceID.String() + "\x00" + name))
+	sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
+	return discovery.ServiceID(sum[:16]).String()
 }

@@ -13,5 +13,6 @@ const Java = false
 // buildJava says once that Java clients are not served.
 func (d *Daemon) buildJava(context.Context) error {
 	d.log.Info("Java clients are not served: this build has no Jini ERI (the full build has)")
+	d.dropServices(d.registrar.Services(), nil)
 	return nil
 }
