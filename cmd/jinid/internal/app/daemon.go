@@ -375,7 +375,7 @@ type Daemon struct {
 	java      javaProxies // nil with NoJava or in a build without Java
 	// renewers are the renewal service's by grantor scheme (serviceSet).
 	renewers renewal.Schemes
-	host      *mcast.Host // nil with multicast off
+	host     *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
 	joinSet func([]staticEntry) error
