@@ -36,7 +36,7 @@ var wings = map[string]string{
 	"java/lineage":    "internal",
 	"java/reggie":     "discovery",
 	"java/javalookup": "services",
-	"java/javanorm":   "services",
+	"java/javahelpers":   "services",
 }
 
 // layerOf is the layer a package stands at.
@@ -158,7 +158,7 @@ var servicesRanks = [][]string{
 	{"services/apitypes"},
 	{"services/store", "services/fault", "services/httpjson", "services/lease", "services/event", "services/outbound", "services/access"},
 	{"services/lookup", "java/javalookup", "services/lds", "services/renewal", "services/mailbox", "services/txn", "services/txn/participant", "services/api/client"},
-	{"java/javanorm"}, // the helper services' Java faces: each on its service and the registrar's Java face (its lineage, its events' transport)
+	{"java/javahelpers"}, // the helper services' Java faces: each on its service and the registrar's Java face (its lineage, its events' transport)
 	{"services/cluster"}, // the nodes on etcd: places the services' requests, knows them as Placers
 	{"services/api", "services/txn/txntest", "services/store/storetest"}, // a test rig may stand on everything
 }
@@ -203,7 +203,7 @@ func TestServicesLayers(t *testing.T) {
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
 		{[]string{"java/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
-		{[]string{"java/javanorm"}, append(slices.Clone(core), "services/renewal", "java/javalookup"), "the Java face of the renewal service knows it, the registrar's Java face and the core"},
+		{[]string{"java/javahelpers"}, append(slices.Clone(core), "services/renewal", "java/javalookup"), "the Java face of the renewal service knows it, the registrar's Java face and the core"},
 		{[]string{"services/cluster"}, append(slices.Clone(core), "services/mailbox", "services/lookup"),
 			"the cluster places the services' requests as they say (httpjson.Placer), knowing of them only the mailbox's listener path and the lookup service's copy (a node's reads)"},
 	}

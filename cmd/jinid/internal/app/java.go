@@ -14,7 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/lifecycle"
 	"github.com/jinid/jinid/java/javalookup"
-	"github.com/jinid/jinid/java/javanorm"
+	"github.com/jinid/jinid/java/javahelpers"
 	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/lookup"
@@ -127,18 +127,18 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		return nil
 	}
 	dial := outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy})
-	norm, err := javanorm.New(javanorm.Config{Lineage: java.Lineage(), Renewal: d.obs.renewal, Grantor: d.grantor,
-		Object: id.Derived("norm"), Port: id.Port, Registrar: id.Object, Outbound: d.policy, Dial: dial,
-		MayChange: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log})
+	cfg := javahelpers.Config{Lineage: java.Lineage(), Grantor: d.grantor, Identity: id, Outbound: d.policy, Dial: dial,
+		MayChange: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log}
+	norm, err := javahelpers.NewNorm(cfg, d.obs.renewal)
 	if err != nil {
 		return err
 	}
 	d.renewers["jeri"] = norm.Renewer()
-	disp.Export(id.Derived("norm"), norm)
+	disp.Export(norm.Object(), norm)
 	transport.AddEvents(norm.Events)
 	sid := d.ownServiceID("norm")
 	java.Own(sid, norm.Proxy)
-	it := lookup.Item{ServiceID: sid, Types: javanorm.Types, Service: json.RawMessage(`{"service":"renewal","api":"/v1/renewal/"}`),
+	it := lookup.Item{ServiceID: sid, Types: javahelpers.Types, Service: json.RawMessage(`{"service":"renewal","api":"/v1/renewal/"}`),
 		Attributes: []lookup.Attribute{
 			{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "jinid lease renewal service"}},
 			{Type: "net.jini.lookup.entry.ServiceInfo", Fields: map[string]any{"name": "Lease Renewal Service",

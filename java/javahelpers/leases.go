@@ -1,4 +1,4 @@
-package javanorm
+package javahelpers
 
 import (
 	"context"
@@ -51,7 +51,7 @@ var errNotRenewable = errors.New("not a lease jinid can renew")
 
 // readLease reads a lease a Java client handed in as the set member it
 // becomes.
-func (s *Service) readLease(ctx context.Context, v javaio.Value) (renewal.ClientLease, error) {
+func (s *Norm) readLease(ctx context.Context, v javaio.Value) (renewal.ClientLease, error) {
 	o, ok := v.(*javaio.Object)
 	if !ok || !o.Class.IsA(abstractLease) {
 		return renewal.ClientLease{}, notRenewable(v)
@@ -93,12 +93,12 @@ func (s *Service) readLease(ctx context.Context, v javaio.Value) (renewal.Client
 	if err != nil {
 		return renewal.ClientLease{}, fault.New(apitypes.InvalidArgument, "%v", err)
 	}
-	if obj == s.cfg.Object {
+	if obj == s.object {
 		// LR.2: a set's own lease cannot be put in a set.
 		return renewal.ClientLease{}, fault.New(apitypes.InvalidArgument, "the lease is a renewal set's lease granted by this renewal service; it cannot be renewed by it")
 	}
 	grantor := "jeri://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/" + obj.String()
-	if obj == s.cfg.Registrar {
+	if obj == s.cfg.Identity.Object {
 		grantor = "jeri://" + selfHost + "/" + obj.String()
 	} else if err := s.cfg.Outbound.CheckListener(ctx, "lease grantor", grantor); err != nil {
 		return renewal.ClientLease{}, err
@@ -129,7 +129,7 @@ func block(custom []javaio.Value) []byte {
 
 // expiration reads a lease's expiration (AbstractLease's custom data:
 // the time left, or the time itself, as its serial format says).
-func (s *Service) expiration(o *javaio.Object) (int64, error) {
+func (s *Norm) expiration(o *javaio.Object) (int64, error) {
 	b := block(o.Custom(abstractLease))
 	if len(b) < 8 {
 		return 0, errors.New("no expiration")
@@ -150,7 +150,7 @@ func (s *Service) expiration(o *javaio.Object) (int64, error) {
 }
 
 // javaLease is a kept lease object with its expiration set to exp.
-func (s *Service) javaLease(kept []byte, exp int64) (*javaio.Object, error) {
+func (s *Norm) javaLease(kept []byte, exp int64) (*javaio.Object, error) {
 	v, err := javaio.Decode(kept)
 	if err != nil {
 		return nil, fmt.Errorf("reading a kept lease: %w", err)
@@ -169,7 +169,7 @@ func (s *Service) javaLease(kept []byte, exp int64) (*javaio.Object, error) {
 }
 
 // leaseBytes is javaLease as an object stream.
-func (s *Service) leaseBytes(kept []byte, exp int64) ([]byte, error) {
+func (s *Norm) leaseBytes(kept []byte, exp int64) ([]byte, error) {
 	o, err := s.javaLease(kept, exp)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package javanorm
+package javahelpers
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // jeri: URLs): jinid's registrar's in process, the others by calling
 // their grantor over Jini ERI as Java's lease classes do. It is the
 // renewal service's renewer for the "jeri" scheme (renewal.Schemes).
-func (s *Service) Renewer() renewal.Renewer { return s.remotes }
+func (s *Norm) Renewer() renewal.Renewer { return s.remotes }
 
 // maxRemotes bounds the grantors kept connected.
 const maxRemotes = 64
@@ -31,14 +31,14 @@ const maxRemotes = 64
 // remotes are the connections to the grantors of Java leases, one per
 // grantor, each running its calls one at a time.
 type remotes struct {
-	s     *Service
+	s     *Norm
 	codec *reggie.Codec
 
 	mu sync.Mutex
 	m  map[string]*reggie.Remote
 }
 
-func newRemotes(s *Service) (*remotes, error) {
+func newRemotes(s *Norm) (*remotes, error) {
 	c, err := reggie.NewCodec(s.l.Lineage)
 	if err != nil {
 		return nil, err

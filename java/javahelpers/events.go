@@ -1,4 +1,4 @@
-package javanorm
+package javahelpers
 
 import (
 	"github.com/jinid/jinid/java/javaio"
@@ -11,7 +11,7 @@ import (
 // Events makes the Java events of renewal sets for listeners Java
 // registered: Norm's ExpirationWarningEvent and BasicRenewalFailureEvent,
 // their source the set's proxy. It is a javalookup.EventMaker.
-func (s *Service) Events(del event.Delivery, via string) (*javaio.Object, bool, error) {
+func (s *Norm) Events(del event.Delivery, via string) (*javaio.Object, bool, error) {
 	switch ev := del.Event.(type) {
 	case apitypes.ExpirationWarningEvent:
 		o, err := s.warning(ev, via)
@@ -25,7 +25,7 @@ func (s *Service) Events(del event.Delivery, via string) (*javaio.Object, bool, 
 }
 
 // remoteEvent fills the RemoteEvent part of a set's event.
-func (s *Service) remoteEvent(o *javaio.Object, ev apitypes.RemoteEvent, src *javaio.Object) (*javaio.Object, error) {
+func (s *Norm) remoteEvent(o *javaio.Object, ev apitypes.RemoteEvent, src *javaio.Object) (*javaio.Object, error) {
 	o.Set("eventID", ev.EventID).Set("seqNum", ev.SeqNum).Set("source", src)
 	mo, mi, err := s.l.Handback(ev.Handback)
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *Service) remoteEvent(o *javaio.Object, ev apitypes.RemoteEvent, src *ja
 	return o, nil
 }
 
-func (s *Service) warning(ev apitypes.ExpirationWarningEvent, via string) (*javaio.Object, error) {
+func (s *Norm) warning(ev apitypes.ExpirationWarningEvent, via string) (*javaio.Object, error) {
 	src, err := s.setProxy(via, ev.Source.ID, ev.Lease, ev.Expiration)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *Service) warning(ev apitypes.ExpirationWarningEvent, via string) (*java
 	return s.remoteEvent(javaio.NewObject(s.class("net.jini.lease.ExpirationWarningEvent")), ev.RemoteEvent, src)
 }
 
-func (s *Service) failure(ev apitypes.RenewalFailureEvent, kept renewal.JavaLease, via string) (*javaio.Object, error) {
+func (s *Norm) failure(ev apitypes.RenewalFailureEvent, kept renewal.JavaLease, via string) (*javaio.Object, error) {
 	src, err := s.setOf(via, ev.Source.ID)
 	if err != nil {
 		// The set ended meanwhile: its proxy with its lease as gone.
@@ -79,7 +79,7 @@ func (s *Service) failure(ev apitypes.RenewalFailureEvent, kept renewal.JavaLeas
 // left its set (LR.2: the one the last renewal attempt ended with; none
 // when it simply expired). A lease handed in over HTTP has no Java
 // object: the event then says so by its throwable.
-func (s *Service) throwable(e *apitypes.Error, noLease bool) *javaio.Object {
+func (s *Norm) throwable(e *apitypes.Error, noLease bool) *javaio.Object {
 	if e == nil {
 		if !noLease {
 			return nil
