@@ -135,4 +135,3 @@ func (s *Norm) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
 		"jinid's lease renewal service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
 }
-

@@ -240,4 +240,3 @@ func (s *Norm) registration(k *call, setID string, reg renewal.Registration) jer
 		Set("eventID", reg.EventID).Set("seqNum", reg.SeqNum).Set("lease", ls).Set("source", src)
 	return returnObject(er)
 }
-

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/lifecycle"
-	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/javahelpers"
+	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/lookup"
