@@ -14,6 +14,7 @@ import (
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
 	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/event"
@@ -41,13 +42,36 @@ func listenerURL(host string, port int, id jeri.Uuid, via string) string {
 // ListenerURL names the Java RemoteEventListener proxy v for the event
 // engine (jeri://host:port/uuid); via is the host the client reached
 // jinid on, for the sources of the events it gets.
+//
+// A mailbox's listener (Mercury's ListenerProxy, which Java calls as a
+// RemoteEventListener but which calls its mailbox's notify(registration,
+// event)) is its server's endpoint with the registration:
+// jeri://host:port/uuid?via=...&mailbox=REGISTRATION.
 func ListenerURL(v javaio.Value, via string) (string, error) {
+	if o, ok := v.(*javaio.Object); ok && o.Class.IsA(mailboxListener) {
+		host, port, id, err := reggie.RemoteEndpoint(reggie.Field(o, "server"), "mailbox listener's server")
+		if err != nil {
+			return "", err
+		}
+		reg, err := UuidID(reggie.Field(o, "registrationID"))
+		if err != nil {
+			return "", fmt.Errorf("the mailbox listener's registration: %w", err)
+		}
+		return listenerURL(host, port, id, via) + "&mailbox=" + reg, nil
+	}
 	host, port, id, err := listenerEndpoint(v)
 	if err != nil {
 		return "", err
 	}
 	return listenerURL(host, port, id, via), nil
 }
+
+// mailboxListener is the class of Mercury's mailbox listeners.
+const mailboxListener = "org.apache.river.mercury.proxy.ListenerProxy"
+
+// mailboxNotify is the hash of the method a mailbox listener calls:
+// MailboxBackEnd.notify(Uuid registrationID, RemoteEvent).
+var mailboxNotify = lineage.MethodHash("notify", "(Lnet/jini/id/Uuid;Lnet/jini/core/event/RemoteEvent;)V")
 
 // Handback reads back a handback stored as an object stream (a
 // MarshalledObject or MarshalledInstance a client gave) as the two forms
@@ -97,7 +121,7 @@ func (k *call) notify() jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	host, port, id, err := listenerEndpoint(lv)
+	listener, err := ListenerURL(lv, k.host)
 	if err != nil {
 		return argError(err)
 	}
@@ -114,7 +138,7 @@ func (k *call) notify() jeri.Reply {
 		}
 	}
 	reg, err := k.s.cfg.Registrar.Notify(lookup.NotifyRequest{Template: t, Transitions: transitions,
-		Listener: listenerURL(host, port, id, k.host), Handback: handback, Duration: dur, Owner: k.owner()})
+		Listener: listener, Handback: handback, Duration: dur, Owner: k.owner()})
 	if err != nil {
 		return k.faultReply(err)
 	}
@@ -224,6 +248,7 @@ type Transport struct {
 	mu     sync.Mutex
 	conns  map[string]*idleConn
 	makers []EventMaker
+	local  func(*url.URL, *javaio.Object) (event.Outcome, error, bool)
 	closed bool
 }
 
@@ -297,17 +322,61 @@ func (t *Transport) Attempt(ctx context.Context, del event.Delivery) (event.Outc
 	if err != nil || u.Scheme != "jeri" {
 		return event.Definite, fmt.Errorf("listener %q is not a jeri URL", del.Listener)
 	}
-	var id jeri.Uuid
-	if err := id.UnmarshalText([]byte(u.Path[min(1, len(u.Path)):])); err != nil {
-		return event.Definite, fmt.Errorf("listener %q: %w", del.Listener, err)
-	}
 	obj, err := t.javaEvent(del, u.Query().Get("via"))
 	if err != nil {
 		return event.Definite, fmt.Errorf("building the Java event: %w", err)
 	}
+	return t.send(ctx, u, obj)
+}
+
+// SetLocal has the events for jeri listeners local says are jinid's own
+// objects (a mailbox listener of jinid's event mailbox) handed to it in
+// the process: they go to no connection. ok is false for a listener
+// that is not local's.
+func (t *Transport) SetLocal(local func(listener *url.URL, ev *javaio.Object) (out event.Outcome, err error, ok bool)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.local = local
+}
+
+// Send delivers the Java event ev to the listener (a jeri URL, as
+// ListenerURL names it) once, with the EV rules' outcome.
+func (t *Transport) Send(ctx context.Context, listener string, ev *javaio.Object) (event.Outcome, error) {
+	u, err := url.Parse(listener)
+	if err != nil || u.Scheme != "jeri" {
+		return event.Definite, fmt.Errorf("listener %q is not a jeri URL", listener)
+	}
+	return t.send(ctx, u, ev)
+}
+
+func (t *Transport) send(ctx context.Context, u *url.URL, ev *javaio.Object) (event.Outcome, error) {
+	var id jeri.Uuid
+	if err := id.UnmarshalText([]byte(u.Path[min(1, len(u.Path)):])); err != nil {
+		return event.Definite, fmt.Errorf("listener %q: %w", u, err)
+	}
+	t.mu.Lock()
+	local := t.local
+	t.mu.Unlock()
+	if local != nil {
+		if out, err, ok := local(u, ev); ok {
+			return out, err
+		}
+	}
 	e := javaio.NewEncoder(true)
-	e.WriteLong(t.s.l.Listener())
-	if err := e.WriteObject(obj); err != nil {
+	if reg := u.Query().Get("mailbox"); reg != "" {
+		// A mailbox's listener: its server's notify(registration, event).
+		r, err := t.s.l.IDUuid(reg)
+		if err != nil {
+			return event.Definite, fmt.Errorf("listener %q: %w", u, err)
+		}
+		e.WriteLong(mailboxNotify)
+		if err := e.WriteObject(r); err != nil {
+			return event.Definite, err
+		}
+	} else {
+		e.WriteLong(t.s.l.Listener())
+	}
+	if err := e.WriteObject(ev); err != nil {
 		return event.Definite, fmt.Errorf("encoding the Java event: %w", err)
 	}
 	req := append(append(id[:], 0, 0), e.Bytes()...)

@@ -233,6 +233,7 @@ type Service struct {
 	total      int
 	totalBytes int64
 	closed     bool
+	deliver    Deliverer // to targets that are not http or https
 }
 
 type arrival struct {
@@ -692,8 +693,11 @@ func (s *Service) wake(r *reg) {
 // the unknown-event list. A mailbox listener of this service is refused.
 func (s *Service) EnableDelivery(ctx context.Context, id, target string) error {
 	if target != "" {
-		if err := s.cfg.Outbound.CheckURL(ctx, "target", target); err != nil {
+		if err := s.cfg.Outbound.CheckListener(ctx, "target", target); err != nil {
 			return err
+		}
+		if !strings.HasPrefix(target, "http") && s.deliverer() == nil {
+			return fault.New(apitypes.InvalidArgument, "target %q: this jinid delivers events to http and https URLs only", target)
 		}
 		if u, _ := url.Parse(target); s.IsOwnListener(u) {
 			return fault.New(apitypes.InvalidArgument, "target %q is a mailbox listener of this service: events would loop", target)
@@ -706,6 +710,25 @@ func (s *Service) EnableDelivery(ctx context.Context, id, target string) error {
 			r.Unknown, r.unknown = nil, map[string]bool{}
 		}
 	})
+}
+
+// Deliverer pushes an event to a target that is not an http or https
+// URL (a Java listener's jeri: URL): one attempt, with the EV rules'
+// outcome.
+type Deliverer func(ctx context.Context, target string, body []byte, hops int) (event.Outcome, error)
+
+// SetDeliverer has the service push to targets other than http and
+// https with d (the Java side's); set before the service starts.
+func (s *Service) SetDeliverer(d Deliverer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deliver = d
+}
+
+func (s *Service) deliverer() Deliverer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deliver
 }
 
 // IsOwnListener reports whether u is a mailbox listener this service
@@ -804,7 +827,11 @@ func (s *Service) push(r *reg) {
 		// event forwarded as often as events may be is not forwarded
 		// again: the target is treated as having refused it.
 		out, err := event.Definite, fmt.Errorf("event %d already forwarded %d times", q.seq, q.hops)
-		if q.hops < event.MaxHops {
+		switch d := s.deliverer(); {
+		case q.hops >= event.MaxHops:
+		case d != nil && !strings.HasPrefix(target, "http"):
+			out, err = d(s.ctx, target, body, q.hops+1)
+		default:
 			out, err = event.Attempt(outbound.HostLocalIf(s.ctx, hostLocal), s.cfg.Client, target, body, q.hops+1)
 		}
 		switch out {

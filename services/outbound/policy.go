@@ -348,6 +348,9 @@ func (p *Policy) CheckListener(ctx context.Context, what, raw string) error {
 	if err != nil || u.Port() == "" || u.User != nil {
 		return fault.New(apitypes.InvalidArgument, "%s %q: want jeri://host:port/uuid", what, raw)
 	}
+	if in := p.orStrict().inside; in != nil && in(u) {
+		return nil // one of the daemon's own Java objects: served in the process
+	}
 	if a, err := netip.ParseAddr(u.Hostname()); err == nil {
 		port, _ := strconv.ParseUint(u.Port(), 10, 16)
 		if err := p.checkPort(netip.AddrPortFrom(a, uint16(port)), IsHostLocal(ctx)); err != nil {

@@ -71,6 +71,9 @@ func riverClientLikeRiver(t *testing.T, client, service string, n int, args ...s
 		t.Errorf("events: jinid %d, %s %d", jevents, service, revents)
 	}
 	t.Logf("jinid: %s; %s: %s", summary(j.out), service, summary(r.out))
+	if testing.Verbose() {
+		t.Logf("jinid:\n%s\n%s:\n%s", j.out, service, r.out)
+	}
 	return j.out
 }
 
@@ -87,5 +90,20 @@ func TestJavaNormClient(t *testing.T) {
 	out := riverClientLikeRiver(t, "NormClient", "norm", 11)
 	if !strings.Contains(out, "proxy=org.apache.river.norm.proxy.NormProxy$ConstrainableNormProxy") {
 		t.Errorf("the proxy found at jinid is not Norm's:\n%s", out)
+	}
+}
+
+// An unmodified Java client of an event mailbox (MercuryClient) finds
+// jinid's, Mercury's own proxy pointing at jinid, and passes every step
+// as it does against Mercury: a pull registration and its listener,
+// events sent to that listener by the client and by the lookup service
+// (jinid's registrar, in the process), pulled in order, then pushed to
+// the client's own listener once delivery is enabled, stored again once
+// it is disabled, the registration renewed and cancelled (issue 50).
+func TestJavaMercuryClient(t *testing.T) {
+	t.Parallel()
+	out := riverClientLikeRiver(t, "MercuryClient", "mercury", 11)
+	if !strings.Contains(out, "proxy=org.apache.river.mercury.proxy.MailboxProxy$ConstrainableMailboxProxy") {
+		t.Errorf("the proxy found at jinid is not Mercury's:\n%s", out)
 	}
 }

@@ -375,6 +375,9 @@ type Daemon struct {
 	java      javaProxies // nil with NoJava or in a build without Java
 	// renewers are the renewal service's by grantor scheme (serviceSet).
 	renewers renewal.Schemes
+	// javaOwns says a jeri listener is one of jinid's own Java objects
+	// (a mailbox listener of its event mailbox); nil without Java.
+	javaOwns func(*url.URL) bool
 	host     *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
@@ -674,6 +677,9 @@ func plainRoutes(g *lease.Grantor, r *renewal.Service, m *mailbox.Service, t *tx
 // its cluster's): a delivery to it is no request at all (Inside).
 func (d *Daemon) ownListener(u *url.URL) bool {
 	if mb := d.mbox.Load(); mb != nil && mb.IsOwnListener(u) {
+		return true
+	}
+	if d.javaOwns != nil && d.javaOwns(u) {
 		return true
 	}
 	_, ok := d.clusterInside(u.String())

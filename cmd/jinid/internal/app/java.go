@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/internal/lifecycle"
@@ -134,21 +135,41 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		return err
 	}
 	d.renewers["jeri"] = norm.Renewer()
-	disp.Export(norm.Object(), norm)
 	transport.AddEvents(norm.Events)
-	sid := d.ownServiceID("norm")
-	java.Own(sid, norm.Proxy)
-	it := lookup.Item{ServiceID: sid, Types: javahelpers.Types, Service: json.RawMessage(`{"service":"renewal","api":"/v1/renewal/"}`),
-		Attributes: []lookup.Attribute{
-			{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "jinid lease renewal service"}},
-			{Type: "net.jini.lookup.entry.ServiceInfo", Fields: map[string]any{"name": "Lease Renewal Service",
-				"manufacturer": "jinid", "vendor": "jinid", "model": "norm", "version": "", "serialNumber": ""}},
-		}}
-	if _, err := d.registrar.RegisterService(it); err != nil {
-		return fmt.Errorf("registering the lease renewal service for Java clients: %w", err)
-	}
 	d.parts.Add("the lease renewal service's Java grantors", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return norm.Close() }})
-	d.dropServices(own, []string{sid})
+	mercury, err := javahelpers.NewMercury(cfg, d.mbox.Load(), transport)
+	if err != nil {
+		return err
+	}
+	d.javaOwns = mercury.Owns
+	helpers := []struct {
+		name, what, api string
+		object          jeri.Uuid
+		served          jeri.Object
+		proxy           func(host string) ([]byte, error)
+		types           []string
+	}{
+		{"norm", "Lease Renewal Service", "/v1/renewal/", norm.Object(), norm, norm.Proxy, javahelpers.Types},
+		{"mercury", "Event Mailbox", "/v1/mailbox/", mercury.Object(), mercury, mercury.Proxy, javahelpers.MercuryTypes},
+	}
+	var keep []string
+	for _, h := range helpers {
+		disp.Export(h.object, h.served)
+		sid := d.ownServiceID(h.name)
+		java.Own(sid, h.proxy)
+		it := lookup.Item{ServiceID: sid, Types: h.types,
+			Service: json.RawMessage(fmt.Sprintf(`{"service":%q,"api":%q}`, h.name, h.api)),
+			Attributes: []lookup.Attribute{
+				{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": "jinid " + strings.ToLower(h.what)}},
+				{Type: "net.jini.lookup.entry.ServiceInfo", Fields: map[string]any{"name": h.what,
+					"manufacturer": "jinid", "vendor": "jinid", "model": h.name, "version": "", "serialNumber": ""}},
+			}}
+		if _, err := d.registrar.RegisterService(it); err != nil {
+			return fmt.Errorf("registering the %s for Java clients: %w", strings.ToLower(h.what), err)
+		}
+		keep = append(keep, sid)
+	}
+	d.dropServices(own, keep)
 	return nil
 }
 
