@@ -217,5 +217,5 @@ func (k *call) throwThis(exc *javaio.Object) jeri.Reply {
 // unknownLease is the UnknownLeaseException of a set lease jinid does
 // not know.
 func (k *call) unknownLease(id string) *javaio.Object {
-	return k.f.l.Exception(k.f.l.Classes.Class("net.jini.core.lease.UnknownLeaseException"), "no renewal set lease "+id)
+	return k.f.l.Exception(k.f.l.Classes.Class("net.jini.core.lease.UnknownLeaseException"), "no lease "+id+" of this service (it ended, or it never existed)")
 }

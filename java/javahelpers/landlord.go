@@ -152,6 +152,43 @@ func (k *call) uuids() ([]string, error) {
 	return out, nil
 }
 
+// longs reads a long[] argument of n elements.
+func (k *call) longs(n int) ([]int64, error) {
+	v, err := k.c.Args.ReadObject()
+	if err != nil {
+		return nil, err
+	}
+	a, ok := v.(*javaio.Array)
+	if !ok || a.Len() != n || len(a.Prim) != 8*n {
+		return nil, errors.New("want as many durations as leases")
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(binary.BigEndian.Uint64(a.Prim[8*i:]))
+	}
+	return out, nil
+}
+
+// longArray is a long[].
+func (f *face) longArray(v []int64) *javaio.Array {
+	prim := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.BigEndian.PutUint64(prim[8*i:], uint64(x))
+	}
+	return &javaio.Array{Class: f.l.Classes.Class("[J"), Prim: prim}
+}
+
+// hashMap is a java.util.HashMap of key and value pairs: its serial
+// form, capacity and size, then the pairs.
+func (f *face) hashMap(pairs []javaio.Value) *javaio.Object {
+	var head [8]byte
+	n := len(pairs) / 2
+	binary.BigEndian.PutUint32(head[:4], uint32(max(16, 2*n)))
+	binary.BigEndian.PutUint32(head[4:], uint32(n))
+	m := javaio.NewObject(f.class("java.util.HashMap")).Set("loadFactor", float32(0.75)).Set("threshold", int32(12))
+	return m.SetCustom("java.util.HashMap", append([]javaio.Value{javaio.Block(head[:])}, pairs...)...)
+}
+
 // renewAll is Landlord.renewAll(Uuid[], long[]): RenewResults, -1 and
 // an exception (in order) for each lease not renewed.
 func (k *call) renewAll() jeri.Reply {
@@ -159,19 +196,14 @@ func (k *call) renewAll() jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	dv, err := k.c.Args.ReadObject()
+	durs, err := k.longs(len(ids))
 	if err != nil {
 		return argError(err)
-	}
-	durs, ok := dv.(*javaio.Array)
-	if !ok || durs.Len() != len(ids) {
-		return argError(errors.New("renewAll wants as many durations as leases"))
 	}
 	granted := make([]int64, len(ids))
 	var denied []javaio.Value
 	for i, id := range ids {
-		d := int64(binary.BigEndian.Uint64(durs.Prim[8*i:]))
-		g, err := k.renewOne(id, d)
+		g, err := k.renewOne(id, durs[i])
 		if err != nil {
 			granted[i] = -1
 			denied = append(denied, k.leaseException(id, err))
@@ -179,12 +211,7 @@ func (k *call) renewAll() jeri.Reply {
 		}
 		granted[i] = g
 	}
-	prim := make([]byte, 8*len(granted))
-	for i, g := range granted {
-		binary.BigEndian.PutUint64(prim[8*i:], uint64(g))
-	}
-	rr := javaio.NewObject(k.f.class("org.apache.river.landlord.Landlord$RenewResults")).
-		Set("granted", &javaio.Array{Class: k.f.l.Classes.Class("[J"), Prim: prim})
+	rr := javaio.NewObject(k.f.class("org.apache.river.landlord.Landlord$RenewResults")).Set("granted", k.f.longArray(granted))
 	if denied != nil {
 		rr.Set("denied", &javaio.Array{Class: k.f.l.Classes.Class("[Ljava.lang.Exception;"), Elems: denied})
 	}
@@ -214,12 +241,5 @@ func (k *call) cancelAll() jeri.Reply {
 	if pairs == nil {
 		return returnObject(nil)
 	}
-	// HashMap's serial form: capacity and size, then key and value
-	// pairs.
-	var head [8]byte
-	n := len(pairs) / 2
-	binary.BigEndian.PutUint32(head[:4], uint32(max(16, 2*n)))
-	binary.BigEndian.PutUint32(head[4:], uint32(n))
-	m := javaio.NewObject(k.f.class("java.util.HashMap")).Set("loadFactor", float32(0.75)).Set("threshold", int32(12))
-	return returnObject(m.SetCustom("java.util.HashMap", append([]javaio.Value{javaio.Block(head[:])}, pairs...)...))
+	return returnObject(k.f.hashMap(pairs))
 }

@@ -454,7 +454,7 @@ func (s *Service) Register(req RegisterRequest) (Registration, error) {
 	if req.Listener == "" {
 		return Registration{}, fault.New(apitypes.NullArgument, "listener is required")
 	}
-	if err := s.cfg.Outbound.CheckHTTPListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
+	if err := s.cfg.Outbound.CheckListener(outbound.HostLocalIf(context.Background(), req.HostLocal), "listener", req.Listener); err != nil {
 		return Registration{}, err
 	}
 	if err := checkGroups(req.Groups); err != nil {
@@ -1078,6 +1078,11 @@ func (s *Service) reconcile(tx *store.Tx, regs []*reg, ls []*lookupService) ([]e
 	return out, nil
 }
 
+// JavaRegistrars is what an event for a Java listener carries beyond
+// the API's: each registrar's proxy as discovery received it (a
+// MarshalledObject or MarshalledInstance), in the event's order.
+type JavaRegistrars [][]byte
+
 // drop removes l from r's managed set with a discarded event.
 func (s *Service) drop(r *reg, l *lookupService) event.Delivery {
 	r.Discovered = slices.DeleteFunc(r.Discovered, func(id discovery.ServiceID) bool { return id == l.LS.ID })
@@ -1100,8 +1105,14 @@ func (s *Service) event(r *reg, discarded bool, ls []*lookupService) event.Deliv
 		RemoteEvent: apitypes.RemoteEvent{Source: apitypes.EventSource{Service: "lds", ID: r.ID}, EventID: r.EventID, SeqNum: r.Seq,
 			Handback: r.Handback, Type: apitypes.RemoteDiscoveryEventType},
 		Discarded: discarded, Registrars: regs, Groups: groups}
+	var native JavaRegistrars
+	if strings.HasPrefix(r.Listener, "jeri:") {
+		for _, l := range ls {
+			native = append(native, l.LS.Registrar.Marshalled)
+		}
+	}
 	id, leaseID := r.ID, r.Lease
-	return event.Delivery{Listener: r.Listener, Event: ev, Deadline: s.cfg.Grantor.EndOf(leaseID), HostLocal: r.HostLocal,
+	return event.Delivery{Listener: r.Listener, Event: ev, Native: native, Deadline: s.cfg.Grantor.EndOf(leaseID), HostLocal: r.HostLocal,
 		Done: func(o event.Outcome, err error) {
 			if o == event.UnknownEvent || o == event.Definite {
 				// LD.3.1: the client is in an unknown state; its

@@ -28,6 +28,13 @@ func summary(out string) string {
 // output.
 func riverClientLikeRiver(t *testing.T, client, service string, n int, args ...string) string {
 	t.Helper()
+	// How long a step waits for an event: jinid's lookup discovery
+	// service tries a discarded lookup service's locator again after
+	// 15 s, give or take a tenth (locator.DefaultRediscoverDelay).
+	eventWait := "15000"
+	if client == "FiddlerClient" {
+		eventWait = "30000"
+	}
 	jl := newJavaLab(t)
 	rlan := jl.lab.LAN()
 	rh, sh, rc := jl.lab.Host("reggie"), jl.lab.Host(service), jl.lab.Host("river-client")
@@ -43,7 +50,7 @@ func riverClientLikeRiver(t *testing.T, client, service string, n int, args ...s
 		c := make(chan result, 1)
 		go func() {
 			out, err := riverpeer.Run(t, h, 3*time.Minute, nil, client, append(append([]string{"--locator", locator,
-				"--listen-host", listen.String(), "--event-wait", "15000"}, extra...), args...)...)
+				"--listen-host", listen.String(), "--event-wait", eventWait}, extra...), args...)...)
 			c <- result{out, err}
 		}()
 		return c
@@ -105,5 +112,19 @@ func TestJavaMercuryClient(t *testing.T) {
 	out := riverClientLikeRiver(t, "MercuryClient", "mercury", 11)
 	if !strings.Contains(out, "proxy=org.apache.river.mercury.proxy.MailboxProxy$ConstrainableMailboxProxy") {
 		t.Errorf("the proxy found at jinid is not Mercury's:\n%s", out)
+	}
+}
+
+// An unmodified Java client of a lookup discovery service
+// (FiddlerClient) finds jinid's, Fiddler's own proxy pointing at jinid,
+// and passes every step as it does against Fiddler: a registration for
+// the lookup service it found the service at, its discovered event with
+// the registrar's proxy, getRegistrars, the groups and locators, discard
+// and its discarded event, the rediscovery, renew and cancel (issue 50).
+func TestJavaFiddlerClient(t *testing.T) {
+	t.Parallel()
+	out := riverClientLikeRiver(t, "FiddlerClient", "fiddler", 10)
+	if !strings.Contains(out, "proxy=org.apache.river.fiddler.proxy.FiddlerProxy$ConstrainableFiddlerProxy") {
+		t.Errorf("the proxy found at jinid is not Fiddler's:\n%s", out)
 	}
 }

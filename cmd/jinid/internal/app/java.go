@@ -142,6 +142,11 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		return err
 	}
 	d.javaOwns = mercury.Owns
+	fiddler, err := javahelpers.NewFiddler(cfg, d.obs.lds)
+	if err != nil {
+		return err
+	}
+	transport.AddEvents(fiddler.Events)
 	helpers := []struct {
 		name, what, api string
 		object          jeri.Uuid
@@ -151,6 +156,7 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 	}{
 		{"norm", "Lease Renewal Service", "/v1/renewal/", norm.Object(), norm, norm.Proxy, javahelpers.Types},
 		{"mercury", "Event Mailbox", "/v1/mailbox/", mercury.Object(), mercury, mercury.Proxy, javahelpers.MercuryTypes},
+		{"fiddler", "Lookup Discovery Service", "/v1/lds/", fiddler.Object(), fiddler, fiddler.Proxy, javahelpers.FiddlerTypes},
 	}
 	var keep []string
 	for _, h := range helpers {
