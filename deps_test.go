@@ -203,7 +203,8 @@ func TestServicesLayers(t *testing.T) {
 		{[]string{"services/lookup", "services/lds", "services/mailbox", "services/txn"}, core, "a service knows the core, not the other services"},
 		{[]string{"services/renewal"}, append(slices.Clone(core), "services/api/client"), "the renewal service renews through the API client"},
 		{[]string{"java/javalookup"}, append(slices.Clone(core), "services/lookup"), "the Java face of the lookup service knows the lookup service and the core"},
-		{[]string{"java/javahelpers"}, append(slices.Clone(core), "services/renewal", "java/javalookup"), "the Java face of the renewal service knows it, the registrar's Java face and the core"},
+		{[]string{"java/javahelpers"}, append(slices.Clone(core), "services/renewal", "services/mailbox", "services/lds", "services/txn", "java/javalookup"),
+			"the helper services' Java faces know their services, the registrar's Java face and the core"},
 		{[]string{"services/cluster"}, append(slices.Clone(core), "services/mailbox", "services/lookup"),
 			"the cluster places the services' requests as they say (httpjson.Placer), knowing of them only the mailbox's listener path and the lookup service's copy (a node's reads)"},
 	}

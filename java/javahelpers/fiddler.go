@@ -377,7 +377,9 @@ func registrarID(v javaio.Value) (discovery.ServiceID, bool) {
 	return discovery.ServiceID{}, false
 }
 
-func hasSuffix(s, suffix string) bool { return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix }
+func hasSuffix(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
 
 // regLease reads the (Uuid registration, Uuid lease) that name a
 // registration's lease, checking the lease is that registration's.

@@ -66,7 +66,7 @@ func NewNorm(cfg Config, r *renewal.Service) (*Norm, error) {
 		return nil, fmt.Errorf("Norm's methods: %w", err)
 	}
 	s := &Norm{face: f, renewal: r, object: cfg.Identity.Derived("norm"), methods: m}
-	if s.remotes, err = newRemotes(s); err != nil {
+	if s.remotes, err = newRemotes(f); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
 	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
@@ -25,25 +26,30 @@ import (
 // renewal service's renewer for the "jeri" scheme (renewal.Schemes).
 func (s *Norm) Renewer() renewal.Renewer { return s.remotes }
 
+// landlordRenew is the hash of Landlord.renew(Uuid, long), the same
+// method on every landlord.
+var landlordRenew = lineage.MethodHash("renew", "(Lnet/jini/id/Uuid;J)J")
+
 // maxRemotes bounds the grantors kept connected.
 const maxRemotes = 64
 
-// remotes are the connections to the grantors of Java leases, one per
-// grantor, each running its calls one at a time.
+// remotes are the connections to remote Java objects (the grantors of
+// Java leases, transaction participants), one per object, each running
+// its calls one at a time.
 type remotes struct {
-	s     *Norm
+	f     *face
 	codec *reggie.Codec
 
 	mu sync.Mutex
 	m  map[string]*reggie.Remote
 }
 
-func newRemotes(s *Norm) (*remotes, error) {
-	c, err := reggie.NewCodec(s.l.Lineage)
+func newRemotes(f *face) (*remotes, error) {
+	c, err := reggie.NewCodec(f.l.Lineage)
 	if err != nil {
 		return nil, err
 	}
-	return &remotes{s: s, codec: c, m: make(map[string]*reggie.Remote)}, nil
+	return &remotes{f: f, codec: c, m: make(map[string]*reggie.Remote)}, nil
 }
 
 func (r *remotes) close() {
@@ -74,7 +80,7 @@ func (r *remotes) remote(u *url.URL, obj jeri.Uuid) (*reggie.Remote, error) {
 			break
 		}
 	}
-	rm := r.codec.RemoteAt(u.Hostname(), port, obj, r.s.cfg.Dial)
+	rm := r.codec.RemoteAt(u.Hostname(), port, obj, r.f.cfg.Dial)
 	r.m[key] = rm
 	return rm, nil
 }
@@ -91,7 +97,7 @@ func (r *remotes) RenewAll(ctx context.Context, grantor string, rs []lease.Renew
 		return each(len(rs), renewal.Result{Err: bad}), nil
 	}
 	if u.Host == selfHost {
-		return r.inProcess(rs), nil
+		return inProcess(r.f.cfg.Grantor, rs), nil
 	}
 	rm, err := r.remote(u, obj)
 	if err != nil {
@@ -114,7 +120,7 @@ func (r *remotes) RenewAll(ctx context.Context, grantor string, rs []lease.Renew
 }
 
 // inProcess renews leases jinid's registrar granted.
-func (r *remotes) inProcess(rs []lease.Renewal) []renewal.Result {
+func inProcess(g *lease.Grantor, rs []lease.Renewal) []renewal.Result {
 	batch := make([]lease.Renewal, 0, len(rs))
 	out := make([]renewal.Result, len(rs))
 	at := make([]int, 0, len(rs))
@@ -127,7 +133,7 @@ func (r *remotes) inProcess(rs []lease.Renewal) []renewal.Result {
 		batch = append(batch, lease.Renewal{ID: hex.EncodeToString(ref.id[:]), Duration: x.Duration})
 		at = append(at, i)
 	}
-	for j, res := range r.s.cfg.Grantor.RenewAll(batch) {
+	for j, res := range g.RenewAll(batch) {
 		i := at[j]
 		if res.Err != nil {
 			var f *fault.Error
@@ -145,7 +151,7 @@ func (r *remotes) inProcess(rs []lease.Renewal) []renewal.Result {
 // renewRemote renews one lease at its grantor, as its class's renew
 // does: the duration granted.
 func (r *remotes) renewRemote(ctx context.Context, rm *reggie.Remote, ref leaseRef, d int64) (int64, error) {
-	l := r.s.l
+	l := r.f.l
 	id := l.Uuid(ref.id)
 	var method string
 	var args func(e *javaio.Encoder) error
@@ -176,7 +182,7 @@ func (r *remotes) renewRemote(ctx context.Context, rm *reggie.Remote, ref leaseR
 		}
 	default:
 		// Landlord.renew(Uuid, long), the same method on every landlord.
-		dec, err := rm.Call(ctx, "Landlord.renew", r.s.methods.Hash("renew/2"), func(e *javaio.Encoder) error {
+		dec, err := rm.Call(ctx, "Landlord.renew", landlordRenew, func(e *javaio.Encoder) error {
 			if err := e.WriteObject(id); err != nil {
 				return err
 			}
@@ -202,7 +208,7 @@ func (r *remotes) result(granted int64, err error) renewal.Result {
 	var re *reggie.RemoteError
 	switch {
 	case err == nil:
-		now := r.s.cfg.Grantor.Now().UnixMilli()
+		now := r.f.cfg.Grantor.Now().UnixMilli()
 		exp := math.MaxInt64 - max(granted, 0)
 		if exp > now {
 			exp = now + max(granted, 0)

@@ -65,6 +65,7 @@ type Service struct {
 	eng     *Engine
 	journal *StoreJournal
 
+	callers  callers
 	mu       sync.Mutex
 	leaseIDs map[string]string // transaction ID → its lease ID
 	closing  map[string]bool   // commit or abort received: its lease ends quietly
@@ -95,7 +96,8 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, fmt.Errorf("transaction manager: %w", err)
 	}
 	s := &Service{cfg: cfg, journal: j, leaseIDs: map[string]string{}, closing: map[string]bool{}}
-	s.eng = New(Config{Caller: HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}, Journal: j, Clock: cfg.Clock,
+	s.callers.http = HTTPCaller{Client: cfg.Client, Manager: cfg.Manager}
+	s.eng = New(Config{Caller: &s.callers, Journal: j, Clock: cfg.Clock,
 		Logger: cfg.Logger, Metrics: cfg.Metrics, PrepareFor: cfg.PrepareFor, Backoff: cfg.Backoff, MaxBackoff: cfg.MaxBackoff,
 		MaxParticipants: cfg.MaxParticipants, MaxTotalParticipants: cfg.MaxTotalParticipants, Parents: HTTPParents{Client: cfg.Client},
 		NewID: cfg.NewID, Held: cfg.Held, NoGauges: cfg.NoGauges,
@@ -219,11 +221,55 @@ func (s *Service) mine(ctx context.Context, manager string) bool {
 	return s.cfg.Self != nil && s.cfg.Self(manager)
 }
 
+// callers calls each participant with the caller of its URL's scheme:
+// HTTP, or one set for another (Java's jeri participants).
+type callers struct {
+	http  Caller
+	mu    sync.Mutex
+	other map[string]Caller
+}
+
+func (c *callers) of(url string) Caller {
+	scheme, _, _ := strings.Cut(url, ":")
+	if scheme == "http" || scheme == "https" {
+		return c.http
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.other[scheme]
+}
+
+func (c *callers) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
+	caller := c.of(p.URL)
+	if caller == nil {
+		return 0, fmt.Errorf("%w: no caller for participant %q", ErrNoSuchObject, p.URL)
+	}
+	return caller.Call(ctx, p, op, id, attempt)
+}
+
+// SetCaller has participants whose URL has scheme (one not http or
+// https: "jeri", Java's) called by c; set before the service starts.
+func (s *Service) SetCaller(scheme string, c Caller) {
+	s.callers.mu.Lock()
+	defer s.callers.mu.Unlock()
+	if s.callers.other == nil {
+		s.callers.other = map[string]Caller{}
+	}
+	s.callers.other[scheme] = c
+}
+
 // Join adds a participant; its URL must be one the outbound policy
-// lets jinid call.
+// lets jinid call, of a scheme the manager has a caller for.
 func (s *Service) Join(id string, p Participant) error {
-	if err := s.cfg.Outbound.CheckURL(outbound.HostLocalIf(context.Background(), p.HostLocal), "participant", p.URL); err != nil {
+	check := s.cfg.Outbound.CheckURL
+	if strings.HasPrefix(p.URL, "jeri:") {
+		check = s.cfg.Outbound.CheckListener // a Java participant: jeri://host:port/uuid
+	}
+	if err := check(outbound.HostLocalIf(context.Background(), p.HostLocal), "participant", p.URL); err != nil {
 		return err
+	}
+	if s.callers.of(p.URL) == nil {
+		return fault.New(apitypes.InvalidArgument, "participant %q: this manager calls http and https participants only", p.URL)
 	}
 	s.lapse(id)
 	return codeOf(s.eng.Join(id, p))

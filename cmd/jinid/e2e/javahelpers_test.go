@@ -128,3 +128,18 @@ func TestJavaFiddlerClient(t *testing.T) {
 		t.Errorf("the proxy found at jinid is not Fiddler's:\n%s", out)
 	}
 }
+
+// An unmodified Java client of a transaction manager (MahaloClient)
+// finds jinid's, Mahalo's own proxy pointing at jinid, and passes every
+// step as it does against Mahalo: a transaction with two Java
+// participants that jinid calls over Jini ERI (prepare, in which each
+// asks the manager for the state and hears VOTING, then commit), one
+// participant alone (prepareAndCommit), an abort, and a transaction
+// whose lease ran out (issue 50).
+func TestJavaMahaloClient(t *testing.T) {
+	t.Parallel()
+	out := riverClientLikeRiver(t, "MahaloClient", "mahalo", 9)
+	if !strings.Contains(out, "proxy=org.apache.river.mahalo.proxy.TxnMgrProxy$ConstrainableTxnMgrProxy") {
+		t.Errorf("the proxy found at jinid is not Mahalo's:\n%s", out)
+	}
+}

@@ -147,16 +147,18 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		return err
 	}
 	transport.AddEvents(fiddler.Events)
-	helpers := []struct {
-		name, what, api string
-		object          jeri.Uuid
-		served          jeri.Object
-		proxy           func(host string) ([]byte, error)
-		types           []string
-	}{
+	helpers := []javaHelper{
 		{"norm", "Lease Renewal Service", "/v1/renewal/", norm.Object(), norm, norm.Proxy, javahelpers.Types},
 		{"mercury", "Event Mailbox", "/v1/mailbox/", mercury.Object(), mercury, mercury.Proxy, javahelpers.MercuryTypes},
 		{"fiddler", "Lookup Discovery Service", "/v1/lds/", fiddler.Object(), fiddler, fiddler.Proxy, javahelpers.FiddlerTypes},
+	}
+	if d.obs.txn != nil { // --no-transactions: none
+		mahalo, err := javahelpers.NewMahalo(cfg, d.obs.txn)
+		if err != nil {
+			return err
+		}
+		d.parts.Add("the transaction manager's Java participants", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return mahalo.Close() }})
+		helpers = append(helpers, javaHelper{"mahalo", "Transaction Manager", "/v1/transactions", mahalo.Object(), mahalo, mahalo.Proxy, javahelpers.MahaloTypes})
 	}
 	var keep []string
 	for _, h := range helpers {
@@ -177,6 +179,17 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 	}
 	d.dropServices(own, keep)
 	return nil
+}
+
+// javaHelper is a helper service as Java finds it: its server object,
+// and its item in the lookup service (named name, described by what, on
+// the API at api).
+type javaHelper struct {
+	name, what, api string
+	object          jeri.Uuid
+	served          jeri.Object
+	proxy           func(host string) ([]byte, error)
+	types           []string
 }
 
 // ownServiceID is the ServiceID of one of jinid's own services in its
