@@ -81,7 +81,7 @@ type Mahalo struct {
 }
 
 // NewMahalo returns the transaction manager's Java face, on t; it calls
-// the Java participants t's transactions have (txn.Service.SetCaller).
+// the Java participants t's transactions have (txn.Service.SetJavaCaller).
 func NewMahalo(cfg Config, t *txn.Service) (*Mahalo, error) {
 	f, err := newFace(cfg)
 	if err != nil {
@@ -95,7 +95,7 @@ func NewMahalo(cfg Config, t *txn.Service) (*Mahalo, error) {
 	if s.remotes, err = newRemotes(f); err != nil {
 		return nil, err
 	}
-	t.SetCaller("jeri", s)
+	t.SetJavaCaller(s)
 	return s, nil
 }
 

@@ -23,7 +23,7 @@ import (
 // Renewer renews the Java leases of renewal sets (their grantors are
 // jeri: URLs): jinid's registrar's in process, the others by calling
 // their grantor over Jini ERI as Java's lease classes do. It is the
-// renewal service's renewer for the "jeri" scheme (renewal.Schemes).
+// renewal service's renewer of Java leases (renewal.Renewers).
 func (s *Norm) Renewer() renewal.Renewer { return s.remotes }
 
 // landlordRenew is the hash of Landlord.renew(Uuid, long), the same

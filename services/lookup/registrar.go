@@ -385,7 +385,18 @@ func (r *Registrar) RegisterStatic(it Item) (Registration, error) {
 }
 
 // Static are the ServiceIDs of the static services registered.
-func (r *Registrar) Static() []string { return r.ownedBy(StaticOwner) }
+func (r *Registrar) Static() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for id, si := range r.items {
+		if si.Owner == StaticOwner {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // ServiceOwner owns the items of jinid's own services (its helper
 // services as Java programs find them), registered by the daemon.
@@ -398,18 +409,15 @@ func (r *Registrar) RegisterService(it Item) (Registration, error) {
 }
 
 // Services are the ServiceIDs of jinid's own services registered.
-func (r *Registrar) Services() []string { return r.ownedBy(ServiceOwner) }
-
-func (r *Registrar) ownedBy(owner string) []string {
+func (r *Registrar) Services() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []string
 	for id, si := range r.items {
-		if si.Owner == owner {
+		if si.Owner == ServiceOwner {
 			out = append(out, id)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 

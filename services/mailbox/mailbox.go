@@ -696,7 +696,7 @@ func (s *Service) EnableDelivery(ctx context.Context, id, target string) error {
 		if err := s.cfg.Outbound.CheckListener(ctx, "target", target); err != nil {
 			return err
 		}
-		if !strings.HasPrefix(target, "http") && s.deliverer() == nil {
+		if !strings.HasPrefix(target, "http") && s.deliver == nil {
 			return fault.New(apitypes.InvalidArgument, "target %q: this jinid delivers events to http and https URLs only", target)
 		}
 		if u, _ := url.Parse(target); s.IsOwnListener(u) {
@@ -719,17 +719,7 @@ type Deliverer func(ctx context.Context, target string, body []byte, hops int) (
 
 // SetDeliverer has the service push to targets other than http and
 // https with d (the Java side's); set before the service starts.
-func (s *Service) SetDeliverer(d Deliverer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deliver = d
-}
-
-func (s *Service) deliverer() Deliverer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.deliver
-}
+func (s *Service) SetDeliverer(d Deliverer) { s.deliver = d }
 
 // IsOwnListener reports whether u is a mailbox listener this service
 // handed out, whether or not its registration still exists (EM.4.1),
@@ -827,10 +817,10 @@ func (s *Service) push(r *reg) {
 		// event forwarded as often as events may be is not forwarded
 		// again: the target is treated as having refused it.
 		out, err := event.Definite, fmt.Errorf("event %d already forwarded %d times", q.seq, q.hops)
-		switch d := s.deliverer(); {
+		switch {
 		case q.hops >= event.MaxHops:
-		case d != nil && !strings.HasPrefix(target, "http"):
-			out, err = d(s.ctx, target, body, q.hops+1)
+		case s.deliver != nil && !strings.HasPrefix(target, "http"):
+			out, err = s.deliver(s.ctx, target, body, q.hops+1)
 		default:
 			out, err = event.Attempt(outbound.HostLocalIf(s.ctx, hostLocal), s.cfg.Client, target, body, q.hops+1)
 		}

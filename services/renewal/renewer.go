@@ -73,20 +73,20 @@ func (h HTTPRenewer) RenewAll(ctx context.Context, grantor string, rs []lease.Re
 	return out, nil
 }
 
-// Schemes renews each grantor's leases with the renewer of its URL's
-// scheme: "http" and "https" grantors speak API.md, "jeri" ones are
-// Java's (their leases handed in by Java clients).
-type Schemes map[string]Renewer
+// Renewers renew each grantor's leases with the renewer of its kind:
+// HTTP grantors speak API.md, "jeri:" ones are Java's (their leases
+// handed in by Java clients; none in a build without Java).
+type Renewers struct {
+	HTTP, Java Renewer
+	_          [0]func() // not comparable: no equality code for it
+}
 
 // RenewAll implements Renewer.
-func (m Schemes) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
-	scheme, _, _ := strings.Cut(grantor, ":")
-	r := m[strings.ToLower(scheme)]
-	if r == nil {
-		e := &apitypes.Error{Code: apitypes.NoSuchObject, Message: "this jinid cannot renew leases of this grantor"}
-		return each(len(rs), Result{Err: e}), nil
+func (m *Renewers) RenewAll(ctx context.Context, grantor string, rs []lease.Renewal) ([]Result, error) {
+	if m.Java != nil && strings.HasPrefix(grantor, "jeri:") {
+		return m.Java.RenewAll(ctx, grantor, rs)
 	}
-	return r.RenewAll(ctx, grantor, rs)
+	return m.HTTP.RenewAll(ctx, grantor, rs)
 }
 
 // each is n copies of r.

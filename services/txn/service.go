@@ -221,55 +221,40 @@ func (s *Service) mine(ctx context.Context, manager string) bool {
 	return s.cfg.Self != nil && s.cfg.Self(manager)
 }
 
-// callers calls each participant with the caller of its URL's scheme:
-// HTTP, or one set for another (Java's jeri participants).
+// callers calls each participant with the caller of its URL: HTTP, or
+// Java's for a jeri participant (none in a build without Java, which
+// joins none).
 type callers struct {
-	http  Caller
-	mu    sync.Mutex
-	other map[string]Caller
-}
-
-func (c *callers) of(url string) Caller {
-	scheme, _, _ := strings.Cut(url, ":")
-	if scheme == "http" || scheme == "https" {
-		return c.http
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.other[scheme]
+	http, java Caller
+	_          [0]func() // not comparable: no equality code for it
 }
 
 func (c *callers) Call(ctx context.Context, p Participant, op apitypes.ParticipantOp, id string, attempt int) (apitypes.Vote, error) {
-	caller := c.of(p.URL)
-	if caller == nil {
-		return 0, fmt.Errorf("%w: no caller for participant %q", ErrNoSuchObject, p.URL)
+	if c.java != nil && strings.HasPrefix(p.URL, "jeri:") {
+		return c.java.Call(ctx, p, op, id, attempt)
 	}
-	return caller.Call(ctx, p, op, id, attempt)
+	return c.http.Call(ctx, p, op, id, attempt)
 }
 
-// SetCaller has participants whose URL has scheme (one not http or
-// https: "jeri", Java's) called by c; set before the service starts.
-func (s *Service) SetCaller(scheme string, c Caller) {
-	s.callers.mu.Lock()
-	defer s.callers.mu.Unlock()
-	if s.callers.other == nil {
-		s.callers.other = map[string]Caller{}
-	}
-	s.callers.other[scheme] = c
-}
+// SetJavaCaller has Java participants (jeri://host:port/uuid) called by
+// c; set before the service starts.
+func (s *Service) SetJavaCaller(c Caller) { s.callers.java = c }
 
 // Join adds a participant; its URL must be one the outbound policy
 // lets jinid call, of a scheme the manager has a caller for.
 func (s *Service) Join(id string, p Participant) error {
-	check := s.cfg.Outbound.CheckURL
-	if strings.HasPrefix(p.URL, "jeri:") {
-		check = s.cfg.Outbound.CheckListener // a Java participant: jeri://host:port/uuid
+	ctx := outbound.HostLocalIf(context.Background(), p.HostLocal)
+	var err error
+	switch {
+	case !strings.HasPrefix(p.URL, "jeri:"):
+		err = s.cfg.Outbound.CheckURL(ctx, "participant", p.URL)
+	case s.callers.java == nil:
+		err = fault.New(apitypes.InvalidArgument, "participant %q: this manager calls http and https participants only", p.URL)
+	default:
+		err = s.cfg.Outbound.CheckListener(ctx, "participant", p.URL) // a Java participant
 	}
-	if err := check(outbound.HostLocalIf(context.Background(), p.HostLocal), "participant", p.URL); err != nil {
+	if err != nil {
 		return err
-	}
-	if s.callers.of(p.URL) == nil {
-		return fault.New(apitypes.InvalidArgument, "participant %q: this manager calls http and https participants only", p.URL)
 	}
 	s.lapse(id)
 	return codeOf(s.eng.Join(id, p))

@@ -373,8 +373,8 @@ type Daemon struct {
 	policy    *outbound.Policy
 	unicast   *unicast.Server
 	java      javaProxies // nil with NoJava or in a build without Java
-	// renewers are the renewal service's by grantor scheme (serviceSet).
-	renewers renewal.Schemes
+	// renewers are the renewal service's by grantor (serviceSet).
+	renewers *renewal.Renewers
 	// javaOwns says a jeri listener is one of jinid's own Java objects
 	// (a mailbox listener of its event mailbox); nil without Java.
 	javaOwns func(*url.URL) bool
@@ -783,7 +783,7 @@ func (d *Daemon) buildDiscovery(ctx context.Context) error {
 			return err
 		}
 	} else {
-		d.dropServices(d.registrar.Services(), nil)
+		d.withoutJava()
 	}
 	if d.cfg.NoMulticast {
 		d.log.Info("multicast discovery off: no announcements, no answers to multicast requests; the lookup discovery service uses locators only")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,7 +135,7 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 	if err != nil {
 		return err
 	}
-	d.renewers["jeri"] = norm.Renewer()
+	d.renewers.Java = norm.Renewer()
 	transport.AddEvents(norm.Events)
 	d.parts.Add("the lease renewal service's Java grantors", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return norm.Close() }})
 	mercury, err := javahelpers.NewMercury(cfg, d.mbox.Load(), transport)
@@ -198,4 +199,26 @@ func (d *Daemon) ownServiceID(name string) string {
 	sum := sha256.Sum256([]byte("jinid service\x00" + d.registrar.Meta().ServiceID.String() + "\x00" + name))
 	sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
 	return discovery.ServiceID(sum[:16]).String()
+}
+
+// withoutJava, with Java clients off (--no-java), removes what an
+// earlier run registered for them: jinid's services as Java finds them.
+func (d *Daemon) withoutJava() { d.dropServices(d.registrar.Services(), nil) }
+
+// dropServices cancels the registrations of jinid's own services
+// (lookup.ServiceOwner) that were made before and are not in keep: a
+// service no longer served to Java is no longer found.
+func (d *Daemon) dropServices(had, keep []string) {
+	for _, id := range had {
+		if slices.Contains(keep, id) {
+			continue
+		}
+		rec, err := d.registrar.Lease(id)
+		if err == nil {
+			err = d.grantor.Cancel(rec.ID)
+		}
+		if err != nil {
+			d.log.Warn("removing a service no longer served to Java", "serviceID", id, "err", err)
+		}
+	}
 }

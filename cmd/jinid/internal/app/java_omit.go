@@ -13,6 +13,9 @@ const Java = false
 // buildJava says once that Java clients are not served.
 func (d *Daemon) buildJava(context.Context) error {
 	d.log.Info("Java clients are not served: this build has no Jini ERI (the full build has)")
-	d.dropServices(d.registrar.Services(), nil)
 	return nil
 }
+
+// withoutJava has nothing to undo: a build without Java never
+// registered jinid's services for Java.
+func (d *Daemon) withoutJava() {}

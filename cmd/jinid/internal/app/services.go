@@ -27,9 +27,9 @@ type serviceSet struct {
 	mailbox *mailbox.Service
 	txn     *txn.Service // nil with NoTransactions
 	lds     *lds.Service
-	// renewers are the renewal service's, by the scheme of a lease's
-	// grantor: the Java side adds "jeri" for the leases Java hands in.
-	renewers renewal.Schemes
+	// renewers are the renewal service's, by grantor: the Java side
+	// adds Java's, for the leases Java hands in.
+	renewers *renewal.Renewers
 }
 
 // setOf is what differs between the sets.
@@ -86,7 +86,7 @@ func (d *Daemon) buildSet(st *store.Store, c setOf) (serviceSet, error) {
 		ld.OnEvent = d.obs.onDiscoveryEvent
 	}
 	h := renewal.HTTPRenewer{Client: out(30 * time.Second)}
-	s.renewers = renewal.Schemes{"http": h, "https": h}
+	s.renewers = &renewal.Renewers{HTTP: h}
 	if s.renewal, err = renewal.New(renewal.Config{Store: st, Grantor: s.grantor, Outbound: c.policy, Dispatcher: c.dispatcher,
 		Policy:       leasePolicy(renewal.DefaultPolicy, lm.RenewalSetLeaseMax, "renewalSetLeaseMax"),
 		SafetyMargin: d.cfg.RenewalMargin, Logger: c.log.With("service", "renewal"),

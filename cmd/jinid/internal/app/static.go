@@ -517,21 +517,3 @@ func CheckServicesDir(dir string) []error {
 	}
 	return errs
 }
-
-// dropServices cancels the registrations of jinid's own services
-// (lookup.ServiceOwner) that were made before and are not in keep: a
-// service no longer served to Java is no longer found.
-func (d *Daemon) dropServices(had, keep []string) {
-	for _, id := range had {
-		if slices.Contains(keep, id) {
-			continue
-		}
-		rec, err := d.registrar.Lease(id)
-		if err == nil {
-			err = d.grantor.Cancel(rec.ID)
-		}
-		if err != nil {
-			d.log.Warn("removing a service no longer served to Java", "serviceID", id, "err", err)
-		}
-	}
-}
