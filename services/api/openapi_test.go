@@ -6,6 +6,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/jinid/jinid/java/javahelpers"
 	"github.com/jinid/jinid/services/access"
 	"github.com/jinid/jinid/services/api"
 	"github.com/jinid/jinid/services/httpjson"
@@ -28,7 +29,7 @@ func TestOpenAPIInStep(t *testing.T) {
 	}
 	// Every service's routes: registering them touches no state, so zero
 	// services will do.
-	services := []httpjson.Service{&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{}, &access.Tokens{}, &txn.Service{}}
+	services := []httpjson.Service{&lease.Grantor{}, &lookup.Registrar{}, &lds.Service{}, &renewal.Service{}, &mailbox.Service{}, &access.Tokens{}, &txn.Service{}, &javahelpers.API{}}
 	routes, needs := api.Routes(services...), api.Needs(services...)
 	scope := map[httpjson.Need]string{httpjson.Capability: "none", httpjson.Read: "read", httpjson.Client: "client", httpjson.Admin: "admin"}
 	if len(routes) < 40 {

@@ -1,13 +1,23 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jinid/jinid/cmd/jinid/internal/jinidtest"
 	"github.com/jinid/jinid/internal/rig/netlab"
 	"github.com/jinid/jinid/internal/rig/riverpeer"
+	"github.com/jinid/jinid/internal/rig/testenv"
+	"github.com/jinid/jinid/services/api/client"
 )
 
 // summary is a River client's last line.
@@ -142,4 +152,159 @@ func TestJavaMahaloClient(t *testing.T) {
 	if !strings.Contains(out, "proxy=org.apache.river.mahalo.proxy.TxnMgrProxy$ConstrainableTxnMgrProxy") {
 		t.Errorf("the proxy found at jinid is not Mahalo's:\n%s", out)
 	}
+}
+
+// Java and HTTP on the same registrations (issue 50, mixed worlds),
+// with a Reggie on jinid's LAN:
+//   - a Java service hands the lease of its registration at Reggie to
+//     jinid's renewal service, which keeps it there past ten of its
+//     lease periods by calling Reggie over Jini ERI;
+//   - an HTTP client's mailbox gets the events of Reggie, a Java
+//     generator, through its listener's Java form (GET
+//     /v1/java/mailbox/{id}/listener);
+//   - a Java client pulls the event an HTTP generator sent its mailbox;
+//   - a Java client's lookup discovery registration hears of jinid and
+//     of Reggie;
+//   - a Java participant and an HTTP participant in one transaction a
+//     Java client made commit together.
+func TestJavaMixedWorlds(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	rh := jl.lab.Host("reggie")
+	rip := rh.Attach(jl.lan).IPv4
+	reggie := riverpeer.StartReggie(t, rh, rip)
+	c := jinidtest.LabClient(t, jl.java, "http://"+jl.jinidIP.String()+":4162", client.WithToken(jl.proc.AdminToken(t)))
+	ctx := t.Context()
+
+	t.Run("renewal", func(t *testing.T) {
+		t.Parallel()
+		const lease, secs = 2000, 22 // eleven periods
+		out, err := riverpeer.Run(t, jl.java, 2*time.Minute, nil, "JinidPeer", "norm-hold", "--locator", reggie.Locator,
+			"--norm-locator", jl.locator(), "--lease", fmt.Sprint(lease), "--secs", fmt.Sprint(secs))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var checks, found, renewals int
+		if _, err := fmt.Sscanf(lineWith(out, "held "), "held checks=%d found=%d renewals=%d", &checks, &found, &renewals); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		if checks < secs-2 || found != checks || renewals < secs*1000/lease/2 {
+			t.Errorf("held: found at Reggie in %d of %d checks, %d renewals seen, over %d lease periods:\n%s", found, checks, renewals, secs*1000/lease, out)
+		}
+	})
+
+	t.Run("mailbox-from-reggie", func(t *testing.T) {
+		t.Parallel()
+		reg, err := c.MailboxRegister(ctx, 60_000, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jf, err := c.JavaMailboxListener(ctx, reg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := riverpeer.Run(t, jl.java, time.Minute, nil, "JinidPeer", "notify-listener", "--locator", reggie.Locator,
+			"--listener", base64.StdEncoding.EncodeToString(jf.Marshalled), "--secs", "1")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		it, err := c.MailboxIterator(ctx, reg.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < 2 {
+			ev, err := c.MailboxNext(ctx, reg.ID, it, 15_000)
+			if err != nil || ev == nil {
+				t.Fatalf("after %d events: %v (Reggie's side:\n%s)", len(got), err, out)
+			}
+			var e struct {
+				Type, Class string
+				EventID     int64
+				Java        []byte
+			}
+			if err := json.Unmarshal(ev, &e); err != nil || e.Type != "java" || !strings.Contains(e.Class, "RegistrarEvent") || len(e.Java) == 0 {
+				t.Fatalf("event %s: %v", ev, err)
+			}
+			got = append(got, e.Class)
+		}
+	})
+
+	t.Run("java-pulls-http", func(t *testing.T) {
+		t.Parallel()
+		p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "pull", "--locator", jl.locator(), "--secs", "30")
+		id := strings.TrimPrefix(p.WaitLine(t, regexp.MustCompile(`^registration `), time.Minute), "registration ")
+		info, err := c.MailboxGet(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listener, _ := info["listener"].(map[string]any)
+		url, _ := listener["url"].(string)
+		if url == "" {
+			t.Fatalf("no listener URL in %v", info)
+		}
+		hc := &http.Client{Transport: &http.Transport{DialContext: jinidtest.DialFrom(jl.java)}, Timeout: 5 * time.Second}
+		resp, err := hc.Post(url, "application/json", strings.NewReader(`{"source":"http-generator","eventID":7,"seqNum":1,"type":"note"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("posting the event: %s", resp.Status)
+		}
+		l := p.WaitLine(t, regexp.MustCompile(`^event `), 30*time.Second)
+		if !strings.Contains(l, "class=net.jini.core.event.RemoteEvent") || !strings.Contains(l, `source="http-generator" id=7 seq=1`) {
+			t.Errorf("Java pulled: %s", l)
+		}
+	})
+
+	t.Run("lds-hears-both", func(t *testing.T) {
+		t.Parallel()
+		out, err := riverpeer.Run(t, jl.java, 3*time.Minute, nil, "FiddlerClient", "--locator", jl.locator(), "--groups", "lab",
+			"--listen-host", jl.javaIP.String(), "--event-wait", "30000")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, id := range []string{jl.serviceID, reggie.ServiceID} {
+			if !strings.Contains(out, "discarded=false registrars=["+id) && !strings.Contains(out, ","+id+"]") {
+				t.Errorf("no discovered event named %s:\n%s", id, out)
+			}
+		}
+	})
+
+	t.Run("txn-java-and-http", func(t *testing.T) {
+		t.Parallel()
+		hp := newLabParticipant(t, jl.java, jl.javaIP.String(), 0)
+		goFile := filepath.Join(t.TempDir(), "go")
+		p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "txn", "--locator", jl.locator(), "--listen-host", jl.javaIP.String(),
+			"--go-file", goFile, "--secs", "60")
+		var long int64
+		fmt.Sscanf(p.WaitLine(t, regexp.MustCompile(`^created `), time.Minute), "created %d", &long)
+		id, err := c.JavaTransaction(ctx, long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.TxnJoin(ctx, id, hp.URL, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l := p.WaitLine(t, regexp.MustCompile(`^participant `), time.Minute)
+		if l != "participant [prepare:2, commit]" { // 2: VOTING
+			t.Errorf("the Java participant heard %s", l)
+		}
+		testenv.Until(t, "the HTTP participant prepared and committed once",
+			func() bool { prepared, commits := hp.counts(); return prepared == 1 && commits == 1 })
+	})
+}
+
+// lineWith is the first line of out that begins with prefix.
+func lineWith(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }

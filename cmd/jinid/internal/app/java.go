@@ -153,11 +153,14 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		{"mercury", "Event Mailbox", "/v1/mailbox/", mercury.Object(), mercury, mercury.Proxy, javahelpers.MercuryTypes},
 		{"fiddler", "Lookup Discovery Service", "/v1/lds/", fiddler.Object(), fiddler, fiddler.Proxy, javahelpers.FiddlerTypes},
 	}
+	api := &javahelpers.API{Mercury: mercury}
+	d.javaAPI = api
 	if d.obs.txn != nil { // --no-transactions: none
 		mahalo, err := javahelpers.NewMahalo(cfg, d.obs.txn)
 		if err != nil {
 			return err
 		}
+		api.Mahalo = mahalo
 		d.parts.Add("the transaction manager's Java participants", lifecycle.Funcs{ShutdownFunc: func(context.Context) error { return mahalo.Close() }})
 		helpers = append(helpers, javaHelper{"mahalo", "Transaction Manager", "/v1/transactions", mahalo.Object(), mahalo, mahalo.Proxy, javahelpers.MahaloTypes})
 	}

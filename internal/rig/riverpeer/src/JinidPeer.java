@@ -26,6 +26,26 @@
 //   JinidPeer probe --locator L
 //       calls the registrar's endpoint with a method it does not have and
 //       an object it does not export; prints "probe WHAT EXCEPTION: MSG"
+//   JinidPeer norm-hold --locator R --norm-locator J --lease MS --secs S
+//       registers a service at the lookup service R with a --lease lease,
+//       hands the lease to the LeaseRenewalService found at J (a set,
+//       renewFor(lease, FOREVER, --lease)), looks its ServiceID up at R
+//       every second for S seconds; prints "handed SID" then
+//       "held checks=T found=K renewals=N"
+//   JinidPeer notify-listener --locator R --listener B64 --secs S
+//       reads a RemoteEventListener from B64 (a MarshalledObject's
+//       stream), registers it at R for com.example.Hello events (handback
+//       "hb-http"), registers a Hello there and cancels it after S seconds;
+//       prints "registered SID", "cancelled"
+//   JinidPeer pull --locator J --secs S
+//       pullRegister at the EventMailbox found at J; prints "registration
+//       ID" (32 hex digits), then every event its iterator yields within S
+//       seconds: "event class=C source=S id=N seq=N handback=H"
+//   JinidPeer txn --locator J --listen-host H --go-file F --secs S
+//       creates a transaction at the TransactionManager found at J, joins
+//       a participant exported on H, prints "created ID" (Java's long),
+//       waits (S seconds at most) for file F to exist, commits, and prints
+//       "participant CALLS" once the participant heard commit
 import java.lang.reflect.Field;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.Proxy;
@@ -65,6 +85,10 @@ public class JinidPeer {
             case "browse": browse(); break;
             case "probe": probe(); break;
             case "storm": storm(); break;
+            case "norm-hold": normHold(); break;
+            case "notify-listener": notifyListener(); break;
+            case "pull": pull(); break;
+            case "txn": txn(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
         Runtime.getRuntime().halt(0);
@@ -273,6 +297,109 @@ public class JinidPeer {
             say("probe unknown-object returned");
         } catch (Throwable t) {
             say("probe unknown-object " + t.getClass().getName() + ": " + t.getMessage());
+        }
+    }
+
+    static Object find(String locator, Class<?> type) throws Exception {
+        ServiceRegistrar r = new LookupLocator(locator).getRegistrar(20000);
+        long end = System.currentTimeMillis() + 30000;
+        while (System.currentTimeMillis() < end) {
+            Object o = r.lookup(new ServiceTemplate(null, new Class[] { type }, null));
+            if (o != null) return o;
+            Thread.sleep(500);
+        }
+        throw new IllegalStateException("no " + type.getName() + " at " + locator);
+    }
+
+    static void normHold() throws Exception {
+        long lease = Long.parseLong(opt("--lease", "2000")), secs = Long.parseLong(opt("--secs", "25"));
+        ServiceRegistrar reggie = registrar();
+        net.jini.lease.LeaseRenewalService lrs = (net.jini.lease.LeaseRenewalService) find(opt("--norm-locator", null), net.jini.lease.LeaseRenewalService.class);
+        ServiceRegistration r = reggie.register(new ServiceItem(null, new HelloProxy("held"), new Entry[] { new Name("held-by-jinid") }), lease);
+        net.jini.lease.LeaseRenewalSet set = lrs.createLeaseRenewalSet(secs * 1000 + 60000);
+        set.renewFor(r.getLease(), Lease.FOREVER, lease);
+        say("handed " + r.getServiceID());
+        int checks = 0, found = 0, renewals = 0;
+        long last = -1;
+        long end = System.currentTimeMillis() + secs * 1000;
+        while (System.currentTimeMillis() < end) {
+            Thread.sleep(1000);
+            checks++;
+            if (reggie.lookup(new ServiceTemplate(r.getServiceID(), null, null)) != null) found++;
+            for (Lease l : set.getLeases()) {
+                if (last > 0 && l.getExpiration() > last + lease / 4) renewals++;
+                last = l.getExpiration();
+            }
+        }
+        say("held checks=" + checks + " found=" + found + " renewals=" + renewals);
+        set.remove(r.getLease());
+        r.getLease().cancel();
+        set.getRenewalSetLease().cancel();
+    }
+
+    static void notifyListener() throws Exception {
+        byte[] b = Base64.getDecoder().decode(opt("--listener", null));
+        java.rmi.MarshalledObject<?> mo = (java.rmi.MarshalledObject<?>) new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(b)).readObject();
+        RemoteEventListener l = (RemoteEventListener) mo.get();
+        ServiceRegistrar reggie = registrar();
+        reggie.notify(new ServiceTemplate(null, new Class[] { Hello.class }, null),
+            ServiceRegistrar.TRANSITION_NOMATCH_MATCH | ServiceRegistrar.TRANSITION_MATCH_NOMATCH, l, new java.rmi.MarshalledObject<>("hb-http"), 60000);
+        ServiceRegistration r = reggie.register(new ServiceItem(null, new HelloProxy("from-reggie"), new Entry[] { new Name("from-reggie") }), 60000);
+        say("registered " + r.getServiceID());
+        Thread.sleep(Long.parseLong(opt("--secs", "2")) * 1000);
+        r.getLease().cancel();
+        say("cancelled");
+        Thread.sleep(2000);
+    }
+
+    static void pull() throws Exception {
+        net.jini.event.PullEventMailbox mb = (net.jini.event.PullEventMailbox) find(opt("--locator", null), net.jini.event.EventMailbox.class);
+        net.jini.event.MailboxPullRegistration reg = mb.pullRegister(120000);
+        say("registration " + ((net.jini.id.ReferentUuid) reg).getReferentUuid().toString().replace("-", ""));
+        net.jini.event.RemoteEventIterator it = reg.getRemoteEvents();
+        long end = System.currentTimeMillis() + Long.parseLong(opt("--secs", "20")) * 1000;
+        while (System.currentTimeMillis() < end) {
+            net.jini.core.event.RemoteEvent e = it.next(Math.max(1, end - System.currentTimeMillis()));
+            if (e == null) continue;
+            Object hb = e.getRegistrationObject() == null ? null : e.getRegistrationObject().get();
+            say("event class=" + e.getClass().getName() + " source=" + e.getSource() + " id=" + e.getID() + " seq=" + e.getSequenceNumber() + " handback=" + hb);
+        }
+        reg.getLease().cancel();
+    }
+
+    static class Participant implements net.jini.core.transaction.server.TransactionParticipant {
+        final List<String> calls = new ArrayList<>();
+        synchronized void log(String c) { calls.add(c); notifyAll(); }
+        public int prepare(net.jini.core.transaction.server.TransactionManager m, long id) throws net.jini.core.transaction.UnknownTransactionException, java.rmi.RemoteException {
+            log("prepare:" + m.getState(id));
+            return net.jini.core.transaction.server.TransactionConstants.PREPARED;
+        }
+        public void commit(net.jini.core.transaction.server.TransactionManager m, long id) { log("commit"); }
+        public void abort(net.jini.core.transaction.server.TransactionManager m, long id) { log("abort"); }
+        public int prepareAndCommit(net.jini.core.transaction.server.TransactionManager m, long id) {
+            log("prepareAndCommit");
+            return net.jini.core.transaction.server.TransactionConstants.COMMITTED;
+        }
+    }
+
+    static void txn() throws Exception {
+        net.jini.core.transaction.server.TransactionManager mgr =
+            (net.jini.core.transaction.server.TransactionManager) find(opt("--locator", null), net.jini.core.transaction.server.TransactionManager.class);
+        Participant p = new Participant();
+        net.jini.core.transaction.server.TransactionParticipant proxy = (net.jini.core.transaction.server.TransactionParticipant)
+            new net.jini.jeri.BasicJeriExporter(net.jini.jeri.tcp.TcpServerEndpoint.getInstance(opt("--listen-host", null), 0),
+                new net.jini.jeri.BasicILFactory(), false, true).export(p);
+        net.jini.core.transaction.server.ServerTransaction t = (net.jini.core.transaction.server.ServerTransaction)
+            net.jini.core.transaction.TransactionFactory.create(mgr, 60000).transaction;
+        t.join(proxy, 1);
+        say("created " + t.id);
+        java.io.File go = new java.io.File(opt("--go-file", null));
+        long end = System.currentTimeMillis() + Long.parseLong(opt("--secs", "30")) * 1000;
+        while (!go.exists() && System.currentTimeMillis() < end) Thread.sleep(100);
+        t.commit();
+        synchronized (p) {
+            while (!p.calls.contains("commit") && System.currentTimeMillis() < end) p.wait(500);
+            say("participant " + p.calls);
         }
     }
 }
