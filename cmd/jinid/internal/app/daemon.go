@@ -381,7 +381,7 @@ type Daemon struct {
 	// javaAPI is the Java forms of registrations on the API; nil without
 	// Java.
 	javaAPI httpjson.Service
-	host     *mcast.Host // nil with multicast off
+	host    *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
 	joinSet func([]staticEntry) error
