@@ -11,6 +11,11 @@ import (
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
 	"github.com/jinid/jinid/services/httpjson"
+	"github.com/jinid/jinid/services/lds"
+	"github.com/jinid/jinid/services/lease"
+	"github.com/jinid/jinid/services/mailbox"
+	"github.com/jinid/jinid/services/renewal"
+	"github.com/jinid/jinid/services/txn"
 )
 
 // API is what the Java faces add to the HTTP API: the Java forms of
@@ -18,6 +23,7 @@ import (
 // (a mailbox's listener, for a Java generator), and the ID of a
 // transaction Java names by a long (for an HTTP participant to join).
 type API struct {
+	Grantor *lease.Grantor
 	Mercury *Mercury
 	Mahalo  *Mahalo // nil with --no-transactions
 }
@@ -41,6 +47,37 @@ func (a *API) Routes(mux httpjson.Mux) {
 	}
 	mux.Handle(httpjson.Client, "GET /v1/java/mailbox/{id}/listener", owned(a.listener))
 	mux.Handle(httpjson.Read, "GET /v1/java/transactions/{long}", a.transaction)
+	mux.Handle(httpjson.Admin, "GET /v1/java/registrations", a.registrations)
+}
+
+// maxListed bounds the registrations one listing names, per service.
+const maxListed = 10_000
+
+// JavaRegistration is a registration a Java program made with a helper
+// service, as an administrator lists them.
+type JavaRegistration struct {
+	Service    string `json:"service"` // renewal, mailbox, lds, transactions
+	ID         string `json:"id"`
+	Owner      string `json:"owner"`
+	Lease      string `json:"lease"`
+	Expiration int64  `json:"expiration"`
+}
+
+// registrations lists the registrations Java programs made (their
+// owners java@ADDRESS): renewal sets, mailboxes, lookup discovery
+// registrations and transactions, each service's at most maxListed, by
+// ID. Each service's own API reads and changes them by ID.
+func (a *API) registrations(w http.ResponseWriter, _ *http.Request) {
+	out := []JavaRegistration{}
+	for _, k := range []struct{ service, kind string }{{"renewal", renewal.SetLease}, {"mailbox", mailbox.LeaseKind},
+		{"lds", lds.LeaseKind}, {"transactions", txn.LeaseKind}} {
+		for _, r := range a.Grantor.OwnedBy(k.kind, "java@", maxListed) {
+			out = append(out, JavaRegistration{Service: k.service, ID: r.Resource, Owner: r.Owner, Lease: r.ID, Expiration: r.Expiration})
+		}
+	}
+	httpjson.Write(w, http.StatusOK, struct {
+		Registrations []JavaRegistration `json:"registrations"`
+	}{out})
 }
 
 // JavaForm is an object as Java reads it: the object stream of a

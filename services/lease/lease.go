@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -779,6 +781,21 @@ func (g *Grantor) CountByKind() map[string]int {
 		n[e.rec.Kind]++
 	}
 	return n
+}
+
+// OwnedBy lists the live leases of kind whose owner has prefix, at most
+// max, ordered by resource.
+func (g *Grantor) OwnedBy(kind, prefix string, max int) []Record {
+	g.mu.Lock()
+	var out []Record
+	for _, e := range g.leases {
+		if e.rec.Kind == kind && strings.HasPrefix(e.rec.Owner, prefix) {
+			out = append(out, e.rec)
+		}
+	}
+	g.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out[:min(len(out), max)]
 }
 
 // Count is how many leases are live, for status and tests.

@@ -383,12 +383,12 @@ func javaCalls(t *testing.T, jl *javaLab, method string) int {
 
 // newJavaBenchLab is newJavaLab for a measurement, run on demand
 // (JINID_BENCH=1).
-func newJavaBenchLab(t *testing.T) *javaLab {
+func newJavaBenchLab(t *testing.T, args ...string) *javaLab {
 	t.Helper()
 	if os.Getenv("JINID_BENCH") == "" {
 		t.Skip("a measurement: run with JINID_BENCH=1 (docs/performance.md)")
 	}
-	return newJavaLab(t)
+	return newJavaLab(t, args...)
 }
 
 // persistentReggie starts the persistent Reggie on a host of the lab's

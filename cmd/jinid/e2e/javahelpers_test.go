@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +167,9 @@ func TestJavaMahaloClient(t *testing.T) {
 //   - a Java client's lookup discovery registration hears of jinid and
 //     of Reggie;
 //   - a Java participant and an HTTP participant in one transaction a
-//     Java client made commit together.
+//     Java client made commit together;
+//   - an administrator lists what Java programs made (GET
+//     /v1/java/registrations), owned by their address.
 func TestJavaMixedWorlds(t *testing.T) {
 	t.Parallel()
 	jl := newJavaLab(t)
@@ -238,6 +241,7 @@ func TestJavaMixedWorlds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		listed(t, c, "mailbox", id, "java@"+jl.javaIP.String())
 		listener, _ := info["listener"].(map[string]any)
 		url, _ := listener["url"].(string)
 		if url == "" {
@@ -284,6 +288,7 @@ func TestJavaMixedWorlds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		listed(t, c, "transactions", id, "java@"+jl.javaIP.String())
 		if err := c.TxnJoin(ctx, id, hp.URL, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -299,6 +304,25 @@ func TestJavaMixedWorlds(t *testing.T) {
 	})
 }
 
+// listed checks that an administrator lists a registration a Java
+// program made, with its owner.
+func listed(t *testing.T, c *client.Client, service, id, owner string) {
+	t.Helper()
+	regs, err := c.JavaRegistrations(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range regs {
+		if r.Service == service && r.ID == id {
+			if r.Owner != owner {
+				t.Errorf("%s %s owned by %s, want %s", service, id, r.Owner, owner)
+			}
+			return
+		}
+	}
+	t.Errorf("%s %s is not among the Java registrations: %+v", service, id, regs)
+}
+
 // lineWith is the first line of out that begins with prefix.
 func lineWith(out, prefix string) string {
 	for _, l := range strings.Split(out, "\n") {
@@ -307,4 +331,67 @@ func lineWith(out, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestJavaHelpersBench is the measurement of docs/performance.md, "The
+// helper services to Java": for each River helper service, the main
+// calls of a Java client timed from 1 and 16 threads against jinid and
+// against the persistent River service (its changes on disk before it
+// answers, as jinid's), and both processes' resident memory at rest and
+// after the load. Run on demand (JINID_BENCH=1).
+func TestJavaHelpersBench(t *testing.T) {
+	// One client makes thousands of registrations: past the quotas a
+	// LAN's client gets by default (docs/security.md), none of which the
+	// River services have.
+	jl := newJavaBenchLab(t, "--limit", "ldsRegistrationsPerClient=100000", "--limit", "ldsRegistrations=100000",
+		"--limit", "renewalSetsPerClient=100000", "--limit", "renewalSets=100000",
+		"--limit", "mailboxesPerClient=100000", "--limit", "mailboxes=100000",
+		"--limit", "transactionsPerClient=100000", "--limit", "transactions=100000")
+	rlan := jl.lab.LAN()
+	rh, rc := jl.lab.Host("reggie"), jl.lab.Host("river-client")
+	rip, rcip := rh.Attach(rlan).IPv4, rc.Attach(rlan).IPv4
+	reggie := riverpeer.StartReggie(t, rh, rip)
+	line := regexp.MustCompile(`(?m)^bench (\S+) (\S+) threads=(\d+) calls=(\d+) failed=(\d+) persec=(\d+) p50=(\d+) p99=(\d+)$`)
+	bench := func(h *netlab.Host, locator string, listen netip.Addr, service string, threads int, extra ...string) []string {
+		calls := 1600 / threads
+		out, err := riverpeer.Run(t, h, 10*time.Minute, nil, "JinidPeer", append([]string{"helper-bench", "--locator", locator,
+			"--service", service, "--threads", fmt.Sprint(threads), "--calls", fmt.Sprint(calls), "--listen-host", listen.String()}, extra...)...)
+		if err != nil {
+			t.Fatalf("%s, %d threads, at %s: %v\n%s", service, threads, locator, err, out)
+		}
+		var got []string
+		for _, m := range line.FindAllStringSubmatch(out, -1) {
+			if m[2] == "warm" {
+				continue
+			}
+			if m[5] != "0" {
+				t.Errorf("%s: %s failed calls:\n%s", service, m[5], out)
+			}
+			got = append(got, fmt.Sprintf("%s %d/s p50 %s µs p99 %s µs", m[2], atoi(m[6]), m[7], m[8]))
+		}
+		return got
+	}
+	rss := func(pid int) string {
+		all, _, _ := procRSS(t, pid)
+		return fmt.Sprintf("%.1f MB", float64(all)/1e6)
+	}
+	for _, service := range []string{"norm", "mercury", "fiddler", "mahalo"} {
+		sh := jl.lab.Host("river-" + service)
+		river := riverpeer.StartService(t, sh, sh.Attach(rlan).IPv4, service, []string{"-Dservice.persistent=" + t.TempDir()})
+		jRest, rRest := rss(jl.proc.Process.Pid), rss(river.Program.Pid())
+		for _, threads := range []int{1, 16} {
+			j := bench(jl.java, jl.locator(), jl.javaIP, service, threads)
+			jLoad := rss(jl.proc.Process.Pid)
+			r := bench(rc, reggie.Locator, rcip, service, threads, "--service-id", river.ServiceID)
+			rLoad := rss(river.Program.Pid())
+			t.Logf("%s, %d thread(s): jinid %v (RSS %s at rest, %s after); %s %v (RSS %s at rest, %s after)",
+				service, threads, j, jRest, jLoad, service, r, rRest, rLoad)
+		}
+		river.Kill()
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

@@ -326,6 +326,9 @@ func (p *Program) WaitLine(t testing.TB, re *regexp.Regexp, timeout time.Duratio
 	}
 }
 
+// Pid is the Java process's (for its CPU time and memory).
+func (p *Program) Pid() int { return p.cmd.Process.Pid }
+
 // Output is everything printed so far.
 func (p *Program) Output() string {
 	p.mu.Lock()

@@ -29,3 +29,22 @@ func (c *Client) JavaTransaction(ctx context.Context, long int64) (string, error
 	}
 	return out.ID, c.do(ctx, http.MethodGet, "/v1/java/transactions/"+strconv.FormatInt(long, 10), nil, &out)
 }
+
+// JavaRegistration is a registration a Java program made with a helper
+// service.
+type JavaRegistration struct {
+	Service    string `json:"service"`
+	ID         string `json:"id"`
+	Owner      string `json:"owner"`
+	Lease      string `json:"lease"`
+	Expiration int64  `json:"expiration"`
+}
+
+// JavaRegistrations lists the registrations Java programs made (an
+// administrator's).
+func (c *Client) JavaRegistrations(ctx context.Context) ([]JavaRegistration, error) {
+	var out struct {
+		Registrations []JavaRegistration `json:"registrations"`
+	}
+	return out.Registrations, c.do(ctx, http.MethodGet, "/v1/java/registrations", nil, &out)
+}

@@ -378,8 +378,8 @@ type Daemon struct {
 	// javaOwns says a jeri listener is one of jinid's own Java objects
 	// (a mailbox listener of its event mailbox); nil without Java.
 	javaOwns func(*url.URL) bool
-	// javaAPI is the Java forms of registrations on the API; nil without
-	// Java.
+	// javaAPI is the Java forms of registrations on the API (javaServices);
+	// nil without Java.
 	javaAPI httpjson.Service
 	host    *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
@@ -637,9 +637,7 @@ func (d *Daemon) build(ctx context.Context) error {
 	if txnSvc == nil {
 		notRun = append(notRun, api.NotRun{Prefix: "/v1/transactions", Name: "the transaction manager (started with --no-transactions)"})
 	}
-	if d.javaAPI != nil {
-		services = append(services, d.javaAPI)
-	}
+	services = d.javaServices(services)
 	if snaps != nil {
 		services = append(services, snaps)
 	} else {

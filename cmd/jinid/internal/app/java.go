@@ -19,6 +19,7 @@ import (
 	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/jeri"
 	"github.com/jinid/jinid/services/access"
+	"github.com/jinid/jinid/services/httpjson"
 	"github.com/jinid/jinid/services/lookup"
 	"github.com/jinid/jinid/services/outbound"
 )
@@ -153,7 +154,7 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		{"mercury", "Event Mailbox", "/v1/mailbox/", mercury.Object(), mercury, mercury.Proxy, javahelpers.MercuryTypes},
 		{"fiddler", "Lookup Discovery Service", "/v1/lds/", fiddler.Object(), fiddler, fiddler.Proxy, javahelpers.FiddlerTypes},
 	}
-	api := &javahelpers.API{Mercury: mercury}
+	api := &javahelpers.API{Grantor: d.grantor, Mercury: mercury}
 	d.javaAPI = api
 	if d.obs.txn != nil { // --no-transactions: none
 		mahalo, err := javahelpers.NewMahalo(cfg, d.obs.txn)
@@ -202,6 +203,15 @@ func (d *Daemon) ownServiceID(name string) string {
 	sum := sha256.Sum256([]byte("jinid service\x00" + d.registrar.Meta().ServiceID.String() + "\x00" + name))
 	sum[6], sum[8] = sum[6]&0x0f|0x50, sum[8]&0x3f|0x80 // a name-based UUID (version 5, RFC 9562)
 	return discovery.ServiceID(sum[:16]).String()
+}
+
+// javaServices adds the Java forms of registrations to the API's
+// services, once buildJava made them.
+func (d *Daemon) javaServices(s []httpjson.Service) []httpjson.Service {
+	if d.javaAPI != nil {
+		s = append(s, d.javaAPI)
+	}
+	return s
 }
 
 // withoutJava, with Java clients off (--no-java), removes what an

@@ -2,7 +2,11 @@
 
 package app
 
-import "context"
+import (
+	"context"
+
+	"github.com/jinid/jinid/services/httpjson"
+)
 
 // Java tells whether this build serves Java clients: one built without
 // the Java feature (jinid_omit_java; the router profile leaves it out:
@@ -15,6 +19,10 @@ func (d *Daemon) buildJava(context.Context) error {
 	d.log.Info("Java clients are not served: this build has no Jini ERI (the full build has)")
 	return nil
 }
+
+// javaServices adds nothing to the API: the Java forms of registrations
+// are the Java side's.
+func (d *Daemon) javaServices(s []httpjson.Service) []httpjson.Service { return s }
 
 // withoutJava has nothing to undo: a build without Java never
 // registered jinid's services for Java.

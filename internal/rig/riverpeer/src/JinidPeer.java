@@ -41,6 +41,14 @@
 //       pullRegister at the EventMailbox found at J; prints "registration
 //       ID" (32 hex digits), then every event its iterator yields within S
 //       seconds: "event class=C source=S id=N seq=N handback=H"
+//   JinidPeer helper-bench --locator L --service norm|mercury|fiddler|mahalo
+//           --threads N --calls C --listen-host H [--service-id SID]
+//       times the service's main calls from N threads, C calls each, all
+//       at once, after a warm-up: Norm's createLeaseRenewalSet and renewFor,
+//       Mercury's pullRegister and a notify to a mailbox's listener,
+//       Fiddler's register and getRegistrars, Mahalo's create (then its
+//       lease cancelled) and create-then-commit; prints one line per call,
+//       "bench SERVICE OP threads=N calls=K failed=F persec=R p50=US p99=US"
 //   JinidPeer txn --locator J --listen-host H --go-file F --secs S
 //       creates a transaction at the TransactionManager found at J, joins
 //       a participant exported on H, prints "created ID" (Java's long),
@@ -89,6 +97,7 @@ public class JinidPeer {
             case "notify-listener": notifyListener(); break;
             case "pull": pull(); break;
             case "txn": txn(); break;
+            case "helper-bench": helperBench(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
         Runtime.getRuntime().halt(0);
@@ -303,8 +312,10 @@ public class JinidPeer {
     static Object find(String locator, Class<?> type) throws Exception {
         ServiceRegistrar r = new LookupLocator(locator).getRegistrar(20000);
         long end = System.currentTimeMillis() + 30000;
+        String sid = opt("--service-id", null);
+        ServiceID id = sid == null ? null : new ServiceID(UUID.fromString(sid).getMostSignificantBits(), UUID.fromString(sid).getLeastSignificantBits());
         while (System.currentTimeMillis() < end) {
-            Object o = r.lookup(new ServiceTemplate(null, new Class[] { type }, null));
+            Object o = r.lookup(new ServiceTemplate(id, new Class[] { type }, null));
             if (o != null) return o;
             Thread.sleep(500);
         }
@@ -400,6 +411,120 @@ public class JinidPeer {
         synchronized (p) {
             while (!p.calls.contains("commit") && System.currentTimeMillis() < end) p.wait(500);
             say("participant " + p.calls);
+        }
+    }
+
+    interface Op { void call(int thread, int i) throws Exception; }
+
+    /** Times op from threads threads, calls calls each, all at once; prints its line. */
+    static void timed(String service, String name, int threads, int calls, Op op) throws Exception {
+        java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(threads + 1);
+        java.util.concurrent.atomic.AtomicInteger failed = new java.util.concurrent.atomic.AtomicInteger();
+        long[] ns = new long[threads * calls];
+        Thread[] ts = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            final int me = i;
+            ts[i] = new Thread(() -> {
+                try { go.await(); } catch (Exception e) { return; }
+                for (int c = 0; c < calls; c++) {
+                    long t0 = System.nanoTime();
+                    try {
+                        op.call(me, c);
+                    } catch (Exception e) {
+                        if (failed.incrementAndGet() <= 3) say("bench-fail " + name + " " + e);
+                    }
+                    ns[me * calls + c] = System.nanoTime() - t0;
+                }
+            });
+            ts[i].start();
+        }
+        go.await();
+        long t0 = System.nanoTime();
+        for (Thread t : ts) t.join();
+        long took = System.nanoTime() - t0;
+        long[] v = ns.clone();
+        Arrays.sort(v);
+        say(String.format("bench %s %s threads=%d calls=%d failed=%d persec=%d p50=%d p99=%d", service, name, threads, ns.length, failed.get(),
+            (long) (ns.length / (took / 1e9)), v[v.length / 2] / 1000, v[Math.min(v.length - 1, (int) (v.length * 0.99))] / 1000));
+    }
+
+    static Object export(java.rmi.Remote o) throws Exception {
+        return new net.jini.jeri.BasicJeriExporter(net.jini.jeri.tcp.TcpServerEndpoint.getInstance(opt("--listen-host", null), 0),
+            new net.jini.jeri.BasicILFactory(), false, true).export(o);
+    }
+
+    static void helperBench() throws Exception {
+        String service = opt("--service", "norm");
+        int threads = Integer.parseInt(opt("--threads", "1")), calls = Integer.parseInt(opt("--calls", "200"));
+        String loc = opt("--locator", null);
+        List<Runnable> cleanup = Collections.synchronizedList(new ArrayList<>());
+        for (int round = 0; round < 2; round++) { // the first a warm-up, not printed
+            boolean print = round == 1;
+            int n = print ? calls : Math.max(20, calls / 5);
+            switch (service) {
+                case "norm": {
+                    net.jini.lease.LeaseRenewalService lrs = (net.jini.lease.LeaseRenewalService) find(loc, net.jini.lease.LeaseRenewalService.class);
+                    ServiceRegistrar reg = registrar();
+                    List<net.jini.lease.LeaseRenewalSet> sets = Collections.synchronizedList(new ArrayList<>());
+                    Op create = (th, i) -> sets.add(lrs.createLeaseRenewalSet(600000));
+                    ServiceRegistration[] held = new ServiceRegistration[threads];
+                    net.jini.lease.LeaseRenewalSet[] mine = new net.jini.lease.LeaseRenewalSet[threads];
+                    for (int t = 0; t < threads; t++) {
+                        held[t] = reg.register(new ServiceItem(null, new HelloProxy("b" + t), new Entry[] { new Name("bench-" + t) }), 600000);
+                        mine[t] = lrs.createLeaseRenewalSet(600000);
+                    }
+                    Op renewFor = (th, i) -> mine[th].renewFor(held[th].getLease(), Lease.FOREVER, 600000 + i);
+                    if (print) timed(service, "createLeaseRenewalSet", threads, n, create); else timed(service, "warm", threads, n, create);
+                    if (print) timed(service, "renewFor", threads, n, renewFor); else timed(service, "warm", threads, n, renewFor);
+                    for (net.jini.lease.LeaseRenewalSet st : sets) try { st.getRenewalSetLease().cancel(); } catch (Exception e) { }
+                    for (int t = 0; t < threads; t++) {
+                        try { mine[t].getRenewalSetLease().cancel(); held[t].getLease().cancel(); } catch (Exception e) { }
+                    }
+                    break;
+                }
+                case "mercury": {
+                    net.jini.event.PullEventMailbox mb = (net.jini.event.PullEventMailbox) find(loc, net.jini.event.EventMailbox.class);
+                    List<net.jini.event.MailboxPullRegistration> regs = Collections.synchronizedList(new ArrayList<>());
+                    Op register = (th, i) -> regs.add(mb.pullRegister(600000));
+                    RemoteEventListener[] ls = new RemoteEventListener[threads];
+                    net.jini.event.MailboxPullRegistration[] mine = new net.jini.event.MailboxPullRegistration[threads];
+                    for (int t = 0; t < threads; t++) {
+                        mine[t] = mb.pullRegister(600000);
+                        ls[t] = mine[t].getListener();
+                    }
+                    java.rmi.MarshalledObject<String> hb = new java.rmi.MarshalledObject<>("hb");
+                    Op notify = (th, i) -> ls[th].notify(new net.jini.core.event.RemoteEvent("bench-" + th, 1, i + 1, hb));
+                    timed(service, print ? "pullRegister" : "warm", threads, n, register);
+                    timed(service, print ? "notify" : "warm", threads, n, notify);
+                    for (net.jini.event.MailboxPullRegistration r : regs) try { r.getLease().cancel(); } catch (Exception e) { }
+                    for (net.jini.event.MailboxPullRegistration r : mine) try { r.getLease().cancel(); } catch (Exception e) { }
+                    break;
+                }
+                case "fiddler": {
+                    net.jini.discovery.LookupDiscoveryService lds = (net.jini.discovery.LookupDiscoveryService) find(loc, net.jini.discovery.LookupDiscoveryService.class);
+                    RemoteEventListener l = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { } });
+                    List<net.jini.discovery.LookupDiscoveryRegistration> regs = Collections.synchronizedList(new ArrayList<>());
+                    Op register = (th, i) -> regs.add(lds.register(new String[0], new LookupLocator[0], l, null, 600000));
+                    net.jini.discovery.LookupDiscoveryRegistration[] mine = new net.jini.discovery.LookupDiscoveryRegistration[threads];
+                    for (int t = 0; t < threads; t++) mine[t] = lds.register(new String[0], new LookupLocator[0], l, null, 600000);
+                    Op get = (th, i) -> mine[th].getRegistrars();
+                    timed(service, print ? "register" : "warm", threads, n, register);
+                    timed(service, print ? "getRegistrars" : "warm", threads, n, get);
+                    for (net.jini.discovery.LookupDiscoveryRegistration r : regs) try { r.getLease().cancel(); } catch (Exception e) { }
+                    for (net.jini.discovery.LookupDiscoveryRegistration r : mine) try { r.getLease().cancel(); } catch (Exception e) { }
+                    break;
+                }
+                case "mahalo": {
+                    net.jini.core.transaction.server.TransactionManager mgr =
+                        (net.jini.core.transaction.server.TransactionManager) find(loc, net.jini.core.transaction.server.TransactionManager.class);
+                    Op create = (th, i) -> mgr.create(600000).lease.cancel();
+                    Op commit = (th, i) -> ((net.jini.core.transaction.server.ServerTransaction) net.jini.core.transaction.TransactionFactory.create(mgr, 600000).transaction).commit();
+                    timed(service, print ? "create+cancel" : "warm", threads, n, create);
+                    timed(service, print ? "create+commit" : "warm", threads, n, commit);
+                    break;
+                }
+                default: throw new IllegalArgumentException("service " + service);
+            }
         }
     }
 }
