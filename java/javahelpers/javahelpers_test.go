@@ -227,6 +227,7 @@ func FuzzJavaArguments(f *testing.F) {
 		if v, err := javaio.Decode(data); err == nil {
 			n.readLease(t.Context(), v)
 			registrarID(v)
+			remoteEvents(v)
 			if o, ok := v.(*javaio.Object); ok {
 				fc.eventJSON(o)
 			}

@@ -381,11 +381,7 @@ func (s *Mercury) addUnknownEvents(k *call) jeri.Reply {
 		return argError(err)
 	}
 	var keys []mailbox.Key
-	for _, e := range collectionElems(v) {
-		ev, ok := e.(*javaio.Object)
-		if !ok || !ev.Class.IsA("net.jini.core.event.RemoteEvent") {
-			continue
-		}
+	for _, ev := range remoteEvents(v) {
 		key, err := s.key(ev)
 		if err != nil {
 			return argError(err)
@@ -398,20 +394,50 @@ func (s *Mercury) addUnknownEvents(k *call) jeri.Reply {
 	return jeri.Return(nil)
 }
 
-// collectionElems is the elements of a serialized java.util collection
-// (ArrayList, LinkedList, HashSet, ...): the objects of its custom data.
-func collectionElems(v javaio.Value) []javaio.Value {
-	o, ok := v.(*javaio.Object)
-	if !ok {
-		return nil
-	}
-	var out []javaio.Value
-	for c := o.Class; c != nil; c = c.Super {
-		for _, x := range o.Custom(c.Name) {
-			if _, isBlock := x.(javaio.Block); !isBlock && x != nil {
+// maxUnknown bounds the events one addUnknownEvents names.
+const maxUnknown = 1000
+
+// remoteEvents are the RemoteEvents a serialized collection holds
+// (ArrayList, HashSet, Collections.singleton, an unmodifiable wrapper,
+// ...): found in its fields, custom data and arrays, however the
+// collection class keeps them, at most maxUnknown, without looking
+// inside the events themselves.
+func remoteEvents(v javaio.Value) []*javaio.Object {
+	var out []*javaio.Object
+	seen := map[any]bool{}
+	var walk func(v javaio.Value, depth int)
+	walk = func(v javaio.Value, depth int) {
+		if depth > 8 || len(out) >= maxUnknown {
+			return
+		}
+		switch x := v.(type) {
+		case *javaio.Object:
+			if seen[x] {
+				return
+			}
+			seen[x] = true
+			if x.Class.IsA("net.jini.core.event.RemoteEvent") {
 				out = append(out, x)
+				return
+			}
+			for _, d := range x.Data {
+				for _, f := range d.Fields {
+					walk(f, depth+1)
+				}
+				for _, c := range d.Custom {
+					walk(c, depth+1)
+				}
+			}
+		case *javaio.Array:
+			if seen[x] {
+				return
+			}
+			seen[x] = true
+			for _, e := range x.Elems {
+				walk(e, depth+1)
 			}
 		}
 	}
+	walk(v, 0)
 	return out
 }

@@ -182,10 +182,8 @@ func (s *Norm) setWarningListener(k *call) jeri.Reply {
 		return argError(err)
 	}
 	url, err := k.listener()
-	if errors.Is(err, errNullListener) {
-		return jeri.Throw(jeri.NewException("java.lang.NullPointerException", err.Error()))
-	}
-	if err != nil {
+	clear := errors.Is(err, errNullListener)
+	if err != nil && !clear {
 		return argError(err)
 	}
 	minWarning, err := k.c.Args.ReadLong()
@@ -195,6 +193,14 @@ func (s *Norm) setWarningListener(k *call) jeri.Reply {
 	hb, err := k.handback()
 	if err != nil {
 		return argError(err)
+	}
+	if clear {
+		// clearExpirationWarningListener: SetProxy sends no listener
+		// (it refuses a null one itself).
+		if err := s.renewal.ClearWarningListener(setID); err != nil {
+			return k.fail(err)
+		}
+		return returnObject(nil)
 	}
 	reg, err := s.renewal.SetWarningListener(k.ctx, setID, url, minWarning, hb)
 	if err != nil {
@@ -211,15 +217,20 @@ func (s *Norm) setFailureListener(k *call) jeri.Reply {
 		return argError(err)
 	}
 	url, err := k.listener()
-	if errors.Is(err, errNullListener) {
-		return jeri.Throw(jeri.NewException("java.lang.NullPointerException", err.Error()))
-	}
-	if err != nil {
+	clear := errors.Is(err, errNullListener)
+	if err != nil && !clear {
 		return argError(err)
 	}
 	hb, err := k.handback()
 	if err != nil {
 		return argError(err)
+	}
+	if clear {
+		// clearRenewalFailureListener.
+		if err := s.renewal.ClearFailureListener(setID); err != nil {
+			return k.fail(err)
+		}
+		return returnObject(nil)
 	}
 	reg, err := s.renewal.SetFailureListener(k.ctx, setID, url, hb)
 	if err != nil {

@@ -35,6 +35,8 @@ func (echo) Invoke(_ context.Context, c *Call) Reply {
 			return Throw(UnmarshalError("%v", err))
 		}
 		return Return(func(e *javaio.Encoder) error { e.WriteLong(v + 1); return nil })
+	case 3:
+		panic("a bug a call reached")
 	case 2:
 		n, err := c.Args.ReadInt()
 		if err != nil {
@@ -105,6 +107,24 @@ func TestCalls(t *testing.T) {
 		if v, err := d.ReadLong(); err != nil || v != int64(i)+1 {
 			t.Fatalf("call %d: %d %v", i, v, err)
 		}
+	}
+}
+
+// A handler that panics answers its call with an exception; the server
+// and the connection go on serving.
+func TestPanicAnswered(t *testing.T) {
+	s := startServer(t, ServerConfig{})
+	cc := dial(t, s)
+	reply, err := cc.Call(t.Context(), request(objID, 3, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exc := thrown(t, reply); exc.Class.Name != "java.rmi.ServerException" {
+		t.Fatalf("threw %s", exc.Class.Name)
+	}
+	reply, err = cc.Call(t.Context(), request(objID, 1, func(e *javaio.Encoder) { e.WriteLong(1) }))
+	if err != nil || reply[1] != statusReturn {
+		t.Fatalf("the next call: %x %v", reply, err)
 	}
 }
 

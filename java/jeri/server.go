@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -522,7 +523,7 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 	go func() {
 		defer sc.wg.Done()
 		defer func() { <-sc.calls }()
-		reply := sc.s.cfg.Handler(ctx, req, sc.info)
+		reply := sc.run(ctx, req)
 		sc.mu.Lock()
 		sc.release(cap(req))
 		sc.mu.Unlock()
@@ -533,6 +534,20 @@ func (sc *serverConn) data(ctx context.Context, m message) error {
 		}
 	}()
 	return nil
+}
+
+// run runs the handler on one call. A handler that panics (a bug a
+// client's call reached) answers that call with an exception, and the
+// daemon goes on serving the others: no client can stop it so.
+func (sc *serverConn) run(ctx context.Context, req []byte) (reply []byte) {
+	defer func() {
+		if p := recover(); p != nil {
+			sc.s.warn("a Java call failed inside jinid; the client was told", "remote", sc.info.Remote, "panic", fmt.Sprint(p),
+				"stack", string(debug.Stack()))
+			reply = throwHere(NewException("java.rmi.ServerException", "jinid failed to serve the call; see its log"))
+		}
+	}()
+	return sc.s.cfg.Handler(ctx, req, sc.info)
 }
 
 // reply sends a call's reply on its session, within the ration the

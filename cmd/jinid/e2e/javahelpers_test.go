@@ -31,6 +31,26 @@ func summary(out string) string {
 	return ""
 }
 
+// riverSide is the River's side of a comparison: a LAN of its own in
+// jinid's lab, with a Reggie, the River service and a host for its
+// Java client.
+type riverSide struct {
+	reggie   *riverpeer.Reggie
+	service  *riverpeer.Service
+	client   *netlab.Host
+	clientIP netip.Addr
+}
+
+// newRiverSide starts the River service named (ServiceMain's name) with a
+// Reggie on a LAN of its own in jl's lab.
+func newRiverSide(t *testing.T, jl *javaLab, service string) riverSide {
+	t.Helper()
+	rlan := jl.lab.LAN()
+	rh, sh, rc := jl.lab.Host("reggie"), jl.lab.Host(service), jl.lab.Host("river-client")
+	rip, sip, rcip := rh.Attach(rlan).IPv4, sh.Attach(rlan).IPv4, rc.Attach(rlan).IPv4
+	return riverSide{reggie: riverpeer.StartReggie(t, rh, rip), service: riverpeer.StartService(t, sh, sip, service, nil), client: rc, clientIP: rcip}
+}
+
 // riverClientLikeRiver runs a River service's Java client (NormClient,
 // MercuryClient, ...) against jinid, and against the River service
 // itself (name, for ServiceMain) registered with a Reggie on another LAN
@@ -47,11 +67,8 @@ func riverClientLikeRiver(t *testing.T, client, service string, n int, args ...s
 		eventWait = "30000"
 	}
 	jl := newJavaLab(t)
-	rlan := jl.lab.LAN()
-	rh, sh, rc := jl.lab.Host("reggie"), jl.lab.Host(service), jl.lab.Host("river-client")
-	rip, sip, rcip := rh.Attach(rlan).IPv4, sh.Attach(rlan).IPv4, rc.Attach(rlan).IPv4
-	reggie := riverpeer.StartReggie(t, rh, rip)
-	river := riverpeer.StartService(t, sh, sip, service, nil)
+	rs := newRiverSide(t, jl, service)
+	reggie, river, rc, rcip := rs.reggie, rs.service, rs.client, rs.clientIP
 
 	type result struct {
 		out string
@@ -394,4 +411,53 @@ func TestJavaHelpersBench(t *testing.T) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// The rules of each helper service's specification that a Java client
+// can see (LR, EM, LD, TX: argument errors, leases, event registrations,
+// iterators, groups and locators, transaction states and votes), checked
+// through the River proxy by JinidPeer spec against jinid and against the
+// River service side by side: every rule holds against both (issue 50,
+// the Java side of the scenarios the services pass over HTTP).
+func TestJavaSpecLikeRiver(t *testing.T) {
+	t.Parallel()
+	for _, service := range []string{"norm", "mercury", "fiddler", "mahalo"} {
+		t.Run(service, func(t *testing.T) {
+			t.Parallel()
+			jl := newJavaLab(t)
+			rs := newRiverSide(t, jl, service)
+			run := func(h *netlab.Host, locator string, listen netip.Addr, extra ...string) map[string]string {
+				out, err := riverpeer.Run(t, h, 3*time.Minute, nil, "JinidPeer", append([]string{"spec", "--locator", locator,
+					"--service", service, "--listen-host", listen.String()}, extra...)...)
+				if err != nil {
+					t.Fatalf("against %s: %v\n%s\njinid's log:\n%s", locator, err, out, jl.proc.Log())
+				}
+				got := map[string]string{}
+				for _, l := range strings.Split(out, "\n") {
+					if rest, ok := strings.CutPrefix(l, "CHECK "); ok {
+						// "RULE... OK|FAIL detail": the rule is everything
+						// before the outcome.
+						for _, o := range []string{" OK", " FAIL"} {
+							if i := strings.Index(rest, o); i > 0 {
+								got[rest[:i]] = strings.TrimSpace(rest[i:])
+								break
+							}
+						}
+					}
+				}
+				if len(got) == 0 || !strings.Contains(out, "SPEC ok=") {
+					t.Fatalf("against %s, no checks:\n%s", locator, out)
+				}
+				return got
+			}
+			j := run(jl.java, jl.locator(), jl.javaIP)
+			r := run(rs.client, rs.reggie.Locator, rs.clientIP, "--service-id", rs.service.ServiceID)
+			for rule, outcome := range j {
+				if !strings.HasPrefix(outcome, "OK") || !strings.HasPrefix(r[rule], "OK") {
+					t.Errorf("%s: jinid %s; %s %s", rule, outcome, service, r[rule])
+				}
+			}
+			t.Logf("%d rules, each holding against jinid and %s", len(j), service)
+		})
+	}
 }

@@ -49,6 +49,12 @@
 //       Fiddler's register and getRegistrars, Mahalo's create (then its
 //       lease cancelled) and create-then-commit; prints one line per call,
 //       "bench SERVICE OP threads=N calls=K failed=F persec=R p50=US p99=US"
+//   JinidPeer spec --locator L --service norm|mercury|fiddler|mahalo
+//           --listen-host H [--service-id SID]
+//       checks the rules of the service's specification (LR, EM, LD, TX)
+//       that a Java client can see, through the River proxy; prints
+//       "CHECK RULE OK DETAIL" or "CHECK RULE FAIL WHY" per rule, then
+//       "SPEC ok=N/M"
 //   JinidPeer txn --locator J --listen-host H --go-file F --secs S
 //       creates a transaction at the TransactionManager found at J, joins
 //       a participant exported on H, prints "created ID" (Java's long),
@@ -98,6 +104,7 @@ public class JinidPeer {
             case "pull": pull(); break;
             case "txn": txn(); break;
             case "helper-bench": helperBench(); break;
+            case "spec": spec(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
         Runtime.getRuntime().halt(0);
@@ -526,5 +533,331 @@ public class JinidPeer {
                 default: throw new IllegalArgumentException("service " + service);
             }
         }
+    }
+
+    interface Check { String run() throws Exception; }
+
+    static int specOK, specN;
+
+    /** Runs one rule's check: OK with its detail, FAIL with why. */
+    static void rule(String name, Check c) {
+        specN++;
+        try {
+            String d = c.run();
+            specOK++;
+            say("CHECK " + name + " OK " + d);
+        } catch (Throwable e) {
+            say("CHECK " + name + " FAIL " + e);
+        }
+    }
+
+    interface Attempt { Object run() throws Exception; }
+
+    /** The class name of what r throws, or "none". */
+    static String thrown(Attempt r) {
+        try { r.run(); return "none"; } catch (Throwable e) { return e.getClass().getName(); }
+    }
+
+    static void expect(String what, Attempt r, Class<?>... want) throws Exception {
+        String got = thrown(r);
+        for (Class<?> w : want) if (w.getName().equals(got)) return;
+        throw new IllegalStateException(what + " threw " + got + ", want " + Arrays.toString(want));
+    }
+
+    static void that(boolean ok, String why) { if (!ok) throw new IllegalStateException(why); }
+
+    static class Voter implements net.jini.core.transaction.server.TransactionParticipant {
+        final int vote;
+        final List<String> calls = Collections.synchronizedList(new ArrayList<>());
+        Voter(int vote) { this.vote = vote; }
+        public int prepare(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("prepare"); return vote; }
+        public void commit(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("commit"); }
+        public void abort(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("abort"); }
+        public int prepareAndCommit(net.jini.core.transaction.server.TransactionManager m, long id) {
+            calls.add("prepareAndCommit");
+            return vote == net.jini.core.transaction.server.TransactionConstants.PREPARED ? net.jini.core.transaction.server.TransactionConstants.COMMITTED : vote;
+        }
+    }
+
+    static void spec() throws Exception {
+        String service = opt("--service", "norm"), loc = opt("--locator", null);
+        RemoteEventListener l = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { } });
+        switch (service) {
+            case "norm": {
+                net.jini.lease.LeaseRenewalService lrs = (net.jini.lease.LeaseRenewalService) find(loc, net.jini.lease.LeaseRenewalService.class);
+                ServiceRegistrar reg = registrar();
+                ServiceRegistration held = reg.register(new ServiceItem(null, new HelloProxy("spec"), new Entry[] { new Name("spec-lr") }), 60000);
+                rule("LR.1 createLeaseRenewalSet(negative) IllegalArgumentException", () -> {
+                    expect("createLeaseRenewalSet(-5)", () -> lrs.createLeaseRenewalSet(-5), IllegalArgumentException.class);
+                    return "";
+                });
+                rule("LR.1 createLeaseRenewalSet(ANY) grants a lease", () -> {
+                    net.jini.lease.LeaseRenewalSet s = lrs.createLeaseRenewalSet(Lease.ANY);
+                    that(s.getRenewalSetLease().getExpiration() > System.currentTimeMillis(), "expired at once");
+                    s.getRenewalSetLease().cancel();
+                    return "";
+                });
+                net.jini.lease.LeaseRenewalSet set = lrs.createLeaseRenewalSet(60000);
+                rule("LR.1 the set's lease renews", () -> {
+                    Lease sl = set.getRenewalSetLease();
+                    sl.renew(120000);
+                    that(sl.getExpiration() - System.currentTimeMillis() > 60000, "not renewed: " + (sl.getExpiration() - System.currentTimeMillis()));
+                    return "";
+                });
+                rule("LR.2 renewFor(null) NullPointerException", () -> {
+                    expect("renewFor(null)", () -> { set.renewFor(null, Lease.FOREVER); return ""; }, NullPointerException.class);
+                    return "";
+                });
+                rule("LR.2 renewFor(the set's own lease) IllegalArgumentException", () -> {
+                    expect("renewFor(own)", () -> { set.renewFor(set.getRenewalSetLease(), Lease.FOREVER); return ""; }, IllegalArgumentException.class);
+                    return "";
+                });
+                rule("LR.2 renewFor(renewDuration negative) IllegalArgumentException", () -> {
+                    expect("renewFor(-5)", () -> { set.renewFor(held.getLease(), 60000, -5); return ""; }, IllegalArgumentException.class);
+                    return "";
+                });
+                rule("LR.2 renewFor twice keeps one lease", () -> {
+                    set.renewFor(held.getLease(), Lease.FOREVER, 30000);
+                    set.renewFor(held.getLease(), Lease.FOREVER, 20000);
+                    Lease[] in = set.getLeases();
+                    that(in.length == 1 && in[0].equals(held.getLease()), "getLeases() " + Arrays.toString(in));
+                    return "";
+                });
+                rule("LR.2 remove of a lease not in the set is null", () -> {
+                    ServiceRegistration other = reg.register(new ServiceItem(null, new HelloProxy("o"), new Entry[] { new Name("spec-other") }), 60000);
+                    Lease r = set.remove(other.getLease());
+                    other.getLease().cancel();
+                    that(r == null, "returned " + r);
+                    return "";
+                });
+                rule("LR.2 remove returns the lease", () -> {
+                    Lease r = set.remove(held.getLease());
+                    that(held.getLease().equals(r) && set.getLeases().length == 0, "returned " + r);
+                    return "";
+                });
+                rule("LR.3 warning registration: EXPIRATION_WARNING_EVENT_ID, the set, its lease", () -> {
+                    net.jini.core.event.EventRegistration er = set.setExpirationWarningListener(l, 1000, null);
+                    that(er.getID() == net.jini.lease.LeaseRenewalSet.EXPIRATION_WARNING_EVENT_ID, "id " + er.getID());
+                    that(set.equals(er.getSource()), "source " + er.getSource());
+                    that(set.getRenewalSetLease().equals(er.getLease()), "lease " + er.getLease());
+                    return "seq=" + er.getSequenceNumber();
+                });
+                rule("LR.3 warning with negative minWarning IllegalArgumentException", () -> {
+                    expect("minWarning -5", () -> set.setExpirationWarningListener(l, -5, null), IllegalArgumentException.class);
+                    return "";
+                });
+                rule("LR.3 failure registration: RENEWAL_FAILURE_EVENT_ID", () -> {
+                    net.jini.core.event.EventRegistration er = set.setRenewalFailureListener(l, null);
+                    that(er.getID() == net.jini.lease.LeaseRenewalSet.RENEWAL_FAILURE_EVENT_ID, "id " + er.getID());
+                    return "";
+                });
+                rule("LR.3 listeners cleared", () -> {
+                    set.clearExpirationWarningListener();
+                    set.clearRenewalFailureListener();
+                    return "";
+                });
+                rule("LR.1 a cancelled set is gone", () -> {
+                    set.getRenewalSetLease().cancel();
+                    expect("getLeases", () -> set.getLeases(), java.rmi.NoSuchObjectException.class);
+                    expect("renewFor", () -> { set.renewFor(held.getLease(), Lease.FOREVER); return ""; }, java.rmi.NoSuchObjectException.class);
+                    expect("renew its lease", () -> { set.getRenewalSetLease().renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                held.getLease().cancel();
+                break;
+            }
+            case "mercury": {
+                net.jini.event.PullEventMailbox mb = (net.jini.event.PullEventMailbox) find(loc, net.jini.event.EventMailbox.class);
+                rule("EM.2 register(negative) IllegalArgumentException", () -> {
+                    expect("register(-5)", () -> mb.register(-5), IllegalArgumentException.class);
+                    return "";
+                });
+                net.jini.event.MailboxPullRegistration r = mb.pullRegister(60000);
+                RemoteEventListener ml = r.getListener();
+                rule("EM.3 an empty mailbox's iterator has nothing", () -> {
+                    that(r.getRemoteEvents().next(0) == null, "an event");
+                    return "";
+                });
+                rule("EM.3 events come out in the order they came in", () -> {
+                    for (int i = 1; i <= 3; i++) ml.notify(new net.jini.core.event.RemoteEvent("spec", 5, i, (java.rmi.MarshalledObject) null));
+                    net.jini.event.RemoteEventIterator it = r.getRemoteEvents();
+                    for (int i = 1; i <= 3; i++) {
+                        net.jini.core.event.RemoteEvent e = it.next(5000);
+                        that(e != null && e.getSequenceNumber() == i, "event " + i + ": " + (e == null ? null : e.getSequenceNumber()));
+                    }
+                    that(it.next(0) == null, "a fourth");
+                    return "";
+                });
+                rule("EM.3 a new iterator invalidates the old one", () -> {
+                    net.jini.event.RemoteEventIterator a = r.getRemoteEvents();
+                    r.getRemoteEvents();
+                    expect("old next", () -> a.next(0), net.jini.event.InvalidIteratorException.class);
+                    return "";
+                });
+                rule("EM.3 a closed iterator is invalid", () -> {
+                    net.jini.event.RemoteEventIterator a = r.getRemoteEvents();
+                    a.close();
+                    expect("next after close", () -> a.next(0), net.jini.event.InvalidIteratorException.class);
+                    return "";
+                });
+                rule("EM.3 addUnknownEvents: that kind is refused", () -> {
+                    net.jini.core.event.RemoteEvent u = new net.jini.core.event.RemoteEvent("spec-unknown", 9, 1, (java.rmi.MarshalledObject) null);
+                    r.addUnknownEvents(Collections.singleton(u));
+                    expect("notify", () -> { ml.notify(new net.jini.core.event.RemoteEvent("spec-unknown", 9, 2, (java.rmi.MarshalledObject) null)); return ""; },
+                        net.jini.core.event.UnknownEventException.class);
+                    ml.notify(new net.jini.core.event.RemoteEvent("spec-unknown", 10, 1, (java.rmi.MarshalledObject) null)); // another ID is taken
+                    return "";
+                });
+                rule("EM.4.1 delivery to the mailbox's own listener IllegalArgumentException", () -> {
+                    expect("enableDelivery(own)", () -> { r.enableDelivery(ml); return ""; }, IllegalArgumentException.class);
+                    return "";
+                });
+                rule("EM.2 a cancelled registration is gone", () -> {
+                    Lease ls = r.getLease();
+                    ls.cancel();
+                    expect("notify", () -> { ml.notify(new net.jini.core.event.RemoteEvent("spec", 5, 9, (java.rmi.MarshalledObject) null)); return ""; }, java.rmi.NoSuchObjectException.class);
+                    expect("getRemoteEvents", () -> r.getRemoteEvents(), java.rmi.NoSuchObjectException.class);
+                    expect("renew", () -> { ls.renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                break;
+            }
+            case "fiddler": {
+                net.jini.discovery.LookupDiscoveryService lds = (net.jini.discovery.LookupDiscoveryService) find(loc, net.jini.discovery.LookupDiscoveryService.class);
+                rule("LD.2 register(null listener) NullPointerException", () -> {
+                    expect("register", () -> lds.register(new String[0], new LookupLocator[0], null, null, 60000), NullPointerException.class);
+                    return "";
+                });
+                rule("LD.2 register(negative lease) IllegalArgumentException", () -> {
+                    expect("register", () -> lds.register(new String[0], new LookupLocator[0], l, null, -5), IllegalArgumentException.class);
+                    return "";
+                });
+                rule("LD.2 ALL_GROUPS reads back as null", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration r = lds.register(null, new LookupLocator[0], l, null, 60000);
+                    String[] g = r.getGroups();
+                    r.getLease().cancel();
+                    that(g == null, "getGroups() " + Arrays.toString(g));
+                    return "";
+                });
+                net.jini.discovery.LookupDiscoveryRegistration r = lds.register(new String[] { "spec-a", "spec-b" }, new LookupLocator[0], l, null, 60000);
+                rule("LD.3 groups read back", () -> {
+                    that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-a", "spec-b")), Arrays.toString(r.getGroups()));
+                    return "";
+                });
+                rule("LD.3 groups added, removed, set", () -> {
+                    r.addGroups(new String[] { "spec-c" });
+                    that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-a", "spec-b", "spec-c")), "add " + Arrays.toString(r.getGroups()));
+                    r.removeGroups(new String[] { "spec-a" });
+                    that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-b", "spec-c")), "remove " + Arrays.toString(r.getGroups()));
+                    r.setGroups(new String[0]);
+                    that(r.getGroups().length == 0, "set " + Arrays.toString(r.getGroups()));
+                    return "";
+                });
+                rule("LD.3 locators set and read back", () -> {
+                    LookupLocator x = new LookupLocator("jini://198.51.100.7:4160");
+                    r.setLocators(new LookupLocator[] { x });
+                    LookupLocator[] got = r.getLocators();
+                    that(got.length == 1 && got[0].equals(x), Arrays.toString(got));
+                    r.removeLocators(new LookupLocator[] { x });
+                    that(r.getLocators().length == 0, "after remove " + Arrays.toString(r.getLocators()));
+                    return "";
+                });
+                rule("LD.2 the event registration", () -> {
+                    net.jini.core.event.EventRegistration er = r.getEventRegistration();
+                    that(er.getLease().equals(r.getLease()), "its lease is not the registration's");
+                    return "id=" + er.getID();
+                });
+                rule("LD.2 a cancelled registration is gone", () -> {
+                    Lease ls = r.getLease();
+                    ls.cancel();
+                    expect("getGroups", () -> r.getGroups(), java.rmi.NoSuchObjectException.class);
+                    expect("renew", () -> { ls.renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                break;
+            }
+            case "mahalo": {
+                net.jini.core.transaction.server.TransactionManager mgr =
+                    (net.jini.core.transaction.server.TransactionManager) find(loc, net.jini.core.transaction.server.TransactionManager.class);
+                int P = net.jini.core.transaction.server.TransactionConstants.PREPARED;
+                rule("TX.2.5 create(negative) IllegalArgumentException", () -> {
+                    expect("create(-5)", () -> mgr.create(-5), IllegalArgumentException.class);
+                    return "";
+                });
+                rule("TX.2.7 a new transaction is ACTIVE", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    int st = mgr.getState(c.id);
+                    mgr.abort(c.id);
+                    that(st == net.jini.core.transaction.server.TransactionConstants.ACTIVE, "state " + st);
+                    return "";
+                });
+                rule("TX.2.7 an unknown transaction", () -> {
+                    expect("getState", () -> mgr.getState(0x5eed5eed5eedL), net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.5 a join with another crash count CrashCountException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    net.jini.core.transaction.server.TransactionParticipant p = (net.jini.core.transaction.server.TransactionParticipant) export(new Voter(P));
+                    mgr.join(c.id, p, 1);
+                    mgr.join(c.id, p, 1); // the same again: fine
+                    expect("join(2)", () -> { mgr.join(c.id, p, 2); return ""; }, net.jini.core.transaction.server.CrashCountException.class);
+                    try { mgr.abort(c.id); } catch (Exception e) { }
+                    return "";
+                });
+                rule("TX.2.7 abort, then commit CannotCommitException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.abort(c.id);
+                    expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.7 commit, then abort CannotAbortException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.commit(c.id);
+                    expect("abort", () -> { mgr.abort(c.id); return ""; }, net.jini.core.transaction.CannotAbortException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.5 a join after commit CannotJoinException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.commit(c.id);
+                    net.jini.core.transaction.server.TransactionParticipant p = (net.jini.core.transaction.server.TransactionParticipant) export(new Voter(P));
+                    expect("join", () -> { mgr.join(c.id, p, 1); return ""; }, net.jini.core.transaction.CannotJoinException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.8 a participant voting ABORTED aborts the commit", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter no = new Voter(net.jini.core.transaction.server.TransactionConstants.ABORTED), yes = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(no), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(yes), 1);
+                    expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class);
+                    long end = System.currentTimeMillis() + 10000;
+                    while (!yes.calls.contains("abort") && System.currentTimeMillis() < end) Thread.sleep(50);
+                    that(!yes.calls.contains("commit") && yes.calls.contains("abort"), "the other participant heard " + yes.calls);
+                    return "";
+                });
+                rule("TX.2.8 a NOTCHANGED participant is not told to commit", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter same = new Voter(net.jini.core.transaction.server.TransactionConstants.NOTCHANGED), yes = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(same), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(yes), 1);
+                    mgr.commit(c.id, 10000);
+                    that(same.calls.equals(List.of("prepare")) && yes.calls.equals(List.of("prepare", "commit")), "heard " + same.calls + " and " + yes.calls);
+                    return "";
+                });
+                rule("TX.2.8 commit with waitFor returns once participants are told", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter yes = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(yes), 1);
+                    mgr.commit(c.id, 10000);
+                    that(yes.calls.equals(List.of("prepareAndCommit")), "heard " + yes.calls);
+                    return "";
+                });
+                break;
+            }
+            default: throw new IllegalArgumentException("service " + service);
+        }
+        say("SPEC ok=" + specOK + "/" + specN);
     }
 }
