@@ -461,3 +461,28 @@ func TestJavaSpecLikeRiver(t *testing.T) {
 		})
 	}
 }
+
+// jinid SIGKILLed while a Java client holds the proxies of a renewal set
+// (with a service's lease in it), a pull mailbox (with an event) and a
+// lookup discovery registration, and started again on its store: the
+// same proxies work (the servers' object Uuids and the port are kept),
+// what was acknowledged is there, and the renewal service goes on
+// renewing the lease, whose service stays registered past its period.
+func TestJavaHelpersSurviveRestart(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t)
+	goFile := filepath.Join(t.TempDir(), "go")
+	p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "hold", "--locator", jl.locator(), "--listen-host", jl.javaIP.String(),
+		"--go-file", goFile, "--secs", "90")
+	p.WaitLine(t, regexp.MustCompile(`^holding `), time.Minute)
+	jl.proc.Kill()
+	prefix := netip.PrefixFrom(jl.jinidIP, 24).Masked().String()
+	jl.proc = jinidtest.LabDaemon(t, jl.bin, jl.jinid, "--java-register-from", prefix, "--data-dir", jl.proc.Dir)
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := p.WaitLine(t, regexp.MustCompile(`^after `), time.Minute)
+	if l != "after leases=1 event=1 groups=1 renewed=yes registered=yes" {
+		t.Fatalf("after the restart: %s\njinid's log:\n%s", l, jl.proc.Log())
+	}
+}

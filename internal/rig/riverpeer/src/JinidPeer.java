@@ -55,6 +55,12 @@
 //       that a Java client can see, through the River proxy; prints
 //       "CHECK RULE OK DETAIL" or "CHECK RULE FAIL WHY" per rule, then
 //       "SPEC ok=N/M"
+//   JinidPeer hold --locator J --listen-host H --go-file F --secs S
+//       makes a renewal set holding a service's lease (the service
+//       registered at J), a pull mailbox with one event, and a lookup
+//       discovery registration at J's helper services; prints "holding",
+//       waits for file F (J is restarted meanwhile), then uses the same
+//       proxies: prints "after leases=N event=SEQ groups=N renewed=yes"
 //   JinidPeer txn --locator J --listen-host H --go-file F --secs S
 //       creates a transaction at the TransactionManager found at J, joins
 //       a participant exported on H, prints "created ID" (Java's long),
@@ -105,6 +111,7 @@ public class JinidPeer {
             case "txn": txn(); break;
             case "helper-bench": helperBench(); break;
             case "spec": spec(); break;
+            case "hold": hold(); break;
             default: System.err.println("unknown mode " + a[0]); System.exit(2);
         }
         Runtime.getRuntime().halt(0);
@@ -859,5 +866,38 @@ public class JinidPeer {
             default: throw new IllegalArgumentException("service " + service);
         }
         say("SPEC ok=" + specOK + "/" + specN);
+    }
+
+    static void hold() throws Exception {
+        String loc = opt("--locator", null);
+        net.jini.lease.LeaseRenewalService lrs = (net.jini.lease.LeaseRenewalService) find(loc, net.jini.lease.LeaseRenewalService.class);
+        net.jini.event.PullEventMailbox mb = (net.jini.event.PullEventMailbox) find(loc, net.jini.event.EventMailbox.class);
+        net.jini.discovery.LookupDiscoveryService lds = (net.jini.discovery.LookupDiscoveryService) find(loc, net.jini.discovery.LookupDiscoveryService.class);
+        ServiceRegistrar reg = registrar();
+        ServiceRegistration held = reg.register(new ServiceItem(null, new HelloProxy("held"), new Entry[] { new Name("held-across") }), 10000);
+        net.jini.lease.LeaseRenewalSet set = lrs.createLeaseRenewalSet(300000);
+        set.renewFor(held.getLease(), Lease.FOREVER, 10000);
+        net.jini.event.MailboxPullRegistration box = mb.pullRegister(300000);
+        box.getListener().notify(new net.jini.core.event.RemoteEvent("hold", 3, 1, (java.rmi.MarshalledObject) null));
+        RemoteEventListener l = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { } });
+        net.jini.discovery.LookupDiscoveryRegistration dr = lds.register(new String[] { "held-g" }, new LookupLocator[0], l, null, 300000);
+        say("holding " + held.getServiceID());
+        java.io.File go = new java.io.File(opt("--go-file", null));
+        long end = System.currentTimeMillis() + Long.parseLong(opt("--secs", "60")) * 1000;
+        while (!go.exists() && System.currentTimeMillis() < end) Thread.sleep(100);
+        Lease[] in = set.getLeases();
+        net.jini.core.event.RemoteEvent e = box.getRemoteEvents().next(10000);
+        String[] g = dr.getGroups();
+        set.getRenewalSetLease().renew(300000);
+        box.getLease().renew(300000);
+        dr.getLease().renew(300000);
+        Thread.sleep(12000); // past the held lease's own period: the renewal service kept it
+        boolean there = reg.lookup(new ServiceTemplate(held.getServiceID(), null, null)) != null;
+        say("after leases=" + in.length + " event=" + (e == null ? "none" : String.valueOf(e.getSequenceNumber())) + " groups=" + g.length
+            + " renewed=yes registered=" + (there ? "yes" : "no"));
+        set.getRenewalSetLease().cancel();
+        box.getLease().cancel();
+        dr.getLease().cancel();
+        held.getLease().cancel();
     }
 }
