@@ -206,6 +206,22 @@ func (k *call) fail(err error) jeri.Reply {
 	return jeri.Throw(jeri.NewException("java.rmi.RemoteException", "jinid could not complete the call; see its log"))
 }
 
+// badArg is an argument a call could not read.
+type badArg struct{ error }
+
+// answer is a void call's reply: nothing for no error, the exception
+// for a bad argument or for what the service said.
+func (k *call) answer(err error) jeri.Reply {
+	var bad badArg
+	switch {
+	case err == nil:
+		return jeri.Return(nil)
+	case errors.As(err, &bad):
+		return argError(bad.error)
+	}
+	return k.fail(err)
+}
+
 // throwThis is Norm's ThrowThis carrying a RemoteException for SetProxy
 // to throw.
 func (k *call) throwThis(exc *javaio.Object) jeri.Reply {

@@ -308,34 +308,35 @@ func (s *Fiddler) getLocators(k *call) jeri.Reply {
 	return returnObject(s.locatorArray(info.Locators))
 }
 
+// mutateGroups and mutateLocators are the add, set and remove of a
+// registration's groups and locators.
 func (s *Fiddler) mutateGroups(k *call, m lds.Mutation) jeri.Reply {
-	id, err := k.uuidArg()
-	if err != nil {
-		return argError(err)
-	}
-	groups, err := k.strings()
-	if err != nil {
-		return argError(err)
-	}
-	if err := s.lds.MutateGroups(id, m, groups); err != nil {
-		return k.fail(err)
-	}
-	return jeri.Return(nil)
+	return s.mutate(k, func(id string) error {
+		groups, err := k.strings()
+		if err != nil {
+			return badArg{err}
+		}
+		return s.lds.MutateGroups(id, m, groups)
+	})
 }
 
 func (s *Fiddler) mutateLocators(k *call, m lds.Mutation) jeri.Reply {
+	return s.mutate(k, func(id string) error {
+		locs, err := k.locators()
+		if err != nil {
+			return badArg{err}
+		}
+		return s.lds.MutateLocators(id, m, locs)
+	})
+}
+
+// mutate reads the registration's Uuid and makes change to it.
+func (s *Fiddler) mutate(k *call, change func(id string) error) jeri.Reply {
 	id, err := k.uuidArg()
 	if err != nil {
 		return argError(err)
 	}
-	locs, err := k.locators()
-	if err != nil {
-		return argError(err)
-	}
-	if err := s.lds.MutateLocators(id, m, locs); err != nil {
-		return k.fail(err)
-	}
-	return jeri.Return(nil)
+	return k.answer(change(id))
 }
 
 // discard is discard(Uuid, ServiceRegistrar): the registrar's ServiceID
@@ -398,12 +399,17 @@ func (s *Fiddler) renewOne(k *call, regID, leaseID string, d int64) (int64, erro
 	return k.renewOne(leaseID, d)
 }
 
-func (s *Fiddler) renewLease(k *call) jeri.Reply {
-	reg, err := k.uuidArg()
-	if err != nil {
-		return argError(err)
+// regAndLease reads the (Uuid, Uuid) that name a registration and its
+// lease.
+func (k *call) regAndLease() (reg, id string, err error) {
+	if reg, err = k.uuidArg(); err == nil {
+		id, err = k.uuidArg()
 	}
-	id, err := k.uuidArg()
+	return reg, id, err
+}
+
+func (s *Fiddler) renewLease(k *call) jeri.Reply {
+	reg, id, err := k.regAndLease()
 	if err != nil {
 		return argError(err)
 	}
@@ -419,11 +425,7 @@ func (s *Fiddler) renewLease(k *call) jeri.Reply {
 }
 
 func (s *Fiddler) cancelLease(k *call) jeri.Reply {
-	reg, err := k.uuidArg()
-	if err != nil {
-		return argError(err)
-	}
-	id, err := k.uuidArg()
+	reg, id, err := k.regAndLease()
 	if err != nil {
 		return argError(err)
 	}
@@ -541,11 +543,7 @@ func (s *Fiddler) discoveryEvent(ev apitypes.RemoteDiscoveryEvent, native any, v
 	if len(regs) == 0 {
 		return nil, errors.New("no registrar of the event is one Java can read")
 	}
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(regs)))
-	list := javaio.NewObject(s.l.Classes.Class("java.util.ArrayList")).Set("size", int32(len(regs))).
-		SetCustom("java.util.ArrayList", append([]javaio.Value{javaio.Block(n[:])}, regs...)...)
-	o.Set("marshalledRegs", list).
+	o.Set("marshalledRegs", s.arrayList(regs)).
 		Set("regs", &javaio.Array{Class: s.class("[Lnet.jini.core.lookup.ServiceRegistrar;"), Elems: make([]javaio.Value, len(regs))}).
 		Set("groups", s.hashMap(groups))
 	return o, nil

@@ -189,6 +189,15 @@ func (f *face) hashMap(pairs []javaio.Value) *javaio.Object {
 	return m.SetCustom("java.util.HashMap", append([]javaio.Value{javaio.Block(head[:])}, pairs...)...)
 }
 
+// arrayList is a java.util.ArrayList of elems: its serial form, the
+// size, then the elements.
+func (f *face) arrayList(elems []javaio.Value) *javaio.Object {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(elems)))
+	return javaio.NewObject(f.l.Classes.Class("java.util.ArrayList")).Set("size", int32(len(elems))).
+		SetCustom("java.util.ArrayList", append([]javaio.Value{javaio.Block(n[:])}, elems...)...)
+}
+
 // renewAll is Landlord.renewAll(Uuid[], long[]): RenewResults, -1 and
 // an exception (in order) for each lease not renewed.
 func (k *call) renewAll() jeri.Reply {

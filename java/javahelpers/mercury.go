@@ -3,7 +3,6 @@ package javahelpers
 import (
 	"context"
 	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
@@ -94,10 +93,12 @@ func (s *Mercury) server(host string) *javaio.Object { return s.remoteRef("mercu
 // Proxy returns Mercury's proxy (ConstrainableMailboxProxy) for clients
 // that reach jinid at host, as an object stream.
 func (s *Mercury) Proxy(host string) ([]byte, error) {
-	return s.proxies.get(host, func() *javaio.Object {
-		return javaio.NewObject(s.class("org.apache.river.mercury.proxy.MailboxProxy$ConstrainableMailboxProxy")).
-			Set("mailbox", s.server(host)).Set("proxyID", s.l.Uuid(s.object))
-	})
+	return s.proxies.get(host, func() *javaio.Object { return s.proxy(host) })
+}
+
+func (s *Mercury) proxy(host string) *javaio.Object {
+	return javaio.NewObject(s.class("org.apache.river.mercury.proxy.MailboxProxy$ConstrainableMailboxProxy")).
+		Set("mailbox", s.server(host)).Set("proxyID", s.l.Uuid(s.object))
 }
 
 // Invoke serves a call to Mercury's server.
@@ -131,22 +132,11 @@ func (s *Mercury) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 		if err != nil {
 			return argError(err)
 		}
-		if err := s.mailbox.EnableDelivery(k.ctx, id, ""); err != nil {
-			return k.fail(err)
-		}
-		return jeri.Return(nil)
+		return k.answer(s.mailbox.EnableDelivery(k.ctx, id, ""))
 	case "addUnknownEvents/2":
 		return s.addUnknownEvents(k)
 	case "getServiceProxy/0":
-		b, err := s.Proxy(k.host)
-		if err != nil {
-			return k.fail(err)
-		}
-		p, err := javaio.Decode(b)
-		if err != nil {
-			return k.fail(err)
-		}
-		return returnObject(p)
+		return returnObject(s.proxy(k.host))
 	}
 	return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
 		"jinid's event mailbox has no Java admin interface: administer it with jinid's HTTP API or CLI"))
@@ -284,10 +274,7 @@ func (s *Mercury) batch(ctx context.Context, id, it string, timeout time.Duratio
 		}
 		elems = append(elems, d)
 	}
-	var size [4]byte
-	binary.BigEndian.PutUint32(size[:], uint32(len(elems)))
-	list := javaio.NewObject(s.l.Classes.Class("java.util.ArrayList")).Set("size", int32(len(elems)))
-	return list.SetCustom("java.util.ArrayList", append([]javaio.Value{javaio.Block(size[:])}, elems...)...), nil
+	return s.arrayList(elems), nil
 }
 
 // getRemoteEvents is getRemoteEvents(Uuid): a new iterator (the old ones

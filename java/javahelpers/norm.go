@@ -83,10 +83,12 @@ func (s *Norm) server(host string) *javaio.Object { return s.remoteRef("norm", s
 // reach jinid at host, as an object stream: the service object of
 // jinid's renewal service in the lookup service.
 func (s *Norm) Proxy(host string) ([]byte, error) {
-	return s.proxies.get(host, func() *javaio.Object {
-		return javaio.NewObject(s.class("org.apache.river.norm.proxy.NormProxy$ConstrainableNormProxy")).
-			Set("server", s.server(host)).Set("uuid", s.l.Uuid(s.object))
-	})
+	return s.proxies.get(host, func() *javaio.Object { return s.proxy(host) })
+}
+
+func (s *Norm) proxy(host string) *javaio.Object {
+	return javaio.NewObject(s.class("org.apache.river.norm.proxy.NormProxy$ConstrainableNormProxy")).
+		Set("server", s.server(host)).Set("uuid", s.l.Uuid(s.object))
 }
 
 // Close closes the connections kept to the grantors of Java leases.
@@ -122,15 +124,7 @@ func (s *Norm) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	case "setRenewalFailureListener/3":
 		return s.setFailureListener(k)
 	case "getServiceProxy/0":
-		b, err := s.Proxy(k.host)
-		if err != nil {
-			return k.fail(err)
-		}
-		p, err := javaio.Decode(b)
-		if err != nil {
-			return k.fail(err)
-		}
-		return returnObject(p)
+		return returnObject(s.proxy(k.host))
 	}
 	return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException",
 		"jinid's lease renewal service has no Java admin interface: administer it with jinid's HTTP API or CLI"))
