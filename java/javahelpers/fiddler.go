@@ -217,12 +217,9 @@ func (s *Fiddler) register(k *call) jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	listener, err := k.listener()
-	if errors.Is(err, errNullListener) {
-		return jeri.Throw(jeri.NewException("java.lang.NullPointerException", err.Error()))
-	}
-	if err != nil {
-		return argError(err)
+	listener, reply := k.required("the listener")
+	if reply != nil {
+		return reply
 	}
 	hb, err := k.handback()
 	if err != nil {

@@ -30,6 +30,19 @@ func (k *call) listener() (string, error) {
 
 var errNullListener = errors.New("listener cannot be null")
 
+// required reads a listener argument that may not be null (what names
+// it in the NullPointerException); a reply is the exception to answer.
+func (k *call) required(what string) (string, jeri.Reply) {
+	url, err := k.listener()
+	switch {
+	case errors.Is(err, errNullListener):
+		return "", jeri.Throw(jeri.NewException("java.lang.NullPointerException", what+" cannot be null"))
+	case err != nil:
+		return "", argError(err)
+	}
+	return url, nil
+}
+
 // handback reads a MarshalledObject handback as it is kept.
 func (k *call) handback() ([]byte, error) {
 	hb, err := k.c.Args.ReadObject()

@@ -261,12 +261,9 @@ func (s *Mahalo) join(k *call) jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	part, err := k.listener()
-	if errors.Is(err, errNullListener) {
-		return jeri.Throw(jeri.NewException("java.lang.NullPointerException", "the participant cannot be null"))
-	}
-	if err != nil {
-		return argError(err)
+	part, reply := k.required("the participant")
+	if reply != nil {
+		return reply
 	}
 	crash, err := k.c.Args.ReadLong()
 	if err != nil {

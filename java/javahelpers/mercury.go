@@ -340,12 +340,9 @@ func (s *Mercury) enableDelivery(k *call) jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	target, err := k.listener()
-	if errors.Is(err, errNullListener) {
-		return jeri.Throw(jeri.NewException("java.lang.NullPointerException", "the target cannot be null"))
-	}
-	if err != nil {
-		return argError(err)
+	target, reply := k.required("the target")
+	if reply != nil {
+		return reply
 	}
 	if u, err := url.Parse(target); err == nil && s.Owns(u) {
 		return illegal("the target is a listener of this event mailbox: events would loop")
