@@ -197,6 +197,8 @@ func (k *call) fail(err error) jeri.Reply {
 			return jeri.Throw(k.f.l.Exception(k.f.class("net.jini.core.lease.LeaseDeniedException"), f.Message))
 		case apitypes.InvalidArgument, apitypes.NullArgument:
 			return illegal("%s", f.Message)
+		case apitypes.UnsupportedOperation:
+			return jeri.Throw(jeri.NewException("java.lang.UnsupportedOperationException", f.Message))
 		case apitypes.Forbidden, apitypes.Unauthenticated:
 			return jeri.Throw(jeri.NewException("java.rmi.AccessException", "jinid: "+f.Message))
 		}

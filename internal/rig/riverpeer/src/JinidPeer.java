@@ -573,6 +573,14 @@ public class JinidPeer {
 
     static void that(boolean ok, String why) { if (!ok) throw new IllegalStateException(why); }
 
+    /** Waits up to 5 s for a discovery registration's groups to be want. */
+    static void groupsBecome(net.jini.discovery.LookupDiscoveryRegistration r, Set<String> want) throws Exception {
+        long end = System.currentTimeMillis() + 5000;
+        Set<String> got;
+        while (!(got = new HashSet<>(Arrays.asList(r.getGroups()))).equals(want) && System.currentTimeMillis() < end) Thread.sleep(50);
+        that(got.equals(want), "groups " + got + ", want " + want);
+    }
+
     static class Voter implements net.jini.core.transaction.server.TransactionParticipant {
         final int vote;
         final List<String> calls = Collections.synchronizedList(new ArrayList<>());
@@ -663,11 +671,27 @@ public class JinidPeer {
                     set.clearRenewalFailureListener();
                     return "";
                 });
+                rule("LR.1 the set's lease renews in a batch (LeaseMap)", () -> {
+                    net.jini.core.lease.LeaseMap m = set.getRenewalSetLease().createLeaseMap(90000);
+                    m.renewAll();
+                    that(set.getRenewalSetLease().getExpiration() > System.currentTimeMillis(), "expired");
+                    return "";
+                });
+                rule("LR.2 an empty set's getLeases is empty", () -> {
+                    that(set.getLeases().length == 0, Arrays.toString(set.getLeases()));
+                    return "";
+                });
                 rule("LR.1 a cancelled set is gone", () -> {
                     set.getRenewalSetLease().cancel();
                     expect("getLeases", () -> set.getLeases(), java.rmi.NoSuchObjectException.class);
                     expect("renewFor", () -> { set.renewFor(held.getLease(), Lease.FOREVER); return ""; }, java.rmi.NoSuchObjectException.class);
                     expect("renew its lease", () -> { set.getRenewalSetLease().renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                rule("LR.1 cancelling a set's lease twice UnknownLeaseException", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(60000);
+                    s2.getRenewalSetLease().cancel();
+                    expect("cancel", () -> { s2.getRenewalSetLease().cancel(); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
                     return "";
                 });
                 held.getLease().cancel();
@@ -677,6 +701,22 @@ public class JinidPeer {
                 net.jini.event.PullEventMailbox mb = (net.jini.event.PullEventMailbox) find(loc, net.jini.event.EventMailbox.class);
                 rule("EM.2 register(negative) IllegalArgumentException", () -> {
                     expect("register(-5)", () -> mb.register(-5), IllegalArgumentException.class);
+                    return "";
+                });
+                rule("EM.2 pullRegister(ANY) grants a lease", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(Lease.ANY);
+                    that(a.getLease().getExpiration() > System.currentTimeMillis(), "expired at once");
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("EM.2 a registration's lease renews in a batch (LeaseMap)", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000), b = mb.pullRegister(60000);
+                    net.jini.core.lease.LeaseMap m = a.getLease().createLeaseMap(90000);
+                    that(m.canContainKey(b.getLease()), "the two leases do not batch");
+                    m.put(b.getLease(), 90000L);
+                    m.renewAll();
+                    a.getLease().cancel();
+                    b.getLease().cancel();
                     return "";
                 });
                 net.jini.event.MailboxPullRegistration r = mb.pullRegister(60000);
@@ -746,18 +786,51 @@ public class JinidPeer {
                     that(g == null, "getGroups() " + Arrays.toString(g));
                     return "";
                 });
+                rule("LD.3 addGroups or removeGroups on ALL_GROUPS UnsupportedOperationException", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(null, new LookupLocator[0], l, null, 60000);
+                    expect("addGroups", () -> { a.addGroups(new String[] { "x" }); return ""; }, UnsupportedOperationException.class);
+                    expect("removeGroups", () -> { a.removeGroups(new String[] { "x" }); return ""; }, UnsupportedOperationException.class);
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("LD.2 NO_GROUPS and no locators discover nothing", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    Thread.sleep(1000);
+                    int n = a.getRegistrars().length;
+                    a.getLease().cancel();
+                    that(n == 0, n + " registrars");
+                    return "";
+                });
+                rule("LD.2 leases renew in a batch (LeaseMap)", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    net.jini.discovery.LookupDiscoveryRegistration b = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    net.jini.core.lease.LeaseMap m = a.getLease().createLeaseMap(90000);
+                    that(m.canContainKey(b.getLease()), "the two leases do not batch");
+                    m.put(b.getLease(), 90000L);
+                    m.renewAll();
+                    m.cancelAll();
+                    expect("renew after cancelAll", () -> { a.getLease().renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
                 net.jini.discovery.LookupDiscoveryRegistration r = lds.register(new String[] { "spec-a", "spec-b" }, new LookupLocator[0], l, null, 60000);
                 rule("LD.3 groups read back", () -> {
                     that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-a", "spec-b")), Arrays.toString(r.getGroups()));
                     return "";
                 });
                 rule("LD.3 groups added, removed, set", () -> {
+                    // Fiddler applies a change a moment after the call returns.
                     r.addGroups(new String[] { "spec-c" });
-                    that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-a", "spec-b", "spec-c")), "add " + Arrays.toString(r.getGroups()));
+                    groupsBecome(r, Set.of("spec-a", "spec-b", "spec-c"));
                     r.removeGroups(new String[] { "spec-a" });
-                    that(new HashSet<>(Arrays.asList(r.getGroups())).equals(Set.of("spec-b", "spec-c")), "remove " + Arrays.toString(r.getGroups()));
+                    groupsBecome(r, Set.of("spec-b", "spec-c"));
                     r.setGroups(new String[0]);
-                    that(r.getGroups().length == 0, "set " + Arrays.toString(r.getGroups()));
+                    groupsBecome(r, Set.of());
+                    return "";
+                });
+                rule("LD.3 setGroups(ALL_GROUPS) reads back as null", () -> {
+                    r.setGroups(null);
+                    that(r.getGroups() == null, Arrays.toString(r.getGroups()));
+                    r.setGroups(new String[0]);
                     return "";
                 });
                 rule("LD.3 locators set and read back", () -> {
@@ -800,6 +873,22 @@ public class JinidPeer {
                 });
                 rule("TX.2.7 an unknown transaction", () -> {
                     expect("getState", () -> mgr.getState(0x5eed5eed5eedL), net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.7 commit of an unknown transaction UnknownTransactionException", () -> {
+                    expect("commit", () -> { mgr.commit(0x5eed5eed5eedL); return ""; }, net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.5 cancelling a transaction's lease aborts it", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter v = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(v), 1);
+                    c.lease.cancel();
+                    long end = System.currentTimeMillis() + 10000;
+                    while (!v.calls.contains("abort") && System.currentTimeMillis() < end) Thread.sleep(50);
+                    that(v.calls.equals(List.of("abort")), "the participant heard " + v.calls);
+                    expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
                     return "";
                 });
                 rule("TX.2.5 a join with another crash count CrashCountException", () -> {
