@@ -307,6 +307,7 @@ func TestRegistrationsHaveOwners(t *testing.T) {
 		{"PUT", "/v1/lds/registrations/" + lds + "/locators", `{"locators":["jini://198.18.1.77"]}`},
 		{"DELETE", "/v1/lds/registrations/" + lds + "/locators", `{"locators":["jini://198.18.1.77"]}`},
 		{"POST", "/v1/lds/registrations/" + lds + "/discard", `{"serviceID":"01234567-89ab-cdef-0123-456789abcdef"}`},
+		{"GET", "/v1/java/mailbox/" + mbox + "/listener", ``},
 		{"PUT", "/v1/mailbox/registrations/" + mbox + "/delivery", `{"target":{"url":"http://198.18.1.99/stolen"}}`},
 		{"DELETE", "/v1/mailbox/registrations/" + mbox + "/delivery", ``},
 		{"POST", "/v1/mailbox/registrations/" + mbox + "/iterators", `{}`},

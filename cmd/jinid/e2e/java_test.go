@@ -136,6 +136,9 @@ func TestJavaRegistrarClientLikeReggie(t *testing.T) {
 		var lines []string
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, "browse ") && !strings.HasPrefix(l, "browse types-all ") {
+				// jinid holds its own helper services, named "jinid ...",
+				// as Reggie holds itself: left out of the names too.
+				l = regexp.MustCompile(`, jinid [a-z ]+`).ReplaceAllString(l, "")
 				lines = append(lines, l)
 			}
 		}

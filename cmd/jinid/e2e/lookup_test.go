@@ -16,7 +16,9 @@ import (
 func TestEndToEndLookup(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
-	d := jinidtest.StartDaemon(t, bin, t.TempDir())
+	// No Java: the lookup service holds only what the test registers
+	// (with Java clients allowed in, it holds jinid's helper services too).
+	d := jinidtest.StartDaemon(t, bin, t.TempDir(), "--no-java")
 	defer d.Stop(t)
 	c, err := client.New(d.API, nil)
 	if err != nil {
@@ -78,7 +80,7 @@ func TestEndToEndLookup(t *testing.T) {
 func TestClientCommands(t *testing.T) {
 	t.Parallel()
 	bin := jinidtest.Binary(t)
-	d := jinidtest.StartDaemon(t, bin, t.TempDir())
+	d := jinidtest.StartDaemon(t, bin, t.TempDir(), "--no-java") // only what the test registers
 	defer d.Stop(t)
 	run := func(args ...string) string { t.Helper(); return d.CLI(t, bin, args...) }
 	out := run("lookup", "register", "--type", "com.example.Printer", "--attr", "net.jini.lookup.entry.Name:name=lobby,floor:int=2", "--duration", "10m")

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -127,6 +128,14 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 	if d.cl != nil || d.obs.renewal == nil {
 		d.dropServices(own, nil)
 		d.log.Info("the helper services are not served to Java in a cluster: Java programs use them over the HTTP API")
+		return nil
+	}
+	if anon := cmp.Or(d.cfg.Anonymous, access.ScopeRead); !anon.Allows(access.ScopeClient) && len(d.cfg.JavaRegisterFrom) == 0 {
+		// No Java client may make a set, a mailbox, a discovery
+		// registration or a transaction: offering the services would
+		// only have each refused at its first call.
+		d.dropServices(own, nil)
+		d.log.Info("the helper services are not offered to Java clients: none may use them (--java-register-from names who may)")
 		return nil
 	}
 	dial := outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy})
