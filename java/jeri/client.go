@@ -28,6 +28,10 @@ type ClientConn struct {
 }
 
 // NewClientConn exchanges connection headers on c, within ctx.
+// LocalAddr is the address the connection leaves this host from: the
+// one the object's host reaches this one at.
+func (c *ClientConn) LocalAddr() net.Addr { return c.c.LocalAddr() }
+
 func NewClientConn(ctx context.Context, c net.Conn) (*ClientConn, error) {
 	cc := &ClientConn{c: c, r: bufio.NewReaderSize(c, 4096), maxReply: DefaultMaxReply}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -180,18 +181,8 @@ func (r *Remote) Call(ctx context.Context, method string, hash int64, args func(
 	var reply []byte
 	for try := 0; ; try++ {
 		reused := r.cc != nil
-		if r.cc == nil {
-			conn, err := r.dial(ctx, "tcp", r.Address())
-			if err != nil {
-				return nil, fmt.Errorf("%w at %s: %w", ErrUnreachable, r.Address(), err)
-			}
-			cc, err := jeri.NewClientConn(ctx, conn)
-			if err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("%w: opening a Jini ERI connection to %s: %w", ErrUnreachable, r.Address(), err)
-			}
-			cc.SetMaxReply(MaxRemoteReply)
-			r.cc = cc
+		if err := r.connect(ctx); err != nil {
+			return nil, err
 		}
 		var err error
 		reply, err = r.cc.Call(ctx, req)
@@ -208,6 +199,41 @@ func (r *Remote) Call(ctx context.Context, method string, hash int64, args func(
 		}
 	}
 	return r.c.readReply(reply)
+}
+
+// connect makes the connection kept, if there is none; the caller
+// holds mu.
+func (r *Remote) connect(ctx context.Context) error {
+	if r.cc != nil {
+		return nil
+	}
+	conn, err := r.dial(ctx, "tcp", r.Address())
+	if err != nil {
+		return fmt.Errorf("%w at %s: %w", ErrUnreachable, r.Address(), err)
+	}
+	cc, err := jeri.NewClientConn(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("%w: opening a Jini ERI connection to %s: %w", ErrUnreachable, r.Address(), err)
+	}
+	cc.SetMaxReply(MaxRemoteReply)
+	r.cc = cc
+	return nil
+}
+
+// localHost is the address this host reaches the remote object from:
+// the one its host reaches this one at.
+func (r *Remote) localHost(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.connect(ctx); err != nil {
+		return "", err
+	}
+	ap, err := netip.ParseAddrPort(r.cc.LocalAddr().String())
+	if err != nil {
+		return "", fmt.Errorf("the local address of the connection to %s: %w", r.Address(), err)
+	}
+	return ap.Addr().Unmap().WithZone("").String(), nil
 }
 
 // RemoteEndpoint reads where the remote object behind a Java proxy (a
@@ -297,6 +323,17 @@ type Item struct {
 	// Class, read, is the service object's class (empty for a dynamic
 	// proxy or an object jinid could not read).
 	Class string
+	// Java, registered, makes the service object instead of Endpoint:
+	// one of jinid's own Java services, whose proxy names the address
+	// the lookup service's host reaches this one at. (A pointer, so
+	// that items compare equal while they keep the same maker.)
+	Java *ServiceMaker
+}
+
+// ServiceMaker makes an item's Java service object (its object stream)
+// for clients that reach this host at host.
+type ServiceMaker struct {
+	Make func(host string) ([]byte, error)
 }
 
 // Template selects items as Reggie matches them: by ServiceID, types
@@ -565,7 +602,17 @@ type RemoteLease struct {
 // Register runs register(item, duration): the item is registered (or
 // replaces the one of its ServiceID) with a lease of at most d.
 func (r *Remote) Register(ctx context.Context, it Item, d time.Duration) (RemoteLease, error) {
-	o, err := r.c.itemRep(it)
+	var svc []byte
+	if it.Java != nil {
+		host, err := r.localHost(ctx)
+		if err != nil {
+			return RemoteLease{}, err
+		}
+		if svc, err = it.Java.Make(host); err != nil {
+			return RemoteLease{}, fmt.Errorf("making the service object: %w", err)
+		}
+	}
+	o, err := r.c.itemRep(it, svc)
 	if err != nil {
 		return RemoteLease{}, err
 	}
@@ -619,7 +666,7 @@ func (r *Remote) Register(ctx context.Context, it Item, d time.Duration) (Remote
 // itemRep is an item to register as Reggie's Item: its entries of
 // well-known classes (others cannot be sent: Java could not load them),
 // its endpoint as its service object, its types as one type tree.
-func (c *Codec) itemRep(it Item) (*javaio.Object, error) {
+func (c *Codec) itemRep(it Item, java []byte) (*javaio.Object, error) {
 	if len(it.Types) == 0 {
 		return nil, errors.New("an item registered in a Java lookup service needs a type")
 	}
@@ -631,8 +678,10 @@ func (c *Codec) itemRep(it Item) (*javaio.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := c.WrapString(it.Endpoint)
-	if err != nil {
+	var svc *javaio.Object
+	if java != nil {
+		svc = c.Wrap(java)
+	} else if svc, err = c.WrapString(it.Endpoint); err != nil {
 		return nil, err
 	}
 	return c.l.New("Item").Set("serviceID", c.ServiceIDObject(sid)).Set("attributeSets", reps).Set("service", svc).

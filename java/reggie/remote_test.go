@@ -126,7 +126,7 @@ func BenchmarkReadMatches(b *testing.B) {
 	for i := range 100 {
 		o, err := c.itemRep(Item{ServiceID: fmt.Sprintf("0b5e7e1a-4c1d-4e3f-9a1b-%012d", i), Types: []string{"org.example.Printer"},
 			Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": fmt.Sprintf("printer-%d", i)}}},
-			Endpoint:   fmt.Sprintf("ipp://10.0.%d.%d:631/", i/250, i%250)})
+			Endpoint:   fmt.Sprintf("ipp://10.0.%d.%d:631/", i/250, i%250)}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestReadMatchesAmplified(t *testing.T) {
 	c := codec(t)
 	item := func(attrs int) *javaio.Object {
 		o, err := c.itemRep(Item{ServiceID: "0b5e7e1a-4c1d-4e3f-9a1b-000000000001", Types: []string{"org.example.Printer"},
-			Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": strings.Repeat("x", 200)}}}})
+			Attributes: []Entry{{Type: "net.jini.lookup.entry.Name", Fields: map[string]any{"name": strings.Repeat("x", 200)}}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -486,3 +486,53 @@ func TestJavaHelpersSurviveRestart(t *testing.T) {
 		t.Fatalf("after the restart: %s\njinid's log:\n%s", l, jl.proc.Log())
 	}
 }
+
+// jinid's join manager registers its helper services, as Java finds
+// them, where it registers its static services: at a Reggie of the
+// group it joins. There each River service's Java client finds jinid's
+// (the proxy made for the address Reggie's host reaches jinid at) and
+// passes every step: Norm's keeps the client's registration at Reggie
+// alive by renewing it there over Jini ERI, Mercury's mailbox takes
+// Reggie's events through its listener, Fiddler's discovers Reggie,
+// Mahalo's calls the client's participants (issue 50).
+func TestJavaHelpersJoined(t *testing.T) {
+	t.Parallel()
+	jl := newJavaLab(t, "--groups", "lab", "--public-group=false", "--announce-interval", "1s",
+		"--services-dir", joinedPrinter(t))
+	rh := jl.lab.Host("reggie")
+	reggie := riverpeer.StartReggie(t, rh, rh.Attach(jl.lan).IPv4, "multicastAnnouncementInterval=1000L")
+	for _, c := range []struct {
+		client string
+		steps  int
+	}{{"NormClient", 11}, {"MercuryClient", 11}, {"FiddlerClient", 10}, {"MahaloClient", 9}} {
+		out, err := riverpeer.Run(t, jl.java, 3*time.Minute, nil, c.client, "--locator", reggie.Locator,
+			"--listen-host", jl.javaIP.String(), "--event-wait", "30000", "--find-wait", "60000")
+		got, order, _ := steps(out)
+		if err != nil || len(order) != c.steps {
+			t.Errorf("%s at Reggie: %v\n%s\njinid's log:\n%s", c.client, err, out, jl.proc.Log())
+			continue
+		}
+		for _, s := range order {
+			if got[s] != "OK" {
+				t.Errorf("%s at Reggie, step %s: %s", c.client, s, got[s])
+			}
+		}
+		if !strings.Contains(lineWith(out, "STEP find "), "proxy=org.apache.river.") {
+			t.Errorf("%s found no River proxy:\n%s", c.client, out)
+		}
+	}
+}
+
+// joinedPrinter is a services directory with one static service that
+// joins the lookup services of the group "lab".
+func joinedPrinter(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	err := os.WriteFile(filepath.Join(dir, "printer.json"), []byte(`{"types":["org.example.Printer"],
+		"attributes":[{"type":"net.jini.lookup.entry.Name","fields":{"name":"lobby"}}],"endpoint":"ipp://198.18.1.9/lobby",
+		"join":{"groups":["lab"]}}`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

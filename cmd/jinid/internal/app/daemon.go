@@ -381,7 +381,13 @@ type Daemon struct {
 	// javaAPI is the Java forms of registrations on the API (javaServices);
 	// nil without Java.
 	javaAPI httpjson.Service
-	host    *mcast.Host // nil with multicast off
+	// javaJoin are jinid's own services as Java finds them, which the
+	// join manager registers where it registers static services too;
+	// javaProxy makes the service object of one (by ServiceID) for a
+	// host.
+	javaJoin  []lookup.Item
+	javaProxy func(serviceID, host string) ([]byte, error)
+	host      *mcast.Host // nil with multicast off
 	// joinSet hands the static services to the join manager (nil in a
 	// build without Java, which has none).
 	joinSet func([]staticEntry) error

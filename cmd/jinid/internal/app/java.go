@@ -175,6 +175,9 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		helpers = append(helpers, javaHelper{"mahalo", "Transaction Manager", "/v1/transactions", mahalo.Object(), mahalo, mahalo.Proxy, javahelpers.MahaloTypes})
 	}
 	var keep []string
+	proxies := map[string]func(string) ([]byte, error){}
+	d.javaJoin = nil
+	d.javaProxy = func(sid, host string) ([]byte, error) { return proxies[sid](host) }
 	for _, h := range helpers {
 		disp.Export(h.object, h.served)
 		sid := d.ownServiceID(h.name)
@@ -190,6 +193,8 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 			return fmt.Errorf("registering the %s for Java clients: %w", strings.ToLower(h.what), err)
 		}
 		keep = append(keep, sid)
+		proxies[sid] = h.proxy
+		d.javaJoin = append(d.javaJoin, it)
 	}
 	d.dropServices(own, keep)
 	return nil
