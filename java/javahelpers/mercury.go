@@ -340,10 +340,11 @@ func (s *Mercury) enableDelivery(k *call) jeri.Reply {
 	if err != nil {
 		return argError(err)
 	}
-	target, reply := k.required("the target")
-	if reply != nil {
-		return reply
+	target, err := k.listener()
+	if err != nil && !errors.Is(err, errNullListener) {
+		return argError(err)
 	}
+	// EM.4: a null target has the same effect as disableDelivery.
 	if u, err := url.Parse(target); err == nil && s.Owns(u) {
 		return illegal("the target is a listener of this event mailbox: events would loop")
 	}

@@ -694,6 +694,49 @@ public class JinidPeer {
                     expect("cancel", () -> { s2.getRenewalSetLease().cancel(); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
                     return "";
                 });
+                rule("LR.1 a set whose lease ran out is gone", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(1000);
+                    Thread.sleep(2500);
+                    expect("getLeases", () -> s2.getLeases(), java.rmi.NoSuchObjectException.class);
+                    return "";
+                });
+                rule("LR.1 the set's lease renews for ANY", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(60000);
+                    s2.getRenewalSetLease().renew(Lease.ANY);
+                    that(s2.getRenewalSetLease().getExpiration() > System.currentTimeMillis(), "expired");
+                    s2.getRenewalSetLease().cancel();
+                    return "";
+                });
+                rule("LR.2 renewFor(FOREVER, ANY) is taken", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(60000);
+                    ServiceRegistration h2 = reg.register(new ServiceItem(null, new HelloProxy("any"), new Entry[] { new Name("spec-any") }), 60000);
+                    s2.renewFor(h2.getLease(), Lease.FOREVER, Lease.ANY);
+                    int n = s2.getLeases().length;
+                    s2.getRenewalSetLease().cancel();
+                    h2.getLease().cancel();
+                    that(n == 1, n + " leases");
+                    return "";
+                });
+                rule("LR.2 a removed lease can be put back", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(60000);
+                    ServiceRegistration h2 = reg.register(new ServiceItem(null, new HelloProxy("back"), new Entry[] { new Name("spec-back") }), 60000);
+                    s2.renewFor(h2.getLease(), Lease.FOREVER, 30000);
+                    s2.remove(h2.getLease());
+                    s2.renewFor(h2.getLease(), Lease.FOREVER, 30000);
+                    int n = s2.getLeases().length;
+                    s2.getRenewalSetLease().cancel();
+                    h2.getLease().cancel();
+                    that(n == 1, n + " leases");
+                    return "";
+                });
+                rule("LR.3 a second warning listener replaces the first", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(60000);
+                    net.jini.core.event.EventRegistration a = s2.setExpirationWarningListener(l, 1000, null);
+                    net.jini.core.event.EventRegistration b = s2.setExpirationWarningListener(l, 2000, null);
+                    s2.getRenewalSetLease().cancel();
+                    that(a.getID() == b.getID(), "ids " + a.getID() + " and " + b.getID());
+                    return "";
+                });
                 held.getLease().cancel();
                 break;
             }
@@ -759,6 +802,54 @@ public class JinidPeer {
                     expect("enableDelivery(own)", () -> { r.enableDelivery(ml); return ""; }, IllegalArgumentException.class);
                     return "";
                 });
+                rule("EM.4 enableDelivery(null) disables delivery", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    List<net.jini.core.event.RemoteEvent> got = Collections.synchronizedList(new ArrayList<>());
+                    RemoteEventListener target = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { got.add(e); } });
+                    a.enableDelivery(target);
+                    a.enableDelivery(null);
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("off", 3, 1, (java.rmi.MarshalledObject) null));
+                    net.jini.core.event.RemoteEvent e = a.getRemoteEvents().next(5000);
+                    a.getLease().cancel();
+                    that(e != null && got.isEmpty(), "stored " + (e != null) + ", pushed " + got.size());
+                    return "";
+                });
+                rule("EM.3 the same event twice is stored twice", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    net.jini.core.event.RemoteEvent e = new net.jini.core.event.RemoteEvent("twice", 1, 1, (java.rmi.MarshalledObject) null);
+                    a.getListener().notify(e);
+                    a.getListener().notify(e);
+                    net.jini.event.RemoteEventIterator it = a.getRemoteEvents();
+                    int n = 0;
+                    while (it.next(1000) != null) n++;
+                    a.getLease().cancel();
+                    that(n == 2, n + " events");
+                    return "";
+                });
+                rule("EM.3 addUnknownEvents of nothing is fine", () -> {
+                    r.addUnknownEvents(Collections.emptyList());
+                    return "";
+                });
+                rule("EM.2 a registration whose lease ran out is gone", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(1000);
+                    RemoteEventListener al = a.getListener();
+                    Thread.sleep(2500);
+                    expect("notify", () -> { al.notify(new net.jini.core.event.RemoteEvent("late", 1, 1, (java.rmi.MarshalledObject) null)); return ""; },
+                        java.rmi.NoSuchObjectException.class);
+                    return "";
+                });
+                rule("EM.4 delivery enabled pushes what is stored", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("push", 2, 1, (java.rmi.MarshalledObject) null));
+                    List<net.jini.core.event.RemoteEvent> got = Collections.synchronizedList(new ArrayList<>());
+                    RemoteEventListener target = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { got.add(e); } });
+                    a.enableDelivery(target);
+                    long end = System.currentTimeMillis() + 10000;
+                    while (got.isEmpty() && System.currentTimeMillis() < end) Thread.sleep(50);
+                    a.getLease().cancel();
+                    that(got.size() == 1 && got.get(0).getSequenceNumber() == 1, "pushed " + got.size());
+                    return "";
+                });
                 rule("EM.2 a cancelled registration is gone", () -> {
                     Lease ls = r.getLease();
                     ls.cancel();
@@ -810,6 +901,45 @@ public class JinidPeer {
                     m.renewAll();
                     m.cancelAll();
                     expect("renew after cancelAll", () -> { a.getLease().renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                rule("LD.2 a registration whose lease ran out is gone", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 1000);
+                    Thread.sleep(2500);
+                    expect("getGroups", () -> a.getGroups(), java.rmi.NoSuchObjectException.class);
+                    return "";
+                });
+                rule("LD.3 removing a group not there is fine", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[] { "spec-x" }, new LookupLocator[0], l, null, 60000);
+                    a.removeGroups(new String[] { "spec-not-there" });
+                    groupsBecome(a, Set.of("spec-x"));
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("LD.3 locators added once", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    LookupLocator x = new LookupLocator("jini://198.51.100.8:4160");
+                    a.addLocators(new LookupLocator[] { x });
+                    a.addLocators(new LookupLocator[] { x });
+                    long end = System.currentTimeMillis() + 5000;
+                    while (a.getLocators().length != 1 && System.currentTimeMillis() < end) Thread.sleep(50);
+                    int n = a.getLocators().length;
+                    a.getLease().cancel();
+                    that(n == 1, n + " locators");
+                    return "";
+                });
+                rule("LD.3 discard of a lookup service not held is ignored", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    a.discard(registrar());
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("LD.2 the lease renews and ends", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    a.getLease().renew(120000);
+                    that(a.getLease().getExpiration() - System.currentTimeMillis() > 60000, "not renewed");
+                    a.getLease().cancel();
+                    expect("cancel twice", () -> { a.getLease().cancel(); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
                     return "";
                 });
                 net.jini.discovery.LookupDiscoveryRegistration r = lds.register(new String[] { "spec-a", "spec-b" }, new LookupLocator[0], l, null, 60000);
@@ -890,6 +1020,45 @@ public class JinidPeer {
                     expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class,
                         net.jini.core.transaction.UnknownTransactionException.class);
                     return "";
+                });
+                rule("TX.2.5 join(null) NullPointerException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    expect("join(null)", () -> { mgr.join(c.id, null, 1); return ""; }, NullPointerException.class);
+                    mgr.abort(c.id);
+                    return "";
+                });
+                rule("TX.2.7 an aborted transaction aborts again quietly", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.abort(c.id);
+                    String got = thrown(() -> { mgr.abort(c.id); return ""; });
+                    that(got.equals("none") || got.equals("net.jini.core.transaction.UnknownTransactionException"), "threw " + got);
+                    return got;
+                });
+                rule("TX.2.7 a committed transaction commits again quietly", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.commit(c.id);
+                    String got = thrown(() -> { mgr.commit(c.id); return ""; });
+                    that(got.equals("none") || got.equals("net.jini.core.transaction.UnknownTransactionException"), "threw " + got);
+                    return got;
+                });
+                rule("TX.2.5 a transaction's lease renews; after commit it is gone", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    c.lease.renew(120000);
+                    that(c.lease.getExpiration() - System.currentTimeMillis() > 60000, "not renewed");
+                    mgr.commit(c.id);
+                    expect("renew after commit", () -> { c.lease.renew(1000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                rule("TX.2.7 getState after abort: ABORTED or forgotten", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.abort(c.id);
+                    try {
+                        int st = mgr.getState(c.id);
+                        that(st == net.jini.core.transaction.server.TransactionConstants.ABORTED, "state " + st);
+                        return "ABORTED";
+                    } catch (net.jini.core.transaction.UnknownTransactionException e) {
+                        return "forgotten";
+                    }
                 });
                 rule("TX.2.5 a join with another crash count CrashCountException", () -> {
                     net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
