@@ -737,6 +737,19 @@ public class JinidPeer {
                     that(a.getID() == b.getID(), "ids " + a.getID() + " and " + b.getID());
                     return "";
                 });
+                rule("LR.3 the warning comes minWarning before the set's end", () -> {
+                    net.jini.lease.LeaseRenewalSet s2 = lrs.createLeaseRenewalSet(4000);
+                    List<net.jini.core.event.RemoteEvent> got = Collections.synchronizedList(new ArrayList<>());
+                    RemoteEventListener w = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { got.add(e); } });
+                    s2.setExpirationWarningListener(w, 2000, new java.rmi.MarshalledObject<>("w"));
+                    long end = System.currentTimeMillis() + 8000;
+                    while (got.isEmpty() && System.currentTimeMillis() < end) Thread.sleep(50);
+                    that(got.size() == 1, got.size() + " warnings");
+                    net.jini.core.event.RemoteEvent e = got.get(0);
+                    that(e instanceof net.jini.lease.ExpirationWarningEvent && e.getID() == net.jini.lease.LeaseRenewalSet.EXPIRATION_WARNING_EVENT_ID
+                        && e.getSequenceNumber() > 0 && s2.equals(e.getSource()) && "w".equals(e.getRegistrationObject().get()), "event " + e);
+                    return "";
+                });
                 held.getLease().cancel();
                 break;
             }
@@ -850,6 +863,52 @@ public class JinidPeer {
                     that(got.size() == 1 && got.get(0).getSequenceNumber() == 1, "pushed " + got.size());
                     return "";
                 });
+                rule("EM.3 getRemoteEvents disables delivery", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    List<net.jini.core.event.RemoteEvent> got = Collections.synchronizedList(new ArrayList<>());
+                    RemoteEventListener target = (RemoteEventListener) export(new RemoteEventListener() { public void notify(net.jini.core.event.RemoteEvent e) { got.add(e); } });
+                    a.enableDelivery(target);
+                    net.jini.event.RemoteEventIterator it = a.getRemoteEvents();
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("pull", 4, 1, (java.rmi.MarshalledObject) null));
+                    net.jini.core.event.RemoteEvent e = it.next(5000);
+                    a.getLease().cancel();
+                    that(e != null && got.isEmpty(), "pulled " + (e != null) + ", pushed " + got.size());
+                    return "";
+                });
+                rule("EM.3 getRemoteEvents clears the unknown events", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    net.jini.core.event.RemoteEvent u = new net.jini.core.event.RemoteEvent("clear", 6, 1, (java.rmi.MarshalledObject) null);
+                    a.addUnknownEvents(Collections.singleton(u));
+                    a.getRemoteEvents();
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("clear", 6, 2, (java.rmi.MarshalledObject) null));
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("EM.3 an event comes back with its source, IDs and handback", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("round", 77, 9, new java.rmi.MarshalledObject<>("hb-round")));
+                    net.jini.core.event.RemoteEvent e = a.getRemoteEvents().next(5000);
+                    a.getLease().cancel();
+                    that(e != null && "round".equals(e.getSource()) && e.getID() == 77 && e.getSequenceNumber() == 9
+                        && "hb-round".equals(e.getRegistrationObject().get()), "got " + e);
+                    return "";
+                });
+                rule("EM.2 each registration has its own events", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000), b = mb.pullRegister(60000);
+                    a.getListener().notify(new net.jini.core.event.RemoteEvent("own", 1, 1, (java.rmi.MarshalledObject) null));
+                    net.jini.core.event.RemoteEvent eb = b.getRemoteEvents().next(1000), ea = a.getRemoteEvents().next(5000);
+                    a.getLease().cancel();
+                    b.getLease().cancel();
+                    that(eb == null && ea != null, "a " + (ea != null) + ", b " + (eb != null));
+                    return "";
+                });
+                rule("EM.3 next(negative) IllegalArgumentException", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    net.jini.event.RemoteEventIterator it = a.getRemoteEvents();
+                    expect("next(-1)", () -> it.next(-1), IllegalArgumentException.class);
+                    a.getLease().cancel();
+                    return "";
+                });
                 rule("EM.2 a cancelled registration is gone", () -> {
                     Lease ls = r.getLease();
                     ls.cancel();
@@ -940,6 +999,35 @@ public class JinidPeer {
                     that(a.getLease().getExpiration() - System.currentTimeMillis() > 60000, "not renewed");
                     a.getLease().cancel();
                     expect("cancel twice", () -> { a.getLease().cancel(); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                rule("LD.2 locators registered read back", () -> {
+                    LookupLocator x = new LookupLocator("jini://198.51.100.9:4160");
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[] { x }, l, null, 60000);
+                    LookupLocator[] got = a.getLocators();
+                    a.getLease().cancel();
+                    that(got.length == 1 && got[0].equals(x), Arrays.toString(got));
+                    return "";
+                });
+                rule("LD.3 removing a locator not there is fine", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    a.removeLocators(new LookupLocator[] { new LookupLocator("jini://198.51.100.10:4160") });
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("LD.2 registrations have event registrations of their own", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    net.jini.discovery.LookupDiscoveryRegistration b = lds.register(new String[0], new LookupLocator[0], l, null, 60000);
+                    long ia = a.getEventRegistration().getID(), ib = b.getEventRegistration().getID();
+                    a.getLease().cancel();
+                    b.getLease().cancel();
+                    that(ia != ib, "both " + ia);
+                    return "";
+                });
+                rule("LD.2 a handback comes with the event registration's events", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, new java.rmi.MarshalledObject<>("hb"), 60000);
+                    that(a.getEventRegistration().getSource() != null, "no source");
+                    a.getLease().cancel();
                     return "";
                 });
                 net.jini.discovery.LookupDiscoveryRegistration r = lds.register(new String[] { "spec-a", "spec-b" }, new LookupLocator[0], l, null, 60000);
@@ -1059,6 +1147,52 @@ public class JinidPeer {
                     } catch (net.jini.core.transaction.UnknownTransactionException e) {
                         return "forgotten";
                     }
+                });
+                rule("TX.2.5 create(ANY) grants a lease", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(Lease.ANY);
+                    that(c.lease.getExpiration() > System.currentTimeMillis(), "expired at once");
+                    mgr.abort(c.id);
+                    return "";
+                });
+                rule("TX.2.8 three prepared participants all commit", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter[] vs = { new Voter(P), new Voter(P), new Voter(P) };
+                    for (Voter v : vs) mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(v), 1);
+                    mgr.commit(c.id, 10000);
+                    for (Voter v : vs) that(v.calls.equals(List.of("prepare", "commit")), "heard " + v.calls);
+                    return "";
+                });
+                rule("TX.2.5 a participant joined twice is called once", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter v = new Voter(P), w = new Voter(P);
+                    net.jini.core.transaction.server.TransactionParticipant pv = (net.jini.core.transaction.server.TransactionParticipant) export(v);
+                    mgr.join(c.id, pv, 1);
+                    mgr.join(c.id, pv, 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(w), 1);
+                    mgr.commit(c.id, 10000);
+                    that(v.calls.equals(List.of("prepare", "commit")), "heard " + v.calls);
+                    return "";
+                });
+                rule("TX.2.8 the one participant voting ABORTED: CannotCommitException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(new Voter(net.jini.core.transaction.server.TransactionConstants.ABORTED)), 1);
+                    expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class);
+                    return "";
+                });
+                rule("TX.2.8 abort with waitFor returns once participants are told", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter v = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(v), 1);
+                    mgr.abort(c.id, 10000);
+                    that(v.calls.equals(List.of("abort")), "heard " + v.calls);
+                    return "";
+                });
+                rule("TX.2.7 commit with waitFor of an aborted transaction CannotCommitException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.abort(c.id);
+                    expect("commit", () -> { mgr.commit(c.id, 1000); return ""; }, net.jini.core.transaction.CannotCommitException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
                 });
                 rule("TX.2.5 a join with another crash count CrashCountException", () -> {
                     net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
