@@ -117,9 +117,11 @@ func TestJavaLeases(t *testing.T) {
 		t.Error("the cookie was lost")
 	}
 
+	big, _ := f.landlordLease(javaio.NewObject(srv.Class).Set("h", mustGet(srv, "h")), landlord, cookie, exp)
+	big.Set("methodConstraints", strings.Repeat("x", maxJavaLease))
 	own, _ := f.landlordLease(n.server("198.18.0.1"), n.object, cookie, exp)
 	for name, v := range map[string]javaio.Value{"null": nil, "a String": "lease", "a set's own lease": own,
-		"a Uuid": f.l.Uuid(landlord)} {
+		"a Uuid": f.l.Uuid(landlord), "a lease of 16 KiB and more": big} {
 		_, err := n.readLease(t.Context(), v)
 		if !fault.Is(err, apitypes.InvalidArgument) {
 			t.Errorf("%s: %v, want InvalidArgument", name, err)
@@ -130,6 +132,11 @@ func TestJavaLeases(t *testing.T) {
 			t.Errorf("parseRef(%q) took it", bad)
 		}
 	}
+}
+
+func mustGet(o *javaio.Object, field string) javaio.Value {
+	v, _ := o.Get(field)
+	return v
 }
 
 // A Java generator's event is stored as the JSON HTTP clients pull

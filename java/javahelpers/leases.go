@@ -34,6 +34,11 @@ const (
 // had them from.
 const selfHost = "self"
 
+// maxJavaLease bounds the object stream of a lease a set keeps: a
+// Reggie's lease, with its registrar's proxy, is about 1 KB; the set
+// holds it for as long as the lease is in it, in memory and on disk.
+const maxJavaLease = 16 << 10
+
 // errNotRenewable: a lease of a class jinid cannot renew.
 var errNotRenewable = errors.New("not a lease jinid can renew")
 
@@ -106,6 +111,9 @@ func (s *Norm) readLease(ctx context.Context, v javaio.Value) (renewal.ClientLea
 	b, err := javaio.Encode(o, false)
 	if err != nil {
 		return renewal.ClientLease{}, fmt.Errorf("keeping the lease: %w", err)
+	}
+	if len(b) > maxJavaLease {
+		return renewal.ClientLease{}, fault.New(apitypes.InvalidArgument, "the lease's object is %d bytes, more than the %d a lease takes", len(b), maxJavaLease)
 	}
 	return renewal.ClientLease{Grantor: grantor, ID: id, Expiration: exp, Java: b}, nil
 }
