@@ -581,12 +581,31 @@ public class JinidPeer {
         that(got.equals(want), "groups " + got + ", want " + want);
     }
 
+    /** A participant whose calls of one kind fail with a RemoteException, fails times, or with e. */
+    static class Flaky extends Voter {
+        final String op;
+        int fails;
+        final Exception e;
+        Flaky(int vote, String op, int fails, Exception e) { super(vote); this.op = op; this.fails = fails; this.e = e; }
+        synchronized void maybeFail(String o) throws java.rmi.RemoteException, net.jini.core.transaction.UnknownTransactionException {
+            if (!o.equals(op) || fails == 0) return;
+            if (fails > 0) fails--;
+            calls.add(o + "-failed");
+            if (e instanceof net.jini.core.transaction.UnknownTransactionException) throw (net.jini.core.transaction.UnknownTransactionException) e;
+            throw new java.rmi.RemoteException("flaky " + o);
+        }
+        public int prepare(net.jini.core.transaction.server.TransactionManager m, long id) throws java.rmi.RemoteException, net.jini.core.transaction.UnknownTransactionException { maybeFail("prepare"); return super.prepare(m, id); }
+        public void commit(net.jini.core.transaction.server.TransactionManager m, long id) throws java.rmi.RemoteException, net.jini.core.transaction.UnknownTransactionException { maybeFail("commit"); super.commit(m, id); }
+    }
+
     static class Voter implements net.jini.core.transaction.server.TransactionParticipant {
         final int vote;
         final List<String> calls = Collections.synchronizedList(new ArrayList<>());
         Voter(int vote) { this.vote = vote; }
-        public int prepare(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("prepare"); return vote; }
-        public void commit(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("commit"); }
+        public int prepare(net.jini.core.transaction.server.TransactionManager m, long id)
+            throws java.rmi.RemoteException, net.jini.core.transaction.UnknownTransactionException { calls.add("prepare"); return vote; }
+        public void commit(net.jini.core.transaction.server.TransactionManager m, long id)
+            throws java.rmi.RemoteException, net.jini.core.transaction.UnknownTransactionException { calls.add("commit"); }
         public void abort(net.jini.core.transaction.server.TransactionManager m, long id) { calls.add("abort"); }
         public int prepareAndCommit(net.jini.core.transaction.server.TransactionManager m, long id) {
             calls.add("prepareAndCommit");
@@ -909,6 +928,26 @@ public class JinidPeer {
                     a.getLease().cancel();
                     return "";
                 });
+                rule("EM.2 register(ANY) grants a lease", () -> {
+                    net.jini.event.MailboxRegistration a = mb.register(Lease.ANY);
+                    that(a.getLease().getExpiration() > System.currentTimeMillis(), "expired at once");
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("EM.2 a registration's lease renews", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(30000);
+                    a.getLease().renew(120000);
+                    that(a.getLease().getExpiration() - System.currentTimeMillis() > 60000, "not renewed");
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("EM.3 an iterator of a cancelled registration NoSuchObjectException", () -> {
+                    net.jini.event.MailboxPullRegistration a = mb.pullRegister(60000);
+                    net.jini.event.RemoteEventIterator it = a.getRemoteEvents();
+                    a.getLease().cancel();
+                    expect("next", () -> it.next(0), java.rmi.NoSuchObjectException.class, net.jini.event.InvalidIteratorException.class);
+                    return "";
+                });
                 rule("EM.2 a cancelled registration is gone", () -> {
                     Lease ls = r.getLease();
                     ls.cancel();
@@ -999,6 +1038,38 @@ public class JinidPeer {
                     that(a.getLease().getExpiration() - System.currentTimeMillis() > 60000, "not renewed");
                     a.getLease().cancel();
                     expect("cancel twice", () -> { a.getLease().cancel(); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
+                    return "";
+                });
+                rule("LD.2 register(ANY lease) grants one", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, Lease.ANY);
+                    that(a.getLease().getExpiration() > System.currentTimeMillis(), "expired at once");
+                    a.getLease().cancel();
+                    return "";
+                });
+                rule("LD.3 setLocators replaces them", () -> {
+                    LookupLocator x = new LookupLocator("jini://198.51.100.11:4160"), y = new LookupLocator("jini://198.51.100.12:4160");
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[] { x }, l, null, 60000);
+                    a.setLocators(new LookupLocator[] { y });
+                    long end = System.currentTimeMillis() + 5000;
+                    while (!(a.getLocators().length == 1 && a.getLocators()[0].equals(y)) && System.currentTimeMillis() < end) Thread.sleep(50);
+                    LookupLocator[] got = a.getLocators();
+                    a.getLease().cancel();
+                    that(got.length == 1 && got[0].equals(y), Arrays.toString(got));
+                    return "";
+                });
+                rule("LD.3 groups added twice are there once", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[] { "spec-once" }, new LookupLocator[0], l, null, 60000);
+                    a.addGroups(new String[] { "spec-once", "spec-two" });
+                    groupsBecome(a, Set.of("spec-once", "spec-two"));
+                    int n = a.getGroups().length;
+                    a.getLease().cancel();
+                    that(n == 2, n + " groups");
+                    return "";
+                });
+                rule("LD.2 a lease that ran out does not renew", () -> {
+                    net.jini.discovery.LookupDiscoveryRegistration a = lds.register(new String[0], new LookupLocator[0], l, null, 1000);
+                    Thread.sleep(2500);
+                    expect("renew", () -> { a.getLease().renew(60000); return ""; }, net.jini.core.lease.UnknownLeaseException.class);
                     return "";
                 });
                 rule("LD.2 locators registered read back", () -> {
@@ -1193,6 +1264,68 @@ public class JinidPeer {
                     expect("commit", () -> { mgr.commit(c.id, 1000); return ""; }, net.jini.core.transaction.CannotCommitException.class,
                         net.jini.core.transaction.UnknownTransactionException.class);
                     return "";
+                });
+                rule("TX.2.7 abort of an unknown transaction UnknownTransactionException", () -> {
+                    expect("abort", () -> { mgr.abort(0x5eed5eed5eefL); return ""; }, net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.5 a join after abort CannotJoinException", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    mgr.abort(c.id);
+                    net.jini.core.transaction.server.TransactionParticipant p = (net.jini.core.transaction.server.TransactionParticipant) export(new Voter(P));
+                    expect("join", () -> { mgr.join(c.id, p, 1); return ""; }, net.jini.core.transaction.CannotJoinException.class,
+                        net.jini.core.transaction.UnknownTransactionException.class);
+                    return "";
+                });
+                rule("TX.2.8 a lone NOTCHANGED participant: the commit succeeds", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Voter v = new Voter(net.jini.core.transaction.server.TransactionConstants.NOTCHANGED);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(v), 1);
+                    mgr.commit(c.id, 10000);
+                    return "heard " + v.calls;
+                });
+                rule("TX.2.8 a prepare that fails for now is asked again", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Flaky f = new Flaky(P, "prepare", 1, null);
+                    Voter w = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(f), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(w), 1);
+                    mgr.commit(c.id, 30000);
+                    that(f.calls.equals(List.of("prepare-failed", "prepare", "commit")), "heard " + f.calls);
+                    return "";
+                });
+                rule("TX.2.8 a participant that does not know the transaction at prepare aborts it", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Flaky f = new Flaky(P, "prepare", -1, new net.jini.core.transaction.UnknownTransactionException("gone"));
+                    Voter w = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(f), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(w), 1);
+                    expect("commit", () -> { mgr.commit(c.id); return ""; }, net.jini.core.transaction.CannotCommitException.class);
+                    return "";
+                });
+                rule("TX.2.8 a commit that fails for now is told again", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Flaky f = new Flaky(P, "commit", 1, null);
+                    Voter w = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(f), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(w), 1);
+                    mgr.commit(c.id, 30000);
+                    that(f.calls.equals(List.of("prepare", "commit-failed", "commit")), "heard " + f.calls);
+                    return "";
+                });
+                rule("TX.2.7 commit(waitFor) past which a participant is not told: TimeoutExpiredException, committed", () -> {
+                    net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
+                    Flaky f = new Flaky(P, "commit", -1, null);
+                    Voter w = new Voter(P);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(f), 1);
+                    mgr.join(c.id, (net.jini.core.transaction.server.TransactionParticipant) export(w), 1);
+                    try {
+                        mgr.commit(c.id, 1500);
+                    } catch (net.jini.core.transaction.TimeoutExpiredException e) {
+                        that(e.committed, "not committed");
+                        return "";
+                    }
+                    throw new IllegalStateException("commit returned although a participant was never told");
                 });
                 rule("TX.2.5 a join with another crash count CrashCountException", () -> {
                     net.jini.core.transaction.server.TransactionManager.Created c = mgr.create(60000);
