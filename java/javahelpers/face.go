@@ -22,9 +22,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/jinid/jinid/internal/metrics"
 	"github.com/jinid/jinid/java/javaio"
 	"github.com/jinid/jinid/java/javalookup"
 	"github.com/jinid/jinid/java/jeri"
+	"github.com/jinid/jinid/java/lineage"
 	"github.com/jinid/jinid/java/reggie"
 	"github.com/jinid/jinid/services/apitypes"
 	"github.com/jinid/jinid/services/fault"
@@ -55,6 +57,8 @@ type Config struct {
 	// MayRead says whether it may read them; nil lets all.
 	MayRead func(conn jeri.Conn) error
 	Logger  *slog.Logger
+	// Metrics, if set, counts the calls Java clients make.
+	Metrics *metrics.Registry
 }
 
 // face is what the Java faces share: the classes, the landlord.
@@ -63,6 +67,7 @@ type face struct {
 	l       *javalookup.Lineage
 	classes *javaio.Catalogue
 	log     *slog.Logger
+	calls   *metrics.Counter
 }
 
 func newFace(cfg Config) (*face, error) {
@@ -73,7 +78,25 @@ func newFace(cfg Config) (*face, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the helper services' classes: %w", err)
 	}
-	return &face{cfg: cfg, l: cfg.Lineage, classes: cat, log: cfg.Logger.With("component", "javahelpers")}, nil
+	return &face{cfg: cfg, l: cfg.Lineage, classes: cat, log: cfg.Logger.With("component", "javahelpers"),
+		calls: cfg.Metrics.Counter("jinid_java_helper_calls_total",
+			"Calls Java clients made to the helper services over Jini ERI, by service (norm, mercury, fiddler, mahalo), method and outcome (return, throw).",
+			"service", "method", "outcome")}, nil
+}
+
+// counted counts a call to service by its method and outcome, and
+// answers reply.
+func (f *face) counted(service string, m *lineage.Methods, c *jeri.Call, reply jeri.Reply) jeri.Reply {
+	key, ok := m.Method(c.Method)
+	if !ok {
+		key = "unknown"
+	}
+	outcome := "return"
+	if len(reply) > 0 && reply[0] != 1 {
+		outcome = "throw"
+	}
+	f.calls.Inc(service, key, outcome)
+	return reply
 }
 
 func (f *face) class(name string) *javaio.Class { return f.classes.Class(name) }

@@ -74,6 +74,10 @@ func (s *Fiddler) Proxy(host string) ([]byte, error) {
 
 // Invoke serves a call to Fiddler's server.
 func (s *Fiddler) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	return s.counted("fiddler", s.methods, c, s.invoke(ctx, c))
+}
+
+func (s *Fiddler) invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	key, ok := s.methods.Method(c.Method)
 	if !ok {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))

@@ -123,6 +123,10 @@ func (s *Mahalo) Proxy(host string) ([]byte, error) {
 
 // Invoke serves a call to Mahalo's server.
 func (s *Mahalo) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	return s.counted("mahalo", s.methods, c, s.invoke(ctx, c))
+}
+
+func (s *Mahalo) invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	key, ok := s.methods.Method(c.Method)
 	if !ok {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))

@@ -103,6 +103,10 @@ func (s *Mercury) proxy(host string) *javaio.Object {
 
 // Invoke serves a call to Mercury's server.
 func (s *Mercury) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	return s.counted("mercury", s.methods, c, s.invoke(ctx, c))
+}
+
+func (s *Mercury) invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	key, ok := s.methods.Method(c.Method)
 	if !ok {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))

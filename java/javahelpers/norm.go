@@ -99,6 +99,10 @@ func (s *Norm) Close() error {
 
 // Invoke serves a call to Norm's server.
 func (s *Norm) Invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
+	return s.counted("norm", s.methods, c, s.invoke(ctx, c))
+}
+
+func (s *Norm) invoke(ctx context.Context, c *jeri.Call) jeri.Reply {
 	key, ok := s.methods.Method(c.Method)
 	if !ok {
 		return jeri.Throw(jeri.UnrecognizedMethod(c.Method))

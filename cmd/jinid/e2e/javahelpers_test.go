@@ -128,6 +128,19 @@ func TestJavaNormClient(t *testing.T) {
 	}
 }
 
+// helperCalls is how many calls of method (a key, "renewFor/4") Java
+// clients made to a helper service that returned, as /metrics counts
+// them.
+func helperCalls(t *testing.T, jl *javaLab, service, method string) int {
+	t.Helper()
+	body := raw(t, jl.java, "GET", "http://"+jl.jinidIP.String()+":4162/metrics", "", "", "", "").body
+	m := regexp.MustCompile(`(?m)^jinid_java_helper_calls_total\{service="` + service + `",method="` + regexp.QuoteMeta(method) + `",outcome="return"\} (\d+)$`).FindStringSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	return atoi(m[1])
+}
+
 // An unmodified Java client of an event mailbox (MercuryClient) finds
 // jinid's, Mercury's own proxy pointing at jinid, and passes every step
 // as it does against Mercury: a pull registration and its listener,
@@ -210,6 +223,9 @@ func TestJavaMixedWorlds(t *testing.T) {
 		}
 		if checks < secs-2 || found != checks || renewals < secs*1000/lease/2 {
 			t.Errorf("held: found at Reggie in %d of %d checks, %d renewals seen, over %d lease periods:\n%s", found, checks, renewals, secs*1000/lease, out)
+		}
+		if n := helperCalls(t, jl, "norm", "renewFor/4"); n < 1 {
+			t.Errorf("renewFor counted %d times in /metrics", n)
 		}
 	})
 

@@ -41,7 +41,9 @@ func TestMetricNames(t *testing.T) {
 	l := h.Attach(lan)
 	// With access control on, the metrics and the status page need a
 	// token of the read scope at least.
-	d := jinidtest.LabDaemon(t, bin, h, "--anonymous", "none")
+	// Java clients of the LAN may register: the helper services'
+	// families are there too.
+	d := jinidtest.LabDaemon(t, bin, h, "--anonymous", "none", "--java-register-from", "198.18.0.0/16")
 	base := "http://" + l.IPv4.String() + ":4162"
 	for _, path := range []string{"/metrics", "/"} {
 		if a := raw(t, h, "GET", base+path, "", "", "", ""); a.status != 401 {

@@ -140,7 +140,7 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 	}
 	dial := outbound.Dialer(outbound.Config{Namespace: d.cfg.Namespace, Policy: d.policy})
 	cfg := javahelpers.Config{Lineage: java.Lineage(), Grantor: d.grantor, Identity: id, Outbound: d.policy, Dial: dial,
-		MayChange: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log}
+		MayChange: d.javaMay(access.ScopeClient), MayRead: d.javaMay(access.ScopeRead), Logger: d.log, Metrics: d.obs.metrics}
 	norm, err := javahelpers.NewNorm(cfg, d.obs.renewal)
 	if err != nil {
 		return err
@@ -197,6 +197,11 @@ func (d *Daemon) buildJavaHelpers(java *javalookup.Service, id javalookup.Identi
 		d.javaJoin = append(d.javaJoin, it)
 	}
 	d.dropServices(own, keep)
+	names := make([]string, len(helpers))
+	for i, h := range helpers {
+		names[i] = h.name
+	}
+	d.log.Info("serving the helper services to Java clients", "services", strings.Join(names, ","), "port", id.Port)
 	return nil
 }
 
