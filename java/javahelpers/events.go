@@ -48,9 +48,11 @@ func (s *Norm) warning(ev apitypes.ExpirationWarningEvent, via string) (*javaio.
 func (s *Norm) failure(ev apitypes.RenewalFailureEvent, kept renewal.JavaLease, via string) (*javaio.Object, error) {
 	src, err := s.setOf(via, ev.Source.ID)
 	if err != nil {
-		// The set ended meanwhile: its proxy with its lease as gone.
-		info := ev.Source.ID
-		if src, err = s.setProxy(via, info, info, 0); err != nil {
+		// The set ended while the event was on its way (its delivery
+		// stops with the set's lease): the set's proxy with a lease that
+		// has ended, under no cookie jinid knows.
+		const ended = "00000000000000000000000000000000"
+		if src, err = s.setProxy(via, ev.Source.ID, ended, 0); err != nil {
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jinid/jinid/discovery"
 	"github.com/jinid/jinid/java/javaio"
@@ -372,15 +373,11 @@ func registrarID(v javaio.Value) (discovery.ServiceID, bool) {
 		return discovery.ServiceID{}, false
 	}
 	for c := o.Class; c != nil; c = c.Super {
-		if b := block(o.Custom(c.Name)); len(b) >= 16 && hasSuffix(c.Name, ".RegistrarProxy") {
+		if b := block(o.Custom(c.Name)); len(b) >= 16 && strings.HasSuffix(c.Name, ".RegistrarProxy") {
 			return discovery.ServiceID(b[:16]), true
 		}
 	}
 	return discovery.ServiceID{}, false
-}
-
-func hasSuffix(s, suffix string) bool {
-	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
 }
 
 // regLease reads the (Uuid registration, Uuid lease) that name a
