@@ -59,22 +59,35 @@ func TestStoreJournalGroupCommit(t *testing.T) {
 	st, reg := openStore(t)
 	j := NewStoreJournal(st)
 	hold, held := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release) // before the store closes, even when the test fails
 	go st.Update(func(*store.Tx) error { close(held); <-hold; return nil })
 	<-held
 	var wg sync.WaitGroup
-	for i := range 32 {
+	decide := func(i int) {
 		wg.Go(func() {
 			if err := j.Committed(fmt.Sprint("t", i), []Participant{{URL: "http://p/"}}); err != nil {
 				t.Error(err)
 			}
 		})
 	}
-	testenv.Until(t, "31 decisions queued behind the first", func() bool {
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		return len(j.pending) == 31
-	})
-	close(hold)
+	queued := func(writing bool, n int) func() bool {
+		return func() bool {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			return j.writing == writing && len(j.pending) == n
+		}
+	}
+	// The first decision alone, until its writer has taken it (and waits
+	// for the store): the others then queue behind it, whatever the
+	// scheduler does.
+	decide(0)
+	testenv.Until(t, "the first decision taken by its writer", queued(true, 0))
+	for i := 1; i < 32; i++ {
+		decide(i)
+	}
+	testenv.Until(t, "31 decisions queued behind the first", queued(true, 31))
+	release()
 	wg.Wait()
 	commits := commitCount(t, reg)
 	if commits != 3 { // the holder's, the first decision's, the other 31's
