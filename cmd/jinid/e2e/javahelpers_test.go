@@ -83,9 +83,10 @@ func riverClientLikeRiver(t *testing.T, client, service string, n int, args ...s
 		}()
 		return c
 	}
-	jc := run(jl.java, jl.locator(), jl.javaIP)
-	rcc := run(rc, reggie.Locator, rcip, "--service-id", river.ServiceID)
-	j, r := <-jc, <-rcc
+	// One after the other: each JVM takes a core while it starts, and the
+	// suite runs other Java tests beside this one.
+	j := <-run(jl.java, jl.locator(), jl.javaIP)
+	r := <-run(rc, reggie.Locator, rcip, "--service-id", river.ServiceID)
 	if r.err != nil {
 		t.Errorf("against the River service: %v\n%s", r.err, r.out)
 	}
@@ -209,8 +210,9 @@ func TestJavaMixedWorlds(t *testing.T) {
 	c := jinidtest.LabClient(t, jl.java, "http://"+jl.jinidIP.String()+":4162", client.WithToken(jl.proc.AdminToken(t)))
 	ctx := t.Context()
 
+	// The parts one after the other: each runs JVMs of its own, beside
+	// the suite's other Java tests.
 	t.Run("renewal", func(t *testing.T) {
-		t.Parallel()
 		const lease, secs = 2000, 22 // eleven periods
 		out, err := riverpeer.Run(t, jl.java, 2*time.Minute, nil, "JinidPeer", "norm-hold", "--locator", reggie.Locator,
 			"--norm-locator", jl.locator(), "--lease", fmt.Sprint(lease), "--secs", fmt.Sprint(secs))
@@ -230,7 +232,6 @@ func TestJavaMixedWorlds(t *testing.T) {
 	})
 
 	t.Run("mailbox-from-reggie", func(t *testing.T) {
-		t.Parallel()
 		reg, err := c.MailboxRegister(ctx, 60_000, true)
 		if err != nil {
 			t.Fatal(err)
@@ -267,7 +268,6 @@ func TestJavaMixedWorlds(t *testing.T) {
 	})
 
 	t.Run("java-pulls-http", func(t *testing.T) {
-		t.Parallel()
 		p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "pull", "--locator", jl.locator(), "--secs", "30")
 		id := strings.TrimPrefix(p.WaitLine(t, regexp.MustCompile(`^registration `), time.Minute), "registration ")
 		info, err := c.MailboxGet(ctx, id)
@@ -296,7 +296,6 @@ func TestJavaMixedWorlds(t *testing.T) {
 	})
 
 	t.Run("lds-hears-both", func(t *testing.T) {
-		t.Parallel()
 		out, err := riverpeer.Run(t, jl.java, 3*time.Minute, nil, "FiddlerClient", "--locator", jl.locator(), "--groups", "lab",
 			"--listen-host", jl.javaIP.String(), "--event-wait", "30000")
 		if err != nil {
@@ -310,7 +309,6 @@ func TestJavaMixedWorlds(t *testing.T) {
 	})
 
 	t.Run("txn-java-and-http", func(t *testing.T) {
-		t.Parallel()
 		hp := newLabParticipant(t, jl.java, jl.javaIP.String(), 0)
 		goFile := filepath.Join(t.TempDir(), "go")
 		p := riverpeer.Start(t, jl.java, nil, "JinidPeer", "txn", "--locator", jl.locator(), "--listen-host", jl.javaIP.String(),
@@ -437,9 +435,11 @@ func atoi(s string) int {
 // the Java side of the scenarios the services pass over HTTP).
 func TestJavaSpecLikeRiver(t *testing.T) {
 	t.Parallel()
+	// The services one after the other: each subtest runs four JVMs (a
+	// Reggie, the River service, two clients), which the other Java
+	// tests of the suite share two cores with.
 	for _, service := range []string{"norm", "mercury", "fiddler", "mahalo"} {
 		t.Run(service, func(t *testing.T) {
-			t.Parallel()
 			jl := newJavaLab(t)
 			rs := newRiverSide(t, jl, service)
 			run := func(h *netlab.Host, locator string, listen netip.Addr, extra ...string) map[string]string {
