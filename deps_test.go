@@ -31,12 +31,12 @@ var layers = []string{"internal", "discovery", "services", "announce", "cmd"}
 // reads Java registrar proxies; its face of the lookup service is a
 // service.
 var wings = map[string]string{
-	"java/javaio":     "internal",
-	"java/jeri":       "internal",
-	"java/lineage":    "internal",
-	"java/reggie":     "discovery",
-	"java/javalookup": "services",
-	"java/javahelpers":   "services",
+	"java/javaio":      "internal",
+	"java/jeri":        "internal",
+	"java/lineage":     "internal",
+	"java/reggie":      "discovery",
+	"java/javalookup":  "services",
+	"java/javahelpers": "services",
 }
 
 // layerOf is the layer a package stands at.
