@@ -176,42 +176,17 @@ func (s *Norm) getLeases(k *call) jeri.Reply {
 
 // setWarningListener is setExpirationWarningListener(Uuid,
 // RemoteEventListener, long minWarning, MarshalledObject).
-func (s *Norm) setWarningListener(k *call) jeri.Reply {
-	setID, err := s.setID(k)
-	if err != nil {
-		return argError(err)
-	}
-	url, err := k.listener()
-	clear := errors.Is(err, errNullListener)
-	if err != nil && !clear {
-		return argError(err)
-	}
-	minWarning, err := k.c.Args.ReadLong()
-	if err != nil {
-		return argError(err)
-	}
-	hb, err := k.handback()
-	if err != nil {
-		return argError(err)
-	}
-	if clear {
-		// clearExpirationWarningListener: SetProxy sends no listener
-		// (it refuses a null one itself).
-		if err := s.renewal.ClearWarningListener(setID); err != nil {
-			return k.fail(err)
-		}
-		return returnObject(nil)
-	}
-	reg, err := s.renewal.SetWarningListener(k.ctx, setID, url, minWarning, hb)
-	if err != nil {
-		return k.fail(err)
-	}
-	return s.registration(k, setID, reg)
-}
+func (s *Norm) setWarningListener(k *call) jeri.Reply { return s.setListener(k, true) }
 
 // setFailureListener is setRenewalFailureListener(Uuid,
 // RemoteEventListener, MarshalledObject).
-func (s *Norm) setFailureListener(k *call) jeri.Reply {
+func (s *Norm) setFailureListener(k *call) jeri.Reply { return s.setListener(k, false) }
+
+// setListener registers a set's warning listener (warning) or its
+// failure listener; with no listener it clears that registration
+// (clearExpirationWarningListener and clearRenewalFailureListener send
+// none: SetProxy refuses a null one itself).
+func (s *Norm) setListener(k *call, warning bool) jeri.Reply {
 	setID, err := s.setID(k)
 	if err != nil {
 		return argError(err)
@@ -221,20 +196,32 @@ func (s *Norm) setFailureListener(k *call) jeri.Reply {
 	if err != nil && !clear {
 		return argError(err)
 	}
+	var minWarning int64
+	if warning {
+		if minWarning, err = k.c.Args.ReadLong(); err != nil {
+			return argError(err)
+		}
+	}
 	hb, err := k.handback()
 	if err != nil {
 		return argError(err)
 	}
-	if clear {
-		// clearRenewalFailureListener.
-		if err := s.renewal.ClearFailureListener(setID); err != nil {
-			return k.fail(err)
-		}
-		return returnObject(nil)
+	var reg renewal.Registration
+	switch {
+	case clear && warning:
+		err = s.renewal.ClearWarningListener(setID)
+	case clear:
+		err = s.renewal.ClearFailureListener(setID)
+	case warning:
+		reg, err = s.renewal.SetWarningListener(k.ctx, setID, url, minWarning, hb)
+	default:
+		reg, err = s.renewal.SetFailureListener(k.ctx, setID, url, hb)
 	}
-	reg, err := s.renewal.SetFailureListener(k.ctx, setID, url, hb)
-	if err != nil {
+	switch {
+	case err != nil:
 		return k.fail(err)
+	case clear:
+		return returnObject(nil)
 	}
 	return s.registration(k, setID, reg)
 }
